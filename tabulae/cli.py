@@ -1,0 +1,94 @@
+"""The ``tabulae`` command: ``tabulae serve`` starts the Table service."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tabulae import __version__
+from tabulae.config import (
+    DEFAULT_DATA_DIR,
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    ConfigError,
+    Settings,
+    accounts_from,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tabulae", description="A self-hosted Azure Table Storage server.")
+    parser.add_argument("--version", action="version", version=f"tabulae {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the Table service", description="Run the Table service.")
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})"
+    )
+    serve.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DEFAULT_DATA_DIR,
+        help=f"directory of the SQLite database (default ./{DEFAULT_DATA_DIR})",
+    )
+    serve.add_argument(
+        "--account",
+        action="append",
+        default=[],
+        metavar="NAME:BASE64KEY[:BASE64KEY2]",
+        help="an account and its keys; repeatable; also read from TABULAE_ACCOUNTS or AZURITE_ACCOUNTS "
+        "('name1:key1:key2;name2:key1'). Default: the development account devstoreaccount1",
+    )
+    serve.add_argument(
+        "--in-memory",
+        action="store_true",
+        help="keep data in memory only (for tests and demos): everything is lost when the server stops",
+    )
+    serve.add_argument(
+        "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    return parser
+
+
+def serve(args: argparse.Namespace) -> None:
+    import uvicorn
+
+    from tabulae.server.app import TabulaeApp
+
+    try:
+        accounts = accounts_from(args.account)
+    except ConfigError as exc:
+        raise SystemExit(f"tabulae: {exc}") from None
+    settings = Settings(
+        host=args.host, port=args.port, data_dir=args.data_dir, in_memory=args.in_memory, accounts=accounts
+    )
+    where = "in memory (data is lost when the server stops)" if args.in_memory else f"in {args.data_dir}"
+    first = next(iter(accounts))
+    print(
+        f"Tabulae {__version__}: Table service on http://{args.host}:{args.port}/{first}, "
+        f"accounts {', '.join(accounts)}, data {where}",
+        flush=True,
+    )
+    uvicorn.run(
+        TabulaeApp(settings),
+        host=args.host,
+        port=args.port,
+        loop="uvloop",
+        http="httptools",
+        lifespan="on",
+        access_log=False,
+        log_level=args.log_level,
+        server_header=False,
+        date_header=False,
+        timeout_graceful_shutdown=10,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``tabulae`` console script."""
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        serve(args)
+    else:  # pragma: no cover - argparse rejects unknown commands
+        sys.exit(2)

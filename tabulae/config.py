@@ -1,0 +1,70 @@
+"""One settings object for a Tabulae server, built from flags and the environment.
+
+Accounts come from ``--account NAME:KEY[:KEY2]`` (repeatable) and from ``TABULAE_ACCOUNTS``
+(``name1:key1:key2;name2:key1``, the format Azurite users already have in ``AZURITE_ACCOUNTS``,
+which is read too). With none given, the emulator's well-known development account is served,
+so ``UseDevelopmentStorage=true`` works unchanged. Keys are kept as bytes and never printed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEV_ACCOUNT = "devstoreaccount1"
+DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 10002
+DEFAULT_DATA_DIR = Path("tabulae-data")
+ACCOUNTS_ENV = ("TABULAE_ACCOUNTS", "AZURITE_ACCOUNTS")
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message names it but never contains a key."""
+
+
+def parse_account(spec: str) -> tuple[str, list[bytes]]:
+    """``NAME:KEY[:KEY2]`` with base64 keys; the name follows Azure's 3-24 lower-case alphanumerics."""
+    name, _, rest = spec.partition(":")
+    keys = [k for k in rest.split(":") if k]
+    if not name or not name.isalnum() or not keys:
+        raise ConfigError(f"account {name!r}: expected NAME:BASE64KEY[:BASE64KEY2]")
+    decoded: list[bytes] = []
+    for key in keys[:2]:
+        try:
+            decoded.append(base64.b64decode(key, validate=True))
+        except (binascii.Error, ValueError) as exc:
+            raise ConfigError(f"account {name!r}: a key is not valid base64") from exc
+    return name, decoded
+
+
+def accounts_from(specs: list[str], environ: dict[str, str] | None = None) -> dict[str, list[bytes]]:
+    """Accounts from flags plus the environment; the development account when there are none."""
+    env = os.environ if environ is None else environ
+    all_specs = list(specs)
+    for variable in ACCOUNTS_ENV:
+        value = env.get(variable, "")
+        all_specs.extend(part.strip() for part in value.split(";") if part.strip())
+    accounts: dict[str, list[bytes]] = {}
+    for spec in all_specs:
+        name, keys = parse_account(spec)
+        accounts[name] = keys
+    if not accounts:
+        accounts[DEV_ACCOUNT] = [base64.b64decode(DEV_KEY)]
+    return accounts
+
+
+@dataclass(slots=True)
+class Settings:
+    """Everything a server process needs; picklable so worker processes can rebuild it."""
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    data_dir: Path = DEFAULT_DATA_DIR
+    in_memory: bool = False
+    accounts: dict[str, list[bytes]] = field(default_factory=lambda: accounts_from([], {}))
+    max_body_bytes: int = 4 * 1024 * 1024
+    page_time_budget: float = 5.0

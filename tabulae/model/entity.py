@@ -1,0 +1,384 @@
+"""Entities: reading them from request JSON with the service's validation, and their stored form.
+
+The stored form of an entity's user properties is the compact JSON the service sends in
+minimal metadata (``"n@odata.type":"Edm.Int64","n":"5"``, doubles as ``5.0``, no Boolean
+annotations). A stored entity is therefore rendered by concatenation, without decoding and
+re-encoding, and decoding it again is exact because every type that JSON cannot tell apart
+carries its annotation.
+
+Validation follows spec §5 in the order of §5.6: keys present, key characters and size,
+property count, names and values, then the entity size formula.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from tabulae.model import edm
+from tabulae.model.edm import Properties, Property
+from tabulae.model.errors import MSG_REQUEST_NOT_VALID, TableError
+from tabulae.model.names import check_body_key
+
+MAX_PROPERTIES = 255  # including PartitionKey, RowKey and Timestamp
+MAX_NAME_LENGTH = 255
+MAX_STRING_UTF16 = 32 * 1024
+MAX_BINARY_BYTES = 64 * 1024
+MAX_ENTITY_BYTES = 1024 * 1024
+ANNOTATION = "@odata.type"
+SYSTEM_NAMES = frozenset({"PartitionKey", "RowKey", "Timestamp"})
+
+_SPECIAL_DOUBLES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_FIXED_SIZES = {edm.BOOLEAN: 1, edm.DATETIME: 8, edm.DOUBLE: 8, edm.GUID: 16, edm.INT32: 4, edm.INT64: 8}
+
+
+class _FloatText(str):
+    """A JSON number with a fraction or exponent, kept as text so overflow can be detected."""
+
+    __slots__ = ()
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    return pairs
+
+
+def parse_json_pairs(body: bytes) -> list[tuple[str, Any]]:
+    """Parse a request body that must be one JSON object; keep duplicate names and number text.
+
+    The standard library parser is used on purpose: it keeps duplicate keys (the service
+    answers ``DuplicatePropertiesSpecified``), exact big integers, and the text of floats.
+    """
+    try:
+        value = json.loads(
+            body.decode("utf-8"),
+            object_pairs_hook=_pairs,
+            parse_float=_FloatText,
+            parse_constant=_reject_constant,
+        )
+    except (ValueError, RecursionError) as exc:
+        raise TableError("InvalidInput", MSG_REQUEST_NOT_VALID) from exc
+    if not isinstance(value, list) or (value and not isinstance(value[0], tuple)):
+        raise TableError("InvalidInput", MSG_REQUEST_NOT_VALID)
+    return value
+
+
+@dataclass(slots=True)
+class Entity:
+    """An entity as a request carries it: keys and typed user properties (no Timestamp)."""
+
+    pk: str
+    rk: str
+    properties: Properties
+
+
+@dataclass(slots=True, frozen=True)
+class StoredEntity:
+    """An entity as storage returns it: keys, Timestamp ticks and the stored property JSON."""
+
+    pk: str
+    rk: str
+    ticks: int
+    blob: bytes
+
+    @property
+    def timestamp(self) -> str:
+        return edm.format_datetime(self.ticks)
+
+    @property
+    def etag(self) -> str:
+        return edm.etag_for(edm.format_datetime(self.ticks))
+
+    def properties(self) -> Properties:
+        return decode_properties(self.blob)
+
+
+def _invalid() -> TableError:
+    return TableError("InvalidInput", MSG_REQUEST_NOT_VALID)
+
+
+def _check_string(value: str) -> str:
+    if value.isascii():
+        if len(value) > MAX_STRING_UTF16:
+            raise TableError("PropertyValueTooLarge")
+        return value
+    try:
+        units = len(value.encode("utf-16-le")) // 2
+    except UnicodeEncodeError as exc:  # a lone surrogate escaped in the JSON
+        raise _invalid() from exc
+    if units > MAX_STRING_UTF16:
+        raise TableError("PropertyValueTooLarge")
+    return value
+
+
+def _to_double(value: Any) -> float:
+    if isinstance(value, bool):
+        raise _invalid()
+    if isinstance(value, int):
+        result = float(value)
+    elif isinstance(value, str):
+        special = _SPECIAL_DOUBLES.get(value)
+        if special is not None:
+            return special
+        try:
+            result = float(value)
+        except ValueError as exc:
+            raise _invalid() from exc
+        if math.isnan(result) or (math.isinf(result) and not isinstance(value, _FloatText)):
+            raise _invalid()  # "nan"/"inf" spellings are not the service's
+    else:
+        raise _invalid()
+    if math.isinf(result):
+        raise _invalid()  # overflow: above 1.7976931348623157E+308
+    return result
+
+
+def _to_int(value: Any, low: int, high: int) -> int:
+    if isinstance(value, (bool, _FloatText)):
+        raise _invalid()
+    if isinstance(value, str):
+        text = value.strip()
+        if not text or not text.lstrip("+-").isdigit():
+            raise _invalid()
+        value = int(text)
+    if not isinstance(value, int) or not low <= value <= high:
+        raise _invalid()
+    return value
+
+
+def _to_datetime(name: str, value: Any) -> int:
+    if not isinstance(value, str):
+        raise _invalid()
+    ticks = edm.parse_datetime(value)
+    if ticks is None:
+        raise _invalid()
+    if not edm.MIN_DATETIME_TICKS <= ticks <= edm.MAX_DATETIME_TICKS:
+        if ticks < 0:
+            raise _invalid()
+        shown = edm.format_datetime_legacy(min(ticks, edm.MAX_DATETIME_TICKS))
+        raise TableError("OutOfRangeInput", f"The '{name}' parameter of value '{shown}' is out of range.")
+    return ticks
+
+
+def _to_binary(value: Any) -> bytes:
+    if not isinstance(value, str):
+        raise _invalid()
+    try:
+        data = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise _invalid() from exc
+    if len(data) > MAX_BINARY_BYTES:
+        raise TableError("PropertyValueTooLarge")
+    return data
+
+
+def typed_value(name: str, value: Any, annotation: str | None) -> Property:
+    """Convert one JSON value (with its optional ``@odata.type``) into a typed property."""
+    if annotation is None:
+        if isinstance(value, str):
+            return edm.STRING, _check_string(value)
+        if isinstance(value, bool):
+            return edm.BOOLEAN, value
+        if isinstance(value, int):
+            if edm.INT32_MIN <= value <= edm.INT32_MAX:
+                return edm.INT32, value
+            return edm.DOUBLE, _to_double(value)
+        if isinstance(value, _FloatText):
+            return edm.DOUBLE, _to_double(value)
+        raise _invalid()
+    if annotation == edm.STRING:
+        if not isinstance(value, str) or isinstance(value, _FloatText):
+            raise _invalid()
+        return edm.STRING, _check_string(value)
+    if annotation == edm.BOOLEAN:
+        if isinstance(value, bool):
+            return edm.BOOLEAN, value
+        if value in ("true", "false"):
+            return edm.BOOLEAN, value == "true"
+        raise _invalid()
+    if annotation == edm.INT32:
+        return edm.INT32, _to_int(value, edm.INT32_MIN, edm.INT32_MAX)
+    if annotation == edm.INT64:
+        return edm.INT64, _to_int(value, edm.INT64_MIN, edm.INT64_MAX)
+    if annotation == edm.DOUBLE:
+        return edm.DOUBLE, _to_double(value)
+    if annotation == edm.DATETIME:
+        return edm.DATETIME, _to_datetime(name, value)
+    if annotation == edm.GUID:
+        guid = edm.parse_guid(value) if isinstance(value, str) else None
+        if guid is None:
+            raise _invalid()
+        return edm.GUID, guid
+    if annotation == edm.BINARY:
+        return edm.BINARY, _to_binary(value)
+    raise _invalid()
+
+
+def check_property_name(name: str) -> None:
+    """A property name is a C# identifier of at most 255 characters."""
+    if not name or not (name[0].isalpha() or name[0] == "_") or not name.isidentifier():
+        raise TableError("PropertyNameInvalid")
+    if len(name) > MAX_NAME_LENGTH:
+        raise TableError("PropertyNameTooLong")
+
+
+def _body_key(which: str, values: dict[str, Any], annotations: dict[str, str]) -> str:
+    value = values.get(which)
+    if not isinstance(value, str) or isinstance(value, _FloatText):
+        raise TableError("PropertiesNeedValue")
+    if annotations.get(which, edm.STRING) != edm.STRING:
+        raise TableError("PropertiesNeedValue")
+    check_body_key(which, value)
+    return value
+
+
+def entity_from_pairs(pairs: list[tuple[str, Any]], url_keys: tuple[str, str] | None = None) -> Entity:
+    """Build a validated entity from a body's JSON pairs.
+
+    ``url_keys`` are the keys of the URL (Update, Merge, Upsert): they are authoritative and the
+    body's keys, if any, are ignored, as Azurite does (spec §13 #13). Inserts pass ``None`` and
+    must carry both keys in the body.
+    """
+    values: dict[str, Any] = {}
+    annotations: dict[str, str] = {}
+    for name, value in pairs:
+        if name.endswith(ANNOTATION):
+            base = name[: -len(ANNOTATION)]
+            if base in annotations:
+                raise TableError("DuplicatePropertiesSpecified")
+            if not isinstance(value, str):
+                raise _invalid()
+            annotations[base] = value
+        elif name.startswith("odata.") or "@" in name:
+            continue  # control information and other instance annotations
+        else:
+            if name in values:
+                raise TableError("DuplicatePropertiesSpecified")
+            values[name] = value
+    for base in annotations:
+        if base not in values and not base.startswith("odata."):
+            raise _invalid()
+    if url_keys is None:
+        pk = _body_key("PartitionKey", values, annotations)
+        rk = _body_key("RowKey", values, annotations)
+    else:
+        pk, rk = url_keys
+    user = [(n, v) for n, v in values.items() if n not in SYSTEM_NAMES]
+    if len(user) + 3 > MAX_PROPERTIES:
+        raise TableError("TooManyProperties")
+    properties: Properties = {}
+    for name, value in user:
+        check_property_name(name)
+        if value is None:
+            continue  # a null is not stored, and does not remove a property on merge
+        properties[name] = typed_value(name, value, annotations.get(name))
+    entity = Entity(pk, rk, properties)
+    check_entity_size(entity.pk, entity.rk, entity.properties)
+    return entity
+
+
+def entity_size(pk: str, rk: str, properties: Properties) -> int:
+    """The service's documented entity size formula (spec §5.5)."""
+    size = 4 + 2 * edm.utf16_length(pk) + 2 * edm.utf16_length(rk)
+    for name, (kind, value) in properties.items():
+        size += 8 + 2 * len(name)
+        if kind == edm.STRING:
+            size += 4 + 2 * edm.utf16_length(value)
+        elif kind == edm.BINARY:
+            size += 4 + len(value)
+        else:
+            size += _FIXED_SIZES[kind]
+    return size
+
+
+def check_entity_size(pk: str, rk: str, properties: Properties) -> None:
+    """Reject entities over 1 MiB; cheap unless the entity could be near the limit."""
+    if len(properties) * (8 + 2 * MAX_NAME_LENGTH + 4 + 2 * MAX_STRING_UTF16) < MAX_ENTITY_BYTES - 8192:
+        return
+    if entity_size(pk, rk, properties) > MAX_ENTITY_BYTES:
+        raise TableError("EntityTooLarge")
+
+
+def check_merged(pk: str, rk: str, properties: Properties) -> None:
+    """Limits that apply to the result of a merge, not only to the request."""
+    if len(properties) + 3 > MAX_PROPERTIES:
+        raise TableError("TooManyProperties")
+    check_entity_size(pk, rk, properties)
+
+
+def _format_double(value: float) -> str | float:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+def wire_properties(properties: Properties) -> dict[str, Any]:
+    """User properties in minimal-metadata JSON form: annotations only where JSON is ambiguous."""
+    out: dict[str, Any] = {}
+    for name, (kind, value) in properties.items():
+        if kind in (edm.STRING, edm.BOOLEAN, edm.INT32):
+            out[name] = value
+        elif kind == edm.DOUBLE:
+            shown = _format_double(value)
+            if isinstance(shown, str):
+                out[name + ANNOTATION] = edm.DOUBLE
+            out[name] = shown
+        elif kind == edm.INT64:
+            out[name + ANNOTATION] = edm.INT64
+            out[name] = str(value)
+        elif kind == edm.DATETIME:
+            out[name + ANNOTATION] = edm.DATETIME
+            out[name] = edm.format_datetime(value)
+        elif kind == edm.GUID:
+            out[name + ANNOTATION] = edm.GUID
+            out[name] = value
+        else:
+            out[name + ANNOTATION] = edm.BINARY
+            out[name] = base64.b64encode(value).decode("ascii")
+    return out
+
+
+def encode_properties(properties: Properties) -> bytes:
+    """The stored form: compact minimal-metadata JSON of the user properties."""
+    return orjson.dumps(wire_properties(properties))
+
+
+def decode_properties(blob: bytes) -> Properties:
+    """Inverse of :func:`encode_properties` (the input is trusted: we wrote it)."""
+    raw: dict[str, Any] = orjson.loads(blob)
+    properties: Properties = {}
+    for name, value in raw.items():
+        if name.endswith(ANNOTATION):
+            continue
+        annotation = raw.get(name + ANNOTATION)
+        if annotation is None:
+            if isinstance(value, str):
+                properties[name] = (edm.STRING, value)
+            elif isinstance(value, bool):
+                properties[name] = (edm.BOOLEAN, value)
+            elif isinstance(value, int):
+                properties[name] = (edm.INT32, value)
+            else:
+                properties[name] = (edm.DOUBLE, float(value))
+        elif annotation == edm.INT64:
+            properties[name] = (edm.INT64, int(value))
+        elif annotation == edm.DOUBLE:
+            properties[name] = (edm.DOUBLE, _SPECIAL_DOUBLES.get(value, value))
+        elif annotation == edm.DATETIME:
+            properties[name] = (edm.DATETIME, edm.parse_datetime(value))
+        elif annotation == edm.GUID:
+            properties[name] = (edm.GUID, value)
+        else:
+            properties[name] = (edm.BINARY, base64.b64decode(value))
+    return properties

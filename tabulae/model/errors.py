@@ -1,0 +1,170 @@
+"""The Azure Table error catalogue, and the one exception every layer raises.
+
+Errors are data: the core raises ``TableError(code)`` and only the HTTP layer turns it into a
+JSON or XML body, the ``x-ms-error-code`` header and, inside a batch, the ``N:`` index prefix.
+Status and default message come from this catalogue, so a code can never travel with the wrong
+status. Messages are Azure's own texts (spec §9.4), including its misspelling "specifed".
+"""
+
+from __future__ import annotations
+
+CATALOGUE: dict[str, tuple[int, str]] = {
+    # authentication and authorisation
+    "AuthenticationFailed": (
+        403,
+        "Server failed to authenticate the request. Make sure the value of Authorization header "
+        "is formed correctly including the signature.",
+    ),
+    "InvalidAuthenticationInfo": (
+        400,
+        "Authentication information is not given in the correct format. "
+        "Check the value of Authorization header.",
+    ),
+    "NoAuthenticationInformation": (
+        401,
+        "Server failed to authenticate the request. "
+        "Please refer to the information in the www-authenticate header.",
+    ),
+    "AuthorizationFailure": (403, "This request is not authorized to perform this operation."),
+    "AuthorizationPermissionMismatch": (
+        403,
+        "This request is not authorized to perform this operation using this permission.",
+    ),
+    "AuthorizationResourceTypeMismatch": (
+        403,
+        "This request is not authorized to perform this operation using this resource type.",
+    ),
+    "AuthorizationServiceMismatch": (
+        403,
+        "This request is not authorized to perform this operation using this service.",
+    ),
+    "AuthorizationProtocolMismatch": (
+        403,
+        "This request is not authorized to perform this operation using this protocol.",
+    ),
+    "AuthorizationSourceIPMismatch": (
+        403,
+        "This request is not authorized to perform this operation using this source IP.",
+    ),
+    # headers and query parameters
+    "InvalidHeaderValue": (400, "The value for one of the HTTP headers is not in the correct format."),
+    "MissingRequiredHeader": (
+        400,
+        "An HTTP header that's mandatory for this request is not specified.",
+    ),
+    "InvalidQueryParameterValue": (
+        400,
+        "Value for one of the query parameters specified in the request URI is invalid.",
+    ),
+    "XMethodNotUsingPost": (
+        400,
+        "The HTTP method specified in the X-HTTP-Method header can only be used with POST.",
+    ),
+    "XMethodIncorrectCount": (400, "More than one X-HTTP-Method header is specified."),
+    "XMethodIncorrectValue": (400, "The value of the X-HTTP-Method header is not valid."),
+    "InvalidUri": (400, "The requested URI does not represent any resource on the server."),
+    "Md5Mismatch": (
+        400,
+        "The MD5 value specified in the request did not match with the MD5 value calculated by the server.",
+    ),
+    # validation
+    "InvalidInput": (400, "One of the request inputs is not valid."),
+    "OutOfRangeInput": (400, "One of the request inputs is out of range."),
+    "InvalidResourceName": (400, "The specifed resource name contains invalid characters."),
+    "PropertiesNeedValue": (400, "The values are not specified for all properties in the entity."),
+    "PropertyNameInvalid": (400, "The property name is invalid."),
+    "PropertyNameTooLong": (400, "The property name exceeds the maximum allowed length."),
+    "PropertyValueTooLarge": (
+        400,
+        "The property value exceeds the maximum allowed size (64KB). If the property value is a "
+        "string, it is UTF-16 encoded and the maximum number of characters should be 32K or less.",
+    ),
+    "KeyValueTooLarge": (400, "The key value exceeds the maximum allowed size."),
+    "TooManyProperties": (400, "The entity contains more properties than allowed."),
+    "EntityTooLarge": (400, "The entity is larger than the maximum size permitted."),
+    "DuplicatePropertiesSpecified": (400, "A property is specified more than one time."),
+    "InvalidValueType": (400, "The value specified is invalid."),
+    "InvalidDuplicateRow": (
+        400,
+        "The batch request contains multiple changes with same row key. "
+        "An entity can appear only once in a batch request.",
+    ),
+    "CommandsInBatchActOnDifferentPartitions": (
+        400,
+        "All commands in a batch must operate on same entity group.",
+    ),
+    "InvalidXmlDocument": (400, "XML specified is not syntactically valid."),
+    "InvalidXmlNodeValue": (400, "The value for one of the XML nodes is not in the correct format."),
+    # existence and concurrency
+    "ResourceNotFound": (404, "The specified resource does not exist."),
+    "TableNotFound": (404, "The table specified does not exist."),
+    "EntityNotFound": (404, "The specified entity does not exist."),
+    "MethodNotAllowed": (405, "The requested method is not allowed on the specified resource."),
+    "EntityAlreadyExists": (409, "The specified entity already exists."),
+    "TableAlreadyExists": (409, "The table specified already exists."),
+    "TableBeingDeleted": (409, "The specified table is being deleted. Try operation later."),
+    "UpdateConditionNotSatisfied": (
+        412,
+        "The update condition specified in the request was not satisfied.",
+    ),
+    "RequestBodyTooLarge": (
+        413,
+        "The request body is too large and exceeds the maximum permissible limit.",
+    ),
+    "AtomFormatNotSupported": (415, "Atom format is not supported."),
+    "MediaTypeNotSupported": (415, "The requested media type is not supported."),
+    "CorsPreflightFailure": (403, "CORS not enabled or no matching rule found for this request."),
+    "RequestHeaderTooLarge": (431, "The size of the request headers is too large."),
+    "RequestUrlTooLong": (414, "The request URL is too long."),
+    # server side
+    "InternalError": (500, "The server encountered an internal error. Please retry the request."),
+    "OperationTimedOut": (500, "Operation could not be completed within the specified time."),
+    "NotImplemented": (501, "The requested operation is not implemented on the specified resource."),
+    "ServerBusy": (
+        503,
+        "The server is currently unable to receive requests. Please retry your request.",
+    ),
+}
+
+# Messages Azure uses for particular situations under a general code.
+MSG_REQUEST_NOT_VALID = "An error occurred while processing this request."
+MSG_KEY_COUNT = (
+    "The number of keys specified in the URI does not match number of key properties for the resource."
+)
+MSG_QUERY_SYNTAX = "Bad Request - Error in query syntax."
+MSG_NAME_LENGTH = "The specified resource name length is not within the permissible limits."
+MSG_BATCH_TOO_MANY = "The batch request operation exceeds the maximum 100 changes per change set."
+
+
+class TableError(Exception):
+    """An Azure error: a catalogue code, optionally a more precise message and a batch index.
+
+    ``status`` defaults to the catalogue's; ``index`` is the zero-based operation of a batch that
+    failed (rendered as the ``N:`` prefix); ``detail`` is extra text for XML bodies (for example
+    the string-to-sign of a failed signature, which never contains a secret).
+    """
+
+    __slots__ = ("code", "detail", "headers", "index", "message", "status")
+
+    def __init__(
+        self,
+        code: str,
+        message: str | None = None,
+        *,
+        index: int | None = None,
+        detail: str | None = None,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        status, default = CATALOGUE[code]
+        self.code = code
+        self.status = status
+        self.message = message or default
+        self.index = index
+        self.detail = detail
+        self.headers = headers
+        super().__init__(f"{code}: {self.message}")
+
+    def at(self, index: int) -> TableError:
+        """Return this error tagged with the batch operation index it belongs to."""
+        self.index = index
+        return self

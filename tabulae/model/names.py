@@ -1,0 +1,43 @@
+"""Table names and entity keys: what the service accepts, and the exact errors when it doesn't."""
+
+from __future__ import annotations
+
+import re
+
+from tabulae.model.edm import utf16_length
+from tabulae.model.errors import MSG_NAME_LENGTH, MSG_QUERY_SYNTAX, TableError
+
+MAX_KEY_UTF16 = 1024
+
+_TABLE_CHARS = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_FORBIDDEN_KEY_CHARS = re.compile(r"[/\\#?\x00-\x1f\x7f-\x9f]")
+
+
+def check_table_name(name: str) -> None:
+    """Reject a table name the way Azure does: characters first, then length, then ``tables``."""
+    if not _TABLE_CHARS.fullmatch(name):
+        raise TableError("InvalidResourceName")
+    if not 3 <= len(name) <= 63:
+        raise TableError("OutOfRangeInput", MSG_NAME_LENGTH)
+    if name.lower() == "tables":
+        raise TableError("InvalidInput")
+
+
+def check_body_key(which: str, value: str) -> None:
+    """Validate a PartitionKey or RowKey that arrived in a JSON body."""
+    if _FORBIDDEN_KEY_CHARS.search(value):
+        raise TableError("OutOfRangeInput", f"The '{which}' parameter of value '{value}' is out of range.")
+    if utf16_length(value) > MAX_KEY_UTF16:
+        raise TableError("PropertyValueTooLarge")
+
+
+def check_url_key(value: str) -> None:
+    """Validate a key that arrived in a URL key predicate (spec §5.2: codes differ by character)."""
+    match = _FORBIDDEN_KEY_CHARS.search(value)
+    if match:
+        char = match.group()
+        if char in "/\\":
+            raise TableError("InvalidInput", MSG_QUERY_SYNTAX)
+        raise TableError("OutOfRangeInput")
+    if utf16_length(value) > MAX_KEY_UTF16:
+        raise TableError("PropertyValueTooLarge")

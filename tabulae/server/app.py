@@ -1,0 +1,248 @@
+"""The ASGI application: the front-end of the service.
+
+One request goes: ASGI scope → :class:`Request` → route (account and resource) → authentication
+→ the operation's handler → :class:`Response` with the headers every Azure response carries.
+A ``TableError`` raised anywhere below becomes the Azure error body here, and only here.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from tabulae.config import Settings
+from tabulae.model.errors import TableError
+from tabulae.server import operations as ops
+from tabulae.server import transactions
+from tabulae.server.auth.shared_key import verify_authorization
+from tabulae.server.errors import XML_CONTENT_TYPE, error_json, error_xml
+from tabulae.server.http import SERVER_HEADER, Clock, Request, RequestIds, Response, error_time
+from tabulae.server.odata import CONTENT_TYPES, MINIMAL, metadata_level
+from tabulae.server.routing import Resource, Route, resolve
+from tabulae.storage.base import MutationKind, Store
+from tabulae.storage.sqlite import SqliteStore
+from tabulae.table.service import TableService
+
+log = logging.getLogger("tabulae")
+
+DEFAULT_VERSION = "2019-02-02"
+_TUNNELLED = {"MERGE", "DELETE", "PUT", "PATCH"}
+_READ_METHODS = {"GET", "HEAD", "OPTIONS"}
+
+Handler = Callable[[TableService, Request, Route], Awaitable[Response]]
+
+
+def _effective_method(request: Request) -> str:
+    """Apply ``X-HTTP-Method`` tunnelling (POST only, once, a known verb)."""
+    if request.x_http_method_count == 0:
+        return request.method
+    if request.method != "POST":
+        raise TableError("XMethodNotUsingPost")
+    if request.x_http_method_count > 1:
+        raise TableError("XMethodIncorrectCount")
+    value = request.headers["x-http-method"].strip().upper()
+    if value not in _TUNNELLED:
+        raise TableError("XMethodIncorrectValue")
+    return value
+
+
+def _entity_handler(method: str) -> Handler | None:
+    if method == "GET":
+        return ops.get_entity
+    if method == "PUT":
+        return lambda s, r, t: ops.replace_or_merge(s, r, t, MutationKind.REPLACE)
+    if method in ("MERGE", "PATCH"):
+        return lambda s, r, t: ops.replace_or_merge(s, r, t, MutationKind.MERGE)
+    if method == "DELETE":
+        return ops.delete_entity
+    return None
+
+
+def _handler(route: Route, method: str, comp: str | None) -> Handler:
+    resource = route.resource
+    handler: Handler | None = None
+    if resource is Resource.TABLES:
+        handler = {"GET": ops.query_tables, "POST": ops.create_table}.get(method)
+    elif resource is Resource.TABLE:
+        handler = {"GET": ops.get_table, "DELETE": ops.delete_table}.get(method)
+    elif resource is Resource.ENTITIES and comp is None:
+        handler = {"GET": ops.query_entities, "POST": ops.insert_entity}.get(method)
+    elif resource is Resource.ENTITY:
+        handler = _entity_handler(method)
+    if handler is None:
+        raise TableError("MethodNotAllowed")
+    return handler
+
+
+class TabulaeApp:
+    """The ASGI callable. The store is opened at lifespan start-up, in the serving process."""
+
+    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+        self.settings = settings
+        self._store = store
+        self.service: TableService | None = TableService(store) if store else None
+        self._ids = RequestIds()
+        self._clock = Clock()
+        self._memory_dir: tempfile.TemporaryDirectory[str] | None = None
+
+    # ------------------------------------------------------------------------- lifecycle
+
+    def _open_store(self) -> Store:
+        if self.settings.in_memory:
+            shm = Path("/dev/shm")
+            self._memory_dir = tempfile.TemporaryDirectory(
+                prefix="tabulae-mem-", dir=shm if shm.is_dir() else None
+            )
+            return SqliteStore(Path(self._memory_dir.name), durable=False)
+        return SqliteStore(self.settings.data_dir)
+
+    async def startup(self) -> None:
+        if self._store is None:
+            self._store = self._open_store()
+            self.service = TableService(self._store, page_time_budget=self.settings.page_time_budget)
+
+    async def shutdown(self) -> None:
+        if self._store is not None:
+            await self._store.close()
+            self._store = None
+        if self._memory_dir is not None:
+            self._memory_dir.cleanup()
+            self._memory_dir = None
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.startup()
+                except Exception as exc:  # reported to uvicorn, which exits
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # ------------------------------------------------------------------------- requests
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        request = Request.from_scope(scope)
+        request_id = self._ids.next()
+        xml_errors = False
+        try:
+            route = self._route(request)
+            xml_errors = route.resource is Resource.SERVICE or "comp" in request.query
+            await self._read_body(request, receive)
+            self._authenticate(request, route)
+            response = await self._dispatch(request, route, request_id)
+        except TableError as error:
+            response = self._error_response(request, error, request_id, xml_errors)
+        except Exception:
+            log.exception("unexpected error handling %s request", request.method)
+            response = self._error_response(request, TableError("InternalError"), request_id, xml_errors)
+        await self._send(send, request, response, request_id)
+
+    def _route(self, request: Request) -> Route:
+        host = request.headers.get("host", "127.0.0.1")
+        return resolve(request.scheme, host, request.raw_path, self.settings.accounts)
+
+    async def _read_body(self, request: Request, receive: Any) -> None:
+        limit = self.settings.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise TableError("RequestBodyTooLarge")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise TableError("InvalidInput")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise TableError("RequestBodyTooLarge")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        request.body = b"".join(chunks)
+
+    def _authenticate(self, request: Request, route: Route) -> None:
+        header = request.headers.get("authorization")
+        if header is None:
+            raise TableError(
+                "NoAuthenticationInformation",
+                headers=[
+                    (
+                        b"www-authenticate",
+                        b"Bearer authorization_uri=https://login.microsoftonline.com/common/oauth2/authorize "
+                        b"resource_id=https://storage.azure.com",
+                    )
+                ],
+            )
+        verify_authorization(
+            header,
+            method=request.method,
+            raw_path=request.raw_path,
+            comp=request.query.get("comp"),
+            content_md5=request.headers.get("content-md5", ""),
+            content_type=request.headers.get("content-type", ""),
+            x_ms_date=request.headers.get("x-ms-date"),
+            date=request.headers.get("date"),
+            account=route.account,
+            keys=self.settings.accounts[route.account],
+        )
+
+    async def _dispatch(self, request: Request, route: Route, request_id: str) -> Response:
+        method = _effective_method(request)
+        if route.secondary and method not in _READ_METHODS:
+            raise TableError("AuthorizationFailure")
+        assert self.service is not None
+        if route.resource is Resource.BATCH:
+            if method != "POST":
+                raise TableError("MethodNotAllowed")
+            return await transactions.submit(self.service, request, route, request_id, self.settings.accounts)
+        handler = _handler(route, method, request.query.get("comp"))
+        return await handler(self.service, request, route)
+
+    # ------------------------------------------------------------------------- responses
+
+    def _error_response(self, request: Request, error: TableError, request_id: str, xml: bool) -> Response:
+        headers = [(b"x-ms-error-code", error.code.encode())]
+        if error.headers:
+            headers.extend(error.headers)
+        if xml:
+            body = error_xml(error, request_id, error_time(), table_style=error.code == "TableNotFound")
+            headers.append((b"content-type", XML_CONTENT_TYPE))
+        else:
+            try:
+                level = metadata_level(request.headers.get("accept"), request.query.get("$format"))
+            except TableError:
+                level = MINIMAL
+            body = error_json(error, request_id, error_time())
+            headers.append((b"content-type", CONTENT_TYPES[level]))
+        headers.append((b"cache-control", b"no-cache"))
+        return Response(error.status, headers, body)
+
+    async def _send(self, send: Any, request: Request, response: Response, request_id: str) -> None:
+        headers = response.headers
+        headers.append((b"content-length", str(len(response.body)).encode()))
+        headers.append((b"x-ms-request-id", request_id.encode()))
+        headers.append(
+            (b"x-ms-version", request.headers.get("x-ms-version", DEFAULT_VERSION).encode("latin-1"))
+        )
+        headers.append((b"date", self._clock.http_date()))
+        headers.append(SERVER_HEADER)
+        client_id = request.headers.get("x-ms-client-request-id")
+        if client_id is not None:
+            headers.append((b"x-ms-client-request-id", client_id.encode("latin-1")))
+        await send({"type": "http.response.start", "status": response.status, "headers": headers})
+        await send({"type": "http.response.body", "body": response.body})

@@ -1,0 +1,469 @@
+r"""Parse and render OData ``$batch`` multipart bodies (spec §3.12), with no I/O.
+
+An entity group transaction arrives as one ``multipart/mixed`` body wrapping a changeset, itself
+``multipart/mixed``, whose parts are complete HTTP/1.1 requests. Every SDK writes this body a
+little differently (spec §3.12.2, client-wire-profiles.txt), so the parser follows RFC 2046 but
+tolerates what real clients send. The renderer writes the exact bytes Azure answers with (spec
+§3.12.3/3.12.4), because the SDKs parse them in fragile ways: Python with ``email`` plus
+``http.client``, JavaScript by splitting on the literal ``--changesetresponse_``.
+
+The module is pure: bytes in, dataclasses out (and back). Every malformed input raises
+``TableError("InvalidInput")`` and nothing else, so the HTTP layer can answer 400 without
+guarding against stray exceptions. The 100-operation and same-partition rules are not checked
+here; the table layer reports them with the index of the offending operation.
+
+Grammar accepted by :func:`parse_batch` (ABNF-like; ``EOL = CRLF / LF``; ``B`` is the boundary
+from the ``Content-Type`` parameter, ``C`` the changeset's)::
+
+    content-type  = "multipart/mixed" *( ";" parameter )   ; case-insensitive, needs "boundary"
+    parameter     = name "=" ( token / quoted-string )      ; unknown ones (charset) ignored
+    batch-body    = preamble 1*( delimiter(B) EOL part(B) ) [ close(B) epilogue ]
+    delimiter(X)  = ( start-of-body / EOL ) "--" X *WSP      ; the EOL belongs to the delimiter
+    close(X)      = ( start-of-body / EOL ) "--" X "--" *WSP ( EOL / end-of-body )
+    ; a body may stop without close(B); an empty last part (``--B EOL`` at the end) is dropped
+    ; exactly one part(B) is allowed, and it is either a changeset or a bare GET:
+    part(B)       = changeset / operation
+    changeset     = headers(ct=multipart/mixed; boundary=C) EOL changeset-body
+    changeset-body= preamble 1*( delimiter(C) EOL operation ) [ close(C) epilogue ]
+    operation     = headers(ct=application/http) EOL http-request
+    headers(...)  = *( field-name ":" value EOL *( WSP continuation EOL ) )
+                    ; names case-insensitive; Content-ID optional;
+                    ; Content-Transfer-Encoding absent, binary, 7bit or 8bit
+    http-request  = *EOL method 1*WSP target 1*WSP "HTTP/1." DIGIT *WSP EOL
+                    *( field-name ":" value EOL ) [ EOL body ]
+    body          = *OCTET    ; leading/trailing SP, HTAB, CR and LF are stripped
+
+Header bytes must be UTF-8. Operations inside a changeset must not be GET; a bare part must be
+a GET (spec §3.12.5). More than :data:`MAX_PARTS` parts at either level is refused, so parsing
+stays linear in the size of the body.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from http import HTTPStatus
+
+from tabulae.model.errors import TableError
+
+__all__ = [
+    "MAX_PARTS",
+    "BatchRequest",
+    "SubRequest",
+    "SubResponse",
+    "parse_batch",
+    "render_batch_request",
+    "render_batch_response",
+]
+
+#: Parts allowed at one multipart level. Azure caps a changeset at 100 operations; the table
+#: layer reports that with an index, so this cap only stops pathological bodies early.
+MAX_PARTS = 1000
+
+#: RFC 2046 limits boundaries to 70 characters; accept more, but not unbounded.
+_MAX_BOUNDARY = 200
+
+Headers = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SubRequest:
+    """One operation of a batch: an HTTP request carried inside a MIME part.
+
+    ``target`` is the request-line target exactly as sent (absolute URL or origin-form path);
+    resolving it is the router's job. Header names are lower-cased and values stripped so that
+    lookups do not depend on the client's spelling. ``content_id`` is the MIME part's
+    ``Content-ID``, echoed in the response part when present.
+    """
+
+    method: str
+    target: str
+    headers: Headers
+    body: bytes
+    content_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRequest:
+    """A parsed ``$batch`` body: a changeset of writes, or a single bare GET.
+
+    ``changeset_boundary`` is None exactly when the batch is one GET outside any changeset.
+    """
+
+    batch_boundary: str
+    changeset_boundary: str | None
+    operations: tuple[SubRequest, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SubResponse:
+    """One operation's answer. ``headers`` are written verbatim (write ``ETag``, not ``etag``)."""
+
+    status: int
+    headers: Headers
+    body: bytes
+    content_id: str | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------------
+
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_TOKEN_RE = re.compile(_TOKEN)
+_REQUEST_LINE_RE = re.compile(rf"({_TOKEN})[ \t]+(\S+)[ \t]+HTTP/1\.[0-9][ \t]*")
+_LEADING_EOL_RE = re.compile(rb"\r?\n")
+_BLANK_LINE_RE = re.compile(rb"\r?\n\r?\n")
+_LINE_SPLIT_RE = re.compile(r"\r?\n")
+_FORBIDDEN_HEADER_CHARS_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_BODY_WHITESPACE = b" \t\r\n"
+_BINARY_ENCODINGS = frozenset({"binary", "7bit", "8bit"})
+
+
+def _invalid(reason: str) -> TableError:
+    """Build the one error this module raises; ``reason`` only helps whoever reads the logs."""
+    return TableError("InvalidInput", detail=f"Malformed batch body: {reason}.")
+
+
+def parse_batch(content_type: str, body: bytes) -> BatchRequest:
+    """Parse a ``$batch`` request body into its operations.
+
+    Raises ``TableError("InvalidInput")`` for anything that is not a well-formed batch of one
+    changeset (of non-GET operations) or one bare GET.
+    """
+    media, params = _parse_media_type(content_type)
+    batch_boundary = _require_boundary(media, params)
+    parts = _split_multipart(bytes(body), batch_boundary)
+    if len(parts) != 1:
+        raise _invalid("a batch must hold exactly one changeset or one GET")
+    headers, payload = _split_mime_part(parts[0])
+    media, params = _parse_media_type(_header(headers, "content-type") or "")
+    if media == "multipart/mixed":
+        changeset_boundary = _require_boundary(media, params)
+        operations = _parse_changeset(payload, changeset_boundary)
+        return BatchRequest(batch_boundary, changeset_boundary, operations)
+    operation = _parse_operation(headers, payload)
+    if operation.method != "GET":
+        raise _invalid("only a GET may appear outside a changeset")
+    return BatchRequest(batch_boundary, None, (operation,))
+
+
+def _parse_changeset(payload: bytes, boundary: str) -> tuple[SubRequest, ...]:
+    """Parse a changeset's parts; each must be an ``application/http`` non-GET request."""
+    parts = _split_multipart(payload, boundary)
+    if not parts:
+        raise _invalid("the changeset is empty")
+    operations = tuple(_parse_operation(*_split_mime_part(part)) for part in parts)
+    if any(op.method == "GET" for op in operations):
+        raise _invalid("a GET cannot be part of a changeset")
+    return operations
+
+
+def _parse_operation(headers: Headers, payload: bytes) -> SubRequest:
+    """Turn one ``application/http`` MIME part into a :class:`SubRequest`."""
+    media, _ = _parse_media_type(_header(headers, "content-type") or "")
+    if media != "application/http":
+        raise _invalid("an operation part is not application/http")
+    encoding = _header(headers, "content-transfer-encoding")
+    if encoding is not None and encoding.lower() not in _BINARY_ENCODINGS:
+        raise _invalid("unsupported Content-Transfer-Encoding")
+    method, target, request_headers, request_body = _parse_http_request(payload)
+    return SubRequest(method, target, request_headers, request_body, _header(headers, "content-id"))
+
+
+def _parse_http_request(message: bytes) -> tuple[str, str, Headers, bytes]:
+    """Split an embedded HTTP/1.x request into method, target, headers and stripped body.
+
+    Blank lines before the request line are skipped (RFC 9112 §2.2; JS writes extra CRLFs).
+    """
+    head, body = _split_head(message.lstrip(b"\r\n"))
+    lines = _decode_head(head)
+    match = _REQUEST_LINE_RE.fullmatch(lines[0]) if lines else None
+    if match is None:
+        raise _invalid("bad request line")
+    return match[1], match[2], _parse_fields(lines[1:]), body.strip(_BODY_WHITESPACE)
+
+
+def _split_mime_part(part: bytes) -> tuple[Headers, bytes]:
+    """Split a MIME part into its (lower-cased) header fields and its payload."""
+    head, payload = _split_head(part)
+    return _parse_fields(_decode_head(head)), payload
+
+
+def _split_head(data: bytes) -> tuple[bytes, bytes]:
+    """Cut ``data`` at the first empty line; a missing empty line means "headers only"."""
+    leading = _LEADING_EOL_RE.match(data)
+    if leading is not None:
+        return b"", data[leading.end() :]
+    blank = _BLANK_LINE_RE.search(data)
+    if blank is None:
+        return data.removesuffix(b"\n").removesuffix(b"\r"), b""
+    return data[: blank.start()], data[blank.end() :]
+
+
+def _decode_head(head: bytes) -> list[str]:
+    """Decode a header block as UTF-8 and split it into lines (CRLF or bare LF)."""
+    if not head:
+        return []
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _invalid("header bytes are not UTF-8") from None
+    lines = _LINE_SPLIT_RE.split(text)
+    if any(_FORBIDDEN_HEADER_CHARS_RE.search(line) for line in lines):
+        raise _invalid("control character in a header")
+    return lines
+
+
+def _parse_fields(lines: Sequence[str]) -> Headers:
+    """Parse ``name: value`` lines, unfolding obsolete continuation lines into the value.
+
+    Pieces are collected in lists and joined once, so a flood of continuation lines stays linear.
+    """
+    fields: list[tuple[str, list[str]]] = []
+    for line in lines:
+        if line[:1] in (" ", "\t") and fields:
+            fields[-1][1].append(line.strip())
+            continue
+        name, colon, value = line.partition(":")
+        if not colon or _TOKEN_RE.fullmatch(name) is None:
+            raise _invalid("bad header line")
+        fields.append((name.lower(), [value.strip()]))
+    return tuple((name, " ".join(piece for piece in pieces if piece)) for name, pieces in fields)
+
+
+def _header(headers: Headers, name: str) -> str | None:
+    """Return the first value of the lower-case header ``name``, if any."""
+    return next((value for key, value in headers if key == name), None)
+
+
+def _parse_media_type(value: str) -> tuple[str, dict[str, str]]:
+    """Split a Content-Type into its lower-cased media type and parameters.
+
+    Parameter names are lower-cased, quoted values unquoted; segments without ``=`` (such as a
+    trailing ``;``) are ignored rather than refused, as real clients are sloppy here.
+    """
+    media, *segments = _split_unquoted(value, ";")
+    params: dict[str, str] = {}
+    for segment in segments:
+        name, equals, raw = segment.partition("=")
+        if equals:
+            params.setdefault(name.strip().lower(), _unquote(raw.strip()))
+    return media.strip().lower(), params
+
+
+def _split_unquoted(value: str, separator: str) -> list[str]:
+    """Split on ``separator`` except inside double quotes (with backslash escapes)."""
+    pieces: list[str] = []
+    current: list[str] = []
+    quoted = escaped = False
+    for char in value:
+        if escaped:
+            escaped = False
+        elif quoted and char == "\\":
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif char == separator and not quoted:
+            pieces.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    pieces.append("".join(current))
+    return pieces
+
+
+def _unquote(value: str) -> str:
+    """Remove the quotes and backslash escapes of an RFC 9110 quoted-string."""
+    if len(value) < 2 or value[0] != '"' or value[-1] != '"':
+        return value
+    return re.sub(r"\\(.)", r"\1", value[1:-1])
+
+
+def _require_boundary(media: str, params: dict[str, str]) -> str:
+    """Return the boundary of a ``multipart/mixed`` type, refusing anything unusable."""
+    if media != "multipart/mixed":
+        raise _invalid("the body is not multipart/mixed")
+    boundary = params.get("boundary", "")
+    if not 0 < len(boundary) <= _MAX_BOUNDARY or boundary.endswith(" "):
+        raise _invalid("missing or bad boundary")
+    if not all(" " <= char <= "~" for char in boundary):
+        raise _invalid("boundary is not printable ASCII")
+    return boundary
+
+
+def _split_multipart(body: bytes, boundary: str) -> list[bytes]:
+    """Return the parts of an RFC 2046 multipart body (preamble and epilogue dropped).
+
+    A delimiter is ``--boundary`` at the start of the body or after a line break, which belongs
+    to the delimiter. The trailing line break of a delimiter line is only looked ahead at, so
+    two delimiters on consecutive lines still both count. A body that stops without the close
+    delimiter keeps its last part unless that part is empty.
+    """
+    delimiter = re.compile(
+        rb"(?:\A|\r?\n)--" + re.escape(boundary.encode("ascii")) + rb"(--)?[ \t]*(?=\r?\n|\Z)"
+    )
+    parts: list[bytes] = []
+    start: int | None = None
+    for match in delimiter.finditer(body):
+        if start is not None:
+            parts.append(body[start : match.start()])
+            if len(parts) > MAX_PARTS:
+                raise _invalid("too many parts")
+        if match[1]:
+            return parts
+        start = _skip_eol(body, match.end())
+    if start is None:
+        raise _invalid("no boundary delimiter found")
+    tail = body[start:]
+    if tail.strip(_BODY_WHITESPACE):
+        parts.append(tail)
+    return parts
+
+
+def _skip_eol(body: bytes, index: int) -> int:
+    """Return the index just past the CRLF or LF at ``index`` (or ``index`` at end of body)."""
+    if body.startswith(b"\r\n", index):
+        return index + 2
+    if body.startswith(b"\n", index):
+        return index + 1
+    return index
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering
+# --------------------------------------------------------------------------------------------
+
+_CRLF = b"\r\n"
+_HTTP_PART_HEADERS = b"Content-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n"
+
+
+def render_batch_request(batch: BatchRequest) -> tuple[str, bytes]:
+    """Write a batch the way azure-data-tables does (spec §3.12.2); return (Content-Type, body).
+
+    Header names are written as stored, so a parsed request comes back lower-cased. Used by
+    tests and tools that replay requests; ``parse_batch(*render_batch_request(b)) == b``.
+    """
+    outer = batch.batch_boundary
+    if batch.changeset_boundary is None:
+        parts = b"".join(_delimiter(outer) + _render_request_part(op) for op in batch.operations)
+        return _multipart_type(outer), parts + _close(outer)
+    inner = batch.changeset_boundary
+    body = b"".join(
+        [
+            _delimiter(outer),
+            _changeset_header(inner),
+            *(_delimiter(inner) + _render_request_part(op) for op in batch.operations),
+            _close(inner),
+            _CRLF,
+            _close(outer),
+        ]
+    )
+    return _multipart_type(outer), body
+
+
+def _render_request_part(op: SubRequest) -> bytes:
+    """One operation's MIME part, from its headers to the CRLF that opens the next delimiter."""
+    request_line = f"{op.method} {op.target} HTTP/1.1\r\n".encode()
+    return (
+        _HTTP_PART_HEADERS
+        + _content_id_line(op.content_id)
+        + _CRLF
+        + request_line
+        + _render_fields(op.headers)
+        + _CRLF
+        + op.body
+        + _CRLF
+    )
+
+
+def render_batch_response(
+    parts: Sequence[SubResponse],
+    *,
+    batch_boundary: str | None = None,
+    changeset_boundary: str | None = None,
+    in_changeset: bool | None = None,
+) -> tuple[str, bytes]:
+    """Write a batch response body as Azure does (spec §3.12.3/3.12.4); return (Content-Type, body).
+
+    Boundaries are full boundary strings; by default ``batchresponse_<uuid4>`` and
+    ``changesetresponse_<uuid4>`` (the JS SDK splits on that prefix). Parts go inside a
+    changeset, except when ``in_changeset`` is False or, by default, when the only part is a
+    ``200`` answer (a bare GET batch, spec §3.12.5): writes never answer 200. Pass
+    ``in_changeset=False`` for a failed bare GET, whose status alone cannot tell it apart.
+    """
+    outer = batch_boundary or f"batchresponse_{uuid.uuid4()}"
+    if in_changeset is None:
+        in_changeset = not (len(parts) == 1 and parts[0].status == HTTPStatus.OK)
+    if not in_changeset:
+        body = b"".join(_delimiter(outer) + _render_response_part(part) for part in parts)
+        return _multipart_type(outer), body + _close(outer)
+    inner = changeset_boundary or f"changesetresponse_{uuid.uuid4()}"
+    body = b"".join(
+        [
+            _delimiter(outer),
+            _changeset_header(inner),
+            *(_delimiter(inner) + _render_response_part(part) for part in parts),
+            _close(inner),
+            _close(outer),
+        ]
+    )
+    return _multipart_type(outer), body
+
+
+def _render_response_part(part: SubResponse) -> bytes:
+    """One response MIME part: status line, ``Content-ID`` first, headers, body, final CRLF."""
+    status_line = f"HTTP/1.1 {part.status} {_reason(part.status)}\r\n".encode()
+    return (
+        _HTTP_PART_HEADERS
+        + _CRLF
+        + status_line
+        + _content_id_line(part.content_id)
+        + _render_fields(part.headers)
+        + _CRLF
+        + part.body
+        + _CRLF
+    )
+
+
+def _reason(status: int) -> str:
+    """The standard reason phrase, or an empty one (allowed by HTTP/1.1) for unknown codes."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _content_id_line(content_id: str | None) -> bytes:
+    """The ``Content-ID`` header line, or nothing when the client sent none."""
+    return b"" if content_id is None else f"Content-ID: {content_id}\r\n".encode()
+
+
+def _render_fields(fields: Iterable[tuple[str, str]]) -> bytes:
+    """Header lines written verbatim, names in the caller's case."""
+    return b"".join(f"{name}: {value}\r\n".encode() for name, value in fields)
+
+
+def _changeset_header(boundary: str) -> bytes:
+    """The header block of the batch part that wraps the changeset."""
+    return f"Content-Type: {_multipart_type(boundary)}\r\n\r\n".encode()
+
+
+def _delimiter(boundary: str) -> bytes:
+    """A delimiter line; its leading CRLF is the trailing CRLF of the previous part."""
+    return f"--{boundary}\r\n".encode()
+
+
+def _close(boundary: str) -> bytes:
+    """A close-delimiter line."""
+    return f"--{boundary}--\r\n".encode()
+
+
+def _multipart_type(boundary: str) -> str:
+    """``multipart/mixed`` with the boundary, quoted only when it is not a plain token."""
+    if _TOKEN_RE.fullmatch(boundary):
+        return f"multipart/mixed; boundary={boundary}"
+    escaped = boundary.replace("\\", "\\\\").replace('"', '\\"')
+    return f'multipart/mixed; boundary="{escaped}"'

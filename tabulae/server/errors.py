@@ -1,0 +1,47 @@
+"""Rendering a ``TableError`` at the edge: JSON for OData operations, XML for the rest (spec §9)."""
+
+from __future__ import annotations
+
+from xml.sax.saxutils import escape
+
+import orjson
+
+from tabulae.model.errors import TableError
+
+XML_CONTENT_TYPE = b"application/xml"
+_METADATA_NS = "http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"
+
+
+def error_text(error: TableError, request_id: str, time_text: str) -> str:
+    """The message value: index prefix inside a batch, then RequestId and Time lines as Azure does."""
+    prefix = f"{error.index}:" if error.index is not None else ""
+    return f"{prefix}{error.message}\nRequestId:{request_id}\nTime:{time_text}"
+
+
+def error_json(error: TableError, request_id: str, time_text: str) -> bytes:
+    """Compact, one-line JSON: the .NET batch regex and the JS batch parser both rely on it."""
+    return orjson.dumps(
+        {
+            "odata.error": {
+                "code": error.code,
+                "message": {"lang": "en-US", "value": error_text(error, request_id, time_text)},
+            }
+        }
+    )
+
+
+def error_xml(error: TableError, request_id: str, time_text: str, *, table_style: bool) -> bytes:
+    """``m:error`` for table-level XML operations (ACL), the generic ``<Error>`` otherwise."""
+    message = escape(error_text(error, request_id, time_text))
+    if table_style:
+        return (
+            f'<?xml version="1.0" encoding="utf-8"?><m:error xmlns:m="{_METADATA_NS}">'
+            f'<m:code>{error.code}</m:code><m:message xml:lang="en-US">{message}</m:message></m:error>'
+        ).encode()
+    detail = ""
+    if error.detail and error.code == "AuthenticationFailed":
+        detail = f"<AuthenticationErrorDetail>{escape(error.detail)}</AuthenticationErrorDetail>"
+    return (
+        f'<?xml version="1.0" encoding="utf-8"?><Error><Code>{error.code}</Code>'
+        f"<Message>{message}</Message>{detail}</Error>"
+    ).encode()

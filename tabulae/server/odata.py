@@ -1,0 +1,206 @@
+"""OData JSON payloads: choosing the metadata level, and rendering tables and entities.
+
+Stored entities already hold their user properties as minimal-metadata JSON, so in the common
+case (minimal metadata, no ``$select``) an entity is rendered by joining a small header object
+with the stored bytes: no decoding, no re-encoding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+from tabulae.model import edm
+from tabulae.model.entity import ANNOTATION, StoredEntity
+from tabulae.model.errors import TableError
+
+NONE, MINIMAL, FULL = "nometadata", "minimalmetadata", "fullmetadata"
+
+CONTENT_TYPES = {
+    level: f"application/json;odata={level};streaming=true;charset=utf-8".encode()
+    for level in (NONE, MINIMAL, FULL)
+}
+
+_FORMAT_LEVELS = {
+    "application/json;odata=nometadata": NONE,
+    "application/json;odata=minimalmetadata": MINIMAL,
+    "application/json;odata=fullmetadata": FULL,
+    "application/json": MINIMAL,
+    "json": MINIMAL,
+}
+
+
+def _media_level(media_range: str) -> str | None:
+    """The metadata level one media range asks for, or None if it says nothing about JSON."""
+    parts = [p.strip().lower() for p in media_range.split(";")]
+    media = parts[0]
+    if media in ("application/atom+xml", "application/atomsvc+xml"):
+        raise TableError("AtomFormatNotSupported")
+    if media == "application/json":
+        for param in parts[1:]:
+            name, _, value = param.partition("=")
+            if name.strip() == "odata":
+                level = value.strip() + ("" if value.strip().endswith("metadata") else "metadata")
+                return level if level in (NONE, MINIMAL, FULL) else MINIMAL
+        return MINIMAL
+    if media in ("*/*", "application/*"):
+        return MINIMAL
+    return None
+
+
+def metadata_level(accept: str | None, format_param: str | None) -> str:
+    """Spec §2.3: ``$format`` wins over ``Accept``; JSON without a level, or nothing, is minimal."""
+    if format_param:
+        level = _FORMAT_LEVELS.get(format_param.replace(" ", "").lower())
+        if level is None:
+            if "atom" in format_param.lower():
+                raise TableError("AtomFormatNotSupported")
+            raise TableError("InvalidInput")
+        return level
+    if not accept:
+        return MINIMAL
+    for media_range in accept.split(","):
+        level = _media_level(media_range)
+        if level is not None:
+            return level
+    return MINIMAL
+
+
+def key_path(table: str, pk: str, rk: str) -> str:
+    """``table(PartitionKey='…',RowKey='…')`` with quotes doubled and then percent-encoded."""
+    return (
+        f"{table}(PartitionKey='{quote(pk.replace(chr(39), chr(39) * 2), safe='')}',"
+        f"RowKey='{quote(rk.replace(chr(39), chr(39) * 2), safe='')}')"
+    )
+
+
+def table_path(name: str) -> str:
+    return f"Tables('{name}')"
+
+
+# ------------------------------------------------------------------------------------ tables
+
+
+def table_object(base: str, account: str, name: str, level: str) -> dict[str, Any]:
+    if level == FULL:
+        return {
+            "odata.type": f"{account}.Tables",
+            "odata.id": f"{base}/{table_path(name)}",
+            "odata.editLink": table_path(name),
+            "TableName": name,
+        }
+    return {"TableName": name}
+
+
+def render_table(base: str, account: str, name: str, level: str) -> bytes:
+    body = table_object(base, account, name, level)
+    if level != NONE:
+        body = {"odata.metadata": f"{base}/$metadata#Tables/@Element", **body}
+    return orjson.dumps(body)
+
+
+def render_tables(base: str, account: str, names: list[str], level: str) -> bytes:
+    value = [table_object(base, account, name, level) for name in names]
+    if level == NONE:
+        return orjson.dumps({"value": value})
+    return orjson.dumps({"odata.metadata": f"{base}/$metadata#Tables", "value": value})
+
+
+# ------------------------------------------------------------------------------------ entities
+
+
+def _select_properties(blob: bytes, select: list[str], level: str) -> dict[str, Any]:
+    raw: dict[str, Any] = orjson.loads(blob)
+    out: dict[str, Any] = {}
+    for name in select:
+        if name in ("PartitionKey", "RowKey", "Timestamp"):
+            continue
+        if name in raw:
+            annotation = raw.get(name + ANNOTATION)
+            if annotation is not None and level != NONE:
+                out[name + ANNOTATION] = annotation
+            out[name] = raw[name]
+        else:
+            out[name] = None
+    return out
+
+
+def _entity_head(
+    entity: StoredEntity, base: str, account: str, table: str, level: str, select: list[str] | None
+) -> dict[str, Any]:
+    timestamp = edm.format_datetime(entity.ticks)
+    head: dict[str, Any] = {}
+    if level == FULL:
+        path = key_path(table, entity.pk, entity.rk)
+        head["odata.type"] = f"{account}.{table}"
+        head["odata.id"] = f"{base}/{path}"
+        head["odata.etag"] = edm.etag_for(timestamp)
+        head["odata.editLink"] = path
+    elif level == MINIMAL:
+        head["odata.etag"] = edm.etag_for(timestamp)
+    if select is None or "PartitionKey" in select:
+        head["PartitionKey"] = entity.pk
+    if select is None or "RowKey" in select:
+        head["RowKey"] = entity.rk
+    if select is None or "Timestamp" in select:
+        if level == FULL:
+            head["Timestamp@odata.type"] = edm.DATETIME
+        head["Timestamp"] = timestamp
+    return head
+
+
+def _join(head: dict[str, Any], properties: bytes) -> bytes:
+    encoded = orjson.dumps(head)
+    if properties == b"{}":
+        return encoded
+    if encoded == b"{}":
+        return properties
+    return encoded[:-1] + b"," + properties[1:]
+
+
+def entity_json(
+    entity: StoredEntity, base: str, account: str, table: str, level: str, select: list[str] | None
+) -> bytes:
+    """One entity object (no ``odata.metadata``) at the requested level and projection."""
+    head = _entity_head(entity, base, account, table, level, select)
+    if select is not None:
+        properties = orjson.dumps(_select_properties(entity.blob, select, level))
+    elif level == NONE:
+        raw: dict[str, Any] = orjson.loads(entity.blob)
+        properties = orjson.dumps({k: v for k, v in raw.items() if not k.endswith(ANNOTATION)})
+    else:
+        properties = entity.blob
+    return _join(head, properties)
+
+
+def _metadata_url(base: str, table: str, select: list[str] | None, element: bool) -> str:
+    url = f"{base}/$metadata#{table}"
+    if element:
+        url += "/@Element"
+    if select is not None:
+        url += "&$select=" + ",".join(select)
+    return url
+
+
+def render_entity(
+    entity: StoredEntity, base: str, account: str, table: str, level: str, select: list[str] | None = None
+) -> bytes:
+    """A single entity response body (Get Entity, Insert with return-content)."""
+    body = entity_json(entity, base, account, table, level, select)
+    if level == NONE:
+        return body
+    prefix = orjson.dumps({"odata.metadata": _metadata_url(base, table, select, True)})[:-1]
+    return prefix + (b"}" if body == b"{}" else b"," + body[1:])
+
+
+def render_entities(
+    entities: list[StoredEntity], base: str, account: str, table: str, level: str, select: list[str] | None
+) -> bytes:
+    """A Query Entities response body."""
+    items = b",".join(entity_json(e, base, account, table, level, select) for e in entities)
+    if level == NONE:
+        return b'{"value":[' + items + b"]}"
+    meta = orjson.dumps(_metadata_url(base, table, select, False))
+    return b'{"odata.metadata":' + meta + b',"value":[' + items + b"]}"

@@ -1,0 +1,237 @@
+"""Handlers for the table and entity operations: HTTP in, service call, HTTP out (spec §3.1–§3.11)."""
+
+from __future__ import annotations
+
+from tabulae.model.entity import Entity, StoredEntity, entity_from_pairs, parse_json_pairs
+from tabulae.model.errors import TableError
+from tabulae.server import odata
+from tabulae.server.http import NO_CACHE, NOSNIFF, Headers, Request, Response
+from tabulae.server.routing import Route
+from tabulae.storage.base import Mutation, MutationKind
+from tabulae.table.service import TableService, check_top
+
+UNSUPPORTED_OPTIONS = ("$orderby", "$skip", "$expand", "$inlinecount", "$count", "$search", "$skiptoken")
+_PREFER_VALUES = ("return-content", "return-no-content")
+_INVALID_ETAG = (
+    "The etag value '{}' specified in one of the request headers is not valid. "
+    "Please make sure only one etag value is specified and is valid."
+)
+
+
+def json_response(status: int, body: bytes, level: str, extra: Headers | None = None) -> Response:
+    headers: Headers = [NO_CACHE, NOSNIFF, (b"content-type", odata.CONTENT_TYPES[level])]
+    if extra:
+        headers.extend(extra)
+    return Response(status, headers, body)
+
+
+def empty_response(status: int, extra: Headers | None = None) -> Response:
+    headers: Headers = [NO_CACHE]
+    if extra:
+        headers.extend(extra)
+    return Response(status, headers, b"")
+
+
+def prefer(request: Request) -> str | None:
+    """The client's ``Prefer`` choice, if it is one the service honours."""
+    value = request.headers.get("prefer")
+    if value is None:
+        return None
+    value = value.strip().lower()
+    return value if value in _PREFER_VALUES else None
+
+
+def level_of(request: Request) -> str:
+    return odata.metadata_level(request.headers.get("accept"), request.query.get("$format"))
+
+
+def check_request_content_type(request: Request) -> None:
+    content_type = request.headers.get("content-type", "")
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media == "application/atom+xml":
+        raise TableError("AtomFormatNotSupported")
+    if media and media not in ("application/json", "text/json", "application/octet-stream", "text/plain"):
+        raise TableError("MediaTypeNotSupported")
+
+
+def parse_select(request: Request) -> list[str] | None:
+    text = request.query.get("$select")
+    if not text or text.strip() == "*":
+        return None
+    names = [name.strip() for name in text.split(",")]
+    if any(not name for name in names):
+        raise TableError("InvalidInput")
+    return names
+
+
+def if_match(request: Request, verb: str) -> str | None:
+    """The ``If-Match`` condition after the header rules of spec §8.2."""
+    if "if-none-match" in request.headers:
+        if "if-match" in request.headers:
+            raise TableError(
+                "InvalidInput",
+                "Both If-Match and If-None-Match HTTP headers cannot be specified at the same time. "
+                "Please specify only one of them.",
+            )
+        raise TableError(
+            "InvalidInput", f"If-None-Match HTTP header cannot be specified for {verb} operations."
+        )
+    value = request.headers.get("if-match")
+    if value is None:
+        return None
+    value = value.strip()
+    if value == "*" or (value.startswith('W/"') and value.endswith('"') and len(value) > 3):
+        return value
+    raise TableError("InvalidInput", _INVALID_ETAG.format(value))
+
+
+def etag_header(entity: StoredEntity) -> tuple[bytes, bytes]:
+    return (b"etag", entity.etag.encode("ascii"))
+
+
+# ---------------------------------------------------------------------------------- tables
+
+
+async def query_tables(service: TableService, request: Request, route: Route) -> Response:
+    level = level_of(request)
+    for option in UNSUPPORTED_OPTIONS:
+        if option in request.query:
+            raise TableError("InvalidInput")
+    page = await service.query_tables(
+        route.account,
+        request.query.get("$filter") or None,
+        check_top(request.query.get("$top")),
+        request.query_ci("NextTableName") or None,
+    )
+    extra: Headers = []
+    if page.next_token:
+        extra.append((b"x-ms-continuation-nexttablename", page.next_token.encode("ascii")))
+    return json_response(200, odata.render_tables(route.base, route.account, page.names, level), level, extra)
+
+
+async def create_table(service: TableService, request: Request, route: Route) -> Response:
+    level = level_of(request)
+    preference = prefer(request)
+    applied: Headers = [(b"preference-applied", preference.encode())] if preference else []
+    check_request_content_type(request)
+    try:
+        pairs = parse_json_pairs(request.body)
+        names = [value for key, value in pairs if key == "TableName"]
+        if len(names) != 1 or not isinstance(names[0], str):
+            raise TableError("InvalidInput")
+        name = await service.create_table(route.account, names[0])
+    except TableError as exc:
+        exc.headers = applied
+        raise
+    location = f"{route.base}/{odata.table_path(name)}".encode()
+    if preference == "return-no-content":
+        return empty_response(204, [(b"location", location), (b"dataserviceid", location), *applied])
+    body = odata.render_table(route.base, route.account, name, level)
+    return json_response(201, body, level, [(b"location", location), *applied])
+
+
+async def delete_table(service: TableService, request: Request, route: Route) -> Response:
+    assert route.table is not None
+    await service.delete_table(route.account, route.table)
+    return empty_response(204)
+
+
+async def get_table(service: TableService, request: Request, route: Route) -> Response:
+    assert route.table is not None
+    level = level_of(request)
+    name = await service.get_table(route.account, route.table)
+    return json_response(200, odata.render_table(route.base, route.account, name, level), level)
+
+
+# ---------------------------------------------------------------------------------- entities
+
+
+async def query_entities(service: TableService, request: Request, route: Route) -> Response:
+    assert route.table is not None
+    level = level_of(request)
+    for option in UNSUPPORTED_OPTIONS:
+        if option in request.query:
+            raise TableError("InvalidInput")
+    select = parse_select(request)
+    page = await service.query_entities(
+        route.account,
+        route.table,
+        request.query.get("$filter") or None,
+        check_top(request.query.get("$top")),
+        request.query_ci("NextPartitionKey") or None,
+        request.query_ci("NextRowKey") or None,
+    )
+    extra: Headers = [
+        (b"x-tabulae-query-class", page.query_class.encode()),
+        (b"x-tabulae-scanned", str(page.scanned).encode()),
+    ]
+    if page.next_partition_token and page.next_row_token:
+        extra.append((b"x-ms-continuation-nextpartitionkey", page.next_partition_token.encode("ascii")))
+        extra.append((b"x-ms-continuation-nextrowkey", page.next_row_token.encode("ascii")))
+    body = odata.render_entities(page.entities, route.base, route.account, route.table, level, select)
+    return json_response(200, body, level, extra)
+
+
+async def get_entity(service: TableService, request: Request, route: Route) -> Response:
+    assert route.table is not None and route.pk is not None and route.rk is not None
+    level = level_of(request)
+    select = parse_select(request)
+    entity = await service.get_entity(route.account, route.table, route.pk, route.rk)
+    body = odata.render_entity(entity, route.base, route.account, route.table, level, select)
+    return json_response(200, body, level, [etag_header(entity)])
+
+
+def read_entity(request: Request, url_keys: tuple[str, str] | None) -> Entity:
+    check_request_content_type(request)
+    return entity_from_pairs(parse_json_pairs(request.body), url_keys)
+
+
+async def insert_entity(service: TableService, request: Request, route: Route) -> Response:
+    assert route.table is not None
+    level = level_of(request)
+    preference = prefer(request)
+    await service.require_table(route.account, route.table)
+    entity = read_entity(request, None)
+    stored = await service.write(
+        route.account, route.table, Mutation(MutationKind.INSERT, entity.pk, entity.rk, entity.properties)
+    )
+    assert stored is not None
+    return insert_response(stored, route, level, preference)
+
+
+def insert_response(stored: StoredEntity, route: Route, level: str, preference: str | None) -> Response:
+    assert route.table is not None
+    location = f"{route.base}/{odata.key_path(route.table, stored.pk, stored.rk)}".encode()
+    applied: Headers = [(b"preference-applied", preference.encode())] if preference else []
+    if preference == "return-no-content":
+        return empty_response(
+            204, [etag_header(stored), (b"location", location), (b"dataserviceid", location), *applied]
+        )
+    body = odata.render_entity(stored, route.base, route.account, route.table, level)
+    return json_response(201, body, level, [etag_header(stored), (b"location", location), *applied])
+
+
+async def replace_or_merge(
+    service: TableService, request: Request, route: Route, kind: MutationKind
+) -> Response:
+    """Update/Merge with If-Match; Insert Or Replace/Insert Or Merge without it."""
+    assert route.table is not None and route.pk is not None and route.rk is not None
+    condition = if_match(request, "PUT" if kind is MutationKind.REPLACE else "MERGE")
+    await service.require_table(route.account, route.table)
+    entity = read_entity(request, (route.pk, route.rk))
+    stored = await service.write(
+        route.account, route.table, Mutation(kind, route.pk, route.rk, entity.properties, condition)
+    )
+    assert stored is not None
+    return empty_response(204, [etag_header(stored)])
+
+
+async def delete_entity(service: TableService, request: Request, route: Route) -> Response:
+    assert route.table is not None and route.pk is not None and route.rk is not None
+    condition = if_match(request, "DELETE")
+    if condition is None:
+        raise TableError("UpdateConditionNotSatisfied")  # If-Match is required (spec §3.9, §13 #12)
+    await service.write(
+        route.account, route.table, Mutation(MutationKind.DELETE, route.pk, route.rk, None, condition)
+    )
+    return empty_response(204)

@@ -1,0 +1,223 @@
+"""Entity group transactions on the wire: ``POST /$batch`` (spec §3.12).
+
+The multipart codec (:mod:`tabulae.server.batch`) turns bytes into sub-requests; this module
+turns each sub-request into a :class:`Mutation` with the same checks as its single-request
+form, hands the group to the service, and renders one response part per operation, or exactly
+one failing part whose message starts with the operation's index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tabulae.model.entity import StoredEntity, entity_from_pairs, parse_json_pairs
+from tabulae.model.errors import TableError
+from tabulae.server import odata
+from tabulae.server.batch import SubRequest, SubResponse, parse_batch, render_batch_response
+from tabulae.server.errors import error_json
+from tabulae.server.http import NO_CACHE, NOSNIFF, Request, Response, error_time
+from tabulae.server.routing import Resource, Route, resolve
+from tabulae.storage.base import Mutation, MutationKind
+from tabulae.table.service import TableService
+
+_PART_COMMON = (
+    ("X-Content-Type-Options", "nosniff"),
+    ("Cache-Control", "no-cache"),
+    ("DataServiceVersion", "3.0;"),
+)
+_TUNNELLED = {"MERGE", "DELETE", "PUT", "PATCH"}
+
+# Called once per sub-operation: (operation route, effective method) -> None, raising to refuse.
+Authorizer = Callable[[Route, str], None]
+
+
+@dataclass(slots=True)
+class _Operation:
+    mutation: Mutation
+    route: Route
+    prefer: str | None
+    content_id: str | None
+    level: str
+
+
+def _origin_path(target: str) -> str:
+    """The path of an absolute or origin-form target; scheme and host are ignored (spec §3.12.2)."""
+    if "://" in target:
+        after_scheme = target.split("://", 1)[1]
+        slash = after_scheme.find("/")
+        target = after_scheme[slash:] if slash >= 0 else "/"
+    return target.split("?", 1)[0]
+
+
+def _header(sub: SubRequest, name: str) -> str | None:
+    values = [value for key, value in sub.headers if key == name]
+    return values[0] if values else None
+
+
+def _method(sub: SubRequest) -> str:
+    tunnels = [value for key, value in sub.headers if key == "x-http-method"]
+    if not tunnels:
+        return sub.method.upper()
+    if sub.method.upper() != "POST":
+        raise TableError("XMethodNotUsingPost")
+    if len(tunnels) > 1:
+        raise TableError("XMethodIncorrectCount")
+    value = tunnels[0].strip().upper()
+    if value not in _TUNNELLED:
+        raise TableError("XMethodIncorrectValue")
+    return value
+
+
+def _if_match(sub: SubRequest, required: bool) -> str | None:
+    value = _header(sub, "if-match")
+    if value is None:
+        if required:
+            raise TableError("UpdateConditionNotSatisfied")
+        return None
+    value = value.strip()
+    if value != "*" and not (value.startswith('W/"') and value.endswith('"')):
+        raise TableError("InvalidInput")
+    return value
+
+
+def _prefer(sub: SubRequest) -> str | None:
+    value = (_header(sub, "prefer") or "").strip().lower()
+    return value if value in ("return-content", "return-no-content") else None
+
+
+def _mutation(sub: SubRequest, route: Route, method: str) -> Mutation:
+    if route.resource is Resource.ENTITIES and method == "POST":
+        entity = entity_from_pairs(parse_json_pairs(sub.body), None)
+        return Mutation(MutationKind.INSERT, entity.pk, entity.rk, entity.properties)
+    if route.resource is not Resource.ENTITY or route.pk is None or route.rk is None:
+        raise TableError("InvalidInput")
+    keys = (route.pk, route.rk)
+    if method == "DELETE":
+        return Mutation(MutationKind.DELETE, *keys, None, _if_match(sub, required=True))
+    if method not in ("PUT", "MERGE", "PATCH"):
+        raise TableError("InvalidInput")  # a GET belongs outside a changeset
+    kind = MutationKind.REPLACE if method == "PUT" else MutationKind.MERGE
+    entity = entity_from_pairs(parse_json_pairs(sub.body), keys)
+    return Mutation(kind, *keys, entity.properties, _if_match(sub, required=False))
+
+
+def _success_part(operation: _Operation, stored: StoredEntity | None) -> SubResponse:
+    headers = list(_PART_COMMON)
+    mutation = operation.mutation
+    if mutation.kind is MutationKind.DELETE or stored is None:
+        return SubResponse(204, tuple(headers), b"", operation.content_id)
+    etag = ("ETag", stored.etag)
+    if mutation.kind is not MutationKind.INSERT:
+        return SubResponse(204, (*headers, etag), b"", operation.content_id)
+    route = operation.route
+    assert route.table is not None
+    location = f"{route.base}/{odata.key_path(route.table, stored.pk, stored.rk)}"
+    if operation.prefer:
+        headers.append(("Preference-Applied", operation.prefer))
+    if operation.prefer == "return-no-content":
+        headers.extend((("Location", location), ("DataServiceId", location), etag))
+        return SubResponse(204, tuple(headers), b"", operation.content_id)
+    level = operation.level
+    body = odata.render_entity(stored, route.base, route.account, route.table, level)
+    headers.extend((("Content-Type", odata.CONTENT_TYPES[level].decode()), ("Location", location), etag))
+    return SubResponse(201, tuple(headers), body, operation.content_id)
+
+
+def _failure_part(
+    error: TableError, request_id: str, content_id: str | None, prefer: str | None
+) -> SubResponse:
+    headers = list(_PART_COMMON)
+    if prefer:
+        headers.append(("Preference-Applied", prefer))
+    headers.append(("Content-Type", odata.CONTENT_TYPES[odata.MINIMAL].decode()))
+    return SubResponse(error.status, tuple(headers), error_json(error, request_id, error_time()), content_id)
+
+
+def _multipart(parts: list[SubResponse], *, in_changeset: bool = True) -> Response:
+    content_type, body = render_batch_response(parts, in_changeset=in_changeset)
+    return Response(202, [NO_CACHE, NOSNIFF, (b"content-type", content_type.encode())], body)
+
+
+async def submit(
+    service: TableService,
+    request: Request,
+    route: Route,
+    request_id: str,
+    accounts: dict[str, list[bytes]],
+    authorize: Authorizer | None = None,
+) -> Response:
+    """Handle ``POST /$batch``: request-level errors raise; operation errors become a failing part."""
+    batch = parse_batch(request.headers.get("content-type", ""), request.body)
+    if batch.changeset_boundary is None:
+        return await _single_query(
+            service, batch.operations[0], request, route, request_id, accounts, authorize
+        )
+    host = request.headers.get("host", "127.0.0.1")
+    operations: list[_Operation] = []
+    table_key: str | None = None
+    for index, sub in enumerate(batch.operations):
+        try:
+            op_route = resolve(request.scheme, host, _origin_path(sub.target), accounts)
+            if op_route.account != route.account or op_route.table is None:
+                raise TableError("InvalidInput")
+            if table_key is None:
+                table_key = op_route.table.lower()
+            elif op_route.table.lower() != table_key:
+                raise TableError("InvalidInput")
+            method = _method(sub)
+            if authorize is not None:
+                authorize(op_route, method)
+            level = odata.metadata_level(_header(sub, "accept"), None)
+            operations.append(
+                _Operation(_mutation(sub, op_route, method), op_route, _prefer(sub), sub.content_id, level)
+            )
+        except TableError as error:
+            error.index = index
+            return _multipart([_failure_part(error, request_id, sub.content_id, _prefer(sub))])
+    if not operations or table_key is None:
+        raise TableError("InvalidInput")
+    table = operations[0].route.table
+    assert table is not None
+    try:
+        results = await service.submit_batch(route.account, table, [op.mutation for op in operations])
+    except TableError as error:
+        index = error.index if error.index is not None else 0
+        error.index = index
+        failed = operations[min(index, len(operations) - 1)]
+        return _multipart([_failure_part(error, request_id, failed.content_id, failed.prefer)])
+    return _multipart([_success_part(op, stored) for op, stored in zip(operations, results, strict=True)])
+
+
+async def _single_query(
+    service: TableService,
+    sub: SubRequest,
+    request: Request,
+    route: Route,
+    request_id: str,
+    accounts: dict[str, list[bytes]],
+    authorize: Authorizer | None,
+) -> Response:
+    """A batch holding one bare GET of an entity (spec §3.12.5), answered outside a changeset."""
+    host = request.headers.get("host", "127.0.0.1")
+    try:
+        op_route = resolve(request.scheme, host, _origin_path(sub.target), accounts)
+        if (
+            sub.method.upper() != "GET"
+            or op_route.account != route.account
+            or op_route.resource is not Resource.ENTITY
+            or op_route.table is None
+            or op_route.pk is None
+            or op_route.rk is None
+        ):
+            raise TableError("InvalidInput")
+        if authorize is not None:
+            authorize(op_route, "GET")
+        level = odata.metadata_level(_header(sub, "accept"), None)
+        entity = await service.get_entity(op_route.account, op_route.table, op_route.pk, op_route.rk)
+    except TableError as error:
+        error.index = 0
+        return _multipart([_failure_part(error, request_id, sub.content_id, None)], in_changeset=False)
+    body = odata.render_entity(entity, op_route.base, op_route.account, op_route.table, level)
+    headers = (*_PART_COMMON, ("Content-Type", odata.CONTENT_TYPES[level].decode()), ("ETag", entity.etag))
+    return _multipart([SubResponse(200, headers, body, sub.content_id)], in_changeset=False)

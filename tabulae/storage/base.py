@@ -1,0 +1,128 @@
+"""The storage contract: everything the table layer needs from an engine, and nothing more.
+
+A backend stores tables per account and entities clustered by (table, PartitionKey, RowKey)
+in the service's ordinal UTF-16 order. It knows nothing of HTTP, OData or ``$filter``: the
+table layer hands it key ranges and mutations, and gets rows and ``TableError``\\ s back.
+
+Every backend passes the same conformance suite (``tests/storage``).
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tabulae.model.edm import Properties
+from tabulae.model.entity import StoredEntity
+
+
+@dataclass(frozen=True, slots=True)
+class KeyBound:
+    """One end of a key range.
+
+    With ``rk`` set the bound is the composite key ``(pk, rk)``. With ``rk`` None it is the edge
+    of partition ``pk`` as a whole: an inclusive lower bound starts at the partition's first row,
+    an exclusive lower bound starts after its last row; likewise for upper bounds.
+    """
+
+    pk: str
+    rk: str | None
+    inclusive: bool
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRange:
+    """A contiguous range of composite keys; ``None`` ends are open."""
+
+    lower: KeyBound | None = None
+    upper: KeyBound | None = None
+
+
+FULL_RANGE = KeyRange()
+
+
+class MutationKind(enum.Enum):
+    INSERT = "insert"  # fails with EntityAlreadyExists if present
+    REPLACE = "replace"  # Update / Insert Or Replace
+    MERGE = "merge"  # Merge / Insert Or Merge
+    DELETE = "delete"
+
+
+@dataclass(frozen=True, slots=True)
+class Mutation:
+    """One write of an atomic group.
+
+    ``if_match``: ``None`` means unconditional (an upsert for REPLACE/MERGE); ``"*"`` means the
+    entity must exist; any other value must equal the stored ETag exactly. INSERT ignores it.
+    """
+
+    kind: MutationKind
+    pk: str
+    rk: str
+    properties: Properties | None = None
+    if_match: str | None = None
+
+
+class Store(ABC):
+    """A durable, ordered store of tables and entities for many accounts.
+
+    Table names are matched case-insensitively and kept with the case they were created with.
+    All methods are coroutines; a backend may run them on the event loop when they cannot block
+    for long, and must move slow or blocking work elsewhere.
+    """
+
+    @abstractmethod
+    async def create_table(self, account: str, name: str) -> None:
+        """Create a table. Raises ``TableAlreadyExists`` if one exists under any case. Durable on return."""
+
+    @abstractmethod
+    async def delete_table(self, account: str, name: str) -> None:
+        """Delete a table and all its entities atomically. Raises ``ResourceNotFound`` if missing."""
+
+    @abstractmethod
+    async def get_table(self, account: str, name: str) -> str | None:
+        """The table's stored name (original case), or ``None``."""
+
+    @abstractmethod
+    async def list_tables(self, account: str, after: str | None, limit: int) -> list[str]:
+        """Up to ``limit`` table names ordered by lower-cased name, strictly after ``after``
+        (a lower-cased name) when given."""
+
+    @abstractmethod
+    async def get_entity(self, account: str, table: str, pk: str, rk: str) -> StoredEntity | None:
+        """One entity or ``None``. Raises ``TableNotFound`` when the table does not exist."""
+
+    @abstractmethod
+    async def scan(
+        self,
+        account: str,
+        table: str,
+        ranges: Sequence[KeyRange],
+        after: tuple[str, str] | None,
+        limit: int,
+    ) -> list[StoredEntity]:
+        """Up to ``limit`` entities in key order that lie in any of ``ranges`` (given in key order,
+        not overlapping) and, when ``after`` is set, strictly after that composite key.
+
+        Fewer than ``limit`` rows means the ranges are exhausted. Raises ``TableNotFound``.
+        """
+
+    @abstractmethod
+    async def apply(
+        self, account: str, table: str, mutations: Sequence[Mutation]
+    ) -> list[StoredEntity | None]:
+        """Apply mutations as one atomic, durable group, in order.
+
+        All written entities get one Timestamp: the current time, but strictly later than the
+        stored Timestamp of every entity the group touches, so each write yields a new ETag.
+        Returns, per mutation, the entity as stored (``None`` for DELETE).
+
+        Raises ``TableNotFound``; otherwise the first failing mutation's error tagged with its
+        index (``EntityAlreadyExists``, ``ResourceNotFound``, ``UpdateConditionNotSatisfied``,
+        or a limit error of a merged result), in which case nothing was applied.
+        """
+
+    async def close(self) -> None:  # noqa: B027 - optional for backends with nothing to release
+        """Release connections and threads; pending writes are finished first."""

@@ -1,0 +1,344 @@
+"""The embedded backend: SQLite in WAL mode, one writer thread with group commit.
+
+Keys are stored as UTF-16BE blobs, whose byte order is the service's ordinal UTF-16 order, so
+the clustered primary key ``(table_id, pk, rk)`` of a WITHOUT ROWID table is the service's key
+order and every range scan is an index range scan.
+
+Writes go to a single writer thread. It takes every write that is waiting, applies each in its
+own savepoint (so a failing batch rolls back alone), commits them in one transaction with one
+fsync (``synchronous=FULL``), and only then answers them: an acknowledgement is durable, and
+concurrent writers share the fsync. Reads run on the caller's thread against their own
+connection; WAL gives them a consistent snapshot per statement while the writer commits.
+Several processes may open the same file: SQLite's file lock serialises their writers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tabulae.model import edm
+from tabulae.model.entity import StoredEntity, check_merged, decode_properties, encode_properties
+from tabulae.model.errors import TableError
+from tabulae.storage.base import KeyBound, KeyRange, Mutation, MutationKind, Store
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tables (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    account TEXT NOT NULL,
+    name_key TEXT NOT NULL,
+    name TEXT NOT NULL,
+    UNIQUE (account, name_key)
+);
+CREATE TABLE IF NOT EXISTS entities (
+    table_id INTEGER NOT NULL,
+    pk BLOB NOT NULL,
+    rk BLOB NOT NULL,
+    ticks INTEGER NOT NULL,
+    props BLOB NOT NULL,
+    PRIMARY KEY (table_id, pk, rk)
+) WITHOUT ROWID;
+"""
+
+GROUP_LIMIT = 512  # writes committed together at most
+BUSY_TIMEOUT_MS = 30_000
+
+_Job = tuple[Callable[..., Any], tuple[Any, ...], asyncio.AbstractEventLoop, asyncio.Future[Any]]
+
+
+def _key(text: str) -> bytes:
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def _text(key: bytes) -> str:
+    return key.decode("utf-16-be", "surrogatepass")
+
+
+def _connect(path: str, durable: bool) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = " + ("FULL" if durable else "OFF"))
+    return conn
+
+
+def _bound_sql(bound: KeyBound, lower: bool, args: list[Any]) -> str:
+    op = (">" if lower else "<") + ("=" if bound.inclusive else "")
+    if bound.rk is None:
+        args.append(_key(bound.pk))
+        return f" AND pk {op} ?"
+    args.extend((_key(bound.pk), _key(bound.rk)))
+    return f" AND (pk, rk) {op} (?, ?)"
+
+
+def _before_cursor(key_range: KeyRange, after: tuple[str, str]) -> bool:
+    """True when the whole range lies at or before the cursor, so it can be skipped."""
+    upper = key_range.upper
+    if upper is None:
+        return False
+    a_pk, a_rk = edm.utf16_sort_key(after[0]), edm.utf16_sort_key(after[1])
+    u_pk = edm.utf16_sort_key(upper.pk)
+    if upper.rk is None:
+        return u_pk < a_pk or (u_pk == a_pk and not upper.inclusive)
+    return (u_pk, edm.utf16_sort_key(upper.rk)) <= (a_pk, a_rk)
+
+
+class SqliteStore(Store):
+    """SQLite storage in ``directory/tabulae.db``; ``durable=False`` skips fsync (in-memory mode)."""
+
+    def __init__(self, directory: Path, *, durable: bool = True) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = str(directory / "tabulae.db")
+        self._durable = durable
+        writer = _connect(self.path, durable)
+        writer.executescript(SCHEMA)
+        self._reader = _connect(self.path, durable)
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(
+            target=self._write_loop, args=(writer,), name="tabulae-writer", daemon=True
+        )
+        self._thread.start()
+
+    # ----------------------------------------------------------------------------- writer side
+
+    async def _write(self, fn: Callable[..., Any], *args: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._jobs.put((fn, args, loop, future))
+        return await future
+
+    def _write_loop(self, conn: sqlite3.Connection) -> None:
+        while True:
+            first = self._jobs.get()
+            if first is None:
+                conn.close()
+                return
+            group = [first]
+            stop = False
+            while len(group) < GROUP_LIMIT:
+                try:
+                    job = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if job is None:
+                    stop = True
+                    break
+                group.append(job)
+            self._commit_group(conn, group)
+            if stop:
+                conn.close()
+                return
+
+    def _commit_group(self, conn: sqlite3.Connection, group: list[_Job]) -> None:
+        outcomes: list[tuple[bool, Any]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for fn, args, _loop, _future in group:
+                conn.execute("SAVEPOINT job")
+                try:
+                    outcomes.append((True, fn(conn, *args)))
+                    conn.execute("RELEASE job")
+                except Exception as exc:  # every failure is answered, never lost
+                    conn.execute("ROLLBACK TO job")
+                    conn.execute("RELEASE job")
+                    outcomes.append((False, exc))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            failure = TableError("InternalError", detail=str(exc))
+            outcomes = [(False, failure)] * len(group)
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
+        for (_fn, _args, loop, future), (ok, value) in zip(group, outcomes, strict=True):
+            by_loop.setdefault(loop, []).append((future, ok, value))
+        for loop, answers in by_loop.items():
+            loop.call_soon_threadsafe(_resolve, answers)
+
+    async def close(self) -> None:
+        self._jobs.put(None)
+        await asyncio.get_running_loop().run_in_executor(None, self._thread.join)
+        self._reader.close()
+
+    # ----------------------------------------------------------------------------- tables
+
+    async def create_table(self, account: str, name: str) -> None:
+        await self._write(_create_table, account, name)
+
+    async def delete_table(self, account: str, name: str) -> None:
+        await self._write(_delete_table, account, name)
+
+    async def get_table(self, account: str, name: str) -> str | None:
+        row = self._reader.execute(
+            "SELECT name FROM tables WHERE account = ? AND name_key = ?", (account, name.lower())
+        ).fetchone()
+        return row[0] if row else None
+
+    async def list_tables(self, account: str, after: str | None, limit: int) -> list[str]:
+        rows = self._reader.execute(
+            "SELECT name FROM tables WHERE account = ? AND name_key > ? ORDER BY name_key LIMIT ?",
+            (account, after or "", limit),
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    # ----------------------------------------------------------------------------- entities
+
+    def _table_id(self, account: str, table: str) -> int:
+        row = self._reader.execute(
+            "SELECT id FROM tables WHERE account = ? AND name_key = ?", (account, table.lower())
+        ).fetchone()
+        if row is None:
+            raise TableError("TableNotFound")
+        return int(row[0])
+
+    async def get_entity(self, account: str, table: str, pk: str, rk: str) -> StoredEntity | None:
+        row = self._reader.execute(
+            "SELECT e.ticks, e.props FROM tables t JOIN entities e ON e.table_id = t.id"
+            " WHERE t.account = ? AND t.name_key = ? AND e.pk = ? AND e.rk = ?",
+            (account, table.lower(), _key(pk), _key(rk)),
+        ).fetchone()
+        if row is None:
+            self._table_id(account, table)
+            return None
+        return StoredEntity(pk, rk, row[0], row[1])
+
+    async def scan(
+        self,
+        account: str,
+        table: str,
+        ranges: Sequence[KeyRange],
+        after: tuple[str, str] | None,
+        limit: int,
+    ) -> list[StoredEntity]:
+        table_id = self._table_id(account, table)
+        found: list[StoredEntity] = []
+        for key_range in ranges:
+            if after is not None and _before_cursor(key_range, after):
+                continue
+            args: list[Any] = [table_id]
+            sql = "SELECT pk, rk, ticks, props FROM entities WHERE table_id = ?"
+            if key_range.lower is not None:
+                sql += _bound_sql(key_range.lower, True, args)
+            if key_range.upper is not None:
+                sql += _bound_sql(key_range.upper, False, args)
+            if after is not None:
+                sql += " AND (pk, rk) > (?, ?)"
+                args.extend((_key(after[0]), _key(after[1])))
+            sql += " ORDER BY pk, rk LIMIT ?"
+            args.append(limit - len(found))
+            for pk, rk, ticks, props in self._reader.execute(sql, args):
+                found.append(StoredEntity(_text(pk), _text(rk), ticks, props))
+            if len(found) >= limit:
+                break
+        return found
+
+    async def apply(
+        self, account: str, table: str, mutations: Sequence[Mutation]
+    ) -> list[StoredEntity | None]:
+        result: list[StoredEntity | None] = await self._write(_apply, account, table, tuple(mutations))
+        return result
+
+
+def _resolve(answers: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for future, ok, value in answers:
+        if future.cancelled():
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+
+# --------------------------------------------------------------------------------- write jobs
+# These run on the writer thread, inside a savepoint of the group's transaction.
+
+
+def _create_table(conn: sqlite3.Connection, account: str, name: str) -> None:
+    try:
+        conn.execute(
+            "INSERT INTO tables (account, name_key, name) VALUES (?, ?, ?)", (account, name.lower(), name)
+        )
+    except sqlite3.IntegrityError as exc:
+        raise TableError("TableAlreadyExists") from exc
+
+
+def _writer_table_id(conn: sqlite3.Connection, account: str, table: str) -> int | None:
+    row = conn.execute(
+        "SELECT id FROM tables WHERE account = ? AND name_key = ?", (account, table.lower())
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def _delete_table(conn: sqlite3.Connection, account: str, name: str) -> None:
+    table_id = _writer_table_id(conn, account, name)
+    if table_id is None:
+        raise TableError("ResourceNotFound")
+    conn.execute("DELETE FROM entities WHERE table_id = ?", (table_id,))
+    conn.execute("DELETE FROM tables WHERE id = ?", (table_id,))
+
+
+def _apply(
+    conn: sqlite3.Connection, account: str, table: str, mutations: tuple[Mutation, ...]
+) -> list[StoredEntity | None]:
+    table_id = _writer_table_id(conn, account, table)
+    if table_id is None:
+        raise TableError("TableNotFound")
+    current: list[tuple[int, bytes] | None] = []
+    for mutation in mutations:
+        row = conn.execute(
+            "SELECT ticks, props FROM entities WHERE table_id = ? AND pk = ? AND rk = ?",
+            (table_id, _key(mutation.pk), _key(mutation.rk)),
+        ).fetchone()
+        current.append((row[0], row[1]) if row else None)
+    ticks = max([edm.now_ticks()] + [row[0] + 1 for row in current if row is not None])
+    results: list[StoredEntity | None] = []
+    for index, (mutation, existing) in enumerate(zip(mutations, current, strict=True)):
+        try:
+            results.append(_apply_one(conn, table_id, mutation, existing, ticks))
+        except TableError as exc:
+            raise exc.at(index) from None
+    return results
+
+
+def _check_condition(mutation: Mutation, existing: tuple[int, bytes] | None) -> None:
+    if mutation.kind is MutationKind.INSERT:
+        if existing is not None:
+            raise TableError("EntityAlreadyExists")
+        return
+    condition = mutation.if_match
+    if condition is None and mutation.kind is not MutationKind.DELETE:
+        return  # an upsert
+    if existing is None:
+        raise TableError("ResourceNotFound")
+    if condition not in (None, "*") and edm.etag_for(edm.format_datetime(existing[0])) != condition:
+        raise TableError("UpdateConditionNotSatisfied")
+
+
+def _apply_one(
+    conn: sqlite3.Connection,
+    table_id: int,
+    mutation: Mutation,
+    existing: tuple[int, bytes] | None,
+    ticks: int,
+) -> StoredEntity | None:
+    _check_condition(mutation, existing)
+    pk, rk = _key(mutation.pk), _key(mutation.rk)
+    if mutation.kind is MutationKind.DELETE:
+        conn.execute("DELETE FROM entities WHERE table_id = ? AND pk = ? AND rk = ?", (table_id, pk, rk))
+        return None
+    properties = mutation.properties or {}
+    if mutation.kind is MutationKind.MERGE and existing is not None:
+        merged = decode_properties(existing[1])
+        merged.update(properties)
+        check_merged(mutation.pk, mutation.rk, merged)
+        properties = merged
+    blob = encode_properties(properties)
+    conn.execute(
+        "INSERT OR REPLACE INTO entities (table_id, pk, rk, ticks, props) VALUES (?, ?, ?, ?, ?)",
+        (table_id, pk, rk, ticks, blob),
+    )
+    return StoredEntity(mutation.pk, mutation.rk, ticks, blob)

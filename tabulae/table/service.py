@@ -1,0 +1,234 @@
+"""The Table service's operations and their rules, above storage and below HTTP.
+
+This layer owns what makes a table service more than a key-value store: the existence and
+ETag rules of each write, entity group transactions, ``$filter`` planning and evaluation, and
+paging with continuation tokens. It receives validated model objects and returns stored
+entities; it never sees HTTP and never writes SQL.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from tabulae.model.entity import StoredEntity
+from tabulae.model.errors import MSG_BATCH_TOO_MANY, TableError
+from tabulae.model.names import check_table_name
+from tabulae.storage.base import Mutation, Store
+from tabulae.table.paging import decode_token, encode_token
+from tabulae.table.query.evaluate import (
+    compile_predicate,
+    compile_table_predicate,
+    references_user_properties,
+)
+from tabulae.table.query.parser import parse_filter
+from tabulae.table.query.plan import QueryPlan, plan_query
+
+MAX_PAGE = 1000
+MAX_BATCH_OPERATIONS = 100
+SCAN_CHUNK = 1000
+PAGE_TIME_BUDGET = 5.0  # seconds a page may scan before it ends early with a token
+
+Predicate = Callable[[str, str, int, dict], bool]
+
+
+@dataclass(slots=True)
+class EntityPage:
+    """One page of Query Entities, with the cost figures users see in ``x-tabulae-*`` headers."""
+
+    entities: list[StoredEntity]
+    next_partition_token: str | None
+    next_row_token: str | None
+    query_class: str
+    scanned: int
+
+
+@dataclass(slots=True)
+class TablePage:
+    names: list[str]
+    next_token: str | None
+
+
+def check_top(top: str | None) -> int | None:
+    """``$top`` is 1..1000 (0 gives an empty page); anything else is ``InvalidInput``."""
+    if top is None or top == "":
+        return None
+    if not top.isdigit() or int(top) > MAX_PAGE:
+        raise TableError("InvalidInput")
+    return int(top)
+
+
+class TableService:
+    """The operations of spec §3, over any :class:`Store`."""
+
+    def __init__(self, store: Store, *, page_time_budget: float = PAGE_TIME_BUDGET) -> None:
+        self.store = store
+        self.page_time_budget = page_time_budget
+
+    # ------------------------------------------------------------------------------- tables
+
+    async def create_table(self, account: str, name: str) -> str:
+        check_table_name(name)
+        await self.store.create_table(account, name)
+        return name
+
+    async def delete_table(self, account: str, name: str) -> None:
+        check_table_name(name)
+        await self.store.delete_table(account, name)
+
+    async def get_table(self, account: str, name: str) -> str:
+        check_table_name(name)
+        stored = await self.store.get_table(account, name)
+        if stored is None:
+            raise TableError("ResourceNotFound")
+        return stored
+
+    async def query_tables(
+        self, account: str, filter_text: str | None, top: int | None, next_token: str | None
+    ) -> TablePage:
+        limit = MAX_PAGE if top is None else top
+        if limit == 0:
+            return TablePage([], None)
+        predicate = compile_table_predicate(parse_filter(filter_text)) if filter_text else None
+        after = decode_token(next_token) if next_token else None
+        names: list[str] = []
+        deadline = time.monotonic() + self.page_time_budget
+        while True:
+            chunk = await self.store.list_tables(account, after, SCAN_CHUNK)
+            for position, name in enumerate(chunk):
+                if predicate is None or predicate(name):
+                    names.append(name)
+                    if len(names) == limit:
+                        rest = chunk[position + 1 :]
+                        more = any(predicate is None or predicate(n) for n in rest)
+                        if more or len(chunk) == SCAN_CHUNK:
+                            return TablePage(names, encode_token(name.lower()))
+                        return TablePage(names, None)
+            if len(chunk) < SCAN_CHUNK:
+                return TablePage(names, None)
+            after = chunk[-1].lower()
+            if time.monotonic() > deadline:
+                return TablePage(names, encode_token(after))
+
+    # ------------------------------------------------------------------------------ entities
+
+    async def get_entity(self, account: str, table: str, pk: str, rk: str) -> StoredEntity:
+        check_table_name(table)
+        entity = await self.store.get_entity(account, table, pk, rk)
+        if entity is None:
+            raise TableError("ResourceNotFound")
+        return entity
+
+    async def write(self, account: str, table: str, mutation: Mutation) -> StoredEntity | None:
+        """Insert, Update, Merge, Upsert or Delete one entity (the kind and If-Match say which)."""
+        check_table_name(table)
+        try:
+            results = await self.store.apply(account, table, [mutation])
+        except TableError as exc:
+            exc.index = None  # only batch failures carry the operation index
+            raise
+        return results[0]
+
+    async def submit_batch(
+        self, account: str, table: str, mutations: Sequence[Mutation]
+    ) -> list[StoredEntity | None]:
+        """An entity group transaction: the batch rules of spec §3.12.1, then one atomic apply."""
+        if not mutations:
+            raise TableError("InvalidInput", index=0)
+        if len(mutations) > MAX_BATCH_OPERATIONS:
+            raise TableError("InvalidInput", MSG_BATCH_TOO_MANY, index=MAX_BATCH_OPERATIONS)
+        check_table_name(table)
+        partition = mutations[0].pk
+        seen: set[str] = set()
+        for index, mutation in enumerate(mutations):
+            if mutation.pk != partition:
+                raise TableError("CommandsInBatchActOnDifferentPartitions", index=index)
+            if mutation.rk in seen:
+                raise TableError("InvalidDuplicateRow", index=index)
+            seen.add(mutation.rk)
+        try:
+            return await self.store.apply(account, table, mutations)
+        except TableError as exc:
+            if exc.index is None:
+                exc.index = 0
+            raise
+
+    async def query_entities(
+        self,
+        account: str,
+        table: str,
+        filter_text: str | None,
+        top: int | None,
+        next_partition: str | None,
+        next_row: str | None,
+    ) -> EntityPage:
+        """One page: at most ``top`` (≤ 1,000) matches, ending early after the time budget."""
+        check_table_name(table)
+        plan: QueryPlan = plan_query(parse_filter(filter_text) if filter_text else None)
+        after: tuple[str, str] | None = None
+        if next_partition or next_row:
+            if not (next_partition and next_row):
+                raise TableError("InvalidInput")
+            after = (decode_token(next_partition), decode_token(next_row))
+        limit = MAX_PAGE if top is None else top
+        if limit == 0 or not plan.ranges:
+            await self.require_table(account, table)
+            return EntityPage([], None, None, plan.query_class, 0)
+        return await self._scan_page(account, table, plan, after, limit)
+
+    async def require_table(self, account: str, table: str) -> None:
+        """Raise ``TableNotFound`` early, so it wins over body errors as on Azure (spec §5.6)."""
+        check_table_name(table)
+        if await self.store.get_table(account, table) is None:
+            raise TableError("TableNotFound")
+
+    async def _scan_page(
+        self, account: str, table: str, plan: QueryPlan, after: tuple[str, str] | None, limit: int
+    ) -> EntityPage:
+        residual = plan.residual
+        predicate = compile_predicate(residual) if residual is not None else None
+        needs_properties = residual is not None and references_user_properties(residual)
+        chunk_size = SCAN_CHUNK if predicate is not None else limit + 1
+        matches: list[StoredEntity] = []
+        scanned = 0
+        deadline = time.monotonic() + self.page_time_budget
+
+        def accepts(entity: StoredEntity) -> bool:
+            if predicate is None:
+                return True
+            properties = entity.properties() if needs_properties else {}
+            return predicate(entity.pk, entity.rk, entity.ticks, properties)
+
+        while True:
+            chunk = await self.store.scan(account, table, plan.ranges, after, chunk_size)
+            for position, entity in enumerate(chunk):
+                scanned += 1
+                if not accepts(entity):
+                    continue
+                matches.append(entity)
+                if len(matches) < limit:
+                    continue
+                last = (entity.pk, entity.rk)
+                rest = chunk[position + 1 :]
+                if any(accepts(e) for e in rest):
+                    scanned += len(rest)
+                    return self._page(matches, last, plan, scanned)
+                scanned += len(rest)
+                more = len(chunk) == chunk_size
+                return self._page(matches, last if more else None, plan, scanned)
+            if len(chunk) < chunk_size:
+                return self._page(matches, None, plan, scanned)
+            after = (chunk[-1].pk, chunk[-1].rk)
+            if time.monotonic() > deadline:
+                return self._page(matches, after, plan, scanned)
+
+    @staticmethod
+    def _page(
+        matches: list[StoredEntity], resume_after: tuple[str, str] | None, plan: QueryPlan, scanned: int
+    ) -> EntityPage:
+        if resume_after is None:
+            return EntityPage(matches, None, None, plan.query_class, scanned)
+        return EntityPage(
+            matches, encode_token(resume_after[0]), encode_token(resume_after[1]), plan.query_class, scanned
+        )

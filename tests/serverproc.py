@@ -1,0 +1,83 @@
+"""Start and stop real ``tabulae serve`` processes for tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEV_ACCOUNT = "devstoreaccount1"
+DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ServerProcess:
+    """A running server: its port, data directory and extra flags, and how to restart it."""
+
+    data_dir: Path
+    extra_args: list[str] = field(default_factory=list)
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+    env: dict[str, str] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}/{DEV_ACCOUNT}"
+
+    @property
+    def connection_string(self) -> str:
+        return (
+            f"DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey={DEV_KEY};"
+            f"TableEndpoint={self.endpoint};"
+        )
+
+    def start(self, timeout: float = 20.0) -> ServerProcess:
+        command = [
+            sys.executable, "-m", "tabulae", "serve",
+            "--port", str(self.port), "--data-dir", str(self.data_dir), *self.extra_args,
+        ]  # fmt: skip
+        env = dict(os.environ) if self.env is None else self.env
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                err = self.process.stderr.read().decode() if self.process.stderr else ""
+                raise RuntimeError(f"tabulae serve exited with {self.process.returncode}: {err}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("tabulae serve did not start listening in time")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int | None:
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        code = self.process.returncode
+        if self.process.stderr:
+            self.process.stderr.close()
+        self.process = None
+        return code
+
+    def restart(self) -> ServerProcess:
+        self.stop()
+        return self.start()
