@@ -45,6 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep data in memory only (for tests and demos): everything is lost when the server stops",
     )
+    serve.add_argument("--cert", type=Path, help="TLS certificate (PEM): serve HTTPS instead of HTTP")
+    serve.add_argument("--key", type=Path, help="TLS private key (PEM) for --cert")
+    serve.add_argument(
+        "--oauth",
+        choices=["off", "basic"],
+        default="off",
+        help="accept bearer tokens: 'basic' checks audience, issuer and expiry but NOT the signature "
+        "(local development only; needs --cert, as clients send tokens over HTTPS only)",
+    )
     serve.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
     )
@@ -60,13 +69,23 @@ def serve(args: argparse.Namespace) -> None:
         accounts = accounts_from(args.account)
     except ConfigError as exc:
         raise SystemExit(f"tabulae: {exc}") from None
+    if (args.cert is None) != (args.key is None):
+        raise SystemExit("tabulae: --cert and --key go together")
     settings = Settings(
-        host=args.host, port=args.port, data_dir=args.data_dir, in_memory=args.in_memory, accounts=accounts
+        host=args.host,
+        port=args.port,
+        data_dir=args.data_dir,
+        in_memory=args.in_memory,
+        accounts=accounts,
+        oauth=args.oauth == "basic",
+        cert_file=args.cert,
+        key_file=args.key,
     )
+    scheme = "https" if args.cert else "http"
     where = "in memory (data is lost when the server stops)" if args.in_memory else f"in {args.data_dir}"
     first = next(iter(accounts))
     print(
-        f"Tabulae {__version__}: Table service on http://{args.host}:{args.port}/{first}, "
+        f"Tabulae {__version__}: Table service on {scheme}://{args.host}:{args.port}/{first}, "
         f"accounts {', '.join(accounts)}, data {where}",
         flush=True,
     )
@@ -82,6 +101,8 @@ def serve(args: argparse.Namespace) -> None:
         server_header=False,
         date_header=False,
         timeout_graceful_shutdown=10,
+        ssl_certfile=str(args.cert) if args.cert else None,
+        ssl_keyfile=str(args.key) if args.key else None,
     )
 
 

@@ -68,3 +68,6 @@ class Settings:
     accounts: dict[str, list[bytes]] = field(default_factory=lambda: accounts_from([], {}))
     max_body_bytes: int = 4 * 1024 * 1024
     page_time_budget: float = 5.0
+    oauth: bool = False  # accept bearer tokens (basic checks, no signature validation)
+    cert_file: Path | None = None
+    key_file: Path | None = None

@@ -10,13 +10,17 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tabulae.config import Settings
 from tabulae.model.errors import TableError
+from tabulae.model.settings import decode_acl
+from tabulae.server import admin, cors, transactions
 from tabulae.server import operations as ops
-from tabulae.server import transactions
+from tabulae.server.auth.bearer import CHALLENGE, verify_bearer
+from tabulae.server.auth.sas import Operation, SasGrant, StoredPolicy, parse_sas, verify_sas
 from tabulae.server.auth.shared_key import verify_authorization
 from tabulae.server.errors import XML_CONTENT_TYPE, error_json, error_xml
 from tabulae.server.http import SERVER_HEADER, Clock, Request, RequestIds, Response, error_time
@@ -75,6 +79,51 @@ def _handler(route: Route, method: str, comp: str | None) -> Handler:
     if handler is None:
         raise TableError("MethodNotAllowed")
     return handler
+
+
+def _batch_authorizer(grant: SasGrant, request: Request) -> transactions.Authorizer:
+    """Check each operation of a batch against the SAS, with the keys it writes."""
+
+    def authorize(route: Route, method: str, pk: str, rk: str, conditional: bool) -> None:
+        if method == "POST":
+            operation = Operation.INSERT_ENTITY
+        elif method == "PUT":
+            operation = Operation.UPDATE_ENTITY if conditional else Operation.UPSERT_REPLACE
+        elif method in ("MERGE", "PATCH"):
+            operation = Operation.MERGE_ENTITY if conditional else Operation.UPSERT_MERGE
+        elif method == "DELETE":
+            operation = Operation.DELETE_ENTITY
+        else:
+            operation = Operation.GET_ENTITY
+        grant.check(operation, pk=pk, rk=rk)
+
+    return authorize
+
+
+def operation_for(route: Route, method: str, request: Request) -> Operation:
+    """The operation a request performs, as authorization rules name it."""
+    resource = route.resource
+    comp = request.query.get("comp")
+    if resource is Resource.SERVICE:
+        if comp == "stats":
+            return Operation.GET_SERVICE_STATS
+        return Operation.SET_SERVICE_PROPERTIES if method == "PUT" else Operation.GET_SERVICE_PROPERTIES
+    if resource is Resource.TABLES:
+        return Operation.CREATE_TABLE if method == "POST" else Operation.QUERY_TABLES
+    if resource is Resource.TABLE:
+        return Operation.DELETE_TABLE if method == "DELETE" else Operation.GET_TABLE
+    if resource is Resource.ENTITIES:
+        if comp == "acl":
+            return Operation.SET_ACL if method == "PUT" else Operation.GET_ACL
+        return Operation.INSERT_ENTITY if method == "POST" else Operation.QUERY_ENTITIES
+    conditional = "if-match" in request.headers
+    if method == "PUT":
+        return Operation.UPDATE_ENTITY if conditional else Operation.UPSERT_REPLACE
+    if method in ("MERGE", "PATCH"):
+        return Operation.MERGE_ENTITY if conditional else Operation.UPSERT_MERGE
+    if method == "DELETE":
+        return Operation.DELETE_ENTITY
+    return Operation.GET_ENTITY
 
 
 class TabulaeApp:
@@ -138,17 +187,25 @@ class TabulaeApp:
         request = Request.from_scope(scope)
         request_id = self._ids.next()
         xml_errors = False
+        route: Route | None = None
         try:
             route = self._route(request)
             xml_errors = route.resource is Resource.SERVICE or "comp" in request.query
-            await self._read_body(request, receive)
-            self._authenticate(request, route)
-            response = await self._dispatch(request, route, request_id)
+            if request.method == "OPTIONS":
+                xml_errors = True
+                response = await self._preflight(request, route)
+            else:
+                await self._read_body(request, receive)
+                await self._authenticate(request, route)
+                response = await self._dispatch(request, route, request_id)
         except TableError as error:
             response = self._error_response(request, error, request_id, xml_errors)
         except Exception:
             log.exception("unexpected error handling %s request", request.method)
             response = self._error_response(request, TableError("InternalError"), request_id, xml_errors)
+        origin = request.headers.get("origin")
+        if origin and route is not None and request.method != "OPTIONS":
+            response.headers.extend(await self._cors_headers(route, origin, request.method))
         await self._send(send, request, response, request_id)
 
     def _route(self, request: Request) -> Route:
@@ -175,30 +232,50 @@ class TabulaeApp:
                 break
         request.body = b"".join(chunks)
 
-    def _authenticate(self, request: Request, route: Route) -> None:
+    async def _authenticate(self, request: Request, route: Route) -> None:
+        """Shared Key, Shared Key Lite, bearer (when enabled) or SAS; anonymous requests get 401."""
+        keys = self.settings.accounts[route.account]
         header = request.headers.get("authorization")
-        if header is None:
-            raise TableError(
-                "NoAuthenticationInformation",
-                headers=[
-                    (
-                        b"www-authenticate",
-                        b"Bearer authorization_uri=https://login.microsoftonline.com/common/oauth2/authorize "
-                        b"resource_id=https://storage.azure.com",
-                    )
-                ],
+        if header is not None:
+            if header.strip()[:7].lower() == "bearer ":
+                if not self.settings.oauth:
+                    raise TableError("InvalidAuthenticationInfo")
+                verify_bearer(header, route.account)
+                return
+            verify_authorization(
+                header,
+                method=request.method,
+                raw_path=request.raw_path,
+                comp=request.query.get("comp"),
+                content_md5=request.headers.get("content-md5", ""),
+                content_type=request.headers.get("content-type", ""),
+                x_ms_date=request.headers.get("x-ms-date"),
+                date=request.headers.get("date"),
+                account=route.account,
+                keys=keys,
             )
-        verify_authorization(
-            header,
-            method=request.method,
-            raw_path=request.raw_path,
-            comp=request.query.get("comp"),
-            content_md5=request.headers.get("content-md5", ""),
-            content_type=request.headers.get("content-type", ""),
-            x_ms_date=request.headers.get("x-ms-date"),
-            date=request.headers.get("date"),
+            return
+        token = parse_sas(request.query)
+        if token is None:
+            raise TableError("NoAuthenticationInformation", headers=[(b"www-authenticate", CHALLENGE)])
+        policies: dict[str, StoredPolicy] = {}
+        if token.si is not None and token.tn and not token.is_account and self._store is not None:
+            try:
+                identifiers = decode_acl(await self._store.get_acl(route.account, token.tn))
+            except TableError:
+                identifiers = []
+            policies = {
+                i.id: StoredPolicy(i.start, i.expiry, i.permission) for i in identifiers if i.has_policy
+            }
+        request.grant = verify_sas(
+            token,
             account=route.account,
-            keys=self.settings.accounts[route.account],
+            keys=keys,
+            table=route.table,
+            policy_lookup=policies.get,
+            is_https=request.scheme == "https",
+            client_ip=request.client_ip,
+            now=datetime.now(UTC),
         )
 
     async def _dispatch(self, request: Request, route: Route, request_id: str) -> Response:
@@ -206,12 +283,43 @@ class TabulaeApp:
         if route.secondary and method not in _READ_METHODS:
             raise TableError("AuthorizationFailure")
         assert self.service is not None
+        grant = request.grant
         if route.resource is Resource.BATCH:
             if method != "POST":
                 raise TableError("MethodNotAllowed")
-            return await transactions.submit(self.service, request, route, request_id, self.settings.accounts)
-        handler = _handler(route, method, request.query.get("comp"))
+            authorize = _batch_authorizer(grant, request) if grant is not None else None
+            return await transactions.submit(
+                self.service, request, route, request_id, self.settings.accounts, authorize
+            )
+        if grant is not None:
+            grant.check(operation_for(route, method, request), pk=route.pk, rk=route.rk)
+        if route.resource is Resource.SERVICE:
+            _kind, service_handler = admin.service_handler(method, request)
+            return await service_handler(self.service, request, route)  # type: ignore[operator]
+        comp = request.query.get("comp")
+        if comp == "acl" and route.resource is Resource.ENTITIES:
+            acl_handler = {"GET": admin.get_acl, "PUT": admin.set_acl}.get(method)
+            if acl_handler is None:
+                raise TableError("MethodNotAllowed")
+            return await acl_handler(self.service, request, route)
+        if comp is not None:
+            raise TableError("InvalidQueryParameterValue")
+        handler = _handler(route, method, None)
         return await handler(self.service, request, route)
+
+    async def _preflight(self, request: Request, route: Route) -> Response:
+        assert self.service is not None
+        properties = await self.service.get_service_properties(route.account)
+        return cors.preflight(properties.cors, request.headers)
+
+    async def _cors_headers(self, route: Route, origin: str, method: str) -> list[tuple[bytes, bytes]]:
+        if self.service is None:
+            return []
+        try:
+            properties = await self.service.get_service_properties(route.account)
+        except TableError:
+            return []
+        return cors.actual_headers(properties.cors, origin, method)
 
     # ------------------------------------------------------------------------- responses
 

@@ -31,6 +31,7 @@ class Request:
     client_ip: str | None
     x_http_method_count: int = 0
     body: bytes = b""
+    grant: Any = None  # the SasGrant of a SAS-authorised request
     _query: dict[str, str] | None = field(default=None, repr=False)
 
     @classmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tabulae.model.entity import Entity, StoredEntity, entity_from_pairs, parse_json_pairs
 from tabulae.model.errors import TableError
 from tabulae.server import odata
+from tabulae.server.auth.sas import Operation
 from tabulae.server.http import NO_CACHE, NOSNIFF, Headers, Request, Response
 from tabulae.server.routing import Route
 from tabulae.storage.base import Mutation, MutationKind
@@ -160,6 +161,7 @@ async def query_entities(service: TableService, request: Request, route: Route) 
         check_top(request.query.get("$top")),
         request.query_ci("NextPartitionKey") or None,
         request.query_ci("NextRowKey") or None,
+        key_range=request.grant.key_range if request.grant is not None else None,
     )
     extra: Headers = [
         (b"x-tabulae-query-class", page.query_class.encode()),
@@ -192,6 +194,8 @@ async def insert_entity(service: TableService, request: Request, route: Route) -
     preference = prefer(request)
     await service.require_table(route.account, route.table)
     entity = read_entity(request, None)
+    if request.grant is not None:
+        request.grant.check(Operation.INSERT_ENTITY, pk=entity.pk, rk=entity.rk)
     stored = await service.write(
         route.account, route.table, Mutation(MutationKind.INSERT, entity.pk, entity.rk, entity.properties)
     )

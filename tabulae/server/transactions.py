@@ -28,8 +28,9 @@ _PART_COMMON = (
 )
 _TUNNELLED = {"MERGE", "DELETE", "PUT", "PATCH"}
 
-# Called once per sub-operation: (operation route, effective method) -> None, raising to refuse.
-Authorizer = Callable[[Route, str], None]
+# Called once per sub-operation with (route, effective method, PartitionKey, RowKey, has If-Match);
+# it raises to refuse the operation.
+Authorizer = Callable[[Route, str, str, str, bool], None]
 
 
 @dataclass(slots=True)
@@ -166,12 +167,11 @@ async def submit(
             elif op_route.table.lower() != table_key:
                 raise TableError("InvalidInput")
             method = _method(sub)
-            if authorize is not None:
-                authorize(op_route, method)
             level = odata.metadata_level(_header(sub, "accept"), None)
-            operations.append(
-                _Operation(_mutation(sub, op_route, method), op_route, _prefer(sub), sub.content_id, level)
-            )
+            mutation = _mutation(sub, op_route, method)
+            if authorize is not None:
+                authorize(op_route, method, mutation.pk, mutation.rk, _header(sub, "if-match") is not None)
+            operations.append(_Operation(mutation, op_route, _prefer(sub), sub.content_id, level))
         except TableError as error:
             error.index = index
             return _multipart([_failure_part(error, request_id, sub.content_id, _prefer(sub))])
@@ -212,7 +212,7 @@ async def _single_query(
         ):
             raise TableError("InvalidInput")
         if authorize is not None:
-            authorize(op_route, "GET")
+            authorize(op_route, "GET", op_route.pk, op_route.rk, False)
         level = odata.metadata_level(_header(sub, "accept"), None)
         entity = await service.get_entity(op_route.account, op_route.table, op_route.pk, op_route.rk)
     except TableError as error:

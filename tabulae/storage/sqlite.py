@@ -33,7 +33,12 @@ CREATE TABLE IF NOT EXISTS tables (
     account TEXT NOT NULL,
     name_key TEXT NOT NULL,
     name TEXT NOT NULL,
+    acl BLOB,
     UNIQUE (account, name_key)
+);
+CREATE TABLE IF NOT EXISTS service_properties (
+    account TEXT PRIMARY KEY,
+    properties BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS entities (
     table_id INTEGER NOT NULL,
@@ -185,6 +190,26 @@ class SqliteStore(Store):
         ).fetchall()
         return [row[0] for row in rows]
 
+    async def get_acl(self, account: str, table: str) -> bytes | None:
+        row = self._reader.execute(
+            "SELECT acl FROM tables WHERE account = ? AND name_key = ?", (account, table.lower())
+        ).fetchone()
+        if row is None:
+            raise TableError("TableNotFound")
+        return row[0]
+
+    async def set_acl(self, account: str, table: str, acl: bytes) -> None:
+        await self._write(_set_acl, account, table, acl)
+
+    async def get_service_properties(self, account: str) -> bytes | None:
+        row = self._reader.execute(
+            "SELECT properties FROM service_properties WHERE account = ?", (account,)
+        ).fetchone()
+        return row[0] if row else None
+
+    async def set_service_properties(self, account: str, properties: bytes) -> None:
+        await self._write(_set_service_properties, account, properties)
+
     # ----------------------------------------------------------------------------- entities
 
     def _table_id(self, account: str, table: str) -> int:
@@ -279,6 +304,22 @@ def _delete_table(conn: sqlite3.Connection, account: str, name: str) -> None:
         raise TableError("ResourceNotFound")
     conn.execute("DELETE FROM entities WHERE table_id = ?", (table_id,))
     conn.execute("DELETE FROM tables WHERE id = ?", (table_id,))
+
+
+def _set_acl(conn: sqlite3.Connection, account: str, table: str, acl: bytes) -> None:
+    cursor = conn.execute(
+        "UPDATE tables SET acl = ? WHERE account = ? AND name_key = ?", (acl, account, table.lower())
+    )
+    if cursor.rowcount == 0:
+        raise TableError("TableNotFound")
+
+
+def _set_service_properties(conn: sqlite3.Connection, account: str, properties: bytes) -> None:
+    conn.execute(
+        "INSERT INTO service_properties (account, properties) VALUES (?, ?)"
+        " ON CONFLICT (account) DO UPDATE SET properties = excluded.properties",
+        (account, properties),
+    )
 
 
 def _apply(

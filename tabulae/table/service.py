@@ -15,6 +15,14 @@ from dataclasses import dataclass
 from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import MSG_BATCH_TOO_MANY, TableError
 from tabulae.model.names import check_table_name
+from tabulae.model.settings import (
+    ServiceProperties,
+    SignedIdentifier,
+    decode_acl,
+    decode_service_properties,
+    encode_acl,
+    encode_service_properties,
+)
 from tabulae.storage.base import Mutation, Store
 from tabulae.table.paging import decode_token, encode_token
 from tabulae.table.query.evaluate import (
@@ -23,7 +31,7 @@ from tabulae.table.query.evaluate import (
     references_user_properties,
 )
 from tabulae.table.query.parser import parse_filter
-from tabulae.table.query.plan import QueryPlan, plan_query
+from tabulae.table.query.plan import QueryPlan, clip_to_range, plan_query
 
 MAX_PAGE = 1000
 MAX_BATCH_OPERATIONS = 100
@@ -111,6 +119,22 @@ class TableService:
             if time.monotonic() > deadline:
                 return TablePage(names, encode_token(after))
 
+    # ------------------------------------------------------------------ policies and properties
+
+    async def get_acl(self, account: str, table: str) -> list[SignedIdentifier]:
+        check_table_name(table)
+        return decode_acl(await self.store.get_acl(account, table))
+
+    async def set_acl(self, account: str, table: str, identifiers: list[SignedIdentifier]) -> None:
+        check_table_name(table)
+        await self.store.set_acl(account, table, encode_acl(identifiers))
+
+    async def get_service_properties(self, account: str) -> ServiceProperties:
+        return decode_service_properties(await self.store.get_service_properties(account))
+
+    async def set_service_properties(self, account: str, properties: ServiceProperties) -> None:
+        await self.store.set_service_properties(account, encode_service_properties(properties))
+
     # ------------------------------------------------------------------------------ entities
 
     async def get_entity(self, account: str, table: str, pk: str, rk: str) -> StoredEntity:
@@ -162,10 +186,16 @@ class TableService:
         top: int | None,
         next_partition: str | None,
         next_row: str | None,
+        key_range: tuple[str | None, str | None, str | None, str | None] | None = None,
     ) -> EntityPage:
-        """One page: at most ``top`` (≤ 1,000) matches, ending early after the time budget."""
+        """One page: at most ``top`` (≤ 1,000) matches, ending early after the time budget.
+
+        ``key_range`` (a SAS's spk, srk, epk, erk) clips the query: rows outside it are never seen.
+        """
         check_table_name(table)
         plan: QueryPlan = plan_query(parse_filter(filter_text) if filter_text else None)
+        if key_range is not None and any(bound is not None for bound in key_range):
+            plan = clip_to_range(plan, *key_range)
         after: tuple[str, str] | None = None
         if next_partition or next_row:
             if not (next_partition and next_row):

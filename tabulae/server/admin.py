@@ -1,0 +1,65 @@
+"""Handlers for the XML operations: table ACLs, service properties and stats (spec §3.13–§3.17)."""
+
+from __future__ import annotations
+
+from email.utils import formatdate
+
+from tabulae.model.errors import TableError
+from tabulae.server.errors import XML_CONTENT_TYPE
+from tabulae.server.http import Request, Response
+from tabulae.server.routing import Route
+from tabulae.server.xmlformats import (
+    parse_acl,
+    parse_service_properties,
+    render_acl,
+    render_service_properties,
+    render_stats,
+)
+from tabulae.table.service import TableService
+
+
+def _xml(body: bytes) -> Response:
+    return Response(200, [(b"content-type", XML_CONTENT_TYPE)], body)
+
+
+async def get_acl(service: TableService, request: Request, route: Route) -> Response:
+    assert route.table is not None
+    return _xml(render_acl(await service.get_acl(route.account, route.table)))
+
+
+async def set_acl(service: TableService, request: Request, route: Route) -> Response:
+    assert route.table is not None
+    identifiers = parse_acl(request.body)
+    await service.set_acl(route.account, route.table, identifiers)
+    return Response(204)
+
+
+async def get_service_properties(service: TableService, request: Request, route: Route) -> Response:
+    return _xml(render_service_properties(await service.get_service_properties(route.account)))
+
+
+async def set_service_properties(service: TableService, request: Request, route: Route) -> Response:
+    current = await service.get_service_properties(route.account)
+    await service.set_service_properties(route.account, parse_service_properties(request.body, current))
+    return Response(202)
+
+
+async def get_service_stats(service: TableService, request: Request, route: Route) -> Response:
+    return _xml(render_stats(formatdate(usegmt=True)))
+
+
+def service_handler(method: str, request: Request) -> tuple[str, object]:
+    """Pick the service-level operation from ``restype``/``comp`` (bad values are 400s)."""
+    restype = request.query.get("restype")
+    comp = request.query.get("comp")
+    if restype != "service" or comp not in ("properties", "stats"):
+        raise TableError("InvalidQueryParameterValue")
+    if comp == "stats":
+        if method != "GET":
+            raise TableError("MethodNotAllowed")
+        return "stats", get_service_stats
+    if method == "GET":
+        return "get", get_service_properties
+    if method == "PUT":
+        return "set", set_service_properties
+    raise TableError("MethodNotAllowed")

@@ -1,0 +1,75 @@
+"""Bearer tokens for local development (spec §10.6), off unless ``--oauth basic`` is given.
+
+A local server cannot check Microsoft Entra signatures offline, so, like Azurite's basic mode,
+the JWT is decoded without verifying its signature and only its audience, issuer and validity
+window are checked. That is for trying token-based code locally, never for guarding data.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+
+import orjson
+
+from tabulae.model.errors import TableError
+
+_ISSUERS = (
+    "https://sts.windows.net/",
+    "https://sts.chinacloudapi.cn/",
+    "https://sts.microsoftonline.de/",
+    "https://sts.windows-ppe.net/",
+    "https://login.microsoftonline.com/",
+)
+_SKEW_SECONDS = 300
+CHALLENGE = (
+    b"Bearer authorization_uri=https://login.microsoftonline.com/common/oauth2/authorize "
+    b"resource_id=https://storage.azure.com"
+)
+
+
+def _audiences(account: str) -> set[str]:
+    return {
+        "https://storage.azure.com",
+        "https://storage.azure.com/",
+        "e406a681-f3d4-42a8-90b6-c2b029497af1",
+        f"https://{account}.table.core.windows.net",
+        f"https://{account}.table.core.windows.net/",
+    }
+
+
+def _claims(token: str) -> dict[str, object]:
+    parts = token.split(".")
+    if len(parts) != 3:
+        raise ValueError("not a JWT")
+    payload = parts[1] + "=" * (-len(parts[1]) % 4)
+    claims = orjson.loads(base64.urlsafe_b64decode(payload))
+    if not isinstance(claims, dict):
+        raise ValueError("claims are not an object")
+    return claims
+
+
+def verify_bearer(header: str, account: str, now: float | None = None) -> None:
+    """Accept a well-formed token for this account's audience from a Microsoft issuer, in its window."""
+    token = header.split(None, 1)[1].strip() if " " in header.strip() else ""
+    challenge = [(b"www-authenticate", CHALLENGE)]
+    try:
+        claims = _claims(token)
+    except (ValueError, binascii.Error, orjson.JSONDecodeError) as exc:
+        raise TableError("InvalidAuthenticationInfo", headers=challenge) from exc
+    moment = time.time() if now is None else now
+    audience = claims.get("aud")
+    issuer = claims.get("iss")
+    not_before = claims.get("nbf", 0)
+    expires = claims.get("exp")
+    if (
+        audience not in _audiences(account)
+        or not isinstance(issuer, str)
+        or not issuer.startswith(_ISSUERS)
+        or not isinstance(not_before, int | float)
+        or not isinstance(expires, int | float)
+        or moment + _SKEW_SECONDS < not_before
+        or moment - _SKEW_SECONDS >= expires
+    ):
+        raise TableError("AuthenticationFailed", headers=challenge)

@@ -1,0 +1,259 @@
+"""XML payloads: table ACLs, service properties and service stats (spec §3.13–§3.17).
+
+Parsing validates as the service does: malformed documents and too many elements are
+``InvalidXmlDocument``; well-formed documents with a bad value are ``InvalidXmlNodeValue``.
+Document type declarations are refused outright, so entity expansion can't be abused.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from xml.sax.saxutils import escape
+
+from tabulae.model import edm
+from tabulae.model.errors import TableError
+from tabulae.model.settings import (
+    CORS_METHODS,
+    MAX_CORS_RULES,
+    MAX_IDENTIFIERS,
+    CorsRule,
+    Logging,
+    Metrics,
+    RetentionPolicy,
+    ServiceProperties,
+    SignedIdentifier,
+)
+
+_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>'
+_PERMISSIONS = "raud"
+
+
+def _document(body: bytes, root: str) -> ET.Element | None:
+    """The root element, or None for an empty body; raises on anything malformed."""
+    if not body.strip():
+        return None
+    if b"<!DOCTYPE" in body or b"<!ENTITY" in body:
+        raise TableError("InvalidXmlDocument")
+    try:
+        element = ET.fromstring(body)
+    except ET.ParseError as exc:
+        raise TableError("InvalidXmlDocument") from exc
+    if element.tag != root:
+        raise TableError("InvalidXmlDocument")
+    return element
+
+
+def _text(parent: ET.Element, tag: str) -> str | None:
+    child = parent.find(tag)
+    return None if child is None else (child.text or "").strip()
+
+
+def _bool(value: str | None) -> bool:
+    if value is None or value.lower() not in ("true", "false"):
+        raise TableError("InvalidXmlNodeValue")
+    return value.lower() == "true"
+
+
+def _xml_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+# ------------------------------------------------------------------------------------- ACL
+
+
+def _acl_time(value: str | None) -> str | None:
+    """Validate an ISO 8601 time and keep it in the service's 7-digit fraction form."""
+    if value is None or value == "":
+        return None
+    ticks = edm.parse_datetime(value)
+    if ticks is None or not 0 <= ticks <= edm.MAX_DATETIME_TICKS:
+        raise TableError("InvalidXmlNodeValue")
+    seconds, fraction = divmod(ticks, edm.TICKS_PER_SECOND)
+    whole = edm.format_datetime(seconds * edm.TICKS_PER_SECOND)[:-1]
+    return f"{whole}.{fraction:07d}Z"
+
+
+def parse_acl(body: bytes) -> list[SignedIdentifier]:
+    root = _document(body, "SignedIdentifiers")
+    if root is None:
+        return []
+    elements = list(root)
+    if len(elements) > MAX_IDENTIFIERS or any(e.tag != "SignedIdentifier" for e in elements):
+        raise TableError("InvalidXmlDocument")
+    identifiers: list[SignedIdentifier] = []
+    for element in elements:
+        identifier = _text(element, "Id")
+        if not identifier or len(identifier) > 64 or any(i.id == identifier for i in identifiers):
+            raise TableError("InvalidXmlNodeValue")
+        policy = element.find("AccessPolicy")
+        if policy is None:
+            identifiers.append(SignedIdentifier(identifier, has_policy=False))
+            continue
+        permission = _text(policy, "Permission")
+        if permission and (
+            any(c not in _PERMISSIONS for c in permission) or len(set(permission)) != len(permission)
+        ):
+            raise TableError("InvalidXmlNodeValue")
+        identifiers.append(
+            SignedIdentifier(
+                identifier,
+                _acl_time(_text(policy, "Start")),
+                _acl_time(_text(policy, "Expiry")),
+                permission or None,
+            )
+        )
+    return identifiers
+
+
+def render_acl(identifiers: list[SignedIdentifier]) -> bytes:
+    if not identifiers:
+        return (_DECLARATION + "<SignedIdentifiers />").encode()
+    parts = [_DECLARATION, "<SignedIdentifiers>"]
+    for identifier in identifiers:
+        parts.append(f"<SignedIdentifier><Id>{escape(identifier.id)}</Id>")
+        if identifier.has_policy:
+            parts.append("<AccessPolicy>")
+            if identifier.start:
+                parts.append(f"<Start>{identifier.start}</Start>")
+            if identifier.expiry:
+                parts.append(f"<Expiry>{identifier.expiry}</Expiry>")
+            if identifier.permission:
+                parts.append(f"<Permission>{identifier.permission}</Permission>")
+            parts.append("</AccessPolicy>")
+        parts.append("</SignedIdentifier>")
+    parts.append("</SignedIdentifiers>")
+    return "".join(parts).encode()
+
+
+# ------------------------------------------------------------------------ service properties
+
+
+def _retention(parent: ET.Element) -> RetentionPolicy:
+    element = parent.find("RetentionPolicy")
+    if element is None:
+        return RetentionPolicy()
+    enabled = _bool(_text(element, "Enabled"))
+    days_text = _text(element, "Days")
+    if not enabled:
+        return RetentionPolicy(False, None)
+    if days_text is None or not days_text.isdigit() or not 1 <= int(days_text) <= 365:
+        raise TableError("InvalidXmlNodeValue")
+    return RetentionPolicy(True, int(days_text))
+
+
+def _logging(element: ET.Element) -> Logging:
+    return Logging(
+        version=_text(element, "Version") or "1.0",
+        delete=_bool(_text(element, "Delete")),
+        read=_bool(_text(element, "Read")),
+        write=_bool(_text(element, "Write")),
+        retention=_retention(element),
+    )
+
+
+def _metrics(element: ET.Element) -> Metrics:
+    enabled = _bool(_text(element, "Enabled"))
+    include = _text(element, "IncludeAPIs")
+    if enabled and include is None:
+        raise TableError("InvalidXmlNodeValue")
+    return Metrics(
+        version=_text(element, "Version") or "1.0",
+        enabled=enabled,
+        include_apis=_bool(include) if enabled and include is not None else None,
+        retention=_retention(element),
+    )
+
+
+def _comma_list(value: str | None) -> list[str]:
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+def _cors_rule(element: ET.Element) -> CorsRule:
+    methods = [m.upper() for m in _comma_list(_text(element, "AllowedMethods"))]
+    origins = _comma_list(_text(element, "AllowedOrigins"))
+    max_age = _text(element, "MaxAgeInSeconds") or "0"
+    if not methods or any(m not in CORS_METHODS for m in methods) or not origins or not max_age.isdigit():
+        raise TableError("InvalidXmlNodeValue")
+    return CorsRule(
+        allowed_origins=origins,
+        allowed_methods=methods,
+        allowed_headers=_comma_list(_text(element, "AllowedHeaders")),
+        exposed_headers=_comma_list(_text(element, "ExposedHeaders")),
+        max_age_seconds=int(max_age),
+    )
+
+
+def parse_service_properties(body: bytes, current: ServiceProperties) -> ServiceProperties:
+    """Elements left out keep their current values; an empty ``<Cors/>`` removes every rule."""
+    root = _document(body, "StorageServiceProperties")
+    if root is None:
+        raise TableError("InvalidXmlDocument")
+    result = ServiceProperties(
+        current.logging, current.hour_metrics, current.minute_metrics, list(current.cors)
+    )
+    element = root.find("Logging")
+    if element is not None:
+        result.logging = _logging(element)
+    element = root.find("HourMetrics")
+    if element is not None:
+        result.hour_metrics = _metrics(element)
+    element = root.find("MinuteMetrics")
+    if element is not None:
+        result.minute_metrics = _metrics(element)
+    element = root.find("Cors")
+    if element is not None:
+        rules = list(element)
+        if len(rules) > MAX_CORS_RULES or any(rule.tag != "CorsRule" for rule in rules):
+            raise TableError("InvalidXmlDocument")
+        result.cors = [_cors_rule(rule) for rule in rules]
+    return result
+
+
+def _render_retention(policy: RetentionPolicy) -> str:
+    days = f"<Days>{policy.days}</Days>" if policy.enabled and policy.days is not None else ""
+    return f"<RetentionPolicy><Enabled>{_xml_bool(policy.enabled)}</Enabled>{days}</RetentionPolicy>"
+
+
+def _render_metrics(tag: str, metrics: Metrics) -> str:
+    include = ""
+    if metrics.enabled:
+        include = f"<IncludeAPIs>{_xml_bool(bool(metrics.include_apis))}</IncludeAPIs>"
+    return (
+        f"<{tag}><Version>{escape(metrics.version)}</Version><Enabled>{_xml_bool(metrics.enabled)}</Enabled>"
+        f"{include}{_render_retention(metrics.retention)}</{tag}>"
+    )
+
+
+def render_service_properties(properties: ServiceProperties) -> bytes:
+    log = properties.logging
+    parts = [
+        _DECLARATION,
+        "<StorageServiceProperties>",
+        f"<Logging><Version>{escape(log.version)}</Version><Delete>{_xml_bool(log.delete)}</Delete>"
+        f"<Read>{_xml_bool(log.read)}</Read><Write>{_xml_bool(log.write)}</Write>"
+        f"{_render_retention(log.retention)}</Logging>",
+        _render_metrics("HourMetrics", properties.hour_metrics),
+        _render_metrics("MinuteMetrics", properties.minute_metrics),
+    ]
+    if properties.cors:
+        parts.append("<Cors>")
+        for rule in properties.cors:
+            parts.append(
+                f"<CorsRule><AllowedOrigins>{escape(','.join(rule.allowed_origins))}</AllowedOrigins>"
+                f"<AllowedMethods>{','.join(rule.allowed_methods)}</AllowedMethods>"
+                f"<AllowedHeaders>{escape(','.join(rule.allowed_headers))}</AllowedHeaders>"
+                f"<ExposedHeaders>{escape(','.join(rule.exposed_headers))}</ExposedHeaders>"
+                f"<MaxAgeInSeconds>{rule.max_age_seconds}</MaxAgeInSeconds></CorsRule>"
+            )
+        parts.append("</Cors>")
+    else:
+        parts.append("<Cors />")
+    parts.append("</StorageServiceProperties>")
+    return "".join(parts).encode()
+
+
+def render_stats(last_sync: str) -> bytes:
+    return (
+        f"{_DECLARATION}<StorageServiceStats><GeoReplication><Status>live</Status>"
+        f"<LastSyncTime>{last_sync}</LastSyncTime></GeoReplication></StorageServiceStats>"
+    ).encode()

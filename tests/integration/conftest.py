@@ -1,0 +1,34 @@
+"""Fixtures for the integration tests: SDK clients and a raw HTTP client bound to the session server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from azure.data.tables import TableClient, TableServiceClient
+
+from tests.integration.rawhttp import RawClient
+from tests.serverproc import ServerProcess
+
+
+@pytest.fixture
+def raw(server: ServerProcess) -> RawClient:
+    """Raw HTTP, Shared Key signed, against the session server."""
+    return RawClient(server.port)
+
+
+@pytest.fixture
+def service(server: ServerProcess) -> Iterator[TableServiceClient]:
+    with TableServiceClient.from_connection_string(server.connection_string) as client:
+        yield client
+
+
+@pytest.fixture
+def table(service: TableServiceClient, table_name: str) -> Iterator[TableClient]:
+    """A freshly created table (deleted again afterwards)."""
+    client = service.create_table(table_name)
+    try:
+        yield client
+    finally:
+        service.delete_table(table_name)
+        client.close()
