@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from tabulae import __version__
@@ -11,6 +14,7 @@ from tabulae.config import (
     DEFAULT_DATA_DIR,
     DEFAULT_HOST,
     DEFAULT_PORT,
+    SETTINGS_ENV,
     ConfigError,
     Settings,
     accounts_from,
@@ -45,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep data in memory only (for tests and demos): everything is lost when the server stops",
     )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="worker processes sharing the store (default: the number of cores)",
+    )
     serve.add_argument("--cert", type=Path, help="TLS certificate (PEM): serve HTTPS instead of HTTP")
     serve.add_argument("--key", type=Path, help="TLS private key (PEM) for --cert")
     serve.add_argument(
@@ -60,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _memory_dir() -> Path:
+    """A RAM-backed directory (``/dev/shm`` where there is one) for ``--in-memory``."""
+    shm = Path("/dev/shm")
+    return Path(tempfile.mkdtemp(prefix="tabulae-mem-", dir=shm if shm.is_dir() else None))
+
+
 def serve(args: argparse.Namespace) -> None:
     import uvicorn
 
@@ -71,10 +87,13 @@ def serve(args: argparse.Namespace) -> None:
         raise SystemExit(f"tabulae: {exc}") from None
     if (args.cert is None) != (args.key is None):
         raise SystemExit("tabulae: --cert and --key go together")
+    if args.workers < 1:
+        raise SystemExit("tabulae: --workers must be at least 1")
+    data_dir = _memory_dir() if args.in_memory else args.data_dir
     settings = Settings(
         host=args.host,
         port=args.port,
-        data_dir=args.data_dir,
+        data_dir=data_dir,
         in_memory=args.in_memory,
         accounts=accounts,
         oauth=args.oauth == "basic",
@@ -86,24 +105,32 @@ def serve(args: argparse.Namespace) -> None:
     first = next(iter(accounts))
     print(
         f"Tabulae {__version__}: Table service on {scheme}://{args.host}:{args.port}/{first}, "
-        f"accounts {', '.join(accounts)}, data {where}",
+        f"accounts {', '.join(accounts)}, {args.workers} worker(s), data {where}",
         flush=True,
     )
-    uvicorn.run(
-        TabulaeApp(settings),
-        host=args.host,
-        port=args.port,
-        loop="uvloop",
-        http="httptools",
-        lifespan="on",
-        access_log=False,
-        log_level=args.log_level,
-        server_header=False,
-        date_header=False,
-        timeout_graceful_shutdown=10,
-        ssl_certfile=str(args.cert) if args.cert else None,
-        ssl_keyfile=str(args.key) if args.key else None,
-    )
+    options = {
+        "host": args.host,
+        "port": args.port,
+        "loop": "uvloop",
+        "http": "httptools",
+        "lifespan": "on",
+        "access_log": False,
+        "log_level": args.log_level,
+        "server_header": False,
+        "date_header": False,
+        "timeout_graceful_shutdown": 10,
+        "ssl_certfile": str(args.cert) if args.cert else None,
+        "ssl_keyfile": str(args.key) if args.key else None,
+    }
+    try:
+        if args.workers == 1:
+            uvicorn.run(TabulaeApp(settings), **options)  # type: ignore[arg-type]
+        else:
+            os.environ[SETTINGS_ENV] = settings.to_json()
+            uvicorn.run("tabulae.server.app:create_app", factory=True, workers=args.workers, **options)  # type: ignore[arg-type]
+    finally:
+        if args.in_memory:
+            shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:

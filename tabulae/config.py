@@ -13,6 +13,9 @@ import binascii
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 DEV_ACCOUNT = "devstoreaccount1"
 DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -20,6 +23,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 10002
 DEFAULT_DATA_DIR = Path("tabulae-data")
 ACCOUNTS_ENV = ("TABULAE_ACCOUNTS", "AZURITE_ACCOUNTS")
+SETTINGS_ENV = "TABULAE_WORKER_SETTINGS"  # how `serve --workers N` hands settings to its workers
 
 
 class ConfigError(ValueError):
@@ -71,3 +75,32 @@ class Settings:
     oauth: bool = False  # accept bearer tokens (basic checks, no signature validation)
     cert_file: Path | None = None
     key_file: Path | None = None
+
+    def to_json(self) -> str:
+        """Serialise for worker processes (keys travel base64-encoded, in the environment only)."""
+        data: dict[str, Any] = {
+            "host": self.host,
+            "port": self.port,
+            "data_dir": str(self.data_dir),
+            "in_memory": self.in_memory,
+            "accounts": {
+                name: [base64.b64encode(k).decode() for k in keys] for name, keys in self.accounts.items()
+            },
+            "max_body_bytes": self.max_body_bytes,
+            "page_time_budget": self.page_time_budget,
+            "oauth": self.oauth,
+            "cert_file": str(self.cert_file) if self.cert_file else None,
+            "key_file": str(self.key_file) if self.key_file else None,
+        }
+        return orjson.dumps(data).decode()
+
+    @classmethod
+    def from_json(cls, text: str) -> Settings:
+        data = orjson.loads(text)
+        data["data_dir"] = Path(data["data_dir"])
+        data["accounts"] = {
+            name: [base64.b64decode(k) for k in keys] for name, keys in data["accounts"].items()
+        }
+        for name in ("cert_file", "key_file"):
+            data[name] = Path(data[name]) if data[name] else None
+        return cls(**data)

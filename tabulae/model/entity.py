@@ -48,8 +48,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(name)
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    return pairs
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object's members in order, told apart from a JSON array."""
+
+    __slots__ = ()
 
 
 def parse_json_pairs(body: bytes) -> list[tuple[str, Any]]:
@@ -61,13 +63,13 @@ def parse_json_pairs(body: bytes) -> list[tuple[str, Any]]:
     try:
         value = json.loads(
             body.decode("utf-8"),
-            object_pairs_hook=_pairs,
+            object_pairs_hook=_Pairs,
             parse_float=_FloatText,
             parse_constant=_reject_constant,
         )
     except (ValueError, RecursionError) as exc:
         raise TableError("InvalidInput", MSG_REQUEST_NOT_VALID) from exc
-    if not isinstance(value, list) or (value and not isinstance(value[0], tuple)):
+    if not isinstance(value, _Pairs):
         raise TableError("InvalidInput", MSG_REQUEST_NOT_VALID)
     return value
 
@@ -184,6 +186,8 @@ def _to_binary(value: Any) -> bytes:
 def typed_value(name: str, value: Any, annotation: str | None) -> Property:
     """Convert one JSON value (with its optional ``@odata.type``) into a typed property."""
     if annotation is None:
+        if isinstance(value, _FloatText):
+            return edm.DOUBLE, _to_double(value)
         if isinstance(value, str):
             return edm.STRING, _check_string(value)
         if isinstance(value, bool):
@@ -191,8 +195,6 @@ def typed_value(name: str, value: Any, annotation: str | None) -> Property:
         if isinstance(value, int):
             if edm.INT32_MIN <= value <= edm.INT32_MAX:
                 return edm.INT32, value
-            return edm.DOUBLE, _to_double(value)
-        if isinstance(value, _FloatText):
             return edm.DOUBLE, _to_double(value)
         raise _invalid()
     if annotation == edm.STRING:

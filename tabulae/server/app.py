@@ -8,13 +8,12 @@ A ``TableError`` raised anywhere below becomes the Azure error body here, and on
 from __future__ import annotations
 
 import logging
-import tempfile
+import os
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from tabulae.config import Settings
+from tabulae.config import SETTINGS_ENV, Settings
 from tabulae.model.errors import TableError
 from tabulae.model.settings import decode_acl
 from tabulae.server import admin, cors, transactions
@@ -135,18 +134,12 @@ class TabulaeApp:
         self.service: TableService | None = TableService(store) if store else None
         self._ids = RequestIds()
         self._clock = Clock()
-        self._memory_dir: tempfile.TemporaryDirectory[str] | None = None
 
     # ------------------------------------------------------------------------- lifecycle
 
     def _open_store(self) -> Store:
-        if self.settings.in_memory:
-            shm = Path("/dev/shm")
-            self._memory_dir = tempfile.TemporaryDirectory(
-                prefix="tabulae-mem-", dir=shm if shm.is_dir() else None
-            )
-            return SqliteStore(Path(self._memory_dir.name), durable=False)
-        return SqliteStore(self.settings.data_dir)
+        """In-memory mode keeps SQLite files in a RAM-backed directory the CLI made, without fsync."""
+        return SqliteStore(self.settings.data_dir, durable=not self.settings.in_memory)
 
     async def startup(self) -> None:
         if self._store is None:
@@ -157,9 +150,6 @@ class TabulaeApp:
         if self._store is not None:
             await self._store.close()
             self._store = None
-        if self._memory_dir is not None:
-            self._memory_dir.cleanup()
-            self._memory_dir = None
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
         while True:
@@ -354,3 +344,8 @@ class TabulaeApp:
             headers.append((b"x-ms-client-request-id", client_id.encode("latin-1")))
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
         await send({"type": "http.response.body", "body": response.body})
+
+
+def create_app() -> TabulaeApp:
+    """Factory used by worker processes of ``tabulae serve --workers N``."""
+    return TabulaeApp(Settings.from_json(os.environ[SETTINGS_ENV]))

@@ -80,19 +80,20 @@ ARITHMETIC = frozenset({"add", "sub", "mul", "div", "mod"})
 KEYWORDS = frozenset({"and", "or", "not", "true", "false", "null"}) | REL_OPS
 
 _IDENT = re.compile(r"[^\W\d]\w*")
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?[dDlL]?")
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?[dDlL]?")
+_DIGITS = frozenset("0123456789")
 _GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})*")
 _MAX_INT_DIGITS = 20  # longer digit strings are out of range without converting them
 _PUNCTUATION = {"(": "(", ")": ")", ",": ",", "/": "/"}
 
 # Token kinds.
-_IDENT_T, _LITERAL_T, _MINUS_T, _END_T = "ident", "literal", "-", "end"
+_IDENT_T, _LITERAL_T, _MINUS_T, _UNKNOWN_T, _END_T = "ident", "literal", "-", "unknown", "end"
 
 
 @dataclass(frozen=True, slots=True)
 class _Token:
-    kind: str  # _IDENT_T, _LITERAL_T, _MINUS_T, _END_T or a punctuation character
+    kind: str  # one of the kinds above or a punctuation character
     pos: int
     text: str = ""
     literal: Literal | None = None
@@ -126,7 +127,7 @@ class _Lexer:
                 value, pos_after = self._string(pos)
                 out.append(_Token(_LITERAL_T, pos, literal=Literal(edm.STRING, value)))
                 pos = pos_after
-            elif char.isdigit() or (char == "-" and pos + 1 < end and text[pos + 1].isdigit()):
+            elif char in _DIGITS or (char == "-" and pos + 1 < end and text[pos + 1] in _DIGITS):
                 token, pos = self._number(pos)
                 out.append(token)
             elif char == "-":
@@ -134,8 +135,10 @@ class _Lexer:
                 pos += 1
             else:
                 match = _IDENT.match(text, pos)
-                if match is None:
-                    raise _syntax_error(text, pos)
+                if match is None:  # left for the parser to reject, so errors come in text order
+                    out.append(_Token(_UNKNOWN_T, pos, text=char))
+                    pos += 1
+                    continue
                 word = match.group()
                 if match.end() < end and text[match.end()] == "'":
                     value, pos_after = self._string(match.end())
@@ -204,15 +207,18 @@ class _Lexer:
         return _Token(_LITERAL_T, start, text=word, literal=literal), end
 
     def _integer(self, edm_type: str, digits: str, word: str, pos: int, low: int, high: int) -> Literal:
-        if len(digits.lstrip("-").lstrip("0")) > _MAX_INT_DIGITS:
+        significant = digits.lstrip("-").lstrip("0")
+        if len(significant) > _MAX_INT_DIGITS:  # also keeps int() clear of its 4300-digit limit
             raise self._unrecognized(edm_type, word, pos)
-        value = int(digits)
+        value = int(significant or "0") * (-1 if digits.startswith("-") else 1)
         if not low <= value <= high:
             raise self._unrecognized(edm_type, word, pos)
         return Literal(edm_type, value)
 
     def _unrecognized(self, edm_type: str, word: str, pos: int) -> TableError:
-        return TableError("InvalidInput", f"Unrecognized '{edm_type}' literal '{word}' at '{pos}' in '{self.text}'.")
+        return TableError(
+            "InvalidInput", f"Unrecognized '{edm_type}' literal '{word}' at '{pos}' in '{self.text}'."
+        )
 
 
 class _Parser:
@@ -304,7 +310,7 @@ class _Parser:
         if isinstance(left, Property):
             self._count_comparison()
             return left, 1
-        if left == TRUE or left == FALSE:
+        if left in (TRUE, FALSE):
             return left, 1
         raise self._error(following)
 

@@ -1,0 +1,319 @@
+"""Run the same wrk workloads against Tabulae and Azurite and print a comparison table.
+
+Usage (from the repository root)::
+
+    .venv/bin/python benchmarks/compare.py                     # everything, both servers
+    .venv/bin/python benchmarks/compare.py --duration 5 --scan-rows 200000
+    .venv/bin/python benchmarks/compare.py --target tabulae --workloads read,insert
+    .venv/bin/python benchmarks/compare.py --scale               # 10M-entity point reads + RSS
+
+See benchmarks/README.md for what each workload does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from client import TableHttp, open_session
+from servers import Server, ensure_azurite, make_server
+from workloads import WORKLOADS, Context, Options, Prepared
+from wrk_runner import WrkResult, ensure_wrk, run_wrk
+
+TARGETS = ("tabulae", "azurite")
+
+
+@dataclass
+class Outcome:
+    """One workload on one server: wrk's numbers, our derived throughput, validation."""
+
+    workload: str
+    target: str
+    throughput: float  # in ``unit``
+    unit: str
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    non_2xx: int
+    other_errors: int
+    validation_failures: list[str]
+    rss_mib: float | None
+    seconds: float
+    note: str = ""
+
+    @property
+    def flagged(self) -> bool:
+        """Whether anything went wrong (validation, non-2xx, socket errors, or nothing measured)."""
+        return bool(self.validation_failures or self.non_2xx or self.other_errors or self.throughput <= 0)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--target", choices=[*TARGETS, "both"], default="both")
+    parser.add_argument(
+        "--workloads", default=",".join(WORKLOADS), help=f"comma-separated, from: {', '.join(WORKLOADS)}"
+    )
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per workload (default 10)")
+    parser.add_argument("--connections", type=int, default=32, help="concurrent connections (default 32)")
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
+    parser.add_argument(
+        "--preload-rows", type=int, default=100_000, help="entities preloaded for read/upsert/range/mix"
+    )
+    parser.add_argument("--scan-rows", type=int, default=1_000_000, help="entities in the scan table")
+    parser.add_argument(
+        "--azurite-scan-rows",
+        type=int,
+        default=200_000,
+        help="cap on the scan table for Azurite, which keeps everything in the V8 heap (default 200,000)",
+    )
+    parser.add_argument(
+        "--scan-connections",
+        type=int,
+        default=2,
+        help="connections for the scan workload: each holds a whole multi-second scan (default 2)",
+    )
+    parser.add_argument("--scan-max-duration", type=float, default=120.0, help="cap on the scan run, seconds")
+    parser.add_argument("--tabulae-args", default="", help='extra arguments for "tabulae serve"')
+    parser.add_argument("--azurite-args", default="", help="extra arguments for azurite-table")
+    parser.add_argument("--json", type=Path, help="also write all results to this JSON file")
+    parser.add_argument("--scale", action="store_true", help="the 10M-entity scale test of Tabulae instead")
+    parser.add_argument("--scale-rows", type=int, default=10_000_000, help="entities for --scale")
+    parser.add_argument("--scale-base-rows", type=int, default=100_000, help="baseline entities for --scale")
+    return parser.parse_args(argv)
+
+
+def options_from(args: argparse.Namespace) -> Options:
+    """Workload options from the command line."""
+    return Options(
+        duration=args.duration,
+        connections=args.connections,
+        threads=args.threads,
+        preload_rows=args.preload_rows,
+        scan_rows=args.scan_rows,
+        azurite_scan_rows=args.azurite_scan_rows,
+        scan_connections=args.scan_connections,
+        scan_max_duration=args.scan_max_duration,
+    )
+
+
+async def prepare(ctx: Context, name: str) -> Prepared:
+    """Preload, write data files and validate, with one client session."""
+    async with open_session() as session:
+        return await WORKLOADS[name].prepare(ctx, TableHttp(ctx.host, session))
+
+
+def measure(server: Server, ctx: Context, name: str) -> Outcome:
+    """Prepare, validate and time one workload on a running server."""
+    prepared = asyncio.run(prepare(ctx, name))
+    for failure in prepared.failures:
+        print(f"  ! validation: {failure}", flush=True)
+    print(
+        f"  {name}: wrk {prepared.connections} connections, {prepared.duration:.0f}s"
+        + (f" [{prepared.note}]" if prepared.note else ""),
+        flush=True,
+    )
+    result: WrkResult = run_wrk(
+        prepared.script,
+        ctx.host,
+        prepared.data_file,
+        threads=ctx.options.threads,
+        connections=prepared.connections,
+        duration=prepared.duration,
+        timeout=prepared.timeout,
+    )
+    sub_errors = int(result.extra.get("sub_errors", 0))
+    # A scan is many pages: its rate is counted by scan.lua from completed scans.
+    scanning = name == "scan"
+    throughput = result.extra.get("scan_rate", 0.0) if scanning else result.rps * prepared.multiplier
+    note = prepared.note
+    if name == "scan":
+        note = f"{int(result.extra.get('scans', 0))} scans; " + note
+    outcome = Outcome(
+        workload=name,
+        target=ctx.target,
+        throughput=throughput,
+        unit=prepared.unit,
+        rps=result.rps,
+        p50_ms=result.p50_ms,
+        p99_ms=result.p99_ms,
+        non_2xx=result.status_errors + sub_errors,
+        other_errors=result.socket_errors + result.timeouts,
+        validation_failures=prepared.failures,
+        rss_mib=server.rss_mib(),
+        seconds=result.seconds,
+        note=note,
+    )
+    print(
+        f"    {throughput:,.0f} {prepared.unit}  p50 {result.p50_ms:.2f} ms  p99 {result.p99_ms:.2f} ms  "
+        f"non-2xx {outcome.non_2xx}  socket errors/timeouts {outcome.other_errors}  "
+        f"RSS {outcome.rss_mib or 0:.0f} MiB",
+        flush=True,
+    )
+    return outcome
+
+
+def run_target(target: str, names: list[str], args: argparse.Namespace, options: Options) -> list[Outcome]:
+    """Start one server with a fresh data directory, run the workloads, stop it."""
+    server = make_server(target, args.tabulae_args, args.azurite_args)
+    print(f"== {target}: starting on {server.host} (data in {server.data_dir})", flush=True)
+    outcomes: list[Outcome] = []
+    with tempfile.TemporaryDirectory(prefix=f"bench-data-{target}-") as workdir:
+        try:
+            server.start()
+            ctx = Context(target, server.host, options, Path(workdir))
+            for name in names:
+                try:
+                    outcomes.append(measure(server, ctx, name))
+                except Exception as exc:
+                    print(f"  ! {name} failed: {exc}", flush=True)
+                    if server.process is not None and server.process.poll() is not None:
+                        print(f"  ! {target} exited:\n{server.log_tail()}", flush=True)
+                        break
+        finally:
+            server.stop()
+    return outcomes
+
+
+def fmt_rate(value: float | None) -> str:
+    """Throughput with a thousands separator, or '-'."""
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def fmt_ms(value: float | None) -> str:
+    """Milliseconds, or '-'."""
+    return "-" if value is None else f"{value:.2f}"
+
+
+def fmt_ratio(a: float | None, b: float | None) -> str:
+    """a/b as '1.23x', or '-'."""
+    if a is None or b is None or b == 0:
+        return "-"
+    return f"{a / b:.2f}x"
+
+
+def print_table(names: list[str], results: dict[str, dict[str, Outcome]], options: Options) -> None:
+    """The comparison table, one row per workload."""
+    headers = [
+        "workload",
+        "unit",
+        "Tabulae",
+        "p50 ms",
+        "p99 ms",
+        "Azurite",
+        "p50 ms",
+        "p99 ms",
+        "T/A tput",
+        "T/A p99",
+        "flags",
+    ]
+    rows: list[list[str]] = []
+    for name in names:
+        t = results.get("tabulae", {}).get(name)
+        a = results.get("azurite", {}).get(name)
+        unit = (t or a).unit if (t or a) else WORKLOADS[name].title
+        flags = []
+        for outcome in (t, a):
+            if outcome is not None and outcome.flagged:
+                parts = []
+                if outcome.validation_failures:
+                    parts.append(f"{len(outcome.validation_failures)} failed checks")
+                if outcome.non_2xx:
+                    parts.append(f"{outcome.non_2xx} non-2xx")
+                if outcome.other_errors:
+                    parts.append(f"{outcome.other_errors} socket/timeout")
+                if outcome.throughput <= 0:
+                    parts.append("nothing completed")
+                flags.append(f"{outcome.target}: " + ", ".join(parts))
+        rows.append(
+            [
+                f"{name} ({WORKLOADS[name].title})",
+                unit,
+                fmt_rate(t.throughput if t else None),
+                fmt_ms(t.p50_ms if t else None),
+                fmt_ms(t.p99_ms if t else None),
+                fmt_rate(a.throughput if a else None),
+                fmt_ms(a.p50_ms if a else None),
+                fmt_ms(a.p99_ms if a else None),
+                fmt_ratio(t.throughput if t else None, a.throughput if a else None),
+                fmt_ratio(t.p99_ms if t else None, a.p99_ms if a else None),
+                "; ".join(flags) or "ok",
+            ]
+        )
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    right = {2, 3, 4, 5, 6, 7, 8, 9}
+
+    def render(cells: list[str]) -> str:
+        return " | ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    print()
+    print(
+        f"Same wrk client and settings for both: {options.connections} connections, "
+        f"{options.threads} threads, {options.duration:.0f}s per workload "
+        f"(scan: {options.scan_connections} connections, adaptive duration)."
+    )
+    print(render(headers))
+    print("-+-".join("-" * w for w in widths))
+    for row in rows:
+        print(render(row))
+    notes = [
+        f"  {o.target} {o.workload}: {o.note}" for per in results.values() for o in per.values() if o.note
+    ]
+    if notes:
+        print("notes:")
+        print("\n".join(notes))
+    rss = [
+        f"{target} {max((o.rss_mib or 0) for o in per.values()):.0f} MiB"
+        for target, per in results.items()
+        if per
+    ]
+    if rss:
+        print("peak server RSS seen after a workload: " + ", ".join(rss))
+    print("ratios: T/A tput > 1 means Tabulae is faster; T/A p99 < 1 means Tabulae's p99 latency is lower.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    args = parse_args(argv)
+    options = options_from(args)
+    ensure_wrk()
+    if args.scale:
+        from scale import run_scale
+
+        return run_scale(args, options)
+    names = [n.strip() for n in args.workloads.split(",") if n.strip()]
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        print(
+            f"unknown workloads: {', '.join(unknown)} (choose from {', '.join(WORKLOADS)})", file=sys.stderr
+        )
+        return 2
+    targets = list(TARGETS) if args.target == "both" else [args.target]
+    if "azurite" in targets:
+        ensure_azurite()
+    started = time.monotonic()
+    results: dict[str, dict[str, Outcome]] = {}
+    for target in targets:
+        results[target] = {o.workload: o for o in run_target(target, names, args, options)}
+    print_table(names, results, options)
+    print(f"total time {time.monotonic() - started:.0f}s")
+    if args.json:
+        payload = {t: {n: asdict(o) for n, o in per.items()} for t, per in results.items()}
+        args.json.write_text(json.dumps(payload, indent=2))
+    flagged = any(o.flagged for per in results.values() for o in per.values())
+    return 1 if flagged else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+"""Start and stop the two servers under test, each on a free port with a fresh data directory."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+from client import TableHttp, open_session
+
+REPO = Path(__file__).resolve().parent.parent
+CACHE_DIR = Path(os.environ.get("TABULAE_BENCH_CACHE", Path.home() / ".cache" / "tabulae-bench"))
+AZURITE_DIR = CACHE_DIR / "azurite"
+AZURITE_BIN = AZURITE_DIR / "node_modules" / ".bin" / "azurite-table"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def ensure_azurite() -> Path:
+    """Install Azurite with npm into the cache directory (once); returns the ``azurite-table`` path."""
+    if AZURITE_BIN.exists():
+        return AZURITE_BIN
+    if shutil.which("npm") is None:
+        raise SystemExit("npm is needed to install Azurite (apt-get install npm)")
+    AZURITE_DIR.mkdir(parents=True, exist_ok=True)
+    package = AZURITE_DIR / "package.json"
+    if not package.exists():
+        package.write_text('{"name": "tabulae-bench-azurite", "private": true}\n')
+    print(f"installing Azurite into {AZURITE_DIR} (npm install azurite)...", flush=True)
+    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "azurite"], cwd=AZURITE_DIR, check=True)
+    return AZURITE_BIN
+
+
+class Server:
+    """A server process in its own session, with a private data directory removed on stop."""
+
+    name = "server"
+
+    def __init__(self, extra_args: list[str] | None = None) -> None:
+        self.port = free_port()
+        self.host = f"127.0.0.1:{self.port}"
+        self.extra_args = extra_args or []
+        self.data_dir = Path(tempfile.mkdtemp(prefix=f"bench-{self.name}-"))
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}.log"
+
+    def command(self) -> list[str]:
+        """The command line that starts the server."""
+        raise NotImplementedError
+
+    def environment(self) -> dict[str, str]:
+        """Environment of the server process."""
+        return dict(os.environ)
+
+    def start(self, timeout: float = 90.0) -> None:
+        """Start the process and wait until it answers a signed Query Tables with 200."""
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                self.command(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
+                env=self.environment(),
+                start_new_session=True,
+            )
+        asyncio.run(self._wait_ready(timeout))
+
+    async def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        async with open_session(limit=1) as session:
+            http = TableHttp(self.host, session)
+            while True:
+                if self.process is not None and self.process.poll() is not None:
+                    raise RuntimeError(f"{self.name} exited early:\n{self.log_tail()}")
+                try:
+                    reply = await http.list_tables()
+                    if reply.status == 200:
+                        return
+                except (TimeoutError, OSError, aiohttp.ClientError):
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{self.name} not ready after {timeout:.0f}s:\n{self.log_tail()}")
+                await asyncio.sleep(0.25)
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The end of the server's log, for error messages."""
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def rss_mib(self) -> float | None:
+        """Resident set size of the server process and its children, in MiB (from /proc)."""
+        if self.process is None:
+            return None
+        total = 0
+        for pid in [self.process.pid, *self._children(self.process.pid)]:
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+            except OSError:
+                continue
+        return total / 1024
+
+    @staticmethod
+    def _children(pid: int) -> list[int]:
+        found: list[int] = []
+        try:
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                children = (task / "children").read_text().split()
+                for child in children:
+                    found.append(int(child))
+                    found.extend(Server._children(int(child)))
+        except OSError:
+            pass
+        return found
+
+    def stop(self) -> None:
+        """Stop the process group (SIGTERM, then SIGKILL) and remove the data directory."""
+        if self.process is not None and self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> Server:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class TabulaeServer(Server):
+    """``python -m tabulae serve`` from this repository, with a fresh ``--data-dir``."""
+
+    name = "tabulae"
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "tabulae",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--data-dir",
+            str(self.data_dir),
+            *self.extra_args,
+        ]
+
+
+class AzuriteServer(Server):
+    """Azurite's table service from the npm cache, persisting into a fresh ``--location``."""
+
+    name = "azurite"
+
+    def command(self) -> list[str]:
+        return [
+            str(ensure_azurite()),
+            "--tableHost",
+            "127.0.0.1",
+            "--tablePort",
+            str(self.port),
+            "--location",
+            str(self.data_dir),
+            "--skipApiVersionCheck",
+            "--disableProductStyleUrl",
+            "--disableTelemetry",
+            "--silent",
+            *self.extra_args,
+        ]
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        # Azurite keeps every entity in the V8 heap; give it room for the larger preloads.
+        env.setdefault("NODE_OPTIONS", "--max-old-space-size=8192")
+        return env
+
+
+def make_server(target: str, tabulae_args: str = "", azurite_args: str = "") -> Server:
+    """A (not yet started) server for ``target``."""
+    if target == "tabulae":
+        return TabulaeServer(shlex.split(tabulae_args))
+    if target == "azurite":
+        return AzuriteServer(shlex.split(azurite_args))
+    raise ValueError(f"unknown target {target!r}")

@@ -1,0 +1,43 @@
+"""Choosing the backend from settings: SQLite unless a PostgreSQL URL is given.
+
+The PostgreSQL backend is imported only when asked for, so SQLite users need neither psycopg nor
+its pool installed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from tabulae.storage.base import Store
+
+POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
+
+
+def is_postgres_url(store_url: str | None) -> bool:
+    """True for ``postgresql://…`` and ``postgres://…``, libpq's two spellings."""
+    return bool(store_url) and urlsplit(str(store_url)).scheme.lower() in POSTGRES_SCHEMES
+
+
+async def open_store(store_url: str | None, data_dir: Path, in_memory: bool) -> Store:
+    """Open the store the settings name; call it in the serving process, on its event loop.
+
+    No URL means the embedded SQLite store in ``data_dir`` (without fsync when ``in_memory``).
+    A PostgreSQL URL opens a connection pool and creates the schema on an empty database;
+    ``data_dir`` and ``in_memory`` do not apply to it. Any other URL is a configuration error.
+    """
+    if not store_url:
+        from tabulae.storage.sqlite import SqliteStore
+
+        return SqliteStore(data_dir, durable=not in_memory)
+    if is_postgres_url(store_url):
+        try:
+            from tabulae.storage.postgres import PostgresStore
+        except ImportError as exc:
+            raise RuntimeError(
+                "the PostgreSQL store needs psycopg 3 and its pool:"
+                " pip install 'psycopg[binary]>=3.2' psycopg-pool"
+            ) from exc
+        return await PostgresStore.open(store_url)
+    scheme = urlsplit(store_url).scheme or store_url
+    raise ValueError(f"unsupported store URL scheme {scheme!r}: use postgresql://… or no URL for SQLite")

@@ -1,0 +1,1 @@
+"""The storage conformance suite: one set of tests, run against every backend."""
