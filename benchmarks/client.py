@@ -27,6 +27,7 @@ class Reply:
     status: int
     headers: dict[str, str]
     body: bytes
+    retried: bool = False  # sent again after the connection dropped
 
     def header(self, name: str) -> str | None:
         """Case-insensitive header lookup."""
@@ -57,9 +58,18 @@ class TableHttp:
         headers = dict(protocol.header_lines(shape, self.host, date))
         headers["Authorization"] = auth or protocol.sign(shape, target, date)
         url = URL(f"http://{self.host}{target}", encoded=True)
-        async with self.session.request(shape.method, url, headers=headers, data=body) as response:
-            payload = await response.read()
-            return Reply(response.status, dict(response.headers), payload)
+        # Azurite closes idle keep-alive sockets (5 s) and may do so while its event loop was
+        # blocked, so a pooled connection can be reset under a request: retry on a new one.
+        for attempt in range(3):
+            try:
+                async with self.session.request(shape.method, url, headers=headers, data=body) as response:
+                    payload = await response.read()
+                    return Reply(response.status, dict(response.headers), payload, attempt > 0)
+            except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError):
+                if attempt == 2:
+                    raise
+                await asyncio.sleep(0.5)
+        raise AssertionError("unreachable")
 
     async def create_table(self, name: str) -> None:
         """Create a table (201 or 204); an existing one (409) is fine."""
@@ -86,7 +96,10 @@ class TableHttp:
         )
         if reply.status != 202:
             raise RuntimeError(f"$batch: HTTP {reply.status} {reply.body[:300]!r}")
-        return len(bodies) - count_batch_successes(reply.body)
+        failed = len(bodies) - count_batch_successes(reply.body)
+        if failed and reply.retried and b"EntityAlreadyExists" in reply.body:
+            return 0  # the first attempt was applied before its connection dropped
+        return failed
 
     async def query_all(self, target: str) -> tuple[int, int]:
         """Run a query to its end, following continuation tokens; returns (entities, pages)."""

@@ -46,6 +46,7 @@ class Outcome:
     rss_mib: float | None
     seconds: float
     note: str = ""
+    load_avg: float = 0.0  # 1-minute load average at the end (other processes share the CPU)
 
     @property
     def flagged(self) -> bool:
@@ -105,6 +106,14 @@ def options_from(args: argparse.Namespace) -> Options:
     )
 
 
+def load_average() -> float:
+    """The machine's 1-minute load average: a busy neighbour skews both servers' numbers."""
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 async def prepare(ctx: Context, name: str) -> Prepared:
     """Preload, write data files and validate, with one client session."""
     async with open_session() as session:
@@ -151,11 +160,12 @@ def measure(server: Server, ctx: Context, name: str) -> Outcome:
         rss_mib=server.rss_mib(),
         seconds=result.seconds,
         note=note,
+        load_avg=load_average(),
     )
     print(
         f"    {throughput:,.0f} {prepared.unit}  p50 {result.p50_ms:.2f} ms  p99 {result.p99_ms:.2f} ms  "
         f"non-2xx {outcome.non_2xx}  socket errors/timeouts {outcome.other_errors}  "
-        f"RSS {outcome.rss_mib or 0:.0f} MiB",
+        f"RSS {outcome.rss_mib or 0:.0f} MiB  load avg {outcome.load_avg:.1f}",
         flush=True,
     )
     return outcome
@@ -280,6 +290,9 @@ def print_table(names: list[str], results: dict[str, dict[str, Outcome]], option
     ]
     if rss:
         print("peak server RSS seen after a workload: " + ", ".join(rss))
+    loads = [f"{o.target} {o.workload} {o.load_avg:.1f}" for per in results.values() for o in per.values()]
+    if loads:
+        print("1-min load average after each workload (2 cores): " + ", ".join(loads))
     print("ratios: T/A tput > 1 means Tabulae is faster; T/A p99 < 1 means Tabulae's p99 latency is lower.")
 
 

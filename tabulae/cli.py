@@ -65,9 +65,34 @@ def build_parser() -> argparse.ArgumentParser:
         "(local development only; needs --cert, as clients send tokens over HTTPS only)",
     )
     serve.add_argument(
+        "--access-log",
+        action="store_true",
+        help="log one JSON line per request to stderr (method, path without query, status, ms, request id)",
+    )
+    serve.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
     )
+    backup = commands.add_parser(
+        "backup",
+        help="take a consistent online backup of a data directory",
+        description="Copy the SQLite store of --data-dir into DEST while the server keeps running. "
+        "`tabulae serve --data-dir DEST` then serves the same data.",
+    )
+    backup.add_argument("dest", type=Path, help="an empty or new directory for the copy")
+    backup.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="the store to back up")
     return parser
+
+
+def run_backup(args: argparse.Namespace) -> None:
+    from tabulae.storage.sqlite import backup
+
+    if not (args.data_dir / "tabulae.db").exists():
+        raise SystemExit(f"tabulae: no store in {args.data_dir}")
+    try:
+        backup(args.data_dir, args.dest)
+    except (OSError, RuntimeError) as exc:
+        raise SystemExit(f"tabulae: backup failed: {exc}") from None
+    print(f"backed up {args.data_dir} to {args.dest}")
 
 
 def _memory_dir() -> Path:
@@ -99,6 +124,7 @@ def serve(args: argparse.Namespace) -> None:
         oauth=args.oauth == "basic",
         cert_file=args.cert,
         key_file=args.key,
+        access_log=args.access_log,
     )
     scheme = "https" if args.cert else "http"
     where = "in memory (data is lost when the server stops)" if args.in_memory else f"in {args.data_dir}"
@@ -138,5 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         serve(args)
+    elif args.command == "backup":
+        run_backup(args)
     else:  # pragma: no cover - argparse rejects unknown commands
         sys.exit(2)

@@ -72,6 +72,7 @@ class Settings:
     accounts: dict[str, list[bytes]] = field(default_factory=lambda: accounts_from([], {}))
     max_body_bytes: int = 4 * 1024 * 1024
     page_time_budget: float = 5.0
+    access_log: bool = False  # one JSON line per request on stderr
     oauth: bool = False  # accept bearer tokens (basic checks, no signature validation)
     cert_file: Path | None = None
     key_file: Path | None = None
@@ -89,6 +90,7 @@ class Settings:
             "max_body_bytes": self.max_body_bytes,
             "page_time_budget": self.page_time_budget,
             "oauth": self.oauth,
+            "access_log": self.access_log,
             "cert_file": str(self.cert_file) if self.cert_file else None,
             "key_file": str(self.key_file) if self.key_file else None,
         }

@@ -194,16 +194,16 @@ async def init_schema(url: str, citus: bool = False) -> None:
     already be installed in the database (that is the cluster administrator's job).
     """
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        for attempt in range(3):
-            try:
-                for statement in SCHEMA:
+        for statement in SCHEMA:
+            for attempt in range(3):
+                try:
                     await conn.execute(statement)
-                break
-            except (pg_errors.UniqueViolation, pg_errors.DuplicateTable, pg_errors.DuplicateObject):
-                # Two front-ends created the same table at the same moment: the loser retries and
-                # finds it there.
-                if attempt == 2:
-                    raise
+                    break
+                except (pg_errors.UniqueViolation, pg_errors.DuplicateTable, pg_errors.DuplicateObject):
+                    # Another front-end created this table at the same moment; IF NOT EXISTS does
+                    # not cover a creation still in flight. Once it committed, a retry finds it.
+                    if attempt == 2:
+                        raise
         if not citus:
             return
         cursor = await conn.execute(
@@ -266,26 +266,36 @@ class PostgresStore(Store):
 
     # ----------------------------------------------------------------------------- plumbing
 
-    async def _run(self, fn: Callable[[Connection], Awaitable[T]], *, retry: bool = False) -> T:
+    async def _run(
+        self, fn: Callable[[Connection], Awaitable[T]], *, retry: bool = False, idempotent: bool = False
+    ) -> T:
         """Run ``fn`` on a pooled connection, mapping engine errors to TableErrors.
 
         With ``retry``, ``fn`` is one whole transaction: it runs again, after a short random pause,
         when the engine reports a serialization failure or deadlock or ``fn`` asks for a restart.
+        With ``idempotent``, a lost connection (the server restarted, a pooled connection went
+        stale) is tried once more on a fresh one; writes that are not idempotent never are, as
+        their first try may have committed.
         """
-        attempts = MAX_ATTEMPTS if retry else 1
+        attempts = MAX_ATTEMPTS if retry else 2 if idempotent else 1
         for attempt in range(attempts):
+            last = attempt == attempts - 1
             try:
                 async with self._pool.connection() as conn:
                     return await fn(conn)
             except _RETRYABLE as exc:
-                if not retry or attempt == attempts - 1:
-                    if isinstance(exc, psycopg.Error):
-                        raise _database_error(exc) from exc
-                    break
+                if last:
+                    # Still contended: the client should retry later (503), not see a failure.
+                    raise TableError("ServerBusy", detail="too many concurrent changes") from exc
                 await asyncio.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
+            except PoolTimeout as exc:
+                raise _database_error(exc) from exc
+            except psycopg.OperationalError as exc:
+                if not idempotent or last:
+                    raise _database_error(exc) from exc
             except psycopg.Error as exc:
                 raise _database_error(exc) from exc
-        raise TableError("ServerBusy", detail="too many concurrent changes; retry")
+        raise AssertionError("unreachable")
 
     def _remember(self, key: tuple[str, str], table_id: int | None) -> None:
         if table_id is None:
@@ -378,7 +388,7 @@ class PostgresStore(Store):
             row = await cursor.fetchone()
             return str(row[0]) if row else None
 
-        return await self._run(run)
+        return await self._run(run, idempotent=True)
 
     async def list_tables(self, account: str, after: str | None, limit: int) -> list[str]:
         async def run(conn: Connection) -> list[str]:
@@ -388,7 +398,7 @@ class PostgresStore(Store):
             )
             return [str(row[0]) for row in await cursor.fetchall()]
 
-        return await self._run(run)
+        return await self._run(run, idempotent=True)
 
     async def get_acl(self, account: str, table: str) -> bytes | None:
         async def run(conn: Connection) -> bytes | None:
@@ -400,7 +410,7 @@ class PostgresStore(Store):
                 raise TableError("TableNotFound")
             return None if row[0] is None else bytes(row[0])
 
-        return await self._run(run)
+        return await self._run(run, idempotent=True)
 
     async def set_acl(self, account: str, table: str, acl: bytes) -> None:
         async def run(conn: Connection) -> None:
@@ -411,7 +421,7 @@ class PostgresStore(Store):
             if cursor.rowcount == 0:
                 raise TableError("TableNotFound")
 
-        await self._run(run)
+        await self._run(run, idempotent=True)
 
     async def get_service_properties(self, account: str) -> bytes | None:
         async def run(conn: Connection) -> bytes | None:
@@ -421,7 +431,7 @@ class PostgresStore(Store):
             row = await cursor.fetchone()
             return bytes(row[0]) if row else None
 
-        return await self._run(run)
+        return await self._run(run, idempotent=True)
 
     async def set_service_properties(self, account: str, properties: bytes) -> None:
         async def run(conn: Connection) -> None:
@@ -431,7 +441,7 @@ class PostgresStore(Store):
                 (account, properties),
             )
 
-        await self._run(run)
+        await self._run(run, idempotent=True)
 
     # ----------------------------------------------------------------------------- reads
 
@@ -449,7 +459,7 @@ class PostgresStore(Store):
                     return None
             raise _Restart
 
-        return await self._run(run)
+        return await self._run(run, idempotent=True)
 
     async def scan(
         self,
@@ -469,7 +479,7 @@ class PostgresStore(Store):
                     return found
             raise _Restart
 
-        return await self._run(run)
+        return await self._run(run, idempotent=True)
 
     async def _scan(
         self,

@@ -268,6 +268,26 @@ class SqliteStore(Store):
         return result
 
 
+def backup(source_dir: Path, destination: Path) -> None:
+    """Copy a live store into ``destination`` with SQLite's online backup: a consistent snapshot
+    taken while the server keeps serving (writers wait only for each copied page batch)."""
+    destination.mkdir(parents=True, exist_ok=True)
+    target_path = destination / "tabulae.db"
+    if target_path.exists():
+        raise FileExistsError(f"{target_path} already exists")
+    source = sqlite3.connect(str(source_dir / "tabulae.db"), timeout=BUSY_TIMEOUT_MS / 1000)
+    target = sqlite3.connect(str(target_path))
+    try:
+        source.backup(target, pages=1024)
+        target.execute("PRAGMA journal_mode = WAL")
+        integrity = target.execute("PRAGMA integrity_check").fetchone()[0]
+        if integrity != "ok":
+            raise RuntimeError(f"backup failed its integrity check: {integrity}")
+    finally:
+        target.close()
+        source.close()
+
+
 def _resolve(answers: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
     for future, ok, value in answers:
         if future.cancelled():

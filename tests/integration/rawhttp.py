@@ -131,7 +131,8 @@ def sdk_error_code(error: HttpResponseError) -> str | None:
     response = error.response
     if response is None:
         return None
-    header = response.headers.get("x-ms-error-code")
+    headers: Mapping[str, str] = getattr(response, "headers", {})
+    header = headers.get("x-ms-error-code")
     if header:
         return str(header)
     try:

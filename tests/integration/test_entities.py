@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -46,7 +49,7 @@ def _write(
     if_match: str | None = None,
     pk: str = "p",
     rk: str = "r",
-    headers: dict[str, str | None] | None = None,
+    headers: Mapping[str, str | None] | None = None,
     extra_headers: tuple[tuple[str, str], ...] = (),
 ) -> RawResponse:
     all_headers: dict[str, str | None] = {"If-Match": if_match, **(headers or {})}
@@ -131,7 +134,8 @@ def test_insert_ignores_timestamp_and_odata_properties(raw: RawClient, table: Ta
     )
     assert response.status == 201, response
     stored = table.get_entity("p", "r")
-    assert stored.metadata["timestamp"].year > 2000
+    stamp = stored.metadata["timestamp"]
+    assert stamp is not None and stamp.year > 2000
     assert _user_props(dict(stored)) == {"v": 1}
 
 
@@ -702,3 +706,84 @@ def test_sdk_against_localhost_uses_post_tunnelling(server: ServerProcess, table
     assert sent == [("POST", "MERGE"), ("POST", "MERGE")]
     assert _user_props(dict(table.get_entity("p", "r"))) == {"a": 1, "b": 2}
     assert _user_props(dict(table.get_entity("p", "s"))) == {"c": 3}
+
+
+# ------------------------------------------------------------------------------------------
+# Concurrency (spec §8.2: writes to one entity are linearizable)
+# ------------------------------------------------------------------------------------------
+
+WRITERS = 12
+
+
+def _parallel(count: int, work: Callable[[int], RawResponse]) -> list[RawResponse]:
+    barrier = threading.Barrier(count)
+
+    def run(i: int) -> RawResponse:
+        barrier.wait()
+        return work(i)
+
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(run, range(count)))
+
+
+def test_concurrent_conditional_updates_have_one_winner(raw: RawClient, table: TableClient) -> None:
+    etag = table.create_entity({"PartitionKey": "p", "RowKey": "r", "winner": -1})["etag"]
+    responses = _parallel(
+        WRITERS, lambda i: _write(raw, "PUT", table.table_name, {"winner": i}, if_match=etag)
+    )
+    statuses = sorted(r.status for r in responses)
+    assert statuses == [204] + [412] * (WRITERS - 1), responses
+    [winner] = [i for i, r in enumerate(responses) if r.status == 204]
+    stored = table.get_entity("p", "r")
+    assert stored["winner"] == winner
+    assert stored.metadata["etag"] == responses[winner].header("ETag")
+
+
+def test_concurrent_inserts_have_one_winner(raw: RawClient, table: TableClient) -> None:
+    responses = _parallel(
+        WRITERS, lambda i: raw.insert(table.table_name, {"PartitionKey": "p", "RowKey": "r", "who": i})
+    )
+    statuses = sorted(r.status for r in responses)
+    assert statuses == [201] + [409] * (WRITERS - 1), responses
+    [winner] = [i for i, r in enumerate(responses) if r.status == 201]
+    assert table.get_entity("p", "r")["who"] == winner
+
+
+def test_concurrent_merges_lose_no_update(raw: RawClient, table: TableClient) -> None:
+    table.create_entity({"PartitionKey": "p", "RowKey": "r"})
+    responses = _parallel(
+        WRITERS, lambda i: _write(raw, "MERGE", table.table_name, {f"m{i}": i}, if_match="*")
+    )
+    assert [r.status for r in responses] == [204] * WRITERS, responses
+    etags = [r.header("ETag") for r in responses]
+    assert len(set(etags)) == WRITERS
+    assert _user_props(dict(table.get_entity("p", "r"))) == {f"m{i}": i for i in range(WRITERS)}
+
+
+def test_get_ignores_conditional_headers(raw: RawClient, table: TableClient) -> None:
+    table.create_entity({"PartitionKey": "p", "RowKey": "r", "a": 1})
+    for headers in ({"If-Match": STALE_ETAG}, {"If-None-Match": "*"}, {"If-None-Match": _etag(table)}):
+        response = raw.get_entity(table.table_name, "p", "r", headers)
+        assert response.status == 200, (headers, response)
+        assert response.json()["a"] == 1
+
+
+def test_odata_control_information_in_body_is_ignored(raw: RawClient, table: TableClient) -> None:
+    body = {
+        "PartitionKey": "p",
+        "RowKey": "r",
+        "odata.metadata": "http://elsewhere/$metadata#x/@Element",
+        "odata.type": "other.type",
+        "odata.id": "http://elsewhere/x",
+        "odata.editLink": "x(PartitionKey='a',RowKey='b')",
+        "Timestamp": "2000-01-01T00:00:00Z",
+        "Timestamp@odata.type": "Edm.DateTime",
+        "a": 1,
+    }
+    assert raw.insert(table.table_name, body).status == 201
+    assert _write(raw, "MERGE", table.table_name, body, if_match="*").status == 204
+    assert _write(raw, "PUT", table.table_name, body, if_match="*").status == 204
+    stored = table.get_entity("p", "r")
+    assert _user_props(dict(stored)) == {"a": 1}
+    stamp = stored.metadata["timestamp"]
+    assert stamp is not None and stamp.year > 2000

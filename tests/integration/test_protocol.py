@@ -491,6 +491,10 @@ def test_body_over_4_mib_is_413(raw: RawClient, server: ServerProcess, table_nam
     body = json.dumps({"PartitionKey": "p", "RowKey": "r", "s": "x" * (5 * 1024 * 1024)}).encode()
     response = raw.insert(table_name, body)
     assert_error(response, 413, "RequestBodyTooLarge")
+    chunked = raw.request("POST", table_name, body, chunked=True)
+    assert_error(chunked, 413, "RequestBodyTooLarge")
+    replace = raw.request("PUT", table_name + py_keys("p", "r"), body)
+    assert_error(replace, 413, "RequestBodyTooLarge")
     with TableServiceClient.from_connection_string(server.connection_string) as service:
         client = service.get_table_client(table_name)
         with pytest.raises(HttpResponseError) as info:

@@ -197,6 +197,18 @@ def test_bad_identifier_ids_are_400(
     assert table.get_table_access_policy() == {}
 
 
+@pytest.mark.parametrize("start", ["yesterday", "2024-13-45T00:00:00Z"])
+def test_bad_policy_date_is_400(raw: RawClient, table: TableClient, start: str) -> None:
+    body = (
+        "<?xml version='1.0' encoding='utf-8'?><SignedIdentifiers><SignedIdentifier><Id>d</Id><AccessPolicy>"
+        f"<Start>{start}</Start><Expiry>2030-01-01T00:00:00Z</Expiry><Permission>r</Permission>"
+        "</AccessPolicy></SignedIdentifier></SignedIdentifiers>"
+    ).encode()
+    response = _put_acl(raw, table.table_name, body)
+    _assert_xml_error(response, 400, {"InvalidXmlNodeValue", "InvalidXmlDocument"})
+    assert table.get_table_access_policy() == {}
+
+
 def test_id_of_64_characters_is_accepted(table: TableClient) -> None:
     table.set_table_access_policy({"x" * 64: TableAccessPolicy(permission="r", expiry=EXPIRY)})
     assert list(table.get_table_access_policy()) == ["x" * 64]

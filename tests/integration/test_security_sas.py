@@ -305,6 +305,59 @@ def test_table_sas_for_another_table_is_403(
         service.delete_table(table_name + "other")
 
 
+def test_table_sas_batch_on_another_table_is_403(
+    server: ServerProcess, service: TableServiceClient, table: TableClient, table_name: str
+) -> None:
+    """Each batch operation is checked (§10.4 steps 7-9), including the table it addresses."""
+    other = service.create_table(table_name + "other")
+    try:
+        token = _table_token(table.table_name, "raud")
+        with (
+            _sas_table(server, other.table_name, token) as client,
+            pytest.raises(HttpResponseError) as caught,
+        ):
+            client.submit_transaction([("upsert", {"PartitionKey": "p", "RowKey": "intruder", "V": 1})])
+        assert caught.value.status_code == 403
+        assert _code(caught.value) == "AuthorizationResourceTypeMismatch"
+        assert _rows(other) == []
+    finally:
+        service.delete_table(table_name + "other")
+
+
+def _bare_get_batch(server: ServerProcess, table: str, pk: str, rk: str) -> bytes:
+    """A ``$batch`` holding one bare GET of an entity, outside a changeset (§3.12.5)."""
+    return (
+        "--batch_bare\r\n"
+        "Content-Type: application/http\r\n"
+        "Content-Transfer-Encoding: binary\r\n"
+        "\r\n"
+        f"GET {server.endpoint}/{table}{py_keys(pk, rk)} HTTP/1.1\r\n"
+        "Accept: application/json;odata=minimalmetadata\r\n"
+        "\r\n"
+        "\r\n"
+        "--batch_bare--\r\n"
+    ).encode()
+
+
+def test_table_sas_batch_query_on_another_table_reveals_nothing(
+    server: ServerProcess, service: TableServiceClient, table: TableClient, table_name: str
+) -> None:
+    other = service.create_table(table_name + "other")
+    try:
+        other.create_entity({"PartitionKey": "p", "RowKey": "secret", "V": "classified"})
+        body = _bare_get_batch(server, other.table_name, "p", "secret")
+        headers: dict[str, str | None] = {"Content-Type": "multipart/mixed; boundary=batch_bare"}
+        keyed = RawClient(server.port).request("POST", "$batch", body, headers)
+        assert keyed.status == 202, keyed
+        assert b"classified" in keyed.body  # the request itself is well-formed and answerable
+        token = _table_token(table.table_name, "raud")
+        response = _raw_sas(server, "POST", "$batch", token, body, headers)
+        assert b"classified" not in response.body, response
+        assert response.status == 403 or b"HTTP/1.1 403" in response.body, response
+    finally:
+        service.delete_table(table_name + "other")
+
+
 def test_table_name_in_sas_matches_case_insensitively(server: ServerProcess, table: TableClient) -> None:
     token = _table_token(table.table_name.upper(), "ra")
     with _sas_table(server, table.table_name, token) as client:
@@ -587,6 +640,41 @@ def test_tampered_table_sas_is_403_authentication_failed(
     queried = _raw_sas(server, "GET", f"{table.table_name}()", token)
     assert_error(queried, 403, "AuthenticationFailed")
     assert _rows(table) == []
+
+
+def test_authorization_header_wins_over_sas(server: ServerProcess, table: TableClient) -> None:
+    """With both a SAS and an Authorization header, the header decides (§10)."""
+    good_sas = _table_token(table.table_name, "raud")
+    forged_key = {"Authorization": f"SharedKey {DEV_ACCOUNT}:{base64.b64encode(bytes(32)).decode()}"}
+    refused = _raw_sas(
+        server, "POST", table.table_name, good_sas, {"PartitionKey": "p", "RowKey": "1"}, forged_key
+    )
+    assert_error(refused, 403, "AuthenticationFailed")
+    assert _rows(table) == []
+    bad_sas = _tamper(good_sas, sig=base64.b64encode(bytes(32)).decode())
+    raw = RawClient(server.port)
+    accepted = raw.request("POST", f"{table.table_name}?{bad_sas}", {"PartitionKey": "p", "RowKey": "2"})
+    assert accepted.status == 201, accepted
+    assert _rows(table) == [("p", "2", None)]
+
+
+def test_table_sas_on_secondary_endpoint_reads_but_cannot_write(
+    server: ServerProcess, table: TableClient
+) -> None:
+    table.create_entity({"PartitionKey": "p", "RowKey": "1", "V": 1})
+    token = _table_token(table.table_name, "raud")
+    with TableClient(
+        endpoint=f"http://127.0.0.1:{server.port}/{DEV_ACCOUNT}-secondary",
+        table_name=table.table_name,
+        credential=AzureSasCredential(token),
+        retry_total=0,
+    ) as secondary:
+        assert _keys(secondary.list_entities()) == [("p", "1")]
+        with pytest.raises(HttpResponseError) as caught:
+            secondary.upsert_entity({"PartitionKey": "p", "RowKey": "2"})
+    assert caught.value.status_code == 403
+    assert _code(caught.value) == "AuthorizationFailure"
+    assert _rows(table) == [("p", "1", 1)]
 
 
 def test_sas_with_stored_policy_id(server: ServerProcess, table: TableClient) -> None:

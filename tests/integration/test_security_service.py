@@ -69,8 +69,12 @@ def pristine_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server
 
 @pytest.fixture(scope="module")
 def writable_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A server for tests that write properties; each such test sets everything it relies on."""
-    process = _start(tmp_path_factory, "writable")
+    """A server for tests that write properties; each such test sets everything it relies on.
+
+    It runs the default number of worker processes, so a write and the reads after it may be
+    served by different processes.
+    """
+    process = ServerProcess(tmp_path_factory.mktemp("writable")).start()
     yield process
     process.stop()
 
@@ -198,6 +202,23 @@ def test_omitted_elements_keep_previous_values(writable_server: ServerProcess) -
         found_after, found_cleared = after.find(name), cleared.find(name)
         assert found_after is not None and found_cleared is not None
         assert _canonical(found_cleared) == _canonical(found_after), name
+
+
+def test_include_apis_and_days_only_when_enabled(writable_server: ServerProcess) -> None:
+    raw = RawClient(writable_server.port)
+    disabled = "<Enabled>false</Enabled><IncludeAPIs>true</IncludeAPIs>"
+    no_retention = "<RetentionPolicy><Enabled>false</Enabled><Days>5</Days></RetentionPolicy>"
+    body = _properties(
+        _metrics("HourMetrics", disabled + no_retention), _metrics("MinuteMetrics", disabled + no_retention)
+    )
+    assert _put_xml(raw, body).status == 202
+    for _ in range(3):
+        root = _get_xml(raw)
+        for name in ("HourMetrics", "MinuteMetrics"):
+            assert root.findtext(f"{name}/Enabled") == "false", name
+            assert root.find(f"{name}/IncludeAPIs") is None, name
+            assert root.findtext(f"{name}/RetentionPolicy/Enabled") == "false", name
+            assert root.find(f"{name}/RetentionPolicy/Days") is None, name
 
 
 def _metrics(tag: str, inner: str) -> str:

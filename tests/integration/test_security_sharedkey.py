@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -267,9 +268,60 @@ def test_anonymous_request_is_401_with_bearer_challenge(
     assert challenge.startswith("Bearer "), response
     assert "authorization_uri=https://login.microsoftonline.com/" in challenge
     assert "resource_id=https://storage.azure.com" in challenge
-    if not xml:
+    if xml:
+        assert (response.header("Content-Type") or "").startswith("application/xml"), response
+        assert ET.fromstring(response.body).findtext("Code") == "NoAuthenticationInformation"
+    else:
         _assert_json_auth_error(response, 401, "NoAuthenticationInformation")
     assert not _table_exists(service, table_name)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        f"SharedKey {DEV_ACCOUNT}",
+        "Basic ZGV2OnB3",
+        f"SharedKey {DEV_ACCOUNT}:!!not-base64!!",
+        f"SharedKey :{base64.b64encode(bytes(32)).decode()}",
+    ],
+    ids=["no-colon", "unknown-scheme", "bad-base64", "no-account"],
+)
+def test_malformed_authorization_header_is_refused(
+    raw: RawClient, service: TableServiceClient, table_name: str, header: str
+) -> None:
+    response = raw.request(
+        "POST",
+        "Tables",
+        {"TableName": table_name},
+        {"Content-Type": JSON_NOMETADATA, "Authorization": header},
+    )
+    assert (response.status, response.error_code) in {
+        (400, "InvalidAuthenticationInfo"),
+        (403, "AuthenticationFailed"),
+    }, response
+    assert response.header("x-ms-error-code") == response.error_code
+    assert not _table_exists(service, table_name)
+
+
+def test_forged_signature_on_xml_operation_is_xml_with_detail(raw: RawClient, table: TableClient) -> None:
+    """XML operations answer auth failures with ``<Error>`` and the server's string-to-sign (§9.2, §10.3)."""
+    response = raw.request(
+        "GET",
+        f"{table.table_name}?comp=acl",
+        headers={
+            "Accept": "application/xml",
+            "Authorization": f"SharedKey {DEV_ACCOUNT}:{_forged_signature()}",
+        },
+    )
+    assert response.status == 403, response
+    assert response.header("x-ms-error-code") == "AuthenticationFailed"
+    assert (response.header("Content-Type") or "").startswith("application/xml"), response
+    root = ET.fromstring(response.body)
+    assert root.tag == "Error"
+    assert root.findtext("Code") == "AuthenticationFailed"
+    assert (root.findtext("Message") or "").startswith(AUTH_FAILED_MESSAGE)
+    detail = root.findtext("AuthenticationErrorDetail") or ""
+    assert f"/{DEV_ACCOUNT}/{DEV_ACCOUNT}/{table.table_name}?comp=acl" in detail, detail
 
 
 def test_missing_date_header_is_403(raw: RawClient, table: TableClient) -> None:
@@ -425,7 +477,7 @@ def test_secondary_endpoint_serves_reads(server: ServerProcess, table: TableClie
         assert table.table_name in [t.name for t in secondary_service.list_tables()]
 
 
-@pytest.mark.parametrize("operation", ["create", "upsert", "update", "delete"])
+@pytest.mark.parametrize("operation", ["create", "upsert", "update", "delete", "batch"])
 def test_secondary_endpoint_refuses_writes(server: ServerProcess, table: TableClient, operation: str) -> None:
     table.create_entity({"PartitionKey": "p", "RowKey": "r", "V": 1})
     with _secondary_table(server, table.table_name) as secondary, pytest.raises(HttpResponseError) as caught:
@@ -435,6 +487,8 @@ def test_secondary_endpoint_refuses_writes(server: ServerProcess, table: TableCl
             secondary.upsert_entity({"PartitionKey": "p", "RowKey": "r", "V": 9})
         elif operation == "update":
             secondary.update_entity({"PartitionKey": "p", "RowKey": "r", "V": 9})
+        elif operation == "batch":
+            secondary.submit_transaction([("upsert", {"PartitionKey": "p", "RowKey": "r", "V": 9})])
         else:
             secondary.delete_entity("p", "r")
     assert caught.value.status_code == 403
@@ -454,6 +508,23 @@ def test_secondary_endpoint_refuses_table_writes_raw(
     assert not _table_exists(service, table_name)
     listed = raw.request("GET", "Tables", path_prefix=prefix)
     assert listed.status == 200, listed
+
+
+def test_secondary_request_signed_as_primary_is_accepted(server: ServerProcess, table: TableClient) -> None:
+    """The docs' way: the canonicalized resource names the primary account (§1.5, §10.2 candidate 2)."""
+    table.create_entity({"PartitionKey": "p", "RowKey": "r"})
+    target = f"/{DEV_ACCOUNT}-secondary/{table.table_name}()"
+    date = rfc1123_now()
+    resource = f"/{DEV_ACCOUNT}/{DEV_ACCOUNT}/{table.table_name}()"
+    signature = shared_key_signature(DEV_KEY, "GET", "", "", date, resource)
+    response = RawClient(server.port).request(
+        "GET",
+        target,
+        headers={"x-ms-date": date, "Date": date, "Authorization": f"SharedKey {DEV_ACCOUNT}:{signature}"},
+        path_prefix="",
+    )
+    assert response.status == 200, response
+    assert [e["RowKey"] for e in response.json()["value"]] == ["r"]
 
 
 def test_get_service_stats_through_python_path_style_quirk(service: TableServiceClient) -> None:

@@ -17,6 +17,7 @@ from tests.integration.rawhttp import (
     RawClient,
     RawResponse,
     assert_error,
+    sdk_error_code,
 )
 from tests.serverproc import ServerProcess
 
@@ -199,7 +200,7 @@ def test_reserved_name_tables(raw: RawClient, service: TableServiceClient, name:
     with pytest.raises(HttpResponseError) as info:
         service.create_table(name)
     assert info.value.status_code == 400
-    assert info.value.error_code == "InvalidInput"
+    assert sdk_error_code(info.value) == "InvalidInput"
 
 
 @pytest.mark.parametrize(

@@ -91,3 +91,15 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         yield Backend("sqlite", open_store, account)
     else:
         yield _pg_backend(request.param, account)
+
+
+@pytest.fixture
+def pg_url() -> str:
+    """The plain PostgreSQL test database, with the schema in place (same skip/fail rule)."""
+    from tabulae.storage.postgres import init_schema
+
+    url = _pg_url("postgres")
+    if url not in _schema_ready:
+        asyncio.run(init_schema(url, citus=False))
+        _schema_ready.add(url)
+    return url

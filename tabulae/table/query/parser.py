@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 from tabulae.model import edm
 from tabulae.model.errors import TableError
@@ -85,14 +85,13 @@ _DIGITS = frozenset("0123456789")
 _GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})*")
 _MAX_INT_DIGITS = 20  # longer digit strings are out of range without converting them
-_PUNCTUATION = {"(": "(", ")": ")", ",": ",", "/": "/"}
+_PUNCTUATION = frozenset("(),/")
 
 # Token kinds.
 _IDENT_T, _LITERAL_T, _MINUS_T, _UNKNOWN_T, _END_T = "ident", "literal", "-", "unknown", "end"
 
 
-@dataclass(frozen=True, slots=True)
-class _Token:
+class _Token(NamedTuple):
     kind: str  # one of the kinds above or a punctuation character
     pos: int
     text: str = ""
@@ -108,47 +107,51 @@ def _not_implemented() -> TableError:
 
 
 class _Lexer:
-    """Splits the filter into tokens in one pass; literals come out already typed."""
+    """Splits the filter into tokens in one lazy pass; literals come out already typed.
+
+    Lazy so that the parser's first error stops the work: hostile text costs no more than the
+    prefix that was read.
+    """
 
     def __init__(self, text: str) -> None:
         self.text = text
 
-    def tokens(self) -> list[_Token]:
-        text, pos, out = self.text, 0, []
+    def tokens(self) -> Iterator[_Token]:
+        text, pos = self.text, 0
         end = len(text)
         while pos < end:
             char = text[pos]
             if char == " ":
                 pos += 1
             elif char in _PUNCTUATION:
-                out.append(_Token(char, pos))
+                yield _Token(char, pos)
                 pos += 1
             elif char == "'":
                 value, pos_after = self._string(pos)
-                out.append(_Token(_LITERAL_T, pos, literal=Literal(edm.STRING, value)))
+                yield _Token(_LITERAL_T, pos, literal=Literal(edm.STRING, value))
                 pos = pos_after
             elif char in _DIGITS or (char == "-" and pos + 1 < end and text[pos + 1] in _DIGITS):
                 token, pos = self._number(pos)
-                out.append(token)
+                yield token
             elif char == "-":
-                out.append(_Token(_MINUS_T, pos))
+                yield _Token(_MINUS_T, pos)
                 pos += 1
             else:
                 match = _IDENT.match(text, pos)
                 if match is None:  # left for the parser to reject, so errors come in text order
-                    out.append(_Token(_UNKNOWN_T, pos, text=char))
+                    yield _Token(_UNKNOWN_T, pos, text=char)
                     pos += 1
                     continue
                 word = match.group()
                 if match.end() < end and text[match.end()] == "'":
                     value, pos_after = self._string(match.end())
-                    out.append(_Token(_LITERAL_T, pos, literal=self._typed(word, value, pos)))
+                    yield _Token(_LITERAL_T, pos, literal=self._typed(word, value, pos))
                     pos = pos_after
                 else:
-                    out.append(_Token(_IDENT_T, pos, text=word))
+                    yield _Token(_IDENT_T, pos, text=word)
                     pos = match.end()
-        out.append(_Token(_END_T, end))
-        return out
+        while True:  # the parser may look at the end more than once
+            yield _Token(_END_T, end)
 
     def _string(self, start: int) -> tuple[str, int]:
         """The value of the quoted string at ``start`` (``''`` unescaped) and the offset after it."""
@@ -228,20 +231,19 @@ class _Parser:
     building (no second walk), and ``nesting`` (open parentheses plus ``not``\\ s) caps recursion.
     """
 
-    def __init__(self, text: str, tokens: list[_Token]) -> None:
+    def __init__(self, text: str, tokens: Iterator[_Token]) -> None:
         self.text = text
         self.tokens = tokens
-        self.index = 0
+        self.current = next(tokens)
         self.comparisons = 0
 
     # -- token helpers ---------------------------------------------------------------------
-    def _peek(self, offset: int = 0) -> _Token:
-        return self.tokens[min(self.index + offset, len(self.tokens) - 1)]
+    def _peek(self) -> _Token:
+        return self.current
 
     def _advance(self) -> _Token:
-        token = self.tokens[self.index]
-        if token.kind != _END_T:
-            self.index += 1
+        token = self.current
+        self.current = next(self.tokens)
         return token
 
     def _is_word(self, token: _Token, *words: str) -> bool:

@@ -1,0 +1,207 @@
+"""What only the PostgreSQL backend has: its schema rules, retries, and schema creation.
+
+The behaviour every backend shares is in ``test_conformance.py``; these tests check the Citus
+rules the design depends on (the distribution column in every key, no triggers), the retry loop,
+and what a raced deletion may leave behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import errors as pg_errors
+
+from tabulae.model.errors import TableError
+from tabulae.storage import postgres
+from tabulae.storage.base import FULL_RANGE, Mutation, MutationKind
+from tabulae.storage.factory import is_postgres_url, open_store
+from tabulae.storage.postgres import PostgresStore, init_schema
+from tabulae.storage.sqlite import SqliteStore
+
+
+@asynccontextmanager
+async def opened(url: str) -> AsyncIterator[PostgresStore]:
+    store = await PostgresStore.open(url, max_size=4)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+def test_keys_carry_the_distribution_column_and_no_triggers(pg_url: str) -> None:
+    """Citus needs ``dist`` in every primary key and unique constraint of ``entities``."""
+
+    async def main() -> None:
+        async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+            cursor = await conn.execute(
+                "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
+                " WHERE conrelid = 'entities'::regclass AND contype IN ('p', 'u')"
+            )
+            constraints = await cursor.fetchall()
+            assert constraints and all("dist" in definition for _, definition in constraints)
+            cursor = await conn.execute(
+                "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal"
+                " AND tgrelid = ANY(ARRAY['tables', 'entities', 'service_properties']::regclass[])"
+            )
+            assert (await cursor.fetchone()) == (0,)
+
+    asyncio.run(main())
+
+
+def test_entity_rows_are_keyed_by_table_id_and_utf16(pg_url: str) -> None:
+    async def main() -> None:
+        account = f"acct{uuid.uuid4().hex[:16]}"
+        async with opened(pg_url) as store:
+            await store.create_table(account, "T")
+            await store.apply(account, "T", [Mutation(MutationKind.INSERT, "p\U0001f600", "r")])
+            async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+                cursor = await conn.execute(
+                    "SELECT id FROM tables WHERE account = %s AND name_key = 't'", (account,)
+                )
+                row = await cursor.fetchone()
+                assert row is not None
+                cursor = await conn.execute(
+                    "SELECT dist, rk FROM entities WHERE dist = %s", (postgres._dist(row[0], "p\U0001f600"),)
+                )
+                rows = await cursor.fetchall()
+        assert rows == [(row[0].to_bytes(8, "big") + "p\U0001f600".encode("utf-16-be"), b"\x00r")]
+
+    asyncio.run(main())
+
+
+def test_rows_under_a_dead_table_id_are_never_read(pg_url: str) -> None:
+    """A write that raced with a table deletion can leave rows under the old id; a front-end
+    that still caches that id must not return them, and a re-created table must not see them."""
+
+    async def main() -> None:
+        account = f"acct{uuid.uuid4().hex[:16]}"
+        async with opened(pg_url) as store, opened(pg_url) as other:
+            await store.create_table(account, "T")
+            await store.apply(account, "T", [Mutation(MutationKind.INSERT, "p", "r")])
+            assert len(await store.scan(account, "T", [FULL_RANGE], None, 10)) == 1
+            # Delete only the table row, as if the entities had been written after the deletion.
+            async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+                await conn.execute("DELETE FROM tables WHERE account = %s", (account,))
+            with pytest.raises(TableError, match="TableNotFound"):
+                await store.get_entity(account, "T", "p", "r")
+            await other.create_table(account, "T")
+            assert await store.get_entity(account, "T", "p", "r") is None
+            assert await store.scan(account, "T", [FULL_RANGE], None, 10) == []
+            [entity] = await store.apply(account, "T", [Mutation(MutationKind.INSERT, "p", "r")])
+            assert entity is not None
+
+    asyncio.run(main())
+
+
+def test_serialization_failures_and_deadlocks_are_retried(pg_url: str) -> None:
+    async def main() -> None:
+        async with opened(pg_url) as store:
+            calls = 0
+
+            async def flaky(conn: object) -> str:
+                nonlocal calls
+                calls += 1
+                if calls == 1:
+                    raise pg_errors.SerializationFailure("simulated")
+                if calls == 2:
+                    raise pg_errors.DeadlockDetected("simulated")
+                return "done"
+
+            assert await store._run(flaky, retry=True) == "done"
+            assert calls == 3
+
+            async def hopeless(conn: object) -> None:
+                raise pg_errors.SerializationFailure("simulated")
+
+            with pytest.raises(TableError) as info:
+                await store._run(hopeless, retry=True)
+            assert info.value.code == "ServerBusy"
+
+            async def broken(conn: object) -> None:
+                raise pg_errors.UndefinedTable("simulated")
+
+            with pytest.raises(TableError) as info:
+                await store._run(broken, retry=True)
+            assert info.value.code == "InternalError"
+
+    asyncio.run(main())
+
+
+def test_open_creates_the_schema_on_an_empty_database(pg_url: str) -> None:
+    name = f"tabulae_empty_{uuid.uuid4().hex[:12]}"
+
+    async def admin(sql: str) -> None:
+        async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+            await conn.execute(sql)
+
+    async def main() -> None:
+        await admin(f"CREATE DATABASE {name}")
+        url = pg_url.rsplit("/", 1)[0] + "/" + name
+        try:
+            # Several front-ends starting at once on the empty database.
+            stores = await asyncio.gather(*(PostgresStore.open(url, max_size=2) for _ in range(3)))
+            try:
+                await stores[0].create_table("a", "T")
+                assert await stores[2].get_table("a", "t") == "T"
+            finally:
+                for store in stores:
+                    await store.close()
+            await init_schema(url)  # idempotent
+            async with opened(url) as store:
+                assert await store.list_tables("a", None, 10) == ["T"]
+        finally:
+            await admin(f"DROP DATABASE {name}")
+
+    asyncio.run(main())
+
+
+def test_factory_chooses_the_backend(pg_url: str, tmp_path: Path) -> None:
+    assert is_postgres_url("postgresql://h/db") and is_postgres_url("postgres://h/db")
+    assert not is_postgres_url(None) and not is_postgres_url("") and not is_postgres_url("/var/db")
+
+    async def main() -> None:
+        store = await open_store(pg_url, tmp_path, in_memory=False)
+        try:
+            assert isinstance(store, PostgresStore)
+        finally:
+            await store.close()
+
+    asyncio.run(main())
+
+
+def test_factory_defaults_to_sqlite(tmp_path: Path) -> None:
+    async def main() -> None:
+        store = await open_store(None, tmp_path / "data", in_memory=True)
+        try:
+            assert isinstance(store, SqliteStore)
+        finally:
+            await store.close()
+        with pytest.raises(ValueError, match="unsupported store URL"):
+            await open_store("mysql://h/db", tmp_path, in_memory=False)
+
+    asyncio.run(main())
+
+
+def test_reads_survive_a_dropped_connection(pg_url: str) -> None:
+    """After a server restart every pooled connection is dead; a read retries on a fresh one."""
+
+    async def main() -> None:
+        account = f"acct{uuid.uuid4().hex[:16]}"
+        async with opened(pg_url) as store:
+            await store.create_table(account, "T")
+            await store.apply(account, "T", [Mutation(MutationKind.INSERT, "p", "r")])
+            async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+                await conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
+                    " AND datname = current_database() AND backend_type = 'client backend'"
+                )
+            assert await store.get_entity(account, "T", "p", "r") is not None
+            assert len(await store.scan(account, "T", [FULL_RANGE], None, 10)) == 1
+
+    asyncio.run(main())
