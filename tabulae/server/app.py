@@ -88,6 +88,8 @@ def _batch_authorizer(grant: SasGrant, request: Request) -> transactions.Authori
     """Check each operation of a batch against the SAS, with the keys it writes."""
 
     def authorize(route: Route, method: str, pk: str, rk: str, conditional: bool) -> None:
+        if grant.table is not None and (route.table or "").lower() != grant.table.lower():
+            raise TableError("AuthorizationResourceTypeMismatch")  # a table SAS reaches its table only
         if method == "POST":
             operation = Operation.INSERT_ENTITY
         elif method == "PUT":

@@ -15,6 +15,8 @@ Several processes may open the same file: SQLite's file lock serialises their wr
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
 import queue
 import sqlite3
 import threading
@@ -102,6 +104,10 @@ class SqliteStore(Store):
         self._durable = durable
         writer = _connect(self.path, durable)
         writer.executescript(SCHEMA)
+        # Writers of several worker processes queue on this lock, which wakes the next one the
+        # moment a commit ends; SQLite's own busy handler would sleep in steps of milliseconds.
+        # Correctness never depends on it: SQLite's write lock still guards every transaction.
+        self._lock_fd = os.open(str(directory / "tabulae.lock"), os.O_RDWR | os.O_CREAT, 0o600)
         self._reader = _connect(self.path, durable)
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread = threading.Thread(
@@ -141,6 +147,7 @@ class SqliteStore(Store):
 
     def _commit_group(self, conn: sqlite3.Connection, group: list[_Job]) -> None:
         outcomes: list[tuple[bool, Any]] = []
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         try:
             conn.execute("BEGIN IMMEDIATE")
             for fn, args, _loop, _future in group:
@@ -158,6 +165,8 @@ class SqliteStore(Store):
                 conn.execute("ROLLBACK")
             failure = TableError("InternalError", detail=str(exc))
             outcomes = [(False, failure)] * len(group)
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
         for (_fn, _args, loop, future), (ok, value) in zip(group, outcomes, strict=True):
             by_loop.setdefault(loop, []).append((future, ok, value))
@@ -168,6 +177,7 @@ class SqliteStore(Store):
         self._jobs.put(None)
         await asyncio.get_running_loop().run_in_executor(None, self._thread.join)
         self._reader.close()
+        os.close(self._lock_fd)
 
     # ----------------------------------------------------------------------------- tables
 
