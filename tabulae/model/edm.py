@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import time
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 STRING = "Edm.String"
@@ -85,6 +86,7 @@ def parse_datetime(text: str) -> int | None:
     return ticks
 
 
+@lru_cache(maxsize=16384)  # the same entity versions are formatted again and again on reads
 def format_datetime(ticks: int) -> str:
     """Format ticks as the service does: UTC, ``Z``, trailing zeros of the fraction trimmed."""
     seconds, fraction = divmod(ticks, TICKS_PER_SECOND)

@@ -32,6 +32,19 @@ class Route:
 
 
 def _is_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:
+    """Spec §1.1: IP literals, ``localhost`` and dotless hosts are path-style (cached per host)."""
+    cached = _STYLE_CACHE.get(host)
+    if cached is None:
+        cached = _compute_path_style(host, accounts)
+        if len(_STYLE_CACHE) < 1024:
+            _STYLE_CACHE[host] = cached
+    return cached
+
+
+_STYLE_CACHE: dict[str, bool] = {}
+
+
+def _compute_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:
     hostname = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
     bare = hostname.strip("[]")
     try:

@@ -21,14 +21,16 @@ never by a lock in this process. The SQL keeps to what Citus can route to a sing
   key or a serialization failure or deadlock (SQLSTATE 40001/40P01) restarts the transaction a
   few times. No triggers, no advisory locks, no reliance on SERIALIZABLE.
 
-Statements of one transaction are pipelined, so a write costs two round trips to the server
-whatever the size of its group. Front-ends cache table name -> id as a hint only: every
-statement that uses a cached id checks it, and a miss looks the name up again.
+Statements of one transaction are pipelined, so a write costs three round trips to the server
+whatever the size of its group, and a read one. Front-ends cache table name -> id as a hint
+only: every statement that uses a cached id checks it, and a miss looks the name up again.
+Rows come back in binary format, so ``bytea`` is not hex-encoded on the wire.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import secrets
 import struct
@@ -184,6 +186,15 @@ def _database_error(exc: psycopg.Error) -> TableError:
         return TableError("ServerBusy", detail="no database connection available")
     detail = type(exc).__name__ + (f" (SQLSTATE {exc.sqlstate})" if exc.sqlstate else "")
     return TableError("InternalError", detail=detail)
+
+
+async def _rollback(conn: Connection) -> None:
+    """End a failed transaction, so the connection goes back to the pool clean. If the
+    connection itself is broken the pool discards it, so errors here are not interesting."""
+    if conn.closed or conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        return
+    with contextlib.suppress(psycopg.Error):
+        await conn.execute("ROLLBACK")
 
 
 async def init_schema(url: str, citus: bool = False) -> None:
@@ -451,7 +462,7 @@ class PostgresStore(Store):
         async def run(conn: Connection) -> StoredEntity | None:
             for _ in range(MAX_ATTEMPTS):
                 table_id = await self._table_id(conn, key)
-                cursor = await conn.execute(_GET, (_dist(table_id, pk), _key(rk), table_id))
+                cursor = await conn.execute(_GET, (_dist(table_id, pk), _key(rk), table_id), binary=True)
                 row = await cursor.fetchone()
                 if row is not None:
                     return StoredEntity(pk, rk, int(row[0]), bytes(row[1]))
@@ -510,7 +521,7 @@ class PostgresStore(Store):
                 args.extend((_dist(table_id, after[0]), _key(after[1])))
             sql += f" AND {_TABLE_ALIVE} ORDER BY dist, rk LIMIT %s"
             args.extend((table_id, limit - len(found)))
-            cursor = await conn.execute(sql, args)
+            cursor = await conn.execute(sql, args, binary=True)
             for dist, rk, ticks, props in await cursor.fetchall():
                 found.append(StoredEntity(_text(bytes(dist[8:])), _text(bytes(rk)), int(ticks), bytes(props)))
             if len(found) >= limit:
@@ -540,70 +551,90 @@ class PostgresStore(Store):
         cursors = []
         for pk in sorted(by_pk, key=edm.utf16_sort_key):
             rks = sorted(_key(rk) for rk in by_pk[pk])
-            cursors.append(await conn.execute(_LOCK, (_dist(table_id, pk), rks)))
+            cursors.append(await conn.execute(_LOCK, (_dist(table_id, pk), rks), binary=True))
         return cursors
 
     async def _apply(
         self, conn: Connection, key: tuple[str, str], mutations: tuple[Mutation, ...]
     ) -> list[StoredEntity | None]:
-        """One try of an atomic group, in two pipelined round trips.
+        """One try of an atomic group, in three pipelined round trips.
 
-        First: look the table up and lock the touched rows (with the cached id, checked by the
-        lookup). Then, knowing the stored state, check every condition here, and send the writes
-        and the commit. Each write is conditional on the state that was read (``ticks = old``, or
-        ``ON CONFLICT DO NOTHING`` for a key that was missing); a zero row count means a
-        concurrent transaction got there first, and the group is rolled back and restarted.
+        1. ``BEGIN``, look the table up and lock the touched rows (with the cached table id; the
+           lookup in the same round trip tells whether it was right).
+        2. Knowing the stored state, check every condition here, then send the writes. Each is
+           conditional on the state that was read (``ticks = old``, or ``ON CONFLICT DO NOTHING``
+           for a key that was missing); a zero row count means a concurrent transaction got
+           there first, and the group is rolled back and restarted.
+        3. ``COMMIT``.
+
+        BEGIN and COMMIT are sent by hand (the pool's connections are in autocommit mode)
+        because psycopg's transaction block would wait for the server at both ends.
         """
-        async with conn.transaction(), conn.pipeline() as pipeline:
-            cached = self._ids.get(key)
-            lookup = await conn.execute(_LOOKUP, key)
-            locks = await self._lock(conn, cached, mutations) if cached is not None else []
-            row = await lookup.fetchone()
-            table_id = int(row[0]) if row else None
-            self._remember(key, table_id)
-            if table_id is None:
-                raise TableError("TableNotFound")
-            if table_id != cached:
-                locks = await self._lock(conn, table_id, mutations)
-            state: dict[tuple[bytes, bytes], tuple[int, bytes] | None] = {}
-            for cursor, pk in zip(
-                locks, sorted({m.pk for m in mutations}, key=edm.utf16_sort_key), strict=True
-            ):
-                for rk, ticks, props in await cursor.fetchall():
-                    state[(_dist(table_id, pk), bytes(rk))] = (int(ticks), bytes(props))
+        try:
+            async with conn.pipeline() as pipeline:
+                await conn.execute("BEGIN")
+                results = await self._apply_in_transaction(conn, pipeline, key, mutations)
+                await conn.execute("COMMIT")
+        except BaseException:
+            await _rollback(conn)
+            raise
+        return results
 
-            ticks = max([edm.now_ticks()] + [stored[0] + 1 for stored in state.values() if stored])
-            results: list[StoredEntity | None] = []
-            writes: list[tuple[int, bool, Cursor]] = []  # (index, was an insert, cursor)
-            for index, mutation in enumerate(mutations):
-                row_key = (_dist(table_id, mutation.pk), _key(mutation.rk))
-                existing = state.get(row_key)
-                try:
-                    _check_condition(mutation, existing)
-                    blob = self._new_blob(mutation, existing)
-                except TableError as exc:
-                    raise exc.at(index) from None
-                if mutation.kind is MutationKind.DELETE:
-                    assert existing is not None  # _check_condition guarantees it
-                    cursor = await conn.execute(_DELETE, (*row_key, existing[0]))
-                    state[row_key] = None
-                    results.append(None)
+    async def _apply_in_transaction(
+        self,
+        conn: Connection,
+        pipeline: psycopg.AsyncPipeline,
+        key: tuple[str, str],
+        mutations: tuple[Mutation, ...],
+    ) -> list[StoredEntity | None]:
+        cached = self._ids.get(key)
+        lookup = await conn.execute(_LOOKUP, key)
+        locks = await self._lock(conn, cached, mutations) if cached is not None else []
+        row = await lookup.fetchone()
+        table_id = int(row[0]) if row else None
+        self._remember(key, table_id)
+        if table_id is None:
+            raise TableError("TableNotFound")
+        if table_id != cached:
+            locks = await self._lock(conn, table_id, mutations)
+        state: dict[tuple[bytes, bytes], tuple[int, bytes] | None] = {}
+        partitions = sorted({m.pk for m in mutations}, key=edm.utf16_sort_key)
+        for cursor, pk in zip(locks, partitions, strict=True):
+            for rk, ticks, props in await cursor.fetchall():
+                state[(_dist(table_id, pk), bytes(rk))] = (int(ticks), bytes(props))
+
+        ticks = max([edm.now_ticks()] + [stored[0] + 1 for stored in state.values() if stored])
+        results: list[StoredEntity | None] = []
+        writes: list[tuple[int, bool, Cursor]] = []  # (index, was an insert, cursor)
+        for index, mutation in enumerate(mutations):
+            row_key = (_dist(table_id, mutation.pk), _key(mutation.rk))
+            existing = state.get(row_key)
+            try:
+                _check_condition(mutation, existing)
+                blob = self._new_blob(mutation, existing)
+            except TableError as exc:
+                raise exc.at(index) from None
+            if mutation.kind is MutationKind.DELETE:
+                assert existing is not None  # _check_condition guarantees it
+                cursor = await conn.execute(_DELETE, (*row_key, existing[0]))
+                state[row_key] = None
+                results.append(None)
+            else:
+                assert blob is not None
+                if existing is None:
+                    cursor = await conn.execute(_INSERT, (*row_key, ticks, blob))
                 else:
-                    assert blob is not None
-                    if existing is None:
-                        cursor = await conn.execute(_INSERT, (*row_key, ticks, blob))
-                    else:
-                        cursor = await conn.execute(_UPDATE, (ticks, blob, *row_key, existing[0]))
-                    state[row_key] = (ticks, blob)
-                    results.append(StoredEntity(mutation.pk, mutation.rk, ticks, blob))
-                writes.append((index, existing is None, cursor))
+                    cursor = await conn.execute(_UPDATE, (ticks, blob, *row_key, existing[0]))
+                state[row_key] = (ticks, blob)
+                results.append(StoredEntity(mutation.pk, mutation.rk, ticks, blob))
+            writes.append((index, existing is None, cursor))
 
-            await pipeline.sync()
-            for index, inserted, cursor in writes:
-                if cursor.rowcount != 1:
-                    if inserted and mutations[index].kind is MutationKind.INSERT:
-                        raise TableError("EntityAlreadyExists").at(index)
-                    raise _Restart
+        await pipeline.sync()
+        for index, inserted, cursor in writes:
+            if cursor.rowcount != 1:
+                if inserted and mutations[index].kind is MutationKind.INSERT:
+                    raise TableError("EntityAlreadyExists").at(index)
+                raise _Restart
         return results
 
     @staticmethod

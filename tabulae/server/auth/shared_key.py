@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 import re
 import time
@@ -91,7 +90,7 @@ def sign(key: bytes, string_to_sign: str) -> str:
 
 
 def _mac(key: bytes, string_to_sign: str) -> bytes:
-    return hmac.new(key, string_to_sign.encode("utf-8"), hashlib.sha256).digest()
+    return hmac.digest(key, string_to_sign.encode("utf-8"), "sha256")  # OpenSSL's one-shot HMAC
 
 
 # --------------------------------------------------------------------------- header parsing
