@@ -8,6 +8,7 @@ entities; it never sees HTTP and never writes SQL.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from tabulae.table.query.evaluate import (
     compile_table_predicate,
     references_user_properties,
 )
+from tabulae.table.query.nodes import property_names
 from tabulae.table.query.parser import parse_filter
 from tabulae.table.query.plan import QueryPlan, clip_to_range, plan_query
 
@@ -219,6 +221,7 @@ class TableService:
         residual = plan.residual
         predicate = compile_predicate(residual) if residual is not None else None
         needs_properties = residual is not None and references_user_properties(residual)
+        referenced = frozenset(property_names(residual)) if residual is not None else frozenset()
         chunk_size = SCAN_CHUNK if predicate is not None else limit + 1
         matches: list[StoredEntity] = []
         scanned = 0
@@ -227,7 +230,7 @@ class TableService:
         def accepts(entity: StoredEntity) -> bool:
             if predicate is None:
                 return True
-            properties = entity.properties() if needs_properties else {}
+            properties = entity.properties(referenced) if needs_properties else {}
             return predicate(entity.pk, entity.rk, entity.ticks, properties)
 
         while True:
@@ -252,6 +255,7 @@ class TableService:
             after = (chunk[-1].pk, chunk[-1].rk)
             if time.monotonic() > deadline:
                 return self._page(matches, after, plan, scanned)
+            await asyncio.sleep(0)  # a long scan must not starve other requests of this worker
 
     @staticmethod
     def _page(
