@@ -131,7 +131,7 @@ class Server:
         return found
 
     def stop(self) -> None:
-        """Stop the process group (SIGTERM, then SIGKILL) and remove the data directory."""
+        """Stop the process group (SIGTERM, then SIGKILL); remove the data directory and the log."""
         if self.process is not None and self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, signal.SIGTERM)
@@ -142,6 +142,7 @@ class Server:
             except ProcessLookupError:
                 pass
         shutil.rmtree(self.data_dir, ignore_errors=True)
+        self.log_path.unlink(missing_ok=True)
 
     def __enter__(self) -> Server:
         self.start()

@@ -15,6 +15,7 @@ from tabulae.config import (
     DEFAULT_HOST,
     DEFAULT_PORT,
     SETTINGS_ENV,
+    STORE_ENV,
     ConfigError,
     Settings,
     accounts_from,
@@ -45,6 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
         "('name1:key1:key2;name2:key1'). Default: the development account devstoreaccount1",
     )
     serve.add_argument(
+        "--store",
+        default=os.environ.get(STORE_ENV),
+        metavar="URL",
+        help=f"postgresql://user@host/db to keep data in PostgreSQL (or Citus) instead of SQLite; "
+        f"also read from {STORE_ENV}. The schema is created on an empty database",
+    )
+    serve.add_argument(
         "--in-memory",
         action="store_true",
         help="keep data in memory only (for tests and demos): everything is lost when the server stops",
@@ -72,6 +80,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
     )
+    database = commands.add_parser(
+        "db", help="manage a PostgreSQL store", description="Manage a PostgreSQL (or Citus) store."
+    )
+    db_commands = database.add_subparsers(dest="db_command", required=True)
+    init = db_commands.add_parser(
+        "init",
+        help="create the schema (idempotent)",
+        description="Create Tabulae's schema in a PostgreSQL database; with --citus also distribute it "
+        "(entities by table and PartitionKey, metadata as reference tables). Safe to run again.",
+    )
+    init.add_argument("--store", default=os.environ.get(STORE_ENV), metavar="URL", help="postgresql://… URL")
+    init.add_argument("--citus", action="store_true", help="distribute the schema with Citus")
     backup = commands.add_parser(
         "backup",
         help="take a consistent online backup of a data directory",
@@ -81,6 +101,18 @@ def build_parser() -> argparse.ArgumentParser:
     backup.add_argument("dest", type=Path, help="an empty or new directory for the copy")
     backup.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="the store to back up")
     return parser
+
+
+def run_db_init(args: argparse.Namespace) -> None:
+    import asyncio
+
+    from tabulae.storage.factory import is_postgres_url
+    from tabulae.storage.postgres import init_schema
+
+    if not is_postgres_url(args.store):
+        raise SystemExit(f"tabulae: db init needs --store postgresql://… (or {STORE_ENV})")
+    asyncio.run(init_schema(args.store, citus=args.citus))
+    print("schema ready" + (" and distributed with Citus" if args.citus else ""))
 
 
 def run_backup(args: argparse.Namespace) -> None:
@@ -120,6 +152,7 @@ def serve(args: argparse.Namespace) -> None:
         port=args.port,
         data_dir=data_dir,
         in_memory=args.in_memory,
+        store_url=args.store,
         accounts=accounts,
         oauth=args.oauth == "basic",
         cert_file=args.cert,
@@ -127,7 +160,11 @@ def serve(args: argparse.Namespace) -> None:
         access_log=args.access_log,
     )
     scheme = "https" if args.cert else "http"
+    if args.store and args.in_memory:
+        raise SystemExit("tabulae: --in-memory and --store exclude each other")
     where = "in memory (data is lost when the server stops)" if args.in_memory else f"in {args.data_dir}"
+    if args.store:
+        where = "in PostgreSQL"
     first = next(iter(accounts))
     print(
         f"Tabulae {__version__}: Table service on {scheme}://{args.host}:{args.port}/{first}, "
@@ -164,6 +201,8 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         serve(args)
+    elif args.command == "db":
+        run_db_init(args)
     elif args.command == "backup":
         run_backup(args)
     else:  # pragma: no cover - argparse rejects unknown commands

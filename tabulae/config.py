@@ -23,6 +23,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 10002
 DEFAULT_DATA_DIR = Path("tabulae-data")
 ACCOUNTS_ENV = ("TABULAE_ACCOUNTS", "AZURITE_ACCOUNTS")
+STORE_ENV = "TABULAE_STORE"  # the store URL, for `serve --store` and `db init --store`
 SETTINGS_ENV = "TABULAE_WORKER_SETTINGS"  # how `serve --workers N` hands settings to its workers
 
 
@@ -69,6 +70,7 @@ class Settings:
     port: int = DEFAULT_PORT
     data_dir: Path = DEFAULT_DATA_DIR
     in_memory: bool = False
+    store_url: str | None = None  # postgresql://… for the PostgreSQL backend; None is SQLite
     accounts: dict[str, list[bytes]] = field(default_factory=lambda: accounts_from([], {}))
     max_body_bytes: int = 4 * 1024 * 1024
     page_time_budget: float = 5.0
@@ -84,6 +86,7 @@ class Settings:
             "port": self.port,
             "data_dir": str(self.data_dir),
             "in_memory": self.in_memory,
+            "store_url": self.store_url,
             "accounts": {
                 name: [base64.b64encode(k).decode() for k in keys] for name, keys in self.accounts.items()
             },

@@ -16,6 +16,7 @@ import argparse
 import json
 import shutil
 import sys
+import textwrap
 import time
 import unicodedata
 import urllib.request
@@ -198,7 +199,8 @@ def render_top(snapshot: dict[str, Any], width: int, *, limit: int = 20) -> str:
         for warning in warnings:
             severity = warning.get("severity", "warning")
             text = _printable(f"! [{severity}] {warning.get('message', warning.get('kind', ''))}")
-            lines.append(_fit(text, width).rstrip())
+            for part in textwrap.wrap(text, width, subsequent_indent="    ") or [text]:
+                lines.append(_fit(part, width).rstrip())
     return "\n".join(lines) + "\n"
 
 

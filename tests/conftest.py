@@ -14,10 +14,37 @@ from tests.serverproc import ServerProcess
 _names = itertools.count()
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """One durable server for the session, on a free port with a temporary data directory."""
-    process = ServerProcess(tmp_path_factory.mktemp("data")).start()
+def _backends() -> list[str]:
+    """SQLite always; PostgreSQL when a test database is configured (always in CI)."""
+    if os.environ.get("TABULAE_TEST_PG_URL"):
+        return ["sqlite", "postgres"]
+    if os.environ.get("CI"):
+        raise RuntimeError("CI must set TABULAE_TEST_PG_URL (scripts/check starts a cluster)")
+    return ["sqlite"]
+
+
+def fresh_database(base_url: str) -> str:
+    """Create an empty database on the test cluster and return its URL."""
+    import psycopg
+
+    name = f"tabulae_{os.getpid()}_{next(_names)}"
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return base_url.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(scope="session", params=_backends())
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """One durable server per storage backend for the session, on a free port.
+
+    Tests that take it run once against SQLite and once against PostgreSQL (when configured).
+    """
+    extra: list[str] = []
+    if request.param == "postgres":
+        extra = ["--store", fresh_database(os.environ["TABULAE_TEST_PG_URL"])]
+    process = ServerProcess(tmp_path_factory.mktemp("data"), extra_args=extra).start()
     yield process
     process.stop()
 

@@ -30,7 +30,7 @@ from tabulae.server.http import SERVER_HEADER, Clock, Request, RequestIds, Respo
 from tabulae.server.odata import CONTENT_TYPES, MINIMAL, metadata_level
 from tabulae.server.routing import Resource, Route, resolve
 from tabulae.storage.base import MutationKind, Store
-from tabulae.storage.sqlite import SqliteStore
+from tabulae.storage.factory import open_store
 from tabulae.table.service import TableService
 
 log = logging.getLogger("tabulae")
@@ -143,13 +143,10 @@ class TabulaeApp:
 
     # ------------------------------------------------------------------------- lifecycle
 
-    def _open_store(self) -> Store:
-        """In-memory mode keeps SQLite files in a RAM-backed directory the CLI made, without fsync."""
-        return SqliteStore(self.settings.data_dir, durable=not self.settings.in_memory)
-
     async def startup(self) -> None:
         if self._store is None:
-            self._store = self._open_store()
+            settings = self.settings
+            self._store = await open_store(settings.store_url, settings.data_dir, settings.in_memory)
             self.service = TableService(self._store, page_time_budget=self.settings.page_time_budget)
 
     async def shutdown(self) -> None:

@@ -71,6 +71,11 @@ class FaultInjector:
     def enabled(self) -> bool:
         return self.probability > 0.0
 
+    @property
+    def windows(self) -> int:
+        """Outage windows held in memory (ended ones are dropped lazily)."""
+        return len(self._outages)
+
     def offline(self, account: str, table: str, pk: str) -> bool:
         """Whether the partition is inside a "partition moved" window now."""
         key = (account, table.lower(), pk)

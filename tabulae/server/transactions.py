@@ -51,6 +51,16 @@ def _origin_path(target: str) -> str:
     return target.split("?", 1)[0]
 
 
+def _sub_route(scheme: str, host: str, target: str, accounts: dict[str, list[bytes]]) -> Route:
+    """Resolve a sub-request URL; an unknown account there is bad input, not an auth failure."""
+    try:
+        return resolve(scheme, host, _origin_path(target), accounts)
+    except TableError as exc:
+        if exc.code == "AuthenticationFailed":
+            raise TableError("InvalidInput") from None
+        raise
+
+
 def _header(sub: SubRequest, name: str) -> str | None:
     values = [value for key, value in sub.headers if key == name]
     return values[0] if values else None
@@ -159,7 +169,7 @@ async def submit(
     table_key: str | None = None
     for index, sub in enumerate(batch.operations):
         try:
-            op_route = resolve(request.scheme, host, _origin_path(sub.target), accounts)
+            op_route = _sub_route(request.scheme, host, sub.target, accounts)
             if op_route.account != route.account or op_route.table is None:
                 raise TableError("InvalidInput")
             if table_key is None:
@@ -201,7 +211,7 @@ async def _single_query(
     """A batch holding one bare GET of an entity (spec §3.12.5), answered outside a changeset."""
     host = request.headers.get("host", "127.0.0.1")
     try:
-        op_route = resolve(request.scheme, host, _origin_path(sub.target), accounts)
+        op_route = _sub_route(request.scheme, host, sub.target, accounts)
         if (
             sub.method.upper() != "GET"
             or op_route.account != route.account

@@ -126,21 +126,21 @@ class Store(ABC):
 
     # Small per-table and per-account documents, stored as opaque bytes (model.settings encodes them).
 
+    @abstractmethod
     async def get_acl(self, account: str, table: str) -> bytes | None:
         """The table's stored access policies, or ``None`` if never set. Raises ``TableNotFound``."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def set_acl(self, account: str, table: str, acl: bytes) -> None:
         """Replace the table's access policies; durable on return. Raises ``TableNotFound``."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def get_service_properties(self, account: str) -> bytes | None:
         """The account's service properties, or ``None`` if never set."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def set_service_properties(self, account: str, properties: bytes) -> None:
         """Replace the account's service properties; durable on return."""
-        raise NotImplementedError
 
     async def close(self) -> None:  # noqa: B027 - optional for backends with nothing to release
         """Release connections and threads; pending writes are finished first."""

@@ -64,7 +64,7 @@ def check_top(top: str | None) -> int | None:
     """``$top`` is 1..1000 (0 gives an empty page); anything else is ``InvalidInput``."""
     if top is None or top == "":
         return None
-    if not top.isdigit() or int(top) > MAX_PAGE:
+    if not (top.isascii() and top.isdigit()) or int(top) > MAX_PAGE:
         raise TableError("InvalidInput")
     return int(top)
 
@@ -97,11 +97,11 @@ class TableService:
     async def query_tables(
         self, account: str, filter_text: str | None, top: int | None, next_token: str | None
     ) -> TablePage:
+        predicate = compile_table_predicate(parse_filter(filter_text)) if filter_text else None
+        after = decode_token(next_token) if next_token else None
         limit = MAX_PAGE if top is None else top
         if limit == 0:
             return TablePage([], None)
-        predicate = compile_table_predicate(parse_filter(filter_text)) if filter_text else None
-        after = decode_token(next_token) if next_token else None
         names: list[str] = []
         deadline = time.monotonic() + self.page_time_budget
         while True:
@@ -163,7 +163,7 @@ class TableService:
         if not mutations:
             raise TableError("InvalidInput", index=0)
         if len(mutations) > MAX_BATCH_OPERATIONS:
-            raise TableError("InvalidInput", MSG_BATCH_TOO_MANY, index=MAX_BATCH_OPERATIONS)
+            raise TableError("InvalidInput", MSG_BATCH_TOO_MANY, index=MAX_BATCH_OPERATIONS - 1)
         check_table_name(table)
         partition = mutations[0].pk
         seen: set[str] = set()

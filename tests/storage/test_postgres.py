@@ -205,3 +205,46 @@ def test_reads_survive_a_dropped_connection(pg_url: str) -> None:
             assert len(await store.scan(account, "T", [FULL_RANGE], None, 10)) == 1
 
     asyncio.run(main())
+
+
+def test_citus_schema_calls_each_citus_function_once(pg_url: str) -> None:
+    """Citus cannot be installed here, so a scratch database gets a stand-in of its catalog and
+    functions (same signatures); ``init_schema(citus=True)`` must register each table once, and
+    running it again must change nothing. The real thing runs when TABULAE_TEST_CITUS_URL is set."""
+    name = f"tabulae_citus_{uuid.uuid4().hex[:12]}"
+
+    async def admin(sql: str) -> None:
+        async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+            await conn.execute(sql)
+
+    async def main() -> None:
+        await admin(f"CREATE DATABASE {name}")
+        url = pg_url.rsplit("/", 1)[0] + "/" + name
+        try:
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+                await conn.execute(
+                    """
+                    CREATE TABLE pg_dist_partition (logicalrelid regclass, kind text, col text);
+                    CREATE FUNCTION create_reference_table(table_name regclass) RETURNS void
+                        LANGUAGE sql AS $$ INSERT INTO pg_dist_partition VALUES (table_name, 'n', NULL) $$;
+                    CREATE FUNCTION create_distributed_table(table_name regclass, distribution_column text)
+                        RETURNS void LANGUAGE sql
+                        AS $$ INSERT INTO pg_dist_partition VALUES (table_name, 'h', distribution_column) $$;
+                    """
+                )
+            await init_schema(url, citus=True)
+            await init_schema(url, citus=True)
+            async with await psycopg.AsyncConnection.connect(url) as conn:
+                cursor = await conn.execute(
+                    "SELECT logicalrelid::text, kind, col FROM pg_dist_partition ORDER BY 1"
+                )
+                registered = await cursor.fetchall()
+        finally:
+            await admin(f"DROP DATABASE {name}")
+        assert registered == [
+            ("entities", "h", "dist"),
+            ("service_properties", "n", None),
+            ("tables", "n", None),
+        ]
+
+    asyncio.run(main())
