@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tabulae import __version__
+from tabulae import __version__, stress, top
 from tabulae.config import (
     DEFAULT_DATA_DIR,
     DEFAULT_HOST,
@@ -73,12 +73,37 @@ def build_parser() -> argparse.ArgumentParser:
         "(local development only; needs --cert, as clients send tokens over HTTPS only)",
     )
     serve.add_argument(
+        "--targets",
+        choices=["azure"],
+        help="enforce Azure's scalability targets: entities/s per partition and per account "
+        "(every entity written or scanned counts); over them requests get 503 ServerBusy",
+    )
+    serve.add_argument(
+        "--partition-target", type=float, default=2000.0, help="entities/s per partition (default 2000)"
+    )
+    serve.add_argument(
+        "--account-target", type=float, default=20000.0, help="entities/s per account (default 20000)"
+    )
+    serve.add_argument(
+        "--faults",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="inject transient 503/500 answers with probability P, and brief partition outages, "
+        "to test client retry code (never affects data)",
+    )
+    serve.add_argument("--faults-seed", type=int, help="seed for --faults, for repeatable runs")
+    serve.add_argument(
         "--access-log",
         action="store_true",
         help="log one JSON line per request to stderr (method, path without query, status, ms, request id)",
     )
     serve.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    top.add_arguments(commands.add_parser("top", help="show the hottest partitions of a server, live"))
+    stress.add_arguments(
+        commands.add_parser("stress", help="run the partition stress test of the design guide")
     )
     database = commands.add_parser(
         "db", help="manage a PostgreSQL store", description="Manage a PostgreSQL (or Citus) store."
@@ -158,6 +183,12 @@ def serve(args: argparse.Namespace) -> None:
         cert_file=args.cert,
         key_file=args.key,
         access_log=args.access_log,
+        targets=args.targets == "azure",
+        partition_target=args.partition_target,
+        account_target=args.account_target,
+        faults=args.faults,
+        faults_seed=args.faults_seed,
+        workers=args.workers,
     )
     scheme = "https" if args.cert else "http"
     if args.store and args.in_memory:
@@ -201,6 +232,10 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         serve(args)
+    elif args.command == "top":
+        sys.exit(top.main(args))
+    elif args.command == "stress":
+        sys.exit(stress.main(args))
     elif args.command == "db":
         run_db_init(args)
     elif args.command == "backup":

@@ -74,6 +74,12 @@ class Settings:
     accounts: dict[str, list[bytes]] = field(default_factory=lambda: accounts_from([], {}))
     max_body_bytes: int = 4 * 1024 * 1024
     page_time_budget: float = 5.0
+    targets: bool = False  # enforce the scalability targets below (503 ServerBusy over them)
+    partition_target: float = 2000.0  # entities per second per partition
+    account_target: float = 20000.0  # entities per second per account
+    faults: float = 0.0  # probability of an injected transient 503/500
+    faults_seed: int | None = None
+    workers: int = 1
     access_log: bool = False  # one JSON line per request on stderr
     oauth: bool = False  # accept bearer tokens (basic checks, no signature validation)
     cert_file: Path | None = None
@@ -94,6 +100,12 @@ class Settings:
             "page_time_budget": self.page_time_budget,
             "oauth": self.oauth,
             "access_log": self.access_log,
+            "targets": self.targets,
+            "partition_target": self.partition_target,
+            "account_target": self.account_target,
+            "faults": self.faults,
+            "faults_seed": self.faults_seed,
+            "workers": self.workers,
             "cert_file": str(self.cert_file) if self.cert_file else None,
             "key_file": str(self.key_file) if self.key_file else None,
         }

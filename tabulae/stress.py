@@ -261,9 +261,12 @@ async def stress(
     client_options: dict[str, Any] | None = None,
 ) -> StressReport:
     """Run the stress test (see :func:`run_stress`) on the running event loop."""
-    from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsError
-    from azure.data.tables import UpdateMode
-    from azure.data.tables.aio import TableClient
+    try:
+        from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsError
+        from azure.data.tables import UpdateMode
+        from azure.data.tables.aio import TableClient
+    except ImportError as exc:
+        raise SystemExit("tabulae stress needs the SDK: pip install 'tabulae[stress]'") from exc
 
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -26,9 +27,13 @@ from tabulae.server.auth.bearer import CHALLENGE, verify_bearer
 from tabulae.server.auth.sas import Operation, SasGrant, StoredPolicy, parse_sas, verify_sas
 from tabulae.server.auth.shared_key import verify_authorization
 from tabulae.server.errors import XML_CONTENT_TYPE, error_json, error_xml
+from tabulae.server.faults import FaultInjector
+from tabulae.server.guard import GuardedService
 from tabulae.server.http import SERVER_HEADER, Clock, Request, RequestIds, Response, error_time
+from tabulae.server.insight import Insight
 from tabulae.server.odata import CONTENT_TYPES, MINIMAL, metadata_level
 from tabulae.server.routing import Resource, Route, resolve
+from tabulae.server.throttle import Targets, Throttle
 from tabulae.storage.base import MutationKind, Store
 from tabulae.storage.factory import open_store
 from tabulae.table.service import TableService
@@ -137,7 +142,10 @@ class TabulaeApp:
     def __init__(self, settings: Settings, store: Store | None = None) -> None:
         self.settings = settings
         self._store = store
-        self.service: TableService | None = TableService(store) if store else None
+        self.insight = Insight(
+            partition_target=settings.partition_target, account_target=settings.account_target
+        )
+        self.service: TableService | None = self._guarded(store) if store else None
         self._ids = RequestIds()
         self._clock = Clock()
 
@@ -147,7 +155,26 @@ class TabulaeApp:
         if self._store is None:
             settings = self.settings
             self._store = await open_store(settings.store_url, settings.data_dir, settings.in_memory)
-            self.service = TableService(self._store, page_time_budget=self.settings.page_time_budget)
+            self.service = self._guarded(self._store)
+
+    def _guarded(self, store: Store) -> GuardedService:
+        """The service with targets (per worker, a share of each), faults and insight as configured."""
+        settings = self.settings
+        throttle = None
+        if settings.targets:
+            targets = Targets(settings.partition_target, settings.account_target)
+            throttle = Throttle(targets, workers=settings.workers)
+        faults = None
+        if settings.faults > 0:
+            seed = None if settings.faults_seed is None else settings.faults_seed + os.getpid()
+            faults = FaultInjector(settings.faults, random.Random(seed))
+        return GuardedService(
+            store,
+            page_time_budget=settings.page_time_budget,
+            insight=self.insight,
+            throttle=throttle,
+            faults=faults,
+        )
 
     async def shutdown(self) -> None:
         if self._store is not None:
@@ -178,6 +205,9 @@ class TabulaeApp:
         if scope["type"] != "http":
             return
         started = time.perf_counter()
+        if scope["path"] == "/metrics" and scope["method"] == "GET":
+            await self._metrics(scope, send)
+            return
         request = Request.from_scope(scope)
         request_id = self._ids.next()
         xml_errors = False
@@ -216,6 +246,21 @@ class TabulaeApp:
             "ms": round((time.perf_counter() - started) * 1000, 3),
         }
         sys.stderr.write(orjson.dumps(line).decode() + "\n")
+
+    async def _metrics(self, scope: dict[str, Any], send: Any) -> None:
+        """``/metrics``: this worker's counters, Prometheus text or (``?format=json``) JSON.
+
+        Unauthenticated like any Prometheus endpoint; the server listens on loopback by default.
+        """
+        if b"format=json" in scope["query_string"]:
+            body = orjson.dumps(self.insight.snapshot())
+            content_type = b"application/json"
+        else:
+            body = self.insight.prometheus().encode()
+            content_type = b"text/plain; version=0.0.4; charset=utf-8"
+        headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
     def _route(self, request: Request) -> Route:
         host = request.headers.get("host", "127.0.0.1")

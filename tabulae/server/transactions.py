@@ -192,6 +192,8 @@ async def submit(
     try:
         results = await service.submit_batch(route.account, table, [op.mutation for op in operations])
     except TableError as error:
+        if error.index is None and error.status >= 500:
+            raise  # refused or failed as a whole (throttled, fault, storage): a retryable request error
         index = error.index if error.index is not None else 0
         error.index = index
         failed = operations[min(index, len(operations) - 1)]

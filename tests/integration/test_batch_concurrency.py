@@ -20,6 +20,7 @@ only on what each snapshot contains.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -30,6 +31,7 @@ import pytest
 from azure.data.tables import TableClient, TableServiceClient, TableTransactionError
 from azure.data.tables.aio import TableClient as AsyncTableClient
 
+from tests.conftest import fresh_database
 from tests.serverproc import ServerProcess
 
 ROWS = 100  # rows of the update partition; each update batch writes all of them
@@ -43,17 +45,22 @@ JOIN_TIMEOUT = 60.0
 
 
 @pytest.fixture(scope="module")
-def workers2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A server of several processes over one store (started once for this module)."""
-    process = ServerProcess(tmp_path_factory.mktemp("workers2"), extra_args=["--workers", "2"]).start()
+def workers2(server: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """``--workers 2`` on the session server's backend (its own data directory or database)."""
+    extra = list(server.extra_args)
+    if "--store" in extra:
+        extra[extra.index("--store") + 1] = fresh_database(os.environ["TABULAE_TEST_PG_URL"])
+    process = ServerProcess(
+        tmp_path_factory.mktemp("workers2"), extra_args=[*extra, "--workers", "2"]
+    ).start()
     yield process
     process.stop()
 
 
-@pytest.fixture(params=["session", "workers-2"])
-def target(request: pytest.FixtureRequest) -> ServerProcess:
-    server: ServerProcess = request.getfixturevalue("server" if request.param == "session" else "workers2")
-    return server
+@pytest.fixture(params=["shared", "workers-2"])
+def target(request: pytest.FixtureRequest, server: ServerProcess, workers2: ServerProcess) -> ServerProcess:
+    """The session server (default worker count), then one with several processes over one store."""
+    return server if request.param == "shared" else workers2
 
 
 @pytest.fixture

@@ -246,7 +246,8 @@ def test_more_than_fifteen_comparisons_is_400(raw: RawClient, loaded: Loaded, fi
 
 
 @pytest.mark.parametrize(
-    "top", ["1001", "5000", "-1", "-0", "abc", "1.5", "1e2", "%201", "+1", "0x10", "%C2%B2"]
+    "top",
+    ["1001", "5000", "-1", "-0", "abc", "1.5", "1e2", "%201", "+1", "0x10", "%C2%B2", "%EF%BC%91", "%D9%A1"],
 )
 def test_bad_top_on_entities_is_400(raw: RawClient, loaded: Loaded, top: str) -> None:
     response = raw.request("GET", f"{loaded.table_name}()?$top={top}")

@@ -129,11 +129,9 @@ AWKWARD_KEYS = [
 
 
 def test_tokens_are_present_together_non_empty_and_url_safe(raw: RawClient, table: TableClient) -> None:
-    entities = [
-        {"PartitionKey": pk, "RowKey": rk, "v": 1} for pk in AWKWARD_KEYS[:6] for rk in AWKWARD_KEYS
-    ] + [{"PartitionKey": pk, "RowKey": pk, "v": 1} for pk in AWKWARD_KEYS[6:]]
-    insert_all(raw, table.table_name, entities)
-    expected = key_order([(e["PartitionKey"], e["RowKey"]) for e in entities])  # type: ignore[misc]
+    keys = [(pk, rk) for pk in AWKWARD_KEYS[:6] for rk in AWKWARD_KEYS] + [(k, k) for k in AWKWARD_KEYS[6:]]
+    insert_all(raw, table.table_name, [{"PartitionKey": pk, "RowKey": rk, "v": 1} for pk, rk in keys])
+    expected = key_order(keys)
 
     pages = all_pages(raw, table.table_name, "$top=1")
     assert flatten(pages) == expected
@@ -176,6 +174,24 @@ def test_tokens_survive_url_encoding_by_clients(raw: RawClient, table: TableClie
 # ----------------------------------------------------------------------- resuming exactly
 
 
+RESUME_ROWS = [
+    {"PartitionKey": f"p{p}", "RowKey": f"{r:02d}", "n": p * 8 + r, "m3": (p * 8 + r) % 3}
+    for p in range(4)
+    for r in range(8)
+]
+
+
+@pytest.fixture(scope="module")
+def resume_table(server: ServerProcess) -> Iterator[str]:
+    """Four partitions of eight rows (read-only for the tests that use it)."""
+    raw = RawClient(server.port)
+    name = f"qresume{os.getpid()}"
+    assert raw.create_table(name).status == 201
+    insert_all(raw, name, RESUME_ROWS)
+    yield name
+    raw.request("DELETE", f"Tables('{name}')")
+
+
 @pytest.mark.parametrize(
     ("query", "selected"),
     [
@@ -196,31 +212,25 @@ def test_tokens_survive_url_encoding_by_clients(raw: RawClient, table: TableClie
 )
 @pytest.mark.parametrize("top", [1, 4, 7, 1000])
 def test_tokens_resume_exactly_where_the_page_stopped(
-    raw: RawClient, table: TableClient, query: str, selected: Callable[[str, str, int], bool], top: int
+    raw: RawClient, resume_table: str, query: str, selected: Callable[[str, str, int], bool], top: int
 ) -> None:
-    rows = []
-    for p in range(4):
-        for r in range(8):
-            n = p * 8 + r
-            rows.append({"PartitionKey": f"p{p}", "RowKey": f"{r:02d}", "n": n, "m3": n % 3})
-    for p in range(4):
-        table.submit_transaction([("create", row) for row in rows if row["PartitionKey"] == f"p{p}"])
     expected = [
         (row["PartitionKey"], row["RowKey"])
-        for row in rows
-        if selected(row["PartitionKey"], row["RowKey"], row["n"])
+        for row in RESUME_ROWS
+        if selected(row["PartitionKey"], row["RowKey"], row["n"])  # type: ignore[arg-type]
     ]
     joined = f"$top={top}&{query}" if query else f"$top={top}"
-    pages = all_pages(raw, table.table_name, joined)
+    pages = all_pages(raw, resume_table, joined)
     assert flatten(pages) == expected
     assert all(len(page.keys) <= top for page in pages)
-    # Every page but the last is full (this server never ends a page early on small data),
-    # and the last page carries no token: no further match exists.
+    # Every page but the last is full (spec §7.3: page size = min($top, 1000); on a few dozen
+    # rows no time budget can end a page early), and the last page carries no token: no
+    # further match exists (spec §7.1).
     assert all(len(page.keys) == top for page in pages[:-1])
     assert pages[-1].npk is None
     # A token can be replayed: the same page comes back.
     for before, after in itertools.pairwise(pages):
-        again = get_page(raw, table.table_name, joined, before.npk, before.nrk)
+        again = get_page(raw, resume_table, joined, before.npk, before.nrk)
         assert again.keys == after.keys
 
 
@@ -278,44 +288,40 @@ def test_rows_written_between_pages_cause_no_duplicates_or_skips(raw: RawClient,
     assert {("p1", "02x"), ("p1", "03"), ("p1", "99"), ("p15", "00"), ("p9", "")} <= set(seen)
 
 
-def test_entity_tokens_survive_a_server_restart(fresh_server: ServerProcess) -> None:
+def test_tokens_survive_a_server_restart(fresh_server: ServerProcess) -> None:
     raw = RawClient(fresh_server.port)
     assert raw.create_table("restartpaging").status == 201
     keys = [(f"p{p}", f"r{r}") for p in range(3) for r in range(4)]
     insert_all(raw, "restartpaging", [{"PartitionKey": pk, "RowKey": rk, "n": 1} for pk, rk in keys])
     first = get_page(raw, "restartpaging", f"$top=5&$filter={q('n eq 1')}")
     assert first.keys == keys[:5] and first.npk and first.nrk
-
-    fresh_server.restart()
-    raw = RawClient(fresh_server.port)
-    rest = [first]
-    npk, nrk = first.npk, first.nrk
-    while npk is not None:
-        page = get_page(raw, "restartpaging", f"$top=5&$filter={q('n eq 1')}", npk, nrk)
-        rest.append(page)
-        npk, nrk = page.npk, page.nrk
-    assert flatten(rest) == keys
-
-
-def test_table_tokens_survive_a_server_restart(fresh_server: ServerProcess) -> None:
-    raw = RawClient(fresh_server.port)
-    names = [f"restart{i}" for i in range(5)]
+    names = [f"restart{i}" for i in range(4)]
     for name in names:
         assert raw.create_table(name).status == 201
-    response = raw.request("GET", "Tables?$top=2")
+    tables_filter = q("TableName ge 'restart'")
+    tables_query = f"Tables?$top=2&$filter={tables_filter}"
+    response = raw.request("GET", tables_query)
     assert [t["TableName"] for t in response.json()["value"]] == names[:2]
-    token = response.header("x-ms-continuation-NextTableName")
-    assert token
+    table_token = response.header("x-ms-continuation-NextTableName")
+    assert table_token
 
     fresh_server.restart()
     raw = RawClient(fresh_server.port)
+
+    pages = [first]
+    while pages[-1].npk is not None:
+        pages.append(
+            get_page(raw, "restartpaging", f"$top=5&$filter={q('n eq 1')}", pages[-1].npk, pages[-1].nrk)
+        )
+    assert flatten(pages) == keys
+
     seen = names[:2]
-    while token:
-        response = raw.request("GET", f"Tables?$top=2&NextTableName={token}")
+    while table_token:
+        response = raw.request("GET", f"{tables_query}&NextTableName={table_token}")
         assert response.status == 200, response
         seen.extend(t["TableName"] for t in response.json()["value"])
-        token = response.header("x-ms-continuation-NextTableName")
-    assert seen == names
+        table_token = response.header("x-ms-continuation-NextTableName")
+    assert seen == [*names, "restartpaging"]
 
 
 # ------------------------------------------------------------------------------ Query Tables

@@ -446,23 +446,27 @@ def _split_head(part: bytes) -> tuple[dict[str, str], bytes]:
     return headers, rest
 
 
+def _http_part(piece: bytes, response: RawResponse) -> BatchPart:
+    _mime, http_message = _split_head(piece)
+    status_line, _, rest = http_message.partition(b"\r\n")
+    match = re.fullmatch(rb"HTTP/1\.1 (\d{3})(?: .*)?", status_line)
+    assert match, f"bad status line {status_line!r} in {response!r}"
+    headers, part_body = _split_head(rest)
+    return BatchPart(int(match.group(1)), headers, part_body.rstrip(b"\r\n"))
+
+
 def parse_batch_response(response: RawResponse) -> list[BatchPart]:
-    """The operation parts of a 202 batch response, in order."""
+    """The operation parts of a 202 batch response, in order (a changeset's parts, or the one
+    part of a bare GET answered outside any changeset)."""
     assert response.status == 202, response
     outer = _boundary(response.header("content-type") or "")
     top = _multipart_parts(response.body, outer)
     assert len(top) == 1, response
     mime_headers, changeset_body = _split_head(top[0])
+    if mime_headers.get("content-type", "").startswith("application/http"):
+        return [_http_part(top[0], response)]
     inner = _boundary(mime_headers.get("content-type", ""))
-    parts = []
-    for piece in _multipart_parts(changeset_body, inner):
-        _mime, http_message = _split_head(piece)
-        status_line, _, rest = http_message.partition(b"\r\n")
-        match = re.fullmatch(rb"HTTP/1\.1 (\d{3})(?: .*)?", status_line)
-        assert match, f"bad status line {status_line!r} in {response!r}"
-        headers, part_body = _split_head(rest)
-        parts.append(BatchPart(int(match.group(1)), headers, part_body.rstrip(b"\r\n")))
-    return parts
+    return [_http_part(piece, response) for piece in _multipart_parts(changeset_body, inner)]
 
 
 def send_batch(client: RawClient, ops: Sequence[BatchOp], timeout: float = 30.0) -> RawResponse:
