@@ -13,6 +13,7 @@ import enum
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tabulae.model.edm import Properties
 from tabulae.model.entity import StoredEntity
@@ -41,6 +42,28 @@ class KeyRange:
 
 
 FULL_RANGE = KeyRange()
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyTest:
+    """``name op literal`` on a user property, with the comparison rules of the ``$filter``
+    language: a missing property fails every test; a literal of another type fails ``eq``,
+    ``gt`` and ``ge`` and passes ``ne``, ``lt`` and ``le`` (after Int32→Int64→Double widening).
+    ``edm_type``/``value`` are typed as in :mod:`tabulae.model.edm`."""
+
+    name: str
+    op: str  # eq ne gt ge lt le
+    edm_type: str
+    value: Any
+
+
+@dataclass(slots=True)
+class ScanChunk:
+    """What :meth:`Store.scan_filtered` examined: one entry per row in key order, ``None`` for a
+    row that cannot pass the hints, and the key of the last row examined (to resume after)."""
+
+    rows: list[StoredEntity | None]
+    last_key: tuple[str, str] | None
 
 
 class MutationKind(enum.Enum):
@@ -108,6 +131,24 @@ class Store(ABC):
 
         Fewer than ``limit`` rows means the ranges are exhausted. Raises ``TableNotFound``.
         """
+
+    async def scan_filtered(
+        self,
+        account: str,
+        table: str,
+        ranges: Sequence[KeyRange],
+        after: tuple[str, str] | None,
+        limit: int,
+        hints: Sequence[PropertyTest],
+    ) -> ScanChunk:
+        """:meth:`scan`, but a backend may answer ``None`` for rows that cannot pass every hint,
+        without reading them into Python. It must never do so for a row that could pass: the
+        hints are a filter's necessary conditions, and the exact filter runs on what remains.
+        Up to ``limit`` rows are examined; fewer means the ranges are exhausted. This default
+        filters nothing."""
+        found = await self.scan(account, table, ranges, after, limit)
+        last = (found[-1].pk, found[-1].rk) if found else None
+        return ScanChunk(list(found), last)
 
     @abstractmethod
     async def apply(

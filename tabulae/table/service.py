@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tabulae.model.entity import StoredEntity
+from tabulae.model import edm
+from tabulae.model.entity import SYSTEM_NAMES, StoredEntity
 from tabulae.model.errors import MSG_BATCH_TOO_MANY, TableError
 from tabulae.model.names import check_table_name
 from tabulae.model.settings import (
@@ -24,14 +25,14 @@ from tabulae.model.settings import (
     encode_acl,
     encode_service_properties,
 )
-from tabulae.storage.base import Mutation, Store
+from tabulae.storage.base import Mutation, PropertyTest, Store
 from tabulae.table.paging import decode_token, encode_token
 from tabulae.table.query.evaluate import (
     compile_predicate,
     compile_table_predicate,
     references_user_properties,
 )
-from tabulae.table.query.nodes import property_names
+from tabulae.table.query.nodes import Comparison, Node, Property, conjuncts, property_names
 from tabulae.table.query.parser import parse_filter
 from tabulae.table.query.plan import QueryPlan, clip_to_range, plan_query
 
@@ -58,6 +59,23 @@ class EntityPage:
 class TablePage:
     names: list[str]
     next_token: str | None
+
+
+def filter_hints(residual: Node) -> tuple[PropertyTest, ...]:
+    """The residual's top-level comparisons on user properties, for storage to pre-filter with.
+
+    Only conjuncts qualify: each must hold for a row to match, so a row failing one can be
+    skipped. Comparisons under ``or``/``not`` and on system properties are left to the predicate.
+    """
+    hints: list[PropertyTest] = []
+    for conjunct in conjuncts(residual):
+        if isinstance(conjunct, Comparison):
+            name, op, literal = conjunct.oriented()
+            if name not in SYSTEM_NAMES and literal.value is not None:
+                hints.append(PropertyTest(name, op, literal.edm_type, literal.value))
+        elif isinstance(conjunct, Property) and conjunct.name not in SYSTEM_NAMES:
+            hints.append(PropertyTest(conjunct.name, "eq", edm.BOOLEAN, True))
+    return tuple(hints)
 
 
 def check_top(top: str | None) -> int | None:
@@ -176,8 +194,8 @@ class TableService:
         try:
             return await self.store.apply(account, table, mutations)
         except TableError as exc:
-            if exc.index is None:
-                exc.index = 0
+            if exc.index is None and exc.status < 500:
+                exc.index = 0  # a table-level failure (TableNotFound) is reported at operation 0
             raise
 
     async def query_entities(
@@ -218,41 +236,47 @@ class TableService:
     async def _scan_page(
         self, account: str, table: str, plan: QueryPlan, after: tuple[str, str] | None, limit: int
     ) -> EntityPage:
+        """Scan the plan's ranges from ``after``: storage skips rows the hints rule out, the
+        compiled residual decides the rest. Every row examined counts as scanned."""
         residual = plan.residual
         predicate = compile_predicate(residual) if residual is not None else None
         needs_properties = residual is not None and references_user_properties(residual)
         referenced = frozenset(property_names(residual)) if residual is not None else frozenset()
+        hints = filter_hints(residual) if residual is not None else ()
         chunk_size = SCAN_CHUNK if predicate is not None else limit + 1
         matches: list[StoredEntity] = []
         scanned = 0
         deadline = time.monotonic() + self.page_time_budget
 
-        def accepts(entity: StoredEntity) -> bool:
+        def accepts(entity: StoredEntity | None) -> bool:
+            if entity is None:
+                return False
             if predicate is None:
                 return True
             properties = entity.properties(referenced) if needs_properties else {}
             return predicate(entity.pk, entity.rk, entity.ticks, properties)
 
         while True:
-            chunk = await self.store.scan(account, table, plan.ranges, after, chunk_size)
-            for position, entity in enumerate(chunk):
-                scanned += 1
+            chunk = await self.store.scan_filtered(account, table, plan.ranges, after, chunk_size, hints)
+            rows = chunk.rows
+            for position, entity in enumerate(rows):
                 if not accepts(entity):
                     continue
+                assert entity is not None
                 matches.append(entity)
                 if len(matches) < limit:
                     continue
                 last = (entity.pk, entity.rk)
-                rest = chunk[position + 1 :]
+                rest = rows[position + 1 :]
+                scanned += len(rows)
                 if any(accepts(e) for e in rest):
-                    scanned += len(rest)
                     return self._page(matches, last, plan, scanned)
-                scanned += len(rest)
-                more = len(chunk) == chunk_size
+                more = len(rows) == chunk_size
                 return self._page(matches, last if more else None, plan, scanned)
-            if len(chunk) < chunk_size:
+            scanned += len(rows)
+            if len(rows) < chunk_size or chunk.last_key is None:
                 return self._page(matches, None, plan, scanned)
-            after = (chunk[-1].pk, chunk[-1].rk)
+            after = chunk.last_key
             if time.monotonic() > deadline:
                 return self._page(matches, after, plan, scanned)
             await asyncio.sleep(0)  # a long scan must not starve other requests of this worker
