@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -152,6 +153,10 @@ def run_backup(args: argparse.Namespace) -> None:
     print(f"backed up {args.data_dir} to {args.dest}")
 
 
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
 def _memory_dir() -> Path:
     """A RAM-backed directory (``/dev/shm`` where there is one) for ``--in-memory``."""
     shm = Path("/dev/shm")
@@ -162,6 +167,7 @@ def serve(args: argparse.Namespace) -> None:
     import uvicorn
 
     from tabulae.server.app import TabulaeApp
+    from tabulae.server.protocol import AzureHttpProtocol
 
     try:
         accounts = accounts_from(args.account)
@@ -206,7 +212,7 @@ def serve(args: argparse.Namespace) -> None:
         "host": args.host,
         "port": args.port,
         "loop": "uvloop",
-        "http": "httptools",
+        "http": AzureHttpProtocol,
         "lifespan": "on",
         "access_log": False,
         "log_level": args.log_level,
@@ -216,6 +222,10 @@ def serve(args: argparse.Namespace) -> None:
         "ssl_certfile": str(args.cert) if args.cert else None,
         "ssl_keyfile": str(args.key) if args.key else None,
     }
+    # uvicorn drains in-flight requests on SIGTERM/SIGINT, restores the previous handlers and
+    # raises the signal again; these handlers turn that into a clean exit with status 0.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _exit_cleanly)
     try:
         if args.workers == 1:
             uvicorn.run(TabulaeApp(settings), **options)  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ import base64
 import binascii
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,7 @@ MAX_ENTITY_BYTES = 1024 * 1024
 ANNOTATION = "@odata.type"
 SYSTEM_NAMES = frozenset({"PartitionKey", "RowKey", "Timestamp"})
 
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,20}")  # ASCII digits only, and short enough to be cheap
 _SPECIAL_DOUBLES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _FIXED_SIZES = {edm.BOOLEAN: 1, edm.DATETIME: 8, edm.DOUBLE: 8, edm.GUID: 16, edm.INT32: 4, edm.INT64: 8}
 
@@ -149,7 +151,7 @@ def _to_int(value: Any, low: int, high: int) -> int:
         raise _invalid()
     if isinstance(value, str):
         text = value.strip()
-        if not text or not text.lstrip("+-").isdigit():
+        if not _INTEGER_TEXT.fullmatch(text):
             raise _invalid()
         value = int(text)
     if not isinstance(value, int) or not low <= value <= high:

@@ -114,7 +114,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "AtomFormatNotSupported": (415, "Atom format is not supported."),
     "MediaTypeNotSupported": (415, "The requested media type is not supported."),
     "CorsPreflightFailure": (403, "CORS not enabled or no matching rule found for this request."),
-    "RequestHeaderTooLarge": (431, "The size of the request headers is too large."),
+    "RequestHeaderTooLarge": (400, "The size of the request headers is too large."),
     "RequestUrlTooLong": (414, "The request URL is too long."),
     # server side
     "InternalError": (500, "The server encountered an internal error. Please retry the request."),

@@ -25,6 +25,11 @@ def check_table_name(name: str) -> None:
 
 def check_body_key(which: str, value: str) -> None:
     """Validate a PartitionKey or RowKey that arrived in a JSON body."""
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate escaped in the JSON
+            raise TableError("InvalidInput") from exc
     if _FORBIDDEN_KEY_CHARS.search(value):
         raise TableError("OutOfRangeInput", f"The '{which}' parameter of value '{value}' is out of range.")
     if utf16_length(value) > MAX_KEY_UTF16:

@@ -136,7 +136,12 @@ def _retention(parent: ET.Element) -> RetentionPolicy:
     days_text = _text(element, "Days")
     if not enabled:
         return RetentionPolicy(False, None)
-    if days_text is None or not days_text.isdigit() or not 1 <= int(days_text) <= 365:
+    if (
+        days_text is None
+        or not days_text.isascii()
+        or not days_text.isdigit()
+        or not 1 <= int(days_text[:4]) <= 365
+    ):
         raise TableError("InvalidXmlNodeValue")
     return RetentionPolicy(True, int(days_text))
 
@@ -172,7 +177,12 @@ def _cors_rule(element: ET.Element) -> CorsRule:
     methods = [m.upper() for m in _comma_list(_text(element, "AllowedMethods"))]
     origins = _comma_list(_text(element, "AllowedOrigins"))
     max_age = _text(element, "MaxAgeInSeconds") or "0"
-    if not methods or any(m not in CORS_METHODS for m in methods) or not origins or not max_age.isdigit():
+    if (
+        not methods
+        or any(m not in CORS_METHODS for m in methods)
+        or not origins
+        or not (max_age.isascii() and max_age.isdigit() and len(max_age) <= 10 and int(max_age) <= 2**31 - 1)
+    ):
         raise TableError("InvalidXmlNodeValue")
     return CorsRule(
         allowed_origins=origins,

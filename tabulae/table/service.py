@@ -82,7 +82,7 @@ def check_top(top: str | None) -> int | None:
     """``$top`` is 1..1000 (0 gives an empty page); anything else is ``InvalidInput``."""
     if top is None or top == "":
         return None
-    if not (top.isascii() and top.isdigit()) or int(top) > MAX_PAGE:
+    if not (top.isascii() and top.isdigit()) or len(top) > 4 or int(top) > MAX_PAGE:
         raise TableError("InvalidInput")
     return int(top)
 

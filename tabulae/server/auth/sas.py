@@ -371,7 +371,7 @@ def _check_window(st: str | None, se: str | None, now: datetime) -> None:
         raise TableError(
             "AuthenticationFailed", detail=f"Signed expiry time [{se}] must be after signed start time [{st}]"
         )
-    if (start is not None and current < start - START_SKEW) or current > expiry:
+    if (start is not None and current + START_SKEW < start) or current > expiry:
         raise TableError(
             "AuthenticationFailed",
             detail=(

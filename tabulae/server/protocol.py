@@ -1,0 +1,61 @@
+"""The HTTP/1.1 protocol: uvicorn's httptools parser, with Azure-style answers to broken requests.
+
+Requests that cannot be parsed never reach the application, so uvicorn would answer them with a
+plain-text 400. Here they get the service's XML ``<Error>`` body and ``x-ms-error-code``, like
+every other error, and the request line and header block are capped (Azure accepts URLs of about
+32 KiB; we take twice that) so an endless line cannot grow a buffer without bound.
+"""
+
+from __future__ import annotations
+
+import os
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from tabulae.model.errors import TableError
+from tabulae.server.errors import error_xml
+from tabulae.server.http import error_time
+
+MAX_URL_BYTES = 64 * 1024
+MAX_HEADER_BYTES = 64 * 1024
+
+
+class _TooLarge(Exception):
+    """Raised from a parser callback; httptools turns it into a parse error we then answer."""
+
+
+class AzureHttpProtocol(HttpToolsProtocol):
+    """``HttpToolsProtocol`` with size caps and Azure error bodies for unparseable requests."""
+
+    _error: TableError | None = None
+    _header_bytes = 0
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._error = None
+        self._header_bytes = 0
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        if len(self.url) > MAX_URL_BYTES:
+            self._error = TableError("RequestUrlTooLong")
+            raise _TooLarge
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_bytes += len(name) + len(value) + 4
+        if self._header_bytes > MAX_HEADER_BYTES:
+            self._error = TableError("RequestHeaderTooLarge")
+            raise _TooLarge
+        super().on_header(name, value)
+
+    def send_400_response(self, msg: str) -> None:
+        error = self._error or TableError("InvalidUri", "The request could not be parsed as HTTP/1.1.")
+        request_id = os.urandom(16).hex()
+        body = error_xml(error, request_id, error_time(), table_style=False)
+        head = (
+            f"HTTP/1.1 {error.status} {'Bad Request' if error.status == 400 else 'Request Rejected'}\r\n"
+            f"content-type: application/xml\r\nx-ms-error-code: {error.code}\r\n"
+            f"x-ms-request-id: {request_id}\r\ncontent-length: {len(body)}\r\nconnection: close\r\n\r\n"
+        )
+        self.transport.write(head.encode("ascii") + body)
+        self.transport.close()
