@@ -332,7 +332,7 @@ def run_crash_cycles(
     try:
         created = server.raw().create_table(TABLE)
         assert created.status in (201, 409), created
-        _verify_all(load, server, report, CycleStats())  # adopt whatever an earlier run left
+        _verify_all(load, server, report, CycleStats())  # a new store: the table must be empty
         for cycle in range(cycles):
             stop = threading.Event()
             threads = [

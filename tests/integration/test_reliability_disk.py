@@ -34,6 +34,7 @@ import os
 import resource
 import subprocess
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,22 @@ class Ledger:
         assert missing == {}, f"{len(missing)} acknowledged entities missing or changed: {list(missing)[:5]}"
 
 
+@dataclass
+class Outcome:
+    """What happened while writes were impossible."""
+
+    ledger: Ledger
+    codes: list[str]  # the error codes of the writes that failed (each a retryable 5xx)
+    batches_in_202: list[str]  # batches that failed inside a 202 instead of as a 5xx
+
+    def assert_failures_were_retryable(self) -> None:
+        assert self.batches_in_202 == [], (
+            f"{len(self.batches_in_202)} batches that could not be written were answered 202 (SDKs raise "
+            "TableTransactionError and do not retry) instead of a top-level 5xx: " + self.batches_in_202[0]
+        )
+        assert self.codes, "no single write failed while the store could not write"
+
+
 def _failed_write(response: RawResponse, failures: list[str]) -> None:
     """A write that did not succeed must be a retryable 5xx Azure error (and nothing else)."""
     failures.append(assert_retryable_server_error(response))
@@ -162,9 +179,9 @@ def _failed_write(response: RawResponse, failures: list[str]) -> None:
 
 def exercise_lost_writes(
     server: IsolatedServer, make_trouble: Callable[[], None], end_trouble: Callable[[], None] | None
-) -> list[str]:
+) -> Outcome:
     """Acknowledge some data, make writes impossible, check errors and reads, end the trouble
-    (when it can end while running) and check that writes work again. Returns the error codes."""
+    (when it can end while running) and check that writes work again."""
     raw = server.raw()
     assert raw.create_table(TABLE).status == 201
     ledger = Ledger()
@@ -220,24 +237,13 @@ def exercise_lost_writes(
         ledger.acked[("before", "r000")] = (response.header("etag") or "", {"v": 1})
         assert raw.create_table("aftertrouble").status == 201
         ledger.check(raw)
-    server.acked_ledger = ledger  # type: ignore[attr-defined]
-    server.batches_in_202 = batches_in_202  # type: ignore[attr-defined]
-    return codes
+    return Outcome(ledger, codes, batches_in_202)
 
 
-def assert_batches_failed_retryably(server: IsolatedServer) -> None:
-    problems: list[str] = server.batches_in_202  # type: ignore[attr-defined]
-    assert problems == [], (
-        f"{len(problems)} batches that could not be written were answered 202 (SDKs raise "
-        f"TableTransactionError and do not retry) instead of a top-level 5xx: {problems[0]}"
-    )
-
-
-def restart_and_check(server: IsolatedServer) -> None:
+def restart_and_check(server: IsolatedServer, ledger: Ledger) -> None:
     server.stop()
     assert integrity_check(server.data_dir / "tabulae.db") == "ok"
     server.start()
-    ledger: Ledger = server.acked_ledger  # type: ignore[attr-defined]
     ledger.check(server.raw())
     assert ledger.insert(server.raw(), "restarted", "r", 10).status == 201
     server.stop()
@@ -257,23 +263,22 @@ def test_disk_full_fails_writes_with_retryable_azure_errors_and_recovers(tmp_pat
         try:
             if is_tmpfs:
                 fillers: list[Path] = []
-                codes = exercise_lost_writes(
+                outcome = exercise_lost_writes(
                     server,
                     lambda: fillers.append(fill_disk(disk)),
                     lambda: fillers.pop().unlink(),
                 )
             else:  # mount not permitted: a file-size limit instead (see the module docstring)
                 restore: list[Callable[[], None]] = []
-                codes = exercise_lost_writes(
+                outcome = exercise_lost_writes(
                     server,
                     lambda: restore.append(limit_file_size(server.worker_pids(), _file_sizes(disk / "data"))),
                     lambda: restore.pop()(),
                 )
-            restart_and_check(server)
+            restart_and_check(server, outcome.ledger)
         finally:
             server.kill()
-    assert codes
-    assert_batches_failed_retryably(server)
+    outcome.assert_failures_were_retryable()
 
 
 @pytest.mark.timeout(90)
@@ -286,12 +291,11 @@ def test_file_size_limit_fails_writes_with_retryable_azure_errors_and_recovers(t
         def limit() -> None:
             restore.append(limit_file_size(server.worker_pids(), _file_sizes(tmp_path / "data")))
 
-        codes = exercise_lost_writes(server, limit, lambda: restore.pop()())
-        restart_and_check(server)
+        outcome = exercise_lost_writes(server, limit, lambda: restore.pop()())
+        restart_and_check(server, outcome.ledger)
     finally:
         server.kill()
-    assert codes
-    assert_batches_failed_retryably(server)
+    outcome.assert_failures_were_retryable()
 
 
 @contextlib.contextmanager
@@ -332,8 +336,7 @@ def test_read_only_file_system_fails_writes_with_azure_errors_and_corrupts_nothi
                     probe.write_text("x")
                 assert raised.value.errno == errno.EROFS
 
-            codes = exercise_lost_writes(server, go_read_only, None)
-            ledger: Ledger = server.acked_ledger  # type: ignore[attr-defined]
+            outcome = exercise_lost_writes(server, go_read_only, None)
             server.stop()
         finally:
             server.kill()
@@ -345,11 +348,10 @@ def test_read_only_file_system_fails_writes_with_azure_errors_and_corrupts_nothi
         assert integrity_check(mountpoint / "data" / "tabulae.db") == "ok"
         server.start()
         try:
-            ledger.check(server.raw())
-            assert ledger.insert(server.raw(), "recovered", "r", 10).status == 201
+            outcome.ledger.check(server.raw())
+            assert outcome.ledger.insert(server.raw(), "recovered", "r", 10).status == 201
             server.stop()
         finally:
             server.kill()
         assert integrity_check(mountpoint / "data" / "tabulae.db") == "ok"
-    assert codes
-    assert_batches_failed_retryably(server)
+    outcome.assert_failures_were_retryable()

@@ -2,8 +2,9 @@
 batches, and exit with code 0; everything acknowledged is there after a restart.
 
 Before the signal, requests are put in flight deliberately: their headers and half of their body
-are sent (three inserts, one ``$batch`` of five inserts, and one more batch whose client will
-hang up instead of finishing), while four clients insert rows as fast as they can. After the
+are sent, and the server's ``100 Continue`` shows that the app is already reading them (three
+inserts, one ``$batch`` of five inserts, and one more batch whose client will hang up instead of
+finishing), while four clients insert rows as fast as they can. After the
 signal the slow clients send the rest of their bodies. Then:
 
 * every slow request gets a complete response: 201 for the inserts, 202 with five 201 parts for
@@ -52,14 +53,27 @@ LOADERS = 4
 
 
 class SlowUpload:
-    """A request whose client sent the headers and half the body, and holds the rest back."""
+    """A request in flight: its headers are read and the app is reading its body, which the
+    client holds back after the first half.
+
+    ``Expect: 100-continue`` makes the server say ``100 Continue`` at the moment the app starts
+    reading the body, so "in flight" is observed, not guessed from a sleep.
+    """
 
     def __init__(self, port: int, method: str, target: str, body: bytes, content_type: str) -> None:
         self.method = method
-        self.head, self.body = signed_request(port, method, target, body, content_type)
+        expect = [("Expect", "100-continue")]
+        self.head, self.body = signed_request(port, method, target, body, content_type, expect)
         self.half = len(self.body) // 2
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-        self.sock.sendall(self.head + self.body[: self.half])
+        self.sock.sendall(self.head)
+        interim = b""
+        while not interim.endswith(b"\r\n\r\n"):
+            chunk = self.sock.recv(1)
+            assert chunk, f"connection closed before 100 Continue: {interim!r}"
+            interim += chunk
+        assert interim.startswith(b"HTTP/1.1 100"), interim
+        self.sock.sendall(self.body[: self.half])
 
     def finish(self) -> RawResponse:
         try:
@@ -176,17 +190,17 @@ def test_signal_drains_in_flight_requests_and_exits_cleanly(
         loaders = [Loader(server.port, index) for index in range(LOADERS)]
         for loader in loaders:
             loader.start()
-        time.sleep(0.5)  # the slow requests' headers have been read: they are in flight
+        time.sleep(0.3)  # let the loaders get going
 
         assert server.process is not None and server.pgid is not None
         if to_group:
             os.killpg(server.pgid, sig)
         else:
             os.kill(server.process.pid, sig)
-        time.sleep(0.3)
+        time.sleep(0.5)  # the signal is handled: the server is draining
         probe = Probe(server.port)
         probe.start()
-        time.sleep(0.3)  # the server is draining: the slow clients finish now
+        time.sleep(0.2)
 
         abandoned.abandon()
         insert_responses = [upload.finish() for upload in inserts]

@@ -9,7 +9,7 @@ Everything here drives real ``tabulae serve`` processes. :class:`IsolatedServer`
   would leave ``--workers N`` children serving and writing);
 * its stderr goes to a file, never to a pipe nobody reads (with ``--access-log`` a pipe would
   fill up and block the server);
-* it can be started with a ``preexec_fn`` (resource limits) and tells which processes outlived it.
+* it tells which of its processes outlived a stop, and which processes are its workers.
 
 The few tests at the bottom check these helpers themselves, so a broken checker cannot make the
 real tests pass vacuously.
@@ -17,6 +17,7 @@ real tests pass vacuously.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -31,7 +32,7 @@ import tempfile
 import time
 import uuid
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,6 @@ class IsolatedServer(ServerProcess):
     """A ``tabulae serve`` process group with stderr in a file (see the module docstring)."""
 
     log_path: Path | None = None
-    preexec_fn: Callable[[], None] | None = None
     leftovers: list[int] = field(default_factory=list)
     pgid: int | None = None
 
@@ -93,9 +93,16 @@ class IsolatedServer(ServerProcess):
 
     def start(self, timeout: float = 30.0) -> IsolatedServer:
         command = [
-            sys.executable, "-m", "tabulae", "serve",
-            "--port", str(self.port), "--data-dir", str(self.data_dir), *self.extra_args,
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "tabulae",
+            "serve",
+            "--port",
+            str(self.port),
+            "--data-dir",
+            str(self.data_dir),
+            *self.extra_args,
+        ]
         env = dict(os.environ) if self.env is None else self.env
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         assert self.log_path is not None
@@ -108,7 +115,6 @@ class IsolatedServer(ServerProcess):
                 env=env,
                 cwd=ROOT,
                 start_new_session=True,
-                preexec_fn=self.preexec_fn,
             )
         finally:
             log.close()
@@ -165,10 +171,8 @@ class IsolatedServer(ServerProcess):
     def _killpg(self) -> None:
         if self.pgid is None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     def _reap_group(self) -> None:
         if self.pgid is None:
@@ -555,9 +559,11 @@ def test_error_checker_accepts_azure_errors_and_rejects_others() -> None:
 def test_batch_response_parser_reads_parts_in_order() -> None:
     body = (
         b"--batchresponse_1\r\nContent-Type: multipart/mixed; boundary=changesetresponse_2\r\n\r\n"
-        b"--changesetresponse_2\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n"
+        b"--changesetresponse_2\r\nContent-Type: application/http\r\n"
+        b"Content-Transfer-Encoding: binary\r\n\r\n"
         b"HTTP/1.1 204 No Content\r\nContent-ID: 0\r\nETag: W/\"datetime'a'\"\r\n\r\n\r\n"
-        b"--changesetresponse_2\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n"
+        b"--changesetresponse_2\r\nContent-Type: application/http\r\n"
+        b"Content-Transfer-Encoding: binary\r\n\r\n"
         b"HTTP/1.1 412 Precondition Failed\r\nContent-ID: 1\r\nContent-Type: application/json\r\n\r\n"
         b'{"odata.error":{}}\r\n'
         b"--changesetresponse_2--\r\n--batchresponse_1--\r\n"

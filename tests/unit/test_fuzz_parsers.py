@@ -43,7 +43,7 @@ from urllib.parse import quote
 from xml.sax.saxutils import escape
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tabulae.model.entity import encode_properties, entity_from_pairs, parse_json_pairs
@@ -168,10 +168,42 @@ def mutate(data: bytes, edits: list[tuple[int, int, bytes]]) -> bytes:
 
 
 NASTY_STRINGS = [
-    "", " ", "'", "''", "'''", "(", ")", "()", ",", "=", "/", "\\", "#", "?", "\x00", "\x7f", "\x85", "é",
-    "😀", "\u202e", "\ufeff", "²", "٣", "１", "NaN", "Infinity", "-Infinity", "1e309", "-0", "9" * 40,
-    "0x10", "true", "null", "PartitionKey", "RowKey",
-]  # fmt: skip
+    "",
+    " ",
+    "'",
+    "''",
+    "'''",
+    "(",
+    ")",
+    "()",
+    ",",
+    "=",
+    "/",
+    "\\",
+    "#",
+    "?",
+    "\x00",
+    "\x7f",
+    "\x85",
+    "é",
+    "😀",
+    "\u202e",
+    "\ufeff",
+    "²",
+    "٣",
+    "１",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "1e309",
+    "-0",
+    "9" * 40,
+    "0x10",
+    "true",
+    "null",
+    "PartitionKey",
+    "RowKey",
+]
 # Lone surrogates reach the server only through JSON \u escapes: URLs, queries and headers are
 # decoded as strict UTF-8 or as latin-1, which never yield one.
 SURROGATES = ["\ud800", "\udfff", "a\udc80b", "\ud83d"]
@@ -193,9 +225,30 @@ edit_or_not = st.one_of(st.just([]), byte_edits)
 # Resource paths ------------------------------------------------------------------------------
 
 NASTY_ESCAPES = [
-    "%", "%2", "%zz", "%2F", "%5C", "%27", "%27%27", "%00", "%0A", "%C0%80", "%ED%A0%80", "%FF",
-    "%F4%90%80%80", "%E2%80%AE", "%EF%BB%BF", "%25", "%2525", "+", "%20", "%28", "%29", "%2C", "%3D",
-]  # fmt: skip
+    "%",
+    "%2",
+    "%zz",
+    "%2F",
+    "%5C",
+    "%27",
+    "%27%27",
+    "%00",
+    "%0A",
+    "%C0%80",
+    "%ED%A0%80",
+    "%FF",
+    "%F4%90%80%80",
+    "%E2%80%AE",
+    "%EF%BB%BF",
+    "%25",
+    "%2525",
+    "+",
+    "%20",
+    "%28",
+    "%29",
+    "%2C",
+    "%3D",
+]
 
 path_piece = st.one_of(
     st.text(st.sampled_from("abcXYZ019'(),=+-_.~!*$&;:@ "), min_size=1, max_size=6),
@@ -219,10 +272,21 @@ def _literal(value: str, encode: bool) -> str:
 
 
 BROKEN_PREDICATES = [
-    "", "''", "'x'", "PartitionKey='a'", "PartitionKey='a',PartitionKey='b'", "RowKey='a',RowKey='b',PartitionKey='c'",
-    "'a''", "PartitionKey='a'RowKey='b'", "PartitionKey=a,RowKey=b", "PartitionKey='a',RowKey='b',", ",,",
-    "PartitionKey=='a',RowKey='b'", "partitionkey='a',rowkey='b'", "PartitionKey='a' , RowKey='b' x",
-]  # fmt: skip
+    "",
+    "''",
+    "'x'",
+    "PartitionKey='a'",
+    "PartitionKey='a',PartitionKey='b'",
+    "RowKey='a',RowKey='b',PartitionKey='c'",
+    "'a''",
+    "PartitionKey='a'RowKey='b'",
+    "PartitionKey=a,RowKey=b",
+    "PartitionKey='a',RowKey='b',",
+    ",,",
+    "PartitionKey=='a',RowKey='b'",
+    "partitionkey='a',rowkey='b'",
+    "PartitionKey='a' , RowKey='b' x",
+]
 
 
 @st.composite
@@ -237,7 +301,8 @@ def key_predicates(draw: st.DrawFn) -> str:
         ws = draw(st.sampled_from(["", " ", "%20", "  "]))
         return f"({ws}RowKey{ws}={ws}{_literal(rk, encode)}{ws},{ws}PartitionKey={_literal(pk, encode)}{ws})"
     if shape == 2:
-        return f"(PartitionKey=%27{quote(pk.replace(chr(39), chr(39) * 2), safe='')}%27,RowKey=%27{quote(rk, safe='')}%27)"
+        legacy_pk = quote(pk.replace("'", "''"), safe="")
+        return f"(PartitionKey=%27{legacy_pk}%27,RowKey=%27{quote(rk, safe='')}%27)"
     if shape == 3:
         return "(" + draw(raw_fragment) + ")"
     if shape == 4:
@@ -264,44 +329,189 @@ def raw_paths(draw: st.DrawFn) -> str:
 
 
 hosts = st.one_of(
-    st.sampled_from(["127.0.0.1:10002", "localhost", "[::1]:10002", "devstoreaccount1.table.core.windows.net",
-                     "devstoreaccount1-secondary.table.localhost", "other.table.core.windows.net", "[", "[::1",
-                     "", ":", "a.b.c.d.e", "256.1.1.1", "devstoreaccount1"]),
+    st.sampled_from(
+        [
+            "127.0.0.1:10002",
+            "localhost",
+            "[::1]:10002",
+            "devstoreaccount1.table.core.windows.net",
+            "devstoreaccount1-secondary.table.localhost",
+            "other.table.core.windows.net",
+            "[",
+            "[::1",
+            "",
+            ":",
+            "a.b.c.d.e",
+            "256.1.1.1",
+            "devstoreaccount1",
+        ]
+    ),
     st.text(st.sampled_from("ab.:[]1-"), max_size=12),
     header_text,
-)  # fmt: skip
+)
 
 
 # Entity JSON ---------------------------------------------------------------------------------
 
 RAW_NUMBERS = [
-    "1e400", "-1e400", "1E+308", "1.7976931348623157E+308", "1.8e308", "4.9e-324", "1e-400", "-0", "-0.0",
-    "0.1", "2147483647", "2147483648", "-2147483649", "9223372036854775807", "9223372036854775808",
-    "1" * 30, "1" * 4301, "1." + "0" * 400 + "1", "123456789012345678901234567890.5",
-]  # fmt: skip
+    "1e400",
+    "-1e400",
+    "1E+308",
+    "1.7976931348623157E+308",
+    "1.8e308",
+    "4.9e-324",
+    "1e-400",
+    "-0",
+    "-0.0",
+    "0.1",
+    "2147483647",
+    "2147483648",
+    "-2147483649",
+    "9223372036854775807",
+    "9223372036854775808",
+    "1" * 30,
+    "1" * 4301,
+    "1." + "0" * 400 + "1",
+    "123456789012345678901234567890.5",
+]
 TYPED_EDGES: dict[str | None, list[Any]] = {
-    "Edm.Int32": ["²", "٣٤", "１２", "+5", " 7 ", "-", "", "9" * 20, "9" * 4400, "2147483648", "-2147483649", "0x10",
-                  "1e3", "1.0", 1.0, True, None, [], {}, RawJson("1" * 4301), RawJson("1e400"), RawJson("2147483648")],
-    "Edm.Int64": ["²", "٣٤", "９", "+5", " 7 ", "-0", "", "9" * 19, "9" * 4400, "9223372036854775808", "0b1", 5,
-                  5.5, False, RawJson("1" * 4301), RawJson("9223372036854775808"), RawJson("1e400")],
-    "Edm.Double": ["NaN", "Infinity", "-Infinity", "nan", "inf", "1e309", "-1e309", "1e-400", "0x1p3", "²", "1_0",
-                   "", " 1 ", "9" * 4400, True, None, RawJson("1e400"), RawJson("1" * 4301), RawJson("-0.0")],
-    "Edm.DateTime": ["0001-01-01T00:00:00Z", "1600-12-31T23:59:59.9999999Z", "1601-01-01T00:00:00Z",
-                     "9999-12-31T23:59:59.9999999Z", "9999-12-31T23:59:59+00:01", "9999-12-31T23:00:00-23:59",
-                     "0000-01-01T00:00:00Z", "2024-02-30T00:00:00Z", "2024-01-01T00:00:00+99:99", "2024-01-01T24:00:00Z",
-                     "2024-01-01T00:00:00." + "9" * 50 + "Z", "٢٠٢٤-٠١-٠١T٠٠:٠٠:٠٠Z", "2024-01-01", "", 5, None],
-    "Edm.Guid": ["{3f2504e0-4f89-11d3-9a0c-0305e82c3301}", "3F2504E0-4F89-11D3-9A0C-0305E82C3301", "not-a-guid",
-                 "٣f2504e0-4f89-11d3-9a0c-0305e82c3301", "", 5],
+    "Edm.Int32": [
+        "²",
+        "--5",
+        "+-5",
+        "٣٤",
+        "１２",
+        "+5",
+        " 7 ",
+        "-",
+        "",
+        "9" * 20,
+        "9" * 4400,
+        "2147483648",
+        "-2147483649",
+        "0x10",
+        "1e3",
+        "1.0",
+        1.0,
+        True,
+        None,
+        [],
+        {},
+        RawJson("1" * 4301),
+        RawJson("1e400"),
+        RawJson("2147483648"),
+    ],
+    "Edm.Int64": [
+        "²",
+        "٣٤",
+        "９",
+        "+5",
+        " 7 ",
+        "-0",
+        "",
+        "9" * 19,
+        "9" * 4400,
+        "9223372036854775808",
+        "0b1",
+        5,
+        5.5,
+        False,
+        RawJson("1" * 4301),
+        RawJson("9223372036854775808"),
+        RawJson("1e400"),
+    ],
+    "Edm.Double": [
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "nan",
+        "inf",
+        "1e309",
+        "-1e309",
+        "1e-400",
+        "0x1p3",
+        "²",
+        "1_0",
+        "",
+        " 1 ",
+        "9" * 4400,
+        True,
+        None,
+        RawJson("1e400"),
+        RawJson("1" * 4301),
+        RawJson("-0.0"),
+    ],
+    "Edm.DateTime": [
+        "0001-01-01T00:00:00Z",
+        "1600-12-31T23:59:59.9999999Z",
+        "1601-01-01T00:00:00Z",
+        "9999-12-31T23:59:59.9999999Z",
+        "9999-12-31T23:59:59+00:01",
+        "9999-12-31T23:00:00-23:59",
+        "0000-01-01T00:00:00Z",
+        "2024-02-30T00:00:00Z",
+        "2024-01-01T00:00:00+99:99",
+        "2024-01-01T24:00:00Z",
+        "2024-01-01T00:00:00." + "9" * 50 + "Z",
+        "٢٠٢٤-٠١-٠١T٠٠:٠٠:٠٠Z",
+        "2024-01-01",
+        "",
+        5,
+        None,
+    ],
+    "Edm.Guid": [
+        "{3f2504e0-4f89-11d3-9a0c-0305e82c3301}",
+        "3F2504E0-4F89-11D3-9A0C-0305E82C3301",
+        "not-a-guid",
+        "٣f2504e0-4f89-11d3-9a0c-0305e82c3301",
+        "",
+        5,
+    ],
     "Edm.Binary": ["AAEC", "AAE=", "AAE", "====", "", "A" * 87384, "A" * 87400, "AA\nEC", "٣", 5, None],
     "Edm.Boolean": ["true", "false", "True", "1", 1, 0, True, None, ""],
-    "Edm.String": [1, True, None, RawJson("1.5"), "x" * 32768, "x" * 32769, "é" * 16385, "😀" * 16385, *SURROGATES],
-    None: [RawJson("1e400"), RawJson("-0"), RawJson("1" * 4301), RawJson("2147483648"), "x" * 32769, *SURROGATES],
-}  # fmt: skip
+    "Edm.String": [
+        1,
+        True,
+        None,
+        RawJson("1.5"),
+        "x" * 32768,
+        "x" * 32769,
+        "é" * 16385,
+        "😀" * 16385,
+        *SURROGATES,
+    ],
+    None: [
+        RawJson("1e400"),
+        RawJson("-0"),
+        RawJson("1" * 4301),
+        RawJson("2147483648"),
+        "x" * 32769,
+        *SURROGATES,
+    ],
+}
 EDM_TYPES = [t for t in TYPED_EDGES if t is not None] + ["Edm.Byte", "edm.int64", "", "Edm.String "]
 KEY_EDGES: list[Any] = [
-    "", "a/b", "a\\b", "a#b", "a?b", "\x00", "\x1f", "\x7f", "\x9f", "x" * 1024, "x" * 1025, "é" * 1025,
-    "😀" * 512, "😀" * 513, *SURROGATES, 5, None, True, [], {},
-]  # fmt: skip
+    "",
+    "a/b",
+    "a\\b",
+    "a#b",
+    "a?b",
+    "\x00",
+    "\x1f",
+    "\x7f",
+    "\x9f",
+    "x" * 1024,
+    "x" * 1025,
+    "é" * 1025,
+    "😀" * 512,
+    "😀" * 513,
+    *SURROGATES,
+    5,
+    None,
+    True,
+    [],
+    {},
+]
 
 json_scalars = st.one_of(
     st.none(),
@@ -320,11 +530,32 @@ json_values = st.recursive(
 )
 property_names = st.one_of(
     st.sampled_from(
-        ["PartitionKey", "RowKey", "Timestamp", "odata.etag", "odata.type", "odata.metadata", "Name", "n", "_x",
-         "a1", "x" * 255, "x" * 256, "1abc", "a-b", "a b", "é", "Ünïcödé", "a@b", "@odata.type", "", "\ud800"]
+        [
+            "PartitionKey",
+            "RowKey",
+            "Timestamp",
+            "odata.etag",
+            "odata.type",
+            "odata.metadata",
+            "Name",
+            "n",
+            "_x",
+            "a1",
+            "x" * 255,
+            "x" * 256,
+            "1abc",
+            "a-b",
+            "a b",
+            "é",
+            "Ünïcödé",
+            "a@b",
+            "@odata.type",
+            "",
+            "\ud800",
+        ]
     ),
     st.text(st.sampled_from("abcXY_1é-@."), max_size=8),
-)  # fmt: skip
+)
 
 
 @st.composite
@@ -384,13 +615,31 @@ json_bodies = st.one_of(
     json_pairs().map(dump_pairs),
     json_pairs().map(dump_pairs),
     st.builds(mutate, json_pairs().map(dump_pairs), byte_edits),
-    st.integers(1, 20000).map(lambda depth: b'{"PartitionKey":"p","RowKey":"r","a":' + b"[" * depth + b"]" * depth + b"}"),
+    st.integers(1, 20000).map(
+        lambda depth: b'{"PartitionKey":"p","RowKey":"r","a":' + b"[" * depth + b"]" * depth + b"}"
+    ),
     st.integers(1, 20000).map(lambda depth: b'{"a":' * depth + b"1" + b"}" * depth),
-    st.sampled_from([b"", b"null", b"[]", b"[{}]", b"1", b'"x"', b"{", b"}", b'{"a":}', b"\xff\xfe{}", b"\xef\xbb\xbf{}",
-                     b'{"PartitionKey":"p","RowKey":"r","a":NaN}', b'{"PartitionKey":"p","RowKey":"r","a":Infinity}',
-                     b'{"PartitionKey":"p","RowKey":"r","a":"\xed\xa0\x80"}', b'{"PartitionKey":"p","RowKey":"r"}  x']),
+    st.sampled_from(
+        [
+            b"",
+            b"null",
+            b"[]",
+            b"[{}]",
+            b"1",
+            b'"x"',
+            b"{",
+            b"}",
+            b'{"a":}',
+            b"\xff\xfe{}",
+            b"\xef\xbb\xbf{}",
+            b'{"PartitionKey":"p","RowKey":"r","a":NaN}',
+            b'{"PartitionKey":"p","RowKey":"r","a":Infinity}',
+            b'{"PartitionKey":"p","RowKey":"r","a":"\xed\xa0\x80"}',
+            b'{"PartitionKey":"p","RowKey":"r"}  x',
+        ]
+    ),
     st.binary(max_size=64),
-).map(Blob)  # fmt: skip
+).map(Blob)
 
 
 # $batch bodies ---------------------------------------------------------------------------------
@@ -403,34 +652,67 @@ boundaries = st.one_of(
 simple_paths = st.builds(
     lambda table, keys, fragment: wire(f"/{ACCOUNT}/{table}{keys}{fragment}"),
     st.sampled_from(["fuzztable", "FuzzTable", "other", "Tables", "$batch", ""]),
-    st.one_of(st.just(""), st.just("()"), st.builds(lambda pk, rk: f"(PartitionKey={_literal(pk, True)},RowKey={_literal(rk, True)})", short_text, short_text)),
+    st.one_of(
+        st.just(""),
+        st.just("()"),
+        st.builds(
+            lambda pk, rk: f"(PartitionKey={_literal(pk, True)},RowKey={_literal(rk, True)})",
+            short_text,
+            short_text,
+        ),
+    ),
     st.one_of(st.just(""), st.just(""), raw_fragment),
-)  # fmt: skip
+)
 batch_targets = st.one_of(
     st.builds(lambda p: f"http://127.0.0.1:10002{p}", simple_paths),
     simple_paths,
-    st.sampled_from([
-        f"http://127.0.0.1:10002/{ACCOUNT}/fuzztable", f"http://127.0.0.1:10002/{ACCOUNT}/fuzztable(PartitionKey='p',RowKey='r')",
-        f"/{ACCOUNT}/fuzztable(PartitionKey='p',RowKey='r')", "http://x", "http://", "*", "fuzztable", "",
-        f"https://other:1/{ACCOUNT}/fuzztable?$filter=x",
-    ]),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            f"http://127.0.0.1:10002/{ACCOUNT}/fuzztable",
+            f"http://127.0.0.1:10002/{ACCOUNT}/fuzztable(PartitionKey='p',RowKey='r')",
+            f"/{ACCOUNT}/fuzztable(PartitionKey='p',RowKey='r')",
+            "http://x",
+            "http://",
+            "*",
+            "fuzztable",
+            "",
+            f"https://other:1/{ACCOUNT}/fuzztable?$filter=x",
+        ]
+    ),
+)
 batch_methods = st.sampled_from(
     ["POST", "PUT", "MERGE", "PATCH", "DELETE", "GET", "HEAD", "OPTIONS", "FOO", "post"]
 )
 sub_header_lines = st.lists(
     st.one_of(
         st.sampled_from(
-            ["If-Match: *", 'If-Match: W/"datetime\'2024-01-01T00%3A00%3A00Z\'"', "If-Match: garbage", "If-Match:",
-             "X-HTTP-Method: MERGE", "X-HTTP-Method: DELETE", "X-HTTP-Method: GET", "Prefer: return-no-content",
-             "Prefer: return-content", "Accept: application/json;odata=fullmetadata", "Accept: application/atom+xml",
-             "Content-Type: application/json", "Content-Length: 99999", "Content-ID: 1", " folded", "bad header",
-             ": empty name", "X-Ctl: a\x01b"]
+            [
+                "If-Match: *",
+                "If-Match: W/\"datetime'2024-01-01T00%3A00%3A00Z'\"",
+                "If-Match: garbage",
+                "If-Match:",
+                "X-HTTP-Method: MERGE",
+                "X-HTTP-Method: DELETE",
+                "X-HTTP-Method: GET",
+                "Prefer: return-no-content",
+                "Prefer: return-content",
+                "Accept: application/json;odata=fullmetadata",
+                "Accept: application/atom+xml",
+                "Content-Type: application/json",
+                "Content-Length: 99999",
+                "Content-ID: 1",
+                " folded",
+                "bad header",
+                ": empty name",
+                "X-Ctl: a\x01b",
+            ]
         ),
-        st.builds(lambda n, v: f"{n}: {v}", st.text(st.sampled_from("abXY-"), min_size=1, max_size=6), short_text),
+        st.builds(
+            lambda n, v: f"{n}: {v}", st.text(st.sampled_from("abXY-"), min_size=1, max_size=6), short_text
+        ),
     ),
     max_size=4,
-)  # fmt: skip
+)
 
 
 batch_bodies = st.one_of(
@@ -477,39 +759,110 @@ def batch_requests(draw: st.DrawFn) -> tuple[str, bytes]:
         st.one_of(
             st.just(f"multipart/mixed; boundary={outer}"),
             st.just(f'multipart/mixed; boundary="{outer}"'),
-            st.sampled_from(["multipart/mixed", "multipart/mixed; boundary=", "application/json", "", "multipart/mixed; boundary=\"unterminated",
-                             "MULTIPART/MIXED; BOUNDARY=x; charset=utf-8", "multipart/mixed;;boundary=x;"]),
+            st.sampled_from(
+                [
+                    "multipart/mixed",
+                    "multipart/mixed; boundary=",
+                    "application/json",
+                    "",
+                    'multipart/mixed; boundary="unterminated',
+                    "MULTIPART/MIXED; BOUNDARY=x; charset=utf-8",
+                    "multipart/mixed;;boundary=x;",
+                ]
+            ),
             header_text,
         )
-    )  # fmt: skip
+    )
     return Text(wire(content_type)), Blob(mutate(body, draw(edit_or_not)))
 
 
 # $filter ---------------------------------------------------------------------------------------
 
 filter_properties = st.sampled_from(
-    ["PartitionKey", "RowKey", "Timestamp", "TableName", "n", "s", "b", "d", "g", "x", "big", "f", "IsActive", "Missing",
-     "Name/Sub", "_p", "é", "true1", "not1"]
-)  # fmt: skip
+    [
+        "PartitionKey",
+        "RowKey",
+        "Timestamp",
+        "TableName",
+        "n",
+        "s",
+        "b",
+        "d",
+        "g",
+        "x",
+        "big",
+        "f",
+        "IsActive",
+        "Missing",
+        "Name/Sub",
+        "_p",
+        "é",
+        "true1",
+        "not1",
+    ]
+)
 DATETIME_LITERALS = [
-    "2020-01-01T00:00:00Z", "2020-09-17T00:00:00.111Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.9999999Z",
-    "9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+23:59", "2024-02-30T00:00:00Z", "2024-01-01T00:00:00+99:99",
-    "٢٠٢٤-٠١-٠١T٠٠:٠٠:٠٠Z", "2024-01-01", "", "x",
-]  # fmt: skip
+    "2020-01-01T00:00:00Z",
+    "2020-09-17T00:00:00.111Z",
+    "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59.9999999Z",
+    "9999-12-31T23:59:59-23:59",
+    "0001-01-01T00:00:00+23:59",
+    "2024-02-30T00:00:00Z",
+    "2024-01-01T00:00:00+99:99",
+    "٢٠٢٤-٠١-٠١T٠٠:٠٠:٠٠Z",
+    "2024-01-01",
+    "",
+    "x",
+]
 filter_literals = st.one_of(
     st.integers(-(2**70), 2**70).map(str),
     st.integers(-(2**70), 2**70).map(lambda n: f"{n}L"),
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
-    st.sampled_from(["1.5d", "1E+300", "1e-05", "1e999", "-1e999", "1.", ".5", "1e", "2147483648", "-2147483649",
-                     "9223372036854775808L", "0x10", "1_000", "--1", "- 1", "١٢", "²"]),
+    st.sampled_from(
+        [
+            "1.5d",
+            "1E+300",
+            "1e-05",
+            "1e999",
+            "-1e999",
+            "1.",
+            ".5",
+            "1e",
+            "2147483648",
+            "-2147483649",
+            "9223372036854775808L",
+            "0x10",
+            "1_000",
+            "--1",
+            "- 1",
+            "١٢",
+            "²",
+        ]
+    ),
     long_text,
     long_text.map(lambda digits: digits + "L"),
     short_text.map(lambda s: "'" + s.replace("'", "''") + "'"),
     st.sampled_from(DATETIME_LITERALS).map(lambda s: f"datetime'{s}'"),
-    st.sampled_from(["guid'3f2504e0-4f89-11d3-9a0c-0305e82c3301'", "guid'x'", "X'0a1B'", "X'0'", "binary''",
-                     "binary'zz'", "x'00'", "datetime''", "DATETIME'2020-01-01T00:00:00Z'", "true", "false", "null",
-                     "'unterminated", "''''"]),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            "guid'3f2504e0-4f89-11d3-9a0c-0305e82c3301'",
+            "guid'x'",
+            "X'0a1B'",
+            "X'0'",
+            "binary''",
+            "binary'zz'",
+            "x'00'",
+            "datetime''",
+            "DATETIME'2020-01-01T00:00:00Z'",
+            "true",
+            "false",
+            "null",
+            "'unterminated",
+            "''''",
+        ]
+    ),
+)
 comparisons = st.builds(
     lambda left, op, right, flip: f"{right} {op} {left}" if flip else f"{left} {op} {right}",
     filter_properties,
@@ -521,9 +874,26 @@ filter_atoms = st.one_of(
     comparisons,
     comparisons,
     filter_properties,
-    st.sampled_from(["true", "false", "startswith(Name,'a')", "substringof('a',Name)", "length(Name) eq 1",
-                     "n add 1 eq 2", "-n eq 1", "not", "()", "(", ")", "and", "eq", "''", "any(x: x eq 1)"]),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            "true",
+            "false",
+            "startswith(Name,'a')",
+            "substringof('a',Name)",
+            "length(Name) eq 1",
+            "n add 1 eq 2",
+            "-n eq 1",
+            "not",
+            "()",
+            "(",
+            ")",
+            "and",
+            "eq",
+            "''",
+            "any(x: x eq 1)",
+        ]
+    ),
+)
 filter_trees = st.recursive(
     filter_atoms,
     lambda sub: st.one_of(
@@ -574,29 +944,77 @@ sas_times = st.one_of(
     st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)).map(
         lambda moment: moment.strftime("%Y-%m-%dT%H:%M:%SZ")
     ),
-    st.sampled_from(["2020-01-01", "2999-01-01T00:00Z", "2999-01-01T00:00:00.1234567Z", "2999-01-01T00:00:00+14:00",
-                     "2999-01-01T00:00:00-99:99", "2024-02-30T00:00:00Z", "2024-13-01", "0000-00-00", "9999-12-31T23:59:59-23:59",
-                     "0001-01-01T00:00:00+23:59", "2999-01-01T24:00:00Z", "2999-01-01T00:00:00.12345678Z", "", "now",
-                     "٢٠٢٤-٠١-٠١"]),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            "2020-01-01",
+            "2999-01-01T00:00Z",
+            "2999-01-01T00:00:00.1234567Z",
+            "2999-01-01T00:00:00+14:00",
+            "2999-01-01T00:00:00-99:99",
+            "2024-02-30T00:00:00Z",
+            "2024-13-01",
+            "0000-00-00",
+            "9999-12-31T23:59:59-23:59",
+            "0001-01-01T00:00:00+23:59",
+            "2999-01-01T24:00:00Z",
+            "2999-01-01T00:00:00.12345678Z",
+            "",
+            "now",
+            "٢٠٢٤-٠١-٠١",
+        ]
+    ),
+    st.sampled_from(
+        [
+            "0001-01-01",
+            "0001-01-01T00:00Z",
+            "0001-01-01T00:04:59Z",
+            "0001-01-01T00:00:00-23:59",
+            "9999-12-31",
+            "9999-12-31T23:59:59Z",
+            "9999-12-31T23:59:59.9999999Z",
+            "9999-12-31T23:59:59-23:59",
+        ]
+    ),
+)
 sas_values: dict[str, Any] = {
-    "sv": st.sampled_from(["2019-02-02", "2020-12-06", "2015-04-05", "2099-01-01", "2019-2-2", "", "x", "٢٠١٩-٠٢-٠٢"]),
+    "sv": st.sampled_from(
+        ["2019-02-02", "2020-12-06", "2015-04-05", "2099-01-01", "2019-2-2", "", "x", "٢٠١٩-٠٢-٠٢"]
+    ),
     "sp": st.one_of(st.text(st.sampled_from("raudlcwxyz"), max_size=6), short_text),
     "st": sas_times,
     "se": sas_times,
     "si": st.one_of(st.sampled_from(["policy1", "missing", ""]), short_text),
     "sip": st.one_of(
-        st.sampled_from(["127.0.0.1", "127.0.0.1-127.0.0.255", "127.0.0.2-127.0.0.1", "::1", "::1-::2", "10.0.0.1-::1",
-                         "::ffff:127.0.0.1", "256.0.0.1", "1.2.3", "", "-", "1.1.1.1-", "fe80::1%eth0", "١٢٧.0.0.1"]),
+        st.sampled_from(
+            [
+                "127.0.0.1",
+                "127.0.0.1-127.0.0.255",
+                "127.0.0.2-127.0.0.1",
+                "::1",
+                "::1-::2",
+                "10.0.0.1-::1",
+                "::ffff:127.0.0.1",
+                "256.0.0.1",
+                "1.2.3",
+                "",
+                "-",
+                "1.1.1.1-",
+                "fe80::1%eth0",
+                "١٢٧.0.0.1",
+            ]
+        ),
         short_text,
     ),
     "spr": st.sampled_from(["https", "https,http", "http,https", "http", "HTTPS", "", ",", "https,ftp"]),
     "tn": st.one_of(st.sampled_from(["fuzztable", "FuzzTable", "other", ""]), short_text),
-    "spk": short_text, "srk": short_text, "epk": short_text, "erk": short_text,
+    "spk": short_text,
+    "srk": short_text,
+    "epk": short_text,
+    "erk": short_text,
     "ss": st.sampled_from(["t", "bqt", "b", "", "T"]),
     "srt": st.sampled_from(["sco", "o", "c", "s", "", "x"]),
     "ses": short_text,
-}  # fmt: skip
+}
 
 
 def sign(to_sign: str) -> str:
@@ -605,15 +1023,37 @@ def sign(to_sign: str) -> str:
 
 @st.composite
 def sas_queries(draw: st.DrawFn) -> dict[str, str]:
-    """Decoded SAS query parameters, signed correctly about half the time."""
-    names = draw(st.lists(st.sampled_from(sorted(sas_values)), unique=True, max_size=len(sas_values)))
-    fields = {name: draw(sas_values[name]) for name in names}
+    """Decoded SAS query parameters, signed correctly about half the time: either a working
+    table or account SAS with one to three fields replaced by fuzzed values, or random fields."""
     if draw(st.booleans()):
-        fields.pop("ss", None)
-        fields.pop("srt", None)
+        fields = draw(
+            st.sampled_from(
+                [
+                    {"sv": "2019-02-02", "tn": "fuzztable", "sp": "raud", "se": "2999-01-01T00:00:00Z"},
+                    {
+                        "sv": "2020-12-06",
+                        "ss": "t",
+                        "srt": "sco",
+                        "sp": "rwdlacu",
+                        "se": "2999-01-01T00:00:00Z",
+                    },
+                ]
+            )
+        )
+        checked_late = ["st", "st", "st", "se", "se", "sip", "sip", "spr", "sp", "spk", "epk", "si", "tn"]
+        for name in draw(
+            st.lists(st.sampled_from([*checked_late, *sorted(sas_values)]), min_size=1, max_size=3)
+        ):
+            fields[name] = draw(sas_values[name])
+    else:
+        names = draw(st.lists(st.sampled_from(sorted(sas_values)), unique=True, max_size=len(sas_values)))
+        fields = {name: draw(sas_values[name]) for name in names}
+        if draw(st.booleans()):
+            fields.pop("ss", None)
+            fields.pop("srt", None)
     probe = parse_sas({**fields, "sig": "x"})
     assert probe is not None
-    if draw(st.booleans()):
+    if draw(st.integers(0, 3)):
         is_account = probe.is_account
         fields["sig"] = sign(
             account_sas_string_to_sign(probe, ACCOUNT)
@@ -625,40 +1065,74 @@ def sas_queries(draw: st.DrawFn) -> dict[str, str]:
     query = {}
     for name, value in fields.items():
         query[draw(st.sampled_from([name, name.upper(), name.capitalize()]))] = value
-    if draw(st.integers(0, 6)) == 0:
+    if draw(st.integers(0, 9)) == 0:
         query[draw(st.sampled_from(["SIG", "Sv", "TN"]))] = "dup"
     return query
 
 
 query_strings = st.one_of(
     st.lists(
-        st.tuples(st.one_of(st.sampled_from(["sig", "sv", "$filter", "comp", "NextPartitionKey"]), raw_fragment), raw_fragment),
+        st.tuples(
+            st.one_of(st.sampled_from(["sig", "sv", "$filter", "comp", "NextPartitionKey"]), raw_fragment),
+            raw_fragment,
+        ),
         max_size=5,
     ).map(lambda pairs: "&".join(f"{k}={v}" for k, v in pairs)),
     st.sampled_from(["&&&", "=", "a=%", "a=%FF", "a=%C0%AF", "sig=%ED%A0%80", "==", "a=1&a=2", "%26=%3D"]),
-)  # fmt: skip
+)
 
 
 # XML ---------------------------------------------------------------------------------------------
 
+# Characters XML 1.0 allows: most values are well-formed, so that parsing reaches the values.
+xml_chars = st.characters(codec="utf-8", exclude_categories=["Cc", "Cs"], exclude_characters="\ufffe\uffff")
 xml_text = st.one_of(
-    short_text.map(escape),
-    st.sampled_from(["&amp;", "&#0;", "&#x1F600;", "&bogus;", "<", "]]>", "&#13;", "&#x110000;"]),
+    st.text(xml_chars, max_size=12).map(escape),
+    st.text(xml_chars, max_size=12).map(escape),
+    st.sampled_from(["&amp;", "&#x1F600;", "&#13;", "a,b", " x ", "é"]),
 )
+XML_BREAKERS = [b"&#0;", b"&bogus;", b"<", b"]]>", b"&#x110000;", b"\x00", b"<!--", b"</x>"]
 xml_numbers = st.one_of(
     st.integers(-5, 400).map(str),
-    st.sampled_from(["0", "365", "366", "2147483648", "9" * 19, "9" * 30, "9" * 5000, "²", "٣", "１", "", " 7", "-1",
-                     "1.5", "1e3", "18446744073709551616"]),
-)  # fmt: skip
-xml_bools = st.sampled_from(["true", "false", "True", "FALSE", "", "1", "yes"])
+    st.sampled_from(
+        [
+            "0",
+            "365",
+            "366",
+            "2147483648",
+            "9" * 19,
+            "9" * 30,
+            "²",
+            "٣",
+            "１",
+            "",
+            " 7",
+            "-1",
+            "1.5",
+            "1e3",
+            "18446744073709551616",
+        ]
+    ),
+    long_text,
+)
+xml_bools = st.sampled_from(["true", "false", "true", "false", "True", "FALSE", "true", "false", "", "yes"])
 
 
 def _xml_document(draw: st.DrawFn, document: str) -> bytes:
-    prolog = draw(st.sampled_from(['<?xml version="1.0" encoding="utf-8"?>', "", '<?xml version="1.0" encoding="utf-16"?>',
-                                   '<!DOCTYPE x [<!ENTITY a "b">]>', '<?xml version="1.1"?>']))  # fmt: skip
-    encoding = draw(st.sampled_from(["utf-8", "utf-8", "utf-8", "utf-16"]))
-    data = (prolog + document).encode(encoding, "surrogatepass")
-    return mutate(data, draw(st.one_of(st.just([]), st.just([]), byte_edits)))
+    form = draw(st.sampled_from(["utf-8", "utf-8", "utf-8", "bare", "utf-16", "doctype", "xml11"]))
+    if form == "utf-16":
+        data = ('<?xml version="1.0" encoding="utf-16"?>' + document).encode("utf-16")
+    else:
+        prolog = {
+            "utf-8": '<?xml version="1.0" encoding="utf-8"?>',
+            "bare": "",
+            "xml11": '<?xml version="1.1"?>',
+            "doctype": '<!DOCTYPE x [<!ENTITY a "b">]>',
+        }[form]
+        data = (prolog + document).encode("utf-8", "surrogatepass")
+    if draw(st.integers(0, 7)) == 0:
+        data = mutate(data, [(0, draw(st.integers(0, len(data))), draw(st.sampled_from(XML_BREAKERS)))])
+    return mutate(data, draw(st.one_of(st.just([]), st.just([]), st.just([]), byte_edits)))
 
 
 @st.composite
@@ -700,8 +1174,8 @@ def properties_documents(draw: st.DrawFn) -> bytes:
         rules = []
         for _ in range(draw(st.integers(0, 6))):
             methods = draw(
-                st.one_of(
-                    st.sampled_from(["GET", "GET,PUT", "get, merge", "", "TRACE", "GET,,POST"]), xml_text
+                st.sampled_from(
+                    ["GET", "GET,PUT", "get, merge", "GET,,POST", "DELETE,OPTIONS", "", "TRACE", "x"]
                 )
             )
             origins = draw(st.one_of(st.just("*"), xml_text))
@@ -714,25 +1188,44 @@ def properties_documents(draw: st.DrawFn) -> bytes:
     return _xml_document(draw, f"<StorageServiceProperties>{''.join(sections)}</StorageServiceProperties>")
 
 
-xml_bodies = st.one_of(
-    acl_documents(),
-    acl_documents(),
-    properties_documents(),
-    properties_documents(),
-    st.integers(1, 20000).map(lambda depth: b"<SignedIdentifiers>" + b"<a>" * depth + b"</a>" * depth + b"</SignedIdentifiers>"),
-    st.sampled_from([b"", b" ", b"<", b"<SignedIdentifiers/>", b"<StorageServiceProperties/>", b"\xff\xfe<\x00",
-                     b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]><SignedIdentifiers>&lol2;</SignedIdentifiers>',
-                     b'<!DOCTYPE x SYSTEM "file:///etc/passwd"><SignedIdentifiers/>']),
+xml_oddities = st.one_of(
+    st.integers(1, 20000).map(
+        lambda depth: b"<SignedIdentifiers>" + b"<a>" * depth + b"</a>" * depth + b"</SignedIdentifiers>"
+    ),
+    st.sampled_from(
+        [
+            b"",
+            b" ",
+            b"<",
+            b"<SignedIdentifiers/>",
+            b"<StorageServiceProperties/>",
+            b"\xff\xfe<\x00",
+            b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]>'
+            b"<SignedIdentifiers>&lol2;</SignedIdentifiers>",
+            b'<!DOCTYPE x SYSTEM "file:///etc/passwd"><SignedIdentifiers/>',
+        ]
+    ),
     st.binary(max_size=40),
-).map(Blob)  # fmt: skip
+)
+acl_bodies = st.one_of(acl_documents(), acl_documents(), acl_documents(), xml_oddities).map(Blob)
+properties_bodies = st.one_of(
+    properties_documents(), properties_documents(), properties_documents(), xml_oddities
+).map(Blob)
+xml_bodies = st.one_of(acl_bodies, properties_bodies)
 
 
 # Shared Key --------------------------------------------------------------------------------------
 
 BAD_DATES = [
-    "", "Mon, 31 Feb 2024 00:00:00 GMT", "Fri, 01 Jan 1999 00:00:00 GMT", "Mon, 01 Foo 2024 00:00:00 GMT",
-    "Sun, 99 Jan 9999 99:99:99 GMT", "Mon, 01 Jan 0000 00:00:00 GMT", "Mon, ٠١ Jan 2024 00:00:00 GMT", "yesterday",
-]  # fmt: skip
+    "",
+    "Mon, 31 Feb 2024 00:00:00 GMT",
+    "Fri, 01 Jan 1999 00:00:00 GMT",
+    "Mon, 01 Foo 2024 00:00:00 GMT",
+    "Sun, 99 Jan 9999 99:99:99 GMT",
+    "Mon, 01 Jan 0000 00:00:00 GMT",
+    "Mon, ٠١ Jan 2024 00:00:00 GMT",
+    "yesterday",
+]
 
 
 @st.composite
@@ -780,14 +1273,89 @@ def authorization_cases(draw: st.DrawFn) -> dict[str, Any]:
 
 header_values = st.one_of(
     header_text,
-    st.sampled_from(["application/json;odata=nometadata", "application/json;odata=fullmetadata", "application/json;odata=",
-                     "application/json;odata", "application/atom+xml", "*/*", "application/*;q=0.5", ",,,", ";;",
-                     "application/json; odata = minimalmetadata ; q=1", "json", "atom", "xml", "JSON", "", "0", "1000",
-                     "1001", "²", "١", "-1", "+5", " 5", "1!0!", "1!4!YWJj", "1!99999999999999999999!x", "2!1!YQ", "!!",
-                     "1!-1!"]),
+    st.sampled_from(
+        [
+            "application/json;odata=nometadata",
+            "application/json;odata=fullmetadata",
+            "application/json;odata=",
+            "application/json;odata",
+            "application/atom+xml",
+            "*/*",
+            "application/*;q=0.5",
+            ",,,",
+            ";;",
+            "application/json; odata = minimalmetadata ; q=1",
+            "json",
+            "atom",
+            "xml",
+            "JSON",
+            "",
+            "0",
+            "1000",
+            "1001",
+            "²",
+            "١",
+            "-1",
+            "+5",
+            " 5",
+            "1!0!",
+            "1!4!YWJj",
+            "1!99999999999999999999!x",
+            "2!1!YQ",
+            "!!",
+            "1!-1!",
+        ]
+    ),
     long_text,
     st.text(st.sampled_from("0123456789!-_aAzZ=+/ "), max_size=12),
-)  # fmt: skip
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs that broke the server once: always tried first (explicit examples), then the fuzz
+# --------------------------------------------------------------------------------------------
+
+
+def _signed_table_sas(**fields: str) -> dict[str, str]:
+    token = parse_sas({**fields, "sig": "x"})
+    assert token is not None
+    return {**fields, "sig": sign(table_sas_string_to_sign(token, ACCOUNT))}
+
+
+def _properties_with(fragment: str) -> Blob:
+    return Blob(f"<StorageServiceProperties>{fragment}</StorageServiceProperties>".encode())
+
+
+def _cors_rule(max_age: str) -> str:
+    return (
+        "<Cors><CorsRule><AllowedOrigins>*</AllowedOrigins><AllowedMethods>GET</AllowedMethods>"
+        f"<AllowedHeaders></AllowedHeaders><ExposedHeaders></ExposedHeaders><MaxAgeInSeconds>{max_age}"
+        "</MaxAgeInSeconds></CorsRule></Cors>"
+    )
+
+
+def _retention_days(days: str) -> str:
+    return (
+        "<Logging><Version>1.0</Version><Delete>true</Delete><Read>true</Read><Write>true</Write>"
+        f"<RetentionPolicy><Enabled>true</Enabled><Days>{days}</Days></RetentionPolicy></Logging>"
+    )
+
+
+LONE_SURROGATE_KEY = Blob(b'{"PartitionKey":"\\ud800","RowKey":"r"}')
+SUPERSCRIPT_INT64 = Blob(b'{"PartitionKey":"p","RowKey":"r","n@odata.type":"Edm.Int64","n":"\xc2\xb2"}')
+HUGE_INT64 = Blob(b'{"PartitionKey":"p","RowKey":"r","n@odata.type":"Edm.Int64","n":"' + b"9" * 4400 + b'"}')
+SUPERSCRIPT_INT32 = Blob(b'{"PartitionKey":"p","RowKey":"r","n@odata.type":"Edm.Int32","n":"\xc2\xb2"}')
+DOUBLE_SIGN_INT32 = Blob(b'{"PartitionKey":"p","RowKey":"r","n@odata.type":"Edm.Int32","n":"--5"}')
+ACL_OK = Blob(b"<SignedIdentifiers/>")
+BATCH_WITH_SURROGATE_KEY = (
+    "multipart/mixed; boundary=b",
+    Blob(
+        b"--b\r\nContent-Type: multipart/mixed; boundary=c\r\n\r\n"
+        b"--c\r\nContent-Type: application/http\r\n\r\n"
+        b"POST http://127.0.0.1/devstoreaccount1/fuzztable HTTP/1.1\r\n\r\n"
+        b'{"PartitionKey":"\\udfff","RowKey":"r"}\r\n--c--\r\n--b--\r\n'
+    ),
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -846,6 +1414,11 @@ def test_fuzz_entity_json(capsys: pytest.CaptureFixture[str]) -> None:
     count = [0]
 
     @FUZZ
+    @example(LONE_SURROGATE_KEY, None)  # UnicodeEncodeError in check_body_key (utf16_length)
+    @example(SUPERSCRIPT_INT64, None)  # "²".isdigit() but int("²") raises ValueError
+    @example(HUGE_INT64, None)  # int() refuses more than 4300 digits
+    @example(SUPERSCRIPT_INT32, None)
+    @example(DOUBLE_SIGN_INT32, None)  # "--5".lstrip("+-").isdigit() but int("--5") raises
     @given(json_bodies, st.one_of(st.none(), st.tuples(short_text, short_text)))
     def check(body: bytes, url_keys: tuple[str, str] | None) -> None:
         count[0] += 1
@@ -860,6 +1433,7 @@ def test_fuzz_batch_bodies(capsys: pytest.CaptureFixture[str]) -> None:
     count = [0]
 
     @FUZZ
+    @example(BATCH_WITH_SURROGATE_KEY)
     @given(batch_requests())
     def check(request: tuple[str, bytes]) -> None:
         count[0] += 1
@@ -920,6 +1494,17 @@ def test_fuzz_sas(capsys: pytest.CaptureFixture[str]) -> None:
     )
 
     @FUZZ
+    @example(  # st within 5 minutes of 0001-01-01: st - 5 min overflows (OverflowError)
+        _signed_table_sas(sv="2019-02-02", tn="fuzztable", sp="r", st="0001-01-01T00:00Z", se="2999-01-01"),
+        "",
+        None,
+        {},
+        False,
+        None,
+        datetime(2024, 1, 1, tzinfo=UTC),
+        Operation.QUERY_ENTITIES,
+        ("p", "r"),
+    )
     @given(
         sas_queries(),
         query_strings,
@@ -974,14 +1559,18 @@ def test_fuzz_xml_bodies(capsys: pytest.CaptureFixture[str]) -> None:
     count = [0]
 
     @FUZZ
-    @given(xml_bodies)
-    def check(body: bytes) -> None:
+    @example(ACL_OK, _properties_with(_cors_rule("\u00b2")))  # int("²")
+    @example(ACL_OK, _properties_with(_cors_rule("18446744073709551616")))  # orjson: beyond 64 bits
+    @example(ACL_OK, _properties_with(_cors_rule("9" * 5000)))  # int() digit limit
+    @example(ACL_OK, _properties_with(_retention_days("\u00b2")))
+    @given(acl_bodies, properties_bodies)
+    def check(acl: bytes, properties: bytes) -> None:
         count[0] += 1
         with only_table_errors():
-            parse_acl(body)
+            parse_acl(acl)
         with only_table_errors():
-            properties = parse_service_properties(body, ServiceProperties())
-            encode_service_properties(properties)  # what Set Service Properties stores
+            parsed = parse_service_properties(properties, ServiceProperties())
+            encode_service_properties(parsed)  # what Set Service Properties stores
 
     run_counted("ACL and service-properties XML", check, count, capsys)
 
@@ -1015,6 +1604,8 @@ def test_fuzz_header_and_query_values(capsys: pytest.CaptureFixture[str]) -> Non
     count = [0]
 
     @FUZZ
+    @example("", None, Text("9" * 4301), "", "")  # $top: int() digit limit
+    @example("", None, "\u00b2", "", "")  # $top: "²".isdigit()
     @given(header_values, st.one_of(st.none(), header_values), header_values, header_values, header_values)
     def check(accept: str, format_param: str | None, top: str, token: str, name: str) -> None:
         count[0] += 1
