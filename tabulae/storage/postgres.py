@@ -45,6 +45,7 @@ from tabulae.model import edm
 from tabulae.model.entity import StoredEntity, check_merged, decode_properties, encode_properties
 from tabulae.model.errors import TableError
 from tabulae.storage.base import KeyBound, KeyRange, Mutation, MutationKind, Store
+from tabulae.storage.rules import check_condition, range_before_cursor
 
 if TYPE_CHECKING:
     Connection = psycopg.AsyncConnection[tuple[Any, ...]]
@@ -151,33 +152,6 @@ def _single_partition(key_range: KeyRange) -> str | None:
     if (lower.rk is None and not lower.inclusive) or (upper.rk is None and not upper.inclusive):
         return None
     return lower.pk
-
-
-def _before_cursor(key_range: KeyRange, after: tuple[str, str]) -> bool:
-    """True when the whole range lies at or before the cursor, so it can be skipped."""
-    upper = key_range.upper
-    if upper is None:
-        return False
-    a_pk, a_rk = edm.utf16_sort_key(after[0]), edm.utf16_sort_key(after[1])
-    u_pk = edm.utf16_sort_key(upper.pk)
-    if upper.rk is None:
-        return u_pk < a_pk or (u_pk == a_pk and not upper.inclusive)
-    return (u_pk, edm.utf16_sort_key(upper.rk)) <= (a_pk, a_rk)
-
-
-def _check_condition(mutation: Mutation, existing: tuple[int, bytes] | None) -> None:
-    """The existence and ETag rules, identical to the SQLite backend's."""
-    if mutation.kind is MutationKind.INSERT:
-        if existing is not None:
-            raise TableError("EntityAlreadyExists")
-        return
-    condition = mutation.if_match
-    if condition is None and mutation.kind is not MutationKind.DELETE:
-        return  # an upsert
-    if existing is None:
-        raise TableError("ResourceNotFound")
-    if condition not in (None, "*") and edm.etag_for(edm.format_datetime(existing[0])) != condition:
-        raise TableError("UpdateConditionNotSatisfied")
 
 
 def _database_error(exc: psycopg.Error) -> TableError:
@@ -504,7 +478,7 @@ class PostgresStore(Store):
         if limit <= 0:
             return found
         for key_range in ranges:
-            if after is not None and _before_cursor(key_range, after):
+            if after is not None and range_before_cursor(key_range, after):
                 continue
             args: list[Any] = [_prefix(table_id), _prefix(table_id + 1)]
             sql = "SELECT dist, rk, ticks, props FROM entities WHERE dist >= %s AND dist < %s"
@@ -610,12 +584,12 @@ class PostgresStore(Store):
             row_key = (_dist(table_id, mutation.pk), _key(mutation.rk))
             existing = state.get(row_key)
             try:
-                _check_condition(mutation, existing)
+                check_condition(mutation, existing)
                 blob = self._new_blob(mutation, existing)
             except TableError as exc:
                 raise exc.at(index) from None
             if mutation.kind is MutationKind.DELETE:
-                assert existing is not None  # _check_condition guarantees it
+                assert existing is not None  # check_condition guarantees it
                 cursor = await conn.execute(_DELETE, (*row_key, existing[0]))
                 state[row_key] = None
                 results.append(None)

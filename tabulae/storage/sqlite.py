@@ -28,6 +28,7 @@ from tabulae.model import edm
 from tabulae.model.entity import StoredEntity, check_merged, decode_properties, encode_properties
 from tabulae.model.errors import TableError
 from tabulae.storage.base import KeyBound, KeyRange, Mutation, MutationKind, PropertyTest, ScanChunk, Store
+from tabulae.storage.rules import check_condition, range_before_cursor
 from tabulae.storage.sqlite_hints import hints_sql
 
 SCHEMA = """
@@ -88,18 +89,6 @@ def _bound_sql(bound: KeyBound, lower: bool, args: list[Any]) -> str:
         return f" AND pk {op} ?"
     args.extend((_key(bound.pk), _key(bound.rk)))
     return f" AND (pk, rk) {op} (?, ?)"
-
-
-def _before_cursor(key_range: KeyRange, after: tuple[str, str]) -> bool:
-    """True when the whole range lies at or before the cursor, so it can be skipped."""
-    upper = key_range.upper
-    if upper is None:
-        return False
-    a_pk, a_rk = edm.utf16_sort_key(after[0]), edm.utf16_sort_key(after[1])
-    u_pk = edm.utf16_sort_key(upper.pk)
-    if upper.rk is None:
-        return u_pk < a_pk or (u_pk == a_pk and not upper.inclusive)
-    return (u_pk, edm.utf16_sort_key(upper.rk)) <= (a_pk, a_rk)
 
 
 class SqliteStore(Store):
@@ -248,21 +237,22 @@ class SqliteStore(Store):
             return None
         return StoredEntity(pk, rk, row[0], row[1])
 
-    async def scan(
+    def _scan_rows(
         self,
-        account: str,
-        table: str,
+        props_column: str,
+        column_args: list[Any],
+        table_id: int,
         ranges: Sequence[KeyRange],
         after: tuple[str, str] | None,
         limit: int,
-    ) -> list[StoredEntity]:
-        table_id = self._table_id(account, table)
-        found: list[StoredEntity] = []
+    ) -> list[tuple[bytes, bytes, int, bytes | None]]:
+        """Up to ``limit`` raw rows ``(pk, rk, ticks, props_column)`` of the ranges, in key order."""
+        rows: list[tuple[bytes, bytes, int, bytes | None]] = []
         for key_range in ranges:
-            if after is not None and _before_cursor(key_range, after):
+            if after is not None and range_before_cursor(key_range, after):
                 continue
-            args: list[Any] = [table_id]
-            sql = "SELECT pk, rk, ticks, props FROM entities WHERE table_id = ?"
+            args: list[Any] = [*column_args, table_id]
+            sql = f"SELECT pk, rk, ticks, {props_column} FROM entities WHERE table_id = ?"
             if key_range.lower is not None:
                 sql += _bound_sql(key_range.lower, True, args)
             if key_range.upper is not None:
@@ -271,12 +261,26 @@ class SqliteStore(Store):
                 sql += " AND (pk, rk) > (?, ?)"
                 args.extend((_key(after[0]), _key(after[1])))
             sql += " ORDER BY pk, rk LIMIT ?"
-            args.append(limit - len(found))
-            for pk, rk, ticks, props in self._reader.execute(sql, args):
-                found.append(StoredEntity(_text(pk), _text(rk), ticks, props))
-            if len(found) >= limit:
+            args.append(limit - len(rows))
+            rows.extend(self._reader.execute(sql, args))
+            if len(rows) >= limit:
                 break
-        return found
+        return rows
+
+    async def scan(
+        self,
+        account: str,
+        table: str,
+        ranges: Sequence[KeyRange],
+        after: tuple[str, str] | None,
+        limit: int,
+    ) -> list[StoredEntity]:
+        rows = self._scan_rows("props", [], self._table_id(account, table), ranges, after, limit)
+        return [
+            StoredEntity(_text(pk), _text(rk), ticks, props)
+            for pk, rk, ticks, props in rows
+            if props is not None
+        ]
 
     async def scan_filtered(
         self,
@@ -293,28 +297,12 @@ class SqliteStore(Store):
             return await super().scan_filtered(account, table, ranges, after, limit, hints)
         hint, hint_args = condition
         table_id = self._table_id(account, table)
-        rows: list[StoredEntity | None] = []
-        last_raw: tuple[bytes, bytes] | None = None
-        for key_range in ranges:
-            if after is not None and _before_cursor(key_range, after):
-                continue
-            args: list[Any] = [*hint_args, table_id]
-            sql = f"SELECT pk, rk, ticks, CASE WHEN {hint} THEN props END FROM entities WHERE table_id = ?"
-            if key_range.lower is not None:
-                sql += _bound_sql(key_range.lower, True, args)
-            if key_range.upper is not None:
-                sql += _bound_sql(key_range.upper, False, args)
-            if after is not None:
-                sql += " AND (pk, rk) > (?, ?)"
-                args.extend((_key(after[0]), _key(after[1])))
-            sql += " ORDER BY pk, rk LIMIT ?"
-            args.append(limit - len(rows))
-            for pk, rk, ticks, props in self._reader.execute(sql, args):
-                rows.append(None if props is None else StoredEntity(_text(pk), _text(rk), ticks, props))
-                last_raw = (pk, rk)
-            if len(rows) >= limit:
-                break
-        last_key = (_text(last_raw[0]), _text(last_raw[1])) if last_raw is not None else None
+        raw = self._scan_rows(f"CASE WHEN {hint} THEN props END", hint_args, table_id, ranges, after, limit)
+        rows: list[StoredEntity | None] = [
+            None if props is None else StoredEntity(_text(pk), _text(rk), ticks, props)
+            for pk, rk, ticks, props in raw
+        ]
+        last_key = (_text(raw[-1][0]), _text(raw[-1][1])) if raw else None
         return ScanChunk(rows, last_key)
 
     async def apply(
@@ -421,20 +409,6 @@ def _apply(
     return results
 
 
-def _check_condition(mutation: Mutation, existing: tuple[int, bytes] | None) -> None:
-    if mutation.kind is MutationKind.INSERT:
-        if existing is not None:
-            raise TableError("EntityAlreadyExists")
-        return
-    condition = mutation.if_match
-    if condition is None and mutation.kind is not MutationKind.DELETE:
-        return  # an upsert
-    if existing is None:
-        raise TableError("ResourceNotFound")
-    if condition not in (None, "*") and edm.etag_for(edm.format_datetime(existing[0])) != condition:
-        raise TableError("UpdateConditionNotSatisfied")
-
-
 def _apply_one(
     conn: sqlite3.Connection,
     table_id: int,
@@ -442,7 +416,7 @@ def _apply_one(
     existing: tuple[int, bytes] | None,
     ticks: int,
 ) -> StoredEntity | None:
-    _check_condition(mutation, existing)
+    check_condition(mutation, existing)
     pk, rk = _key(mutation.pk), _key(mutation.rk)
     if mutation.kind is MutationKind.DELETE:
         conn.execute("DELETE FROM entities WHERE table_id = ? AND pk = ? AND rk = ?", (table_id, pk, rk))
