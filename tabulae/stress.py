@@ -398,56 +398,19 @@ async def stress(
     return report
 
 
-def run_stress(
-    connection_string: str,
-    *,
-    table: str = "stress",
-    scheme: str = "hashed",
-    partitions: int = 100,
-    entities: int = 10_000,
-    duration: float = 30.0,
-    concurrency: int = 16,
-    target: float = 2000.0,
-    peak_rate: float | None = None,
-    payload: int = 1000,
-    range_size: int = 10,
-    mix: tuple[float, float, float] = (0.5, 0.2, 0.3),
-    seed: int = 0,
-    keep: bool = False,
-    out: TextIO | None = None,
-    client_options: dict[str, Any] | None = None,
-) -> StressReport:
+def run_stress(connection_string: str, **options: Any) -> StressReport:
     """Create ``table``, load it, drive one partition, and judge the throughput.
 
-    ``scheme`` picks the PartitionKeys (see :func:`partition_keys`); ``entities`` are spread
-    over ``partitions`` of them in batches of 100, with a ``payload``-character property (about
-    1 KiB per entity, the size the targets assume). Then, for ``duration`` seconds,
-    ``concurrency`` clients send the hottest partition a ``mix`` of point queries, row-range
-    queries of ``range_size`` rows and merge-upserts, as fast as they can or paced to
-    ``peak_rate`` entities/s. The table is deleted afterwards unless ``keep``. Progress goes to
-    ``out``; ``client_options`` go to the SDK client (e.g. ``retry_total``). Returns the report;
-    :func:`render_report` prints it.
+    Takes the keyword options of :func:`stress`. ``scheme`` picks the PartitionKeys (see
+    :func:`partition_keys`); ``entities`` are spread over ``partitions`` of them in batches of
+    100, with a ``payload``-character property (about 1 KiB per entity, the size the targets
+    assume). Then, for ``duration`` seconds, ``concurrency`` clients send the hottest partition a
+    ``mix`` of point queries, row-range queries of ``range_size`` rows and merge-upserts, as fast
+    as they can or paced to ``peak_rate`` entities/s. The table is deleted afterwards unless
+    ``keep``. Progress goes to ``out``; ``client_options`` go to the SDK client (e.g.
+    ``retry_total``). Returns the report; :func:`render_report` prints it.
     """
-    return asyncio.run(
-        stress(
-            connection_string,
-            table=table,
-            scheme=scheme,
-            partitions=partitions,
-            entities=entities,
-            duration=duration,
-            concurrency=concurrency,
-            target=target,
-            peak_rate=peak_rate,
-            payload=payload,
-            range_size=range_size,
-            mix=mix,
-            seed=seed,
-            keep=keep,
-            out=out,
-            client_options=client_options,
-        )
-    )
+    return asyncio.run(stress(connection_string, **options))
 
 
 # ------------------------------------------------------------------------------------ command
