@@ -253,6 +253,8 @@ class RawClient:
             # The server may answer (e.g. 413) and close before reading the whole body.
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 conn.endheaders(payload)
+            if conn.sock is None:  # the send failed before any socket was left to read an answer from
+                raise ConnectionResetError("the connection was lost while sending the request")
             response = conn.getresponse()
             data = response.read()
             return RawResponse(response.status, response.headers, data)
