@@ -95,6 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--faults-seed", type=int, help="seed for --faults, for repeatable runs")
     serve.add_argument(
+        "--request-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="cut off a client that takes longer than this to send its headers, or pauses this long "
+        "in its body (500 OperationTimedOut; default 30)",
+    )
+    serve.add_argument(
         "--access-log",
         action="store_true",
         help="log one JSON line per request to stderr (method, path without query, status, ms, request id)",
@@ -189,6 +197,7 @@ def serve(args: argparse.Namespace) -> None:
         cert_file=args.cert,
         key_file=args.key,
         access_log=args.access_log,
+        body_timeout=args.request_timeout,
         targets=args.targets == "azure",
         partition_target=args.partition_target,
         account_target=args.account_target,
@@ -208,6 +217,7 @@ def serve(args: argparse.Namespace) -> None:
         f"accounts {', '.join(accounts)}, {args.workers} worker(s), data {where}",
         flush=True,
     )
+    AzureHttpProtocol.header_timeout = args.request_timeout
     options = {
         "host": args.host,
         "port": args.port,

@@ -74,6 +74,7 @@ class Settings:
     accounts: dict[str, list[bytes]] = field(default_factory=lambda: accounts_from([], {}))
     max_body_bytes: int = 4 * 1024 * 1024
     page_time_budget: float = 5.0
+    body_timeout: float = 30.0  # seconds a client may pause while sending a request body
     targets: bool = False  # enforce the scalability targets below (503 ServerBusy over them)
     partition_target: float = 2000.0  # entities per second per partition
     account_target: float = 20000.0  # entities per second per account
@@ -98,6 +99,7 @@ class Settings:
             },
             "max_body_bytes": self.max_body_bytes,
             "page_time_budget": self.page_time_budget,
+            "body_timeout": self.body_timeout,
             "oauth": self.oauth,
             "access_log": self.access_log,
             "targets": self.targets,

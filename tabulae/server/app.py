@@ -7,6 +7,7 @@ A ``TableError`` raised anywhere below becomes the Azure error body here, and on
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import random
@@ -274,7 +275,10 @@ class TabulaeApp:
         chunks: list[bytes] = []
         size = 0
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.settings.body_timeout)
+            except TimeoutError:
+                raise TableError("OperationTimedOut") from None  # a client too slow with its body
             if message["type"] == "http.disconnect":
                 raise TableError("InvalidInput")
             chunk = message.get("body", b"")
@@ -412,4 +416,8 @@ class TabulaeApp:
 
 def create_app() -> TabulaeApp:
     """Factory used by worker processes of ``tabulae serve --workers N``."""
-    return TabulaeApp(Settings.from_json(os.environ[SETTINGS_ENV]))
+    from tabulae.server.protocol import AzureHttpProtocol
+
+    settings = Settings.from_json(os.environ[SETTINGS_ENV])
+    AzureHttpProtocol.header_timeout = settings.body_timeout  # this worker's own copy of the class
+    return TabulaeApp(settings)

@@ -8,6 +8,7 @@ every other error, and the request line and header block are capped (Azure accep
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -18,6 +19,7 @@ from tabulae.server.http import error_time
 
 MAX_URL_BYTES = 64 * 1024
 MAX_HEADER_BYTES = 64 * 1024
+HEADER_TIMEOUT_SECONDS = 30.0  # a request line and headers arriving slower than this are cut off
 
 
 class _TooLarge(Exception):
@@ -29,11 +31,35 @@ class AzureHttpProtocol(HttpToolsProtocol):
 
     _error: TableError | None = None
     _header_bytes = 0
+    _header_timer: asyncio.TimerHandle | None = None
+    header_timeout = HEADER_TIMEOUT_SECONDS
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._error = None
         self._header_bytes = 0
+        self._disarm()
+        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_too_slow)
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        """A client trickling its headers holds a connection; answer and close it (slowloris)."""
+        self._header_timer = None
+        if not self.transport.is_closing():
+            self._error = TableError("OperationTimedOut")
+            self.send_400_response("slow request")
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
@@ -52,8 +78,11 @@ class AzureHttpProtocol(HttpToolsProtocol):
         error = self._error or TableError("InvalidUri", "The request could not be parsed as HTTP/1.1.")
         request_id = os.urandom(16).hex()
         body = error_xml(error, request_id, error_time(), table_style=False)
+        reason = {400: "Bad Request", 414: "URI Too Long", 500: "Internal Server Error"}.get(
+            error.status, "Error"
+        )
         head = (
-            f"HTTP/1.1 {error.status} {'Bad Request' if error.status == 400 else 'Request Rejected'}\r\n"
+            f"HTTP/1.1 {error.status} {reason}\r\n"
             f"content-type: application/xml\r\nx-ms-error-code: {error.code}\r\n"
             f"x-ms-request-id: {request_id}\r\ncontent-length: {len(body)}\r\nconnection: close\r\n\r\n"
         )
