@@ -19,7 +19,7 @@ from tabulae.server.throttle import Throttle
 from tabulae.storage.base import Mutation, MutationKind, Store
 from tabulae.table.query.parser import parse_filter
 from tabulae.table.query.plan import plan_query
-from tabulae.table.service import EntityPage, TableService
+from tabulae.table.service import EntityPage, TableService, plan_partition
 
 _OPERATION_NAMES = {
     MutationKind.INSERT: "insert",
@@ -36,14 +36,11 @@ def _operation_name(mutation: Mutation) -> str:
 
 
 def query_partition(filter_text: str | None) -> str | None:
-    """The one PartitionKey a query is confined to, if its plan says so (point or row range)."""
+    """The one PartitionKey a query is confined to, worked out before it runs (for admission)."""
     try:
-        plan = plan_query(parse_filter(filter_text) if filter_text else None)
+        return plan_partition(plan_query(parse_filter(filter_text) if filter_text else None))
     except TableError:
         return None  # the query itself will report the error
-    if plan.query_class in ("point", "row-range") and plan.ranges and plan.ranges[0].lower is not None:
-        return plan.ranges[0].lower.pk
-    return None
 
 
 class GuardedService(TableService):
@@ -124,7 +121,8 @@ class GuardedService(TableService):
         next_row: str | None,
         key_range: tuple[str | None, str | None, str | None, str | None] | None = None,
     ) -> EntityPage:
-        pk = query_partition(filter_text)
+        # Parsing the filter twice is paid only when admission control needs the partition.
+        pk = query_partition(filter_text) if self.throttle or self.faults else None
         self._admit(account, table, pk, 0, "query", query=True)
         try:
             page = await super().query_entities(
@@ -133,6 +131,7 @@ class GuardedService(TableService):
         except TableError as error:
             self.insight.record(account, table, pk, op="query", status=error.status)
             raise
+        pk = page.partition
         if self.throttle is not None:
             self.throttle.charge(account, table, pk, page.scanned)  # known only after the scan
         self.insight.record(

@@ -53,6 +53,7 @@ class EntityPage:
     next_row_token: str | None
     query_class: str
     scanned: int
+    partition: str | None = None  # the one PartitionKey the query was confined to, if any
 
 
 @dataclass(slots=True)
@@ -76,6 +77,13 @@ def filter_hints(residual: Node) -> tuple[PropertyTest, ...]:
         elif isinstance(conjunct, Property) and conjunct.name not in SYSTEM_NAMES:
             hints.append(PropertyTest(conjunct.name, "eq", edm.BOOLEAN, True))
     return tuple(hints)
+
+
+def plan_partition(plan: QueryPlan) -> str | None:
+    """The one PartitionKey a plan is confined to (point and row-range classes), else None."""
+    if plan.query_class in ("point", "row-range") and plan.ranges and plan.ranges[0].lower is not None:
+        return plan.ranges[0].lower.pk
+    return None
 
 
 def check_top(top: str | None) -> int | None:
@@ -224,7 +232,7 @@ class TableService:
         limit = MAX_PAGE if top is None else top
         if limit == 0 or not plan.ranges:
             await self.require_table(account, table)
-            return EntityPage([], None, None, plan.query_class, 0)
+            return EntityPage([], None, None, plan.query_class, 0, plan_partition(plan))
         return await self._scan_page(account, table, plan, after, limit)
 
     async def require_table(self, account: str, table: str) -> None:
@@ -286,7 +294,12 @@ class TableService:
         matches: list[StoredEntity], resume_after: tuple[str, str] | None, plan: QueryPlan, scanned: int
     ) -> EntityPage:
         if resume_after is None:
-            return EntityPage(matches, None, None, plan.query_class, scanned)
+            return EntityPage(matches, None, None, plan.query_class, scanned, plan_partition(plan))
         return EntityPage(
-            matches, encode_token(resume_after[0]), encode_token(resume_after[1]), plan.query_class, scanned
+            matches,
+            encode_token(resume_after[0]),
+            encode_token(resume_after[1]),
+            plan.query_class,
+            scanned,
+            plan_partition(plan),
         )

@@ -137,20 +137,6 @@ def conjuncts(node: Node) -> list[Node]:
     return out
 
 
-def disjuncts(node: Node) -> list[Node]:
-    """The operands of a top-level chain of ``or``."""
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Or):
-            stack.append(item.right)
-            stack.append(item.left)
-        else:
-            out.append(item)
-    return out
-
-
 def all_of(nodes: list[Node]) -> Node | None:
     """Rebuild a left-associative ``and`` chain (as the parser builds one); ``None`` when empty."""
     if not nodes:
