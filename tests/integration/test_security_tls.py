@@ -204,6 +204,7 @@ def test_bearer_accepted_audiences_and_issuers(
 ) -> None:
     with _bearer(oauth_server, cert, StaticTokenCredential(make_jwt(aud=aud, iss=iss))) as client:
         client.create_table(table_name)
+        assert table_name in [table.name for table in client.list_tables()]
         client.delete_table(table_name)
 
 

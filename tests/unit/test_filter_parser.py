@@ -245,10 +245,14 @@ def test_keywords_are_case_sensitive() -> None:
 
 
 def test_typical_client_filters() -> None:
-    parse_filter("PartitionKey eq 'x' and Timestamp ge datetime'2020-01-01T00:00:00.0000000Z'")
-    parse_filter("TableName ge 'abc' and TableName lt 'abd'")
-    parse_filter("n ge 1 and Dt lt datetime'2020-01-01T00:00:00.000000Z'")
-    parse_filter("Id eq guid'0f8fad5b-d9cb-469f-a165-70867728950e' and Data eq X'00ff'")
+    for text in [
+        "PartitionKey eq 'x' and Timestamp ge datetime'2020-01-01T00:00:00.0000000Z'",
+        "TableName ge 'abc' and TableName lt 'abd'",
+        "n ge 1 and Dt lt datetime'2020-01-01T00:00:00.000000Z'",
+        "Id eq guid'0f8fad5b-d9cb-469f-a165-70867728950e' and Data eq X'00ff'",
+    ]:
+        node = parse_filter(text)
+        assert isinstance(node, And) and parse_filter(render_filter(node)) == node
 
 
 # -- errors -----------------------------------------------------------------------------------
