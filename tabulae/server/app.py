@@ -270,13 +270,17 @@ class TabulaeApp:
     async def _read_body(self, request: Request, receive: Any) -> None:
         limit = self.settings.max_body_bytes
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
+        if declared is None or declared == "0":
+            if "transfer-encoding" not in request.headers:
+                return  # HTTP/1.1 framing: no length and no chunking means no body to wait for
+        elif declared.isdigit() and int(declared) > limit:
             raise TableError("RequestBodyTooLarge")
         chunks: list[bytes] = []
         size = 0
         while True:
             try:
-                message = await asyncio.wait_for(receive(), self.settings.body_timeout)
+                async with asyncio.timeout(self.settings.body_timeout):  # a timer, not a task
+                    message = await receive()
             except TimeoutError:
                 raise TableError("OperationTimedOut") from None  # a client too slow with its body
             if message["type"] == "http.disconnect":

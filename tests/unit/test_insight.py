@@ -458,3 +458,25 @@ def test_any_partition_key_round_trips_through_the_parser(pk: str, table: str) -
             if sample.name == "tabulae_entities_written_total":
                 found[sample.labels["partition"]] = sample.value
     assert found == {json_safe(pk): 7}
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 40), st.integers(0, 5), st.booleans()),
+        max_size=60,
+    )
+)
+def test_window_sums_kept_as_counts_arrive_match_a_full_recount(steps: list[tuple[int, int, bool]]) -> None:
+    """The window's kept sums equal summing its live buckets, whatever order seconds arrive in."""
+    from tabulae.server.insight import _Window
+
+    window = _Window(10)
+    for second, count, query in steps:
+        if query:
+            expected = [0, 0, 0, 0]
+            for bucket in window.live(second):
+                for index in range(4):
+                    expected[index] += bucket[index + 1]
+            assert window.sums(second) == tuple(expected)
+        else:
+            window.add(second, count, 2 * count, 3 * count, count % 2)
