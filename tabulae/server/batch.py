@@ -117,7 +117,8 @@ _REQUEST_LINE_RE = re.compile(rf"({_TOKEN})[ \t]+(\S+)[ \t]+HTTP/1\.[0-9][ \t]*"
 _LEADING_EOL_RE = re.compile(rb"\r?\n")
 _BLANK_LINE_RE = re.compile(rb"\r?\n\r?\n")
 _LINE_SPLIT_RE = re.compile(r"\r?\n")
-_FORBIDDEN_HEADER_CHARS_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# Control characters (tab aside) anywhere in a header block, but for the CRLF or LF line breaks.
+_FORBIDDEN_HEAD_CHARS_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)")
 _BODY_WHITESPACE = b" \t\r\n"
 _BINARY_ENCODINGS = frozenset({"binary", "7bit", "8bit"})
 
@@ -211,17 +212,25 @@ def _decode_head(head: bytes) -> list[str]:
         text = head.decode("utf-8")
     except UnicodeDecodeError:
         raise _invalid("header bytes are not UTF-8") from None
-    lines = _LINE_SPLIT_RE.split(text)
-    if any(_FORBIDDEN_HEADER_CHARS_RE.search(line) for line in lines):
+    if _FORBIDDEN_HEAD_CHARS_RE.search(text):
         raise _invalid("control character in a header")
-    return lines
+    return _LINE_SPLIT_RE.split(text)
 
 
 def _parse_fields(lines: Sequence[str]) -> Headers:
     """Parse ``name: value`` lines, unfolding obsolete continuation lines into the value.
 
     Pieces are collected in lists and joined once, so a flood of continuation lines stays linear.
+    Blocks without continuation lines (all real clients) take a direct path.
     """
+    simple: list[tuple[str, str]] = []
+    for line in lines:
+        name, colon, value = line.partition(":")
+        if not colon or _TOKEN_RE.fullmatch(name) is None:
+            break  # a continuation line, or an error the general path reports
+        simple.append((name.lower(), value.strip()))
+    else:
+        return tuple(simple)
     fields: list[tuple[str, list[str]]] = []
     for line in lines:
         if line[:1] in (" ", "\t") and fields:
@@ -256,6 +265,8 @@ def _parse_media_type(value: str) -> tuple[str, dict[str, str]]:
 
 def _split_unquoted(value: str, separator: str) -> list[str]:
     """Split on ``separator`` except inside double quotes (with backslash escapes)."""
+    if '"' not in value:
+        return value.split(separator)
     pieces: list[str] = []
     current: list[str] = []
     quoted = escaped = False

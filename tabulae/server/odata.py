@@ -7,6 +7,8 @@ with the stored bytes: no decoding, no re-encoding.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from typing import Any
 from urllib.parse import quote
 
@@ -61,6 +63,12 @@ def metadata_level(accept: str | None, format_param: str | None) -> str:
         return level
     if not accept:
         return MINIMAL
+    return _accept_level(accept)
+
+
+@lru_cache(maxsize=256)
+def _accept_level(accept: str) -> str:
+    """The level an ``Accept`` value asks for; clients send the same few values every time."""
     for media_range in accept.split(","):
         level = _media_level(media_range)
         if level is not None:

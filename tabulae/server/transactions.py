@@ -167,9 +167,12 @@ async def submit(
     host = request.headers.get("host", "127.0.0.1")
     operations: list[_Operation] = []
     table_key: str | None = None
+    routes: dict[str, Route] = {}  # inserts into one table all share one target URL
     for index, sub in enumerate(batch.operations):
         try:
-            op_route = _sub_route(request.scheme, host, sub.target, accounts)
+            op_route = routes.get(sub.target)
+            if op_route is None:
+                op_route = routes[sub.target] = _sub_route(request.scheme, host, sub.target, accounts)
             if op_route.account != route.account or op_route.table is None:
                 raise TableError("InvalidInput")
             if table_key is None:

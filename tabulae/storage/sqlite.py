@@ -98,13 +98,19 @@ class SqliteStore(Store):
         directory.mkdir(parents=True, exist_ok=True)
         self.path = str(directory / "tabulae.db")
         self._durable = durable
-        writer = _connect(self.path, durable)
-        writer.executescript(SCHEMA)
         # Writers of several worker processes queue on this lock, which wakes the next one the
         # moment a commit ends; SQLite's own busy handler would sleep in steps of milliseconds.
         # Correctness never depends on it: SQLite's write lock still guards every transaction.
         self._lock_fd = os.open(str(directory / "tabulae.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        self._reader = _connect(self.path, durable)
+        # Workers starting together would race to create the file and switch it to WAL, and
+        # that switch does not wait for a busy database: one opens it at a time.
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            writer = _connect(self.path, durable)
+            writer.executescript(SCHEMA)
+            self._reader = _connect(self.path, durable)
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread = threading.Thread(
             target=self._write_loop, args=(writer,), name="tabulae-writer", daemon=True
