@@ -36,14 +36,12 @@ class Request:
 
     @classmethod
     def from_scope(cls, scope: dict[str, Any]) -> Request:
-        headers: dict[str, str] = {}
-        tunnel_count = 0
-        for raw_name, raw_value in scope["headers"]:
-            name = raw_name.decode("latin-1").lower()
-            value = raw_value.decode("latin-1")
-            if name == "x-http-method":
-                tunnel_count += 1
-            headers[name] = f"{headers[name]},{value}" if name in headers else value
+        raw_headers = scope["headers"]
+        # ASGI servers send header names lower-cased; a repeated name needs the slow path.
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw_headers}
+        tunnel_count = 1 if "x-http-method" in headers else 0
+        if len(headers) != len(raw_headers):
+            headers, tunnel_count = _combined_headers(raw_headers)
         raw_path = scope.get("raw_path")
         path = raw_path.decode("latin-1") if raw_path else quote(scope["path"], safe="/'()=,!$&*+;:@")
         client = scope.get("client")
@@ -82,6 +80,20 @@ class Request:
             if key.lower() == lower:
                 return candidate
         return None
+
+
+def _combined_headers(raw_headers: list[tuple[bytes, bytes]]) -> tuple[dict[str, str], int]:
+    """Headers with repeated names joined by commas (RFC 9110 §5.3), and how many
+    ``X-HTTP-Method`` lines there were (more than one is an error of its own)."""
+    headers: dict[str, str] = {}
+    tunnel_count = 0
+    for raw_name, raw_value in raw_headers:
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1")
+        if name == "x-http-method":
+            tunnel_count += 1
+        headers[name] = f"{headers[name]},{value}" if name in headers else value
+    return headers, tunnel_count
 
 
 @dataclass(slots=True)

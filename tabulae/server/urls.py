@@ -18,6 +18,7 @@ rejected as a forbidden key character.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -67,8 +68,17 @@ def _skip_spaces(text: str, pos: int) -> int:
     return pos
 
 
+# The form every SDK writes (keys without quotes inside), matched in one step.
+_PLAIN_KEYS_RE = re.compile(r"PartitionKey='([^']*)',RowKey='([^']*)'")
+
+
 def parse_key_predicate(text: str) -> dict[str, str]:
     """Parse ``PartitionKey='a',RowKey='b'`` (any order, optional spaces) into both keys."""
+    plain = _PLAIN_KEYS_RE.fullmatch(text)
+    if plain is not None:
+        check_url_key(plain[1])
+        check_url_key(plain[2])
+        return {"PartitionKey": plain[1], "RowKey": plain[2]}
     keys: dict[str, str] = {}
     pos = _skip_spaces(text, 0)
     while True:

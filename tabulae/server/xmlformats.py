@@ -36,7 +36,7 @@ def _document(body: bytes, root: str) -> ET.Element | None:
         raise TableError("InvalidXmlDocument")
     try:
         element = ET.fromstring(body)
-    except ET.ParseError as exc:
+    except (ET.ParseError, LookupError) as exc:  # LookupError: a declared encoding Python lacks
         raise TableError("InvalidXmlDocument") from exc
     if element.tag != root:
         raise TableError("InvalidXmlDocument")

@@ -15,6 +15,7 @@ Several processes may open the same file: SQLite's file lock serialises their wr
 from __future__ import annotations
 
 import asyncio
+import codecs
 import fcntl
 import os
 import queue
@@ -60,12 +61,18 @@ BUSY_TIMEOUT_MS = 30_000
 _Job = tuple[Callable[..., Any], tuple[Any, ...], asyncio.AbstractEventLoop, asyncio.Future[Any]]
 
 
+# The codec functions themselves: ``str.encode``/``bytes.decode`` with an error handler look the
+# codec up by name on every call, which costs several times the conversion of a short key.
+_encode_utf16be = codecs.lookup("utf-16-be").encode
+_decode_utf16be = codecs.lookup("utf-16-be").decode
+
+
 def _key(text: str) -> bytes:
-    return text.encode("utf-16-be", "surrogatepass")
+    return _encode_utf16be(text, "surrogatepass")[0]
 
 
 def _text(key: bytes) -> str:
-    return key.decode("utf-16-be", "surrogatepass")
+    return _decode_utf16be(key, "surrogatepass")[0]
 
 
 PAGE_SIZE = 16384  # entities run to about 1 KiB: bigger pages mean fewer B-tree hops per row

@@ -1563,6 +1563,7 @@ def test_fuzz_xml_bodies(capsys: pytest.CaptureFixture[str]) -> None:
     @example(ACL_OK, _properties_with(_cors_rule("18446744073709551616")))  # orjson: beyond 64 bits
     @example(ACL_OK, _properties_with(_cors_rule("9" * 5000)))  # int() digit limit
     @example(ACL_OK, _properties_with(_retention_days("\u00b2")))
+    @example(b'<?xml version="1.0" encoding="tf-8"?><SignedIdentifiers/>', ACL_OK)  # LookupError
     @given(acl_bodies, properties_bodies)
     def check(acl: bytes, properties: bytes) -> None:
         count[0] += 1
