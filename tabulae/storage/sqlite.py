@@ -68,6 +68,7 @@ BUSY_TIMEOUT_MS = 30_000
 log = logging.getLogger("tabulae")
 
 CHECKPOINT_INTERVAL = 0.5  # seconds between background checkpoints while writes keep coming
+WAL_LIMIT_BYTES = 64 * 1024 * 1024  # past this a checkpoint holds writers back and empties the WAL
 
 _Job = tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any]]
 
@@ -123,7 +124,9 @@ class SqliteStore(Store):
         # Writers of several worker processes queue on this lock, which wakes the next one the
         # moment a commit ends; SQLite's own busy handler would sleep in steps of milliseconds.
         # Correctness never depends on it: SQLite's write lock still guards every transaction.
-        self._lock_fd = os.open(str(directory / "tabulae.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        lock_path = str(directory / "tabulae.lock")
+        self._lock_fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._checkpoint_lock_fd = os.open(lock_path, os.O_RDWR)  # a lock of its own (flock is per open)
         # Workers starting together would race to create the file and switch it to WAL, and
         # that switch does not wait for a busy database: one opens it at a time.
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
@@ -229,7 +232,22 @@ class SqliteStore(Store):
         self._checkpoint.add_done_callback(self._checkpoint_done)
 
     def _run_checkpoint(self) -> None:
-        self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        """PASSIVE as a rule: it blocks nobody. But under steady writes it never catches up with
+        the log, and a WAL that is never wholly copied back is never restarted, so it would only
+        grow. Past ``WAL_LIMIT_BYTES`` the checkpoint takes the writers' file lock (every process
+        honours it; its own descriptor, so this process's writers wait too) and truncates the log."""
+        try:
+            size = os.path.getsize(self._wal_path)
+        except OSError:
+            return
+        if size < WAL_LIMIT_BYTES:
+            self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            return
+        fcntl.flock(self._checkpoint_lock_fd, fcntl.LOCK_EX)
+        try:
+            self._checkpointer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            fcntl.flock(self._checkpoint_lock_fd, fcntl.LOCK_UN)
 
     def _checkpoint_done(self, future: asyncio.Future[None]) -> None:
         self._checkpoint = None
@@ -248,6 +266,7 @@ class SqliteStore(Store):
         self._checkpointer.close()
         self._reader.close()
         os.close(self._lock_fd)
+        os.close(self._checkpoint_lock_fd)
 
     # ----------------------------------------------------------------------------- tables
 
