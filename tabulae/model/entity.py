@@ -17,6 +17,7 @@ import binascii
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +77,52 @@ def parse_json_pairs(body: bytes) -> list[tuple[str, Any]]:
     return value
 
 
+# A JSON string token, and the colon after it when the string is an object key. Scanning a valid
+# document from the left, every match starts at a string's opening quote (outside strings JSON has
+# no quotes), so the matches with a colon are exactly the document's object keys.
+_STRING_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"(\s*:)?')
+
+
+def _key_count(body: bytes) -> int:
+    found = _STRING_TOKEN.findall(body)
+    return len(found) - found.count(b"")
+
+
+def _unique_object(body: bytes) -> dict[str, Any] | None:
+    """The body as a dict, parsed by orjson, when that is provably what the standard parser
+    would read: one JSON object without repeated names. ``None`` sends the caller to the slow,
+    exact path (which also produces the right error for anything invalid).
+
+    orjson keeps the last of repeated names, so the dict's size is checked against the number
+    of names in the text: a body with no more colons than the dict has keys cannot repeat one
+    (each name is followed by a colon outside strings), and otherwise the names are counted.
+    """
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if type(value) is not dict:
+        return None
+    size = len(value)
+    if body.count(b":") != size and _key_count(body) != size:
+        return None
+    return value
+
+
+def entity_from_body(body: bytes, url_keys: tuple[str, str] | None = None) -> Entity:
+    """Read and validate a request's entity JSON (see :func:`entity_from_pairs`).
+
+    The common body, an object without repeated names, is parsed by orjson; numbers then arrive
+    as ``int`` or ``float`` where the exact parser gives ``int`` or float text, which
+    :func:`typed_value` treats alike (a number orjson cannot hold exactly, an integer past
+    64 bits or a double that overflows, fails there or reads as the same double).
+    """
+    fields = _unique_object(body)
+    if fields is None:
+        return entity_from_pairs(parse_json_pairs(body), url_keys)
+    return entity_from_pairs(fields.items(), url_keys)
+
+
 @dataclass(slots=True)
 class Entity:
     """An entity as a request carries it: keys and typed user properties (no Timestamp)."""
@@ -129,6 +176,8 @@ def _check_string(value: str) -> str:
 
 
 def _to_double(value: Any) -> float:
+    if type(value) is float:
+        return value  # orjson's reading of a number with a fraction or exponent (never infinite)
     if isinstance(value, bool):
         raise _invalid()
     if isinstance(value, int):
@@ -192,7 +241,7 @@ def _to_binary(value: Any) -> bytes:
 def typed_value(name: str, value: Any, annotation: str | None) -> Property:
     """Convert one JSON value (with its optional ``@odata.type``) into a typed property."""
     if annotation is None:
-        if isinstance(value, _FloatText):
+        if isinstance(value, _FloatText | float):
             return edm.DOUBLE, _to_double(value)
         if isinstance(value, str):
             return edm.STRING, _check_string(value)
@@ -231,12 +280,21 @@ def typed_value(name: str, value: Any, annotation: str | None) -> Property:
     raise _invalid()
 
 
+# Names that passed (never a system name): clients send the same few every time.
+_CHECKED_NAMES: set[str] = set()
+_CHECKED_NAMES_LIMIT = 8192
+
+
 def check_property_name(name: str) -> None:
     """A property name is a C# identifier of at most 255 characters."""
+    if name in _CHECKED_NAMES:
+        return
     if not name or not (name[0].isalpha() or name[0] == "_") or not name.isidentifier():
         raise TableError("PropertyNameInvalid")
     if len(name) > MAX_NAME_LENGTH:
         raise TableError("PropertyNameTooLong")
+    if len(_CHECKED_NAMES) < _CHECKED_NAMES_LIMIT and name not in SYSTEM_NAMES:
+        _CHECKED_NAMES.add(name)
 
 
 def _body_key(which: str, values: dict[str, Any], annotations: dict[str, str]) -> str:
@@ -249,7 +307,7 @@ def _body_key(which: str, values: dict[str, Any], annotations: dict[str, str]) -
     return value
 
 
-def entity_from_pairs(pairs: list[tuple[str, Any]], url_keys: tuple[str, str] | None = None) -> Entity:
+def entity_from_pairs(pairs: Iterable[tuple[str, Any]], url_keys: tuple[str, str] | None = None) -> Entity:
     """Build a validated entity from a body's JSON pairs.
 
     ``url_keys`` are the keys of the URL (Update, Merge, Upsert): they are authoritative and the
@@ -259,19 +317,18 @@ def entity_from_pairs(pairs: list[tuple[str, Any]], url_keys: tuple[str, str] | 
     values: dict[str, Any] = {}
     annotations: dict[str, str] = {}
     for name, value in pairs:
-        if name.endswith(ANNOTATION):
+        if "@" not in name and not name.startswith("odata."):
+            if name in values:
+                raise TableError("DuplicatePropertiesSpecified")
+            values[name] = value
+        elif name.endswith(ANNOTATION):
             base = name[: -len(ANNOTATION)]
             if base in annotations:
                 raise TableError("DuplicatePropertiesSpecified")
             if not isinstance(value, str):
                 raise _invalid()
             annotations[base] = value
-        elif name.startswith("odata.") or "@" in name:
-            continue  # control information and other instance annotations
-        else:
-            if name in values:
-                raise TableError("DuplicatePropertiesSpecified")
-            values[name] = value
+        # else: control information (odata.*) and other instance annotations are ignored
     for base in annotations:
         if base not in values and not base.startswith("odata."):
             raise _invalid()
@@ -280,18 +337,24 @@ def entity_from_pairs(pairs: list[tuple[str, Any]], url_keys: tuple[str, str] | 
         rk = _body_key("RowKey", values, annotations)
     else:
         pk, rk = url_keys
-    user = [(n, v) for n, v in values.items() if n not in SYSTEM_NAMES]
-    if len(user) + 3 > MAX_PROPERTIES:
+    system = ("PartitionKey" in values) + ("RowKey" in values) + ("Timestamp" in values)
+    if len(values) - system + 3 > MAX_PROPERTIES:
         raise TableError("TooManyProperties")
     properties: Properties = {}
-    for name, value in user:
-        check_property_name(name)
+    for name, value in values.items():
+        if name not in _CHECKED_NAMES:
+            if name in SYSTEM_NAMES:
+                continue
+            check_property_name(name)
         if value is None:
             continue  # a null is not stored, and does not remove a property on merge
-        properties[name] = typed_value(name, value, annotations.get(name))
-    entity = Entity(pk, rk, properties)
-    check_entity_size(entity.pk, entity.rk, entity.properties)
-    return entity
+        annotation = annotations.get(name)
+        if type(value) is str and (annotation is None or annotation == edm.STRING):
+            properties[name] = (edm.STRING, _check_string(value))  # the common case, inline
+        else:
+            properties[name] = typed_value(name, value, annotation)
+    check_entity_size(pk, rk, properties)
+    return Entity(pk, rk, properties)
 
 
 def entity_size(pk: str, rk: str, properties: Properties) -> int:

@@ -75,12 +75,17 @@ def _accept_level(accept: str) -> str:
     return MINIMAL
 
 
+def _quote_key(key: str) -> str:
+    """A key as it appears in an entity URL: quotes doubled, then percent-encoded. Keys of ASCII
+    letters and digits only, the usual kind, need neither and skip ``quote``."""
+    if key.isascii() and key.isalnum():
+        return key
+    return quote(key.replace("'", "''"), safe="")
+
+
 def key_path(table: str, pk: str, rk: str) -> str:
     """``table(PartitionKey='…',RowKey='…')`` with quotes doubled and then percent-encoded."""
-    return (
-        f"{table}(PartitionKey='{quote(pk.replace(chr(39), chr(39) * 2), safe='')}',"
-        f"RowKey='{quote(rk.replace(chr(39), chr(39) * 2), safe='')}')"
-    )
+    return f"{table}(PartitionKey='{_quote_key(pk)}',RowKey='{_quote_key(rk)}')"
 
 
 def table_path(name: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tabulae.model.entity import Entity, StoredEntity, entity_from_pairs, parse_json_pairs
+from tabulae.model.entity import Entity, StoredEntity, entity_from_body, parse_json_pairs
 from tabulae.model.errors import TableError
 from tabulae.server import odata
 from tabulae.server.auth.sas import Operation
@@ -188,7 +188,7 @@ def read_entity(request: Request, url_keys: tuple[str, str] | None) -> Entity:
     Azure reports a missing table ahead of a bad body (spec §5.6), and the write itself finds
     the table on the path where the body is good, so that path pays no extra lookup."""
     check_request_content_type(request)
-    return entity_from_pairs(parse_json_pairs(request.body), url_keys)
+    return entity_from_body(request.body, url_keys)
 
 
 async def insert_entity(service: TableService, request: Request, route: Route) -> Response:

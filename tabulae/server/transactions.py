@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tabulae.model.entity import StoredEntity, entity_from_pairs, parse_json_pairs
+from tabulae.model.entity import StoredEntity, entity_from_body
 from tabulae.model.errors import TableError
 from tabulae.server import odata
-from tabulae.server.batch import SubRequest, SubResponse, parse_batch, render_batch_response
+from tabulae.server.batch import SubRequest, SubResponse, header_value, parse_batch, render_batch_response
 from tabulae.server.errors import error_json
 from tabulae.server.http import NO_CACHE, NOSNIFF, Request, Response, error_time
 from tabulae.server.routing import Resource, Route, resolve
@@ -62,8 +62,7 @@ def _sub_route(scheme: str, host: str, target: str, accounts: dict[str, list[byt
 
 
 def _header(sub: SubRequest, name: str) -> str | None:
-    values = [value for key, value in sub.headers if key == name]
-    return values[0] if values else None
+    return header_value(sub.headers, name)
 
 
 def _method(sub: SubRequest) -> str:
@@ -99,7 +98,7 @@ def _prefer(sub: SubRequest) -> str | None:
 
 def _mutation(sub: SubRequest, route: Route, method: str) -> Mutation:
     if route.resource is Resource.ENTITIES and method == "POST":
-        entity = entity_from_pairs(parse_json_pairs(sub.body), None)
+        entity = entity_from_body(sub.body, None)
         return Mutation(MutationKind.INSERT, entity.pk, entity.rk, entity.properties)
     if route.resource is not Resource.ENTITY or route.pk is None or route.rk is None:
         raise TableError("InvalidInput")
@@ -109,7 +108,7 @@ def _mutation(sub: SubRequest, route: Route, method: str) -> Mutation:
     if method not in ("PUT", "MERGE", "PATCH"):
         raise TableError("InvalidInput")  # a GET belongs outside a changeset
     kind = MutationKind.REPLACE if method == "PUT" else MutationKind.MERGE
-    entity = entity_from_pairs(parse_json_pairs(sub.body), keys)
+    entity = entity_from_body(sub.body, keys)
     return Mutation(kind, *keys, entity.properties, _if_match(sub, required=False))
 
 

@@ -1,0 +1,112 @@
+"""The fast paths of the request path read exactly what the exact paths read.
+
+``entity_from_body`` parses common bodies with orjson and falls back to the duplicate-preserving
+standard parser otherwise; ``batch._split_head`` finds the blank line with ``bytes.find`` where a
+regular expression used to. Each is checked against its exact counterpart on the fuzzers' inputs
+and on hand-picked bodies that sit on the boundary between the two paths.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tabulae.model.entity import Entity, entity_from_body, entity_from_pairs, parse_json_pairs
+from tabulae.model.errors import TableError
+from tabulae.server import batch
+from tests.unit.test_fuzz_parsers import FUZZ, json_bodies, short_text
+
+
+def _outcome(read: Any) -> tuple[str, Any]:
+    try:
+        entity: Entity = read()
+    except TableError as error:
+        return "error", (error.code, error.message)
+    properties = {
+        name: (kind, "NaN" if isinstance(value, float) and math.isnan(value) else value)
+        for name, (kind, value) in entity.properties.items()
+    }
+    return "entity", (entity.pk, entity.rk, properties)
+
+
+def _same_reading(body: bytes, url_keys: tuple[str, str] | None) -> None:
+    fast = _outcome(lambda: entity_from_body(body, url_keys))
+    exact = _outcome(lambda: entity_from_pairs(parse_json_pairs(body), url_keys))
+    assert fast == exact
+    for kind, value in (fast[1][2] if fast[0] == "entity" else {}).values():
+        if isinstance(value, float):
+            assert kind == "Edm.Double"  # orjson's floats are typed as the exact path types them
+
+
+BOUNDARY_BODIES = [
+    b'{"PartitionKey":"p","RowKey":"r","a":1,"a":2}',  # a repeated name orjson would fold
+    b'{"PartitionKey":"p","RowKey":"r","a" : 1, "a"\n:\t2}',  # repeated, whitespace before colons
+    b'{"PartitionKey":"p","RowKey":"r","a@odata.type":"Edm.Int64","a@odata.type":"Edm.Int64","a":"1"}',
+    b'{"PartitionKey":"p:q","RowKey":"r","t":"12:00:00","a":1}',  # colons inside strings
+    b'{"PartitionKey":"p","RowKey":"r","x\\"y":1}',  # an escaped quote inside a name
+    b'{"PartitionKey":"p","RowKey":"r","s":"a\\\\","b":"\\":"}',  # escapes next to quotes
+    b'{"PartitionKey":"p","RowKey":"r","n":{"a":1,"a":2}}',  # nested object (invalid anyway)
+    b'{"PartitionKey":"p","RowKey":"r","n":99999999999999999999}',  # past 64 bits
+    b'{"PartitionKey":"p","RowKey":"r","n":18446744073709551615}',
+    b'{"PartitionKey":"p","RowKey":"r","n@odata.type":"Edm.Int64","n":9223372036854775808}',
+    b'{"PartitionKey":"p","RowKey":"r","d":1e400}',  # overflows a double
+    b'{"PartitionKey":"p","RowKey":"r","d":5.0,"e":-0.0,"f":1E5,"g":-0}',
+    b'{"PartitionKey":"p","RowKey":"r","d@odata.type":"Edm.Double","d":5}',
+    b'{"PartitionKey":"p","RowKey":"r","i@odata.type":"Edm.Int32","i":5.0}',
+    b'{"PartitionKey":"p","RowKey":"r","s@odata.type":"Edm.String","s":5.5}',
+    b'{"PartitionKey":5.5,"RowKey":"r"}',
+    b'{"PartitionKey":"\\ud800","RowKey":"r"}',  # a lone surrogate: orjson refuses, exact path decides
+    b'\xef\xbb\xbf{"PartitionKey":"p","RowKey":"r"}',
+    b'[{"PartitionKey":"p","RowKey":"r"}]',
+    b'{"PartitionKey":"p","RowKey":"r","odata.etag":"x","a@odata.type":"Edm.String","a":"v"}',
+    b'{"PartitionKey":"p","RowKey":"r","Timestamp":"2024-01-01T00:00:00Z","a":null}',
+]
+
+
+@pytest.mark.parametrize("body", BOUNDARY_BODIES)
+@pytest.mark.parametrize("url_keys", [None, ("k1", "k2")])
+def test_fast_entity_path_reads_boundary_bodies_as_the_exact_path(
+    body: bytes, url_keys: tuple[str, str] | None
+) -> None:
+    _same_reading(body, url_keys)
+
+
+def test_repeated_name_is_still_reported() -> None:
+    with pytest.raises(TableError) as caught:
+        entity_from_body(b'{"PartitionKey":"p","RowKey":"r","a":1,"a":2}')
+    assert caught.value.code == "DuplicatePropertiesSpecified"
+
+
+@FUZZ
+@given(json_bodies, st.one_of(st.none(), st.tuples(short_text, short_text)))
+def test_fast_entity_path_reads_fuzzed_bodies_as_the_exact_path(
+    body: bytes, url_keys: tuple[str, str] | None
+) -> None:
+    _same_reading(body, url_keys)
+
+
+_BLANK_LINE = re.compile(rb"\r?\n\r?\n")
+_LEADING_EOL = re.compile(rb"\r?\n")
+
+
+def _split_head_by_regex(data: bytes) -> tuple[bytes, bytes]:
+    """The splitter as it was written first, with regular expressions: the reference."""
+    leading = _LEADING_EOL.match(data)
+    if leading is not None:
+        return b"", data[leading.end() :]
+    blank = _BLANK_LINE.search(data)
+    if blank is None:
+        return data.removesuffix(b"\n").removesuffix(b"\r"), b""
+    return data[: blank.start()], data[blank.end() :]
+
+
+@FUZZ
+@given(st.lists(st.sampled_from([b"\r", b"\n", b"\r\n", b"a", b": ", b"X-H", b" "]), max_size=24))
+def test_head_splitter_matches_the_regex_reference(pieces: list[bytes]) -> None:
+    data = b"".join(pieces)
+    assert batch._split_head(data) == _split_head_by_regex(data)
