@@ -228,6 +228,9 @@ def serve(args: argparse.Namespace) -> None:
         "log_level": args.log_level,
         "server_header": False,
         "date_header": False,
+        # No X-Forwarded-For rewriting: the client address feeds SAS IP checks (sip), so a local
+        # client must not be able to choose it; and it is one middleware less per request.
+        "proxy_headers": False,
         "timeout_graceful_shutdown": 10,
         "ssl_certfile": str(args.cert) if args.cert else None,
         "ssl_keyfile": str(args.key) if args.key else None,

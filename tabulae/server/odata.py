@@ -179,14 +179,27 @@ def _join(head: dict[str, Any], properties: bytes) -> bytes:
     return encoded[:-1] + b"," + properties[1:]
 
 
+@lru_cache(maxsize=4096)
+def _minimal_stamps(ticks: int) -> tuple[bytes, bytes]:
+    """The JSON around an entity's keys in minimal metadata: ``{"odata.etag":…,"PartitionKey":``
+    before them and ``,"Timestamp":…`` after."""
+    timestamp, etag = _stamps(ticks)
+    return b'{"odata.etag":' + orjson.dumps(etag) + b',"PartitionKey":', b',"Timestamp":' + orjson.dumps(
+        timestamp
+    )
+
+
 def entity_json(
     entity: StoredEntity, base: str, account: str, table: str, level: str, select: list[str] | None
 ) -> bytes:
     """One entity object (no ``odata.metadata``) at the requested level and projection."""
     if level == MINIMAL and select is None:  # what the SDKs ask for: the stored JSON as is
-        timestamp, etag = _stamps(entity.ticks)
-        head = {"odata.etag": etag, "PartitionKey": entity.pk, "RowKey": entity.rk, "Timestamp": timestamp}
-        return _join(head, entity.blob)
+        before, after = _minimal_stamps(entity.ticks)
+        keys = orjson.dumps(entity.pk) + b',"RowKey":' + orjson.dumps(entity.rk)
+        blob = entity.blob
+        if blob == b"{}":
+            return before + keys + after + b"}"
+        return b"".join((before, keys, after, b",", memoryview(blob)[1:]))
     head = _entity_head(entity, base, account, table, level, select)
     if select is not None:
         properties = orjson.dumps(_select_properties(entity.blob, select, level))

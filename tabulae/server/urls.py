@@ -26,7 +26,7 @@ from tabulae.model.errors import MSG_KEY_COUNT, TableError
 from tabulae.model.names import check_url_key
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built on every request, and frozen ones cost ~3x to build
 class Segment:
     """A decoded last path segment: a name, whether it had parentheses, and the literals inside."""
 

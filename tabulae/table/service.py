@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from tabulae.model import edm
 from tabulae.model.entity import SYSTEM_NAMES, StoredEntity
@@ -267,6 +268,10 @@ class TableService:
         while True:
             chunk = await self.store.scan_filtered(account, table, plan.ranges, after, chunk_size, hints)
             rows = chunk.rows
+            if predicate is None:  # every row is a match: one chunk of limit + 1 rows decides the page
+                page = cast(list[StoredEntity], rows[:limit])
+                last = (page[-1].pk, page[-1].rk) if len(rows) > limit else None
+                return self._page(page, last, plan, len(rows))
             for position, entity in enumerate(rows):
                 if not accepts(entity):
                     continue
