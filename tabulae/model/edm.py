@@ -86,15 +86,20 @@ def parse_datetime(text: str) -> int | None:
     return ticks
 
 
+@lru_cache(maxsize=4096)  # new versions are written within the same few seconds
+def _second_text(seconds: int) -> str:
+    moment = _DOTNET_EPOCH + timedelta(seconds=seconds)
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
+        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
+    )
+
+
 @lru_cache(maxsize=16384)  # the same entity versions are formatted again and again on reads
 def format_datetime(ticks: int) -> str:
     """Format ticks as the service does: UTC, ``Z``, trailing zeros of the fraction trimmed."""
     seconds, fraction = divmod(ticks, TICKS_PER_SECOND)
-    moment = _DOTNET_EPOCH + timedelta(seconds=seconds)
-    text = (
-        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
-        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
-    )
+    text = _second_text(seconds)
     if fraction:
         return f"{text}.{fraction:07d}".rstrip("0") + "Z"
     return text + "Z"

@@ -380,6 +380,8 @@ class Insight:
             warning = self._hot_warning(tbl, pk, series, second)
             if warning is not None:
                 self._emit(warning, now)
+        if self._muted("busy-account", account, "", now):
+            return
         warning = self._account_warning(account, self._accounts[account], second)
         if warning is not None:
             self._emit(warning, now)
@@ -479,6 +481,9 @@ class Insight:
             else:
                 tbl.direction, tbl.run = direction, 2
         tbl.last_key, tbl.last_pk = key, pk
+        kind = "append-only" if tbl.direction > 0 else "prepend-only"
+        if self._muted(kind, tbl.account, tbl.name, now):
+            return
         warning = self._monotonic_warning(tbl)
         if warning is not None:
             self._emit(warning, now)
@@ -574,6 +579,12 @@ class Insight:
                 f"{ratio:.0%} of its target of {self.account_target:.0f}/s"
             ),
         }
+
+    def _muted(self, kind: str, account: str, table: str, now: float) -> bool:
+        """Whether a warning of ``kind`` about this account or table (no partition) was logged
+        within ``log_interval``: then it is not even built, which busy load would do per request."""
+        last = self._logged.get((kind, account, table.lower(), ""))
+        return last is not None and now - last < self.log_interval
 
     def _emit(self, warning: dict[str, Any], now: float) -> None:
         """Log a warning, at most once per ``log_interval`` for the same kind and subject."""
