@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -19,6 +20,11 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _kill_group(group: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the whole group has already exited
+        os.killpg(group, signal.SIGKILL)
 
 
 @dataclass
@@ -48,7 +54,10 @@ class ServerProcess:
             "--port", str(self.port), "--data-dir", str(self.data_dir), *self.extra_args,
         ]  # fmt: skip
         env = dict(os.environ) if self.env is None else self.env
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        # A session of its own, so that stop() can end the worker processes with their parent.
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -65,13 +74,18 @@ class ServerProcess:
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int | None:
         if self.process is None:
             return None
+        group = self.process.pid  # the session leader's pid is its process group's id
         if self.process.poll() is None:
-            self.process.send_signal(sig)
+            if sig == signal.SIGKILL:
+                _kill_group(group)  # a crash takes the workers too, as a power cut would
+            else:
+                self.process.send_signal(sig)
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        _kill_group(group)  # no worker outlives its server, whatever happened to the parent
         code = self.process.returncode
         if self.process.stderr:
             self.process.stderr.close()

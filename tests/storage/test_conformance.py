@@ -279,6 +279,25 @@ def test_batch_is_atomic_and_reports_the_failing_index(backend: Backend) -> None
     backend.run(body)
 
 
+@pytest.mark.parametrize("clash", [0, 3, 9])
+def test_insert_only_batch_reports_the_clashing_insert(backend: Backend, clash: int) -> None:
+    """A group of inserts alone takes the store's one-statement path; a clash still names its
+    operation and leaves nothing of the group behind, whichever position it holds."""
+
+    async def body(store: Store) -> None:
+        a = backend.account
+        await with_table(store, a)
+        await store.apply(a, TABLE, [insert("p", f"r{clash}", n=-1)])
+        before = await store.scan(a, TABLE, [FULL_RANGE], None, 100)
+        group = [insert("p", f"r{i}", n=i) for i in range(10)]
+        await raises("EntityAlreadyExists", store.apply(a, TABLE, group), clash)
+        assert await store.scan(a, TABLE, [FULL_RANGE], None, 100) == before
+        await store.apply(a, TABLE, [insert("p", "after", n=1)])  # the store still writes
+        assert await keys_of(store, a) == [("p", "after"), ("p", f"r{clash}")]
+
+    backend.run(body)
+
+
 def test_merge_result_over_the_limits_fails_with_its_index(backend: Backend) -> None:
     async def body(store: Store) -> None:
         a = backend.account
