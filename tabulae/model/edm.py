@@ -120,6 +120,12 @@ def etag_for(timestamp: str) -> str:
     return "W/\"datetime'" + timestamp.replace(":", "%3A") + "'\""
 
 
+@lru_cache(maxsize=4096)  # the rows of one batch or commit group share one Timestamp
+def etag_of_ticks(ticks: int) -> str:
+    """The ETag of the entity version written at ``ticks``."""
+    return etag_for(format_datetime(ticks))
+
+
 def parse_guid(text: str) -> str | None:
     """Canonical lower-case form of a Guid string (any case, optional braces); ``None`` if invalid."""
     match = _GUID_RE.fullmatch(text.strip())

@@ -151,7 +151,7 @@ class StoredEntity:
 
     @property
     def etag(self) -> str:
-        return edm.etag_for(edm.format_datetime(self.ticks))
+        return edm.etag_of_ticks(self.ticks)
 
     def properties(self, only: frozenset[str] | None = None) -> Properties:
         return decode_properties(self.blob, only)

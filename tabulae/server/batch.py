@@ -278,8 +278,10 @@ def header_value(headers: Headers, name: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=256)  # every part of a batch names the same one or two types
 def _parse_media_type(value: str) -> tuple[str, dict[str, str]]:
-    """Split a Content-Type into its lower-cased media type and parameters.
+    """Split a Content-Type into its lower-cased media type and parameters (a shared, cached
+    dict: callers only read it).
 
     Parameter names are lower-cased, quoted values unquoted; segments without ``=`` (such as a
     trailing ``;``) are ignored rather than refused, as real clients are sloppy here.
@@ -515,7 +517,12 @@ def _content_id_line(content_id: str | None) -> bytes:
 
 def _render_fields(fields: Iterable[tuple[str, str]]) -> bytes:
     """Header lines written verbatim, names in the caller's case."""
-    return b"".join(f"{name}: {value}\r\n".encode() for name, value in fields)
+    return b"".join([_field_line(name, value) for name, value in fields])
+
+
+@lru_cache(maxsize=1024)  # the parts of a response repeat all their lines but Location
+def _field_line(name: str, value: str) -> bytes:
+    return f"{name}: {value}\r\n".encode()
 
 
 def _changeset_header(boundary: str) -> bytes:

@@ -23,6 +23,7 @@ CONTENT_TYPES = {
     level: f"application/json;odata={level};streaming=true;charset=utf-8".encode()
     for level in (NONE, MINIMAL, FULL)
 }
+CONTENT_TYPE_TEXT = {level: value.decode() for level, value in CONTENT_TYPES.items()}
 
 _FORMAT_LEVELS = {
     "application/json;odata=nometadata": NONE,
@@ -227,8 +228,16 @@ def render_entity(
     body = entity_json(entity, base, account, table, level, select)
     if level == NONE:
         return body
-    prefix = orjson.dumps({"odata.metadata": _metadata_url(base, table, select, True)})[:-1]
+    prefix = _element_metadata(base, table, None if select is None else tuple(select))
     return prefix + (b"}" if body == b"{}" else b"," + body[1:])
+
+
+@lru_cache(maxsize=256)
+def _element_metadata(base: str, table: str, select: tuple[str, ...] | None) -> bytes:
+    """``{"odata.metadata":"…/$metadata#table/@Element"`` (unclosed): the same for every entity
+    of a table that one client addresses, so made once."""
+    url = _metadata_url(base, table, None if select is None else list(select), True)
+    return orjson.dumps({"odata.metadata": url})[:-1]
 
 
 def render_entities(

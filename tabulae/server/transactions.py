@@ -130,7 +130,7 @@ def _success_part(operation: _Operation, stored: StoredEntity | None) -> SubResp
         return SubResponse(204, tuple(headers), b"", operation.content_id)
     level = operation.level
     body = odata.render_entity(stored, route.base, route.account, route.table, level)
-    headers.extend((("Content-Type", odata.CONTENT_TYPES[level].decode()), ("Location", location), etag))
+    headers.extend((("Content-Type", odata.CONTENT_TYPE_TEXT[level]), ("Location", location), etag))
     return SubResponse(201, tuple(headers), body, operation.content_id)
 
 
@@ -140,7 +140,7 @@ def _failure_part(
     headers = list(_PART_COMMON)
     if prefer:
         headers.append(("Preference-Applied", prefer))
-    headers.append(("Content-Type", odata.CONTENT_TYPES[odata.MINIMAL].decode()))
+    headers.append(("Content-Type", odata.CONTENT_TYPE_TEXT[odata.MINIMAL]))
     return SubResponse(error.status, tuple(headers), error_json(error, request_id, error_time()), content_id)
 
 
@@ -233,5 +233,5 @@ async def _single_query(
         error.index = 0
         return _multipart([_failure_part(error, request_id, sub.content_id, None)], in_changeset=False)
     body = odata.render_entity(entity, op_route.base, op_route.account, op_route.table, level)
-    headers = (*_PART_COMMON, ("Content-Type", odata.CONTENT_TYPES[level].decode()), ("ETag", entity.etag))
+    headers = (*_PART_COMMON, ("Content-Type", odata.CONTENT_TYPE_TEXT[level]), ("ETag", entity.etag))
     return _multipart([SubResponse(200, headers, body, sub.content_id)], in_changeset=False)
