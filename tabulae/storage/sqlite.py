@@ -68,7 +68,7 @@ BUSY_TIMEOUT_MS = 30_000
 log = logging.getLogger("tabulae")
 
 CHECKPOINT_INTERVAL = 0.5  # seconds between background checkpoints while writes keep coming
-WAL_LIMIT_BYTES = 64 * 1024 * 1024  # past this a checkpoint holds writers back and empties the WAL
+WAL_LIMIT_BYTES = 64 * 1024 * 1024  # past this a checkpoint holds writers back and restarts the WAL
 
 # (function, arguments, whether it needs a savepoint of its own, its future)
 _Job = tuple[Callable[..., Any], tuple[Any, ...], bool, asyncio.Future[Any]]
@@ -143,6 +143,7 @@ class SqliteStore(Store):
             self._writer.executescript(SCHEMA)
             self._reader = _connect(self.path, durable)
             self._checkpointer = _connect(self.path, durable)
+            self._page_size = int(self._checkpointer.execute("PRAGMA page_size").fetchone()[0])
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         self._pending: list[_Job] = []
@@ -250,20 +251,21 @@ class SqliteStore(Store):
         self._checkpoint.add_done_callback(self._checkpoint_done)
 
     def _run_checkpoint(self) -> None:
-        """PASSIVE as a rule: it blocks nobody. But under steady writes it never catches up with
-        the log, and a WAL that is never wholly copied back is never restarted, so it would only
-        grow. Past ``WAL_LIMIT_BYTES`` the checkpoint takes the writers' file lock (every process
-        honours it; its own descriptor, so this process's writers wait too) and truncates the log."""
-        try:
-            size = os.path.getsize(self._wal_path)
-        except OSError:
-            return
-        if size < WAL_LIMIT_BYTES:
-            self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        """A PASSIVE checkpoint, which blocks nobody, copies the bulk of the log back. Under
+        steady writes it never quite catches up (frames arrive while it copies), and a log that
+        is never wholly copied back is never restarted, so it would only grow. So once the log
+        holds ``WAL_LIMIT_BYTES`` of frames, the passive pass is followed at once by a RESTART
+        checkpoint under the writers' file lock (every process honours it; its own descriptor,
+        so this process's writers wait too): it copies only what arrived during the passive pass,
+        a few milliseconds of writes, and the next commit starts the log again from its start,
+        over blocks the file already has. (Truncating the log instead held writers back for the
+        whole copy, ~40 ms every second under inserts, and made the file grow again from zero.)"""
+        _busy, frames, _copied = self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        if frames * self._page_size < WAL_LIMIT_BYTES:
             return
         fcntl.flock(self._checkpoint_lock_fd, fcntl.LOCK_EX)
         try:
-            self._checkpointer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            self._checkpointer.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
         finally:
             fcntl.flock(self._checkpoint_lock_fd, fcntl.LOCK_UN)
 

@@ -2,7 +2,7 @@
 
 A passive checkpoint alone never catches up with a log that grows while it copies, and a log
 that is never wholly copied back is never restarted: the WAL would grow with every write. Past
-its limit the store's checkpoint holds the writers back and empties it. The limit and the
+its limit the store's checkpoint holds the writers back and restarts it. The limit and the
 interval are lowered here so a few hundred writes cross it many times.
 """
 
@@ -59,7 +59,7 @@ def test_wal_stays_bounded_under_steady_writes(tmp_path: Path, small_wal: None) 
     largest, _final, rows = asyncio.run(_write_and_read(tmp_path))
     assert rows == 3000
     # 3,000 commits of 16 KiB pages write some 50 MiB of frames, and a passive-only checkpoint
-    # let the WAL reach about 40 MiB; here the log was emptied on the way (the bound leaves room
+    # let the WAL reach about 40 MiB; here the log was restarted on the way (the bound leaves room
     # for the frames written while a checkpoint waits its turn)
     assert largest < 8 * LIMIT, f"WAL grew to {largest} bytes with a limit of {LIMIT}"
     assert os.path.getsize(tmp_path / "tabulae.db") > 0
