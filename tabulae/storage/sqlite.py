@@ -234,11 +234,15 @@ class SqliteStore(Store):
         return outcomes
 
     def _sync_wal(self) -> None:
-        """fsync the WAL. Any descriptor of the file will do: Linux syncs the inode's pages, so
-        this also covers frames other processes wrote before ours, as the WAL's order needs."""
+        """Sync the WAL to disk. Any descriptor of the file will do: Linux syncs the inode's pages,
+        so this also covers frames other processes wrote before ours, as the WAL's order needs.
+
+        ``fdatasync``, as SQLite itself syncs on Linux: the data and the file size, not the
+        modification time. Once the log is restarted over blocks it already has, a commit changes
+        no size, and skipping the time saves a journal commit per sync (~1 ms under load)."""
         fd = os.open(self._wal_path, os.O_RDONLY)
         try:
-            os.fsync(fd)
+            os.fdatasync(fd)
         finally:
             os.close(fd)
 
