@@ -164,13 +164,6 @@ def _entity_head(
     return head
 
 
-@lru_cache(maxsize=4096)  # rows written by one batch or commit group share their Timestamp
-def _stamps(ticks: int) -> tuple[str, str]:
-    """The Timestamp text and the ETag of an entity version."""
-    timestamp = edm.format_datetime(ticks)
-    return timestamp, edm.etag_for(timestamp)
-
-
 def _join(head: dict[str, Any], properties: bytes) -> bytes:
     encoded = orjson.dumps(head)
     if properties == b"{}":
@@ -180,13 +173,13 @@ def _join(head: dict[str, Any], properties: bytes) -> bytes:
     return encoded[:-1] + b"," + properties[1:]
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096)  # rows written by one batch or commit group share their Timestamp
 def _minimal_stamps(ticks: int) -> tuple[bytes, bytes]:
     """The JSON around an entity's keys in minimal metadata: ``{"odata.etag":…,"PartitionKey":``
     before them and ``,"Timestamp":…`` after."""
-    timestamp, etag = _stamps(ticks)
-    return b'{"odata.etag":' + orjson.dumps(etag) + b',"PartitionKey":', b',"Timestamp":' + orjson.dumps(
-        timestamp
+    etag = orjson.dumps(edm.etag_of_ticks(ticks))
+    return b'{"odata.etag":' + etag + b',"PartitionKey":', b',"Timestamp":' + orjson.dumps(
+        edm.format_datetime(ticks)
     )
 
 
