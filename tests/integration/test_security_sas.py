@@ -582,6 +582,20 @@ def test_table_sas_other_ip_is_403(server: ServerProcess, table: TableClient, ip
     assert _rows(table) == []
 
 
+def test_forwarded_for_header_cannot_choose_the_sas_client_address(
+    server: ServerProcess, table: TableClient
+) -> None:
+    """The server reads no X-Forwarded-For: a local client naming the SAS's address is still
+    the loopback address it connects from, and is refused."""
+    token = _table_token(table.table_name, "ra", ip_address_or_range="10.0.0.1")
+    forged = {"X-Forwarded-For": "10.0.0.1", "Forwarded": "for=10.0.0.1"}
+    with _sas_table(server, table.table_name, token) as client, pytest.raises(HttpResponseError) as caught:
+        client.create_entity({"PartitionKey": "p", "RowKey": "ip"}, headers=forged)
+    assert caught.value.status_code == 403
+    assert _code(caught.value) == "AuthorizationSourceIPMismatch"
+    assert _rows(table) == []
+
+
 def test_table_sas_https_only_over_http_is_403(server: ServerProcess, table: TableClient) -> None:
     token = _table_token(table.table_name, "raud", protocol="https")
     assert "spr=https&" in token or token.endswith("spr=https")
