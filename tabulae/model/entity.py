@@ -120,7 +120,10 @@ def entity_from_body(body: bytes, url_keys: tuple[str, str] | None = None) -> En
     fields = _unique_object(body)
     if fields is None:
         return entity_from_pairs(parse_json_pairs(body), url_keys)
-    return entity_from_pairs(fields.items(), url_keys)
+    shape = _shape_of(fields, url_keys)
+    if shape is None:
+        return entity_from_pairs(fields.items(), url_keys)
+    return _entity_by_shape(fields, shape, url_keys)
 
 
 @dataclass(slots=True)
@@ -351,6 +354,106 @@ def entity_from_pairs(pairs: Iterable[tuple[str, Any]], url_keys: tuple[str, str
         annotation = annotations.get(name)
         if type(value) is str and (annotation is None or annotation == edm.STRING):
             properties[name] = (edm.STRING, _check_string(value))  # the common case, inline
+        else:
+            properties[name] = typed_value(name, value, annotation)
+    check_entity_size(pk, rk, properties)
+    return Entity(pk, rk, properties)
+
+
+@dataclass(slots=True)
+class _Shape:
+    """What a body's member names (and the annotations they carry) leave to check per entity.
+
+    Clients send the same few shapes again and again, and everything :func:`entity_from_pairs`
+    decides from names alone is decided once per shape here: which members are annotations,
+    that every annotation has its property, the property count, each name's validity and the
+    keys' declared type. A body of a known shape only has its values checked, in the order the
+    full path checks them, so it fails with the error the full path would give.
+    """
+
+    annotations: tuple[tuple[str, str], ...]  # (member, the annotation it carried when planned)
+    properties: tuple[tuple[str, str | None], ...]  # user properties in body order, with annotation
+    keys_are_strings: bool  # body keys, where present, are unannotated or Edm.String
+
+
+_SHAPES: dict[tuple[str, ...], _Shape] = {}
+_SHAPES_LIMIT = 1024
+_KEY_NAMES = ("PartitionKey", "RowKey")
+
+
+def _plan_shape(fields: dict[str, Any]) -> _Shape | None:
+    """The shape of an orjson-read body, or ``None`` where a name alone already fails it."""
+    names: list[str] = []
+    annotation_members: list[tuple[str, str]] = []
+    annotations: dict[str, str] = {}
+    for name, value in fields.items():
+        if "@" not in name and not name.startswith("odata."):
+            names.append(name)
+        elif name.endswith(ANNOTATION):
+            if type(value) is not str:
+                return None
+            annotations[name[: -len(ANNOTATION)]] = value
+            annotation_members.append((name, value))
+    named = set(names)
+    if any(base not in named and not base.startswith("odata.") for base in annotations):
+        return None
+    system = len(named & SYSTEM_NAMES)
+    if len(names) - system + 3 > MAX_PROPERTIES:
+        return None
+    properties: list[tuple[str, str | None]] = []
+    for name in names:
+        if name in SYSTEM_NAMES:
+            continue
+        try:
+            check_property_name(name)
+        except TableError:
+            return None
+        properties.append((name, annotations.get(name)))
+    keys_are_strings = all(annotations.get(key, edm.STRING) == edm.STRING for key in _KEY_NAMES)
+    return _Shape(tuple(annotation_members), tuple(properties), keys_are_strings)
+
+
+def _shape_of(fields: dict[str, Any], url_keys: tuple[str, str] | None) -> _Shape | None:
+    """The cached shape that fits this body exactly, or ``None`` for the full path."""
+    names = tuple(fields)
+    shape = _SHAPES.get(names)
+    if shape is None:
+        if len(_SHAPES) >= _SHAPES_LIMIT:
+            return None  # a client with endless shapes pays the full path, not planning on top
+        shape = _plan_shape(fields)
+        if shape is None:
+            return None
+        _SHAPES[names] = shape
+    for member, annotation in shape.annotations:
+        if fields[member] != annotation:
+            return None
+    if url_keys is None and not shape.keys_are_strings:
+        return None
+    return shape
+
+
+def _shaped_body_key(which: str, fields: dict[str, Any]) -> str:
+    value = fields.get(which)
+    if type(value) is not str:
+        raise TableError("PropertiesNeedValue")
+    check_body_key(which, value)
+    return value
+
+
+def _entity_by_shape(fields: dict[str, Any], shape: _Shape, url_keys: tuple[str, str] | None) -> Entity:
+    """:func:`entity_from_pairs` for a body whose names were checked when its shape was planned."""
+    if url_keys is None:
+        pk = _shaped_body_key("PartitionKey", fields)
+        rk = _shaped_body_key("RowKey", fields)
+    else:
+        pk, rk = url_keys
+    properties: Properties = {}
+    for name, annotation in shape.properties:
+        value = fields[name]
+        if value is None:
+            continue
+        if type(value) is str and (annotation is None or annotation == edm.STRING):
+            properties[name] = (edm.STRING, _check_string(value))
         else:
             properties[name] = typed_value(name, value, annotation)
     check_entity_size(pk, rk, properties)
