@@ -301,10 +301,15 @@ def check_property_name(name: str) -> None:
 
 
 def _body_key(which: str, values: dict[str, Any], annotations: dict[str, str]) -> str:
-    value = values.get(which)
-    if not isinstance(value, str) or isinstance(value, _FloatText):
-        raise TableError("PropertiesNeedValue")
     if annotations.get(which, edm.STRING) != edm.STRING:
+        raise TableError("PropertiesNeedValue")
+    return _key_value(which, values)
+
+
+def _key_value(which: str, values: dict[str, Any]) -> str:
+    """A key from the body: a plain JSON string (``_FloatText`` is number text, so not one)."""
+    value = values.get(which)
+    if type(value) is not str:
         raise TableError("PropertiesNeedValue")
     check_body_key(which, value)
     return value
@@ -432,19 +437,11 @@ def _shape_of(fields: dict[str, Any], url_keys: tuple[str, str] | None) -> _Shap
     return shape
 
 
-def _shaped_body_key(which: str, fields: dict[str, Any]) -> str:
-    value = fields.get(which)
-    if type(value) is not str:
-        raise TableError("PropertiesNeedValue")
-    check_body_key(which, value)
-    return value
-
-
 def _entity_by_shape(fields: dict[str, Any], shape: _Shape, url_keys: tuple[str, str] | None) -> Entity:
     """:func:`entity_from_pairs` for a body whose names were checked when its shape was planned."""
     if url_keys is None:
-        pk = _shaped_body_key("PartitionKey", fields)
-        rk = _shaped_body_key("RowKey", fields)
+        pk = _key_value("PartitionKey", fields)
+        rk = _key_value("RowKey", fields)
     else:
         pk, rk = url_keys
     properties: Properties = {}
