@@ -21,6 +21,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import cpu
 from client import TableHttp, open_session
 from servers import Server, ensure_azurite, make_server
 from workloads import WORKLOADS, Context, Options, Prepared
@@ -47,6 +48,7 @@ class Outcome:
     seconds: float
     note: str = ""
     load_avg: float = 0.0  # 1-minute load average at the end (other processes share the CPU)
+    cpu_use: cpu.CpuUse | None = None  # where the CPU went while wrk ran
 
     @property
     def flagged(self) -> bool:
@@ -130,6 +132,8 @@ def measure(server: Server, ctx: Context, name: str) -> Outcome:
         + (f" [{prepared.note}]" if prepared.note else ""),
         flush=True,
     )
+    cpu_before = cpu.snapshot(server.pids)
+    started = time.monotonic()
     result: WrkResult = run_wrk(
         prepared.script,
         ctx.host,
@@ -139,6 +143,8 @@ def measure(server: Server, ctx: Context, name: str) -> Outcome:
         duration=prepared.duration,
         timeout=prepared.timeout,
     )
+    wall = time.monotonic() - started
+    cpu_after = cpu.snapshot(server.pids)
     sub_errors = int(result.extra.get("sub_errors", 0))
     # A scan is many pages: its rate is counted by scan.lua from completed scans.
     scanning = name == "scan"
@@ -146,6 +152,7 @@ def measure(server: Server, ctx: Context, name: str) -> Outcome:
     note = prepared.note
     if name == "scan":
         note = f"{int(result.extra.get('scans', 0))} scans; " + note
+    usage = cpu.between(cpu_before, cpu_after, wall, throughput * result.seconds)
     outcome = Outcome(
         workload=name,
         target=ctx.target,
@@ -161,6 +168,7 @@ def measure(server: Server, ctx: Context, name: str) -> Outcome:
         seconds=result.seconds,
         note=note,
         load_avg=load_average(),
+        cpu_use=usage,
     )
     print(
         f"    {throughput:,.0f} {prepared.unit}  p50 {result.p50_ms:.2f} ms  p99 {result.p99_ms:.2f} ms  "
@@ -168,7 +176,13 @@ def measure(server: Server, ctx: Context, name: str) -> Outcome:
         f"RSS {outcome.rss_mib or 0:.0f} MiB  load avg {outcome.load_avg:.1f}",
         flush=True,
     )
+    print(f"    {usage.describe(operation_name(prepared.unit))}", flush=True)
     return outcome
+
+
+def operation_name(unit: str) -> str:
+    """What one counted operation is, from a rate unit: ``entities/s`` counts entities."""
+    return "entity" if unit.startswith("entities") else "request"
 
 
 def run_target(target: str, names: list[str], args: argparse.Namespace, options: Options) -> list[Outcome]:
@@ -293,7 +307,25 @@ def print_table(names: list[str], results: dict[str, dict[str, Outcome]], option
     loads = [f"{o.target} {o.workload} {o.load_avg:.1f}" for per in results.values() for o in per.values()]
     if loads:
         print("1-min load average after each workload (2 cores): " + ", ".join(loads))
+    print_cpu(results)
     print("ratios: T/A tput > 1 means Tabulae is faster; T/A p99 < 1 means Tabulae's p99 latency is lower.")
+
+
+def print_cpu(results: dict[str, dict[str, Outcome]]) -> None:
+    """Where the CPU went while wrk ran: near 100% busy means the workload ran out of cores,
+    and then only less CPU per operation (the server's column) makes it faster."""
+    lines = [
+        f"  {o.target:8s} {o.workload:7s} server {o.cpu_use.server_cores:.2f} cores, "
+        f"{o.cpu_use.server_us:6.1f} µs/{operation_name(o.unit)} "
+        f"(user {o.cpu_use.server_user_us:.1f}, kernel {o.cpu_use.server_system_us:.1f}); "
+        f"wrk {o.cpu_use.client_cores:.2f} cores; machine {100 * o.cpu_use.machine_busy:.0f}% busy"
+        for per in results.values()
+        for o in per.values()
+        if o.cpu_use is not None
+    ]
+    if lines:
+        print("CPU while wrk ran (server = all its processes; machine = all cores):")
+        print("\n".join(lines))
 
 
 def main(argv: list[str] | None = None) -> int:

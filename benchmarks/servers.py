@@ -103,12 +103,18 @@ class Server:
         except OSError:
             return ""
 
+    def pids(self) -> list[int]:
+        """The server process and all its descendants (workers), as they are now."""
+        if self.process is None:
+            return []
+        return [self.process.pid, *self._children(self.process.pid)]
+
     def rss_mib(self) -> float | None:
         """Resident set size of the server process and its children, in MiB (from /proc)."""
         if self.process is None:
             return None
         total = 0
-        for pid in [self.process.pid, *self._children(self.process.pid)]:
+        for pid in self.pids():
             try:
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                     if line.startswith("VmRSS:"):
