@@ -315,10 +315,7 @@ def print_cpu(results: dict[str, dict[str, Outcome]]) -> None:
     """Where the CPU went while wrk ran: near 100% busy means the workload ran out of cores,
     and then only less CPU per operation (the server's column) makes it faster."""
     lines = [
-        f"  {o.target:8s} {o.workload:7s} server {o.cpu_use.server_cores:.2f} cores, "
-        f"{o.cpu_use.server_us:6.1f} µs/{operation_name(o.unit)} "
-        f"(user {o.cpu_use.server_user_us:.1f}, kernel {o.cpu_use.server_system_us:.1f}); "
-        f"wrk {o.cpu_use.client_cores:.2f} cores; machine {100 * o.cpu_use.machine_busy:.0f}% busy"
+        f"  {o.target:8s} {o.workload:7s} {o.cpu_use.describe(operation_name(o.unit))}"
         for per in results.values()
         for o in per.values()
         if o.cpu_use is not None
