@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tabulae import __version__, stress, top
+from tabulae import __version__
 from tabulae.config import (
     DEFAULT_DATA_DIR,
     DEFAULT_HOST,
@@ -21,6 +21,7 @@ from tabulae.config import (
     Settings,
     accounts_from,
 )
+from tabulae.tools import stress, top
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,7 +142,7 @@ def run_db_init(args: argparse.Namespace) -> None:
     import asyncio
 
     from tabulae.storage.factory import is_postgres_url
-    from tabulae.storage.postgres import init_schema
+    from tabulae.storage.postgres.tables import init_schema
 
     if not is_postgres_url(args.store):
         raise SystemExit(f"tabulae: db init needs --store postgresql://… (or {STORE_ENV})")
@@ -150,7 +151,7 @@ def run_db_init(args: argparse.Namespace) -> None:
 
 
 def run_backup(args: argparse.Namespace) -> None:
-    from tabulae.storage.sqlite import backup
+    from tabulae.storage.sqlite.tables import backup
 
     if not (args.data_dir / "tabulae.db").exists():
         raise SystemExit(f"tabulae: no store in {args.data_dir}")
@@ -174,8 +175,8 @@ def _memory_dir() -> Path:
 def serve(args: argparse.Namespace) -> None:
     import uvicorn
 
-    from tabulae.server.app import TabulaeApp
-    from tabulae.server.protocol import AzureHttpProtocol
+    from tabulae.http.protocol import AzureHttpProtocol
+    from tabulae.table.api.app import TabulaeApp
 
     try:
         accounts = accounts_from(args.account)
@@ -244,7 +245,7 @@ def serve(args: argparse.Namespace) -> None:
             uvicorn.run(TabulaeApp(settings), **options)  # type: ignore[arg-type]
         else:
             os.environ[SETTINGS_ENV] = settings.to_json()
-            uvicorn.run("tabulae.server.app:create_app", factory=True, workers=args.workers, **options)  # type: ignore[arg-type]
+            uvicorn.run("tabulae.table.api.app:create_app", factory=True, workers=args.workers, **options)  # type: ignore[arg-type]
     finally:
         if args.in_memory:
             shutil.rmtree(data_dir, ignore_errors=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tabulae.storage.base import Store
+from tabulae.storage.tables import Store
 
 POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
 
@@ -27,12 +27,12 @@ async def open_store(store_url: str | None, data_dir: Path, in_memory: bool) -> 
     ``data_dir`` and ``in_memory`` do not apply to it. Any other URL is a configuration error.
     """
     if not store_url:
-        from tabulae.storage.sqlite import SqliteStore
+        from tabulae.storage.sqlite.tables import SqliteStore
 
         return SqliteStore(data_dir, durable=not in_memory)
     if is_postgres_url(store_url):
         try:
-            from tabulae.storage.postgres import PostgresStore
+            from tabulae.storage.postgres.tables import PostgresStore
         except ImportError as exc:
             raise RuntimeError(
                 "the PostgreSQL store needs psycopg 3 and its pool:"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tabulae.model import edm
 from tabulae.model.errors import TableError
-from tabulae.storage.base import KeyRange, Mutation, MutationKind
+from tabulae.storage.tables import KeyRange, Mutation, MutationKind
 
 
 def range_before_cursor(key_range: KeyRange, after: tuple[str, str]) -> bool:

@@ -18,7 +18,7 @@ from tabulae.model import edm
 from tabulae.model.entity import SYSTEM_NAMES, StoredEntity
 from tabulae.model.errors import MSG_BATCH_TOO_MANY, TableError
 from tabulae.model.names import check_table_name
-from tabulae.model.settings import (
+from tabulae.model.policies import (
     ServiceProperties,
     SignedIdentifier,
     decode_acl,
@@ -26,7 +26,7 @@ from tabulae.model.settings import (
     encode_acl,
     encode_service_properties,
 )
-from tabulae.storage.base import Mutation, PropertyTest, Store
+from tabulae.storage.tables import Mutation, PropertyTest, Store
 from tabulae.table.paging import decode_token, encode_token
 from tabulae.table.query.evaluate import (
     compile_predicate,

@@ -33,7 +33,7 @@ from azure.core.exceptions import HttpResponseError
 from azure.data.tables import TableClient, TableServiceClient, TableTransactionError, UpdateMode
 from prometheus_client.parser import text_string_to_metric_families
 
-from tabulae.stress import VERDICT_AT, run_stress
+from tabulae.tools.stress import VERDICT_AT, run_stress
 from tests.integration.rawhttp import RawClient, assert_error, sdk_error_code
 from tests.serverproc import ServerProcess
 

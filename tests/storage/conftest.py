@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tabulae.storage.base import Store
+from tabulae.storage.tables import Store
 
 PG_ENV = "TABULAE_TEST_PG_URL"
 CITUS_ENV = "TABULAE_TEST_CITUS_URL"
@@ -66,7 +66,7 @@ def _pg_url(name: str) -> str:
 
 
 def _pg_backend(name: str, account: str) -> Backend:
-    from tabulae.storage.postgres import PostgresStore, init_schema
+    from tabulae.storage.postgres.tables import PostgresStore, init_schema
 
     url = _pg_url(name)
     if url not in _schema_ready:
@@ -83,7 +83,7 @@ def _pg_backend(name: str, account: str) -> Backend:
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     account = f"acct{uuid.uuid4().hex[:16]}"
     if request.param == "sqlite":
-        from tabulae.storage.sqlite import SqliteStore
+        from tabulae.storage.sqlite.tables import SqliteStore
 
         async def open_store() -> Store:
             return SqliteStore(tmp_path / "data", durable=False)  # fsync is not what is tested
@@ -96,7 +96,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 @pytest.fixture
 def pg_url() -> str:
     """The plain PostgreSQL test database, with the schema in place (same skip/fail rule)."""
-    from tabulae.storage.postgres import init_schema
+    from tabulae.storage.postgres.tables import init_schema
 
     url = _pg_url("postgres")
     if url not in _schema_ready:

@@ -1,4 +1,4 @@
-"""The storage contract of ``tabulae.storage.base``, checked the same way on every backend.
+"""The storage contract of ``tabulae.storage.tables``, checked the same way on every backend.
 
 The SQLite backend is the reference for semantics; a new backend is done when this file passes
 against it unchanged. Tests are plain functions that run a coroutine with ``asyncio.run`` (see
@@ -18,7 +18,7 @@ from tabulae.model import edm
 from tabulae.model.edm import Properties
 from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
-from tabulae.storage.base import FULL_RANGE, KeyBound, KeyRange, Mutation, MutationKind, Store
+from tabulae.storage.tables import FULL_RANGE, KeyBound, KeyRange, Mutation, MutationKind, Store
 from tests.storage.conftest import Backend
 
 INSERT, REPLACE, MERGE, DELETE = (

@@ -18,11 +18,11 @@ import pytest
 from psycopg import errors as pg_errors
 
 from tabulae.model.errors import TableError
-from tabulae.storage import postgres
-from tabulae.storage.base import FULL_RANGE, Mutation, MutationKind
 from tabulae.storage.factory import is_postgres_url, open_store
-from tabulae.storage.postgres import PostgresStore, init_schema
-from tabulae.storage.sqlite import SqliteStore
+from tabulae.storage.postgres.tables import PostgresStore, init_schema
+from tabulae.storage.postgres.tables import tables as postgres
+from tabulae.storage.sqlite.tables import SqliteStore
+from tabulae.storage.tables import FULL_RANGE, Mutation, MutationKind
 
 
 @asynccontextmanager

@@ -9,11 +9,11 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tabulae.storage.sqlite.tables.hints import hints_sql
 
 from tabulae.model import edm
 from tabulae.model.entity import encode_properties
-from tabulae.storage.base import PropertyTest
-from tabulae.storage.sqlite_hints import hints_sql
+from tabulae.storage.tables import PropertyTest
 from tabulae.table.query.evaluate import compile_predicate
 from tabulae.table.query.nodes import Comparison, Literal, Property
 

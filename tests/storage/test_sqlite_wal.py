@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tabulae.model import edm
-from tabulae.storage import sqlite as sqlite_store
-from tabulae.storage.base import FULL_RANGE, Mutation, MutationKind
+from tabulae.storage.sqlite.tables import tables as sqlite_store
+from tabulae.storage.tables import FULL_RANGE, Mutation, MutationKind
 
 LIMIT = 1024 * 1024
 

@@ -23,8 +23,7 @@ from azure.data.tables import (
     generate_table_sas,
 )
 
-from tabulae.model.errors import TableError
-from tabulae.server.auth.sas import (
+from tabulae.auth.sas import (
     Operation,
     SasGrant,
     SasToken,
@@ -35,6 +34,7 @@ from tabulae.server.auth.sas import (
     table_sas_string_to_sign,
     verify_sas,
 )
+from tabulae.model.errors import TableError
 
 ACCOUNT = "devstoreaccount1"
 DEV_KEY_B64 = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="

@@ -16,8 +16,7 @@ from azure.core.pipeline.transport import AsyncHttpTransport, HttpTransport
 from azure.data.tables import TableAccessPolicy, TableClient, TableServiceClient, UpdateMode
 from azure.data.tables.aio import TableClient as AsyncTableClient
 
-from tabulae.model.errors import TableError
-from tabulae.server.auth.shared_key import (
+from tabulae.auth.shared_key import (
     canonical_resources,
     parse_rfc1123,
     sign,
@@ -25,6 +24,7 @@ from tabulae.server.auth.shared_key import (
     string_to_sign_shared_key_lite,
     verify_authorization,
 )
+from tabulae.model.errors import TableError
 
 DEV_ACCOUNT = "devstoreaccount1"
 DEV_KEY_B64 = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabulae.model.errors import TableError
-from tabulae.server.batch import (
+from tabulae.table.api.batch import (
     MAX_PARTS,
     BatchRequest,
     SubRequest,

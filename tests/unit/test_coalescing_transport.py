@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tabulae.server.protocol import CoalescingTransport
+from tabulae.http.protocol import CoalescingTransport
 
 
 class RecordingTransport:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tabulae.model import entity as entity_module
 from tabulae.model.entity import Entity, entity_from_body, entity_from_pairs, parse_json_pairs
 from tabulae.model.errors import TableError
-from tabulae.server import batch
+from tabulae.table.api import batch
 from tests.unit.test_fuzz_parsers import (
     EDM_TYPES,
     FUZZ,

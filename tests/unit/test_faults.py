@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
+from tabulae.admission.faults import TRANSIENT_CODES, FaultInjector
 from tabulae.model.errors import TableError
-from tabulae.server.faults import TRANSIENT_CODES, FaultInjector
 
 
 class FakeClock:

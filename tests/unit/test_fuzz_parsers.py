@@ -4,7 +4,7 @@
 Any other exception reaches the ASGI app's catch-all and becomes a 500 ``InternalError``, which
 SDKs retry three times, for a request that can never succeed. Targets, 300 cases each:
 
-* resource paths: ``tabulae.server.urls`` (segments, key predicates) and the router, on raw
+* resource paths: ``tabulae.table.api.urls`` (segments, key predicates) and the router, on raw
   paths with percent escapes that decode to invalid UTF-8, quotes, commas and parentheses; and
   keys encoded the way each SDK encodes them come back unchanged;
 * entity JSON: ``parse_json_pairs`` then ``entity_from_pairs``, on objects with values of the
@@ -46,11 +46,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tabulae.model.entity import encode_properties, entity_from_pairs, parse_json_pairs
-from tabulae.model.errors import CATALOGUE, TableError
-from tabulae.model.names import check_table_name
-from tabulae.model.settings import ServiceProperties, encode_service_properties
-from tabulae.server.auth.sas import (
+from tabulae.auth.sas import (
     Operation,
     StoredPolicy,
     account_sas_string_to_sign,
@@ -58,13 +54,17 @@ from tabulae.server.auth.sas import (
     table_sas_string_to_sign,
     verify_sas,
 )
-from tabulae.server.auth.shared_key import verify_authorization
-from tabulae.server.batch import parse_batch
-from tabulae.server.http import Request
-from tabulae.server.odata import metadata_level
-from tabulae.server.routing import Resource, resolve
-from tabulae.server.urls import decode_segments, parse_key_predicate, parse_segment
-from tabulae.server.xmlformats import parse_acl, parse_service_properties
+from tabulae.auth.shared_key import verify_authorization
+from tabulae.http.documents import parse_acl, parse_service_properties
+from tabulae.http.messages import Request
+from tabulae.model.entity import encode_properties, entity_from_pairs, parse_json_pairs
+from tabulae.model.errors import CATALOGUE, TableError
+from tabulae.model.names import check_table_name
+from tabulae.model.policies import ServiceProperties, encode_service_properties
+from tabulae.table.api.batch import parse_batch
+from tabulae.table.api.odata import metadata_level
+from tabulae.table.api.routing import Resource, resolve
+from tabulae.table.api.urls import decode_segments, parse_key_predicate, parse_segment
 from tabulae.table.paging import decode_token
 from tabulae.table.query.evaluate import compile_predicate, compile_table_predicate
 from tabulae.table.query.parser import parse_filter

@@ -12,8 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from tabulae.server.insight import OTHER, QUERY_CLASSES, TABLE_WIDE, Insight, escape_label_value, json_safe
-from tabulae.stress import partition_keys
+from tabulae.insight.partitions import (
+    OTHER,
+    QUERY_CLASSES,
+    TABLE_WIDE,
+    Insight,
+    escape_label_value,
+    json_safe,
+)
+from tabulae.tools.stress import partition_keys
 
 
 class FakeClock:
@@ -468,7 +475,7 @@ def test_any_partition_key_round_trips_through_the_parser(pk: str, table: str) -
 )
 def test_window_sums_kept_as_counts_arrive_match_a_full_recount(steps: list[tuple[int, int, bool]]) -> None:
     """The window's kept sums equal summing its live buckets, whatever order seconds arrive in."""
-    from tabulae.server.insight import _Window
+    from tabulae.insight.partitions import _Window
 
     window = _Window(10)
     for second, count, query in steps:

@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tabulae.model.errors import CATALOGUE, TableError
-from tabulae.server.throttle import (
+from tabulae.admission.throttle import (
     ACCOUNT_LIMIT_MESSAGE,
     AZURE_TARGETS,
     Targets,
     Throttle,
     TokenBucket,
 )
+from tabulae.model.errors import CATALOGUE, TableError
 
 
 class FakeClock:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tabulae.server.insight import Insight
-from tabulae.stress import (
+from tabulae.insight.partitions import Insight
+from tabulae.tools.stress import (
     VERDICT_AT,
     VERDICT_CLIENT_BOUND,
     VERDICT_OVER,
@@ -25,7 +25,7 @@ from tabulae.stress import (
     partition_keys,
     render_report,
 )
-from tabulae.top import CLEAR, metrics_url, render_top, run_top
+from tabulae.tools.top import CLEAR, metrics_url, render_top, run_top
 
 
 class FakeClock:

@@ -19,24 +19,25 @@ from typing import Any
 
 import orjson
 
+from tabulae.admission.faults import FaultInjector
+from tabulae.admission.guard import GuardedService
+from tabulae.admission.throttle import Targets, Throttle
+from tabulae.auth.bearer import CHALLENGE, verify_bearer
+from tabulae.auth.sas import Operation, SasGrant, StoredPolicy, parse_sas, verify_sas
+from tabulae.auth.shared_key import verify_authorization
 from tabulae.config import SETTINGS_ENV, Settings
+from tabulae.http import cors
+from tabulae.http.errors import XML_CONTENT_TYPE, error_json, error_xml
+from tabulae.http.messages import SERVER_HEADER, Clock, Request, RequestIds, Response, error_time
+from tabulae.insight.partitions import Insight
 from tabulae.model.errors import TableError
-from tabulae.model.settings import decode_acl
-from tabulae.server import admin, cors, transactions
-from tabulae.server import operations as ops
-from tabulae.server.auth.bearer import CHALLENGE, verify_bearer
-from tabulae.server.auth.sas import Operation, SasGrant, StoredPolicy, parse_sas, verify_sas
-from tabulae.server.auth.shared_key import verify_authorization
-from tabulae.server.errors import XML_CONTENT_TYPE, error_json, error_xml
-from tabulae.server.faults import FaultInjector
-from tabulae.server.guard import GuardedService
-from tabulae.server.http import SERVER_HEADER, Clock, Request, RequestIds, Response, error_time
-from tabulae.server.insight import Insight
-from tabulae.server.odata import CONTENT_TYPES, MINIMAL, metadata_level
-from tabulae.server.routing import Resource, Route, resolve
-from tabulae.server.throttle import Targets, Throttle
-from tabulae.storage.base import MutationKind, Store
+from tabulae.model.policies import decode_acl
 from tabulae.storage.factory import open_store
+from tabulae.storage.tables import MutationKind, Store
+from tabulae.table.api import admin, transactions
+from tabulae.table.api import handlers as ops
+from tabulae.table.api.odata import CONTENT_TYPES, MINIMAL, metadata_level
+from tabulae.table.api.routing import Resource, Route, resolve
 from tabulae.table.service import TableService
 
 log = logging.getLogger("tabulae")
@@ -420,7 +421,7 @@ class TabulaeApp:
 
 def create_app() -> TabulaeApp:
     """Factory used by worker processes of ``tabulae serve --workers N``."""
-    from tabulae.server.protocol import AzureHttpProtocol
+    from tabulae.http.protocol import AzureHttpProtocol
 
     settings = Settings.from_json(os.environ[SETTINGS_ENV])
     AzureHttpProtocol.header_timeout = settings.body_timeout  # this worker's own copy of the class

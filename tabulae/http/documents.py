@@ -12,7 +12,7 @@ from xml.sax.saxutils import escape
 
 from tabulae.model import edm
 from tabulae.model.errors import TableError
-from tabulae.model.settings import (
+from tabulae.model.policies import (
     CORS_METHODS,
     MAX_CORS_RULES,
     MAX_IDENTIFIERS,

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from email.utils import formatdate
 
-from tabulae.model.errors import TableError
-from tabulae.server.errors import XML_CONTENT_TYPE
-from tabulae.server.http import Request, Response
-from tabulae.server.routing import Route
-from tabulae.server.xmlformats import (
+from tabulae.http.documents import (
     parse_acl,
     parse_service_properties,
     render_acl,
     render_service_properties,
     render_stats,
 )
+from tabulae.http.errors import XML_CONTENT_TYPE
+from tabulae.http.messages import Request, Response
+from tabulae.model.errors import TableError
+from tabulae.table.api.routing import Route
 from tabulae.table.service import TableService
 
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from tabulae.http.errors import error_xml
+from tabulae.http.messages import error_time
 from tabulae.model.errors import TableError
-from tabulae.server.errors import error_xml
-from tabulae.server.http import error_time
 
 MAX_URL_BYTES = 64 * 1024
 MAX_HEADER_BYTES = 64 * 1024

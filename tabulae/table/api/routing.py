@@ -7,7 +7,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from tabulae.model.errors import TableError
-from tabulae.server.urls import decode_segments, parse_segment
+from tabulae.table.api.urls import decode_segments, parse_segment
 
 
 class Resource(enum.Enum):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from tabulae.auth.sas import Operation
+from tabulae.http.messages import NO_CACHE, NOSNIFF, Headers, Request, Response
 from tabulae.model.entity import Entity, StoredEntity, entity_from_body, parse_json_pairs
 from tabulae.model.errors import TableError
-from tabulae.server import odata
-from tabulae.server.auth.sas import Operation
-from tabulae.server.http import NO_CACHE, NOSNIFF, Headers, Request, Response
-from tabulae.server.routing import Route
-from tabulae.storage.base import Mutation, MutationKind
+from tabulae.storage.tables import Mutation, MutationKind
+from tabulae.table.api import odata
+from tabulae.table.api.routing import Route
 from tabulae.table.service import TableService, check_top
 
 UNSUPPORTED_OPTIONS = ("$orderby", "$skip", "$expand", "$inlinecount", "$count", "$search", "$skiptoken")

@@ -15,7 +15,7 @@ import sqlite3
 from typing import Any
 
 from tabulae.model import edm
-from tabulae.storage.base import PropertyTest
+from tabulae.storage.tables import PropertyTest
 
 _SQL_OPS = {"eq": "=", "ne": "!=", "gt": ">", "ge": ">=", "lt": "<", "le": "<="}
 _POSITIVE = ("eq", "gt", "ge")  # false on a type mismatch, so the type can be required

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tabulae.admission.faults import FaultInjector
+from tabulae.admission.throttle import Throttle
+from tabulae.insight.partitions import Insight
 from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
-from tabulae.server.faults import FaultInjector
-from tabulae.server.insight import Insight
-from tabulae.server.throttle import Throttle
-from tabulae.storage.base import Mutation, MutationKind, Store
+from tabulae.storage.tables import Mutation, MutationKind, Store
 from tabulae.table.query.parser import parse_filter
 from tabulae.table.query.plan import plan_query
 from tabulae.table.service import EntityPage, TableService, plan_partition

@@ -1,7 +1,7 @@
 """``tabulae top``: the hottest partitions of a running server, redrawn in the terminal.
 
 It polls the server's ``GET /metrics?format=json`` (the :meth:`Insight.snapshot
-<tabulae.server.insight.Insight.snapshot>` document) and draws a table: the partitions taking
+<tabulae.insight.partitions.Insight.snapshot>` document) and draws a table: the partitions taking
 the most load, how close each is to its target, and the warnings the server has raised. Drawing
 is a pure function of the snapshot (:func:`render_top`), so it is tested without a terminal; the
 loop only fetches, clears the screen with ANSI codes (no curses) and writes.

@@ -36,9 +36,9 @@ from typing import Any
 from tabulae.model import edm
 from tabulae.model.entity import StoredEntity, check_merged, decode_properties, encode_properties
 from tabulae.model.errors import TableError
-from tabulae.storage.base import KeyBound, KeyRange, Mutation, MutationKind, PropertyTest, ScanChunk, Store
 from tabulae.storage.rules import check_condition, range_before_cursor
-from tabulae.storage.sqlite_hints import hints_sql
+from tabulae.storage.sqlite.tables.hints import hints_sql
+from tabulae.storage.tables import KeyBound, KeyRange, Mutation, MutationKind, PropertyTest, ScanChunk, Store
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tables (

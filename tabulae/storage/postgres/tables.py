@@ -44,8 +44,8 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from tabulae.model import edm
 from tabulae.model.entity import StoredEntity, check_merged, decode_properties, encode_properties
 from tabulae.model.errors import TableError
-from tabulae.storage.base import KeyBound, KeyRange, Mutation, MutationKind, Store
 from tabulae.storage.rules import check_condition, range_before_cursor
+from tabulae.storage.tables import KeyBound, KeyRange, Mutation, MutationKind, Store
 
 if TYPE_CHECKING:
     Connection = psycopg.AsyncConnection[tuple[Any, ...]]

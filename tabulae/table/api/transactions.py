@@ -1,6 +1,6 @@
 """Entity group transactions on the wire: ``POST /$batch`` (spec §3.12).
 
-The multipart codec (:mod:`tabulae.server.batch`) turns bytes into sub-requests; this module
+The multipart codec (:mod:`tabulae.table.api.batch`) turns bytes into sub-requests; this module
 turns each sub-request into a :class:`Mutation` with the same checks as its single-request
 form, hands the group to the service, and renders one response part per operation, or exactly
 one failing part whose message starts with the operation's index.
@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tabulae.http.errors import error_json
+from tabulae.http.messages import NO_CACHE, NOSNIFF, Request, Response, error_time
 from tabulae.model.entity import StoredEntity, entity_from_body
 from tabulae.model.errors import TableError
-from tabulae.server import odata
-from tabulae.server.batch import SubRequest, SubResponse, header_value, parse_batch, render_batch_response
-from tabulae.server.errors import error_json
-from tabulae.server.http import NO_CACHE, NOSNIFF, Request, Response, error_time
-from tabulae.server.routing import Resource, Route, resolve
-from tabulae.storage.base import Mutation, MutationKind
+from tabulae.storage.tables import Mutation, MutationKind
+from tabulae.table.api import odata
+from tabulae.table.api.batch import SubRequest, SubResponse, header_value, parse_batch, render_batch_response
+from tabulae.table.api.routing import Resource, Route, resolve
 from tabulae.table.service import TableService
 
 _PART_COMMON = (

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from tabulae.http.messages import Headers, Response
 from tabulae.model.errors import TableError
-from tabulae.model.settings import CorsRule
-from tabulae.server.http import Headers, Response
+from tabulae.model.policies import CorsRule
 
 # Response headers Azure names in Access-Control-Expose-Headers besides a rule's own list.
 _EXPOSED = (
