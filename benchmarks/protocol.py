@@ -123,7 +123,7 @@ def fill(fragments: list[str], pk: str, rk: str) -> str:
 
 @dataclass(frozen=True)
 class BatchTemplate:
-    """A ``$batch`` of inserts into one table, exactly in the Python SDK's byte layout (§3.12.2).
+    """A ``$batch`` of inserts into one table, exactly in the Python SDK's byte layout.
 
     A body is ``start + Σ part(i) + end`` where
     ``part(i) = part_a + str(i) + part_b + str(len(json)) + part_c + json + "\\r\\n"``.

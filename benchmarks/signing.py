@@ -1,4 +1,4 @@
-"""Shared Key signing for the Table service (spec §10.2), used to pre-sign every benchmark request.
+"""Shared Key signing for the Table service, used to pre-sign every benchmark request.
 
 The Table flavour of Shared Key signs only the verb, Content-MD5, Content-Type, the date and the
 canonicalized resource (account + raw path, plus ``?comp=`` when present); no ``x-ms-`` headers
@@ -43,7 +43,7 @@ def authorization(verb: str, path: str, content_type: str, date: str) -> str:
 
 
 def _self_check() -> None:
-    """Spec §10.2 worked example 1; raises if the signing code drifted."""
+    """ "Authorize with Shared Key" worked example 1; raises if the signing code drifted."""
     text = string_to_sign(
         "POST", f"/{ACCOUNT}/Tables", "application/json;odata=nometadata", "Mon, 01 Jan 2024 00:00:00 GMT"
     )

@@ -1,21 +1,25 @@
-"""The ``tabulae`` command: ``tabulae serve`` starts the Table service."""
+"""The ``tabulae`` command: parse the command line and hand over to the composition root.
+
+``tabulae serve`` takes its options from the settings table (:class:`tabulae.config.Settings`);
+the other commands are the client-side tools (``top``, ``stress``) and the store's maintenance
+(``db init``, ``backup``).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import shutil
-import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tabulae import __version__
 from tabulae.config import (
     DEFAULT_DATA_DIR,
-    DEFAULT_HOST,
-    DEFAULT_PORT,
-    SETTINGS_ENV,
     STORE_ENV,
     ConfigError,
     Settings,
@@ -23,94 +27,54 @@ from tabulae.config import (
 )
 from tabulae.tools import stress, top
 
+# How a flag's command-line value becomes the setting's value, where the two differ.
+_FROM_FLAG: dict[str, Callable[[Any], Any]] = {
+    "accounts": accounts_from,
+    "oauth": lambda value: value == "basic",
+    "targets": lambda value: value == "azure",
+}
+# Command-line defaults that are not the setting's default (a choice's name, the environment).
+_FLAG_DEFAULTS: dict[str, Callable[[], Any]] = {
+    "accounts": list,
+    "oauth": lambda: "off",
+    "targets": lambda: None,
+    "store_url": lambda: os.environ.get(STORE_ENV),
+}
+
+
+def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """One option per setting that has a flag, with the setting's default and help."""
+    defaults = Settings()
+    for item in Settings.flags():
+        options = dict(item.metadata["argparse"])
+        if item.name in _FLAG_DEFAULTS:
+            default = _FLAG_DEFAULTS[item.name]()
+            shown = default
+        else:
+            default = getattr(defaults, item.name)
+            shown = default
+        help_text = item.metadata["help"]
+        shows_default = options.get("action") not in ("store_true", "append") and "default" not in help_text
+        if shows_default and shown not in (None, False):
+            help_text += f" (default {shown})"
+        parser.add_argument(item.metadata["flag"], dest=item.name, default=default, help=help_text, **options)
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    values = {}
+    for item in Settings.flags():
+        value = getattr(args, item.name)
+        convert = _FROM_FLAG.get(item.name)
+        values[item.name] = convert(value) if convert else value
+    return Settings(**values)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tabulae", description="A self-hosted Azure Table Storage server.")
     parser.add_argument("--version", action="version", version=f"tabulae {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the Table service", description="Run the Table service.")
-    serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
-    serve.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})"
-    )
-    serve.add_argument(
-        "--data-dir",
-        type=Path,
-        default=DEFAULT_DATA_DIR,
-        help=f"directory of the SQLite database (default ./{DEFAULT_DATA_DIR})",
-    )
-    serve.add_argument(
-        "--account",
-        action="append",
-        default=[],
-        metavar="NAME:BASE64KEY[:BASE64KEY2]",
-        help="an account and its keys; repeatable; also read from TABULAE_ACCOUNTS or AZURITE_ACCOUNTS "
-        "('name1:key1:key2;name2:key1'). Default: the development account devstoreaccount1",
-    )
-    serve.add_argument(
-        "--store",
-        default=os.environ.get(STORE_ENV),
-        metavar="URL",
-        help=f"postgresql://user@host/db to keep data in PostgreSQL (or Citus) instead of SQLite; "
-        f"also read from {STORE_ENV}. The schema is created on an empty database",
-    )
-    serve.add_argument(
-        "--in-memory",
-        action="store_true",
-        help="keep data in memory only (for tests and demos): everything is lost when the server stops",
-    )
-    serve.add_argument(
-        "--workers",
-        type=int,
-        default=os.cpu_count() or 1,
-        help="worker processes sharing the store (default: the number of cores)",
-    )
-    serve.add_argument("--cert", type=Path, help="TLS certificate (PEM): serve HTTPS instead of HTTP")
-    serve.add_argument("--key", type=Path, help="TLS private key (PEM) for --cert")
-    serve.add_argument(
-        "--oauth",
-        choices=["off", "basic"],
-        default="off",
-        help="accept bearer tokens: 'basic' checks audience, issuer and expiry but NOT the signature "
-        "(local development only; needs --cert, as clients send tokens over HTTPS only)",
-    )
-    serve.add_argument(
-        "--targets",
-        choices=["azure"],
-        help="enforce Azure's scalability targets: entities/s per partition and per account "
-        "(every entity written or scanned counts); over them requests get 503 ServerBusy",
-    )
-    serve.add_argument(
-        "--partition-target", type=float, default=2000.0, help="entities/s per partition (default 2000)"
-    )
-    serve.add_argument(
-        "--account-target", type=float, default=20000.0, help="entities/s per account (default 20000)"
-    )
-    serve.add_argument(
-        "--faults",
-        type=float,
-        default=0.0,
-        metavar="P",
-        help="inject transient 503/500 answers with probability P, and brief partition outages, "
-        "to test client retry code (never affects data)",
-    )
-    serve.add_argument("--faults-seed", type=int, help="seed for --faults, for repeatable runs")
-    serve.add_argument(
-        "--request-timeout",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="cut off a client that takes longer than this to send its headers, or pauses this long "
-        "in its body (500 OperationTimedOut; default 30)",
-    )
-    serve.add_argument(
-        "--access-log",
-        action="store_true",
-        help="log one JSON line per request to stderr (method, path without query, status, ms, request id)",
-    )
-    serve.add_argument(
-        "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
-    )
+    add_setting_flags(serve)
     top.add_arguments(commands.add_parser("top", help="show the hottest partitions of a server, live"))
     stress.add_arguments(
         commands.add_parser("stress", help="run the partition stress test of the design guide")
@@ -139,31 +103,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_db_init(args: argparse.Namespace) -> None:
-    import asyncio
-
-    from tabulae.storage.factory import is_postgres_url
-    from tabulae.storage.postgres.tables import init_schema
+    from tabulae.storage.factory import init_database, is_postgres_url
 
     if not is_postgres_url(args.store):
         raise SystemExit(f"tabulae: db init needs --store postgresql://… (or {STORE_ENV})")
-    asyncio.run(init_schema(args.store, citus=args.citus))
+    asyncio.run(init_database(args.store, citus=args.citus))
     print("schema ready" + (" and distributed with Citus" if args.citus else ""))
 
 
 def run_backup(args: argparse.Namespace) -> None:
-    from tabulae.storage.sqlite.tables import backup
+    from tabulae.storage.factory import backup_sqlite
 
     if not (args.data_dir / "tabulae.db").exists():
         raise SystemExit(f"tabulae: no store in {args.data_dir}")
     try:
-        backup(args.data_dir, args.dest)
+        backup_sqlite(args.data_dir, args.dest)
     except (OSError, RuntimeError) as exc:
         raise SystemExit(f"tabulae: backup failed: {exc}") from None
     print(f"backed up {args.data_dir} to {args.dest}")
-
-
-def _exit_cleanly(signum: int, frame: object) -> None:
-    raise SystemExit(0)
 
 
 def _memory_dir() -> Path:
@@ -172,83 +129,48 @@ def _memory_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="tabulae-mem-", dir=shm if shm.is_dir() else None))
 
 
-def serve(args: argparse.Namespace) -> None:
-    import uvicorn
+def _check(settings: Settings) -> None:
+    """Settings that cannot work together; checked before anything is created or bound."""
+    if (settings.cert_file is None) != (settings.key_file is None):
+        raise SystemExit("tabulae: --cert and --key go together")
+    if settings.workers < 1:
+        raise SystemExit("tabulae: --workers must be at least 1")
+    if settings.store_url and settings.in_memory:
+        raise SystemExit("tabulae: --in-memory and --store exclude each other")
 
-    from tabulae.http.protocol import AzureHttpProtocol
-    from tabulae.table.api.app import TabulaeApp
+
+def serve(args: argparse.Namespace) -> None:
+    from tabulae import compose
 
     try:
-        accounts = accounts_from(args.account)
+        settings = settings_from(args)
     except ConfigError as exc:
         raise SystemExit(f"tabulae: {exc}") from None
-    if (args.cert is None) != (args.key is None):
-        raise SystemExit("tabulae: --cert and --key go together")
-    if args.workers < 1:
-        raise SystemExit("tabulae: --workers must be at least 1")
-    data_dir = _memory_dir() if args.in_memory else args.data_dir
-    settings = Settings(
-        host=args.host,
-        port=args.port,
-        data_dir=data_dir,
-        in_memory=args.in_memory,
-        store_url=args.store,
-        accounts=accounts,
-        oauth=args.oauth == "basic",
-        cert_file=args.cert,
-        key_file=args.key,
-        access_log=args.access_log,
-        body_timeout=args.request_timeout,
-        targets=args.targets == "azure",
-        partition_target=args.partition_target,
-        account_target=args.account_target,
-        faults=args.faults,
-        faults_seed=args.faults_seed,
-        workers=args.workers,
-    )
-    scheme = "https" if args.cert else "http"
-    if args.store and args.in_memory:
-        raise SystemExit("tabulae: --in-memory and --store exclude each other")
-    where = "in memory (data is lost when the server stops)" if args.in_memory else f"in {args.data_dir}"
-    if args.store:
+    _check(settings)
+    try:
+        sockets = compose.bind(settings)
+    except OSError as exc:
+        raise SystemExit(
+            f"tabulae: cannot listen on {settings.host}:{settings.port}: {exc.strerror}"
+        ) from None
+    where = f"in {settings.data_dir}"
+    if settings.in_memory:
+        settings.data_dir = _memory_dir()
+        where = "in memory (data is lost when the server stops)"
+    elif settings.store_url:
         where = "in PostgreSQL"
-    first = next(iter(accounts))
+    scheme = "https" if settings.cert_file else "http"
+    first = next(iter(settings.accounts))
     print(
-        f"Tabulae {__version__}: Table service on {scheme}://{args.host}:{args.port}/{first}, "
-        f"accounts {', '.join(accounts)}, {args.workers} worker(s), data {where}",
+        f"Tabulae {__version__}: Table service on {scheme}://{settings.host}:{settings.port}/{first}, "
+        f"accounts {', '.join(settings.accounts)}, {settings.workers} worker(s), data {where}",
         flush=True,
     )
-    AzureHttpProtocol.header_timeout = args.request_timeout
-    options = {
-        "host": args.host,
-        "port": args.port,
-        "loop": "uvloop",
-        "http": AzureHttpProtocol,
-        "lifespan": "on",
-        "access_log": False,
-        "log_level": args.log_level,
-        "server_header": False,
-        "date_header": False,
-        # No X-Forwarded-For rewriting: the client address feeds SAS IP checks (sip), so a local
-        # client must not be able to choose it; and it is one middleware less per request.
-        "proxy_headers": False,
-        "timeout_graceful_shutdown": 10,
-        "ssl_certfile": str(args.cert) if args.cert else None,
-        "ssl_keyfile": str(args.key) if args.key else None,
-    }
-    # uvicorn drains in-flight requests on SIGTERM/SIGINT, restores the previous handlers and
-    # raises the signal again; these handlers turn that into a clean exit with status 0.
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _exit_cleanly)
     try:
-        if args.workers == 1:
-            uvicorn.run(TabulaeApp(settings), **options)  # type: ignore[arg-type]
-        else:
-            os.environ[SETTINGS_ENV] = settings.to_json()
-            uvicorn.run("tabulae.table.api.app:create_app", factory=True, workers=args.workers, **options)  # type: ignore[arg-type]
+        compose.serve(settings, sockets)
     finally:
-        if args.in_memory:
-            shutil.rmtree(data_dir, ignore_errors=True)
+        if settings.in_memory:
+            shutil.rmtree(settings.data_dir, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,8 @@
-"""One settings object for a Tabulae server, built from flags and the environment.
+"""The settings of a Tabulae server: one table of name, default and help, read by the CLI.
+
+Every setting is a field of :class:`Settings`; a field that users set has a ``flag`` in its
+metadata, and ``tabulae serve --help`` is built from those (``cli.add_setting_flags``), so a
+default or a help text is written once, here.
 
 Accounts come from ``--account NAME:KEY[:KEY2]`` (repeatable) and from ``TABULAE_ACCOUNTS``
 (``name1:key1:key2;name2:key1``, the format Azurite users already have in ``AZURITE_ACCOUNTS``,
@@ -11,7 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -62,64 +66,146 @@ def accounts_from(specs: list[str], environ: dict[str, str] | None = None) -> di
     return accounts
 
 
+def setting(
+    default: Any = MISSING,
+    *,
+    flag: str | None = None,
+    help: str = "",
+    default_factory: Any = MISSING,
+    **argparse_options: Any,
+) -> Any:
+    """A settings field; with ``flag`` it is also a ``tabulae serve`` option. ``argparse_options``
+    go to ``add_argument`` as they are (``type``, ``choices``, ``metavar``, ``action``)."""
+    metadata = {"flag": flag, "help": help, "argparse": argparse_options}
+    if default_factory is not MISSING:
+        return field(default_factory=default_factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
 @dataclass(slots=True)
 class Settings:
-    """Everything a server process needs; picklable so worker processes can rebuild it."""
+    """Everything a server process needs; serialisable so worker processes can rebuild it."""
 
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    data_dir: Path = DEFAULT_DATA_DIR
-    in_memory: bool = False
-    store_url: str | None = None  # postgresql://… for the PostgreSQL backend; None is SQLite
-    accounts: dict[str, list[bytes]] = field(default_factory=lambda: accounts_from([], {}))
-    max_body_bytes: int = 4 * 1024 * 1024
-    page_time_budget: float = 5.0
-    body_timeout: float = 30.0  # seconds a client may pause while sending a request body
-    targets: bool = False  # enforce the scalability targets below (503 ServerBusy over them)
-    partition_target: float = 2000.0  # entities per second per partition
-    account_target: float = 20000.0  # entities per second per account
-    faults: float = 0.0  # probability of an injected transient 503/500
-    faults_seed: int | None = None
-    workers: int = 1
-    access_log: bool = False  # one JSON line per request on stderr
-    oauth: bool = False  # accept bearer tokens (basic checks, no signature validation)
-    cert_file: Path | None = None
-    key_file: Path | None = None
+    host: str = setting(DEFAULT_HOST, flag="--host", help="address to bind (loopback only by default)")
+    port: int = setting(DEFAULT_PORT, flag="--port", help="port of the Table service", type=int)
+    data_dir: Path = setting(
+        DEFAULT_DATA_DIR, flag="--data-dir", help="directory of the SQLite database", type=Path, metavar="DIR"
+    )
+    in_memory: bool = setting(
+        False,
+        flag="--in-memory",
+        help="keep data in memory only (for tests and demos): everything is lost when the server stops",
+        action="store_true",
+    )
+    store_url: str | None = setting(
+        None,
+        flag="--store",
+        help=f"postgresql://user@host/db to keep data in PostgreSQL (or Citus) instead of SQLite; also "
+        f"read from {STORE_ENV}. The schema is created on an empty database",
+        metavar="URL",
+    )
+    accounts: dict[str, list[bytes]] = setting(
+        default_factory=lambda: accounts_from([], {}),
+        flag="--account",
+        help="an account and its keys; repeatable; also read from TABULAE_ACCOUNTS or AZURITE_ACCOUNTS "
+        "('name1:key1:key2;name2:key1'). Default: the development account devstoreaccount1",
+        metavar="NAME:BASE64KEY[:BASE64KEY2]",
+        action="append",
+    )
+    workers: int = setting(
+        default_factory=lambda: os.cpu_count() or 1,
+        flag="--workers",
+        help="worker processes sharing the store (default: the number of cores)",
+        type=int,
+        metavar="N",
+    )
+    cert_file: Path | None = setting(
+        None,
+        flag="--cert",
+        help="TLS certificate (PEM): serve HTTPS instead of HTTP",
+        type=Path,
+        metavar="FILE",
+    )
+    key_file: Path | None = setting(
+        None, flag="--key", help="TLS private key (PEM) for --cert", type=Path, metavar="FILE"
+    )
+    oauth: bool = setting(
+        False,
+        flag="--oauth",
+        help="'basic': accept bearer tokens, checking audience, issuer and expiry but NOT the "
+        "signature (local development only; needs --cert, as clients send tokens over HTTPS only)",
+        choices=["off", "basic"],
+    )
+    targets: bool = setting(
+        False,
+        flag="--targets",
+        help="'azure': enforce Azure's scalability targets, entities/s per partition and per account "
+        "(every entity written or scanned counts); over them requests get 503 ServerBusy",
+        choices=["azure"],
+    )
+    partition_target: float = setting(
+        2000.0, flag="--partition-target", help="entities/s per partition", type=float
+    )
+    account_target: float = setting(
+        20000.0, flag="--account-target", help="entities/s per account", type=float
+    )
+    faults: float = setting(
+        0.0,
+        flag="--faults",
+        help="inject transient 503/500 answers with probability P, and brief partition outages, "
+        "to test client retry code (never affects data)",
+        type=float,
+        metavar="P",
+    )
+    faults_seed: int | None = setting(
+        None, flag="--faults-seed", help="seed for --faults", type=int, metavar="N"
+    )
+    body_timeout: float = setting(
+        30.0,
+        flag="--request-timeout",
+        help="cut off a client that takes longer than this to send its headers, or pauses this long "
+        "in its body (500 OperationTimedOut)",
+        type=float,
+        metavar="SECONDS",
+    )
+    access_log: bool = setting(
+        False,
+        flag="--access-log",
+        help="log one JSON line per request to stderr (method, path without query, status, ms, request id)",
+        action="store_true",
+    )
+    log_level: str = setting(
+        "warning",
+        flag="--log-level",
+        help="server log level",
+        choices=["critical", "error", "warning", "info", "debug"],
+    )
+    max_body_bytes: int = setting(4 * 1024 * 1024)  # larger bodies get 413 RequestBodyTooLarge
+    page_time_budget: float = setting(5.0)  # seconds a query page may scan before it ends with a token
+
+    @classmethod
+    def flags(cls) -> list[Any]:
+        """The fields users set from the command line, in the order ``--help`` lists them."""
+        return [f for f in fields(cls) if f.metadata.get("flag")]
 
     def to_json(self) -> str:
         """Serialise for worker processes (keys travel base64-encoded, in the environment only)."""
-        data: dict[str, Any] = {
-            "host": self.host,
-            "port": self.port,
-            "data_dir": str(self.data_dir),
-            "in_memory": self.in_memory,
-            "store_url": self.store_url,
-            "accounts": {
-                name: [base64.b64encode(k).decode() for k in keys] for name, keys in self.accounts.items()
-            },
-            "max_body_bytes": self.max_body_bytes,
-            "page_time_budget": self.page_time_budget,
-            "body_timeout": self.body_timeout,
-            "oauth": self.oauth,
-            "access_log": self.access_log,
-            "targets": self.targets,
-            "partition_target": self.partition_target,
-            "account_target": self.account_target,
-            "faults": self.faults,
-            "faults_seed": self.faults_seed,
-            "workers": self.workers,
-            "cert_file": str(self.cert_file) if self.cert_file else None,
-            "key_file": str(self.key_file) if self.key_file else None,
-        }
+        data: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if item.name == "accounts":
+                value = {name: [base64.b64encode(k).decode() for k in keys] for name, keys in value.items()}
+            elif isinstance(value, Path):
+                value = str(value)
+            data[item.name] = value
         return orjson.dumps(data).decode()
 
     @classmethod
     def from_json(cls, text: str) -> Settings:
         data = orjson.loads(text)
-        data["data_dir"] = Path(data["data_dir"])
         data["accounts"] = {
             name: [base64.b64decode(k) for k in keys] for name, keys in data["accounts"].items()
         }
-        for name in ("cert_file", "key_file"):
+        for name in ("data_dir", "cert_file", "key_file"):
             data[name] = Path(data[name]) if data[name] else None
         return cls(**data)

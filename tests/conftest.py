@@ -4,23 +4,17 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.backends import backend_names, database_url
 from tests.serverproc import ServerProcess
 
 _names = itertools.count()
-
-
-def _backends() -> list[str]:
-    """SQLite always; PostgreSQL when a test database is configured (always in CI)."""
-    if os.environ.get("TABULAE_TEST_PG_URL"):
-        return ["sqlite", "postgres"]
-    if os.environ.get("CI"):
-        raise RuntimeError("CI must set TABULAE_TEST_PG_URL (scripts/check starts a cluster)")
-    return ["sqlite"]
 
 
 def fresh_database(base_url: str) -> str:
@@ -33,17 +27,23 @@ def fresh_database(base_url: str) -> str:
     return base_url.rsplit("/", 1)[0] + "/" + name
 
 
-@pytest.fixture(scope="session", params=_backends())
+@pytest.fixture(scope="session", params=backend_names())
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:
     """One durable server per storage backend for the session, on a free port.
 
-    Tests that take it run once against SQLite and once against PostgreSQL (when configured).
+    Tests that take it run once per backend of ``tests/backends.py``: SQLite, PostgreSQL (a
+    fresh database) and, when configured, Citus (distributed with ``db init --citus``).
     """
     extra: list[str] = []
     if request.param == "postgres":
-        extra = ["--store", fresh_database(os.environ["TABULAE_TEST_PG_URL"])]
+        extra = ["--store", fresh_database(database_url("postgres"))]
+    elif request.param == "citus":
+        url = database_url("citus")
+        init = [sys.executable, "-m", "tabulae", "db", "init", "--citus", "--store", url]
+        subprocess.run(init, check=True, capture_output=True)
+        extra = ["--store", url]
     process = ServerProcess(tmp_path_factory.mktemp("data"), extra_args=extra).start()
     yield process
     process.stop()

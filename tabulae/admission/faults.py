@@ -1,13 +1,13 @@
 """Transient failures on purpose: the errors Azure gives while it balances load.
 
-The partitioning guide (seed 001) says what clients must expect: when a partition server gets
+The partitioning guide (the partitioning guide) says what clients must expect: when a partition server gets
 busy, Azure moves partitions to other servers, and for a few seconds the moved partition answers
 "server busy" or "timeout"; clients are to retry with exponential back-off. Code that has only
 ever talked to a server that never fails has never run its retry path. ``tabulae serve
 --faults P`` runs it:
 
 * with probability ``P`` a request fails at once with 503 ``ServerBusy``, 500 ``InternalError``
-  or 500 ``OperationTimedOut`` (the three transient answers of spec §11.2);
+  or 500 ``OperationTimedOut`` (the three transient answers of an overloaded service);
 * with probability ``P / 10`` a request to a partition starts a *partition moved* window: that
   partition is offline for ``outage_seconds`` (1 to 3 s by default) and every request to it gets
   503 ``ServerBusy`` until the window ends.

@@ -16,7 +16,8 @@ from tabulae.admission.throttle import Throttle
 from tabulae.insight.partitions import Insight
 from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
-from tabulae.storage.tables import Mutation, MutationKind, Store
+from tabulae.model.mutation import Mutation, MutationKind
+from tabulae.storage.tables import TableStore
 from tabulae.table.query.parser import parse_filter
 from tabulae.table.query.plan import plan_query
 from tabulae.table.service import EntityPage, TableService, plan_partition
@@ -48,7 +49,7 @@ class GuardedService(TableService):
 
     def __init__(
         self,
-        store: Store,
+        store: TableStore,
         *,
         page_time_budget: float,
         insight: Insight,

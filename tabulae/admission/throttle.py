@@ -1,8 +1,9 @@
 """Azure's scalability targets, enforced: token buckets per account and per partition.
 
 Azure promises about 2,000 entities/s to one partition and 20,000 entities/s to one account
-(spec §11.1), and above that it answers 503 ``ServerBusy`` or, for a long query, 500
-``OperationTimedOut`` (§11.2). Code that will run against Azure must survive those answers, so
+("Scalability and performance targets for Table storage"), and above that it answers 503
+``ServerBusy`` or, for a long query, 500 ``OperationTimedOut``. Code that will run against Azure
+must survive those answers, so
 ``tabulae serve --targets azure`` gives them at the same thresholds, counted the way the
 checklist counts: every entity inserted, updated, deleted or scanned is one unit, so a batch of
 100 costs 100 and a query that scans 1,000 entities to return 5 costs 1,000.
@@ -156,7 +157,7 @@ class Targets:
 
 
 AZURE_TARGETS = Targets()
-"""The Azure Standard storage account targets (spec §11.1): 2,000/s per partition, 20,000/s per account."""
+"""The Azure Standard storage account targets: 2,000/s per partition, 20,000/s per account."""
 
 
 class Throttle:

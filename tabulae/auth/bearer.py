@@ -1,4 +1,4 @@
-"""Bearer tokens for local development (spec §10.6), off unless ``--oauth basic`` is given.
+"""Bearer tokens for local development (Microsoft Entra ID), off unless ``--oauth basic`` is given.
 
 A local server cannot check Microsoft Entra signatures offline, so, like Azurite's basic mode,
 the JWT is decoded without verifying its signature and only its audience, issuer and validity

@@ -1,4 +1,4 @@
-"""Shared Key and Shared Key Lite verification for the Table service (spec §10.1–10.3).
+"""Shared Key and Shared Key Lite verification for the Table service ("Authorize with Shared Key").
 
 Pure functions: the HTTP layer extracts the raw request-line path, the ``comp`` query value and
 the few headers that are signed, and this module decides. Nothing here ever puts an account key
@@ -45,8 +45,8 @@ def canonical_resources(account: str, raw_path: str, comp: str | None) -> list[s
     path-style ones include it, so there the account legitimately appears twice.
 
     Secondary-endpoint requests are signed as if for the primary, and the Python SDK's path-style
-    ``get_service_stats`` even prefixes the primary path with the secondary segment (spec §1.5),
-    so the three candidates of §10.2 are all tried.
+    ``get_service_stats`` even prefixes the primary path with the secondary segment,
+    so all three candidates are tried.
     """
     query = "" if comp is None else f"?comp={comp}"
     paths = [raw_path]
@@ -75,17 +75,17 @@ def _strip_leading_segment(path: str, segment: str) -> str | None:
 def string_to_sign_shared_key(
     method: str, content_md5: str, content_type: str, date: str, resource: str
 ) -> str:
-    """Build the Table-service SharedKey string-to-sign (no canonicalised x-ms- headers, §10.2)."""
+    """Build the Table-service SharedKey string-to-sign (no canonicalised x-ms- headers)."""
     return "\n".join((method, content_md5, content_type, date, resource))
 
 
 def string_to_sign_shared_key_lite(date: str, resource: str) -> str:
-    """Build the Table-service SharedKeyLite string-to-sign (§10.3)."""
+    """Build the Table-service SharedKeyLite string-to-sign ("Authorize with Shared Key")."""
     return f"{date}\n{resource}"
 
 
 def sign(key: bytes, string_to_sign: str) -> str:
-    """Return base64(HMAC-SHA256(key, UTF-8(string_to_sign))), the signature format of §10.2."""
+    """Return base64(HMAC-SHA256(key, UTF-8(string_to_sign))), the signature format of Shared Key."""
     return base64.b64encode(_mac(key, string_to_sign)).decode("ascii")
 
 

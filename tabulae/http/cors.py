@@ -1,17 +1,10 @@
-"""CORS as the service does it: preflights answered from the account's rules (spec §3.18)."""
+"""CORS as the storage services do it: preflights and actual requests answered from the account's rules."""
 
 from __future__ import annotations
 
 from tabulae.http.messages import Headers, Response
 from tabulae.model.errors import TableError
 from tabulae.model.policies import CorsRule
-
-# Response headers Azure names in Access-Control-Expose-Headers besides a rule's own list.
-_EXPOSED = (
-    "x-ms-request-id,x-ms-client-request-id,Server,x-ms-version,X-Content-Type-Options,Cache-Control,"
-    "x-ms-continuation-NextPartitionKey,x-ms-continuation-NextRowKey,x-ms-continuation-NextTableName,"
-    "Content-Type,Content-Length,Date,ETag,Location,Preference-Applied,DataServiceId,x-ms-error-code"
-)
 
 
 def _header_allowed(header: str, allowed: list[str]) -> bool:
@@ -68,12 +61,16 @@ def preflight(rules: list[CorsRule], request_headers: dict[str, str]) -> Respons
     return Response(200, headers)
 
 
-def actual_headers(rules: list[CorsRule], origin: str, method: str) -> Headers:
-    """CORS headers for a normal response to a request that carried ``Origin``; none without a match."""
+def actual_headers(rules: list[CorsRule], origin: str, method: str, exposed_by_service: str) -> Headers:
+    """CORS headers for a normal response to a request that carried ``Origin``; none without a
+    match. ``exposed_by_service`` lists the service's own response headers, which are exposed
+    besides those the rule names."""
     rule = match_rule(rules, origin, method, [])
     if rule is None:
         return []
-    exposed = ",".join([*rule.exposed_headers, _EXPOSED]) if rule.exposed_headers else _EXPOSED
+    exposed = (
+        ",".join([*rule.exposed_headers, exposed_by_service]) if rule.exposed_headers else exposed_by_service
+    )
     headers = _allow_origin(rule, origin)
     headers.append((b"access-control-expose-headers", exposed.encode("latin-1")))
     headers.append((b"vary", b"Origin"))

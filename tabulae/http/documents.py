@@ -1,4 +1,4 @@
-"""XML payloads: table ACLs, service properties and service stats (spec §3.13–§3.17).
+"""XML payloads: ACLs (signed identifiers), service properties and service stats.
 
 Parsing validates as the service does: malformed documents and too many elements are
 ``InvalidXmlDocument``; well-formed documents with a bad value are ``InvalidXmlNodeValue``.

@@ -1,4 +1,4 @@
-"""Rendering a ``TableError`` at the edge: JSON for OData operations, XML for the rest (spec §9)."""
+"""Rendering a ``TableError`` at the edge: JSON for OData operations, XML for the rest."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ class Request:
     headers: dict[str, str]
     scheme: str
     client_ip: str | None
-    x_http_method_count: int = 0
+    x_http_methods: tuple[str, ...] = ()  # X-HTTP-Method values, one per header line
     body: bytes = b""
     grant: Any = None  # the SasGrant of a SAS-authorised request
     _query: dict[str, str] | None = field(default=None, repr=False)
@@ -39,9 +39,10 @@ class Request:
         raw_headers = scope["headers"]
         # ASGI servers send header names lower-cased; a repeated name needs the slow path.
         headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw_headers}
-        tunnel_count = 1 if "x-http-method" in headers else 0
+        tunnel = headers.get("x-http-method")
+        tunnels: tuple[str, ...] = () if tunnel is None else (tunnel,)
         if len(headers) != len(raw_headers):
-            headers, tunnel_count = _combined_headers(raw_headers)
+            headers, tunnels = _combined_headers(raw_headers)
         raw_path = scope.get("raw_path")
         path = raw_path.decode("latin-1") if raw_path else quote(scope["path"], safe="/'()=,!$&*+;:@")
         client = scope.get("client")
@@ -52,7 +53,7 @@ class Request:
             headers=headers,
             scheme=scope.get("scheme", "http"),
             client_ip=client[0] if client else None,
-            x_http_method_count=tunnel_count,
+            x_http_methods=tunnels,
         )
 
     @property
@@ -82,18 +83,18 @@ class Request:
         return None
 
 
-def _combined_headers(raw_headers: list[tuple[bytes, bytes]]) -> tuple[dict[str, str], int]:
-    """Headers with repeated names joined by commas (RFC 9110 §5.3), and how many
-    ``X-HTTP-Method`` lines there were (more than one is an error of its own)."""
+def _combined_headers(raw_headers: list[tuple[bytes, bytes]]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Headers with repeated names joined by commas (RFC 9110 §5.3), and the ``X-HTTP-Method``
+    lines one by one (more than one is an error of its own)."""
     headers: dict[str, str] = {}
-    tunnel_count = 0
+    tunnels: list[str] = []
     for raw_name, raw_value in raw_headers:
         name = raw_name.decode("latin-1").lower()
         value = raw_value.decode("latin-1")
         if name == "x-http-method":
-            tunnel_count += 1
+            tunnels.append(value)
         headers[name] = f"{headers[name]},{value}" if name in headers else value
-    return headers, tunnel_count
+    return headers, tuple(tunnels)
 
 
 @dataclass(slots=True)

@@ -1,7 +1,7 @@
 """Partition insight: what each partition and table costs, and the anti-patterns behind the cost.
 
 Azure's targets are counted in entities per second per partition and per account, and every
-scanned entity counts (seed 004). Whether a design will meet them depends on numbers that are
+scanned entity counts. Whether a design will meet them depends on numbers that are
 invisible from the client: how many entities a query *scanned* to return the few it did, which
 partition takes most of the traffic, whether inserts walk along increasing PartitionKeys. This
 module counts them, request by request, and answers three ways:

@@ -19,6 +19,7 @@ make ``max(now, stored + 1)`` (the strictly increasing Timestamp rule) a simple 
 
 from __future__ import annotations
 
+import codecs
 import re
 import time
 from datetime import UTC, datetime, timedelta
@@ -116,7 +117,7 @@ def format_datetime_legacy(ticks: int) -> str:
 
 
 def etag_for(timestamp: str) -> str:
-    """The entity ETag the service derives from a formatted Timestamp (spec §8.1)."""
+    """The entity ETag the service derives from a formatted Timestamp ("Update Entity")."""
     return "W/\"datetime'" + timestamp.replace(":", "%3A") + "'\""
 
 
@@ -139,6 +140,18 @@ def utf16_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+# The C codec functions themselves: ``str.encode``/``bytes.decode`` with an error handler look
+# the codec up by name on every call, which costs several times the conversion of a short key.
+_encode_utf16be = codecs.utf_16_be_encode
+_decode_utf16be = codecs.utf_16_be_decode
+
+
 def utf16_sort_key(text: str) -> bytes:
-    """Bytes whose plain byte order is the service's ordinal UTF-16 code-unit order of ``text``."""
-    return text.encode("utf-16-be", "surrogatepass")
+    """Bytes whose plain byte order is the service's ordinal UTF-16 code-unit order of ``text``:
+    the form in which every engine stores keys, so its native byte order is the service's order."""
+    return _encode_utf16be(text, "surrogatepass")[0]
+
+
+def from_utf16_sort_key(key: bytes) -> str:
+    """The text a :func:`utf16_sort_key` encodes (lone surrogates included)."""
+    return _decode_utf16be(key, "surrogatepass", True)[0]

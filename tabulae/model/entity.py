@@ -6,8 +6,8 @@ annotations). A stored entity is therefore rendered by concatenation, without de
 re-encoding, and decoding it again is exact because every type that JSON cannot tell apart
 carries its annotation.
 
-Validation follows spec §5 in the order of §5.6: keys present, key characters and size,
-property count, names and values, then the entity size formula.
+Validation follows the data model's limits in the order Azure checks them: keys present, key
+characters and size, property count, names and values, then the entity size formula.
 """
 
 from __future__ import annotations
@@ -319,7 +319,7 @@ def entity_from_pairs(pairs: Iterable[tuple[str, Any]], url_keys: tuple[str, str
     """Build a validated entity from a body's JSON pairs.
 
     ``url_keys`` are the keys of the URL (Update, Merge, Upsert): they are authoritative and the
-    body's keys, if any, are ignored, as Azurite does (spec §13 #13). Inserts pass ``None`` and
+    body's keys, if any, are ignored, as Azurite does. Inserts pass ``None`` and
     must carry both keys in the body.
     """
     values: dict[str, Any] = {}
@@ -458,7 +458,7 @@ def _entity_by_shape(fields: dict[str, Any], shape: _Shape, url_keys: tuple[str,
 
 
 def entity_size(pk: str, rk: str, properties: Properties) -> int:
-    """The service's documented entity size formula (spec §5.5)."""
+    """The service's documented entity size formula ("Understanding the Table service data model")."""
     size = 4 + 2 * edm.utf16_length(pk) + 2 * edm.utf16_length(rk)
     for name, (kind, value) in properties.items():
         size += 8 + 2 * len(name)

@@ -3,7 +3,7 @@
 Errors are data: the core raises ``TableError(code)`` and only the HTTP layer turns it into a
 JSON or XML body, the ``x-ms-error-code`` header and, inside a batch, the ``N:`` index prefix.
 Status and default message come from this catalogue, so a code can never travel with the wrong
-status. Messages are Azure's own texts (spec §9.4), including its misspelling "specifed".
+status. Messages are Azure's own texts ("Table service error codes"), including its misspelling "specifed".
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ def check_body_key(which: str, value: str) -> None:
 
 
 def check_url_key(value: str) -> None:
-    """Validate a key that arrived in a URL key predicate (spec §5.2: codes differ by character)."""
+    """Validate a key that arrived in a URL key predicate (the error code differs by character)."""
     match = _FORBIDDEN_KEY_CHARS.search(value)
     if match:
         char = match.group()

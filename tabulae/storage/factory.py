@@ -1,6 +1,6 @@
-"""Choosing the backend from settings: SQLite unless a PostgreSQL URL is given.
+"""Choosing the engine from settings: SQLite unless a PostgreSQL URL is given.
 
-The PostgreSQL backend is imported only when asked for, so SQLite users need neither psycopg nor
+The PostgreSQL engine is imported only when asked for, so SQLite users need neither psycopg nor
 its pool installed.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tabulae.storage.tables import Store
+from tabulae.storage.stores import Stores
 
 POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
 
@@ -19,25 +19,39 @@ def is_postgres_url(store_url: str | None) -> bool:
     return bool(store_url) and urlsplit(str(store_url)).scheme.lower() in POSTGRES_SCHEMES
 
 
-async def open_store(store_url: str | None, data_dir: Path, in_memory: bool) -> Store:
-    """Open the store the settings name; call it in the serving process, on its event loop.
+async def open_stores(store_url: str | None, data_dir: Path, in_memory: bool) -> Stores:
+    """Open the engine the settings name; call it in the serving process, on its event loop.
 
-    No URL means the embedded SQLite store in ``data_dir`` (without fsync when ``in_memory``).
+    No URL means the embedded SQLite engine in ``data_dir`` (without fsync when ``in_memory``).
     A PostgreSQL URL opens a connection pool and creates the schema on an empty database;
     ``data_dir`` and ``in_memory`` do not apply to it. Any other URL is a configuration error.
     """
     if not store_url:
-        from tabulae.storage.sqlite.tables import SqliteStore
+        from tabulae.storage.sqlite import SqliteStores
 
-        return SqliteStore(data_dir, durable=not in_memory)
+        return SqliteStores(data_dir, durable=not in_memory)
     if is_postgres_url(store_url):
         try:
-            from tabulae.storage.postgres.tables import PostgresStore
+            from tabulae.storage.postgres import PostgresStores
         except ImportError as exc:
             raise RuntimeError(
                 "the PostgreSQL store needs psycopg 3 and its pool:"
                 " pip install 'psycopg[binary]>=3.2' psycopg-pool"
             ) from exc
-        return await PostgresStore.open(store_url)
+        return await PostgresStores.open(store_url)
     scheme = urlsplit(store_url).scheme or store_url
     raise ValueError(f"unsupported store URL scheme {scheme!r}: use postgresql://… or no URL for SQLite")
+
+
+async def init_database(store_url: str, citus: bool) -> None:
+    """``tabulae db init``: create (and distribute) the schema of a PostgreSQL store."""
+    from tabulae.storage.postgres import init_schema
+
+    await init_schema(store_url, citus=citus)
+
+
+def backup_sqlite(data_dir: Path, destination: Path) -> None:
+    """``tabulae backup``: a consistent online copy of the SQLite store in ``data_dir``."""
+    from tabulae.storage.sqlite.engine import backup
+
+    backup(data_dir, destination)

@@ -1,10 +1,24 @@
-"""Rules every backend applies the same way, kept in one place so the backends cannot drift."""
+"""Rules every engine applies the same way, kept in one place so the engines cannot drift.
+
+An engine module holds only what is specific to its SQL: these functions decide what a write
+does to an entity (existence and ETag checks, the next Timestamp, the merged and checked
+properties) and how a key range becomes a ``WHERE`` clause over its key columns.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
 from tabulae.model import edm
+from tabulae.model.entity import check_merged, decode_properties, encode_properties
 from tabulae.model.errors import TableError
-from tabulae.storage.tables import KeyRange, Mutation, MutationKind
+from tabulae.model.mutation import Mutation, MutationKind
+from tabulae.storage.tables import KeyBound, KeyRange
+
+# What an engine has read of an entity before writing it: (Timestamp ticks, stored properties).
+Stored = tuple[int, bytes]
 
 
 def range_before_cursor(key_range: KeyRange, after: tuple[str, str]) -> bool:
@@ -19,7 +33,14 @@ def range_before_cursor(key_range: KeyRange, after: tuple[str, str]) -> bool:
     return (u_pk, edm.utf16_sort_key(upper.rk)) <= (a_pk, a_rk)
 
 
-def check_condition(mutation: Mutation, existing: tuple[int, bytes] | None) -> None:
+def ranges_to_scan(ranges: Sequence[KeyRange], after: tuple[str, str] | None) -> Iterator[KeyRange]:
+    """The ranges a scan still has to read, in key order: those wholly before the cursor are skipped."""
+    for key_range in ranges:
+        if after is None or not range_before_cursor(key_range, after):
+            yield key_range
+
+
+def check_condition(mutation: Mutation, existing: Stored | None) -> None:
     """The existence and ETag rules of one write, given the stored (ticks, properties) or None."""
     if mutation.kind is MutationKind.INSERT:
         if existing is not None:
@@ -32,3 +53,64 @@ def check_condition(mutation: Mutation, existing: tuple[int, bytes] | None) -> N
         raise TableError("ResourceNotFound")
     if condition not in (None, "*") and edm.etag_for(edm.format_datetime(existing[0])) != condition:
         raise TableError("UpdateConditionNotSatisfied")
+
+
+def group_ticks(existing: Iterable[Stored | None]) -> int:
+    """The one Timestamp of a write group: now, but strictly later than every stored version it
+    touches. Clocks tick coarsely and differ between processes; without the ``+ 1`` two writes in
+    one tick would share an ETag, and an If-Match meant for the old version would pass."""
+    return max([edm.now_ticks()] + [stored[0] + 1 for stored in existing if stored is not None])
+
+
+def written_properties(mutation: Mutation, existing: Stored | None) -> bytes | None:
+    """The stored form of the entity after ``mutation`` (``None`` for DELETE). A merge is checked
+    against the entity limits, as its result can exceed what the request alone did."""
+    if mutation.kind is MutationKind.DELETE:
+        return None
+    properties = mutation.properties or {}
+    if mutation.kind is MutationKind.MERGE and existing is not None:
+        merged = decode_properties(existing[1])
+        merged.update(properties)
+        check_merged(mutation.pk, mutation.rk, merged)
+        properties = merged
+    return encode_properties(properties)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyColumns:
+    """How an engine's SQL names the composite key: its partition and row columns, its parameter
+    placeholder, and the stored value of a PartitionKey (which may carry a prefix of its own)."""
+
+    partition: str
+    row: str
+    placeholder: str
+    partition_value: Callable[[str], bytes]
+
+
+def _bound_sql(columns: KeyColumns, bound: KeyBound, lower: bool, args: list[Any]) -> str:
+    """One end of a range. With ``rk`` None the bound is a partition edge: comparing the partition
+    column alone includes or excludes the whole partition."""
+    op = (">" if lower else "<") + ("=" if bound.inclusive else "")
+    mark = columns.placeholder
+    if bound.rk is None:
+        args.append(columns.partition_value(bound.pk))
+        return f" AND {columns.partition} {op} {mark}"
+    args.extend((columns.partition_value(bound.pk), edm.utf16_sort_key(bound.rk)))
+    return f" AND ({columns.partition}, {columns.row}) {op} ({mark}, {mark})"
+
+
+def range_sql(
+    columns: KeyColumns, key_range: KeyRange, after: tuple[str, str] | None, args: list[Any]
+) -> str:
+    """``AND …`` conditions selecting the keys of ``key_range`` strictly after ``after``; their
+    parameters are appended to ``args``. Every condition is a range on the clustered key."""
+    sql = ""
+    if key_range.lower is not None:
+        sql += _bound_sql(columns, key_range.lower, True, args)
+    if key_range.upper is not None:
+        sql += _bound_sql(columns, key_range.upper, False, args)
+    if after is not None:
+        mark = columns.placeholder
+        sql += f" AND ({columns.partition}, {columns.row}) > ({mark}, {mark})"
+        args.extend((columns.partition_value(after[0]), edm.utf16_sort_key(after[1])))
+    return sql

@@ -1,22 +1,22 @@
-"""The storage contract: everything the table layer needs from an engine, and nothing more.
+"""The Table storage contract: everything the table layer needs from an engine, and nothing more.
 
 A backend stores tables per account and entities clustered by (table, PartitionKey, RowKey)
 in the service's ordinal UTF-16 order. It knows nothing of HTTP, OData or ``$filter``: the
 table layer hands it key ranges and mutations, and gets rows and ``TableError``\\ s back.
 
-Every backend passes the same conformance suite (``tests/storage``).
+Every engine implements it over its one database (``storage/sqlite``, ``storage/postgres``)
+and passes the same conformance suite (``tests/storage``).
 """
 
 from __future__ import annotations
 
-import enum
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tabulae.model.edm import Properties
 from tabulae.model.entity import StoredEntity
+from tabulae.model.mutation import Mutation
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,36 +59,14 @@ class PropertyTest:
 
 @dataclass(slots=True)
 class ScanChunk:
-    """What :meth:`Store.scan_filtered` examined: one entry per row in key order, ``None`` for a
+    """What :meth:`TableStore.scan_filtered` examined: one entry per row in key order, ``None`` for a
     row that cannot pass the hints, and the key of the last row examined (to resume after)."""
 
     rows: list[StoredEntity | None]
     last_key: tuple[str, str] | None
 
 
-class MutationKind(enum.Enum):
-    INSERT = "insert"  # fails with EntityAlreadyExists if present
-    REPLACE = "replace"  # Update / Insert Or Replace
-    MERGE = "merge"  # Merge / Insert Or Merge
-    DELETE = "delete"
-
-
-@dataclass(slots=True)  # not frozen: built on every request, and frozen ones cost ~3x to build
-class Mutation:
-    """One write of an atomic group.
-
-    ``if_match``: ``None`` means unconditional (an upsert for REPLACE/MERGE); ``"*"`` means the
-    entity must exist; any other value must equal the stored ETag exactly. INSERT ignores it.
-    """
-
-    kind: MutationKind
-    pk: str
-    rk: str
-    properties: Properties | None = None
-    if_match: str | None = None
-
-
-class Store(ABC):
+class TableStore(ABC):
     """A durable, ordered store of tables and entities for many accounts.
 
     Table names are matched case-insensitively and kept with the case they were created with.
@@ -182,6 +160,3 @@ class Store(ABC):
     @abstractmethod
     async def set_service_properties(self, account: str, properties: bytes) -> None:
         """Replace the account's service properties; durable on return."""
-
-    async def close(self) -> None:  # noqa: B027 - optional for backends with nothing to release
-        """Release connections and threads; pending writes are finished first."""

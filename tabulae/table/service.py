@@ -17,6 +17,7 @@ from typing import cast
 from tabulae.model import edm
 from tabulae.model.entity import SYSTEM_NAMES, StoredEntity
 from tabulae.model.errors import MSG_BATCH_TOO_MANY, TableError
+from tabulae.model.mutation import Mutation
 from tabulae.model.names import check_table_name
 from tabulae.model.policies import (
     ServiceProperties,
@@ -26,7 +27,7 @@ from tabulae.model.policies import (
     encode_acl,
     encode_service_properties,
 )
-from tabulae.storage.tables import Mutation, PropertyTest, Store
+from tabulae.storage.tables import PropertyTest, TableStore
 from tabulae.table.paging import decode_token, encode_token
 from tabulae.table.query.evaluate import (
     compile_predicate,
@@ -97,9 +98,9 @@ def check_top(top: str | None) -> int | None:
 
 
 class TableService:
-    """The operations of spec §3, over any :class:`Store`."""
+    """The Table service's operations, over any :class:`TableStore`."""
 
-    def __init__(self, store: Store, *, page_time_budget: float = PAGE_TIME_BUDGET) -> None:
+    def __init__(self, store: TableStore, *, page_time_budget: float = PAGE_TIME_BUDGET) -> None:
         self.store = store
         self.page_time_budget = page_time_budget
 
@@ -186,7 +187,7 @@ class TableService:
     async def submit_batch(
         self, account: str, table: str, mutations: Sequence[Mutation]
     ) -> list[StoredEntity | None]:
-        """An entity group transaction: the batch rules of spec §3.12.1, then one atomic apply."""
+        """An entity group transaction: at most 100 changes, one partition, no key twice; one apply."""
         if not mutations:
             raise TableError("InvalidInput", index=0)
         if len(mutations) > MAX_BATCH_OPERATIONS:
@@ -237,7 +238,7 @@ class TableService:
         return await self._scan_page(account, table, plan, after, limit)
 
     async def require_table(self, account: str, table: str) -> None:
-        """Raise ``TableNotFound`` early, so it wins over body errors as on Azure (spec §5.6)."""
+        """Raise ``TableNotFound`` early, so it wins over body errors as on Azure."""
         check_table_name(table)
         if await self.store.get_table(account, table) is None:
             raise TableError("TableNotFound")

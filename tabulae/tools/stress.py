@@ -6,7 +6,7 @@ mix of queries and writes; compare the throughput achieved with the partition's 
 module does exactly that with the official ``azure-data-tables`` async SDK, so what it measures
 is what an application would see, retries included, against Tabulae or against Azure itself.
 
-Entities are counted the way the targets count them (seed 004): every entity written and every
+Entities are counted the way Azure's targets count them: every entity written and every
 entity *scanned* is one, so a row-range query that scanned 10 entities counts 10. Against
 Tabulae the scanned count comes from the ``x-tabulae-scanned`` response header; elsewhere the
 returned count stands in for it (exact for pure key ranges, which is what this test sends).

@@ -39,7 +39,8 @@ from azure.data.tables import TableServiceClient, UpdateMode
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tabulae.auth.sas import parse_sas, table_sas_string_to_sign
+from tabulae.auth.sas import parse_sas
+from tabulae.table.api.sas import table_sas_string_to_sign
 from tests.integration.rawhttp import RawClient, RawResponse, py_keys
 from tests.integration.test_reliability_support import (
     BatchOp,

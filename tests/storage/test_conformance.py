@@ -18,7 +18,9 @@ from tabulae.model import edm
 from tabulae.model.edm import Properties
 from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
-from tabulae.storage.tables import FULL_RANGE, KeyBound, KeyRange, Mutation, MutationKind, Store
+from tabulae.model.mutation import Mutation, MutationKind
+from tabulae.storage.tables import FULL_RANGE, KeyBound, KeyRange
+from tabulae.storage.tables import TableStore as Store
 from tests.storage.conftest import Backend
 
 INSERT, REPLACE, MERGE, DELETE = (
@@ -534,7 +536,8 @@ def test_concurrent_if_match_increments_lose_no_update(backend: Backend) -> None
     """20 read-modify-write loops through two store instances (two front-ends) at once."""
 
     async def main() -> None:
-        first, second = await backend.open(), await backend.open()
+        engines = [await backend.open(), await backend.open()]
+        first, second = (engine.tables for engine in engines)
         try:
             a = backend.account
             await first.create_table(a, TABLE)
@@ -559,8 +562,8 @@ def test_concurrent_if_match_increments_lose_no_update(backend: Backend) -> None
             final = await second.get_entity(a, TABLE, "p", "counter")
             assert final is not None and final.properties() == props(n=20)
         finally:
-            await first.close()
-            await second.close()
+            for engine in engines:
+                await engine.close()
 
     asyncio.run(main())
 
@@ -570,7 +573,8 @@ def test_concurrent_writers_of_one_key(backend: Backend) -> None:
     all succeed, nothing is lost, and every version has its own Timestamp."""
 
     async def main() -> None:
-        stores = [await backend.open(), await backend.open()]
+        engines = [await backend.open(), await backend.open()]
+        stores = [engine.tables for engine in engines]
         try:
             a = backend.account
             await stores[0].create_table(a, TABLE)
@@ -604,8 +608,8 @@ def test_concurrent_writers_of_one_key(backend: Backend) -> None:
             final = await stores[1].get_entity(a, TABLE, "p", "m")
             assert final is not None and final.properties() == props(**{f"f{i}": i for i in range(12)})
         finally:
-            for store in stores:
-                await store.close()
+            for engine in engines:
+                await engine.close()
 
     asyncio.run(main())
 
@@ -614,7 +618,8 @@ def test_a_second_front_end_sees_deletion_and_recreation(backend: Backend) -> No
     """What one instance did to a table, another that used it before sees at once."""
 
     async def main() -> None:
-        one, two = await backend.open(), await backend.open()
+        engines = [await backend.open(), await backend.open()]
+        one, two = (engine.tables for engine in engines)
         try:
             a = backend.account
             await one.create_table(a, TABLE)
@@ -647,7 +652,7 @@ def test_a_second_front_end_sees_deletion_and_recreation(backend: Backend) -> No
                 await two.apply(a, TABLE, [insert("p", f"two{step}")])
                 assert await keys_of(one, a) == [("p", "r"), ("p", f"two{step}")]
         finally:
-            await one.close()
-            await two.close()
+            for engine in engines:
+                await engine.close()
 
     asyncio.run(main())

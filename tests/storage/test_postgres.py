@@ -18,20 +18,23 @@ import pytest
 from psycopg import errors as pg_errors
 
 from tabulae.model.errors import TableError
-from tabulae.storage.factory import is_postgres_url, open_store
-from tabulae.storage.postgres.tables import PostgresStore, init_schema
-from tabulae.storage.postgres.tables import tables as postgres
-from tabulae.storage.sqlite.tables import SqliteStore
-from tabulae.storage.tables import FULL_RANGE, Mutation, MutationKind
+from tabulae.model.mutation import Mutation, MutationKind
+from tabulae.storage.factory import is_postgres_url, open_stores
+from tabulae.storage.postgres import PostgresStores, init_schema
+from tabulae.storage.postgres import tables as postgres
+from tabulae.storage.postgres.tables import PostgresTables
+from tabulae.storage.sqlite import SqliteStores
+from tabulae.storage.tables import FULL_RANGE
 
 
 @asynccontextmanager
-async def opened(url: str) -> AsyncIterator[PostgresStore]:
-    store = await PostgresStore.open(url, max_size=4)
+async def opened(url: str) -> AsyncIterator[PostgresTables]:
+    stores = await PostgresStores.open(url, max_size=4)
     try:
-        yield store
+        assert isinstance(stores.tables, PostgresTables)
+        yield stores.tables
     finally:
-        await store.close()
+        await stores.close()
 
 
 def test_keys_carry_the_distribution_column_and_no_triggers(pg_url: str) -> None:
@@ -145,13 +148,13 @@ def test_open_creates_the_schema_on_an_empty_database(pg_url: str) -> None:
         url = pg_url.rsplit("/", 1)[0] + "/" + name
         try:
             # Several front-ends starting at once on the empty database.
-            stores = await asyncio.gather(*(PostgresStore.open(url, max_size=2) for _ in range(3)))
+            engines = await asyncio.gather(*(PostgresStores.open(url, max_size=2) for _ in range(3)))
             try:
-                await stores[0].create_table("a", "T")
-                assert await stores[2].get_table("a", "t") == "T"
+                await engines[0].tables.create_table("a", "T")
+                assert await engines[2].tables.get_table("a", "t") == "T"
             finally:
-                for store in stores:
-                    await store.close()
+                for engine in engines:
+                    await engine.close()
             await init_schema(url)  # idempotent
             async with opened(url) as store:
                 assert await store.list_tables("a", None, 10) == ["T"]
@@ -166,9 +169,9 @@ def test_factory_chooses_the_backend(pg_url: str, tmp_path: Path) -> None:
     assert not is_postgres_url(None) and not is_postgres_url("") and not is_postgres_url("/var/db")
 
     async def main() -> None:
-        store = await open_store(pg_url, tmp_path, in_memory=False)
+        store = await open_stores(pg_url, tmp_path, in_memory=False)
         try:
-            assert isinstance(store, PostgresStore)
+            assert isinstance(store, PostgresStores)
         finally:
             await store.close()
 
@@ -177,13 +180,13 @@ def test_factory_chooses_the_backend(pg_url: str, tmp_path: Path) -> None:
 
 def test_factory_defaults_to_sqlite(tmp_path: Path) -> None:
     async def main() -> None:
-        store = await open_store(None, tmp_path / "data", in_memory=True)
+        store = await open_stores(None, tmp_path / "data", in_memory=True)
         try:
-            assert isinstance(store, SqliteStore)
+            assert isinstance(store, SqliteStores)
         finally:
             await store.close()
         with pytest.raises(ValueError, match="unsupported store URL"):
-            await open_store("mysql://h/db", tmp_path, in_memory=False)
+            await open_stores("mysql://h/db", tmp_path, in_memory=False)
 
     asyncio.run(main())
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tabulae.storage.sqlite.tables.hints import hints_sql
 
 from tabulae.model import edm
 from tabulae.model.entity import encode_properties
+from tabulae.storage.sqlite.hints import hints_sql
 from tabulae.storage.tables import PropertyTest
 from tabulae.table.query.evaluate import compile_predicate
 from tabulae.table.query.nodes import Comparison, Literal, Property

@@ -15,23 +15,26 @@ from pathlib import Path
 import pytest
 
 from tabulae.model import edm
-from tabulae.storage.sqlite.tables import tables as sqlite_store
-from tabulae.storage.tables import FULL_RANGE, Mutation, MutationKind
+from tabulae.model.mutation import Mutation, MutationKind
+from tabulae.storage.sqlite import SqliteStores
+from tabulae.storage.sqlite import engine as sqlite_engine
+from tabulae.storage.tables import FULL_RANGE
 
 LIMIT = 1024 * 1024
 
 
 @pytest.fixture
 def small_wal(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sqlite_store, "WAL_LIMIT_BYTES", LIMIT)
-    monkeypatch.setattr(sqlite_store, "CHECKPOINT_INTERVAL", 0.0)
+    monkeypatch.setattr(sqlite_engine, "WAL_LIMIT_BYTES", LIMIT)
+    monkeypatch.setattr(sqlite_engine, "CHECKPOINT_INTERVAL", 0.0)
 
 
 async def _write_and_read(directory: Path) -> tuple[int, int, int]:
     """Steady concurrent writes (some 50 MiB of WAL frames) with reads between them; returns the
     largest WAL seen, the final WAL size, and how many rows a read finds at the end."""
-    store = sqlite_store.SqliteStore(directory)
-    wal = Path(store.path + "-wal")
+    engine = SqliteStores(directory)
+    store = engine.tables
+    wal = Path(engine.database.path + "-wal")
     largest = 0
     try:
         await store.create_table("acct", "waltest")
@@ -51,7 +54,7 @@ async def _write_and_read(directory: Path) -> tuple[int, int, int]:
         await asyncio.sleep(0.2)  # let a last checkpoint finish before measuring
         final = wal.stat().st_size if wal.exists() else 0
     finally:
-        await store.close()
+        await engine.close()
     return largest, final, len(rows)
 
 

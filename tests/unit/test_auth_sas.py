@@ -23,18 +23,10 @@ from azure.data.tables import (
     generate_table_sas,
 )
 
-from tabulae.auth.sas import (
-    Operation,
-    SasGrant,
-    SasToken,
-    StoredPolicy,
-    account_sas_string_to_sign,
-    parse_iso8601,
-    parse_sas,
-    table_sas_string_to_sign,
-    verify_sas,
-)
+from tabulae.auth.sas import SasToken, StoredPolicy, account_sas_string_to_sign, parse_iso8601, parse_sas
 from tabulae.model.errors import TableError
+from tabulae.table.api.operations import Operation
+from tabulae.table.api.sas import SasGrant, table_sas_string_to_sign, verify_sas
 
 ACCOUNT = "devstoreaccount1"
 DEV_KEY_B64 = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="

@@ -46,14 +46,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tabulae.auth.sas import (
-    Operation,
-    StoredPolicy,
-    account_sas_string_to_sign,
-    parse_sas,
-    table_sas_string_to_sign,
-    verify_sas,
-)
+from tabulae.auth.sas import StoredPolicy, account_sas_string_to_sign, parse_sas
 from tabulae.auth.shared_key import verify_authorization
 from tabulae.http.documents import parse_acl, parse_service_properties
 from tabulae.http.messages import Request
@@ -63,7 +56,9 @@ from tabulae.model.names import check_table_name
 from tabulae.model.policies import ServiceProperties, encode_service_properties
 from tabulae.table.api.batch import parse_batch
 from tabulae.table.api.odata import metadata_level
+from tabulae.table.api.operations import Operation
 from tabulae.table.api.routing import Resource, resolve
+from tabulae.table.api.sas import table_sas_string_to_sign, verify_sas
 from tabulae.table.api.urls import decode_segments, parse_key_predicate, parse_segment
 from tabulae.table.paging import decode_token
 from tabulae.table.query.evaluate import compile_predicate, compile_table_predicate

@@ -1,8 +1,7 @@
-"""The scale-out backend: PostgreSQL, in one SQL dialect that also runs on Citus.
+"""The Table store on PostgreSQL, in one SQL dialect that also runs on Citus.
 
-Many stateless front-ends share one database, so every rule that matters (ETags, uniqueness,
-batch atomicity, the strictly increasing Timestamp) is enforced by the database transaction,
-never by a lock in this process. The SQL keeps to what Citus can route to a single shard:
+ETags, uniqueness, batch atomicity and the strictly increasing Timestamp are enforced by the
+database transaction (see :mod:`.engine`). The SQL keeps to what Citus can route to one shard:
 
 * ``entities`` is distributed by ``dist`` = the table id as 8 big-endian bytes followed by the
   PartitionKey as UTF-16BE. ``dist`` is part of the primary key ``(dist, rk)``, so an entity
@@ -29,31 +28,33 @@ Rows come back in binary format, so ``bytea`` is not hex-encoded on the wire.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import random
 import secrets
 import struct
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from tabulae.model import edm
-from tabulae.model.entity import StoredEntity, check_merged, decode_properties, encode_properties
+from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
-from tabulae.storage.rules import check_condition, range_before_cursor
-from tabulae.storage.tables import KeyBound, KeyRange, Mutation, MutationKind, Store
+from tabulae.model.mutation import Mutation, MutationKind
+from tabulae.storage.postgres.engine import MAX_ATTEMPTS, PostgresDatabase, Restart, Schema, rollback
+from tabulae.storage.rules import (
+    KeyColumns,
+    check_condition,
+    group_ticks,
+    range_sql,
+    ranges_to_scan,
+    written_properties,
+)
+from tabulae.storage.tables import KeyRange, TableStore
 
 if TYPE_CHECKING:
-    Connection = psycopg.AsyncConnection[tuple[Any, ...]]
-    Cursor = psycopg.AsyncCursor[tuple[Any, ...]]
+    from tabulae.storage.postgres.engine import Connection, Cursor
 
-T = TypeVar("T")
-
-SCHEMA = (
+_STATEMENTS = (
     """
     CREATE TABLE IF NOT EXISTS tables (
         account text COLLATE "C" NOT NULL,
@@ -82,11 +83,8 @@ SCHEMA = (
     )
     """,
 )
-SCHEMA_TABLES = ("tables", "service_properties", "entities")
-REFERENCE_TABLES = ("tables", "service_properties")
-DISTRIBUTED_TABLE, DISTRIBUTION_COLUMN = "entities", "dist"
+SCHEMA = Schema(_STATEMENTS, reference=("tables", "service_properties"), distributed={"entities": "dist"})
 
-MAX_ATTEMPTS = 8  # tries of one write when it meets a conflict, a serialization failure or a deadlock
 MAX_TABLE_ID = 2**63 - 2  # ids are 1..2**63-2, so "id + 1" (the table's upper bound) fits 8 bytes
 ID_CACHE_LIMIT = 10_000
 
@@ -103,23 +101,8 @@ _UPDATE = "UPDATE entities SET ticks = %s, props = %s WHERE dist = %s AND rk = %
 _DELETE = "DELETE FROM entities WHERE dist = %s AND rk = %s AND ticks = %s"
 
 
-class _Restart(Exception):
-    """The transaction met a concurrent change it cannot resolve in place; run it again."""
-
-
-_RETRYABLE: tuple[type[Exception], ...] = (
-    pg_errors.SerializationFailure,
-    pg_errors.DeadlockDetected,
-    _Restart,
-)
-
-
-def _key(text: str) -> bytes:
-    return text.encode("utf-16-be", "surrogatepass")
-
-
-def _text(key: bytes) -> str:
-    return key.decode("utf-16-be", "surrogatepass")
+_key = edm.utf16_sort_key
+_text = edm.from_utf16_sort_key
 
 
 def _prefix(table_id: int) -> bytes:
@@ -129,18 +112,6 @@ def _prefix(table_id: int) -> bytes:
 
 def _dist(table_id: int, pk: str) -> bytes:
     return _ID.pack(table_id) + _key(pk)
-
-
-def _bound_sql(table_id: int, bound: KeyBound, lower: bool, args: list[Any]) -> str:
-    """A KeyBound as SQL. With ``rk`` None the bound is a partition edge: since every ``dist`` of a
-    partition equals ``prefix || pk`` exactly, comparing ``dist`` alone includes or excludes the
-    whole partition, and longer keys that extend ``pk`` sort after it, as they do in UTF-16."""
-    op = (">" if lower else "<") + ("=" if bound.inclusive else "")
-    if bound.rk is None:
-        args.append(_dist(table_id, bound.pk))
-        return f" AND dist {op} %s"
-    args.extend((_dist(table_id, bound.pk), _key(bound.rk)))
-    return f" AND (dist, rk) {op} (%s, %s)"
 
 
 def _single_partition(key_range: KeyRange) -> str | None:
@@ -154,133 +125,20 @@ def _single_partition(key_range: KeyRange) -> str | None:
     return lower.pk
 
 
-def _database_error(exc: psycopg.Error) -> TableError:
-    """An engine failure as the service reports it; the detail names the error class, not the SQL."""
-    if isinstance(exc, PoolTimeout):
-        return TableError("ServerBusy", detail="no database connection available")
-    detail = type(exc).__name__ + (f" (SQLSTATE {exc.sqlstate})" if exc.sqlstate else "")
-    return TableError("InternalError", detail=detail)
+def _columns(table_id: int) -> KeyColumns:
+    """The key columns of one table: its PartitionKeys are stored behind the table's id prefix."""
+    return KeyColumns(
+        partition="dist", row="rk", placeholder="%s", partition_value=lambda pk: _dist(table_id, pk)
+    )
 
 
-async def _rollback(conn: Connection) -> None:
-    """End a failed transaction, so the connection goes back to the pool clean. If the
-    connection itself is broken the pool discards it, so errors here are not interesting."""
-    if conn.closed or conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-        return
-    with contextlib.suppress(psycopg.Error):
-        await conn.execute("ROLLBACK")
+class PostgresTables(TableStore):
+    """The :class:`TableStore` contract over a :class:`PostgresDatabase`."""
 
-
-async def init_schema(url: str, citus: bool = False) -> None:
-    """Create the schema if it is missing; safe to run again and from several front-ends at once.
-
-    With ``citus`` the metadata tables become reference tables and ``entities`` is distributed by
-    ``dist``; tables already registered with Citus are left as they are. The Citus extension must
-    already be installed in the database (that is the cluster administrator's job).
-    """
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        for statement in SCHEMA:
-            for attempt in range(3):
-                try:
-                    await conn.execute(statement)
-                    break
-                except (pg_errors.UniqueViolation, pg_errors.DuplicateTable, pg_errors.DuplicateObject):
-                    # Another front-end created this table at the same moment; IF NOT EXISTS does
-                    # not cover a creation still in flight. Once it committed, a retry finds it.
-                    if attempt == 2:
-                        raise
-        if not citus:
-            return
-        cursor = await conn.execute(
-            "SELECT logicalrelid::regclass::text FROM pg_dist_partition"
-            " WHERE logicalrelid = ANY(%s::regclass[])",
-            (list(SCHEMA_TABLES),),
-        )
-        done = {row[0] for row in await cursor.fetchall()}
-        for table in REFERENCE_TABLES:
-            if table not in done:
-                await conn.execute("SELECT create_reference_table(%s)", (table,))
-        if DISTRIBUTED_TABLE not in done:
-            await conn.execute(
-                "SELECT create_distributed_table(%s, %s)", (DISTRIBUTED_TABLE, DISTRIBUTION_COLUMN)
-            )
-
-
-class PostgresStore(Store):
-    """A :class:`Store` on PostgreSQL or Citus; create it with ``await PostgresStore.open(url)``."""
-
-    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
-        self._pool = pool
+    def __init__(self, database: PostgresDatabase) -> None:
+        self._db = database
+        self._run = database.run
         self._ids: dict[tuple[str, str], int] = {}  # (account, lower-cased name) -> table id, a hint
-
-    @classmethod
-    async def open(
-        cls, url: str, *, min_size: int = 1, max_size: int = 16, create_schema: bool = True
-    ) -> PostgresStore:
-        """Connect a pool to ``url``. On a database without our tables, create the plain
-        (non-Citus) schema first, so ``serve`` against an empty database just works."""
-        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-            url,
-            min_size=min_size,
-            max_size=max_size,
-            kwargs={"autocommit": True},
-            open=False,
-            name="tabulae",
-        )
-        await pool.open(wait=True)
-        store = cls(pool)
-        try:
-            if create_schema and await store._schema_missing():
-                await init_schema(url, citus=False)
-        except BaseException:
-            await pool.close()
-            raise
-        return store
-
-    async def _schema_missing(self) -> bool:
-        async with self._pool.connection() as conn:
-            cursor = await conn.execute(
-                "SELECT count(*) FROM unnest(%s::text[]) AS t(name) WHERE to_regclass(t.name) IS NULL",
-                (list(SCHEMA_TABLES),),
-            )
-            row = await cursor.fetchone()
-        return bool(row and row[0])
-
-    async def close(self) -> None:
-        await self._pool.close()
-
-    # ----------------------------------------------------------------------------- plumbing
-
-    async def _run(
-        self, fn: Callable[[Connection], Awaitable[T]], *, retry: bool = False, idempotent: bool = False
-    ) -> T:
-        """Run ``fn`` on a pooled connection, mapping engine errors to TableErrors.
-
-        With ``retry``, ``fn`` is one whole transaction: it runs again, after a short random pause,
-        when the engine reports a serialization failure or deadlock or ``fn`` asks for a restart.
-        With ``idempotent``, a lost connection (the server restarted, a pooled connection went
-        stale) is tried once more on a fresh one; writes that are not idempotent never are, as
-        their first try may have committed.
-        """
-        attempts = MAX_ATTEMPTS if retry else 2 if idempotent else 1
-        for attempt in range(attempts):
-            last = attempt == attempts - 1
-            try:
-                async with self._pool.connection() as conn:
-                    return await fn(conn)
-            except _RETRYABLE as exc:
-                if last:
-                    # Still contended: the client should retry later (503), not see a failure.
-                    raise TableError("ServerBusy", detail="too many concurrent changes") from exc
-                await asyncio.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
-            except PoolTimeout as exc:
-                raise _database_error(exc) from exc
-            except psycopg.OperationalError as exc:
-                if not idempotent or last:
-                    raise _database_error(exc) from exc
-            except psycopg.Error as exc:
-                raise _database_error(exc) from exc
-        raise AssertionError("unreachable")
 
     def _remember(self, key: tuple[str, str], table_id: int | None) -> None:
         if table_id is None:
@@ -442,7 +300,7 @@ class PostgresStore(Store):
                     return StoredEntity(pk, rk, int(row[0]), bytes(row[1]))
                 if await self._confirm_empty(conn, key, table_id):
                     return None
-            raise _Restart
+            raise Restart
 
         return await self._run(run, idempotent=True)
 
@@ -462,7 +320,7 @@ class PostgresStore(Store):
                 found = await self._scan(conn, table_id, ranges, after, limit)
                 if found or await self._confirm_empty(conn, key, table_id):
                     return found
-            raise _Restart
+            raise Restart
 
         return await self._run(run, idempotent=True)
 
@@ -477,22 +335,14 @@ class PostgresStore(Store):
         found: list[StoredEntity] = []
         if limit <= 0:
             return found
-        for key_range in ranges:
-            if after is not None and range_before_cursor(key_range, after):
-                continue
+        for key_range in ranges_to_scan(ranges, after):
             args: list[Any] = [_prefix(table_id), _prefix(table_id + 1)]
             sql = "SELECT dist, rk, ticks, props FROM entities WHERE dist >= %s AND dist < %s"
             partition = _single_partition(key_range)
             if partition is not None:
                 sql += " AND dist = %s"
                 args.append(_dist(table_id, partition))
-            if key_range.lower is not None:
-                sql += _bound_sql(table_id, key_range.lower, True, args)
-            if key_range.upper is not None:
-                sql += _bound_sql(table_id, key_range.upper, False, args)
-            if after is not None:
-                sql += " AND (dist, rk) > (%s, %s)"
-                args.extend((_dist(table_id, after[0]), _key(after[1])))
+            sql += range_sql(_columns(table_id), key_range, after, args)
             sql += f" AND {_TABLE_ALIVE} ORDER BY dist, rk LIMIT %s"
             args.extend((table_id, limit - len(found)))
             cursor = await conn.execute(sql, args, binary=True)
@@ -550,7 +400,7 @@ class PostgresStore(Store):
                 results = await self._apply_in_transaction(conn, pipeline, key, mutations)
                 await conn.execute("COMMIT")
         except BaseException:
-            await _rollback(conn)
+            await rollback(conn)
             raise
         return results
 
@@ -577,7 +427,7 @@ class PostgresStore(Store):
             for rk, ticks, props in await cursor.fetchall():
                 state[(_dist(table_id, pk), bytes(rk))] = (int(ticks), bytes(props))
 
-        ticks = max([edm.now_ticks()] + [stored[0] + 1 for stored in state.values() if stored])
+        ticks = group_ticks(state.values())
         results: list[StoredEntity | None] = []
         writes: list[tuple[int, bool, Cursor]] = []  # (index, was an insert, cursor)
         for index, mutation in enumerate(mutations):
@@ -585,7 +435,7 @@ class PostgresStore(Store):
             existing = state.get(row_key)
             try:
                 check_condition(mutation, existing)
-                blob = self._new_blob(mutation, existing)
+                blob = written_properties(mutation, existing)
             except TableError as exc:
                 raise exc.at(index) from None
             if mutation.kind is MutationKind.DELETE:
@@ -608,19 +458,5 @@ class PostgresStore(Store):
             if cursor.rowcount != 1:
                 if inserted and mutations[index].kind is MutationKind.INSERT:
                     raise TableError("EntityAlreadyExists").at(index)
-                raise _Restart
+                raise Restart
         return results
-
-    @staticmethod
-    def _new_blob(mutation: Mutation, existing: tuple[int, bytes] | None) -> bytes | None:
-        """The stored properties after ``mutation`` (``None`` for DELETE); merges are checked
-        against the limits, as their result can exceed what the request alone did."""
-        if mutation.kind is MutationKind.DELETE:
-            return None
-        properties = mutation.properties or {}
-        if mutation.kind is MutationKind.MERGE and existing is not None:
-            merged = decode_properties(existing[1])
-            merged.update(properties)
-            check_merged(mutation.pk, mutation.rk, merged)
-            properties = merged
-        return encode_properties(properties)

@@ -1,0 +1,21 @@
+"""The embedded engine: every service's store over one SQLite database (see :mod:`.engine`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tabulae.storage.sqlite.engine import SqliteDatabase
+from tabulae.storage.sqlite.tables import SCHEMA as TABLES_SCHEMA
+from tabulae.storage.sqlite.tables import SqliteTables
+from tabulae.storage.stores import Stores
+
+
+class SqliteStores(Stores):
+    """The stores of ``directory/tabulae.db``; ``durable=False`` skips fsync (in-memory mode)."""
+
+    def __init__(self, directory: Path, *, durable: bool = True) -> None:
+        self.database = SqliteDatabase(directory, TABLES_SCHEMA, durable=durable)
+        self.tables = SqliteTables(self.database)
+
+    async def close(self) -> None:
+        await self.database.close()

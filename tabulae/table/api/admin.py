@@ -1,4 +1,4 @@
-"""Handlers for the XML operations: table ACLs, service properties and stats (spec §3.13–§3.17)."""
+"""Handlers for the XML operations: table ACLs, service properties and service stats."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from tabulae.http.documents import (
 )
 from tabulae.http.errors import XML_CONTENT_TYPE
 from tabulae.http.messages import Request, Response
-from tabulae.model.errors import TableError
 from tabulae.table.api.routing import Route
 from tabulae.table.service import TableService
 
@@ -46,20 +45,3 @@ async def set_service_properties(service: TableService, request: Request, route:
 
 async def get_service_stats(service: TableService, request: Request, route: Route) -> Response:
     return _xml(render_stats(formatdate(usegmt=True)))
-
-
-def service_handler(method: str, request: Request) -> tuple[str, object]:
-    """Pick the service-level operation from ``restype``/``comp`` (bad values are 400s)."""
-    restype = request.query.get("restype")
-    comp = request.query.get("comp")
-    if restype != "service" or comp not in ("properties", "stats"):
-        raise TableError("InvalidQueryParameterValue")
-    if comp == "stats":
-        if method != "GET":
-            raise TableError("MethodNotAllowed")
-        return "stats", get_service_stats
-    if method == "GET":
-        return "get", get_service_properties
-    if method == "PUT":
-        return "set", set_service_properties
-    raise TableError("MethodNotAllowed")

@@ -1,10 +1,11 @@
-r"""Parse and render OData ``$batch`` multipart bodies (spec §3.12), with no I/O.
+r"""Parse and render OData ``$batch`` multipart bodies, with no I/O (REST reference: "Performing
+entity group transactions").
 
 An entity group transaction arrives as one ``multipart/mixed`` body wrapping a changeset, itself
 ``multipart/mixed``, whose parts are complete HTTP/1.1 requests. Every SDK writes this body a
-little differently (spec §3.12.2, client-wire-profiles.txt), so the parser follows RFC 2046 but
-tolerates what real clients send. The renderer writes the exact bytes Azure answers with (spec
-§3.12.3/3.12.4), because the SDKs parse them in fragile ways: Python with ``email`` plus
+little differently, so the parser follows RFC 2046 but tolerates what real clients send. The
+renderer writes the exact bytes Azure answers with, because the SDKs parse them in fragile ways:
+Python with ``email`` plus
 ``http.client``, JavaScript by splitting on the literal ``--changesetresponse_``.
 
 The module is pure: bytes in, dataclasses out (and back). Every malformed input raises
@@ -34,7 +35,7 @@ from the ``Content-Type`` parameter, ``C`` the changeset's)::
     body          = *OCTET    ; leading/trailing SP, HTAB, CR and LF are stripped
 
 Header bytes must be UTF-8. Operations inside a changeset must not be GET; a bare part must be
-a GET (spec §3.12.5). More than :data:`MAX_PARTS` parts at either level is refused, so parsing
+a GET. More than :data:`MAX_PARTS` parts at either level is refused, so parsing
 stays linear in the size of the body.
 """
 
@@ -410,7 +411,7 @@ _HTTP_PART_HEADERS = b"Content-Type: application/http\r\nContent-Transfer-Encodi
 
 
 def render_batch_request(batch: BatchRequest) -> tuple[str, bytes]:
-    """Write a batch the way azure-data-tables does (spec §3.12.2); return (Content-Type, body).
+    """Write a batch the way azure-data-tables does; return (Content-Type, body).
 
     Header names are written as stored, so a parsed request comes back lower-cased. Used by
     tests and tools that replay requests; ``parse_batch(*render_batch_request(b)) == b``.
@@ -455,12 +456,12 @@ def render_batch_response(
     changeset_boundary: str | None = None,
     in_changeset: bool | None = None,
 ) -> tuple[str, bytes]:
-    """Write a batch response body as Azure does (spec §3.12.3/3.12.4); return (Content-Type, body).
+    """Write a batch response body as Azure does; return (Content-Type, body).
 
     Boundaries are full boundary strings; by default ``batchresponse_<uuid4>`` and
     ``changesetresponse_<uuid4>`` (the JS SDK splits on that prefix). Parts go inside a
     changeset, except when ``in_changeset`` is False or, by default, when the only part is a
-    ``200`` answer (a bare GET batch, spec §3.12.5): writes never answer 200. Pass
+    ``200`` answer (a bare GET batch, "Performing entity group transactions"): writes never answer 200. Pass
     ``in_changeset=False`` for a failed bare GET, whose status alone cannot tell it apart.
     """
     outer = batch_boundary or f"batchresponse_{uuid.uuid4()}"

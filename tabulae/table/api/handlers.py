@@ -1,21 +1,23 @@
-"""Handlers for the table and entity operations: HTTP in, service call, HTTP out (spec §3.1–§3.11)."""
+"""Handlers for the table and entity operations: HTTP in, service call, HTTP out."""
 
 from __future__ import annotations
 
-from tabulae.auth.sas import Operation
 from tabulae.http.messages import NO_CACHE, NOSNIFF, Headers, Request, Response
 from tabulae.model.entity import Entity, StoredEntity, entity_from_body, parse_json_pairs
 from tabulae.model.errors import TableError
-from tabulae.storage.tables import Mutation, MutationKind
+from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.table.api import odata
+from tabulae.table.api.operations import Operation, parse_if_match
 from tabulae.table.api.routing import Route
 from tabulae.table.service import TableService, check_top
 
 UNSUPPORTED_OPTIONS = ("$orderby", "$skip", "$expand", "$inlinecount", "$count", "$search", "$skiptoken")
 _PREFER_VALUES = ("return-content", "return-no-content")
-_INVALID_ETAG = (
-    "The etag value '{}' specified in one of the request headers is not valid. "
-    "Please make sure only one etag value is specified and is valid."
+# Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.
+EXPOSED_HEADERS = (
+    "x-ms-request-id,x-ms-client-request-id,Server,x-ms-version,X-Content-Type-Options,Cache-Control,"
+    "x-ms-continuation-NextPartitionKey,x-ms-continuation-NextRowKey,x-ms-continuation-NextTableName,"
+    "Content-Type,Content-Length,Date,ETag,Location,Preference-Applied,DataServiceId,x-ms-error-code"
 )
 
 
@@ -66,7 +68,7 @@ def parse_select(request: Request) -> list[str] | None:
 
 
 def if_match(request: Request, verb: str) -> str | None:
-    """The ``If-Match`` condition after the header rules of spec §8.2."""
+    """The ``If-Match`` condition after the header rules of "Update Entity"."""
     if "if-none-match" in request.headers:
         if "if-match" in request.headers:
             raise TableError(
@@ -77,13 +79,7 @@ def if_match(request: Request, verb: str) -> str | None:
         raise TableError(
             "InvalidInput", f"If-None-Match HTTP header cannot be specified for {verb} operations."
         )
-    value = request.headers.get("if-match")
-    if value is None:
-        return None
-    value = value.strip()
-    if value == "*" or (value.startswith('W/"') and value.endswith('"') and len(value) > 3):
-        return value
-    raise TableError("InvalidInput", _INVALID_ETAG.format(value))
+    return parse_if_match(request.headers.get("if-match"))
 
 
 def etag_header(entity: StoredEntity) -> tuple[bytes, bytes]:
@@ -185,7 +181,7 @@ async def get_entity(service: TableService, request: Request, route: Route) -> R
 
 def read_entity(request: Request, url_keys: tuple[str, str] | None) -> Entity:
     """The request's entity. A caller that fails here asks ``require_table`` before answering:
-    Azure reports a missing table ahead of a bad body (spec §5.6), and the write itself finds
+    Azure reports a missing table ahead of a bad body ("Insert Entity"), and the write itself finds
     the table on the path where the body is good, so that path pays no extra lookup."""
     check_request_content_type(request)
     return entity_from_body(request.body, url_keys)
@@ -243,7 +239,7 @@ async def delete_entity(service: TableService, request: Request, route: Route) -
     assert route.table is not None and route.pk is not None and route.rk is not None
     condition = if_match(request, "DELETE")
     if condition is None:
-        raise TableError("UpdateConditionNotSatisfied")  # If-Match is required (spec §3.9, §13 #12)
+        raise TableError("UpdateConditionNotSatisfied")  # If-Match is required ("Delete Entity")
     await service.write(
         route.account, route.table, Mutation(MutationKind.DELETE, route.pk, route.rk, None, condition)
     )

@@ -53,7 +53,7 @@ def _media_level(media_range: str) -> str | None:
 
 
 def metadata_level(accept: str | None, format_param: str | None) -> str:
-    """Spec §2.3: ``$format`` wins over ``Accept``; JSON without a level, or nothing, is minimal."""
+    """``$format`` wins over ``Accept``; JSON without a level, or nothing, is minimal metadata."""
     if format_param:
         level = _FORMAT_LEVELS.get(format_param.replace(" ", "").lower())
         if level is None:

@@ -1,4 +1,7 @@
-"""From a request's host and raw path to the account and resource it addresses (spec §1.1–§1.5)."""
+"""From a request's host and raw path to the account and resource it addresses.
+
+Path-style URLs (``http://127.0.0.1:10002/account/...``) carry the account in the path; host-style
+ones (``https://account.table.core.windows.net/...``) in the host name."""
 
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ class Route:
 
 
 def _is_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:
-    """Spec §1.1: IP literals, ``localhost`` and dotless hosts are path-style (cached per host)."""
+    """IP literals, ``localhost`` and dotless hosts are path-style (cached per host)."""
     cached = _STYLE_CACHE.get(host)
     if cached is None:
         cached = _compute_path_style(host, accounts)
@@ -76,7 +79,7 @@ def resolve(scheme: str, host: str, raw_path: str, accounts: dict[str, list[byte
         base = f"{scheme}://{host}/{segments[0]}"
         segments = segments[1:]
         if secondary and segments and segments[0] == account:
-            segments = segments[1:]  # the Python SDK's get_service_stats quirk (spec §1.5)
+            segments = segments[1:]  # the Python SDK's get_service_stats quirk ("Get Table Service Stats")
     else:
         label = host.split(".", 1)[0]
         account, secondary = _split_account(label, accounts)

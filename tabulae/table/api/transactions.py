@@ -1,4 +1,4 @@
-"""Entity group transactions on the wire: ``POST /$batch`` (spec §3.12).
+"""Entity group transactions on the wire: ``POST /$batch`` ("Performing entity group transactions").
 
 The multipart codec (:mod:`tabulae.table.api.batch`) turns bytes into sub-requests; this module
 turns each sub-request into a :class:`Mutation` with the same checks as its single-request
@@ -15,9 +15,10 @@ from tabulae.http.errors import error_json
 from tabulae.http.messages import NO_CACHE, NOSNIFF, Request, Response, error_time
 from tabulae.model.entity import StoredEntity, entity_from_body
 from tabulae.model.errors import TableError
-from tabulae.storage.tables import Mutation, MutationKind
+from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.table.api import odata
 from tabulae.table.api.batch import SubRequest, SubResponse, header_value, parse_batch, render_batch_response
+from tabulae.table.api.operations import Operation, effective_method, parse_if_match, resolve_operation
 from tabulae.table.api.routing import Resource, Route, resolve
 from tabulae.table.service import TableService
 
@@ -26,15 +27,12 @@ _PART_COMMON = (
     ("Cache-Control", "no-cache"),
     ("DataServiceVersion", "3.0;"),
 )
-_TUNNELLED = {"MERGE", "DELETE", "PUT", "PATCH"}
-
-# Called once per sub-operation with (route, effective method, PartitionKey, RowKey, has If-Match);
-# it raises to refuse the operation.
-Authorizer = Callable[[Route, str, str, str, bool], None]
+# Called once per sub-operation with (route, operation, PartitionKey, RowKey); it raises to refuse it.
+Authorizer = Callable[[Route, Operation, str, str], None]
 
 
 @dataclass(slots=True)
-class _Operation:
+class _Change:
     mutation: Mutation
     route: Route
     prefer: str | None
@@ -43,7 +41,7 @@ class _Operation:
 
 
 def _origin_path(target: str) -> str:
-    """The path of an absolute or origin-form target; scheme and host are ignored (spec §3.12.2)."""
+    """The path of an absolute or origin-form target; scheme and host are ignored."""
     if "://" in target:
         after_scheme = target.split("://", 1)[1]
         slash = after_scheme.find("/")
@@ -66,29 +64,7 @@ def _header(sub: SubRequest, name: str) -> str | None:
 
 
 def _method(sub: SubRequest) -> str:
-    tunnels = [value for key, value in sub.headers if key == "x-http-method"]
-    if not tunnels:
-        return sub.method.upper()
-    if sub.method.upper() != "POST":
-        raise TableError("XMethodNotUsingPost")
-    if len(tunnels) > 1:
-        raise TableError("XMethodIncorrectCount")
-    value = tunnels[0].strip().upper()
-    if value not in _TUNNELLED:
-        raise TableError("XMethodIncorrectValue")
-    return value
-
-
-def _if_match(sub: SubRequest, required: bool) -> str | None:
-    value = _header(sub, "if-match")
-    if value is None:
-        if required:
-            raise TableError("UpdateConditionNotSatisfied")
-        return None
-    value = value.strip()
-    if value != "*" and not (value.startswith('W/"') and value.endswith('"')):
-        raise TableError("InvalidInput")
-    return value
+    return effective_method(sub.method, [value for key, value in sub.headers if key == "x-http-method"])
 
 
 def _prefer(sub: SubRequest) -> str | None:
@@ -96,23 +72,48 @@ def _prefer(sub: SubRequest) -> str | None:
     return value if value in ("return-content", "return-no-content") else None
 
 
-def _mutation(sub: SubRequest, route: Route, method: str) -> Mutation:
-    if route.resource is Resource.ENTITIES and method == "POST":
-        entity = entity_from_body(sub.body, None)
-        return Mutation(MutationKind.INSERT, entity.pk, entity.rk, entity.properties)
-    if route.resource is not Resource.ENTITY or route.pk is None or route.rk is None:
+_KINDS = {
+    Operation.INSERT_ENTITY: MutationKind.INSERT,
+    Operation.UPDATE_ENTITY: MutationKind.REPLACE,
+    Operation.UPSERT_REPLACE: MutationKind.REPLACE,
+    Operation.MERGE_ENTITY: MutationKind.MERGE,
+    Operation.UPSERT_MERGE: MutationKind.MERGE,
+    Operation.DELETE_ENTITY: MutationKind.DELETE,
+}
+
+
+def _operation(sub: SubRequest, route: Route, method: str) -> Operation:
+    """The sub-request's operation, resolved as a whole request's is; only writes of entities
+    belong in a changeset (a GET there, or any other resource, is bad input)."""
+    if route.resource not in (Resource.ENTITIES, Resource.ENTITY):
         raise TableError("InvalidInput")
+    conditional = _header(sub, "if-match") is not None
+    try:
+        operation = resolve_operation(route.resource, method, conditional=conditional)
+    except TableError:
+        raise TableError("InvalidInput") from None
+    if operation not in _KINDS:
+        raise TableError("InvalidInput")
+    return operation
+
+
+def _mutation(sub: SubRequest, route: Route, operation: Operation) -> Mutation:
+    kind = _KINDS[operation]
+    if kind is MutationKind.INSERT:
+        entity = entity_from_body(sub.body, None)
+        return Mutation(kind, entity.pk, entity.rk, entity.properties)
+    assert route.pk is not None and route.rk is not None
     keys = (route.pk, route.rk)
-    if method == "DELETE":
-        return Mutation(MutationKind.DELETE, *keys, None, _if_match(sub, required=True))
-    if method not in ("PUT", "MERGE", "PATCH"):
-        raise TableError("InvalidInput")  # a GET belongs outside a changeset
-    kind = MutationKind.REPLACE if method == "PUT" else MutationKind.MERGE
+    condition = parse_if_match(_header(sub, "if-match"))
+    if kind is MutationKind.DELETE:
+        if condition is None:
+            raise TableError("UpdateConditionNotSatisfied")  # If-Match is required
+        return Mutation(kind, *keys, None, condition)
     entity = entity_from_body(sub.body, keys)
-    return Mutation(kind, *keys, entity.properties, _if_match(sub, required=False))
+    return Mutation(kind, *keys, entity.properties, condition)
 
 
-def _success_part(operation: _Operation, stored: StoredEntity | None) -> SubResponse:
+def _success_part(operation: _Change, stored: StoredEntity | None) -> SubResponse:
     headers = list(_PART_COMMON)
     mutation = operation.mutation
     if mutation.kind is MutationKind.DELETE or stored is None:
@@ -164,7 +165,7 @@ async def submit(
             service, batch.operations[0], request, route, request_id, accounts, authorize
         )
     host = request.headers.get("host", "127.0.0.1")
-    operations: list[_Operation] = []
+    operations: list[_Change] = []
     table_key: str | None = None
     routes: dict[str, Route] = {}  # inserts into one table all share one target URL
     for index, sub in enumerate(batch.operations):
@@ -178,12 +179,12 @@ async def submit(
                 table_key = op_route.table.lower()
             elif op_route.table.lower() != table_key:
                 raise TableError("InvalidInput")
-            method = _method(sub)
+            operation = _operation(sub, op_route, _method(sub))
             level = odata.metadata_level(_header(sub, "accept"), None)
-            mutation = _mutation(sub, op_route, method)
+            mutation = _mutation(sub, op_route, operation)
             if authorize is not None:
-                authorize(op_route, method, mutation.pk, mutation.rk, _header(sub, "if-match") is not None)
-            operations.append(_Operation(mutation, op_route, _prefer(sub), sub.content_id, level))
+                authorize(op_route, operation, mutation.pk, mutation.rk)
+            operations.append(_Change(mutation, op_route, _prefer(sub), sub.content_id, level))
         except TableError as error:
             error.index = index
             return _multipart([_failure_part(error, request_id, sub.content_id, _prefer(sub))])
@@ -212,7 +213,7 @@ async def _single_query(
     accounts: dict[str, list[bytes]],
     authorize: Authorizer | None,
 ) -> Response:
-    """A batch holding one bare GET of an entity (spec §3.12.5), answered outside a changeset."""
+    """A batch holding one bare GET of an entity, answered outside a changeset."""
     host = request.headers.get("host", "127.0.0.1")
     try:
         op_route = _sub_route(request.scheme, host, sub.target, accounts)
@@ -226,7 +227,7 @@ async def _single_query(
         ):
             raise TableError("InvalidInput")
         if authorize is not None:
-            authorize(op_route, "GET", op_route.pk, op_route.rk, False)
+            authorize(op_route, Operation.GET_ENTITY, op_route.pk, op_route.rk)
         level = odata.metadata_level(_header(sub, "accept"), None)
         entity = await service.get_entity(op_route.account, op_route.table, op_route.pk, op_route.rk)
     except TableError as error:

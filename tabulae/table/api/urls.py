@@ -1,4 +1,4 @@
-"""Resource paths: from the raw request path to the resource it names (spec §1.2–§1.3).
+"""Resource paths: from the raw request path to the resource it names ("Addressing Table service resources").
 
 Grammar of one decoded path segment (after splitting the raw path on ``/`` and percent-decoding
 each segment once as UTF-8; ``+`` stays a plus)::

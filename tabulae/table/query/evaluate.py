@@ -1,11 +1,11 @@
-"""Compile a `$filter` tree into a predicate over stored entities (spec §6.3).
+"""Compile a `$filter` tree into a predicate over stored entities.
 
 A query may test thousands of rows, so the tree is turned once into nested closures: every
 decision that depends only on the filter (operand order, widening, the type-mismatch answer,
 which string comparison is exact) is taken at compile time, and a row costs a dict lookup, a
 type check and one comparison per condition. No tree is walked per row.
 
-Semantics, in one place so that they can change together (spec §13 item 8 calls them unverified):
+Semantics, in one place so that they can change together (not all of them are confirmed against Azure):
 
 * PartitionKey and RowKey are Edm.String values, Timestamp an Edm.DateTime (ticks); every other
   name is looked up in the entity's user properties.

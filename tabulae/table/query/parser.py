@@ -1,4 +1,4 @@
-"""Parse a `$filter` (spec §6.1) into a ``Node`` tree, and render a tree back to text.
+"""Parse a `$filter` into a ``Node`` tree, and render a tree back to text.
 
 Grammar (ABNF-ish; keywords lower-case and case-sensitive, ``ws`` is one or more spaces)::
 

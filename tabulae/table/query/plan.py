@@ -56,7 +56,7 @@ class QueryPlan:
 
     ``ranges`` are sorted in key order and do not overlap; ``()`` means nothing can match.
     ``residual`` is the filter every entity found in the ranges must still pass (``None``: all
-    pass). ``query_class`` names the cost class of spec §3.4/the partitioning guide:
+    pass). ``query_class`` names the cost class of the partitioning guide:
     ``point`` (at most one key), ``row-range`` (inside one partition), ``partition-scan``
     (PartitionKey bounded, several partitions) or ``table-scan`` (no PartitionKey bound).
     """
@@ -304,7 +304,7 @@ def clip_to_range(
     epk: str | None,
     erk: str | None,
 ) -> QueryPlan:
-    """Restrict a plan to a SAS key range (spec §10.4 step 10); ``None`` marks an absent field.
+    """Restrict a plan to a table SAS key range (spk/srk to epk/erk); ``None`` marks an absent field.
 
     An entity is inside iff ``(spk absent or pk > spk or (pk == spk and (srk absent or rk >= srk)))
     and (epk absent or pk < epk or (pk == epk and (erk absent or rk <= erk)))``: exactly the keys

@@ -1,0 +1,138 @@
+"""The composition root: the one place that turns settings into stores, services and front-ends.
+
+``serve`` binds every service's port in the parent process, then runs uvicorn over those sockets
+with one :class:`Gateway` per worker process; each worker opens the stores at its own start-up
+(``build_gateway``'s ``start``), on its own event loop. Nothing else in the package picks an
+engine or reads the settings table.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import socket
+from typing import Any
+
+import orjson
+import uvicorn
+from uvicorn.supervisors import Multiprocess
+
+from tabulae.admission.faults import FaultInjector
+from tabulae.admission.guard import GuardedService
+from tabulae.admission.throttle import Targets, Throttle
+from tabulae.config import SETTINGS_ENV, Settings
+from tabulae.http.gateway import Gateway, Mounts
+from tabulae.http.options import FrontendOptions
+from tabulae.http.protocol import AzureHttpProtocol
+from tabulae.insight.partitions import Insight
+from tabulae.storage.factory import open_stores
+from tabulae.storage.tables import TableStore
+from tabulae.table.api.app import TableApp
+
+PROMETHEUS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
+
+
+def frontend_options(settings: Settings) -> FrontendOptions:
+    return FrontendOptions(
+        accounts=settings.accounts,
+        max_body_bytes=settings.max_body_bytes,
+        body_timeout=settings.body_timeout,
+        oauth=settings.oauth,
+        access_log=settings.access_log,
+    )
+
+
+def table_service(store: TableStore, settings: Settings, insight: Insight) -> GuardedService:
+    """The Table service with targets (per worker, a share of each), faults and insight as configured."""
+    throttle = None
+    if settings.targets:
+        targets = Targets(settings.partition_target, settings.account_target)
+        throttle = Throttle(targets, workers=settings.workers)
+    faults = None
+    if settings.faults > 0:
+        seed = None if settings.faults_seed is None else settings.faults_seed + os.getpid()
+        faults = FaultInjector(settings.faults, random.Random(seed))
+    return GuardedService(
+        store, page_time_budget=settings.page_time_budget, insight=insight, throttle=throttle, faults=faults
+    )
+
+
+def build_gateway(settings: Settings) -> Gateway:
+    """The ASGI app of one worker: its stores are opened when the worker starts."""
+
+    async def start() -> Mounts:
+        stores = await open_stores(settings.store_url, settings.data_dir, settings.in_memory)
+        insight = Insight(partition_target=settings.partition_target, account_target=settings.account_target)
+        options = frontend_options(settings)
+        tables = TableApp(table_service(stores.tables, settings, insight), options)
+
+        def metrics(as_json: bool) -> tuple[bytes, bytes]:
+            if as_json:
+                return b"application/json", orjson.dumps(insight.snapshot())
+            return PROMETHEUS_TYPE, insight.prometheus().encode()
+
+        return Mounts({settings.port: tables}, metrics, stores.close)
+
+    return Gateway(start)
+
+
+def create_app() -> Gateway:
+    """Factory used by worker processes of ``tabulae serve --workers N``."""
+    settings = Settings.from_json(os.environ[SETTINGS_ENV])
+    AzureHttpProtocol.header_timeout = settings.body_timeout  # this worker's own copy of the class
+    return build_gateway(settings)
+
+
+def bind(settings: Settings) -> list[socket.socket]:
+    """Listen on every service's port before anything is announced, so a busy port is the first
+    and only thing a user sees. Raises ``OSError`` when a port cannot be bound."""
+    sockets = []
+    try:
+        for port in (settings.port,):
+            config = uvicorn.Config(
+                "tabulae.compose:create_app", host=settings.host, port=port, log_level="warning"
+            )
+            sockets.append(config.bind_socket())
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def serve(settings: Settings, sockets: list[socket.socket]) -> None:
+    """Run uvicorn over ``sockets`` (from :func:`bind`) until SIGTERM or SIGINT."""
+    AzureHttpProtocol.header_timeout = settings.body_timeout
+    options: dict[str, Any] = {
+        "loop": "uvloop",
+        "http": AzureHttpProtocol,
+        "lifespan": "on",
+        "access_log": False,
+        "log_level": settings.log_level,
+        "server_header": False,
+        "date_header": False,
+        # No X-Forwarded-For rewriting: the client address feeds SAS IP checks (sip), so a local
+        # client must not be able to choose it; and it is one middleware less per request.
+        "proxy_headers": False,
+        "timeout_graceful_shutdown": 10,
+        "ssl_certfile": str(settings.cert_file) if settings.cert_file else None,
+        "ssl_keyfile": str(settings.key_file) if settings.key_file else None,
+    }
+    # uvicorn drains in-flight requests on SIGTERM/SIGINT, restores the previous handlers and
+    # raises the signal again; these handlers turn that into a clean exit with status 0.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _exit_cleanly)
+    if settings.workers == 1:
+        server = uvicorn.Server(uvicorn.Config(build_gateway(settings), **options))
+        server.run(sockets=sockets)
+        if not server.started:
+            raise SystemExit(3)  # start-up failed (uvicorn's own exit status for it); logged already
+        return
+    os.environ[SETTINGS_ENV] = settings.to_json()
+    config = uvicorn.Config("tabulae.compose:create_app", factory=True, workers=settings.workers, **options)
+    Multiprocess(config, sockets=sockets).run()

@@ -1,0 +1,81 @@
+"""The ASGI application of a worker process: every service of the account behind one callable.
+
+A worker listens on each service's port (Table 10002 by default) and this gateway hands a
+request to the front-end of the port it arrived on. It also owns what is not any one service's:
+the lifespan (the composition root's ``start`` opens the stores and builds the front-ends, in the
+serving process, on its event loop) and ``GET /metrics``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger("tabulae")
+
+AsgiApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class Mounts:
+    """What ``start`` built: a front-end per port, the metrics exporter and how to close it all."""
+
+    by_port: dict[int, AsgiApp]
+    metrics: Callable[[bool], tuple[bytes, bytes]]  # as JSON? -> (content type, body)
+    close: Callable[[], Awaitable[None]]
+
+
+class Gateway:
+    """Dispatch by local port; ``/metrics`` on every port (unauthenticated, like any Prometheus
+    endpoint: the server listens on loopback by default)."""
+
+    def __init__(self, start: Callable[[], Awaitable[Mounts]]) -> None:
+        self._start = start
+        self.mounts: Mounts | None = None
+
+    async def startup(self) -> None:
+        if self.mounts is None:
+            self.mounts = await self._start()
+
+    async def shutdown(self) -> None:
+        if self.mounts is not None:
+            mounts, self.mounts = self.mounts, None
+            await mounts.close()
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.startup()
+                except Exception as exc:  # reported to uvicorn, which exits
+                    log.error("start-up failed: %s", exc)
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        mounts = self.mounts
+        if kind != "http" or mounts is None:
+            return
+        if scope["path"] == "/metrics" and scope["method"] == "GET":
+            content_type, body = mounts.metrics(b"format=json" in scope["query_string"])
+            headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        server = scope.get("server")
+        app = mounts.by_port.get(server[1]) if server else None
+        if app is None:  # a socket handed over without a known port (tests, unix sockets)
+            app = next(iter(mounts.by_port.values()))
+        await app(scope, receive, send)

@@ -1,0 +1,16 @@
+"""What every service's front-end needs of the settings, handed down by the composition root."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Accounts = dict[str, list[bytes]]  # account name -> its keys (one or two), never printed
+
+
+@dataclass(frozen=True, slots=True)
+class FrontendOptions:
+    accounts: Accounts
+    max_body_bytes: int  # larger bodies get 413 RequestBodyTooLarge
+    body_timeout: float  # seconds a client may pause while sending a body (500 OperationTimedOut)
+    oauth: bool = False  # accept bearer tokens (basic checks, no signature validation)
+    access_log: bool = False  # one JSON line per request on stderr

@@ -1,0 +1,21 @@
+"""What an engine hands the services: one store per service over one database."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from tabulae.storage.tables import TableStore
+
+
+class Stores(ABC):
+    """An engine's open database and a store for each service's contract.
+
+    The stores share the engine's connections and its writer, so there is one thing to open and
+    one to close; a service sees only its own contract (``tables`` for the Table service).
+    """
+
+    tables: TableStore
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release connections and threads; pending writes are finished first."""

@@ -1,0 +1,133 @@
+"""Which operation a request performs: resolved once, from the resource, the effective method,
+``comp`` and ``If-Match``, for a whole request and for each sub-request of a batch alike.
+
+The operation then picks the handler (``app.HANDLERS``) and the permissions a SAS must carry
+(``sas``), so routing and authorisation can never disagree about what a request does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+
+from tabulae.model.errors import TableError
+from tabulae.table.api.routing import Resource
+
+TUNNELLED = frozenset({"MERGE", "DELETE", "PUT", "PATCH"})
+_INVALID_ETAG = (
+    "The etag value '{}' specified in one of the request headers is not valid. "
+    "Please make sure only one etag value is specified and is valid."
+)
+
+
+class Operation(StrEnum):
+    """Every operation of the Table service, named as the REST reference names them."""
+
+    QUERY_TABLES = "QueryTables"
+    CREATE_TABLE = "CreateTable"
+    DELETE_TABLE = "DeleteTable"
+    GET_TABLE = "GetTable"
+    QUERY_ENTITIES = "QueryEntities"
+    GET_ENTITY = "GetEntity"
+    INSERT_ENTITY = "InsertEntity"
+    UPDATE_ENTITY = "UpdateEntity"
+    MERGE_ENTITY = "MergeEntity"
+    UPSERT_REPLACE = "InsertOrReplaceEntity"
+    UPSERT_MERGE = "InsertOrMergeEntity"
+    DELETE_ENTITY = "DeleteEntity"
+    GET_ACL = "GetTableAcl"
+    SET_ACL = "SetTableAcl"
+    GET_SERVICE_PROPERTIES = "GetServiceProperties"
+    SET_SERVICE_PROPERTIES = "SetServiceProperties"
+    GET_SERVICE_STATS = "GetServiceStats"
+    BATCH = "EntityGroupTransaction"
+
+
+def effective_method(method: str, tunnels: Iterable[str]) -> str:
+    """The method after ``X-HTTP-Method`` tunnelling: POST only, one header, a known verb."""
+    values = list(tunnels)
+    if not values:
+        return method.upper()
+    if method.upper() != "POST":
+        raise TableError("XMethodNotUsingPost")
+    if len(values) > 1:
+        raise TableError("XMethodIncorrectCount")
+    value = values[0].strip().upper()
+    if value not in TUNNELLED:
+        raise TableError("XMethodIncorrectValue")
+    return value
+
+
+def parse_if_match(value: str | None) -> str | None:
+    """An ``If-Match`` value as the service reads it: ``*`` or a weak ETag ``W/"…"``."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value == "*" or (value.startswith('W/"') and value.endswith('"') and len(value) > 3):
+        return value
+    raise TableError("InvalidInput", _INVALID_ETAG.format(value))
+
+
+def _entity_operation(method: str, conditional: bool) -> Operation:
+    if method == "GET":
+        return Operation.GET_ENTITY
+    if method == "PUT":
+        return Operation.UPDATE_ENTITY if conditional else Operation.UPSERT_REPLACE
+    if method in ("MERGE", "PATCH"):
+        return Operation.MERGE_ENTITY if conditional else Operation.UPSERT_MERGE
+    if method == "DELETE":
+        return Operation.DELETE_ENTITY
+    raise TableError("MethodNotAllowed")
+
+
+def _service_operation(method: str, restype: str | None, comp: str | None) -> Operation:
+    if restype != "service" or comp not in ("properties", "stats"):
+        raise TableError("InvalidQueryParameterValue")
+    if comp == "stats":
+        if method != "GET":
+            raise TableError("MethodNotAllowed")
+        return Operation.GET_SERVICE_STATS
+    if method == "GET":
+        return Operation.GET_SERVICE_PROPERTIES
+    if method == "PUT":
+        return Operation.SET_SERVICE_PROPERTIES
+    raise TableError("MethodNotAllowed")
+
+
+_COLLECTION_OPERATIONS: dict[tuple[Resource, str], Operation] = {
+    (Resource.TABLES, "GET"): Operation.QUERY_TABLES,
+    (Resource.TABLES, "POST"): Operation.CREATE_TABLE,
+    (Resource.TABLE, "GET"): Operation.GET_TABLE,
+    (Resource.TABLE, "DELETE"): Operation.DELETE_TABLE,
+    (Resource.ENTITIES, "GET"): Operation.QUERY_ENTITIES,
+    (Resource.ENTITIES, "POST"): Operation.INSERT_ENTITY,
+    (Resource.BATCH, "POST"): Operation.BATCH,
+}
+_ACL_OPERATIONS = {"GET": Operation.GET_ACL, "PUT": Operation.SET_ACL}
+
+
+def resolve_operation(
+    resource: Resource,
+    method: str,
+    *,
+    comp: str | None = None,
+    restype: str | None = None,
+    conditional: bool = False,
+) -> Operation:
+    """The operation of a request to ``resource`` with the effective ``method``; ``conditional``
+    says whether it carries ``If-Match`` (an update rather than an upsert). Raises the error
+    the service gives for a method or ``comp`` the resource does not have."""
+    if resource is Resource.SERVICE:
+        return _service_operation(method, restype, comp)
+    if comp is not None:
+        if comp == "acl" and resource is Resource.ENTITIES:
+            if method in _ACL_OPERATIONS:
+                return _ACL_OPERATIONS[method]
+            raise TableError("MethodNotAllowed")
+        raise TableError("InvalidQueryParameterValue")
+    if resource is Resource.ENTITY:
+        return _entity_operation(method, conditional)
+    operation = _COLLECTION_OPERATIONS.get((resource, method))
+    if operation is None:
+        raise TableError("MethodNotAllowed")
+    return operation

@@ -1,0 +1,34 @@
+"""The storage backends every suite runs against, decided in one place.
+
+``sqlite`` always. ``postgres`` against ``TABULAE_TEST_PG_URL`` (``scripts/check`` starts a
+throw-away cluster): without it the PostgreSQL cases are skipped locally but fail under CI
+(``CI`` set), so a CI that forgot the database cannot pass green. ``citus`` only when
+``TABULAE_TEST_CITUS_URL`` names a Citus coordinator with the extension installed.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+PG_ENV = "TABULAE_TEST_PG_URL"
+CITUS_ENV = "TABULAE_TEST_CITUS_URL"
+
+
+def backend_names() -> list[str]:
+    names = ["sqlite", "postgres"]
+    if os.environ.get(CITUS_ENV):
+        names.append("citus")
+    return names
+
+
+def database_url(name: str) -> str:
+    """The database URL of ``postgres`` or ``citus``; skips (fails under CI) when it is not set."""
+    env = PG_ENV if name == "postgres" else CITUS_ENV
+    url = os.environ.get(env)
+    if url:
+        return url
+    if os.environ.get("CI"):
+        pytest.fail(f"{env} is not set: CI must start a database (scripts/pg-test-cluster) and export it")
+    pytest.skip(f"{env} is not set; start a server with: export {env}=$(scripts/pg-test-cluster DIR)")
