@@ -169,6 +169,8 @@ class TabulaeServer(Server):
             "-m",
             "tabulae",
             "serve",
+            "--services",
+            "table",
             "--host",
             "127.0.0.1",
             "--port",

@@ -20,6 +20,7 @@ from typing import Any
 from tabulae import __version__
 from tabulae.config import (
     DEFAULT_DATA_DIR,
+    SERVICES,
     STORE_ENV,
     ConfigError,
     Settings,
@@ -27,9 +28,20 @@ from tabulae.config import (
 )
 from tabulae.tools import stress, top
 
+
+def services_from(text: str) -> tuple[str, ...]:
+    """``table,queue`` → the services in the server's own order; unknown names are refused."""
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in SERVICES]
+    if unknown or not names:
+        raise ConfigError(f"--services: expected a comma-separated list of {', '.join(SERVICES)}")
+    return tuple(service for service in SERVICES if service in names)
+
+
 # How a flag's command-line value becomes the setting's value, where the two differ.
 _FROM_FLAG: dict[str, Callable[[Any], Any]] = {
     "accounts": accounts_from,
+    "services": services_from,
     "oauth": lambda value: value == "basic",
     "targets": lambda value: value == "azure",
 }
@@ -39,6 +51,7 @@ _FLAG_DEFAULTS: dict[str, Callable[[], Any]] = {
     "oauth": lambda: "off",
     "targets": lambda: None,
     "store_url": lambda: os.environ.get(STORE_ENV),
+    "services": lambda: ",".join(SERVICES),
 }
 
 
@@ -137,6 +150,9 @@ def _check(settings: Settings) -> None:
         raise SystemExit("tabulae: --workers must be at least 1")
     if settings.store_url and settings.in_memory:
         raise SystemExit("tabulae: --in-memory and --store exclude each other")
+    ports = list(settings.ports().values())
+    if len(set(ports)) != len(ports):
+        raise SystemExit("tabulae: two services cannot share a port (--port, --queue-port, --blob-port)")
 
 
 def serve(args: argparse.Namespace) -> None:
@@ -161,9 +177,13 @@ def serve(args: argparse.Namespace) -> None:
         where = "in PostgreSQL"
     scheme = "https" if settings.cert_file else "http"
     first = next(iter(settings.accounts))
+    endpoints = ", ".join(
+        f"{service.capitalize()} service on {scheme}://{settings.host}:{port}/{first}"
+        for service, port in settings.ports().items()
+    )
     print(
-        f"Tabulae {__version__}: Table service on {scheme}://{settings.host}:{settings.port}/{first}, "
-        f"accounts {', '.join(settings.accounts)}, {settings.workers} worker(s), data {where}",
+        f"Tabulae {__version__}: {endpoints}; accounts {', '.join(settings.accounts)}, "
+        f"{settings.workers} worker(s), data {where}",
         flush=True,
     )
     try:

@@ -22,7 +22,7 @@ from tabulae.admission.faults import FaultInjector
 from tabulae.admission.guard import GuardedService
 from tabulae.admission.throttle import Targets, Throttle
 from tabulae.config import SETTINGS_ENV, Settings
-from tabulae.http.gateway import Gateway, Mounts
+from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.options import FrontendOptions
 from tabulae.http.protocol import AzureHttpProtocol
 from tabulae.insight.partitions import Insight
@@ -65,14 +65,17 @@ def build_gateway(settings: Settings) -> Gateway:
         stores = await open_stores(settings.store_url, settings.data_dir, settings.in_memory)
         insight = Insight(partition_target=settings.partition_target, account_target=settings.account_target)
         options = frontend_options(settings)
-        tables = TableApp(table_service(stores.tables, settings, insight), options)
+        ports = settings.ports()
+        by_port: dict[int, AsgiApp] = {}
+        if "table" in ports:
+            by_port[ports["table"]] = TableApp(table_service(stores.tables, settings, insight), options)
 
         def metrics(as_json: bool) -> tuple[bytes, bytes]:
             if as_json:
                 return b"application/json", orjson.dumps(insight.snapshot())
             return PROMETHEUS_TYPE, insight.prometheus().encode()
 
-        return Mounts({settings.port: tables}, metrics, stores.close)
+        return Mounts(by_port, metrics, stores.close)
 
     return Gateway(start)
 
@@ -84,16 +87,24 @@ def create_app() -> Gateway:
     return build_gateway(settings)
 
 
+class BindError(Exception):
+    """A service's port could not be listened on; the message says which and why."""
+
+
 def bind(settings: Settings) -> list[socket.socket]:
     """Listen on every service's port before anything is announced, so a busy port is the first
-    and only thing a user sees. Raises ``OSError`` when a port cannot be bound."""
-    sockets = []
+    and only thing a user sees."""
+    sockets: list[socket.socket] = []
     try:
-        for port in (settings.port,):
-            config = uvicorn.Config(
-                "tabulae.compose:create_app", host=settings.host, port=port, log_level="warning"
-            )
-            sockets.append(config.bind_socket())
+        for service, port in settings.ports().items():
+            try:
+                sockets.append(_listen(settings.host, port))
+            except OSError as exc:
+                flag = {"table": "--port", "queue": "--queue-port", "blob": "--blob-port"}[service]
+                raise BindError(
+                    f"cannot listen on {settings.host}:{port} for the {service.capitalize()} service: "
+                    f"{exc.strerror or exc} (choose another with {flag}, or leave it out with --services)"
+                ) from None
     except BaseException:
         for sock in sockets:
             sock.close()
@@ -101,8 +112,19 @@ def bind(settings: Settings) -> list[socket.socket]:
     return sockets
 
 
-def _exit_cleanly(signum: int, frame: object) -> None:
-    raise SystemExit(0)
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket as uvicorn makes one (address reuse, inheritable by worker processes)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
 
 
 def serve(settings: Settings, sockets: list[socket.socket]) -> None:
@@ -123,16 +145,30 @@ def serve(settings: Settings, sockets: list[socket.socket]) -> None:
         "ssl_certfile": str(settings.cert_file) if settings.cert_file else None,
         "ssl_keyfile": str(settings.key_file) if settings.key_file else None,
     }
-    # uvicorn drains in-flight requests on SIGTERM/SIGINT, restores the previous handlers and
-    # raises the signal again; these handlers turn that into a clean exit with status 0.
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _exit_cleanly)
     if settings.workers == 1:
         server = uvicorn.Server(uvicorn.Config(build_gateway(settings), **options))
+
+        def stop(signum: int, frame: object) -> None:
+            # Until uvicorn installs its own handlers (and again after it restores these and
+            # raises the signal it drained on), a SIGTERM or SIGINT asks the server to stop: it
+            # must never raise into the middle of the event loop's start-up.
+            server.should_exit = True
+
+        _on_stop_signals(stop)
         server.run(sockets=sockets)
-        if not server.started:
+        if not server.started and not server.should_exit:
             raise SystemExit(3)  # start-up failed (uvicorn's own exit status for it); logged already
         return
+
+    def exit_now(signum: int, frame: object) -> None:
+        raise SystemExit(0)  # before the supervisor takes the signals over: nothing is running yet
+
+    _on_stop_signals(exit_now)
     os.environ[SETTINGS_ENV] = settings.to_json()
     config = uvicorn.Config("tabulae.compose:create_app", factory=True, workers=settings.workers, **options)
     Multiprocess(config, sockets=sockets).run()
+
+
+def _on_stop_signals(handler: Any) -> None:
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, handler)

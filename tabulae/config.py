@@ -24,7 +24,10 @@ import orjson
 DEV_ACCOUNT = "devstoreaccount1"
 DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 10002
+DEFAULT_PORT = 10002  # the Table service's port, as the storage emulators use it
+DEFAULT_QUEUE_PORT = 10001
+DEFAULT_BLOB_PORT = 10000
+SERVICES = ("table",)  # the services this server has; `--services` picks among them
 DEFAULT_DATA_DIR = Path("tabulae-data")
 ACCOUNTS_ENV = ("TABULAE_ACCOUNTS", "AZURITE_ACCOUNTS")
 STORE_ENV = "TABULAE_STORE"  # the store URL, for `serve --store` and `db init --store`
@@ -86,8 +89,18 @@ def setting(
 class Settings:
     """Everything a server process needs; serialisable so worker processes can rebuild it."""
 
-    host: str = setting(DEFAULT_HOST, flag="--host", help="address to bind (loopback only by default)")
+    host: str = setting(DEFAULT_HOST, flag="--host", help="address to listen on")
     port: int = setting(DEFAULT_PORT, flag="--port", help="port of the Table service", type=int)
+    queue_port: int = setting(
+        DEFAULT_QUEUE_PORT, flag="--queue-port", help="port of the Queue service", type=int
+    )
+    blob_port: int = setting(DEFAULT_BLOB_PORT, flag="--blob-port", help="port of the Blob service", type=int)
+    services: tuple[str, ...] = setting(
+        SERVICES,
+        flag="--services",
+        help="the services to serve, comma-separated (default: all of " + ",".join(SERVICES) + ")",
+        metavar="LIST",
+    )
     data_dir: Path = setting(
         DEFAULT_DATA_DIR, flag="--data-dir", help="directory of the SQLite database", type=Path, metavar="DIR"
     )
@@ -183,6 +196,11 @@ class Settings:
     max_body_bytes: int = setting(4 * 1024 * 1024)  # larger bodies get 413 RequestBodyTooLarge
     page_time_budget: float = setting(5.0)  # seconds a query page may scan before it ends with a token
 
+    def ports(self) -> dict[str, int]:
+        """The port of each service this server runs."""
+        every = {"table": self.port, "queue": self.queue_port, "blob": self.blob_port}
+        return {service: every[service] for service in self.services}
+
     @classmethod
     def flags(cls) -> list[Any]:
         """The fields users set from the command line, in the order ``--help`` lists them."""
@@ -208,4 +226,5 @@ class Settings:
         }
         for name in ("data_dir", "cert_file", "key_file"):
             data[name] = Path(data[name]) if data[name] else None
+        data["services"] = tuple(data["services"])
         return cls(**data)

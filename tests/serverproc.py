@@ -33,7 +33,9 @@ class ServerProcess:
 
     data_dir: Path
     extra_args: list[str] = field(default_factory=list)
-    port: int = field(default_factory=free_port)
+    port: int = field(default_factory=free_port)  # the Table service's
+    queue_port: int = field(default_factory=free_port)
+    blob_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     env: dict[str, str] | None = None
 
@@ -51,7 +53,8 @@ class ServerProcess:
     def start(self, timeout: float = 20.0) -> ServerProcess:
         command = [
             sys.executable, "-m", "tabulae", "serve",
-            "--port", str(self.port), "--data-dir", str(self.data_dir), *self.extra_args,
+            "--port", str(self.port), "--queue-port", str(self.queue_port),
+            "--blob-port", str(self.blob_port), "--data-dir", str(self.data_dir), *self.extra_args,
         ]  # fmt: skip
         env = dict(os.environ) if self.env is None else self.env
         # A session of its own, so that stop() can end the worker processes with their parent.

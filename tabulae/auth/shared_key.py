@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from tabulae.model.errors import TableError
+from tabulae.model.names import SECONDARY_SUFFIX
 
 SCHEME_SHARED_KEY = "SharedKey"
 SCHEME_SHARED_KEY_LITE = "SharedKeyLite"
 _SCHEMES = {s.lower(): s for s in (SCHEME_SHARED_KEY, SCHEME_SHARED_KEY_LITE)}
 
-SECONDARY_SUFFIX = "-secondary"
 
 _MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES, start=1)}
@@ -36,8 +36,8 @@ _RFC1123 = re.compile(
 # --------------------------------------------------------------------------- canonicalisation
 
 
-def canonical_resources(account: str, raw_path: str, comp: str | None) -> list[str]:
-    """Return every CanonicalizedResource a legitimate client may have signed, best guess first.
+def canonical_paths(account: str, raw_path: str) -> list[str]:
+    """Every ``/{account}{path}`` a legitimate client may have signed, best guess first.
 
     ``raw_path`` is the path exactly as it appeared on the request line (still percent-encoded),
     because clients sign the bytes they send and any decode/re-encode round trip breaks keys with
@@ -45,10 +45,9 @@ def canonical_resources(account: str, raw_path: str, comp: str | None) -> list[s
     path-style ones include it, so there the account legitimately appears twice.
 
     Secondary-endpoint requests are signed as if for the primary, and the Python SDK's path-style
-    ``get_service_stats`` even prefixes the primary path with the secondary segment,
-    so all three candidates are tried.
+    ``get_service_stats`` even prefixes the primary path with the secondary segment, so three
+    candidates are tried there.
     """
-    query = "" if comp is None else f"?comp={comp}"
     paths = [raw_path]
     secondary = f"/{account}{SECONDARY_SUFFIX}"
     rest = _strip_leading_segment(raw_path, secondary)
@@ -57,10 +56,17 @@ def canonical_resources(account: str, raw_path: str, comp: str | None) -> list[s
         paths.append(rest or "/")
     resources: list[str] = []
     for path in paths:
-        resource = f"/{account}{path}{query}"
+        resource = f"/{account}{path}"
         if resource not in resources:
             resources.append(resource)
     return resources
+
+
+def canonical_resources(account: str, raw_path: str, comp: str | None) -> list[str]:
+    """The Table service's CanonicalizedResource candidates: a path of :func:`canonical_paths`
+    and ``?comp=`` when the request has one (no other query parameter is signed)."""
+    query = "" if comp is None else f"?comp={comp}"
+    return [path + query for path in canonical_paths(account, raw_path)]
 
 
 def _strip_leading_segment(path: str, segment: str) -> str | None:
@@ -214,3 +220,134 @@ def _mac_mismatch(string_to_sign: str) -> TableError:
             f"Server used following string to sign: '{string_to_sign}'."
         ),
     )
+
+
+# --------------------------------------------------------------------------- Blob and Queue services
+
+# The headers, in order, that the Blob and Queue services' Shared Key string-to-sign carries.
+_BLOB_QUEUE_SIGNED = (
+    "content-encoding",
+    "content-language",
+    "content-length",
+    "content-md5",
+    "content-type",
+    "date",
+    "if-modified-since",
+    "if-match",
+    "if-none-match",
+    "if-unmodified-since",
+    "range",
+)
+# From this version on a Content-Length of 0 is signed as an empty string.
+EMPTY_LENGTH_VERSION = "2015-02-21"
+
+
+# The order in which the service sorts ``x-ms-`` header names for the string-to-sign is a
+# culture-aware collation, not byte order: first by these characters' ranks (letters without
+# case, after digits, after the punctuation listed; every other character ignored), then, between
+# names equal so far, by where the ignored apostrophes and hyphens stand. Clients reproduce it,
+# so a name such as ``x-ms-meta-a-c`` sorts after ``x-ms-meta-ab`` here.
+_HEADER_RANKS = {c: rank for rank, c in enumerate("!#$%&*.^_`|~+0123456789abcdefghijklmnopqrstuvwxyz", 1)}
+_HEADER_TIE_RANKS = {"'": 1, "-": 2}
+
+
+def _header_order(name: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    lowered = name.lower()
+    ranks = tuple(_HEADER_RANKS[c] for c in lowered if c in _HEADER_RANKS)
+    ties = tuple(_HEADER_TIE_RANKS.get(c, 0) for c in lowered)
+    return ranks, ties
+
+
+def canonical_headers(headers: dict[str, str]) -> str:
+    """Every ``x-ms-*`` header as ``name:value\n``, names lower-case, in the service's order."""
+    names = sorted((name for name in headers if name.startswith("x-ms-")), key=_header_order)
+    return "".join(f"{name}:{headers[name]}\n" for name in names)
+
+
+def canonical_query(query_pairs: Sequence[tuple[str, str]]) -> str:
+    """The query part of a Blob/Queue canonicalised resource: ``\\nname:v1,v2`` per parameter,
+    names lower-cased and sorted, values (decoded) sorted and joined by commas."""
+    grouped: dict[str, list[str]] = {}
+    for name, value in query_pairs:
+        grouped.setdefault(name.lower(), []).append(value)
+    return "".join(f"\n{name}:{','.join(sorted(values))}" for name, values in sorted(grouped.items()))
+
+
+def blob_queue_string_to_sign(
+    scheme: str,
+    method: str,
+    headers: dict[str, str],
+    resource_path: str,
+    query_pairs: Sequence[tuple[str, str]],
+    comp: str | None,
+) -> str:
+    """The Blob/Queue Shared Key (or Shared Key Lite) string-to-sign for one canonical path.
+
+    ``resource_path`` is ``/{account}`` + the raw request path. Shared Key signs eleven standard
+    headers, the canonicalised ``x-ms-`` headers and the path with every query parameter; Shared
+    Key Lite only Content-MD5, Content-Type, Date, the ``x-ms-`` headers and the path with ``comp``.
+    When ``x-ms-date`` is sent, the Date line is empty (clients sign one date, not both).
+    """
+    date = "" if "x-ms-date" in headers else headers.get("date", "")
+    if scheme == SCHEME_SHARED_KEY_LITE:
+        resource = resource_path + (f"?comp={comp}" if comp is not None else "")
+        return (
+            "\n".join((method, headers.get("content-md5", ""), headers.get("content-type", ""), date, ""))
+            + canonical_headers(headers)
+            + resource
+        )
+    values = []
+    for name in _BLOB_QUEUE_SIGNED:
+        value = date if name == "date" else headers.get(name, "")
+        if (
+            name == "content-length"
+            and value == "0"
+            and headers.get("x-ms-version", "") >= EMPTY_LENGTH_VERSION
+        ):
+            value = ""
+        values.append(value)
+    return (
+        f"{method}\n"
+        + "\n".join(values)
+        + "\n"
+        + canonical_headers(headers)
+        + resource_path
+        + canonical_query(query_pairs)
+    )
+
+
+def verify_blob_queue_authorization(
+    header: str,
+    *,
+    method: str,
+    raw_path: str,
+    headers: dict[str, str],
+    query_pairs: Sequence[tuple[str, str]],
+    account: str,
+    keys: Sequence[bytes],
+    now: float | None = None,
+    max_skew_seconds: float | None = None,
+) -> None:
+    """Verify a Blob or Queue service Shared Key / Shared Key Lite header; raise TableError.
+
+    As for tables, path-style requests sign the account twice (``/acct/acct/queue``) and
+    secondary requests sign the primary account, so every candidate path is tried.
+    """
+    scheme, header_account, mac = parse_authorization(header)
+    primary = _primary_account(account)
+    comp = next((value for name, value in query_pairs if name.lower() == "comp"), None)
+    candidates = [
+        blob_queue_string_to_sign(
+            scheme, method, headers, resource.removesuffix(f"?comp={comp}"), query_pairs, comp
+        )
+        for resource in canonical_resources(primary, raw_path, comp)
+    ]
+    if _primary_account(header_account) != primary:
+        raise _mac_mismatch(candidates[0])
+    signed_date = headers.get("x-ms-date") or headers.get("date")
+    if not signed_date:
+        raise TableError("AuthenticationFailed", detail="The x-ms-date or Date header is required.")
+    if max_skew_seconds is not None:
+        _check_skew(signed_date, now, max_skew_seconds)
+    if not _any_match(mac, candidates, keys):
+        raise _mac_mismatch(candidates[0])

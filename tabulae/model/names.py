@@ -7,6 +7,8 @@ import re
 from tabulae.model.edm import utf16_length
 from tabulae.model.errors import MSG_NAME_LENGTH, MSG_QUERY_SYNTAX, TableError
 
+SECONDARY_SUFFIX = "-secondary"  # ``acct-secondary`` names the read-only secondary endpoint of ``acct``
+
 MAX_KEY_UTF16 = 1024
 
 _TABLE_CHARS = re.compile(r"[A-Za-z][A-Za-z0-9]*")

@@ -1,4 +1,4 @@
-"""Raw HTTP against the server, signed with Shared Key (spec §10.2) or Shared Key Lite (§10.3).
+"""Raw HTTP against the server, signed with Shared Key or Shared Key Lite.
 
 The SDK cannot express every wire shape the protocol allows (MERGE verb, legacy key encodings,
 missing headers, duplicated headers, ...). This module sends exactly the bytes a test asks for:
@@ -40,7 +40,7 @@ EDM_DATETIME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,
 
 
 def canonical_resource(account: str, raw_target: str) -> str:
-    """``/{account}`` + the raw path (still percent-encoded) + ``?comp=`` when present (§10.2)."""
+    """``/{account}`` + the raw path (still percent-encoded) + ``?comp=`` when present."""
     path, _, query = raw_target.partition("?")
     resource = f"/{account}{path}"
     comp = [value for name, value in parse_qsl(query, keep_blank_values=True) if name == "comp"]
@@ -288,7 +288,7 @@ class RawClient:
 
 
 # --------------------------------------------------------------------------------------------
-# Key predicates in the shapes real clients send (spec §1.3)
+# Key predicates in the shapes real clients send
 # --------------------------------------------------------------------------------------------
 
 
@@ -356,5 +356,5 @@ def parse_edm_datetime(text: str) -> tuple[datetime, int]:
 
 
 def etag_from_timestamp(timestamp: str) -> str:
-    """The ETag Azure derives from a Timestamp string (§8.1; also what the SDK rebuilds)."""
+    """The ETag Azure derives from a Timestamp string (also what the SDK rebuilds)."""
     return "W/\"datetime'" + quote(timestamp) + "'\""

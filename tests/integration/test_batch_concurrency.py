@@ -1,4 +1,4 @@
-"""Batch atomicity under concurrency (spec §3.12.1 "Atomic", §8.2): readers never see half a batch.
+"""Batch atomicity under concurrency: readers never see half a batch.
 
 Writers commit batches of 100 operations into one partition while readers poll it. Each batch
 stamps every row it writes with one ``gen`` value, so a reader's snapshot is consistent exactly

@@ -1,6 +1,6 @@
-"""``$batch`` on the wire (spec §3.12), in the exact shapes real clients send.
+"""``$batch`` on the wire, in the exact shapes real clients send.
 
-Each request body is written byte for byte the way one client writes it (spec §3.12.2 and
+Each request body is written byte for byte the way one client writes it (see
 ``client-wire-profiles.txt``): the Python SDK; the JavaScript SDK (lower-case part headers, no
 ``Content-ID``, extra CRLFs, ``Prefer: return-no-content``, a DELETE body of ``undefined``); .NET
 (``Content-ID``, ``DataServiceVersion: 3.0;``); and the legacy SDKs (``MERGE``, ``%27`` quotes,
@@ -110,7 +110,7 @@ def python_batch(
     tunnel: bool = False,
     boundary: str | None = None,
 ) -> Batch:
-    """azure-data-tables 12.7: the bytes of spec §3.12.2 (absolute URLs, Content-ID from 0).
+    """azure-data-tables 12.7: its batch bytes (absolute URLs, Content-ID from 0).
 
     ``targets`` replaces the request-line targets; ``tunnel`` sends updates and deletes as
     ``POST`` with ``X-HTTP-Method``.
@@ -407,7 +407,7 @@ _JS_DOT = r"[^\n\r\u2028\u2029]"
 
 
 def js_parts(response: RawResponse) -> list[JsPart]:
-    """``parseTransactionResponse`` of @azure/data-tables (spec §3.12.3)."""
+    """``parseTransactionResponse`` of @azure/data-tables."""
     assert response.status == 202
     pieces = response.body.decode().split("--changesetresponse_")[1:-1]
     parts = []
@@ -439,7 +439,7 @@ def assert_success(response: RawResponse, count: int, *, bodies: bool = False) -
     parts, in_changeset = email_parts(response)
     assert in_changeset
     assert len(parts) == count, parts
-    # Spec §2.2 and §13 #33: "3.0;" (Azure writes "1.0;" on deletes).
+    # DataServiceVersion "3.0;", or "1.0;" as Azure writes on deletes (not fully settled against Azure).
     assert all(p.headers["DataServiceVersion"] in ("3.0;", "1.0;") for p in parts), parts
     assert all(200 <= part.status < 300 for part in parts), [part.status for part in parts]
     etags = {part.headers["ETag"] for part in parts if part.headers["ETag"] is not None}
@@ -458,7 +458,7 @@ def assert_success(response: RawResponse, count: int, *, bodies: bool = False) -
 def assert_failure(
     response: RawResponse, index: int, status: int, code: str, content_id: str | None = None
 ) -> dict[str, Any]:
-    """Spec §3.12.4: 202 with exactly one part, the real status, compact one-line JSON whose
+    """A failed changeset: 202 with exactly one part, the real status, compact one-line JSON whose
     message starts with ``<index>:``; readable by the Python, .NET and JavaScript rules."""
     assert response.status == 202, response
     parts, in_changeset = email_parts(response)
@@ -565,7 +565,7 @@ def test_python_shape_every_operation(raw: RawClient, table: str) -> None:
 
     # Content-ID echoed first after the status line, in order.
     assert [p.header_lines[0] for p in parts] == [f"Content-ID: {i}" for i in range(len(ops))]
-    # Insert without Prefer: 201 with the entity, Location and ETag (spec §3.12.3).
+    # Insert without Prefer: 201 with the entity, Location and ETag.
     created = parts[0]
     assert created.status == 201
     assert created.headers["Content-Type"] == JSON_PART_TYPE
@@ -674,8 +674,8 @@ def test_net_shape_content_id_first(raw: RawClient, table: str) -> None:
 def test_legacy_python_shape(raw: RawClient, table: str) -> None:
     """Bare LF, origin-form targets, MERGE, %27 quotes, Content-ID inside the embedded request.
 
-    Azurite answered this client with 500s (client-wire-profiles.txt); the spec's parser rules
-    (§3.12.2) accept every one of these features, so the answer must be a 202 multipart.
+    Azurite answered this client with 500s (client-wire-profiles.txt); the batch parser rules
+    accept every one of these features, so the answer must be a 202 multipart.
     """
     seed(raw, table, "m", "d")
     ops = [
@@ -702,7 +702,7 @@ def test_legacy_python_shape(raw: RawClient, table: str) -> None:
 def test_legacy_node_shape_with_atom_accept(raw: RawClient, table: str) -> None:
     """The outer ``Accept: application/atom+xml,application/xml`` is this client's default for
     every request; with x-ms-version 2018-03-28 (≥ 2015-12-11) it is not an Atom request to
-    refuse (spec §11.3), and the batch is answered with a 202 multipart like any other."""
+    refuse, and the batch is answered with a 202 multipart like any other."""
     seed(raw, table, "m")
     ops = [insert(table, "n1", v="a"), merge(table, "m", "*", w="b"), insert(table, "n2", v="c")]
     response = send(raw, legacy_node_batch(raw.endpoint, ops))
@@ -754,7 +754,7 @@ def test_quoted_boundary_preamble_and_epilogue(raw: RawClient, table: str) -> No
 
 
 def test_x_http_method_tunnelling(raw: RawClient, table: str) -> None:
-    """POST with ``X-HTTP-Method: MERGE``/``PUT``/``DELETE`` inside a changeset (spec §3.12.1)."""
+    """POST with ``X-HTTP-Method: MERGE``/``PUT``/``DELETE`` inside a changeset."""
     seed(raw, table, "m", "r", "d")
     ops = [merge(table, "m", "*", w=1), replace(table, "r", "*", w=2), delete(table, "d")]
     response = send(raw, python_batch(raw.endpoint, ops, tunnel=True))
@@ -767,7 +767,7 @@ def test_x_http_method_tunnelling(raw: RawClient, table: str) -> None:
 
 
 def test_bare_get_batch(raw: RawClient, table: str) -> None:
-    """Spec §3.12.5: one GET outside any changeset is answered with a 200 part and the entity."""
+    """One GET outside any changeset is answered with a 200 part and the entity."""
     seed(raw, table, "g")
     boundary = f"batch_{uuid.uuid4()}"
     body = (
@@ -884,7 +884,7 @@ def test_duplicate_row_is_400_part(raw: RawClient, table: str) -> None:
 
 @pytest.mark.parametrize("other", ["otheraccount", "devstoreaccount2"])
 def test_sub_request_of_another_account_is_400_part(raw: RawClient, table: str, other: str) -> None:
-    """Spec §3.12.2: the account in a sub-request URL must be the outer one, else 400 InvalidInput."""
+    """The account in a sub-request URL must be the outer one, else 400 InvalidInput."""
     ops = [insert(table, "a"), insert(table, "b"), insert(table, "c")]
     targets = [
         f"{raw.endpoint}/{table}",
@@ -920,7 +920,7 @@ def test_sub_request_of_another_known_account_is_400_part(tmp_path: Path) -> Non
 
 
 def test_table_mismatch_is_400_part(raw: RawClient, table: str, table_name: str) -> None:
-    """All operations of a batch target one table (spec §3.12.1)."""
+    """All operations of a batch target one table."""
     other = table_name + "b"
     assert raw.create_table(other).status == 201
     ops = [insert(table, "a"), insert(other, "b")]
@@ -930,7 +930,7 @@ def test_table_mismatch_is_400_part(raw: RawClient, table: str, table_name: str)
 
 
 def test_malformed_if_match_is_400_part(raw: RawClient, table: str) -> None:
-    """Spec §8.2: an If-Match that is neither ``*`` nor ``W/"…"`` is 400 InvalidInput."""
+    """An If-Match that is neither ``*`` nor ``W/"…"`` is 400 InvalidInput."""
     seed(raw, table, "x")
     ops = [insert(table, "a"), merge(table, "x", "not-an-etag", w=1)]
     before = snapshot(raw, table, ["a", "x"])
@@ -956,7 +956,7 @@ SPECIAL_KEYS = ["it's", "a b", "ü€", "100%", "x''y", "(x,y)='z'"]
 def test_special_keys_in_sub_request_urls(
     raw: RawClient, table: str, builder: Callable[[str, Sequence[Op]], Batch]
 ) -> None:
-    """Each client's key encoding in sub-request URLs (spec §1.3) reaches the right entity."""
+    """Each client's key encoding in sub-request URLs reaches the right entity."""
     for rk in SPECIAL_KEYS:
         assert raw.insert(table, {"PartitionKey": "p q'", "RowKey": rk, "v": 0}).status == 201
     ops = [
@@ -1044,7 +1044,7 @@ def test_malformed_multipart_is_400_json(raw: RawClient, table: str, case: str) 
 
 
 def test_body_over_4_mib_is_413_json(raw: RawClient, table: str) -> None:
-    """Spec §3.12.1: whole body ≤ 4 MiB, else 413 RequestBodyTooLarge (a plain JSON error)."""
+    """Whole body ≤ 4 MiB, else 413 RequestBodyTooLarge (a plain JSON error)."""
     big = "x" * 30_000
     ops = [insert(table, f"r{i:03d}", a=big, b=big) for i in range(75)]
     batch = python_batch(raw.endpoint, ops)

@@ -1,4 +1,4 @@
-"""Entity group transactions through the Python SDK, sync and aio (spec §3.12, §8.2, §9.5).
+"""Entity group transactions through the Python SDK, sync and aio.
 
 Every scenario runs twice, through ``TableClient.submit_transaction`` and through its
 ``azure.data.tables.aio`` twin. A failed transaction must leave no trace: after each failure
@@ -152,7 +152,7 @@ def test_every_operation_type(submit: Submit, table: TableClient, raw: RawClient
         "te": {"v": "old-te", "t": "from-entity-metadata"},
     }
     assert {rk: state[rk] for rk in expected} == {rk: (props, batch_etag) for rk, props in expected.items()}
-    # The wire form: one Timestamp for the batch, and the ETag derived from it (spec §8.1).
+    # The wire form: one Timestamp for the batch, and the ETag derived from it.
     listed = raw.request("GET", f"{table.table_name}()?$filter=PartitionKey%20eq%20'p'").json()["value"]
     assert len(listed) == len(expected)
     assert {e["Timestamp"] for e in listed} == {listed[0]["Timestamp"]}
@@ -210,13 +210,13 @@ def test_101_operations_fail(submit: Submit, table: TableClient) -> None:
 
 
 def test_101_operations_index_as_on_azure(submit: Submit, table: TableClient) -> None:
-    """Azure was observed reporting this error as ``0:`` or ``99:`` (spec §3.12.4, §13 #3)."""
+    """Azure was observed reporting this error as ``0:`` or ``99:``; which one is not settled."""
     error = _submit_101(submit, table)
     assert error.index in (0, 99), str(error)
 
 
 def test_empty_transaction_returns_empty_list(submit: Submit, table: TableClient) -> None:
-    """The SDK sends the empty changeset and turns the server's 400 into ``[]`` (spec §3.12.1)."""
+    """The SDK sends the empty changeset and turns the server's 400 into ``[]``."""
     seen: list[tuple[int, str | None]] = []
 
     def hook(pipeline_response: Any) -> None:
@@ -352,7 +352,7 @@ def test_invalid_entity(submit: Submit, table: TableClient, case: str, position:
 
 
 def test_row_key_too_long(submit: Submit, table: TableClient) -> None:
-    """Keys are limited to 1,024 characters (spec §5.2, §13 #6): exactly 1,024 is fine."""
+    """Keys are limited to 1,024 characters (not settled against Azure): exactly 1,024 is fine."""
     ok, too_long = "k" * 1024, "k" * 1025
     assert len(submit(table.table_name, [("create", {"PartitionKey": "p", "RowKey": ok})])) == 1
     with pytest.raises(TableTransactionError) as info:
@@ -408,7 +408,7 @@ def test_just_under_4_mib_succeeds(submit: Submit, table: TableClient) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# ETag conditions are evaluated inside the transaction (spec §8.2)
+# ETag conditions are evaluated inside the transaction
 # --------------------------------------------------------------------------------------------
 
 
@@ -508,7 +508,7 @@ def test_concurrent_change_between_read_and_batch(submit: Submit, table: TableCl
 
 
 def test_update_of_missing_entity_with_wildcard_is_404(submit: Submit, table: TableClient) -> None:
-    """``update`` sends ``If-Match: *``: the entity must exist (spec §8.2), unlike ``upsert``."""
+    """``update`` sends ``If-Match: *``: the entity must exist, unlike ``upsert``."""
     seed(table, "e")
     keys = ["e", "nope", "n"]
     before = snapshot(table, keys)

@@ -38,7 +38,7 @@ def _start_traced(data_dir: Path, trace: Path, port: int) -> subprocess.Popen[by
         strace, "-f", "-y", "-qq", "-s", "64", "-o", str(trace),
         "-e", "trace=fsync,fdatasync,pwrite64,write,writev,sendto,sendmsg",
         sys.executable, "-m", "tabulae", "serve", "--port", str(port), "--data-dir", str(data_dir),
-        "--workers", "1",
+        "--workers", "1", "--services", "table",
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60

@@ -1,4 +1,4 @@
-"""Edm types (spec §4): exact round trips through the SDK, and the wire form of responses."""
+"""Edm types: exact round trips through the SDK, and the wire form of responses."""
 
 from __future__ import annotations
 
@@ -217,7 +217,7 @@ def test_timestamp_metadata_is_a_utc_datetime(table: TableClient) -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Lenient request forms (spec §4.1 "MUST accept")
+# Lenient request forms the server must accept
 # ------------------------------------------------------------------------------------------
 
 

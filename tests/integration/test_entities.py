@@ -1,4 +1,4 @@
-"""Entity operations (spec §3.5–3.11, §8): insert, get, update, merge, upserts, delete and ETags."""
+"""Entity operations: insert, get, update, merge, upserts, delete and ETags."""
 
 from __future__ import annotations
 
@@ -677,7 +677,7 @@ def test_async_entity_lifecycle(server: ServerProcess, table: TableClient) -> No
 
 def test_sdk_against_localhost_uses_post_tunnelling(server: ServerProcess, table: TableClient) -> None:
     # A "localhost" endpoint on a port other than 10002 looks like Cosmos to the SDK, which then
-    # sends Merge as POST + X-HTTP-Method: MERGE (spec §1.6). The server must accept that form.
+    # sends Merge as POST + X-HTTP-Method: MERGE. The server must accept that form.
     connection_string = server.connection_string.replace("127.0.0.1", "localhost")
     with TableClient.from_connection_string(connection_string, table_name=table.table_name) as client:
         sent: list[tuple[str, str | None]] = []
@@ -709,7 +709,7 @@ def test_sdk_against_localhost_uses_post_tunnelling(server: ServerProcess, table
 
 
 # ------------------------------------------------------------------------------------------
-# Concurrency (spec §8.2: writes to one entity are linearizable)
+# Concurrency: writes to one entity are linearizable
 # ------------------------------------------------------------------------------------------
 
 WRITERS = 12

@@ -1,4 +1,4 @@
-"""PartitionKey / RowKey handling (spec §1.3, §5.2, §6.6): escaping, URL shapes, ordering, parsing."""
+"""PartitionKey / RowKey handling: escaping, URL shapes, ordering, parsing."""
 
 from __future__ import annotations
 
@@ -277,7 +277,7 @@ def test_continuation_tokens_for_empty_keys(raw: RawClient, table: TableClient) 
         nrk = response.header("x-ms-continuation-NextRowKey")
         if npk is None and nrk is None:
             break
-        # Both present, non-empty and free of spaces, even when the next key is empty (§7.2).
+        # Both present, non-empty and free of spaces, even when the next key is empty.
         assert npk and nrk, response
         assert " " not in npk and " " not in nrk
         query = f"$top=1&NextPartitionKey={quote(npk, safe='')}&NextRowKey={quote(nrk, safe='')}"

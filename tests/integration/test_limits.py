@@ -1,4 +1,4 @@
-"""Validation and limits (spec §4.1, §5.2–5.5): exact status and error code for each rule."""
+"""Validation and limits: exact status and error code for each rule."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def test_binary_limit(raw: RawClient, table: TableClient) -> None:
 
 
 def _formula_size(entity: dict[str, Any]) -> int:
-    """Entity size by the documented formula (spec §5.5)."""
+    """Entity size by the formula in "Understanding the Table service data model"."""
     size = 4 + 2 * len(entity["PartitionKey"]) + 2 * len(entity["RowKey"])
     for name, value in entity.items():
         if name in ("PartitionKey", "RowKey"):

@@ -1,4 +1,4 @@
-"""Protocol-level behaviour over raw HTTP (spec §1, §2, §9, §10.2–10.3, §10.6)."""
+"""Protocol-level behaviour over raw HTTP: URLs, common headers, errors and authorization."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ SPEC_DATE = "Mon, 01 Jan 2024 00:00:00 GMT"
 
 
 # ------------------------------------------------------------------------------------------
-# The harness itself: the signing helper reproduces the spec's worked examples (§10.2, §10.3)
+# The harness itself: the signing helper reproduces known Shared Key and Shared Key Lite signatures
 # ------------------------------------------------------------------------------------------
 
 
@@ -80,7 +80,7 @@ def test_lite_signing_helper_matches_spec_example() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Common response headers (§2.2)
+# Common response headers
 # ------------------------------------------------------------------------------------------
 
 
@@ -157,7 +157,7 @@ def test_no_content_responses_are_empty(raw: RawClient, table_name: str) -> None
 
 
 # ------------------------------------------------------------------------------------------
-# Error body (§9.1)
+# Error body
 # ------------------------------------------------------------------------------------------
 
 
@@ -204,7 +204,7 @@ def test_json_error_shape(raw: RawClient, table_name: str, accept: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Content negotiation (§2.3)
+# Content negotiation
 # ------------------------------------------------------------------------------------------
 
 
@@ -262,7 +262,7 @@ def test_metadata_level_selection(
 
 
 # ------------------------------------------------------------------------------------------
-# Authentication (§10)
+# Authentication
 # ------------------------------------------------------------------------------------------
 
 
@@ -399,7 +399,7 @@ def test_signature_with_query_string_ignores_all_but_comp(raw: RawClient, table_
 
 
 # ------------------------------------------------------------------------------------------
-# URL forms (§1.1, §1.2)
+# URL forms
 # ------------------------------------------------------------------------------------------
 
 

@@ -1,5 +1,4 @@
-"""Query Entities and Query Tables errors over raw HTTP: exact status and error code (spec §3.1,
-§3.4, §6.4, §6.5, §7.2).
+"""Query Entities and Query Tables errors over raw HTTP: exact status and error code.
 
 Every case is a request a client could really send; the server must answer with a JSON OData
 error and the code the spec names, never a 500.

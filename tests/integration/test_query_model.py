@@ -1,4 +1,4 @@
-"""A model test of Query Entities THROUGH THE SERVER (spec §6.1, §6.3, §7).
+"""A model test of Query Entities THROUGH THE SERVER.
 
 Hypothesis draws a small set of entities (mixed Edm types, missing properties, unicode, astral
 and empty keys) and random `$filter` texts from a grammar (comparisons on PartitionKey, RowKey
@@ -14,9 +14,9 @@ The reference follows the spec's rules, not the server's code:
   Int64 → Double), never narrowing; on a mismatch eq/gt/ge are false and ne/lt/le true;
 * ``literal op property`` means ``property op' literal`` with the operator flipped;
 * strings compare by UTF-16 code units; DateTime by 100 ns ticks, literals normalised to UTC and
-  truncated beyond 7 fraction digits; Guids by their canonical lower-case text (§13 #16);
+  truncated beyond 7 fraction digits; Guids by their canonical lower-case text (not settled against Azure);
   Binary bytewise; Boolean false < true; Doubles by IEEE rules (NaN false except ``ne``);
-* ``X eq null`` is true when X is missing, ``X ne null`` when present (§6.3 item 11);
+* ``X eq null`` is true when X is missing, ``X ne null`` when present;
 * a bare property ``X`` is ``X eq true``.
 
 Int64 literals against Double properties are drawn so that converting the literal to a double
@@ -115,7 +115,7 @@ class Value:
 
 
 def json_fields(name: str, prop: Value, style: int) -> dict[str, Any]:
-    """The JSON members that store ``prop`` (annotated where the spec needs it, §4.1)."""
+    """The JSON members that store ``prop`` (annotated where the type needs it)."""
     kind, value = prop.edm, prop.value
     if kind == STRING:
         return {f"{name}@odata.type": STRING, name: value} if style else {name: value}
@@ -358,7 +358,7 @@ def count_comparisons(node: Any) -> int:
 
 # ----------------------------------------------------------------- the reference evaluator
 
-# The property types a literal of each type is compared with (spec §6.3 item 3).
+# The property types a literal of each type is compared with.
 COMPATIBLE = {
     STRING: {STRING},
     BOOLEAN: {BOOLEAN},

@@ -1,7 +1,7 @@
-"""Paging and continuation tokens (spec §3.1, §3.4, §7), and the query cost headers.
+"""Paging and continuation tokens, and the query cost headers.
 
 Tokens are checked on the wire: both entity headers present and non-empty together, no spaces,
-nothing that changes under URL decoding (spec §7.2); they resume exactly after the last row
+nothing that changes under URL decoding; they resume exactly after the last row
 returned, survive writes between pages and a server restart. ``x-tabulae-query-class`` and
 ``x-tabulae-scanned`` (README) are checked against data whose cost is known exactly.
 """
@@ -21,7 +21,7 @@ from azure.data.tables import TableClient, TableServiceClient
 from tests.integration.rawhttp import RawClient, py_keys
 from tests.serverproc import ServerProcess
 
-# Spec §7.2: base64url or a [A-Za-z0-9!*_-] alphabet; certainly no spaces.
+# Continuation tokens: base64url or a [A-Za-z0-9!*_-] alphabet; certainly no spaces.
 TOKEN_RE = re.compile(r"^[A-Za-z0-9!*_\-]+$")
 MAX_PAGES = 500
 
@@ -69,7 +69,7 @@ def get_page(
 
 
 def check_tokens(page: Page) -> None:
-    """Spec §7.2: both or neither; non-empty; URL-safe; no spaces."""
+    """Continuation tokens: both or neither; non-empty; URL-safe; no spaces."""
     assert (page.npk is None) == (page.nrk is None), page
     for token in (page.npk, page.nrk):
         if token is None:
@@ -223,9 +223,9 @@ def test_tokens_resume_exactly_where_the_page_stopped(
     pages = all_pages(raw, resume_table, joined)
     assert flatten(pages) == expected
     assert all(len(page.keys) <= top for page in pages)
-    # Every page but the last is full (spec §7.3: page size = min($top, 1000); on a few dozen
+    # Every page but the last is full (page size = min($top, 1000); on a few dozen
     # rows no time budget can end a page early), and the last page carries no token: no
-    # further match exists (spec §7.1).
+    # further match exists.
     assert all(len(page.keys) == top for page in pages[:-1])
     assert pages[-1].npk is None
     # A token can be replayed: the same page comes back.
@@ -455,7 +455,7 @@ def test_scanned_header_without_filter(raw: RawClient, costed: str) -> None:
 
 
 def test_continuation_parameter_names_match_case_insensitively(raw: RawClient, table: TableClient) -> None:
-    """Spec §1.4: continuation parameter names SHOULD be matched case-insensitively."""
+    """Continuation parameter names SHOULD be matched case-insensitively."""
     insert_all(raw, table.table_name, [{"PartitionKey": "p", "RowKey": f"{i}"} for i in range(5)])
     first = get_page(raw, table.table_name, "$top=2")
     assert first.npk and first.nrk
@@ -467,7 +467,9 @@ def test_continuation_parameter_names_match_case_insensitively(raw: RawClient, t
 
 
 def test_tables_page_in_lower_case_order_and_filter_case_sensitively(raw: RawClient, table_name: str) -> None:
-    """Spec §3.1 / §13 #18: listed by lower-cased name; ``TableName`` compares the stored name ordinally."""
+    """Listed by lower-cased name; ``TableName`` compares the stored name ordinally.
+
+    The listing order is not settled against Azure."""
     prefix = table_name + "c"
     names = [prefix + suffix for suffix in ("Zeta", "alpha", "Beta", "betax", "ALPHA2")]
     for name in names:

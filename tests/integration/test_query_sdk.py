@@ -1,10 +1,9 @@
-"""Query Entities and Query Tables through the official Python SDK, sync and aio (spec §3.1, §3.4,
-§6, §7).
+"""Query Entities and Query Tables through the official Python SDK, sync and aio.
 
-Covers ``query_entities`` with ``parameters`` of every type the SDK substitutes (§6.2), every
-literal form of the grammar (§6.1), the evaluation rules (§6.3: literal on the left, bare
-booleans, ``not``, missing properties, type mismatch and widening, UTF-16 ordinal order),
-``select`` (including a property the entity lacks), and paging across thousands of rows.
+Covers ``query_entities`` with ``parameters`` of every type the SDK substitutes, every literal
+form of the grammar, the evaluation rules (literal on the left, bare booleans, ``not``, missing
+properties, type mismatch and widening, UTF-16 ordinal order), ``select`` (including a property
+the entity lacks), and paging across thousands of rows.
 """
 
 from __future__ import annotations
@@ -88,7 +87,7 @@ def row_keys(client: TableClient, query_filter: str, **kwargs: Any) -> list[str]
     return [entity["RowKey"] for entity in client.query_entities(query_filter, **kwargs)]
 
 
-# ------------------------------------------------------------------------ parameters (§6.2)
+# ------------------------------------------------------------------------------- parameters
 
 PARAMETER_CASES = [
     ("name eq @v", {"v": "O'Brien"}, ["1"]),
@@ -148,7 +147,7 @@ def test_parameter_values_round_trip_with_select(rows: TableClient) -> None:
 
 
 def test_int_parameter_between_2_31_and_2_32_is_rejected(rows: TableClient) -> None:
-    """The SDK sends 2**31..2**32-1 without ``L``; Azure rejects the Int32 literal (§6.2, §6.5)."""
+    """The SDK sends 2**31..2**32-1 without ``L``; Azure rejects the Int32 literal."""
     with pytest.raises(HttpResponseError) as info:
         row_keys(rows, "n eq @v", parameters={"v": 2**31})
     assert info.value.status_code == 400
@@ -171,7 +170,7 @@ def test_select_missing_property_is_null(rows: TableClient, raw: RawClient) -> N
     assert response.status == 200, response
     (body,) = response.json()["value"]
     assert body["name"] == "plain"
-    assert "n" in body and body["n"] is None  # spec §3.4: "name":null, not omitted
+    assert "n" in body and body["n"] is None  # "name":null, not omitted
     assert "odata.etag" in body
     assert "PartitionKey" not in body and "RowKey" not in body and "Timestamp" not in body
 
@@ -185,7 +184,7 @@ def test_select_system_properties(rows: TableClient) -> None:
     ]
 
 
-# ------------------------------------------------------------------- literal forms (§6.1)
+# -------------------------------------------------------------------------- literal forms
 
 LITERAL_CASES = [
     ("when eq datetime'2020-01-02T03:04:05.678901Z'", ["1"]),
@@ -244,7 +243,7 @@ def test_literal_forms(rows: TableClient, query_filter: str, expected: list[str]
     assert row_keys(rows, query_filter) == expected
 
 
-# ---------------------------------------------------------------- evaluation rules (§6.3)
+# ----------------------------------------------------------------------- evaluation rules
 
 EVALUATION_CASES = [
     # Literal on the left means the same as the property on the left with the operator flipped.
@@ -282,7 +281,7 @@ EVALUATION_CASES = [
     ("nosuch le 1", []),
     ("n lt 100", ["1", "2"]),
     ("id ne guid'00000000-0000-0000-0000-000000000000'", ["1", "2"]),
-    # null (spec §6.3 item 11, recommended reading).
+    # null: ``X eq null`` is true when X is missing, ``X ne null`` when present.
     ("n eq null", ["3"]),
     ("n ne null", ["1", "2"]),
     ("null eq n", ["3"]),
@@ -334,7 +333,7 @@ def test_evaluation_rules(rows: TableClient, query_filter: str, expected: list[s
 
 
 def test_timestamp_filters_as_a_datetime(rows: TableClient, raw: RawClient) -> None:
-    """Spec §6.3 item 13: Timestamp is an ordinary DateTime; the emitted string filters exactly."""
+    """Timestamp is an ordinary DateTime; the emitted string filters exactly."""
     stamps = {e["RowKey"]: e["Timestamp"] for e in raw.request("GET", f"{rows.table_name}()").json()["value"]}
     for row_key, stamp in stamps.items():
         same = [k for k, v in stamps.items() if v == stamp]
@@ -350,7 +349,7 @@ def parse_stamp(text: str) -> tuple[str, int]:
 
 
 def test_whitespace_and_plus_as_space(rows: TableClient, raw: RawClient) -> None:
-    """Several spaces separate tokens; ``+`` in a query string decodes to a space (§1.4, §6.1)."""
+    """Several spaces separate tokens; ``+`` in a query string decodes to a space."""
     assert row_keys(rows, "  n   eq    7  ") == ["1"]
     response = raw.request("GET", f"{rows.table_name}()?$filter=n+eq+7")
     assert response.status == 200, response
@@ -358,12 +357,12 @@ def test_whitespace_and_plus_as_space(rows: TableClient, raw: RawClient) -> None
 
 
 def test_long_filter_is_accepted(rows: TableClient) -> None:
-    """Spec §6.4: accept at least 32 KiB of URL (here about 30 KiB once percent-encoded)."""
+    """Accept at least 32 KiB of URL (here about 30 KiB once percent-encoded)."""
     long_name = "O'" + "é" * 5000
     assert row_keys(rows, "name eq @v or name eq @w", parameters={"v": long_name, "w": "plain"}) == ["3"]
 
 
-# ------------------------------------------------------------ UTF-16 ordinal order (§6.3.5)
+# ------------------------------------------------------------------- UTF-16 ordinal order
 
 # In code-point order U+E000 and U+FFFD come before U+10000 and U+1F600; in UTF-16 the
 # surrogate pairs (D800 DC00, D83D DE00) sort before U+E000.

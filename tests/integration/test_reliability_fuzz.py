@@ -502,8 +502,8 @@ def test_fuzzed_requests_get_azure_errors_or_successes(
 
 @pytest.mark.parametrize("length", [40_000, 70_000, 200_000])
 def test_overlong_url_gets_an_azure_error(fuzz_server: IsolatedServer, length: int) -> None:
-    """Azure accepts about 32 KiB of URL and answers longer ones with 414 RequestUrlTooLong
-    (spec §6.4, §9.4); whatever the limit, the answer must be an Azure error, not the HTTP
+    """Azure accepts about 32 KiB of URL and answers longer ones with 414 RequestUrlTooLong;
+    whatever the limit, the answer must be an Azure error, not the HTTP
     parser's plain-text 400."""
     target = f"{TABLE}()?$filter=" + quote("PartitionKey eq '" + "a" * length + "'", safe="")
     response = RawClient(fuzz_server.port).request("GET", target, timeout=TIMEOUT)

@@ -97,6 +97,8 @@ class IsolatedServer(ServerProcess):
             "-m",
             "tabulae",
             "serve",
+            "--services",
+            "table",
             "--port",
             str(self.port),
             "--data-dir",
@@ -328,7 +330,7 @@ def crash_image_integrity(data_dir: Path) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Azure error bodies (spec §9.1, §9.2)
+# Azure error bodies (JSON and XML)
 # --------------------------------------------------------------------------------------------
 
 _XML_ERROR_TAGS = ("Error", "{http://schemas.microsoft.com/ado/2007/08/dataservices/metadata}error")
@@ -384,7 +386,7 @@ def assert_retryable_server_error(response: RawResponse) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# $batch bodies (spec §3.12.2) and responses (§3.12.3/§3.12.4)
+# $batch bodies and responses (success and failure)
 # --------------------------------------------------------------------------------------------
 
 

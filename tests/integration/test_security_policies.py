@@ -1,4 +1,4 @@
-"""Table ACLs (stored access policies, spec §3.13–§3.14) and SAS tokens that use them (§10.4 step 2)."""
+"""Table ACLs (stored access policies) and SAS tokens that use them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared access signatures: table SAS (spec §10.4) and account SAS (§10.5), through the SDK and raw.
+"""Shared access signatures: table (service) SAS and account SAS, through the SDK and raw.
 
 Every refusal is checked for its status and code, and for having written nothing: the state is
 read back afterwards with a Shared Key client.
@@ -111,7 +111,7 @@ def _tamper(token: str, **changes: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------
-# Operations by permission (spec §10.4 step 9, §10.5 table)
+# Operations by permission (table SAS and account SAS)
 # ------------------------------------------------------------------------------------------
 
 
@@ -221,7 +221,7 @@ def test_full_table_sas_batch_and_every_operation(server: ServerProcess, table: 
 
 
 def test_raw_sas_with_upper_case_parameter_names(server: ServerProcess, table: TableClient) -> None:
-    """SAS parameter names MUST match case-insensitively (§1.4)."""
+    """SAS parameter names MUST match case-insensitively."""
     token = _table_token(table.table_name, "ra")
     upper = "&".join(f"{part.split('=', 1)[0].upper()}={part.split('=', 1)[1]}" for part in token.split("&"))
     inserted = _raw_sas(server, "POST", table.table_name, upper, {"PartitionKey": "p", "RowKey": "up"})
@@ -308,7 +308,7 @@ def test_table_sas_for_another_table_is_403(
 def test_table_sas_batch_on_another_table_is_403(
     server: ServerProcess, service: TableServiceClient, table: TableClient, table_name: str
 ) -> None:
-    """Each batch operation is checked (§10.4 steps 7-9), including the table it addresses."""
+    """Each batch operation is checked, including the table it addresses."""
     other = service.create_table(table_name + "other")
     try:
         token = _table_token(table.table_name, "raud")
@@ -325,7 +325,7 @@ def test_table_sas_batch_on_another_table_is_403(
 
 
 def _bare_get_batch(server: ServerProcess, table: str, pk: str, rk: str) -> bytes:
-    """A ``$batch`` holding one bare GET of an entity, outside a changeset (§3.12.5)."""
+    """A ``$batch`` holding one bare GET of an entity, outside a changeset."""
     return (
         "--batch_bare\r\n"
         "Content-Type: application/http\r\n"
@@ -413,7 +413,7 @@ def test_acl_operations_refuse_sas(server: ServerProcess, table: TableClient, ki
 
 
 # ------------------------------------------------------------------------------------------
-# Key ranges (§10.4 step 10)
+# Key ranges (spk/srk/epk/erk)
 # ------------------------------------------------------------------------------------------
 
 SEED = [("a", "1"), ("b", "0"), ("b", "1"), ("c", "x"), ("d", "5"), ("d", "6"), ("e", "1")]
@@ -657,7 +657,7 @@ def test_tampered_table_sas_is_403_authentication_failed(
 
 
 def test_authorization_header_wins_over_sas(server: ServerProcess, table: TableClient) -> None:
-    """With both a SAS and an Authorization header, the header decides (§10)."""
+    """With both a SAS and an Authorization header, the header decides."""
     good_sas = _table_token(table.table_name, "raud")
     forged_key = {"Authorization": f"SharedKey {DEV_ACCOUNT}:{base64.b64encode(bytes(32)).decode()}"}
     refused = _raw_sas(
@@ -717,7 +717,7 @@ def test_sas_with_unknown_policy_id_is_403(server: ServerProcess, table: TableCl
 
 
 # ------------------------------------------------------------------------------------------
-# Account SAS (§10.5)
+# Account SAS
 # ------------------------------------------------------------------------------------------
 
 
@@ -870,7 +870,7 @@ def test_tampered_account_sas_is_403(
 
 
 def _manual_account_sas(services: str) -> str:
-    """An account SAS signed by hand (string-to-sign of §10.5), for ``ss`` values the SDK never emits."""
+    """An account SAS signed by hand, for ``ss`` values the SDK never emits."""
     fields = {
         "sv": "2019-02-02",
         "ss": services,

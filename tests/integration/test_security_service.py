@@ -1,4 +1,4 @@
-"""Service properties, CORS and stats (spec §3.15–§3.18).
+"""Service properties, CORS and stats.
 
 Properties are per account and shared by every test on a server, so nothing here writes them on
 the session server: each test that sets them has a server of its own.
@@ -310,7 +310,7 @@ def test_sdk_six_cors_rules_is_http_400(configured_server: ServerProcess) -> Non
 
 
 # ------------------------------------------------------------------------------------------
-# CORS (§3.18)
+# CORS
 # ------------------------------------------------------------------------------------------
 
 
@@ -460,7 +460,7 @@ def test_preflight_needs_no_credentials_but_actual_request_does(configured_serve
 
 
 # ------------------------------------------------------------------------------------------
-# Stats (§3.17)
+# Stats
 # ------------------------------------------------------------------------------------------
 
 

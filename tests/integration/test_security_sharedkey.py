@@ -1,4 +1,4 @@
-"""Shared Key / Shared Key Lite, accounts and the secondary endpoint (spec §10.1–10.3, §1.5)."""
+"""Shared Key / Shared Key Lite, accounts and the secondary endpoint."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def _service(port: int, account: str, key: str) -> TableServiceClient:
 
 
 def _assert_json_auth_error(response: RawResponse, status: int, code: str) -> None:
-    """A JSON OData error (§9.1/§9.3): only ``code`` and ``message`` under ``odata.error``."""
+    """A JSON OData error: only ``code`` and ``message`` under ``odata.error``."""
     assert_error(response, status, code)
     assert (response.header("Content-Type") or "").startswith("application/json"), response
     error = response.json()["odata.error"]
@@ -304,7 +304,7 @@ def test_malformed_authorization_header_is_refused(
 
 
 def test_forged_signature_on_xml_operation_is_xml_with_detail(raw: RawClient, table: TableClient) -> None:
-    """XML operations answer auth failures with ``<Error>`` and the server's string-to-sign (§9.2, §10.3)."""
+    """XML operations answer auth failures with ``<Error>`` and the server's string-to-sign."""
     response = raw.request(
         "GET",
         f"{table.table_name}?comp=acl",
@@ -451,7 +451,7 @@ def test_accounts_from_environment(tmp_path: Path, table_name: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Secondary endpoint (§1.5)
+# Secondary endpoint
 # ------------------------------------------------------------------------------------------
 
 
@@ -511,7 +511,7 @@ def test_secondary_endpoint_refuses_table_writes_raw(
 
 
 def test_secondary_request_signed_as_primary_is_accepted(server: ServerProcess, table: TableClient) -> None:
-    """The docs' way: the canonicalized resource names the primary account (§1.5, §10.2 candidate 2)."""
+    """The docs' way: the canonicalized resource names the primary account."""
     table.create_entity({"PartitionKey": "p", "RowKey": "r"})
     target = f"/{DEV_ACCOUNT}-secondary/{table.table_name}()"
     date = rfc1123_now()
@@ -536,12 +536,12 @@ def test_get_service_stats_through_python_path_style_quirk(service: TableService
     stats = service.get_service_stats(raw_request_hook=hook)
     assert stats["geo_replication"]["status"] == "live"
     assert stats["geo_replication"]["last_sync_time"] is not None
-    # The SDK really did send the quirky path of §1.5: secondary segment in front of the primary path.
+    # The SDK really did send the quirky path: secondary segment in front of the primary path.
     assert paths and f"/{DEV_ACCOUNT}-secondary/{DEV_ACCOUNT}/" in paths[-1], paths
 
 
 def test_captured_python_stats_request_is_accepted(server: ServerProcess) -> None:
-    """The captured [PY] request of §10.2, byte for byte (the date check is off by default, §10.1)."""
+    """A captured Python SDK stats request, byte for byte (the date check is off by default)."""
     raw = RawClient(server.port)
     response = raw.request(
         "GET",

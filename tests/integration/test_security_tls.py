@@ -1,4 +1,4 @@
-"""HTTPS (``--cert/--key``) and bearer tokens (``--oauth basic``, spec §10.6)."""
+"""HTTPS (``--cert/--key``) and bearer tokens (``--oauth basic``)."""
 
 from __future__ import annotations
 

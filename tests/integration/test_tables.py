@@ -1,4 +1,4 @@
-"""Table operations (spec §3.1–3.3, §5.1): create, delete, list, query, names and metadata levels."""
+"""Table operations: create, delete, list, query, names and metadata levels."""
 
 from __future__ import annotations
 

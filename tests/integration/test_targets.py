@@ -126,7 +126,7 @@ def table_entry(document: dict[str, Any], table: str) -> dict[str, Any]:
 
 
 def assert_azure_error_body(response: Any, status: int, code: str, message: str) -> None:
-    """Status, code, ``x-ms-error-code`` and the exact JSON body shape of spec §9.1."""
+    """Status, code, ``x-ms-error-code`` and the exact JSON error body shape."""
     assert_error(response, status, code, message)
     body = response.json()
     assert list(body) == ["odata.error"]

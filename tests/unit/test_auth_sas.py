@@ -1,4 +1,4 @@
-"""SAS verification: spec §10.4/§10.5 examples, tokens from the real SDK, and attacks on them."""
+"""SAS verification: worked table and account SAS examples, tokens from the real SDK, and attacks on them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared Key / Shared Key Lite verification: spec §10.2/§10.3 examples and the real SDK's signer."""
+"""Shared Key / Shared Key Lite verification: worked examples and the real SDK's signer."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def _header(sts: str, key: bytes = DEV_KEY, scheme: str = "SharedKey", account: 
 
 # --------------------------------------------------------------------------- spec worked examples
 
-# (method, content type, raw path, comp, account, string-to-sign, signature) from §10.2.
+# Worked examples: (method, content type, raw path, comp, account, string-to-sign, signature).
 SPEC_EXAMPLES = [
     (
         "POST",

@@ -1,4 +1,4 @@
-"""``$batch`` multipart parsing and rendering (spec §3.12): real client bodies, malformed input,
+"""``$batch`` multipart parsing and rendering: real client bodies, malformed input,
 round trips, and the ways the Python and JavaScript SDKs read a batch response."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ PY_ENTITY = (
 )
 DATE = "Sun, 22 Nov 2026 05:41:35 GMT"
 
-# Spec §3.12.2, byte for byte.
+# An azure-data-tables batch request, byte for byte.
 PY_BODY = b"".join(
     [
         b"--batch_73f7a412-d9a2-4bf4-bc5f-92f3feb1ed14\r\n",
@@ -115,7 +115,7 @@ def _lower_names(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str],
 
 
 def _py_batch(*, cased: bool) -> BatchRequest:
-    """The spec §3.12.2 batch as a value, with the SDK's header case or the parser's."""
+    """The ``PY_BODY`` batch as a value, with the SDK's header case or the parser's."""
 
     def headers(raw: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
         return raw if cased else _lower_names(raw)
@@ -726,7 +726,7 @@ NO_CONTENT_HEADERS = (
     ("ETag", AZURE_ETAG),
 )
 
-# Spec §3.12.3, with its single operation.
+# A successful batch response, with its single operation.
 SUCCESS_BODY = b"".join(
     [
         b"--batchresponse_d22a5c62-a401-422d-b668-76c216a17730\r\n",
@@ -772,7 +772,7 @@ FAILURE_PART = SubResponse(
     "1",
 )
 
-# Spec §3.12.4, byte for byte.
+# A failed batch response, byte for byte.
 FAILURE_BODY = b"".join(
     [
         b"--batchresponse_fe2c3109-0555-4011-abe3-55d0c32a4ca2\r\n",

@@ -1,4 +1,4 @@
-"""`$filter` evaluation (spec §6.3), case by case and against an independent reference evaluator."""
+"""`$filter` evaluation, case by case and against an independent reference evaluator."""
 
 from __future__ import annotations
 
@@ -288,7 +288,7 @@ def _compare(op: str, a: Any, b: Any) -> bool:
 
 
 def reference(node: Node, entity: dict[str, tuple[str, Any]]) -> bool:
-    """Spec §6.3 read literally, one rule at a time, with no attention to speed."""
+    """The evaluation rules read literally, one rule at a time, with no attention to speed."""
     if isinstance(node, Literal):
         return bool(node.value)
     if isinstance(node, Property):

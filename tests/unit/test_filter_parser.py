@@ -1,4 +1,4 @@
-"""`$filter` parsing (spec §6.1, §6.4, §6.5): every literal form, every error, and round trips."""
+"""`$filter` parsing: every literal form, every error, and round trips."""
 
 from __future__ import annotations
 
@@ -210,7 +210,7 @@ def test_not_forms() -> None:
     a, b = cmp("A", "eq", 1), cmp("B", "eq", 2)
     assert parse_filter("not (A eq 1)") == Not(a)
     assert parse_filter("not(A eq 1)") == Not(a)
-    assert parse_filter("not A eq 1") == Not(a)  # lenient reading of §6.3 item 12
+    assert parse_filter("not A eq 1") == Not(a)  # lenient: a bare ``not`` negates the whole comparison
     assert parse_filter("not A eq 1 and B eq 2") == And(Not(a), b)
     assert parse_filter("not (A eq 1 and B eq 2)") == Not(And(a, b))
     assert parse_filter("not not A eq 1") == Not(Not(a))

@@ -1390,7 +1390,7 @@ url_keys = st.text(
 
 
 def test_fuzz_sdk_encoded_keys_round_trip(capsys: pytest.CaptureFixture[str]) -> None:
-    """Keys encoded the way each SDK encodes them are read back exactly (spec §1.3)."""
+    """Keys encoded the way each SDK encodes them are read back exactly."""
     count = [0]
 
     @FUZZ

@@ -256,7 +256,7 @@ def in_ranges(ranges: tuple[KeyRange, ...], pk: str, rk: str) -> bool:
 def in_sas_range(
     pk: str, rk: str, spk: str | None, srk: str | None, epk: str | None, erk: str | None
 ) -> bool:
-    """Spec §10.4 step 10, written out as given."""
+    """The SAS key-range rule (spk/srk/epk/erk), written out as given."""
     return (spk is None or u16(pk) > u16(spk) or (pk == spk and (srk is None or u16(rk) >= u16(srk)))) and (
         epk is None or u16(pk) < u16(epk) or (pk == epk and (erk is None or u16(rk) <= u16(erk)))
     )

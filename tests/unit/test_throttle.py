@@ -1,4 +1,4 @@
-"""Token buckets and Azure's scalability targets (spec §11.1-§11.2), on a fake clock."""
+"""Token buckets and Azure's scalability targets for Table storage, on a fake clock."""
 
 from __future__ import annotations
 

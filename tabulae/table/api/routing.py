@@ -6,9 +6,9 @@ ones (``https://account.table.core.windows.net/...``) in the host name."""
 from __future__ import annotations
 
 import enum
-import ipaddress
 from dataclasses import dataclass
 
+from tabulae.http.addressing import locate_account
 from tabulae.model.errors import TableError
 from tabulae.table.api.urls import decode_segments, parse_segment
 
@@ -34,65 +34,15 @@ class Route:
     rk: str | None = None
 
 
-def _is_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:
-    """IP literals, ``localhost`` and dotless hosts are path-style (cached per host)."""
-    cached = _STYLE_CACHE.get(host)
-    if cached is None:
-        cached = _compute_path_style(host, accounts)
-        if len(_STYLE_CACHE) < 1024:
-            _STYLE_CACHE[host] = cached
-    return cached
-
-
-_STYLE_CACHE: dict[str, bool] = {}
-
-
-def _compute_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:
-    hostname = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
-    bare = hostname.strip("[]")
-    try:
-        ipaddress.ip_address(bare)
-        return True
-    except ValueError:
-        pass
-    if bare == "localhost" or "." not in bare:
-        return True
-    label = bare.split(".", 1)[0]
-    return label.removesuffix("-secondary") not in accounts
-
-
-def _split_account(segment: str, accounts: dict[str, list[bytes]]) -> tuple[str, bool]:
-    if segment in accounts:
-        return segment, False
-    if segment.endswith("-secondary") and segment[: -len("-secondary")] in accounts:
-        return segment[: -len("-secondary")], True
-    raise TableError("AuthenticationFailed", detail="The account in the request is not known to this server.")
-
-
 def resolve(scheme: str, host: str, raw_path: str, accounts: dict[str, list[bytes]]) -> Route:
     """Work out the account, whether the secondary alias was used, and the resource."""
-    segments = decode_segments(raw_path)[1:]  # the path starts with "/"
-    if _is_path_style(host, accounts):
-        if not segments or not segments[0]:
-            raise TableError("InvalidUri")
-        account, secondary = _split_account(segments[0], accounts)
-        base = f"{scheme}://{host}/{segments[0]}"
-        segments = segments[1:]
-        if secondary and segments and segments[0] == account:
-            segments = segments[1:]  # the Python SDK's get_service_stats quirk ("Get Table Service Stats")
-    else:
-        label = host.split(".", 1)[0]
-        account, secondary = _split_account(label, accounts)
-        base = f"{scheme}://{host}"
-    if secondary:
-        base = base.replace(f"{account}-secondary", account, 1)
-    if segments and segments[-1] == "" and len(segments) > 0:
-        segments = segments[:-1]
+    addressed = locate_account(scheme, host, decode_segments(raw_path)[1:], accounts)
+    segments = addressed.segments
     if not segments:
-        return Route(account, secondary, Resource.SERVICE, base)
+        return Route(addressed.account, addressed.secondary, Resource.SERVICE, addressed.base)
     if len(segments) != 1:
         raise TableError("InvalidUri")
-    return _resource(account, secondary, base, segments[0])
+    return _resource(addressed.account, addressed.secondary, addressed.base, segments[0])
 
 
 def _resource(account: str, secondary: bool, base: str, segment: str) -> Route:

@@ -1,0 +1,83 @@
+"""Which account a request addresses, from its Host and path, for every service alike.
+
+Path-style URLs (``http://127.0.0.1:10002/devstoreaccount1/...``, what the emulator endpoints
+use) carry the account as the first path segment; host-style ones
+(``https://devstoreaccount1.table.core.windows.net/...``) as the first label of the host. IP
+literals, ``localhost`` and dotless hosts are path-style, as is any host whose first label is not
+a known account. ``acct-secondary`` addresses the read-only secondary endpoint of ``acct``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from tabulae.model.errors import TableError
+from tabulae.model.names import SECONDARY_SUFFIX
+
+
+@dataclass(slots=True)  # not frozen: built on every request, and frozen ones cost ~3x to build
+class Addressed:
+    account: str
+    secondary: bool
+    base: str  # {scheme}://{host}[/{account}]: the endpoint as the client addressed it
+    segments: list[str]  # the decoded path segments after the account
+
+
+_STYLE_CACHE: dict[str, bool] = {}
+
+
+def is_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:
+    """Whether requests to ``host`` name the account in the path (cached per host)."""
+    cached = _STYLE_CACHE.get(host)
+    if cached is None:
+        cached = _compute_path_style(host, accounts)
+        if len(_STYLE_CACHE) < 1024:
+            _STYLE_CACHE[host] = cached
+    return cached
+
+
+def _compute_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:
+    hostname = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
+    bare = hostname.strip("[]")
+    try:
+        ipaddress.ip_address(bare)
+        return True
+    except ValueError:
+        pass
+    if bare == "localhost" or "." not in bare:
+        return True
+    label = bare.split(".", 1)[0]
+    return label.removesuffix(SECONDARY_SUFFIX) not in accounts
+
+
+def split_account(segment: str, accounts: dict[str, list[bytes]]) -> tuple[str, bool]:
+    """``acct`` or ``acct-secondary`` → (``acct``, secondary?); an unknown account is refused."""
+    if segment in accounts:
+        return segment, False
+    if segment.endswith(SECONDARY_SUFFIX) and segment[: -len(SECONDARY_SUFFIX)] in accounts:
+        return segment[: -len(SECONDARY_SUFFIX)], True
+    raise TableError("AuthenticationFailed", detail="The account in the request is not known to this server.")
+
+
+def locate_account(
+    scheme: str, host: str, segments: list[str], accounts: dict[str, list[bytes]]
+) -> Addressed:
+    """The account of a request whose decoded path is ``segments`` (without the leading empty
+    one); a trailing empty segment (a final ``/``) is dropped."""
+    if is_path_style(host, accounts):
+        if not segments or not segments[0]:
+            raise TableError("InvalidUri")
+        account, secondary = split_account(segments[0], accounts)
+        base = f"{scheme}://{host}/{segments[0]}"
+        segments = segments[1:]
+        if secondary and segments and segments[0] == account:
+            segments = segments[1:]  # the Python SDK's path-style get_service_stats repeats the account
+    else:
+        account, secondary = split_account(host.split(".", 1)[0], accounts)
+        base = f"{scheme}://{host}"
+    if secondary:
+        base = base.replace(f"{account}{SECONDARY_SUFFIX}", account, 1)
+    if segments and segments[-1] == "":
+        segments = segments[:-1]
+    return Addressed(account, secondary, base, segments)
