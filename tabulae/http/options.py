@@ -13,4 +13,5 @@ class FrontendOptions:
     max_body_bytes: int  # larger bodies get 413 RequestBodyTooLarge
     body_timeout: float  # seconds a client may pause while sending a body (500 OperationTimedOut)
     oauth: bool = False  # accept bearer tokens (basic checks, no signature validation)
+    clock_skew: float | None = None  # Shared Key requests dated further off than this are refused
     access_log: bool = False  # one JSON line per request on stderr

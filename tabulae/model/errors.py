@@ -124,6 +124,8 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         503,
         "The server is currently unable to receive requests. Please retry your request.",
     ),
+    # ----------------------------------------------------------------------- Queue service
+    # ----------------------------------------------------------------------- Blob service
 }
 
 # Messages Azure uses for particular situations under a general code.
@@ -141,10 +143,12 @@ class TableError(Exception):
 
     ``status`` defaults to the catalogue's; ``index`` is the zero-based operation of a batch that
     failed (rendered as the ``N:`` prefix); ``detail`` is extra text for XML bodies (for example
-    the string-to-sign of a failed signature, which never contains a secret).
+    the string-to-sign of a failed signature, which never contains a secret); ``fields`` are the
+    extra elements some XML error bodies carry after the message, in order (``HeaderName``,
+    ``QueryParameterName``, ``MaxLimit``...).
     """
 
-    __slots__ = ("code", "detail", "headers", "index", "message", "status")
+    __slots__ = ("code", "detail", "fields", "headers", "index", "message", "status")
 
     def __init__(
         self,
@@ -154,6 +158,7 @@ class TableError(Exception):
         index: int | None = None,
         detail: str | None = None,
         headers: list[tuple[bytes, bytes]] | None = None,
+        fields: tuple[tuple[str, str], ...] = (),
     ) -> None:
         status, default = CATALOGUE[code]
         self.code = code
@@ -162,6 +167,7 @@ class TableError(Exception):
         self.index = index
         self.detail = detail
         self.headers = headers
+        self.fields = fields
         super().__init__(f"{code}: {self.message}")
 
     def at(self, index: int) -> TableError:
