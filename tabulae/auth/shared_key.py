@@ -188,6 +188,22 @@ def verify_authorization(
     candidates = [
         _string_to_sign(scheme, method, content_md5, content_type, signed_date or "", r) for r in resources
     ]
+    _check_signature(header_account, primary, signed_date, mac, candidates, keys, now, max_skew_seconds)
+
+
+def _check_signature(
+    header_account: str,
+    primary: str,
+    signed_date: str | None,
+    mac: bytes,
+    candidates: Sequence[str],
+    keys: Sequence[bytes],
+    now: float | None,
+    max_skew_seconds: float | None,
+) -> None:
+    """The checks after the string-to-sign candidates are built, the same for every service: the
+    header names the URL's account, a date was signed (and is recent enough), and the MAC is one
+    of the candidates' under one of the keys."""
     if _primary_account(header_account) != primary:
         raise _mac_mismatch(candidates[0])
     if not signed_date:
@@ -337,17 +353,8 @@ def verify_blob_queue_authorization(
     primary = _primary_account(account)
     comp = next((value for name, value in query_pairs if name.lower() == "comp"), None)
     candidates = [
-        blob_queue_string_to_sign(
-            scheme, method, headers, resource.removesuffix(f"?comp={comp}"), query_pairs, comp
-        )
-        for resource in canonical_resources(primary, raw_path, comp)
+        blob_queue_string_to_sign(scheme, method, headers, path, query_pairs, comp)
+        for path in canonical_paths(primary, raw_path)
     ]
-    if _primary_account(header_account) != primary:
-        raise _mac_mismatch(candidates[0])
     signed_date = headers.get("x-ms-date") or headers.get("date")
-    if not signed_date:
-        raise TableError("AuthenticationFailed", detail="The x-ms-date or Date header is required.")
-    if max_skew_seconds is not None:
-        _check_skew(signed_date, now, max_skew_seconds)
-    if not _any_match(mac, candidates, keys):
-        raise _mac_mismatch(candidates[0])
+    _check_signature(header_account, primary, signed_date, mac, candidates, keys, now, max_skew_seconds)
