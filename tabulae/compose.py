@@ -8,8 +8,10 @@ engine or reads the settings table.
 
 from __future__ import annotations
 
+import base64
 import os
 import random
+import secrets
 import signal
 import socket
 from typing import Any
@@ -21,7 +23,12 @@ from uvicorn.supervisors import Multiprocess
 from tabulae.admission.faults import FaultInjector
 from tabulae.admission.guard import GuardedService
 from tabulae.admission.throttle import Targets, Throttle
-from tabulae.config import SETTINGS_ENV, Settings
+from tabulae.config import DEV_ACCOUNT, DEV_KEY, SETTINGS_ENV, Settings
+from tabulae.console.app import build_console
+from tabulae.console.insight import InsightPage
+from tabulae.console.pages import ConsolePage
+from tabulae.console.render import BASE as CONSOLE_PATH
+from tabulae.console.tables import TablesPage
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.options import FrontendOptions
 from tabulae.http.protocol import AzureHttpProtocol
@@ -58,6 +65,22 @@ def table_service(store: TableStore, settings: Settings, insight: Insight) -> Gu
     )
 
 
+def console(settings: Settings, table: GuardedService | None, insight: Insight) -> AsgiApp:
+    """The web console, with a page per service this server runs, over the same service objects
+    as the front-ends (so the same admission control and counters apply)."""
+    pages: list[ConsolePage] = []
+    if table is not None:
+        pages.append(TablesPage(table, insight))
+    pages.append(InsightPage(insight))
+    prefill = None
+    if settings.loopback() and settings.accounts.get(DEV_ACCOUNT) == [base64.b64decode(DEV_KEY)]:
+        prefill = (DEV_ACCOUNT, DEV_KEY)  # the emulator's well-known key: public, and local only
+    secret = settings.console_secret or secrets.token_bytes(32)
+    return build_console(
+        pages, accounts=settings.accounts, secret=secret, max_body=settings.max_body_bytes, prefill=prefill
+    )
+
+
 def build_gateway(settings: Settings) -> Gateway:
     """The ASGI app of one worker: its stores are opened when the worker starts."""
 
@@ -67,15 +90,20 @@ def build_gateway(settings: Settings) -> Gateway:
         options = frontend_options(settings)
         ports = settings.ports()
         by_port: dict[int, AsgiApp] = {}
+        table = None
         if "table" in ports:
-            by_port[ports["table"]] = TableApp(table_service(stores.tables, settings, insight), options)
+            table = table_service(stores.tables, settings, insight)
+            by_port[ports["table"]] = TableApp(table, options)
+        extras: dict[str, AsgiApp] = {}
+        if settings.console_on():
+            extras[CONSOLE_PATH] = console(settings, table, insight)
 
         def metrics(as_json: bool) -> tuple[bytes, bytes]:
             if as_json:
                 return b"application/json", orjson.dumps(insight.snapshot())
             return PROMETHEUS_TYPE, insight.prometheus().encode()
 
-        return Mounts(by_port, metrics, stores.close)
+        return Mounts(by_port, metrics, stores.close, extras)
 
     return Gateway(start)
 
@@ -130,6 +158,8 @@ def _listen(host: str, port: int) -> socket.socket:
 def serve(settings: Settings, sockets: list[socket.socket]) -> None:
     """Run uvicorn over ``sockets`` (from :func:`bind`) until SIGTERM or SIGINT."""
     AzureHttpProtocol.header_timeout = settings.body_timeout
+    if settings.console_on() and not settings.console_secret:
+        settings.console_secret = secrets.token_bytes(32)  # one for every worker: any of them may answer
     options: dict[str, Any] = {
         "loop": "uvloop",
         "http": AzureHttpProtocol,

@@ -12,8 +12,10 @@ so ``UseDevelopmentStorage=true`` works unchanged. Keys are kept as bytes and ne
 
 from __future__ import annotations
 
+import argparse
 import base64
 import binascii
+import ipaddress
 import os
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
@@ -193,6 +195,14 @@ class Settings:
         help="server log level",
         choices=["critical", "error", "warning", "info", "debug"],
     )
+    console: bool | None = setting(
+        None,
+        flag="--console",
+        help="serve the web console at /-/console/ (default: on when listening on loopback, else off)",
+        action=argparse.BooleanOptionalAction,
+    )
+    # Signs console sessions; made at start-up and shared by the worker processes (never printed).
+    console_secret: bytes = setting(b"")
     max_body_bytes: int = setting(4 * 1024 * 1024)  # larger bodies get 413 RequestBodyTooLarge
     page_time_budget: float = setting(5.0)  # seconds a query page may scan before it ends with a token
 
@@ -200,6 +210,19 @@ class Settings:
         """The port of each service this server runs."""
         every = {"table": self.port, "queue": self.queue_port, "blob": self.blob_port}
         return {service: every[service] for service in self.services}
+
+    def loopback(self) -> bool:
+        """Whether the server listens on the loopback interface only."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    def console_on(self) -> bool:
+        """``--console`` / ``--no-console`` when given; else on exactly when on loopback."""
+        return self.loopback() if self.console is None else self.console
 
     @classmethod
     def flags(cls) -> list[Any]:
@@ -215,6 +238,8 @@ class Settings:
                 value = {name: [base64.b64encode(k).decode() for k in keys] for name, keys in value.items()}
             elif isinstance(value, Path):
                 value = str(value)
+            elif isinstance(value, bytes):
+                value = base64.b64encode(value).decode()
             data[item.name] = value
         return orjson.dumps(data).decode()
 
@@ -227,4 +252,5 @@ class Settings:
         for name in ("data_dir", "cert_file", "key_file"):
             data[name] = Path(data[name]) if data[name] else None
         data["services"] = tuple(data["services"])
+        data["console_secret"] = base64.b64decode(data["console_secret"])
         return cls(**data)

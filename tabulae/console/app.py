@@ -1,0 +1,210 @@
+"""The web console's ASGI app, mounted by the gateway at ``/-/console``.
+
+Every request passes one door (:class:`ConsoleGuard`) before any page sees it:
+
+1. the session cookie is read and verified (:mod:`.session`); a visitor without one gets an
+   anonymous session, so that even the sign-in form carries a CSRF token;
+2. anything but the sign-in page and the static files needs a signed-in session (GET: a redirect
+   to sign-in; anything else: 403);
+3. a POST must come from the console itself (``Origin``, when sent, is this server), stay under
+   the body cap, and carry the CSRF token of its session; its form is parsed once, here;
+4. every response says: no caching, no framing, no sniffing, scripts and styles from this
+   server only (``Content-Security-Policy``), and no referrer beyond this origin.
+
+Pages never open a store: they call the same service objects as the HTTP front-ends, as the
+signed-in account, so admission control (targets, faults) and the insight counters apply to
+the console exactly as to an SDK request made with that account's key.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import MutableMapping, Sequence
+from importlib.resources import files
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from tabulae.console.pages import ConsolePage
+from tabulae.console.render import BASE, ENV, form_of, redirect, render
+from tabulae.console.session import COOKIE, Session, Sessions
+from tabulae.model.errors import TableError
+
+log = logging.getLogger("tabulae.console")
+
+SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        b"form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"cache-control", b"no-store"),
+]
+_OPEN_PATHS = (BASE + "/signin", BASE + "/static/")
+MAX_FORM_FIELDS = 3000  # an entity has at most 252 properties, 3 fields each
+
+
+class SignIn:
+    """The sign-in and sign-out forms (the only pages an anonymous session reaches)."""
+
+    def __init__(self, sessions: Sessions, first_page: str, prefill: tuple[str, str] | None) -> None:
+        self.sessions = sessions
+        self.first_page = first_page
+        self.prefill = prefill  # (account, key) of the well-known development account, on loopback
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/signin", self.show, methods=["GET"]),
+            Route("/signin", self.submit, methods=["POST"]),
+            Route("/signout", self.sign_out, methods=["POST"]),
+            Route("/", self.home, methods=["GET"]),
+        ]
+
+    async def show(self, request: Request) -> Response:
+        account, key = self.prefill or ("", "")
+        return render(request, "signin.html", name=account, key=key, failed=False)
+
+    async def submit(self, request: Request) -> Response:
+        form = form_of(request)
+        name = str(form.get("account", "")).strip()
+        session = self.sessions.sign_in(name, str(form.get("key", "")))
+        if session is None:
+            log.info("console sign-in refused for account %r", name[:64])
+            return render(request, "signin.html", status=403, name=name, key="", failed=True)
+        request.state.new_session = session
+        return redirect("/" + self.first_page)
+
+    async def sign_out(self, request: Request) -> Response:
+        request.state.new_session = self.sessions.anonymous()
+        return redirect("/signin")
+
+    async def home(self, request: Request) -> Response:
+        return redirect("/" + self.first_page)
+
+
+class ConsoleGuard:
+    """The door every console request passes (the module docstring lists what it checks)."""
+
+    def __init__(self, app: Any, sessions: Sessions, nav: list[tuple[str, str]], max_body: int) -> None:
+        self.app = app
+        self.sessions = sessions
+        self.nav = nav
+        self.max_body = max_body
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        session = self.sessions.decode(request.cookies.get(COOKIE))
+        fresh = session is None
+        if session is None:
+            session = self.sessions.anonymous()
+        state = scope.setdefault("state", {})
+        state.update(session=session, csrf=self.sessions.csrf_token(session), nav=self.nav)
+        path: str = scope["path"]
+        state["current"] = path[len(BASE) + 1 :].split("/", 1)[0]
+        secure = scope.get("scheme") == "https"
+
+        async def send_guarded(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = [h for h in message.get("headers", []) if h[0].lower() != b"cache-control"]
+                headers.extend(SECURITY_HEADERS)
+                new: Session | None = state.get("new_session")
+                if new is not None or fresh:
+                    headers.append((b"set-cookie", self._cookie(new or session, secure)))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        is_open = path.startswith(_OPEN_PATHS)
+        method = scope["method"]
+        if not session.signed_in and not is_open:
+            if method in ("GET", "HEAD"):
+                await RedirectResponse(BASE + "/signin", status_code=303)(scope, receive, send_guarded)
+            else:
+                await self._refuse(scope, receive, send_guarded, 403, "Sign in first.")
+            return
+        if method == "POST":
+            problem = self._check_post(request)
+            if problem is None:
+                try:
+                    form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
+                except Exception:  # a malformed body: starlette raises its own parse errors
+                    problem = (400, "The form could not be read.")
+                else:
+                    if not self.sessions.check_csrf(session, _text(form.get("csrf"))):
+                        problem = (403, "This form has expired or did not come from this console: reload.")
+                    state["form"] = form
+            if problem is not None:
+                await self._refuse(scope, receive, send_guarded, *problem)
+                return
+        await self.app(scope, receive, send_guarded)
+
+    def _check_post(self, request: Request) -> tuple[int, str] | None:
+        origin = request.headers.get("origin")
+        if origin is not None:
+            expected = f"{request.url.scheme}://{request.headers.get('host', '')}"
+            if origin != expected:
+                return 403, "This form did not come from this console."
+        length = request.headers.get("content-length")
+        if length is None or not length.isdigit() or int(length) > self.max_body:
+            return 413, "The form is too large (or its length is not given)."
+        return None
+
+    def _cookie(self, session: Session, secure: bool) -> bytes:
+        value = self.sessions.encode(session)
+        attributes = (
+            f"{COOKIE}={value}; Path={BASE}; HttpOnly; SameSite=Strict; Max-Age={self.sessions.max_age}"
+        )
+        return (attributes + ("; Secure" if secure else "")).encode("ascii")
+
+    @staticmethod
+    async def _refuse(scope: dict[str, Any], receive: Any, send: Any, status: int, message: str) -> None:
+        page = ENV.get_template("refused.html").render(status=status, message=message)
+        await HTMLResponse(page, status_code=status)(scope, receive, send)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+async def _table_error(request: Request, exc: Exception) -> Response:
+    """A service error no page handled: its code and message, with the status Azure gives it."""
+    assert isinstance(exc, TableError)
+    return render(request, "error.html", status=exc.status, code=exc.code, message=exc.message)
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    if getattr(request.state, "session", None) is None:
+        return PlainTextResponse("Not found", status_code=404)
+    return render(request, "error.html", status=404, code="NotFound", message="No such console page.")
+
+
+def build_console(
+    pages: Sequence[ConsolePage],
+    *,
+    accounts: dict[str, list[bytes]],
+    secret: bytes,
+    max_body: int,
+    prefill: tuple[str, str] | None = None,
+) -> ConsoleGuard:
+    """The console over ``pages`` (in navigation order), behind :class:`ConsoleGuard`."""
+    sessions = Sessions(secret, accounts)
+    signin = SignIn(sessions, pages[0].slug if pages else "", prefill)
+    routes: list[BaseRoute] = [*signin.routes()]
+    for page in pages:
+        routes.extend(page.routes())
+    static = StaticFiles(directory=str(files("tabulae.console") / "static"))
+    routes.append(Mount("/static", app=static, name="static"))
+    app = Starlette(
+        routes=[Mount(BASE, routes=routes)],
+        exception_handlers={TableError: _table_error, 404: _not_found},
+    )
+    nav = [(page.slug, page.title) for page in pages]
+    return ConsoleGuard(app, sessions, nav, max_body)
