@@ -114,7 +114,9 @@ def test_walkthrough_with_typed_values_query_class_and_an_etag_conflict(
         page.get_by_test_id("grid").get_by_role("link", name="0042", exact=True).click()
         first_etag = page.get_by_test_id("etag").inner_text()
         page.locator('[name="value.0"]').fill("Ada")
-        client.update_entity({"PartitionKey": "customers", "RowKey": "0042", "name": "Grace"}, UpdateMode.MERGE)
+        client.update_entity(
+            {"PartitionKey": "customers", "RowKey": "0042", "name": "Grace"}, UpdateMode.MERGE
+        )
         page.get_by_test_id("save").click()
         conflict = page.get_by_test_id("conflict")
         expect(conflict).to_contain_text("ETag conflict")

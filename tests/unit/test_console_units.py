@@ -1,0 +1,133 @@
+"""Console pieces without a server: sessions, typed text forms, key tokens, advice, heat levels."""
+
+from __future__ import annotations
+
+import base64
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tabulae.console.advice import QueryCost
+from tabulae.console.insight import heat_level
+from tabulae.console.render import key_token, keys_of
+from tabulae.console.session import Sessions
+from tabulae.console.typed import FieldRow, entity_from_rows, rows_of, value_text
+from tabulae.model import edm
+from tabulae.model.errors import TableError
+
+KEY = b"k" * 64
+SECRET = b"s" * 32
+
+
+def test_a_session_lives_while_its_key_does() -> None:
+    accounts = {"acct": [KEY]}
+    sessions = Sessions(SECRET, accounts)
+    session = sessions.sign_in("acct", base64.b64encode(KEY).decode())
+    assert session is not None and session.signed_in
+    cookie = sessions.encode(session)
+    assert sessions.decode(cookie) == session
+    accounts["acct"] = [b"n" * 64]  # the key was rotated
+    assert sessions.decode(cookie) is None
+    accounts["acct"] = [b"n" * 64, KEY]  # ... it is the secondary now
+    assert sessions.decode(cookie) == session
+    del accounts["acct"]
+    assert sessions.decode(cookie) is None
+
+
+def test_sessions_expire_and_another_servers_secret_does_not_verify() -> None:
+    sessions = Sessions(SECRET, {"acct": [KEY]}, max_age=60)
+    session = sessions.sign_in("acct", base64.b64encode(KEY).decode())
+    assert session is not None
+    cookie = sessions.encode(session)
+    assert sessions.decode(cookie, now=session.issued + 61) is None
+    assert Sessions(b"t" * 32, {"acct": [KEY]}).decode(cookie) is None
+
+
+def test_csrf_tokens_belong_to_one_session() -> None:
+    sessions = Sessions(SECRET, {})
+    one, two = sessions.anonymous(), sessions.anonymous()
+    assert sessions.check_csrf(one, sessions.csrf_token(one))
+    assert not sessions.check_csrf(one, sessions.csrf_token(two))
+    assert not sessions.check_csrf(one, None)
+    assert not sessions.check_csrf(one, "")
+
+
+def test_sign_in_refuses_wrong_keys() -> None:
+    sessions = Sessions(SECRET, {"acct": [KEY]})
+    assert sessions.sign_in("acct", base64.b64encode(b"x" * 64).decode()) is None
+    assert sessions.sign_in("other", base64.b64encode(KEY).decode()) is None
+    assert sessions.sign_in("acct", "") is None
+    with pytest.raises(ValueError):
+        Sessions(b"short", {})
+
+
+EXACT = [
+    (edm.STRING, "  spaces kept  "),
+    (edm.BOOLEAN, True),
+    (edm.INT32, -(2**31)),
+    (edm.INT64, 2**63 - 1),
+    (edm.INT64, -(2**63)),
+    (edm.DOUBLE, math.inf),
+    (edm.DOUBLE, -math.inf),
+    (edm.DOUBLE, -0.0),
+    (edm.DOUBLE, 0.1),
+    (edm.DOUBLE, 5e-324),
+    (edm.DATETIME, edm.MAX_DATETIME_TICKS),
+    (edm.DATETIME, edm.MIN_DATETIME_TICKS + 1),
+    (edm.GUID, "0f8fad5b-d9cb-469f-a165-70867728950e"),
+    (edm.BINARY, b"\x00\xff" * 10),
+]
+
+
+@pytest.mark.parametrize(("kind", "value"), EXACT)
+def test_every_type_reads_back_from_its_text_exactly(kind: str, value: object) -> None:
+    entity = entity_from_rows("p", "r", [FieldRow("v", kind, value_text(kind, value))])
+    got_kind, got = entity.properties["v"]
+    assert got_kind == kind
+    assert got == value and (not isinstance(value, float) or math.copysign(1, got) == math.copysign(1, value))
+
+
+def test_nan_and_typing_mistakes() -> None:
+    entity = entity_from_rows("p", "r", [FieldRow("v", edm.DOUBLE, "NaN")])
+    assert math.isnan(entity.properties["v"][1])
+    for kind, text in ((edm.INT32, "2147483648"), (edm.INT64, "1.5"), (edm.GUID, "nope"), (edm.BINARY, "@@")):
+        with pytest.raises(TableError):
+            entity_from_rows("p", "r", [FieldRow("v", kind, text)])
+    for name in ("PartitionKey", "Timestamp", "a@odata.type", "1abc"):
+        with pytest.raises(TableError):
+            entity_from_rows("p", "r", [FieldRow(name, edm.STRING, "x")])
+
+
+@given(st.integers(edm.INT64_MIN, edm.INT64_MAX), st.floats(allow_nan=False), st.binary(max_size=64))
+def test_rows_round_trip(number: int, real: float, data: bytes) -> None:
+    properties = {"i": (edm.INT64, number), "d": (edm.DOUBLE, real), "b": (edm.BINARY, data)}
+    again = entity_from_rows("p", "r", rows_of(properties)).properties
+    assert again == properties
+
+
+@given(st.text(), st.text())
+def test_key_tokens_are_exact(pk: str, rk: str) -> None:
+    token = key_token(pk, rk)
+    assert "/" not in token and "?" not in token and "#" not in token
+    assert keys_of(token) == (pk, rk)
+
+
+def test_key_tokens_refuse_junk() -> None:
+    for junk in ("", "k", "x.y", "k!!.x", "kAA.BB.CC"):
+        assert keys_of(junk) is None
+
+
+def test_advice_only_when_a_query_scans_far_more_than_it_returns() -> None:
+    assert QueryCost("table-scan", 5000, 3).advice is not None
+    assert QueryCost("table-scan", 50, 0).advice is None  # too small to matter
+    assert QueryCost("table-scan", 5000, 1000).advice is None  # returns what it scans
+    assert QueryCost("point", 1, 1).advice is None
+    assert "RowKey" in (QueryCost("partition-scan", 2000, 1).advice or "")
+
+
+def test_heat_levels() -> None:
+    assert heat_level(0, 100) == 0
+    assert heat_level(100, 100) == 9
+    assert 1 <= heat_level(1, 10_000) <= 2
