@@ -1,8 +1,8 @@
 """The ``tabulae`` command: parse the command line and hand over to the composition root.
 
 ``tabulae serve`` takes its options from the settings table (:class:`tabulae.config.Settings`);
-the other commands are the client-side tools (``top``, ``stress``) and the store's maintenance
-(``db init``, ``backup``).
+the other commands are the client-side tools (``top``, ``stress``, and the data tools ``table``,
+``entity``, ``export``, ``import``, ``copy``) and the store's maintenance (``db init``, ``backup``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tabulae.config import (
     Settings,
     accounts_from,
 )
-from tabulae.tools import stress, top
+from tabulae.tools import datacli, stress, top
 
 
 def services_from(text: str) -> tuple[str, ...]:
@@ -83,7 +83,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tabulae", description="A self-hosted Azure Table Storage server.")
+    parser = argparse.ArgumentParser(
+        prog="tabulae", description="A self-hosted Azure Table Storage server, and tools to move data."
+    )
     parser.add_argument("--version", action="version", version=f"tabulae {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the Table service", description="Run the Table service.")
@@ -92,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     stress.add_arguments(
         commands.add_parser("stress", help="run the partition stress test of the design guide")
     )
+    datacli.add_commands(commands)
     database = commands.add_parser(
         "db", help="manage a PostgreSQL store", description="Manage a PostgreSQL (or Citus) store."
     )
@@ -202,6 +205,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(top.main(args))
     elif args.command == "stress":
         sys.exit(stress.main(args))
+    elif args.command in ("table", "entity", "export", "import", "copy"):
+        sys.exit(datacli.main(args))
     elif args.command == "db":
         run_db_init(args)
     elif args.command == "backup":

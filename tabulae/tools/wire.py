@@ -1,0 +1,228 @@
+"""Table requests sent through the official SDK's pipeline, with payloads the tools build themselves.
+
+The data tools use Microsoft's ``azure-data-tables`` for what makes them work against real Azure:
+endpoints, connection strings, Shared Key and SAS signing, the transport. Its entity layer is not
+used for bulk data, measured (``benchmarks/datatools.py``): ``submit_transaction`` builds and
+parses each multipart batch with the standard library's e-mail package, about 1,100 entities/s
+on the development machine (the target is 30,000), and ``list_entities`` converts every property
+into Python objects and back, about 12,000 entities/s (the target is 50,000). So the requests of
+the bulk paths, Query Entities pages and ``$batch`` bodies, are written here and sent with the
+SDK client's own ``send_request``, the request builder its batches use too: its policies sign
+them as they sign the SDK's own requests.
+
+Entities travel in the service's JSON form (see :mod:`tabulae.tools.formats`), which is exact
+for every Edm type: they are never converted to Python values on the way through.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+from azure.core.rest import HttpRequest, HttpResponse
+from azure.data.tables import TableClient
+
+ACCEPT = "application/json;odata=minimalmetadata"
+BATCH_OPERATIONS = 100  # an entity group transaction holds at most 100 operations
+BATCH_BYTES = 4 * 1024 * 1024 - 64 * 1024  # its body at most 4 MiB (with room for the framing)
+MAX_PAGE = 1000
+
+_STATUS_LINE = re.compile(rb"HTTP/1\.1 (\d{3})")
+_INDEX = re.compile(r"^(\d+):")
+
+
+class ServiceError(Exception):
+    """A request the service refused: HTTP status, Azure error code and message (and, for a
+    batch, the index of the operation that failed). ``transient`` errors are worth retrying."""
+
+    def __init__(self, status: int, code: str, message: str, index: int | None = None) -> None:
+        super().__init__(f"{code or status}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.index = index
+
+    @property
+    def transient(self) -> bool:
+        """500 and 503 (``ServerBusy``, ``OperationTimedOut``, ``InternalError``) pass; so may 408/429."""
+        return self.status in (408, 429, 500, 502, 503, 504)
+
+
+def _error(status: int, body: bytes) -> ServiceError:
+    """The error of a JSON (or XML) error body, as Azure writes them."""
+    code, message = "", body[:200].decode("utf-8", "replace")
+    try:
+        data = orjson.loads(body)
+        error = data.get("odata.error") or {}
+        code = error.get("code", "")
+        message = (error.get("message") or {}).get("value", "")
+    except (orjson.JSONDecodeError, AttributeError):
+        found = re.search(rb"<Code>([^<]*)</Code>", body)
+        if found:
+            code = found.group(1).decode("utf-8", "replace")
+    index = None
+    head = _INDEX.match(message)
+    if head:
+        index = int(head.group(1))
+    return ServiceError(status, code, message.split("\n", 1)[0], index)
+
+
+def _key(value: str) -> str:
+    """A key inside ``(PartitionKey='…',RowKey='…')``: quotes doubled, then percent-encoded."""
+    return quote(value.replace("'", "''"), safe="")
+
+
+@dataclass(slots=True)
+class Page:
+    entities: list[dict[str, Any]]
+    next_keys: tuple[str, str] | None  # the continuation (NextPartitionKey, NextRowKey)
+
+
+class TableWire:
+    """One table, reached through a :class:`TableClient`'s pipeline."""
+
+    def __init__(self, client: TableClient) -> None:
+        self.client = client
+        self.table = client.table_name
+        self.account_url = client.url.split("?", 1)[0].rstrip("/")
+        self._version = client.api_version
+
+    def _send(
+        self, method: str, path: str, *, headers: dict[str, str] | None = None, body: bytes | None = None
+    ) -> HttpResponse:
+        """One request through the SDK client's pipeline (its signing, transport and headers).
+
+        ``TableClient._client`` is the generated client the SDK's own batches are sent with; it is
+        private to the SDK, so the tests exercise this path against a real server.
+        """
+        request = HttpRequest(
+            method,
+            f"{self.account_url}/{path}",
+            headers={
+                "x-ms-version": self._version,
+                "DataServiceVersion": "3.0",
+                "Accept": ACCEPT,
+                **(headers or {}),
+            },
+            content=body,
+        )
+        response: HttpResponse = self.client._client.send_request(request, stream=True)
+        response.read()
+        return response
+
+    def _entity_path(self, pk: str, rk: str) -> str:
+        return f"{quote(self.table)}(PartitionKey='{_key(pk)}',RowKey='{_key(rk)}')"
+
+    def _check(self, response: HttpResponse, *expected: int) -> None:
+        if response.status_code not in expected:
+            raise _error(response.status_code, response.content)
+
+    # --------------------------------------------------------------------------------- reads
+
+    def pages(
+        self,
+        filter_text: str | None = None,
+        select: str | None = None,
+        top: int | None = None,
+        start: tuple[str, str] | None = None,
+    ) -> Iterator[Page]:
+        """Query Entities, page by page from ``start`` (a continuation), at most ``top`` in all."""
+        remaining = top
+        keys = start
+        while True:
+            params = [f"$top={min(MAX_PAGE, remaining) if remaining is not None else MAX_PAGE}"]
+            if filter_text:
+                params.append("$filter=" + quote(filter_text, safe=""))
+            if select:
+                params.append("$select=" + quote(select, safe=","))
+            if keys is not None:
+                params.append("NextPartitionKey=" + quote(keys[0], safe=""))
+                params.append("NextRowKey=" + quote(keys[1], safe=""))
+            response = self._send("GET", f"{quote(self.table)}()?" + "&".join(params))
+            self._check(response, 200)
+            entities = orjson.loads(response.content)["value"]
+            next_pk = response.headers.get("x-ms-continuation-NextPartitionKey")
+            next_rk = response.headers.get("x-ms-continuation-NextRowKey")
+            keys = (next_pk, next_rk) if next_pk and next_rk else None
+            if remaining is not None:
+                entities = entities[:remaining]
+                remaining -= len(entities)
+                if remaining <= 0:
+                    keys = None
+            yield Page(entities, keys)
+            if keys is None:
+                return
+
+    def get(self, pk: str, rk: str) -> dict[str, Any]:
+        response = self._send("GET", self._entity_path(pk, rk))
+        self._check(response, 200)
+        entity: dict[str, Any] = orjson.loads(response.content)
+        return entity
+
+    # -------------------------------------------------------------------------------- writes
+
+    def write(self, entity: dict[str, Any], mode: str, etag: str | None = None) -> str:
+        """Insert (``insert``), Insert Or Replace / Update (``replace``), Insert Or Merge / Merge
+        (``merge``); with ``etag``, only if the stored entity still has it. Returns the new ETag."""
+        body = orjson.dumps(entity)
+        headers = {"Content-Type": "application/json", "Prefer": "return-no-content"}
+        if mode == "insert":
+            response = self._send("POST", quote(self.table), headers=headers, body=body)
+            self._check(response, 201, 204)
+        else:
+            if etag:
+                headers["If-Match"] = etag
+            method = "MERGE" if mode == "merge" else "PUT"
+            path = self._entity_path(entity["PartitionKey"], entity["RowKey"])
+            response = self._send(method, path, headers=headers, body=body)
+            self._check(response, 204)
+        return str(response.headers.get("etag", ""))
+
+    def delete(self, pk: str, rk: str, etag: str = "*") -> None:
+        self._check(self._send("DELETE", self._entity_path(pk, rk), headers={"If-Match": etag}), 204)
+
+    def upsert_batch(self, bodies: list[tuple[str, str, bytes]]) -> None:
+        """One entity group transaction of Insert Or Replace operations: ``(pk, rk, json body)``
+        of one partition, at most 100. All are applied or none; a failure raises
+        :class:`ServiceError` with the index of the operation the service refused."""
+        batch = f"batch_{uuid.uuid4()}"
+        changeset = f"changeset_{uuid.uuid4()}"
+        head = f"--{batch}\r\nContent-Type: multipart/mixed; boundary={changeset}\r\n\r\n".encode()
+        parts = [head]
+        prefix = f"{self.account_url}/{quote(self.table)}"
+        opening = (
+            f"--{changeset}\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n"
+        )
+        for pk, rk, body in bodies:
+            parts.append(
+                (
+                    f"{opening}PUT {prefix}(PartitionKey='{_key(pk)}',RowKey='{_key(rk)}') HTTP/1.1\r\n"
+                    f"Content-Type: application/json\r\nAccept: {ACCEPT}\r\nPrefer: return-no-content\r\n"
+                    f"DataServiceVersion: 3.0;\r\nContent-Length: {len(body)}\r\n\r\n"
+                ).encode()
+            )
+            parts.append(body)
+            parts.append(b"\r\n")
+        parts.append(f"--{changeset}--\r\n--{batch}--\r\n".encode())
+        response = self._send(
+            "POST",
+            "$batch",
+            headers={
+                "Content-Type": f"multipart/mixed; boundary={batch}",
+                "MaxDataServiceVersion": "3.0;NetFx",
+            },
+            body=b"".join(parts),
+        )
+        self._check(response, 202)
+        content = response.content
+        statuses = _STATUS_LINE.findall(content)
+        failed = next((int(s) for s in statuses if not 200 <= int(s) < 300), None)
+        if failed is not None or not statuses:
+            start = content.find(b"{")
+            error = _error(failed or 500, content[start : content.rfind(b"}") + 1] if start >= 0 else content)
+            raise error
