@@ -33,7 +33,7 @@ from tabulae.tools.endpoints import (
 )
 from tabulae.tools.formats import CsvWriter, FormatError, clean, read_csv, read_jsonl, writable, write_jsonl
 from tabulae.tools.progress import meter
-from tabulae.tools.wire import ServiceError, TableWire
+from tabulae.tools.wire import ServiceError, TableWire, with_retries
 
 EXIT_FAILED, EXIT_USAGE, EXIT_COUNT, EXIT_INTERRUPTED = 1, 2, 3, 130
 
@@ -158,6 +158,7 @@ def main(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except HttpResponseError as exc:
         code = getattr(exc, "error_code", None) or exc.status_code
+        code = getattr(code, "value", code)  # the SDK's error codes are an enum of Azure's strings
         return _fail(f"{code}: {str(exc.message).splitlines()[0]}")
     except AzureError as exc:
         return _fail(f"cannot reach the service: {str(exc).splitlines()[0]}")
@@ -235,6 +236,7 @@ def run_export(args: argparse.Namespace) -> int:
         writer = CsvWriter(target) if kind == "csv" else None
         write = writer.write if writer is not None else (lambda entities: write_jsonl(target, entities))
         with meter(f"export {args.table}") as progress:
+            wire.on_retry = progress.retried
             total = transfer.export(wire.pages(args.filter, args.select), write, progress)
         if writer is not None:
             writer.close()
@@ -248,8 +250,11 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def _ensure_table(wire: TableWire) -> None:
-    with contextlib.suppress(ResourceExistsError):
-        wire.client.create_table()
+    def create() -> None:
+        with contextlib.suppress(ResourceExistsError):
+            wire.client.create_table()
+
+    with_retries(create)
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -323,6 +328,7 @@ def run_copy(args: argparse.Namespace) -> int:
     _ensure_table(dest)
     started = time.monotonic()
     with meter(f"copy {source.table} → {dest.table}") as progress:
+        source.on_retry = progress.retried
         if position is None or position["next"] is not None:
             pages = transfer.prefetched(source.pages(args.filter, start=start))  # type: ignore[arg-type]
             chunks = transfer.table_chunks(pages)

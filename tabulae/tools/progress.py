@@ -43,6 +43,9 @@ class Meter:
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, entities=self.entities, completed=position)
 
+    def retried(self) -> None:
+        self.retries += 1
+
     @property
     def rate(self) -> float:
         elapsed = time.monotonic() - self.started

@@ -5,8 +5,8 @@ is grouped by PartitionKey (the last record of a key wins, as it would if the re
 written one by one) and cut into entity group transactions of at most 100 Insert Or Replace
 operations and 4 MiB, which are sent ``concurrency`` at a time. A batch answered 500 or 503
 (``ServerBusy``, ``OperationTimedOut``, ``InternalError``), 408, 429, or not answered at all, is
-sent again after an exponential back-off with jitter (0.25 s doubling to 20 s, 10 tries); any
-other refusal stops the load and names the record.
+sent again after an exponential back-off with jitter (``wire.with_retries``: 0.25 s doubling to
+20 s, 10 tries); any other refusal stops the load and names the record.
 
 **Resuming.** Only when every batch of a chunk is acknowledged is the chunk's end recorded in the
 *resume file*: the source position after the chunk (the byte offset and record count of the
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import queue
-import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -42,12 +41,9 @@ from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 
 from tabulae.tools.formats import upsert_body
 from tabulae.tools.progress import Meter
-from tabulae.tools.wire import BATCH_BYTES, BATCH_OPERATIONS, Page, ServiceError, TableWire
+from tabulae.tools.wire import BATCH_BYTES, BATCH_OPERATIONS, Page, ServiceError, TableWire, with_retries
 
 CHUNK = 10_000  # entities per acknowledged step of a load
-RETRIES = 10
-BACKOFF_FIRST = 0.25
-BACKOFF_CAP = 20.0
 
 Record = tuple[dict[str, Any], str]  # an entity and where it came from ("line 12", "row 3")
 
@@ -129,26 +125,19 @@ def batches(records: list[Record]) -> list[list[tuple[str, str, bytes, str]]]:
 def send_batch(
     wire: TableWire, group: list[tuple[str, str, bytes, str]], meter: Meter, sleep: Callable[[float], None]
 ) -> int:
-    """Send one batch until it is acknowledged, retrying transient failures with back-off."""
+    """Send one batch until it is acknowledged, retrying transient failures with back-off (a
+    batch of upserts is idempotent); a refusal for good names the record the service refused."""
     bodies = [(pk, rk, body) for pk, rk, body, _ in group]
-    for attempt in range(RETRIES):
-        try:
-            wire.upsert_batch(bodies)
-            return len(group)
-        except ServiceError as error:
-            if not error.transient or attempt == RETRIES - 1:
-                where = (
-                    group[error.index][3] if error.index is not None and error.index < len(group) else None
-                )
-                named = f"{where}: " if where else f"{group[0][3]} (a batch of {len(group)}): "
-                raise LoadFailed(f"{named}{error.code or error.status}: {error.message}") from None
-        except (ServiceRequestError, ServiceResponseError) as error:
-            if attempt == RETRIES - 1:
-                raise LoadFailed(f"{group[0][3]}: no answer from the service ({error})") from None
-        meter.retries += 1
-        delay = min(BACKOFF_CAP, BACKOFF_FIRST * 2**attempt)
-        sleep(delay * random.uniform(0.5, 1.0))
-    raise AssertionError("unreachable")
+    try:
+        with_retries(lambda: wire.upsert_batch(bodies), meter.retried, sleep)
+    except ServiceError as error:
+        index = error.index
+        where = group[index][3] if index is not None and index < len(group) else None
+        named = f"{where}: " if where else f"{group[0][3]} (a batch of {len(group)}): "
+        raise LoadFailed(f"{named}{error.code or error.status}: {error.message}") from None
+    except (ServiceRequestError, ServiceResponseError) as error:
+        raise LoadFailed(f"{group[0][3]}: no answer from the service ({error})") from None
+    return len(group)
 
 
 def load(

@@ -16,21 +16,28 @@ for every Edm type: they are never converted to Python values on the way through
 
 from __future__ import annotations
 
+import random
 import re
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import orjson
+from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
 from azure.core.rest import HttpRequest, HttpResponse
 from azure.data.tables import TableClient
 
+T = TypeVar("T")
 ACCEPT = "application/json;odata=minimalmetadata"
 BATCH_OPERATIONS = 100  # an entity group transaction holds at most 100 operations
 BATCH_BYTES = 4 * 1024 * 1024 - 64 * 1024  # its body at most 4 MiB (with room for the framing)
 MAX_PAGE = 1000
+RETRIES = 10
+BACKOFF_FIRST = 0.25  # seconds before the second try, doubling up to BACKOFF_CAP, with jitter
+BACKOFF_CAP = 20.0
 
 _STATUS_LINE = re.compile(rb"HTTP/1\.1 (\d{3})")
 _INDEX = re.compile(r"^(\d+):")
@@ -51,6 +58,34 @@ class ServiceError(Exception):
     def transient(self) -> bool:
         """500 and 503 (``ServerBusy``, ``OperationTimedOut``, ``InternalError``) pass; so may 408/429."""
         return self.status in (408, 429, 500, 502, 503, 504)
+
+
+def transient(error: Exception) -> bool:
+    """Worth trying again: no answer at all, or a status the service uses for passing trouble."""
+    if isinstance(error, (ServiceRequestError, ServiceResponseError)):
+        return True
+    if isinstance(error, ServiceError):
+        return error.transient
+    return isinstance(error, HttpResponseError) and error.status_code in (408, 429, 500, 502, 503, 504)
+
+
+def with_retries(
+    call: Callable[[], T],
+    on_retry: Callable[[], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """``call()``, tried again after a transient failure with exponential back-off and jitter
+    (0.25 s doubling to 20 s, ``RETRIES`` tries in all). Only for idempotent work: reads, upserts."""
+    for attempt in range(RETRIES):
+        try:
+            return call()
+        except Exception as error:
+            if not transient(error) or attempt == RETRIES - 1:
+                raise
+        if on_retry is not None:
+            on_retry()
+        sleep(min(BACKOFF_CAP, BACKOFF_FIRST * 2**attempt) * random.uniform(0.5, 1.0))
+    raise AssertionError("unreachable")
 
 
 def _error(status: int, body: bytes) -> ServiceError:
@@ -86,8 +121,9 @@ class Page:
 class TableWire:
     """One table, reached through a :class:`TableClient`'s pipeline."""
 
-    def __init__(self, client: TableClient) -> None:
+    def __init__(self, client: TableClient, on_retry: Callable[[], None] | None = None) -> None:
         self.client = client
+        self.on_retry = on_retry  # told of every retried read
         self.table = client.table_name
         self.account_url = client.url.split("?", 1)[0].rstrip("/")
         self._version = client.api_version
@@ -143,8 +179,8 @@ class TableWire:
             if keys is not None:
                 params.append("NextPartitionKey=" + quote(keys[0], safe=""))
                 params.append("NextRowKey=" + quote(keys[1], safe=""))
-            response = self._send("GET", f"{quote(self.table)}()?" + "&".join(params))
-            self._check(response, 200)
+            path = f"{quote(self.table)}()?" + "&".join(params)
+            response = with_retries(lambda path=path: self._read(path), self.on_retry)  # type: ignore[misc]
             entities = orjson.loads(response.content)["value"]
             next_pk = response.headers.get("x-ms-continuation-NextPartitionKey")
             next_rk = response.headers.get("x-ms-continuation-NextRowKey")
@@ -158,9 +194,13 @@ class TableWire:
             if keys is None:
                 return
 
-    def get(self, pk: str, rk: str) -> dict[str, Any]:
-        response = self._send("GET", self._entity_path(pk, rk))
+    def _read(self, path: str) -> HttpResponse:
+        response = self._send("GET", path)
         self._check(response, 200)
+        return response
+
+    def get(self, pk: str, rk: str) -> dict[str, Any]:
+        response = with_retries(lambda: self._read(self._entity_path(pk, rk)), self.on_retry)
         entity: dict[str, Any] = orjson.loads(response.content)
         return entity
 
