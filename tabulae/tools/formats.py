@@ -53,11 +53,13 @@ class FormatError(ValueError):
 def clean(entity: dict[str, Any]) -> dict[str, Any]:
     """An entity from a query page as a file holds it: OData control information dropped, and
     every Double annotated (the service leaves finite doubles unannotated)."""
-    for name in [n for n in entity if n.startswith("odata.")]:
-        del entity[name]
-    for name, value in list(entity.items()):
-        if value.__class__ is float and name + ANNOTATION not in entity:
-            entity[name + ANNOTATION] = DOUBLE
+    entity.pop("odata.etag", None)  # the one control member of minimal metadata
+    doubles = [name for name, value in entity.items() if value.__class__ is float]
+    for name in doubles:
+        entity.setdefault(name + ANNOTATION, DOUBLE)
+    if "odata.type" in entity or "odata.id" in entity:  # full metadata, from another tool's file
+        for name in [n for n in entity if n.startswith("odata.")]:
+            del entity[name]
     return entity
 
 

@@ -3,7 +3,9 @@
 **Loading** (import and copy) reads its source in *chunks* of about ``CHUNK`` entities. A chunk
 is grouped by PartitionKey (the last record of a key wins, as it would if the records were
 written one by one) and cut into entity group transactions of at most 100 Insert Or Replace
-operations and 4 MiB, which are sent ``concurrency`` at a time. A batch answered 500 or 503
+operations and 4 MiB, which are sent ``concurrency`` at a time, in random order: sent in key
+order they would keep all the load on one range of partitions at a time (on Azure, one partition
+server: the design guide's append-only pattern). A batch answered 500 or 503
 (``ServerBusy``, ``OperationTimedOut``, ``InternalError``), 408, 429, or not answered at all, is
 sent again after an exponential back-off with jitter (``wire.with_retries``: 0.25 s doubling to
 20 s, 10 tries); any other refusal stops the load and names the record.
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import os
 import queue
+import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -119,6 +122,7 @@ def batches(records: list[Record]) -> list[list[tuple[str, str, bytes, str]]]:
             size += len(row[2]) + 300
         if group:
             groups.append(group)
+    random.shuffle(groups)  # keys in order would walk one range partition at a time, as in Azure's
     return groups
 
 

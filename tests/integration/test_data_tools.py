@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import html
 import io
 import os
 import signal
@@ -18,11 +19,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import orjson
 import pytest
 from azure.data.tables import EdmType, EntityProperty, TableServiceClient
 
+from tests.integration.consoleclient import ConsoleClient
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 
 EXOTIC = [
@@ -217,6 +220,24 @@ def test_imports_ride_out_injected_503s_and_500s(tmp_path: Path) -> None:
         faulty.stop()
 
 
+def _console_pages_stay_usable(server: ServerProcess) -> None:
+    """The console's grid of a 100,000-entity table: 1,000 rows a page, quickly, page after page."""
+    console = ConsoleClient(server.port)
+    assert console.sign_in(DEV_ACCOUNT, DEV_KEY).status == 303
+    path = "/tables/big"
+    for _ in range(3):
+        started = time.monotonic()
+        page = console.get(path)
+        elapsed = time.monotonic() - started
+        assert page.status == 200 and page.text.count('<td class="key"><a ') == 1000
+        assert elapsed < 5, f"a grid page took {elapsed:.1f} s"
+        path = html.unescape(
+            page.text.split('rel="next" data-testid="next-page" href="/-/console', 1)[1].split('"', 1)[0]
+        )
+    filtered = console.get("/tables/big?filter=" + quote("PartitionKey eq 'p007' and RowKey eq '0000007'"))
+    assert "point query" in filtered.text and filtered.text.count('<td class="key"><a ') == 1
+
+
 def _kill_when_resumable(process: subprocess.Popen[str], resume: Path, timeout: float = 120) -> None:
     """SIGKILL ``process`` once its resume file records a position (part of the work done)."""
     deadline = time.monotonic() + timeout
@@ -257,6 +278,8 @@ def test_100000_entities_round_trip_and_interrupted_loads_resume_exactly(tmp_pat
         assert f"resuming source.jsonl after {position['records']:,} records" in second.stderr
         assert "imported 100,000 entities" in second.stderr
         assert not resume.exists()
+
+        _console_pages_stay_usable(local)
 
         exported = tmp_path / "exported.jsonl"
         result = tool(local, "export", "big", str(exported))
