@@ -57,7 +57,7 @@ def test_heat_map_and_anti_pattern_warnings(page: Page, quiet_server: ServerProc
     expect(maps.filter(has_text="orders").locator(".cell")).to_have_count(5)
     expect(maps.filter(has_text="orders").locator(".cell.heat-9")).to_have_count(1)  # "today"
     expect(maps.filter(has_text="logs").locator(".cell")).to_have_count(20)
-    _shoot(page, "8-insight-warnings")
+    _shoot(page, "insight")
     # The table page shows its own warnings beside the grid.
     page.get_by_role("link", name="orders").click()
     expect(page.get_by_test_id("warning").filter(has_text="hot-partition")).to_be_visible()
