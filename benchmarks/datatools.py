@@ -163,9 +163,8 @@ def main() -> None:
             if args.sdk:
                 sdk_paths(server, min(args.entities, 20_000), args.partitions)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(
-        f"load average {os.getloadavg()[0]:.1f} after; tools' CPU {children.ru_utime + children.ru_stime:.1f} s"
-    )
+    used = children.ru_utime + children.ru_stime
+    print(f"load average {os.getloadavg()[0]:.1f} after; tools' CPU {used:.1f} s")
 
 
 if __name__ == "__main__":
