@@ -26,8 +26,10 @@ ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def playwright() -> Iterator[Playwright]:
+    """Per test: the sync API runs an event loop in this thread while it is open, and any later
+    test's ``asyncio.run`` would find it running."""
     if not shutil.which(CHROMIUM):
         if os.environ.get("CI"):
             pytest.fail(f"{CHROMIUM} is missing: scripts/check installs Debian's chromium")
