@@ -47,7 +47,8 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
 ]
-_OPEN_PATHS = (BASE + "/signin", BASE + "/static/")
+_STATIC = BASE + "/static/"
+_OPEN_PATHS = (BASE + "/signin", _STATIC)
 MAX_FORM_FIELDS = 3000  # an entity has at most 252 properties, 3 fields each
 
 
@@ -111,13 +112,14 @@ class ConsoleGuard:
         path: str = scope["path"]
         state["current"] = path[len(BASE) + 1 :].split("/", 1)[0]
         secure = scope.get("scheme") == "https"
+        static = path.startswith(_STATIC)  # a page's files: they never start a session
 
         async def send_guarded(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 headers = [h for h in message.get("headers", []) if h[0].lower() != b"cache-control"]
                 headers.extend(SECURITY_HEADERS)
                 new: Session | None = state.get("new_session")
-                if new is not None or fresh:
+                if new is not None or (fresh and not static):
                     headers.append((b"set-cookie", self._cookie(new or session, secure)))
                 message = {**message, "headers": headers}
             await send(message)

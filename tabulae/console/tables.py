@@ -157,7 +157,8 @@ class TablesPage:
         next_keys: tuple[str, str] | None = None
         try:
             await self.service.require_table(account, table)
-            top = check_top(top_text) or MAX_PAGE
+            top = check_top(top_text)
+            top = MAX_PAGE if top is None else top
             page = await self.service.query_entities(
                 account, table, filter_text or None, top, params.get("np") or None, params.get("nr") or None
             )
