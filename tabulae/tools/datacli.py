@@ -32,7 +32,9 @@ from tabulae.tools.endpoints import (
     table_client,
 )
 from tabulae.tools.formats import CsvWriter, FormatError, clean, read_csv, read_jsonl, writable, write_jsonl
+from tabulae.tools.loader import Loader, LoadFailed
 from tabulae.tools.progress import meter
+from tabulae.tools.transfer import FileSource, TableSource
 from tabulae.tools.wire import ServiceError, TableWire, with_retries
 
 EXIT_FAILED, EXIT_USAGE, EXIT_COUNT, EXIT_INTERRUPTED = 1, 2, 3, 130
@@ -154,7 +156,7 @@ def main(args: argparse.Namespace) -> int:
         return handler(args)
     except (EndpointError, transfer.ResumeMismatch) as exc:
         return _fail(str(exc), EXIT_USAGE)
-    except (ServiceError, transfer.LoadFailed, FormatError) as exc:
+    except (ServiceError, LoadFailed, FormatError) as exc:
         return _fail(str(exc))
     except HttpResponseError as exc:
         code = getattr(exc, "error_code", None) or exc.status_code
@@ -274,29 +276,24 @@ def run_import(args: argparse.Namespace) -> int:
         },
     )
     position = None if args.restart else resume.load()
-    offset, records, loaded = 0, 0, 0
+    offset, records = 0, 0
     if position is not None:
-        offset, records, loaded = position["offset"], position["records"], position["loaded"]
-        _say(f"resuming {path.name} after {records:,} records ({loaded:,} entities loaded before)")
+        offset, records = position["offset"], position["records"]
+        _say(f"resuming {path.name} after {records:,} records")
     _ensure_table(wire)
     started = time.monotonic()
     with open(path, "rb") as stream, meter(f"import {path.name}", size, offset) as progress:
         if kind == "csv":
-            source = read_csv(stream, skip=records)
-            label = "row"
+            source = FileSource(read_csv(stream, skip=records), "row", 0, records)
         else:
-            source = read_jsonl(stream, offset, records)
-            label = "line"
-        chunks = transfer.file_chunks(source, label)
-        loaded = transfer.load(
-            wire, chunks, progress, resume=resume, concurrency=args.concurrency, loaded=loaded
-        )
-        retries = progress.retries
-        done = progress.entities
+            source = FileSource(read_jsonl(stream, offset, records), "line", offset, records)
+        loader = Loader(wire, progress, resume.save, concurrency=args.concurrency)
+        loader.run(source.items(), source.end)
+        retries, done = progress.retries, progress.entities
     resume.clear()
     seconds = time.monotonic() - started
     _say(
-        f"imported {loaded:,} entities into {args.table} ({done:,} in {seconds:.1f} s, "
+        f"imported {source.seq:,} records into {args.table} ({done:,} in {seconds:.1f} s, "
         f"{done / max(seconds, 1e-9):,.0f}/s; {retries} batch(es) retried)"
     )
     return 0
@@ -317,26 +314,27 @@ def run_copy(args: argparse.Namespace) -> int:
     default = Path(f".tabulae-copy-{source.table}-{dest.table}.resume")
     resume = transfer.ResumeFile(args.resume_file or default, identity)
     position = None if args.restart else resume.load()
-    start, loaded = None, 0
+    start, records = None, 0
     if position is not None:
-        if position["next"] is None:
-            start, loaded = None, position["loaded"]
-            _say(f"the copy had already finished ({loaded:,} entities); checking")
+        records = position["records"]
+        start = position.get("next")
+        if position.get("done"):
+            _say(f"the copy had already finished ({records:,} entities); checking")
         else:
-            start, loaded = tuple(position["next"]), position["loaded"]
-            _say(f"resuming the copy after {loaded:,} entities")
+            _say(f"resuming the copy after {records:,} entities")
     _ensure_table(dest)
     started = time.monotonic()
     with meter(f"copy {source.table} → {dest.table}") as progress:
         source.on_retry = progress.retried
-        if position is None or position["next"] is not None:
-            pages = transfer.prefetched(source.pages(args.filter, start=start))  # type: ignore[arg-type]
-            chunks = transfer.table_chunks(pages)
-            loaded = transfer.load(
-                dest, chunks, progress, resume=resume, concurrency=args.concurrency, loaded=loaded
-            )
+        if position is None or not position.get("done"):
+            first = tuple(start) if start else None
+            pages = transfer.prefetched(source.pages(args.filter, start=first))  # type: ignore[arg-type]
+            items = TableSource(pages, start, records)
+            Loader(dest, progress, resume.save, concurrency=args.concurrency).run(items.items(), items.end)
+            records = items.seq
         done, retries = progress.entities, progress.retries
     seconds = time.monotonic() - started
+    loaded = records
     _say(
         f"copied {loaded:,} entities from {source.table} to {dest.table} ({done:,} in {seconds:.1f} s, "
         f"{done / max(seconds, 1e-9):,.0f}/s; {retries} batch(es) retried)"

@@ -1,26 +1,10 @@
-"""Moving entities in bulk: export to a file, import from a file, copy between two tables.
+"""Moving entities in bulk: the sources of a load, the resume file, export, counting.
 
-**Loading** (import and copy) reads its source in *chunks* of about ``CHUNK`` entities. A chunk
-is grouped by PartitionKey (the last record of a key wins, as it would if the records were
-written one by one) and cut into entity group transactions of at most 100 Insert Or Replace
-operations and 4 MiB, which are sent ``concurrency`` at a time, in random order: sent in key
-order they would keep all the load on one range of partitions at a time (on Azure, one partition
-server: the design guide's append-only pattern). A batch answered 500 or 503
-(``ServerBusy``, ``OperationTimedOut``, ``InternalError``), 408, 429, or not answered at all, is
-sent again after an exponential back-off with jitter (``wire.with_retries``: 0.25 s doubling to
-20 s, 10 tries); any other refusal stops the load and names the record.
-
-**Resuming.** Only when every batch of a chunk is acknowledged is the chunk's end recorded in the
-*resume file*: the source position after the chunk (the byte offset and record count of the
-input file, or the continuation keys of the source table) and the entities loaded so far,
-written to a temporary file, fsynced, and renamed over the old one, so the file always holds a
-whole, acknowledged position. A load that is interrupted, however (Ctrl-C, a kill, a crash, a
-lost connection), leaves the position of its last complete chunk; run the same command again and
-it starts there. Nothing is lost: a record past that position is sent again. Nothing is
-duplicated: every operation is an upsert keyed by PartitionKey and RowKey, so sending a record
-again writes the same entity again; chunks are loaded one after the other, so a later record of
-a key is never overtaken by an earlier one. The resume file names its source and destination
-and is refused for any other; it is deleted when the load completes.
+A load (import, copy) reads *items* from a source, each with the source position that reads it
+again, and hands them to :class:`tabulae.tools.loader.Loader`, which batches, sends and records
+the watermark in the :class:`ResumeFile`. A file's position is its byte offset and record number
+(a CSV file is resumed by record number: a quoted cell may hold line breaks); a table's is the
+continuation of the page an entity came on.
 
 **Exporting** streams Query Entities pages (1,000 entities each, the next page fetched while the
 current one is written) into the file, in the service's JSON form, so nothing is converted.
@@ -30,33 +14,22 @@ from __future__ import annotations
 
 import os
 import queue
-import random
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
-from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 
 from tabulae.tools.formats import upsert_body
+from tabulae.tools.loader import Item
 from tabulae.tools.progress import Meter
-from tabulae.tools.wire import BATCH_BYTES, BATCH_OPERATIONS, Page, ServiceError, TableWire, with_retries
-
-CHUNK = 10_000  # entities per acknowledged step of a load
-
-Record = tuple[dict[str, Any], str]  # an entity and where it came from ("line 12", "row 3")
+from tabulae.tools.wire import Page, TableWire
 
 
 class ResumeMismatch(Exception):
     """A resume file that belongs to another source or destination."""
-
-
-class LoadFailed(Exception):
-    """A record the service refused for good; the message names the record and the error."""
 
 
 # ------------------------------------------------------------------------------ resume file
@@ -100,108 +73,52 @@ class ResumeFile:
         self.path.unlink(missing_ok=True)
 
 
-# ---------------------------------------------------------------------------------- loading
+# ---------------------------------------------------------------------------------- sources
 
 
-def batches(records: list[Record]) -> list[list[tuple[str, str, bytes, str]]]:
-    """A chunk's records as entity group transactions: one partition each, the last record of a
-    key winning, at most 100 operations and ``BATCH_BYTES`` of bodies."""
-    partitions: dict[str, dict[str, tuple[str, str, bytes, str]]] = {}
-    for entity, where in records:
-        pk, rk, body = upsert_body(entity, where)
-        partitions.setdefault(pk, {})[rk] = (pk, rk, body, where)
-    groups = []
-    for rows in partitions.values():
-        group: list[tuple[str, str, bytes, str]] = []
-        size = 0
-        for row in rows.values():
-            if group and (len(group) == BATCH_OPERATIONS or size + len(row[2]) > BATCH_BYTES):
-                groups.append(group)
-                group, size = [], 0
-            group.append(row)
-            size += len(row[2]) + 300
-        if group:
-            groups.append(group)
-    random.shuffle(groups)  # keys in order would walk one range partition at a time, as in Azure's
-    return groups
+class FileSource:
+    """The records of a file as items, from a resume position (``offset``, ``records``)."""
+
+    def __init__(
+        self, records: Iterator[tuple[int, int, dict[str, Any]]], label: str, offset: int, seq: int
+    ) -> None:
+        self.records = records
+        self.label = label
+        self.offset = offset
+        self.seq = seq
+
+    def items(self) -> Iterator[Item]:
+        for after, number, entity in self.records:
+            where = f"{self.label} {number}"
+            pk, rk, body = upsert_body(entity, where)
+            yield Item(self.seq, {"offset": self.offset, "records": self.seq}, pk, rk, body, where)
+            self.offset = after
+            self.seq += 1
+
+    def end(self) -> dict[str, Any]:
+        return {"offset": self.offset, "records": self.seq}
 
 
-def send_batch(
-    wire: TableWire, group: list[tuple[str, str, bytes, str]], meter: Meter, sleep: Callable[[float], None]
-) -> int:
-    """Send one batch until it is acknowledged, retrying transient failures with back-off (a
-    batch of upserts is idempotent); a refusal for good names the record the service refused."""
-    bodies = [(pk, rk, body) for pk, rk, body, _ in group]
-    try:
-        with_retries(lambda: wire.upsert_batch(bodies), meter.retried, sleep)
-    except ServiceError as error:
-        index = error.index
-        where = group[index][3] if index is not None and index < len(group) else None
-        named = f"{where}: " if where else f"{group[0][3]} (a batch of {len(group)}): "
-        raise LoadFailed(f"{named}{error.code or error.status}: {error.message}") from None
-    except (ServiceRequestError, ServiceResponseError) as error:
-        raise LoadFailed(f"{group[0][3]}: no answer from the service ({error})") from None
-    return len(group)
+class TableSource:
+    """A table's entities as items, page by page from a continuation (``next``, ``records``)."""
 
+    def __init__(self, pages: Iterator[Page], start: list[str] | None, seq: int) -> None:
+        self.pages = pages
+        self.start = start
+        self.seq = seq
 
-def load(
-    wire: TableWire,
-    chunks: Iterable[tuple[list[Record], dict[str, Any]]],
-    meter: Meter,
-    *,
-    resume: ResumeFile | None,
-    concurrency: int = 4,
-    loaded: int = 0,
-    sleep: Callable[[float], None] = time.sleep,
-) -> int:
-    """Load ``(records, position after them)`` chunks; returns the entities loaded in all (with
-    ``loaded`` from before a resume). The position is saved after each acknowledged chunk."""
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="load") as pool:
-        for records, position in chunks:
-            futures: list[Future[int]] = [
-                pool.submit(send_batch, wire, group, meter, sleep) for group in batches(records)
-            ]
-            done, pending = wait(futures, return_when=FIRST_EXCEPTION)
-            for future in done:
-                if future.exception() is not None:
-                    for other in pending:
-                        other.cancel()
-                    wait(pending)
-                    raise future.exception()  # type: ignore[misc]
-            loaded += len(records)
-            if resume is not None:
-                resume.save({**position, "loaded": loaded})
-            meter.advance(len(records), position.get("offset"))
-    return loaded
+    def items(self) -> Iterator[Item]:
+        for page in self.pages:
+            position = {"next": self.start, "records": self.seq}
+            for entity in page.entities:
+                where = f"source entity ({entity.get('PartitionKey')!r}, {entity.get('RowKey')!r})"
+                pk, rk, body = upsert_body(entity, where)
+                yield Item(self.seq, position, pk, rk, body, where)
+                self.seq += 1
+            self.start = list(page.next_keys) if page.next_keys else None
 
-
-def file_chunks(
-    records: Iterator[tuple[int, int, dict[str, Any]]], label: str, chunk: int = CHUNK
-) -> Iterator[tuple[list[Record], dict[str, Any]]]:
-    """Chunks of a file's records, each with the file position after it (byte offset, and the
-    number of records before it, which is how a CSV file is resumed)."""
-    batch: list[Record] = []
-    offset = count = 0
-    for offset, count, entity in records:
-        batch.append((entity, f"{label} {count}"))
-        if len(batch) >= chunk:
-            yield batch, {"offset": offset, "records": count}
-            batch = []
-    if batch:
-        yield batch, {"offset": offset, "records": count}
-
-
-def table_chunks(pages: Iterator[Page], chunk: int = CHUNK) -> Iterator[tuple[list[Record], dict[str, Any]]]:
-    """Chunks of a source table's pages, each with the continuation after it (``None``: the end)."""
-    batch: list[Record] = []
-    for page in pages:
-        batch.extend(
-            (entity, f"source entity ({entity.get('PartitionKey')!r}, {entity.get('RowKey')!r})")
-            for entity in page.entities
-        )
-        if len(batch) >= chunk or page.next_keys is None:
-            yield batch, {"next": list(page.next_keys) if page.next_keys else None}
-            batch = []
+    def end(self) -> dict[str, Any]:
+        return {"done": True, "records": self.seq}
 
 
 # -------------------------------------------------------------------------------- exporting

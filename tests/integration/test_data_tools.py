@@ -121,7 +121,7 @@ def test_every_edm_type_round_trips_through_jsonl_and_csv(
     _write_source(original, EXOTIC)
     loaded = tool(server, "import", str(original), source)
     assert loaded.returncode == 0, loaded.stderr
-    assert "imported 5 entities" in loaded.stderr and loaded.stdout == ""
+    assert "imported 5 records" in loaded.stderr and loaded.stdout == ""
 
     # The official SDK reads back exactly what the file said.
     with TableServiceClient.from_connection_string(server.connection_string) as service:
@@ -239,9 +239,9 @@ def _console_pages_stay_usable(server: ServerProcess) -> None:
 
 
 def _kill_when_resumable(process: subprocess.Popen[str], resume: Path, timeout: float = 120) -> None:
-    """SIGKILL ``process`` once its resume file records a position (part of the work done)."""
+    """SIGKILL ``process`` once its resume file records a position past the start."""
     deadline = time.monotonic() + timeout
-    while not resume.exists():
+    while not (resume.exists() and orjson.loads(resume.read_bytes())["position"]["records"] > 0):
         assert process.poll() is None, "finished before it could be interrupted"
         assert time.monotonic() < deadline
         time.sleep(0.02)
@@ -272,11 +272,11 @@ def test_100000_entities_round_trip_and_interrupted_loads_resume_exactly(tmp_pat
         )
         _kill_when_resumable(first, resume)
         position = orjson.loads(resume.read_bytes())["position"]
-        assert 0 < position["loaded"] < 100_000
+        assert 0 < position["records"] < 100_000
         second = tool(local, "import", str(source), "big")
         assert second.returncode == 0, second.stderr
         assert f"resuming source.jsonl after {position['records']:,} records" in second.stderr
-        assert "imported 100,000 entities" in second.stderr
+        assert "imported 100,000 records" in second.stderr
         assert not resume.exists()
 
         _console_pages_stay_usable(local)
