@@ -86,6 +86,7 @@ class Loader:
         self.buffers: dict[str, dict[str, Item]] = {}
         self.buffer_bytes: dict[str, int] = {}
         self.buffered = 0
+        self.ready: dict[str, None] = {}  # partitions with a batch to send, in the order they filled
         self.in_flight: dict[Future[None], list[Item]] = {}
         self.flying_keys: dict[str, set[str]] = {}
         self.pending: dict[int, Item] = {}  # every record read and not yet acknowledged
@@ -100,7 +101,8 @@ class Loader:
             try:
                 for item in items:
                     self._add(item)
-                    self._dispatch(pool, final=False)
+                    if self.ready or (self.in_flight and any(f.done() for f in self.in_flight)):
+                        self._dispatch(pool, final=False)
                 while self.buffers or self.in_flight:
                     self._dispatch(pool, final=True)
                     if self.in_flight:
@@ -125,6 +127,19 @@ class Loader:
         self.buffered += size
         self.pending[item.seq] = item
         heapq.heappush(self.order, item.seq)
+        if len(buffer) >= BATCH_OPERATIONS or self.buffer_bytes[item.pk] >= BATCH_BYTES:
+            self.ready[item.pk] = None
+        if self.buffered > self.max_buffered:
+            self._force()
+
+    def _force(self) -> None:
+        """Too much held back: mark the largest buffers for sending as they are, down to 3/4."""
+        goal = self.buffered - self.max_buffered * 3 // 4
+        for pk in sorted(self.buffer_bytes, key=self.buffer_bytes.__getitem__, reverse=True):
+            if goal <= 0:
+                break
+            self.ready[pk] = None
+            goal -= self.buffer_bytes[pk]
 
     def _forget(self, item: Item) -> None:
         del self.pending[item.seq]
@@ -132,20 +147,15 @@ class Loader:
 
     # ----------------------------------------------------------------------------- batching
 
-    def _ready(self, pk: str, final: bool) -> bool:
-        buffer = self.buffers[pk]
-        full = len(buffer) >= BATCH_OPERATIONS or self.buffer_bytes[pk] >= BATCH_BYTES
-        return full or final or self.buffered > self.max_buffered
-
     def _take(self, pk: str) -> list[Item] | None:
         """Up to one batch of ``pk``'s buffer that overlaps no batch in flight, else ``None``."""
         buffer = self.buffers[pk]
-        flying = self.flying_keys.get(pk, set())
+        flying = self.flying_keys.get(pk, ())
         batch: list[Item] = []
         size = 0
         for rk, item in buffer.items():
             if rk in flying:
-                return batch or None  # this key waits: its earlier record is in flight
+                break  # this key waits: its earlier record is in flight
             if len(batch) == BATCH_OPERATIONS or size + len(item.body) + FRAMING > BATCH_BYTES:
                 break
             batch.append(item)
@@ -153,30 +163,35 @@ class Loader:
         return batch or None
 
     def _dispatch(self, pool: ThreadPoolExecutor, final: bool) -> None:
-        """Send ready batches while there is room in flight; collect finished ones meanwhile."""
-        while True:
-            self._collect(block=False)
+        """Send ready batches while there is room in flight, collecting finished ones; wait
+        for room only when holding back more is not allowed (over the cap, or at the end)."""
+        if final:
+            for pk in self.buffers:
+                self.ready[pk] = None
+        self._collect(block=False)
+        blocked: list[str] = []
+        while self.ready:
             if len(self.in_flight) >= self.concurrency:
-                if self.buffered > self.max_buffered or final:
-                    self._collect(block=True)
-                    continue
-                return
-            candidates = sorted(self.buffers, key=lambda pk: -len(self.buffers[pk]))
-            sent = False
-            for pk in candidates:
-                if not self._ready(pk, final):
-                    continue
-                batch = self._take(pk)
-                if batch is None:
-                    continue
-                self._send(pool, pk, batch)
-                sent = True
-                break
-            if not sent:
-                if self.buffered > self.max_buffered and self.in_flight:
-                    self._collect(block=True)
-                    continue
-                return
+                if not (final or self.buffered > self.max_buffered):
+                    break
+                self._collect(block=True)
+                continue
+            pk = next(iter(self.ready))
+            del self.ready[pk]
+            if pk not in self.buffers:
+                continue
+            batch = self._take(pk)
+            if batch is None:
+                blocked.append(pk)
+                continue
+            self._send(pool, pk, batch)
+            buffer = self.buffers.get(pk)
+            if buffer and (final or len(buffer) >= BATCH_OPERATIONS or self.buffer_bytes[pk] >= BATCH_BYTES):
+                self.ready[pk] = None
+        for pk in blocked:
+            self.ready[pk] = None
+        if blocked and self.in_flight and (final or self.buffered > self.max_buffered):
+            self._collect(block=True)  # what they wait for is in flight
 
     def _send(self, pool: ThreadPoolExecutor, pk: str, batch: list[Item]) -> None:
         buffer = self.buffers[pk]
