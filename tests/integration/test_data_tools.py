@@ -321,3 +321,28 @@ def test_100000_entities_round_trip_and_interrupted_loads_resume_exactly(tmp_pat
         assert mismatch.returncode == 2 and "another load" in mismatch.stderr
     finally:
         local.stop()
+
+
+def test_copy_from_a_table_url_with_a_sas(server: ServerProcess, tables: list[str], tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from azure.core.credentials import AzureNamedKeyCredential
+    from azure.data.tables import TableSasPermissions, generate_table_sas
+
+    source, dest = tables[:2]
+    with TableServiceClient.from_connection_string(server.connection_string) as service:
+        table = service.create_table(source)
+        for number in range(3):
+            table.create_entity({"PartitionKey": "p", "RowKey": str(number), "n": number})
+    sas = generate_table_sas(
+        AzureNamedKeyCredential(DEV_ACCOUNT, DEV_KEY),
+        source,
+        permission=TableSasPermissions(read=True),
+        expiry=datetime.now(UTC) + timedelta(hours=1),
+    )
+    url = f"http://127.0.0.1:{server.port}/{DEV_ACCOUNT}/{source}?{sas}"
+    result = tool(server, "copy", url, dest, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "count check: " in result.stderr and sas not in result.stderr
+    no_sas = tool(server, "copy", url.split("?")[0], dest, cwd=tmp_path)
+    assert no_sas.returncode == 2 and "carries a SAS" in no_sas.stderr
