@@ -25,7 +25,8 @@ from tabulae.model.policies import (
 )
 
 _DECLARATION = '<?xml version="1.0" encoding="utf-8"?>'
-_PERMISSIONS = "raud"
+TABLE_PERMISSIONS = "raud"  # the letters a stored access policy may grant, per service
+QUEUE_PERMISSIONS = "raup"
 
 
 def _document(body: bytes, root: str) -> ET.Element | None:
@@ -73,7 +74,9 @@ def _acl_time(value: str | None) -> str | None:
     return f"{whole}.{fraction:07d}Z"
 
 
-def parse_acl(body: bytes) -> list[SignedIdentifier]:
+def parse_acl(body: bytes, permissions: str = TABLE_PERMISSIONS) -> list[SignedIdentifier]:
+    """The signed identifiers of a Set ACL body; ``permissions`` are the letters the service's
+    policies may grant."""
     root = _document(body, "SignedIdentifiers")
     if root is None:
         return []
@@ -91,7 +94,7 @@ def parse_acl(body: bytes) -> list[SignedIdentifier]:
             continue
         permission = _text(policy, "Permission")
         if permission and (
-            any(c not in _PERMISSIONS for c in permission) or len(set(permission)) != len(permission)
+            any(c not in permissions for c in permission) or len(set(permission)) != len(permission)
         ):
             raise TableError("InvalidXmlNodeValue")
         identifiers.append(

@@ -47,16 +47,21 @@ async def read_body(request: Request, receive: Any, limit: int, timeout: float) 
 
 
 async def send_response(
-    send: Any, request: Request, response: Response, request_id: str, clock: Clock
+    send: Any,
+    request: Request,
+    response: Response,
+    request_id: str,
+    clock: Clock,
+    server: tuple[bytes, bytes] = SERVER_HEADER,
 ) -> None:
-    """Send ``response`` with Content-Length, the request id, version, date and server headers,
-    and the client's own request id echoed back."""
+    """Send ``response`` with Content-Length, the request id, version, date and ``server``
+    headers, and the client's own request id echoed back."""
     headers = response.headers
     headers.append((b"content-length", str(len(response.body)).encode()))
     headers.append((b"x-ms-request-id", request_id.encode()))
     headers.append((b"x-ms-version", request.headers.get("x-ms-version", DEFAULT_VERSION).encode("latin-1")))
     headers.append((b"date", clock.http_date()))
-    headers.append(SERVER_HEADER)
+    headers.append(server)
     client_id = request.headers.get("x-ms-client-request-id")
     if client_id is not None:
         headers.append((b"x-ms-client-request-id", client_id.encode("latin-1")))

@@ -79,9 +79,9 @@ class QueueStore(ABC):
         """Replace the queue's metadata. Raises ``QueueNotFound``."""
 
     @abstractmethod
-    async def list_queues(self, account: str, prefix: str, after: str | None, limit: int) -> list[QueueEntry]:
+    async def list_queues(self, account: str, prefix: str, start: str | None, limit: int) -> list[QueueEntry]:
         """Up to ``limit`` queues whose names start with ``prefix``, in name order (byte order of
-        the lower-case names), strictly after ``after`` when given."""
+        the lower-case names), from ``start`` on (inclusive) when given."""
 
     @abstractmethod
     async def get_acl(self, account: str, name: str) -> bytes | None:

@@ -57,7 +57,8 @@ def test_create_list_and_metadata(backend: Backend) -> None:
         listed = await store.list_queues(a, "", None, 10)
         assert [q.name for q in listed] == ["alpha", "beta", "beta-1", "gamma"]
         assert [q.name for q in await store.list_queues(a, "beta", None, 10)] == ["beta", "beta-1"]
-        assert [q.name for q in await store.list_queues(a, "", "beta", 10)] == ["beta-1", "gamma"]
+        assert [q.name for q in await store.list_queues(a, "", "beta-1", 10)] == ["beta-1", "gamma"]
+        assert [q.name for q in await store.list_queues(a, "", "beta-0", 10)] == ["beta-1", "gamma"]
         assert [q.name for q in await store.list_queues(a, "", None, 2)] == ["alpha", "beta"]
         assert await store.list_queues(a, "zzz", None, 10) == []
         assert await store.list_queues(a + "x", "", None, 10) == []  # accounts are separate

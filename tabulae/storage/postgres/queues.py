@@ -275,9 +275,9 @@ class PostgresQueues(QueueStore):
     async def set_queue_metadata(self, account: str, name: str, metadata: bytes) -> None:
         await self._update_queue(account, name, "metadata", metadata)
 
-    async def list_queues(self, account: str, prefix: str, after: str | None, limit: int) -> list[QueueEntry]:
-        sql = "SELECT name, metadata FROM queues WHERE account = %s AND NOT deleting AND name > %s"
-        args: list[Any] = [account, after or ""]
+    async def list_queues(self, account: str, prefix: str, start: str | None, limit: int) -> list[QueueEntry]:
+        sql = "SELECT name, metadata FROM queues WHERE account = %s AND NOT deleting AND name >= %s"
+        args: list[Any] = [account, start or ""]
         if prefix:
             sql += " AND name >= %s AND name < %s"
             args += [prefix, prefix + "\U0010ffff"]

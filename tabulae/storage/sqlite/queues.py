@@ -98,9 +98,9 @@ class SqliteQueues(QueueStore):
     async def set_queue_metadata(self, account: str, name: str, metadata: bytes) -> None:
         await self._db.write(_update_queue, account, name, "metadata", metadata, savepoint=False)
 
-    async def list_queues(self, account: str, prefix: str, after: str | None, limit: int) -> list[QueueEntry]:
-        sql = "SELECT name, metadata FROM queues WHERE account = ? AND deleting = 0 AND name > ?"
-        args: list[Any] = [account, after or ""]
+    async def list_queues(self, account: str, prefix: str, start: str | None, limit: int) -> list[QueueEntry]:
+        sql = "SELECT name, metadata FROM queues WHERE account = ? AND deleting = 0 AND name >= ?"
+        args: list[Any] = [account, start or ""]
         if prefix:
             sql += " AND name >= ? AND name < ?"
             args += [prefix, prefix + UPPER]

@@ -1,30 +1,27 @@
 """The Table service's front-end: an ASGI app for the Table port.
 
-One request goes: ASGI scope → :class:`Request` → route (account and resource) → authentication
-→ the operation, resolved once (:mod:`.operations`) → the SAS check for that operation → its
-handler from :data:`HANDLERS` → :class:`Response` with the headers every Azure response carries.
-A ``TableError`` raised anywhere below becomes the Azure error body here, and only here: JSON
-for the OData operations, XML for the service-level and ``comp`` ones.
+One request goes (the life of every front-end's request is :class:`tabulae.http.frontend.Frontend`):
+route (account and resource) → authentication → the operation, resolved once (:mod:`.operations`)
+→ the SAS check for that operation → its handler from :data:`HANDLERS`. A ``TableError`` raised
+anywhere below becomes the Azure error body: JSON for the OData operations, XML for the
+service-level and ``comp`` ones.
 """
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
 
-from tabulae.auth.bearer import CHALLENGE, verify_bearer
-from tabulae.auth.sas import StoredPolicy, parse_sas
+from tabulae.auth.flow import authenticate
+from tabulae.auth.sas import SasToken, StoredPolicy
 from tabulae.auth.shared_key import verify_authorization
-from tabulae.http import cors
 from tabulae.http.errors import XML_CONTENT_TYPE, error_json, error_xml
-from tabulae.http.exchange import log_request, read_body, send_response
-from tabulae.http.messages import Clock, Request, RequestIds, Response, error_time
+from tabulae.http.frontend import Frontend
+from tabulae.http.messages import Request, Response, error_time
 from tabulae.http.options import FrontendOptions
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import MutationKind
+from tabulae.model.policies import CorsRule
 from tabulae.table.api import admin, transactions
 from tabulae.table.api import handlers as ops
 from tabulae.table.api.odata import CONTENT_TYPES, MINIMAL, metadata_level
@@ -32,8 +29,6 @@ from tabulae.table.api.operations import Operation, effective_method, resolve_op
 from tabulae.table.api.routing import Resource, Route, resolve
 from tabulae.table.api.sas import SasGrant, verify_sas
 from tabulae.table.service import TableService
-
-log = logging.getLogger("tabulae")
 
 _READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 
@@ -71,57 +66,27 @@ def _batch_authorizer(grant: SasGrant) -> transactions.Authorizer:
     return authorize
 
 
-class TableApp:
-    """The ASGI callable of the Table port, over a :class:`TableService` (guarded or not)."""
+class TableApp(Frontend[Route]):
+    """The ASGI callable of the Table port, over a :class:`TableService` (guarded or not).
+
+    The life of a request is :class:`Frontend`'s; errors are JSON for the OData operations and
+    XML for the service-level and ``comp`` ones (and for preflights)."""
+
+    exposed_headers = ops.EXPOSED_HEADERS
 
     def __init__(self, service: TableService, options: FrontendOptions) -> None:
+        super().__init__(options)
         self.service = service
-        self.options = options
-        self._ids = RequestIds()
-        self._clock = Clock()
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        started = time.perf_counter()
-        request = Request.from_scope(scope)
-        request_id = self._ids.next()
-        xml_errors = False
-        route: Route | None = None
-        try:
-            route = self._route(request)
-            xml_errors = route.resource is Resource.SERVICE or "comp" in request.query
-            if request.method == "OPTIONS":
-                xml_errors = True
-                response = await self._preflight(request, route)
-            else:
-                await read_body(request, receive, self.options.max_body_bytes, self.options.body_timeout)
-                await self._authenticate(request, route)
-                response = await self._dispatch(request, route, request_id)
-        except TableError as error:
-            response = self._error_response(request, error, request_id, xml_errors)
-        except Exception:
-            log.exception("unexpected error handling %s request", request.method)
-            response = self._error_response(request, TableError("InternalError"), request_id, xml_errors)
-        origin = request.headers.get("origin")
-        if origin and route is not None and request.method != "OPTIONS":
-            response.headers.extend(await self._cors_headers(route, origin, request.method))
-        await send_response(send, request, response, request_id, self._clock)
-        if self.options.access_log:
-            log_request(request, response.status, request_id, started)
-
-    def _route(self, request: Request) -> Route:
+    def route(self, request: Request) -> Route:
         host = request.headers.get("host", "127.0.0.1")
         return resolve(request.scheme, host, request.raw_path, self.options.accounts)
 
-    async def _authenticate(self, request: Request, route: Route) -> None:
+    async def authenticate(self, request: Request, route: Route) -> None:
         """Shared Key, Shared Key Lite, bearer (when enabled) or SAS; anonymous requests get 401."""
         keys = self.options.accounts[route.account]
-        header = request.headers.get("authorization")
-        if header is not None:
-            if header.strip()[:7].lower() == "bearer ":
-                if not self.options.oauth:
-                    raise TableError("InvalidAuthenticationInfo")
-                verify_bearer(header, route.account)
-                return
+
+        def shared_key(header: str) -> None:
             verify_authorization(
                 header,
                 method=request.method,
@@ -134,31 +99,39 @@ class TableApp:
                 account=route.account,
                 keys=keys,
             )
-            return
-        token = parse_sas(request.query)
-        if token is None:
-            raise TableError("NoAuthenticationInformation", headers=[(b"www-authenticate", CHALLENGE)])
-        policies: dict[str, StoredPolicy] = {}
-        if token.si is not None and token.tn and not token.is_account:
-            try:
-                identifiers = await self.service.get_acl(route.account, token.tn)
-            except TableError:
-                identifiers = []
-            policies = {
-                i.id: StoredPolicy(i.start, i.expiry, i.permission) for i in identifiers if i.has_policy
-            }
-        request.grant = verify_sas(
-            token,
+
+        async def sas(token: SasToken) -> SasGrant:
+            policies: dict[str, StoredPolicy] = {}
+            if token.si is not None and token.tn and not token.is_account:
+                try:
+                    identifiers = await self.service.get_acl(route.account, token.tn)
+                except TableError:
+                    identifiers = []
+                policies = {
+                    i.id: StoredPolicy(i.start, i.expiry, i.permission) for i in identifiers if i.has_policy
+                }
+            return verify_sas(
+                token,
+                account=route.account,
+                keys=keys,
+                table=route.table,
+                policy_lookup=policies.get,
+                is_https=request.scheme == "https",
+                client_ip=request.client_ip,
+                now=datetime.now(UTC),
+            )
+
+        request.grant = await authenticate(
+            request.headers.get("authorization"),
+            request.query,
             account=route.account,
-            keys=keys,
-            table=route.table,
-            policy_lookup=policies.get,
-            is_https=request.scheme == "https",
-            client_ip=request.client_ip,
-            now=datetime.now(UTC),
+            service="table",
+            oauth=self.options.oauth,
+            shared_key=shared_key,
+            sas=sas,
         )
 
-    async def _dispatch(self, request: Request, route: Route, request_id: str) -> Response:
+    async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
         method = effective_method(request.method, request.x_http_methods)
         if route.secondary and method not in _READ_METHODS:
             raise TableError("AuthorizationFailure")
@@ -180,22 +153,16 @@ class TableApp:
             grant.check(operation, pk=route.pk, rk=route.rk)
         return await HANDLERS[operation](self.service, request, route)
 
-    async def _preflight(self, request: Request, route: Route) -> Response:
-        properties = await self.service.get_service_properties(route.account)
-        return cors.preflight(properties.cors, request.headers)
+    async def cors_rules(self, route: Route) -> list[CorsRule]:
+        return (await self.service.get_service_properties(route.account)).cors
 
-    async def _cors_headers(self, route: Route, origin: str, method: str) -> list[tuple[bytes, bytes]]:
-        try:
-            properties = await self.service.get_service_properties(route.account)
-        except TableError:
-            return []
-        return cors.actual_headers(properties.cors, origin, method, ops.EXPOSED_HEADERS)
-
-    def _error_response(self, request: Request, error: TableError, request_id: str, xml: bool) -> Response:
+    def error_response(
+        self, request: Request, route: Route | None, error: TableError, request_id: str
+    ) -> Response:
         headers = [(b"x-ms-error-code", error.code.encode())]
         if error.headers:
             headers.extend(error.headers)
-        if xml:
+        if _xml_errors(request, route):
             body = error_xml(error, request_id, error_time(), table_style=error.code == "TableNotFound")
             headers.append((b"content-type", XML_CONTENT_TYPE))
         else:
@@ -207,3 +174,15 @@ class TableApp:
             headers.append((b"content-type", CONTENT_TYPES[level]))
         headers.append((b"cache-control", b"no-cache"))
         return Response(error.status, headers, body)
+
+
+def _xml_errors(request: Request, route: Route | None) -> bool:
+    """XML for preflights and the service-level and ``comp`` operations, JSON for OData ones."""
+    if request.method == "OPTIONS":
+        return True
+    if route is None:
+        return False
+    try:
+        return route.resource is Resource.SERVICE or "comp" in request.query
+    except TableError:
+        return False
