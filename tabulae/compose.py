@@ -8,10 +8,13 @@ engine or reads the settings table.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import random
 import signal
 import socket
+import time
 from typing import Any
 
 import orjson
@@ -20,13 +23,18 @@ from uvicorn.supervisors import Multiprocess
 
 from tabulae.admission.faults import FaultInjector
 from tabulae.admission.guard import GuardedService
+from tabulae.admission.queue_guard import GuardedQueueService
 from tabulae.admission.throttle import Targets, Throttle
 from tabulae.config import SETTINGS_ENV, Settings
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.options import FrontendOptions
 from tabulae.http.protocol import AzureHttpProtocol
 from tabulae.insight.partitions import Insight
+from tabulae.insight.queues import QueueInsight
+from tabulae.queue.api.app import QueueApp
+from tabulae.queue.service import now_us
 from tabulae.storage.factory import open_stores
+from tabulae.storage.queues import QueueStats, QueueStore
 from tabulae.storage.tables import TableStore
 from tabulae.table.api.app import TableApp
 
@@ -43,19 +51,58 @@ def frontend_options(settings: Settings) -> FrontendOptions:
     )
 
 
-def table_service(store: TableStore, settings: Settings, insight: Insight) -> GuardedService:
+def throttle_for(settings: Settings) -> Throttle | None:
+    """One throttle per worker, shared by every service: the account's target covers them all."""
+    if not settings.targets:
+        return None
+    targets = Targets(settings.partition_target, settings.account_target, queue_rate=settings.queue_target)
+    return Throttle(targets, workers=settings.workers)
+
+
+def faults_for(settings: Settings) -> FaultInjector | None:
+    if settings.faults <= 0:
+        return None
+    seed = None if settings.faults_seed is None else settings.faults_seed + os.getpid()
+    return FaultInjector(settings.faults, random.Random(seed))
+
+
+def table_service(
+    store: TableStore, settings: Settings, insight: Insight, throttle: Throttle | None = None
+) -> GuardedService:
     """The Table service with targets (per worker, a share of each), faults and insight as configured."""
-    throttle = None
-    if settings.targets:
-        targets = Targets(settings.partition_target, settings.account_target)
-        throttle = Throttle(targets, workers=settings.workers)
-    faults = None
-    if settings.faults > 0:
-        seed = None if settings.faults_seed is None else settings.faults_seed + os.getpid()
-        faults = FaultInjector(settings.faults, random.Random(seed))
     return GuardedService(
-        store, page_time_budget=settings.page_time_budget, insight=insight, throttle=throttle, faults=faults
+        store,
+        page_time_budget=settings.page_time_budget,
+        insight=insight,
+        throttle=throttle,
+        faults=faults_for(settings),
     )
+
+
+def queue_service(
+    store: QueueStore, settings: Settings, insight: QueueInsight, throttle: Throttle | None = None
+) -> GuardedQueueService:
+    """The Queue service with targets, faults and insight as configured."""
+    return GuardedQueueService(store, insight=insight, throttle=throttle, faults=faults_for(settings))
+
+
+class QueueFigures:
+    """What ``/metrics`` shows of the queues: the store's figures (read at most every few seconds,
+    as reading them visits every message) and the process's counters."""
+
+    MAX_AGE = 5.0
+
+    def __init__(self, service: GuardedQueueService, insight: QueueInsight) -> None:
+        self._service = service
+        self._insight = insight
+        self._stats: list[QueueStats] = []
+        self._read_at = -1e9
+
+    async def stats(self) -> list[QueueStats]:
+        if time.monotonic() - self._read_at > self.MAX_AGE:
+            self._stats = await self._service.stats(self._insight.poison_threshold)
+            self._read_at = time.monotonic()
+        return self._stats
 
 
 def build_gateway(settings: Settings) -> Gateway:
@@ -64,18 +111,48 @@ def build_gateway(settings: Settings) -> Gateway:
     async def start() -> Mounts:
         stores = await open_stores(settings.store_url, settings.data_dir, settings.in_memory)
         insight = Insight(partition_target=settings.partition_target, account_target=settings.account_target)
+        queue_insight = QueueInsight(
+            queue_target=settings.queue_target, poison_threshold=settings.poison_threshold
+        )
+        throttle = throttle_for(settings)
         options = frontend_options(settings)
         ports = settings.ports()
         by_port: dict[int, AsgiApp] = {}
+        tasks: list[asyncio.Task[None]] = []
+        figures: QueueFigures | None = None
         if "table" in ports:
-            by_port[ports["table"]] = TableApp(table_service(stores.tables, settings, insight), options)
+            by_port[ports["table"]] = TableApp(
+                table_service(stores.tables, settings, insight, throttle), options
+            )
+        if "queue" in ports:
+            queues = queue_service(stores.queues, settings, queue_insight, throttle)
+            by_port[ports["queue"]] = QueueApp(queues, options)
+            figures = QueueFigures(queues, queue_insight)
+            tasks.append(asyncio.get_running_loop().create_task(queues.keep_collecting()))
 
-        def metrics(as_json: bool) -> tuple[bytes, bytes]:
+        async def metrics(as_json: bool) -> tuple[bytes, bytes]:
+            stats = await figures.stats() if figures is not None else []
             if as_json:
-                return b"application/json", orjson.dumps(insight.snapshot())
-            return PROMETHEUS_TYPE, insight.prometheus().encode()
+                snapshot = insight.snapshot()
+                if figures is not None:
+                    queue_snapshot = queue_insight.snapshot(stats, now_us())
+                    snapshot["queues"] = queue_snapshot["queues"]
+                    snapshot["targets"]["queue"] = queue_snapshot["queue_target"]
+                    snapshot["warnings"].extend(queue_snapshot["warnings"])
+                return b"application/json", orjson.dumps(snapshot)
+            text = insight.prometheus()
+            if figures is not None:
+                text += queue_insight.prometheus(stats, now_us())
+            return PROMETHEUS_TYPE, text.encode()
 
-        return Mounts(by_port, metrics, stores.close)
+        async def close() -> None:
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await stores.close()
+
+        return Mounts(by_port, metrics, close)
 
     return Gateway(start)
 

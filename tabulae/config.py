@@ -27,7 +27,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 10002  # the Table service's port, as the storage emulators use it
 DEFAULT_QUEUE_PORT = 10001
 DEFAULT_BLOB_PORT = 10000
-SERVICES = ("table",)  # the services this server has; `--services` picks among them
+SERVICES = ("table", "queue")  # the services this server has; `--services` picks among them
 DEFAULT_DATA_DIR = Path("tabulae-data")
 ACCOUNTS_ENV = ("TABULAE_ACCOUNTS", "AZURITE_ACCOUNTS")
 STORE_ENV = "TABULAE_STORE"  # the store URL, for `serve --store` and `db init --store`
@@ -152,15 +152,24 @@ class Settings:
     targets: bool = setting(
         False,
         flag="--targets",
-        help="'azure': enforce Azure's scalability targets, entities/s per partition and per account "
-        "(every entity written or scanned counts); over them requests get 503 ServerBusy",
+        help="'azure': enforce Azure's scalability targets, entities/s per partition, messages/s per "
+        "queue and operations/s per account (every entity written or scanned and every message "
+        "counts); over them requests get 503 ServerBusy",
         choices=["azure"],
     )
     partition_target: float = setting(
         2000.0, flag="--partition-target", help="entities/s per partition", type=float
     )
     account_target: float = setting(
-        20000.0, flag="--account-target", help="entities/s per account", type=float
+        20000.0, flag="--account-target", help="entities and messages/s per account", type=float
+    )
+    queue_target: float = setting(2000.0, flag="--queue-target", help="messages/s per queue", type=float)
+    poison_threshold: int = setting(
+        5,
+        flag="--poison-threshold",
+        help="/metrics warns about queue messages dequeued more than this many times",
+        type=int,
+        metavar="N",
     )
     faults: float = setting(
         0.0,

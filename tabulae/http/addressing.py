@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from tabulae.model.errors import TableError
 from tabulae.model.names import SECONDARY_SUFFIX
@@ -25,6 +26,15 @@ class Addressed:
 
 
 _STYLE_CACHE: dict[str, bool] = {}
+
+
+def decode_segments(raw_path: str) -> list[str]:
+    """Split a raw path on ``/`` and percent-decode each piece once (strict UTF-8); splitting
+    before decoding keeps an encoded ``%2F`` inside its segment."""
+    try:
+        return [unquote(piece, errors="strict") for piece in raw_path.split("/")]
+    except UnicodeDecodeError as exc:
+        raise TableError("InvalidUri") from exc
 
 
 def is_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:

@@ -29,8 +29,9 @@ TABLE_PERMISSIONS = "raud"  # the letters a stored access policy may grant, per 
 QUEUE_PERMISSIONS = "raup"
 
 
-def _document(body: bytes, root: str) -> ET.Element | None:
-    """The root element, or None for an empty body; raises on anything malformed."""
+def parse_document(body: bytes, root: str) -> ET.Element | None:
+    """The root element, which must be ``root``, or None for an empty body; raises
+    ``InvalidXmlDocument`` on anything malformed (document type declarations included)."""
     if not body.strip():
         return None
     if b"<!DOCTYPE" in body or b"<!ENTITY" in body:
@@ -77,7 +78,7 @@ def _acl_time(value: str | None) -> str | None:
 def parse_acl(body: bytes, permissions: str = TABLE_PERMISSIONS) -> list[SignedIdentifier]:
     """The signed identifiers of a Set ACL body; ``permissions`` are the letters the service's
     policies may grant."""
-    root = _document(body, "SignedIdentifiers")
+    root = parse_document(body, "SignedIdentifiers")
     if root is None:
         return []
     elements = list(root)
@@ -198,7 +199,7 @@ def _cors_rule(element: ET.Element) -> CorsRule:
 
 def parse_service_properties(body: bytes, current: ServiceProperties) -> ServiceProperties:
     """Elements left out keep their current values; an empty ``<Cors/>`` removes every rule."""
-    root = _document(body, "StorageServiceProperties")
+    root = parse_document(body, "StorageServiceProperties")
     if root is None:
         raise TableError("InvalidXmlDocument")
     result = ServiceProperties(

@@ -1,6 +1,6 @@
 """The ASGI application of a worker process: every service of the account behind one callable.
 
-A worker listens on each service's port (Table 10002 by default) and this gateway hands a
+A worker listens on each service's port (Table 10002 and Queue 10001 by default) and this gateway hands a
 request to the front-end of the port it arrived on. It also owns what is not any one service's:
 the lifespan (the composition root's ``start`` opens the stores and builds the front-ends, in the
 serving process, on its event loop) and ``GET /metrics``.
@@ -23,7 +23,7 @@ class Mounts:
     """What ``start`` built: a front-end per port, the metrics exporter and how to close it all."""
 
     by_port: dict[int, AsgiApp]
-    metrics: Callable[[bool], tuple[bytes, bytes]]  # as JSON? -> (content type, body)
+    metrics: Callable[[bool], Awaitable[tuple[bytes, bytes]]]  # as JSON? -> (content type, body)
     close: Callable[[], Awaitable[None]]
 
 
@@ -69,7 +69,7 @@ class Gateway:
         if kind != "http" or mounts is None:
             return
         if scope["path"] == "/metrics" and scope["method"] == "GET":
-            content_type, body = mounts.metrics(b"format=json" in scope["query_string"])
+            content_type, body = await mounts.metrics(b"format=json" in scope["query_string"])
             headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": body})

@@ -17,6 +17,12 @@ Headers = list[tuple[bytes, bytes]]
 SERVER_HEADER = (b"server", b"Tabulae/0.1 (Windows-Azure-Table/1.0 compatible)")
 NO_CACHE = (b"cache-control", b"no-cache")
 NOSNIFF = (b"x-content-type-options", b"nosniff")
+# The scope extension under which our protocol hands over the x-ms-meta-* header names as sent:
+# ASGI lower-cases header names, and metadata names keep their case.
+META_NAMES_EXTENSION = "tabulae.meta_names"
+# And back: uvicorn lower-cases response header names too, so a response whose header names must
+# keep their case lists them in this header, which our protocol removes as it restores the case.
+HEADER_CASE = b"x-tabulae-header-case"
 
 
 @dataclass(slots=True)
@@ -32,6 +38,8 @@ class Request:
     x_http_methods: tuple[str, ...] = ()  # X-HTTP-Method values, one per header line
     body: bytes = b""
     grant: Any = None  # the SasGrant of a SAS-authorised request
+    raw_headers: list[tuple[bytes, bytes]] = field(default_factory=list, repr=False)  # as ASGI gives them
+    meta_names: list[str] | None = None  # x-ms-meta-* names in their sent case (our protocol keeps them)
     _query: dict[str, str] | None = field(default=None, repr=False)
 
     @classmethod
@@ -54,6 +62,8 @@ class Request:
             scheme=scope.get("scheme", "http"),
             client_ip=client[0] if client else None,
             x_http_methods=tunnels,
+            raw_headers=raw_headers,
+            meta_names=scope.get("extensions", {}).get(META_NAMES_EXTENSION),
         )
 
     @property

@@ -15,7 +15,7 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from tabulae.http.errors import error_xml
-from tabulae.http.messages import error_time
+from tabulae.http.messages import HEADER_CASE, META_NAMES_EXTENSION, error_time
 from tabulae.model.errors import TableError
 
 MAX_URL_BYTES = 64 * 1024
@@ -25,6 +25,23 @@ HEADER_TIMEOUT_SECONDS = 30.0  # a request line and headers arriving slower than
 
 class _TooLarge(Exception):
     """Raised from a parser callback; httptools turns it into a parse error we then answer."""
+
+
+_CASE_LINE = b"\r\n" + HEADER_CASE + b": "
+
+
+def restore_header_case(head: bytes) -> bytes:
+    """Give the header names listed in the :data:`HEADER_CASE` line of a response head their
+    case back (uvicorn writes every name lower-cased), and drop that line."""
+    start = head.find(_CASE_LINE)
+    if start < 0:
+        return head
+    end = head.index(b"\r\n", start + len(_CASE_LINE))
+    names = head[start + len(_CASE_LINE) : end].split(b",")
+    head = head[:start] + head[end:]
+    for name in names:
+        head = head.replace(b"\r\n" + name.lower() + b": ", b"\r\n" + name + b": ", 1)
+    return head
 
 
 class CoalescingTransport:
@@ -47,6 +64,8 @@ class CoalescingTransport:
     def write(self, data: bytes) -> None:
         if not self._pending:
             self._loop.call_soon(self.flush)
+        if data[:5] == b"HTTP/" and _CASE_LINE in data:  # a response head naming cased headers
+            data = restore_header_case(data)
         self._pending.append(data)
 
     def flush(self) -> None:
@@ -116,6 +135,9 @@ class AzureHttpProtocol(HttpToolsProtocol):
         if self._header_bytes > MAX_HEADER_BYTES:
             self._error = TableError("RequestHeaderTooLarge")
             raise _TooLarge
+        if name[:10].lower() == b"x-ms-meta-":  # metadata names keep the case they were sent in
+            extensions: dict[str, Any] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]
+            extensions.setdefault(META_NAMES_EXTENSION, []).append(name.decode("latin-1"))
         super().on_header(name, value)
 
     def send_400_response(self, msg: str) -> None:

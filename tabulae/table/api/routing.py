@@ -8,9 +8,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from tabulae.http.addressing import locate_account
+from tabulae.http.addressing import decode_segments, locate_account
 from tabulae.model.errors import TableError
-from tabulae.table.api.urls import decode_segments, parse_segment
+from tabulae.table.api.urls import parse_segment
 
 
 class Resource(enum.Enum):
