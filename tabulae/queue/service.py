@@ -8,9 +8,10 @@ messages; it never sees HTTP and never writes SQL.
 Pop receipts. A receipt the client sees is Base64 of 20 bytes, as Azure's are: a version byte,
 11 random bytes that the store keeps as the message's current receipt (one value shared by every
 message of one Get Messages, as Azure does), and the first 8 bytes of the message's id. So a
-receipt given for another message is told apart without a read (400 ``PopReceiptMismatch``),
-and a receipt of this message that is no longer its current one (the message was updated, or
-taken again after reappearing) is 404 ``MessageNotFound``, the answer Azure gives then.
+receipt given for another message is told apart before anything is written (400
+``PopReceiptMismatch``), and a receipt of this message that is no longer its current one (the
+message was updated, or taken again after reappearing) is 404 ``MessageNotFound``, the answer
+Azure gives then.
 """
 
 from __future__ import annotations
@@ -126,21 +127,16 @@ def client_receipt(nonce: str, message_id: str) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
-def read_receipt(receipt: str, message_id: str) -> str:
-    """The stored receipt (nonce) of a client's receipt for ``message_id``.
-
-    Raises 400 ``InvalidQueryParameterValue`` for a value that is no receipt of ours and 400
-    ``PopReceiptMismatch`` for a receipt given for another message.
-    """
+def read_receipt(receipt: str) -> tuple[str, bytes]:
+    """A client's receipt as (stored receipt, tag of the message it was given for); 400
+    ``InvalidQueryParameterValue`` for a value that is no receipt of ours."""
     try:
         raw = base64.b64decode(receipt.replace(" ", "+"), validate=True)
     except (binascii.Error, ValueError):
         raw = b""
     if len(raw) != _RECEIPT_BYTES or raw[0] != _RECEIPT_VERSION:
         raise invalid_parameter("popreceipt", receipt, "invalid receipt format")
-    if raw[1 + _NONCE_BYTES :] != _message_tag(message_id):
-        raise TableError("PopReceiptMismatch")
-    return base64.b64encode(raw[1 : 1 + _NONCE_BYTES]).decode("ascii")
+    return base64.b64encode(raw[1 : 1 + _NONCE_BYTES]).decode("ascii"), raw[1 + _NONCE_BYTES :]
 
 
 def canonical_message_id(text: str) -> str:
@@ -292,7 +288,7 @@ class QueueService:
         if text is not None:
             check_text(text, version)
         message_id = canonical_message_id(message_id)
-        nonce = read_receipt(receipt, message_id)
+        nonce = await self._receipt_for(account, name, message_id, receipt)
         now = self.clock()
         try:
             updated = await self.store.update_message(
@@ -312,11 +308,23 @@ class QueueService:
     async def delete_message(self, account: str, name: str, message_id: str, receipt: str) -> None:
         check_lower_dns_name(name)
         message_id = canonical_message_id(message_id)
-        nonce = read_receipt(receipt, message_id)
+        nonce = await self._receipt_for(account, name, message_id, receipt)
         try:
             await self.store.delete_message(account, name, message_id, nonce, self.clock())
         except TableError as error:
             raise _stale(error) from None
+
+    async def _receipt_for(self, account: str, name: str, message_id: str, receipt: str) -> str:
+        """The stored receipt a client's receipt for ``message_id`` stands for. A receipt given for
+        another message is refused before anything is written (the messages of one Get share a
+        stored receipt), with the error of the first thing wrong: no queue, no such message, or
+        ``PopReceiptMismatch``. The store is asked with a receipt it never holds, which changes
+        nothing and says which it is."""
+        nonce, tag = read_receipt(receipt)
+        if tag != _message_tag(message_id):
+            await self.store.delete_message(account, name, message_id, "", self.clock())
+            raise TableError("PopReceiptMismatch")  # not reached: the store raised already
+        return nonce
 
     async def clear_messages(self, account: str, name: str) -> None:
         """Delete every message, a transaction at a time; a queue too large to clear within

@@ -107,10 +107,14 @@ _PUT = (
     " SELECT %(q)s, %(id)s::uuid, %(inserted)s, %(expires)s, %(visible)s, %(dequeues)s, %(receipt)s, %(body)s"
     f" WHERE {_ALIVE}"
 )
+# The rows to take are picked once, in a materialized CTE: a plain ``id IN (SELECT … LIMIT n)``
+# may be evaluated again for each row the UPDATE visits, and then takes more than ``n`` rows.
 _TAKE = (
-    "UPDATE queue_messages SET visible = %(visible)s, dequeues = dequeues + 1, receipt = %(receipt)s"
-    f" WHERE queue_id = %(q)s AND id IN (SELECT id FROM queue_messages WHERE {_FRONT} FOR UPDATE SKIP LOCKED)"
-    f" AND {_ALIVE} RETURNING seq, {_COLUMNS}"
+    "WITH picked AS MATERIALIZED ("
+    f"SELECT id FROM queue_messages WHERE {_FRONT} FOR UPDATE SKIP LOCKED)"
+    " UPDATE queue_messages m SET visible = %(visible)s, dequeues = m.dequeues + 1, receipt = %(receipt)s"
+    f" FROM picked WHERE m.queue_id = %(q)s AND m.id = picked.id AND {_ALIVE}"
+    " RETURNING m.seq, m.id::text, m.inserted, m.expires, m.visible, m.dequeues, m.receipt, m.body"
 )
 _PEEK = (
     f"SELECT {_COLUMNS} FROM queue_messages WHERE {_VISIBLE} AND {_ALIVE} ORDER BY visible, seq LIMIT %(n)s"
@@ -126,8 +130,9 @@ _DELETE = (
 )
 _EXISTS = "SELECT 1 FROM queue_messages WHERE queue_id = %s AND id = %s::uuid AND expires > %s"
 _DELETE_SOME = (
-    "DELETE FROM queue_messages WHERE queue_id = %(q)s"
-    " AND id IN (SELECT id FROM queue_messages WHERE queue_id = %(q)s{condition} LIMIT %(n)s)"
+    "WITH picked AS MATERIALIZED"
+    " (SELECT id FROM queue_messages WHERE queue_id = %(q)s{condition} LIMIT %(n)s)"
+    " DELETE FROM queue_messages m USING picked WHERE m.queue_id = %(q)s AND m.id = picked.id"
 )
 
 
