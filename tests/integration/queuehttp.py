@@ -145,24 +145,32 @@ class QueueHttp:
         prefix = f"/{self.account}" if path_prefix is None else path_prefix
         raw_target = prefix + target
         payload = body.encode("utf-8") if isinstance(body, str) else body
-        merged: dict[str, str | None] = {"x-ms-version": VERSION, "x-ms-date": formatdate(usegmt=True)}
+        # lower-case name -> (name as sent, value); the case of a name is kept on the wire.
+        merged: dict[str, tuple[str, str | None]] = {
+            "x-ms-version": ("x-ms-version", VERSION),
+            "x-ms-date": ("x-ms-date", formatdate(usegmt=True)),
+        }
         if payload:
-            merged["content-type"] = "application/xml"
+            merged["content-type"] = ("Content-Type", "application/xml")
         for name, value in (headers or {}).items():
-            merged[name.lower()] = value
-        final = {k: v for k, v in merged.items() if v is not None}
-        final["content-length"] = str(len(payload or b""))
+            merged[name.lower()] = (name, value)
+        final = {lower: pair for lower, pair in merged.items() if pair[1] is not None}
+        final["content-length"] = ("Content-Length", str(len(payload or b"")))
         if auth in ("SharedKey", "SharedKeyLite") and "authorization" not in final:
-            signed = {k: v for k, v in final.items() if k != "host"}
-            for name, value in extra_headers:
-                signed[name.lower()] = value
+            signed = {lower: str(value) for lower, (_name, value) in final.items() if lower != "host"}
+            for name, value in extra_headers:  # a repeated header is signed as its values joined
+                lower = name.lower()
+                signed[lower] = f"{signed[lower]},{value}" if lower in signed else value
             text = string_to_sign(auth, method, signed, self.account, raw_target)
-            final["authorization"] = f"{auth} {self.account}:{_hmac(key or self.key, text)}"
+            final["authorization"] = (
+                "Authorization",
+                f"{auth} {self.account}:{_hmac(key or self.key, text)}",
+            )
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
             conn.putrequest(method, raw_target, skip_host="host" in final, skip_accept_encoding=True)
-            for name, value in [*final.items(), *extra_headers]:
-                conn.putheader(name, value)
+            for name, value in [*final.values(), *extra_headers]:
+                conn.putheader(name, str(value))
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 conn.endheaders(payload)
             response = conn.getresponse()
@@ -179,13 +187,13 @@ class QueueHttp:
         return self.request("DELETE", f"/{queue}")
 
     def put(self, queue: str, text: str, query: str = "") -> QueueResponse:
-        body = f"<?xml version='1.0' encoding='utf-8'?>\n<QueueMessage><MessageText>{text}</MessageText></QueueMessage>"
-        return self.request("POST", f"/{queue}/messages{query}", body)
+        return self.request("POST", f"/{queue}/messages{query}", message_body(text))
 
 
 def message_body(text: str) -> str:
     """A Put or Update Message body as the Python SDK writes it (``text`` already escaped)."""
-    return f"<?xml version='1.0' encoding='utf-8'?>\n<QueueMessage><MessageText>{text}</MessageText></QueueMessage>"
+    declaration = "<?xml version='1.0' encoding='utf-8'?>\n"
+    return f"{declaration}<QueueMessage><MessageText>{text}</MessageText></QueueMessage>"
 
 
 def quoted(value: str) -> str:

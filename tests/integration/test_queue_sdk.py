@@ -88,9 +88,16 @@ def test_metadata_is_replaced_and_cleared(queue: Any) -> None:
 
 
 def test_bad_names_and_metadata(queue_service: Any) -> None:
-    for name, code in (("ab", "OutOfRangeInput"), ("a" * 64, "OutOfRangeInput"), ("Upper", "InvalidResourceName"),
-                       ("a--b", "InvalidResourceName"), ("-ab", "InvalidResourceName"), ("ab_c", "InvalidResourceName"),
-                       ("\u554a\u554a\u554a", "InvalidResourceName")):  # fmt: skip
+    bad_names = {
+        "ab": "OutOfRangeInput",
+        "a" * 64: "OutOfRangeInput",
+        "Upper": "InvalidResourceName",
+        "a--b": "InvalidResourceName",
+        "-ab": "InvalidResourceName",
+        "ab_c": "InvalidResourceName",
+        "\u554a\u554a\u554a": "InvalidResourceName",
+    }
+    for name, code in bad_names.items():
         with pytest.raises(HttpResponseError) as error:
             queue_service.create_queue(name)
         assert (error.value.status_code, code_of(error.value)) == (400, code), name
