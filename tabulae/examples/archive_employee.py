@@ -114,10 +114,8 @@ def archive_one(
         log(f"copied {department}/{employee_id} to the archive (attempt {message.dequeue_count})")
     if after_copy is not None:
         after_copy()
-    try:
+    with contextlib.suppress(ResourceNotFoundError):
         clients.current.delete_entity(department, employee_id)  # step 5, "delete if exists"
-    except ResourceNotFoundError:
-        pass
     clients.queue.delete_message(message)  # step 6
     log(f"archived {department}/{employee_id}")
     return True
