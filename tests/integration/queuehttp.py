@@ -15,6 +15,7 @@ import http.client
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from email.utils import formatdate
 from urllib.parse import parse_qsl, quote
 
@@ -198,3 +199,41 @@ def message_body(text: str) -> str:
 
 def quoted(value: str) -> str:
     return quote(value, safe="")
+
+
+# ------------------------------------------------------------------------- SAS tokens, signed here
+
+
+def sign(text: str, key: str = DEV_KEY) -> str:
+    return base64.b64encode(hmac.new(base64.b64decode(key), text.encode(), hashlib.sha256).digest()).decode()
+
+
+def account_sas(
+    *, ss: str = "q", srt: str = "sco", sp: str = "rwdlacup", se: datetime | None = None, **extra: str
+) -> dict[str, str]:
+    """An account SAS signed here from "Create an account SAS" (version 2020-12-06 and later)."""
+    fields = {
+        "sv": "2026-10-06",
+        "ss": ss,
+        "srt": srt,
+        "sp": sp,
+        "se": (se or datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        **extra,
+    }
+    order = ("sp", "ss", "srt", "st", "se", "sip", "spr", "sv", "ses")
+    text = DEV_ACCOUNT + "\n" + "".join(f"{fields.get(name, '')}\n" for name in order)
+    return {**fields, "sig": sign(text)}
+
+
+def queue_sas(queue: str, *, sp: str = "raup", sv: str = "2026-10-06", **extra: str) -> dict[str, str]:
+    """A queue SAS signed here from "Create a service SAS"."""
+    fields = {"sv": sv, **({"sp": sp} if sp else {}), **extra}
+    if "se" not in fields and "si" not in fields:
+        fields["se"] = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if sv >= "2015-04-05":
+        values = [fields.get(n, "") for n in ("sp", "st", "se")] + [f"/queue/{DEV_ACCOUNT}/{queue}"]
+        values += [fields.get(n, "") for n in ("si", "sip", "spr", "sv")]
+    else:
+        values = [fields.get(n, "") for n in ("sp", "st", "se")] + [f"/{DEV_ACCOUNT}/{queue}"]
+        values += [fields.get(n, "") for n in ("si", "sv")]
+    return {**fields, "sig": sign("\n".join(values))}

@@ -6,8 +6,6 @@ oversized messages, bad names and metadata). Runs on every store, through raw HT
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -20,11 +18,14 @@ from tests.integration.queuehttp import (
     DECLARATION,
     QueueHttp,
     QueueResponse,
+    account_sas,
     assert_error,
     message_body,
+    queue_sas,
     quoted,
+    sign,
 )
-from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
+from tests.serverproc import DEV_ACCOUNT, ServerProcess
 
 RFC1123 = r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT"
 GUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -46,41 +47,6 @@ def put_and_get(http: QueueHttp, queue: str, text: str = "hello") -> tuple[str, 
     message = taken.xml().find("QueueMessage")
     assert message is not None, taken
     return message.findtext("MessageId") or "", message.findtext("PopReceipt") or ""
-
-
-def sign(text: str, key: str = DEV_KEY) -> str:
-    return base64.b64encode(hmac.new(base64.b64decode(key), text.encode(), hashlib.sha256).digest()).decode()
-
-
-def account_sas(
-    *, ss: str = "q", srt: str = "sco", sp: str = "rwdlacup", se: datetime | None = None, **extra: str
-) -> dict[str, str]:
-    """An account SAS signed here from "Create an account SAS" (version 2020-12-06 and later)."""
-    fields = {
-        "sv": "2026-10-06",
-        "ss": ss,
-        "srt": srt,
-        "sp": sp,
-        "se": (se or datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        **extra,
-    }
-    order = ("sp", "ss", "srt", "st", "se", "sip", "spr", "sv", "ses")
-    text = DEV_ACCOUNT + "\n" + "".join(f"{fields.get(name, '')}\n" for name in order)
-    return {**fields, "sig": sign(text)}
-
-
-def queue_sas(queue: str, *, sp: str = "raup", sv: str = "2026-10-06", **extra: str) -> dict[str, str]:
-    """A queue SAS signed here from "Create a service SAS"."""
-    fields = {"sv": sv, **({"sp": sp} if sp else {}), **extra}
-    if "se" not in fields and "si" not in fields:
-        fields["se"] = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if sv >= "2015-04-05":
-        values = [fields.get(n, "") for n in ("sp", "st", "se")] + [f"/queue/{DEV_ACCOUNT}/{queue}"]
-        values += [fields.get(n, "") for n in ("si", "sip", "spr", "sv")]
-    else:
-        values = [fields.get(n, "") for n in ("sp", "st", "se")] + [f"/{DEV_ACCOUNT}/{queue}"]
-        values += [fields.get(n, "") for n in ("si", "sv")]
-    return {**fields, "sig": sign("\n".join(values))}
 
 
 def with_sas(
