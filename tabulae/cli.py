@@ -83,10 +83,16 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tabulae", description="A self-hosted Azure Table Storage server.")
+    parser = argparse.ArgumentParser(
+        prog="tabulae", description="A self-hosted Azure Table and Queue Storage server."
+    )
     parser.add_argument("--version", action="version", version=f"tabulae {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the Table service", description="Run the Table service.")
+    serve = commands.add_parser(
+        "serve",
+        help="run the Table and Queue services",
+        description="Run the storage account's services: Table (port 10002) and Queue (port 10001).",
+    )
     add_setting_flags(serve)
     top.add_arguments(commands.add_parser("top", help="show the hottest partitions of a server, live"))
     stress.add_arguments(
