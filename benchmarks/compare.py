@@ -89,8 +89,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--queue-messages",
         type=int,
-        default=100_000,
-        help="messages in the queue before get+delete runs (default 100,000; it must not run dry)",
+        default=50_000,
+        help="messages in the get+delete queue before it runs, on both servers (default 50,000; "
+        "it must not run dry)",
     )
     parser.add_argument("--tabulae-args", default="", help='extra arguments for "tabulae serve"')
     parser.add_argument(

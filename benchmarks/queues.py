@@ -11,8 +11,9 @@ Shared Key signs the path, every query parameter and Content-Length but not the 
   SAS (``sp=p``, made here) instead of a Shared Key, which covers neither. Its rate is messages
   deleted per second (two requests each).
 
-The get+delete queue is filled first with ``--queue-messages`` messages (the put workload's
-queue, topped up), so it never runs dry during a run.
+The get+delete queue of its own is filled first with ``--queue-messages`` messages, the same
+backlog on both servers (a queue's backlog matters to how fast it can be taken from), and must
+not run dry during the run: Get Messages answers that find it empty are counted and noted.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from yarl import URL
 
 API_VERSION = "2026-10-06"
 PUT_QUEUE = "bench-put"
+GET_DELETE_QUEUE = "bench-get-delete"  # filled with exactly --queue-messages, for both servers alike
+PEEK_QUEUE = "bench-peek"
+PEEK_MESSAGES = 1000  # the peeked queue's backlog, the same on both servers
 MESSAGE_TEXT = "m" * 1024
 BODY = (
     "<?xml version='1.0' encoding='utf-8'?>\n"

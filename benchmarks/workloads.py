@@ -49,7 +49,7 @@ class Options:
     scan_max_duration: float = 120.0
     batch_size: int = 100
     timeout: float = 30.0
-    queue_messages: int = 100_000  # messages in the get+delete queue before it runs
+    queue_messages: int = 50_000  # messages in the get+delete queue before it runs
 
 
 @dataclass
@@ -556,7 +556,7 @@ class QueuePut(Workload):
 
 
 class QueuePeek(Workload):
-    """GET /{queue}/messages?peekonly=true: the front message, nothing changed."""
+    """GET /{queue}/messages?peekonly=true on a queue of 1,000 messages: the front one, unchanged."""
 
     name = "queue-peek"
     title = "queue peek"
@@ -564,10 +564,11 @@ class QueuePeek(Workload):
     service = "queue"
 
     async def prepare(self, ctx: Context, http: QueueHttp) -> Prepared:
-        await http.create(queues.PUT_QUEUE)
-        if await http.count(queues.PUT_QUEUE) == 0:
-            await http.fill(queues.PUT_QUEUE, 10)
-        path = f"/{protocol.ACCOUNT}/{queues.PUT_QUEUE}/messages"
+        await http.create(queues.PEEK_QUEUE)
+        have = await http.count(queues.PEEK_QUEUE)
+        if have < queues.PEEK_MESSAGES:
+            await http.fill(queues.PEEK_QUEUE, queues.PEEK_MESSAGES - have)
+        path = f"/{protocol.ACCOUNT}/{queues.PEEK_QUEUE}/messages"
         raw = queues.signed(ctx.queue_host, "GET", path, queues.PEEK_QUERY)
         reply = await http.send(raw)
         failures = []
@@ -589,18 +590,17 @@ class QueueGetDelete(Workload):
     service = "queue"
 
     async def prepare(self, ctx: Context, http: QueueHttp) -> Prepared:
-        await http.create(queues.PUT_QUEUE)
-        have = await http.count(queues.PUT_QUEUE)
+        await http.create(queues.GET_DELETE_QUEUE)
+        have = await http.count(queues.GET_DELETE_QUEUE)
         want = ctx.options.queue_messages
         if have < want:
-            put, seconds = await http.fill(queues.PUT_QUEUE, want - have)
-            print(
-                f"  put {put:,} messages into {queues.PUT_QUEUE} in {seconds:.1f}s ({put / seconds:,.0f}/s)"
-            )
-        path = f"/{protocol.ACCOUNT}/{queues.PUT_QUEUE}/messages"
+            put, seconds = await http.fill(queues.GET_DELETE_QUEUE, want - have)
+            rate = put / seconds if seconds else 0
+            print(f"  put {put:,} messages into {queues.GET_DELETE_QUEUE} in {seconds:.1f}s ({rate:,.0f}/s)")
+        path = f"/{protocol.ACCOUNT}/{queues.GET_DELETE_QUEUE}/messages"
         get = queues.signed(ctx.queue_host, "GET", path, queues.GET_QUERY)
         head = [(n, v) for n, v in get.headers if n in ("Host", "Accept", "x-ms-version", "x-ms-date")]
-        sas = queues.queue_sas(queues.PUT_QUEUE, "p")
+        sas = queues.queue_sas(queues.GET_DELETE_QUEUE, "p")
         failures = []
         reply = await http.send(get)
         message_id = queues.between(reply.body, b"<MessageId>", b"</MessageId>")
