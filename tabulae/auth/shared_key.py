@@ -251,11 +251,20 @@ _HEADER_RANKS = {c: rank for rank, c in enumerate("!#$%&*.^_`|~+0123456789abcdef
 _HEADER_TIE_RANKS = {"'": 1, "-": 2}
 
 
+_ORDER_CACHE: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+
+
 def _header_order(name: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    lowered = name.lower()
-    ranks = tuple(_HEADER_RANKS[c] for c in lowered if c in _HEADER_RANKS)
-    ties = tuple(_HEADER_TIE_RANKS.get(c, 0) for c in lowered)
-    return ranks, ties
+    """The sort key of a header name, computed once per name (clients send the same few)."""
+    cached = _ORDER_CACHE.get(name)
+    if cached is None:
+        lowered = name.lower()
+        ranks = tuple(_HEADER_RANKS[c] for c in lowered if c in _HEADER_RANKS)
+        ties = tuple(_HEADER_TIE_RANKS.get(c, 0) for c in lowered)
+        cached = (ranks, ties)
+        if len(_ORDER_CACHE) < 4096:
+            _ORDER_CACHE[name] = cached
+    return cached
 
 
 def canonical_headers(headers: dict[str, str]) -> str:

@@ -41,6 +41,7 @@ class Request:
     raw_headers: list[tuple[bytes, bytes]] = field(default_factory=list, repr=False)  # as ASGI gives them
     meta_names: list[str] | None = None  # x-ms-meta-* names in their sent case (our protocol keeps them)
     _query: dict[str, str] | None = field(default=None, repr=False)
+    _pairs: list[tuple[str, str]] | None = field(default=None, repr=False)
 
     @classmethod
     def from_scope(cls, scope: dict[str, Any]) -> Request:
@@ -67,17 +68,27 @@ class Request:
         )
 
     @property
+    def query_pairs(self) -> list[tuple[str, str]]:
+        """Every form-decoded query parameter in order, repeats included (what Blob/Queue Shared
+        Key signs)."""
+        if self._pairs is None:
+            try:
+                self._pairs = (
+                    parse_qsl(self.query_string, keep_blank_values=True, errors="strict")
+                    if self.query_string
+                    else []
+                )
+            except UnicodeDecodeError as exc:
+                raise TableError("InvalidQueryParameterValue") from exc
+        return self._pairs
+
+    @property
     def query(self) -> dict[str, str]:
         """Form-decoded query parameters (``+`` is a space); the first value of a name wins."""
         if self._query is None:
             parsed: dict[str, str] = {}
-            if self.query_string:
-                try:
-                    pairs = parse_qsl(self.query_string, keep_blank_values=True, errors="strict")
-                except UnicodeDecodeError as exc:
-                    raise TableError("InvalidQueryParameterValue") from exc
-                for name, value in pairs:
-                    parsed.setdefault(name, value)
+            for name, value in self.query_pairs:
+                parsed.setdefault(name, value)
             self._query = parsed
         return self._query
 

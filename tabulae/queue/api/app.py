@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from urllib.parse import parse_qsl
 
 from tabulae.auth.flow import authenticate
 from tabulae.auth.sas import SasToken, StoredPolicy
@@ -71,16 +70,12 @@ class QueueApp(Frontend[Route]):
         keys = self.options.accounts[route.account]
 
         def shared_key(header: str) -> None:
-            try:
-                pairs = parse_qsl(request.query_string, keep_blank_values=True, errors="strict")
-            except UnicodeDecodeError as exc:
-                raise TableError("InvalidQueryParameterValue") from exc
             verify_blob_queue_authorization(
                 header,
                 method=request.method,
                 raw_path=request.raw_path,
                 headers=request.headers,
-                query_pairs=pairs,
+                query_pairs=request.query_pairs,
                 account=route.account,
                 keys=keys,
             )
