@@ -137,7 +137,7 @@ def build_gateway(settings: Settings) -> Gateway:
                 if figures is not None:
                     queue_snapshot = queue_insight.snapshot(stats, now_us())
                     snapshot["queues"] = queue_snapshot["queues"]
-                    snapshot["targets"]["queue"] = queue_snapshot["queue_target"]
+                    snapshot["queue_target"] = queue_snapshot["queue_target"]
                     snapshot["warnings"].extend(queue_snapshot["warnings"])
                 return b"application/json", orjson.dumps(snapshot)
             text = insight.prometheus()

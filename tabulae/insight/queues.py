@@ -37,9 +37,10 @@ _RATED = ("put", "get", "delete", "throttled")  # the windowed rates
 class _Series:
     """One queue's totals since start, and per-second sums of the rated counts."""
 
-    __slots__ = ("buckets", "counts", "last_seen", "requests", "throttled")
+    __slots__ = ("buckets", "checked", "counts", "last_seen", "requests", "throttled")
 
     def __init__(self, window: int) -> None:
+        self.checked = -1  # the second the hot-queue warning was last looked at
         self.requests = 0
         self.throttled = 0
         self.counts = dict.fromkeys(OPS, 0)
@@ -143,7 +144,8 @@ class QueueInsight:
                 "times were handed out again; a consumer keeps failing on them (move them to a poison "
                 "queue after a few attempts)",
             )
-        if op in _RATED:
+        if op in _RATED and series.checked != second:  # once a second is enough for a log line
+            series.checked = second
             warning = self._hot_warning(account, queue, series.rates(second))
             if warning is not None:
                 self._emit("hot-queue", account, queue, now, warning["message"])

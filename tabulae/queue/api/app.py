@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from tabulae.auth.flow import authenticate
-from tabulae.auth.sas import SasToken, StoredPolicy
+from tabulae.auth.sas import SasToken, StoredPolicy, stored_policies
 from tabulae.auth.shared_key import verify_blob_queue_authorization
 from tabulae.http.errors import XML_CONTENT_TYPE, error_xml
 from tabulae.http.frontend import Frontend
@@ -78,6 +78,7 @@ class QueueApp(Frontend[Route]):
                 query_pairs=request.query_pairs,
                 account=route.account,
                 keys=keys,
+                max_skew_seconds=self.options.clock_skew,
             )
 
         async def sas(token: SasToken) -> QueueGrant:
@@ -87,9 +88,7 @@ class QueueApp(Frontend[Route]):
                     identifiers = await self.service.get_acl(route.account, route.queue)
                 except TableError:
                     identifiers = []
-                policies = {
-                    i.id: StoredPolicy(i.start, i.expiry, i.permission) for i in identifiers if i.has_policy
-                }
+                policies = stored_policies(identifiers)
             return verify_sas(
                 token,
                 account=route.account,

@@ -144,6 +144,7 @@ class PostgresQueues(QueueStore):
     """The :class:`QueueStore` contract over a :class:`PostgresDatabase`."""
 
     def __init__(self, database: PostgresDatabase) -> None:
+        self._db = database
         self._run = database.run
         self._ids: dict[tuple[str, str], int] = {}  # (account, name) -> queue id, a hint
 
@@ -311,24 +312,10 @@ class PostgresQueues(QueueStore):
         await self._update_queue(account, name, "acl", acl)
 
     async def get_service_properties(self, account: str) -> bytes | None:
-        async def run(conn: Connection) -> bytes | None:
-            cursor = await conn.execute(
-                "SELECT properties FROM queue_service_properties WHERE account = %s", (account,)
-            )
-            row = await cursor.fetchone()
-            return bytes(row[0]) if row else None
-
-        return await self._run(run, idempotent=True)
+        return await self._db.account_document("queue_service_properties", account)
 
     async def set_service_properties(self, account: str, properties: bytes) -> None:
-        async def run(conn: Connection) -> None:
-            await conn.execute(
-                "INSERT INTO queue_service_properties (account, properties) VALUES (%s, %s)"
-                " ON CONFLICT (account) DO UPDATE SET properties = excluded.properties",
-                (account, properties),
-            )
-
-        await self._run(run, idempotent=True)
+        await self._db.set_account_document("queue_service_properties", account, properties)
 
     # ----------------------------------------------------------------------------- messages
 

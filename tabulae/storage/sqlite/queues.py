@@ -120,13 +120,10 @@ class SqliteQueues(QueueStore):
         await self._db.write(_update_queue, account, name, "acl", acl, savepoint=False)
 
     async def get_service_properties(self, account: str) -> bytes | None:
-        row = self._db.reader.execute(
-            "SELECT properties FROM queue_service_properties WHERE account = ?", (account,)
-        ).fetchone()
-        return row[0] if row else None
+        return self._db.account_document("queue_service_properties", account)
 
     async def set_service_properties(self, account: str, properties: bytes) -> None:
-        await self._db.write(_set_service_properties, account, properties, savepoint=False)
+        await self._db.set_account_document("queue_service_properties", account, properties)
 
     # ----------------------------------------------------------------------------- messages
 
@@ -242,14 +239,6 @@ def _update_queue(conn: sqlite3.Connection, account: str, name: str, column: str
     )
     if cursor.rowcount == 0:
         raise TableError("QueueNotFound")
-
-
-def _set_service_properties(conn: sqlite3.Connection, account: str, properties: bytes) -> None:
-    conn.execute(
-        "INSERT INTO queue_service_properties (account, properties) VALUES (?, ?)"
-        " ON CONFLICT (account) DO UPDATE SET properties = excluded.properties",
-        (account, properties),
-    )
 
 
 def _put_message(conn: sqlite3.Connection, account: str, name: str, m: QueueMessage) -> None:

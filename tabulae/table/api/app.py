@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from tabulae.auth.flow import authenticate
-from tabulae.auth.sas import SasToken, StoredPolicy
+from tabulae.auth.sas import SasToken, StoredPolicy, stored_policies
 from tabulae.auth.shared_key import verify_authorization
 from tabulae.http.errors import XML_CONTENT_TYPE, error_json, error_xml
 from tabulae.http.frontend import Frontend
@@ -107,9 +107,7 @@ class TableApp(Frontend[Route]):
                     identifiers = await self.service.get_acl(route.account, token.tn)
                 except TableError:
                     identifiers = []
-                policies = {
-                    i.id: StoredPolicy(i.start, i.expiry, i.permission) for i in identifiers if i.has_policy
-                }
+                policies = stored_policies(identifiers)
             return verify_sas(
                 token,
                 account=route.account,
