@@ -48,8 +48,10 @@ def canonical_paths(account: str, raw_path: str) -> list[str]:
     ``get_service_stats`` even prefixes the primary path with the secondary segment, so three
     candidates are tried there.
     """
-    paths = [raw_path]
     secondary = f"/{account}{SECONDARY_SUFFIX}"
+    if not raw_path.startswith(secondary):
+        return [f"/{account}{raw_path}"]  # the common case, on every signed request
+    paths = [raw_path]
     rest = _strip_leading_segment(raw_path, secondary)
     if rest is not None:
         paths.append(f"/{account}{rest}")
@@ -65,8 +67,8 @@ def canonical_paths(account: str, raw_path: str) -> list[str]:
 def canonical_resources(account: str, raw_path: str, comp: str | None) -> list[str]:
     """The Table service's CanonicalizedResource candidates: a path of :func:`canonical_paths`
     and ``?comp=`` when the request has one (no other query parameter is signed)."""
-    query = "" if comp is None else f"?comp={comp}"
-    return [path + query for path in canonical_paths(account, raw_path)]
+    paths = canonical_paths(account, raw_path)
+    return paths if comp is None else [f"{path}?comp={comp}" for path in paths]
 
 
 def _strip_leading_segment(path: str, segment: str) -> str | None:

@@ -163,11 +163,12 @@ class TableApp:
         if route.secondary and method not in _READ_METHODS:
             raise TableError("AuthorizationFailure")
         query = request.query
+        resource = route.resource
         operation = resolve_operation(
-            route.resource,
+            resource,
             method,
             comp=query.get("comp"),
-            restype=query.get("restype"),
+            restype=query.get("restype") if resource is Resource.SERVICE else None,
             conditional="if-match" in request.headers,
         )
         grant: SasGrant | None = request.grant

@@ -7,7 +7,7 @@ The operation then picks the handler (``app.HANDLERS``) and the permissions a SA
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from enum import StrEnum
 
 from tabulae.model.errors import TableError
@@ -43,11 +43,11 @@ class Operation(StrEnum):
     BATCH = "EntityGroupTransaction"
 
 
-def effective_method(method: str, tunnels: Iterable[str]) -> str:
+def effective_method(method: str, tunnels: Sequence[str]) -> str:
     """The method after ``X-HTTP-Method`` tunnelling: POST only, one header, a known verb."""
+    if not tunnels:
+        return method
     values = list(tunnels)
-    if not values:
-        return method.upper()
     if method.upper() != "POST":
         raise TableError("XMethodNotUsingPost")
     if len(values) > 1:

@@ -36,13 +36,12 @@ class Route:
 
 def resolve(scheme: str, host: str, raw_path: str, accounts: dict[str, list[bytes]]) -> Route:
     """Work out the account, whether the secondary alias was used, and the resource."""
-    addressed = locate_account(scheme, host, decode_segments(raw_path)[1:], accounts)
-    segments = addressed.segments
+    account, secondary, base, segments = locate_account(scheme, host, decode_segments(raw_path)[1:], accounts)
     if not segments:
-        return Route(addressed.account, addressed.secondary, Resource.SERVICE, addressed.base)
+        return Route(account, secondary, Resource.SERVICE, base)
     if len(segments) != 1:
         raise TableError("InvalidUri")
-    return _resource(addressed.account, addressed.secondary, addressed.base, segments[0])
+    return _resource(account, secondary, base, segments[0])
 
 
 def _resource(account: str, secondary: bool, base: str, segment: str) -> Route:

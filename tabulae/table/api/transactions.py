@@ -64,7 +64,9 @@ def _header(sub: SubRequest, name: str) -> str | None:
 
 
 def _method(sub: SubRequest) -> str:
-    return effective_method(sub.method, [value for key, value in sub.headers if key == "x-http-method"])
+    return effective_method(
+        sub.method.upper(), [value for key, value in sub.headers if key == "x-http-method"]
+    )
 
 
 def _prefer(sub: SubRequest) -> str | None:
