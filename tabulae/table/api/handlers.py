@@ -7,7 +7,7 @@ from tabulae.model.entity import Entity, StoredEntity, entity_from_body, parse_j
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.table.api import odata
-from tabulae.table.api.operations import Operation, parse_if_match
+from tabulae.table.api.operations import Operation, write_condition
 from tabulae.table.api.routing import Route
 from tabulae.table.service import TableService, check_top
 
@@ -69,21 +69,20 @@ def parse_select(request: Request) -> list[str] | None:
 
 def if_match(request: Request, verb: str) -> str | None:
     """The ``If-Match`` condition after the header rules of "Update Entity"."""
-    if "if-none-match" in request.headers:
-        if "if-match" in request.headers:
-            raise TableError(
-                "InvalidInput",
-                "Both If-Match and If-None-Match HTTP headers cannot be specified at the same time. "
-                "Please specify only one of them.",
-            )
-        raise TableError(
-            "InvalidInput", f"If-None-Match HTTP header cannot be specified for {verb} operations."
-        )
-    return parse_if_match(request.headers.get("if-match"))
+    return write_condition(request.headers.get("if-match"), request.headers.get("if-none-match"), verb)
 
 
 def etag_header(entity: StoredEntity) -> tuple[bytes, bytes]:
     return (b"etag", entity.etag.encode("ascii"))
+
+
+def cost_headers(query_class: str, scanned: int) -> Headers:
+    """What a read cost, on every query response: its class (README, "Seeing what your design
+    costs") and the entities or table names examined for it."""
+    return [(b"x-tabulae-query-class", query_class.encode()), (b"x-tabulae-scanned", str(scanned).encode())]
+
+
+POINT_READ = cost_headers("point", 1)
 
 
 # ---------------------------------------------------------------------------------- tables
