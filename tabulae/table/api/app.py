@@ -145,7 +145,7 @@ class TableApp:
             except TableError:
                 identifiers = []
             policies = {
-                i.id: StoredPolicy(i.start, i.expiry, i.permission) for i in identifiers if i.has_policy
+                i.id: StoredPolicy(i.start, i.expiry, i.permission) for i in identifiers if i.policy_given
             }
         request.grant = verify_sas(
             token,
