@@ -25,6 +25,7 @@ from tabulae.http.messages import Clock, Request, RequestIds, Response, error_ti
 from tabulae.http.options import FrontendOptions
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import MutationKind
+from tabulae.model.policies import CorsRule
 from tabulae.table.api import admin, transactions
 from tabulae.table.api import handlers as ops
 from tabulae.table.api.odata import CONTENT_TYPES, MINIMAL, metadata_level
@@ -36,6 +37,10 @@ from tabulae.table.service import TableService
 log = logging.getLogger("tabulae")
 
 _READ_METHODS = {"GET", "HEAD", "OPTIONS"}
+# XML errors of the Table service's own that Azure writes as ``m:error`` (recorded: a table ACL on
+# a missing table; ``restype=service`` on a path under a table; Get Service Stats on the primary).
+# Front-end errors (authentication, headers) keep the generic ``<Error>`` with its detail elements.
+_METADATA_XML_ERRORS = frozenset({"TableNotFound", "InvalidQueryParameterValue"})
 
 Handler = Callable[[TableService, Request, Route], Awaitable[Response]]
 
@@ -79,6 +84,7 @@ class TableApp:
         self.options = options
         self._ids = RequestIds()
         self._clock = Clock()
+        self._cors_rules = cors.RulesCache(self._load_cors_rules)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         started = time.perf_counter()
@@ -101,9 +107,8 @@ class TableApp:
         except Exception:
             log.exception("unexpected error handling %s request", request.method)
             response = self._error_response(request, TableError("InternalError"), request_id, xml_errors)
-        origin = request.headers.get("origin")
-        if origin and route is not None and request.method != "OPTIONS":
-            response.headers.extend(await self._cors_headers(route, origin, request.method))
+        if route is not None and request.method != "OPTIONS":
+            response.headers.extend(await self._cors_headers(route, request))
         await send_response(send, request, response, request_id, self._clock)
         if self.options.access_log:
             log_request(request, response.status, request_id, started)
@@ -171,6 +176,8 @@ class TableApp:
             restype=query.get("restype") if resource is Resource.SERVICE else None,
             conditional="if-match" in request.headers,
         )
+        if operation is Operation.GET_SERVICE_STATS and not route.secondary:
+            raise TableError("InvalidQueryParameterValue")  # stats exist on the secondary endpoint only
         grant: SasGrant | None = request.grant
         if operation is Operation.BATCH:
             authorize = _batch_authorizer(grant) if grant is not None else None
@@ -179,25 +186,44 @@ class TableApp:
             )
         if grant is not None:
             grant.check(operation, pk=route.pk, rk=route.rk)
-        return await HANDLERS[operation](self.service, request, route)
+        if route.resource is Resource.NESTED:
+            return await ops.nested(self.service, request, route, operation)
+        response = await HANDLERS[operation](self.service, request, route)
+        if operation is Operation.SET_SERVICE_PROPERTIES:
+            self._cors_rules.forget(route.account)
+        return response
 
     async def _preflight(self, request: Request, route: Route) -> Response:
         properties = await self.service.get_service_properties(route.account)
         return cors.preflight(properties.cors, request.headers)
 
-    async def _cors_headers(self, route: Route, origin: str, method: str) -> list[tuple[bytes, bytes]]:
+    async def _cors_headers(self, route: Route, request: Request) -> list[tuple[bytes, bytes]]:
+        """The CORS headers of an actual request, by the account's rules ("CORS support for the
+        Azure Storage services"). A request with ``Origin`` reads the rules; a GET or HEAD without
+        one (where only ``Vary``, or a ``*`` rule's headers, can apply) takes them from a cache
+        refreshed every second, so the busiest requests do not read service properties."""
+        origin = request.headers.get("origin")
+        method = request.method
         try:
-            properties = await self.service.get_service_properties(route.account)
+            if origin:
+                rules = (await self.service.get_service_properties(route.account)).cors
+            elif method in cors.VARYING_METHODS:
+                rules = await self._cors_rules.get(route.account)
+            else:
+                return []
         except TableError:
             return []
-        return cors.actual_headers(properties.cors, origin, method, ops.EXPOSED_HEADERS)
+        return cors.actual_headers(rules, origin, method, ops.EXPOSED_HEADERS)
+
+    async def _load_cors_rules(self, account: str) -> list[CorsRule]:
+        return (await self.service.get_service_properties(account)).cors
 
     def _error_response(self, request: Request, error: TableError, request_id: str, xml: bool) -> Response:
         headers = [(b"x-ms-error-code", error.code.encode())]
         if error.headers:
             headers.extend(error.headers)
         if xml:
-            body = error_xml(error, request_id, error_time(), table_style=error.code == "TableNotFound")
+            body = error_xml(error, request_id, error_time(), table_style=error.code in _METADATA_XML_ERRORS)
             headers.append((b"content-type", XML_CONTENT_TYPE))
         else:
             try:

@@ -243,3 +243,27 @@ async def delete_entity(service: TableService, request: Request, route: Route) -
         route.account, route.table, Mutation(MutationKind.DELETE, route.pk, route.rk, None, condition)
     )
     return empty_response(204)
+
+
+# ---------------------------------------------------------------------------- nested paths
+
+
+async def nested(service: TableService, request: Request, route: Route, operation: Operation) -> Response:
+    """A request to ``{table}/{segment}`` (``routing.Resource.NESTED``), answered as Azure does
+    when a client's endpoint already ends in the table name: the path addresses that table's
+    entities. A POST is an entity insert there, so ``POST {endpoint}/Tables`` with
+    ``{"TableName": …}`` is ``PropertiesNeedValue`` and ``POST {endpoint}/$batch`` (multipart)
+    ``MediaTypeNotSupported``; any other method names an entity without its keys, so
+    ``DELETE {endpoint}/Tables('t')`` is ``InvalidInput`` about the number of keys, and a GET of a
+    segment without keys is ``NotImplemented``. A missing table is ``TableNotFound`` first."""
+    assert route.table is not None and route.nested is not None
+    if operation is Operation.INSERT_ENTITY:
+        return await insert_entity(service, request, route)
+    await service.require_table(route.account, route.table)
+    if operation is Operation.QUERY_ENTITIES and "(" not in route.nested:
+        raise TableError("NotImplemented")
+    raise TableError(
+        "InvalidInput",
+        "The number of keys specified in the URI does not match number of key properties for the "
+        f"resource '{route.account}.{route.table}'.",
+    )

@@ -104,6 +104,16 @@ def _entity_operation(method: str, conditional: bool) -> Operation:
     raise TableError("MethodNotAllowed")
 
 
+def _nested_operation(method: str, conditional: bool) -> Operation:
+    """A path under a table name is taken as that table's entities: a POST inserts into the
+    table, any other method works on an entity whose keys the path does not give."""
+    if method == "POST":
+        return Operation.INSERT_ENTITY
+    if method == "GET":
+        return Operation.QUERY_ENTITIES
+    return _entity_operation(method, conditional)
+
+
 def _service_operation(method: str, restype: str | None, comp: str | None) -> Operation:
     if restype != "service" or comp not in ("properties", "stats"):
         raise TableError("InvalidQueryParameterValue")
@@ -151,6 +161,8 @@ def resolve_operation(
         raise TableError("InvalidQueryParameterValue")
     if resource is Resource.ENTITY:
         return _entity_operation(method, conditional)
+    if resource is Resource.NESTED:
+        return _nested_operation(method, conditional)
     operation = _COLLECTION_OPERATIONS.get((resource, method))
     if operation is None:
         raise TableError("MethodNotAllowed")
