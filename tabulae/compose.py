@@ -24,7 +24,7 @@ from tabulae.admission.throttle import Targets, Throttle
 from tabulae.config import SETTINGS_ENV, Settings
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.options import FrontendOptions
-from tabulae.http.protocol import AzureHttpProtocol
+from tabulae.http.protocol import KEEP_ALIVE_SECONDS, AzureHttpProtocol
 from tabulae.insight.partitions import Insight
 from tabulae.storage.factory import open_stores
 from tabulae.storage.tables import TableStore
@@ -142,6 +142,7 @@ def serve(settings: Settings, sockets: list[socket.socket]) -> None:
         # client must not be able to choose it; and it is one middleware less per request.
         "proxy_headers": False,
         "timeout_graceful_shutdown": 10,
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
         "ssl_certfile": str(settings.cert_file) if settings.cert_file else None,
         "ssl_keyfile": str(settings.key_file) if settings.key_file else None,
     }

@@ -177,7 +177,8 @@ class Settings:
         30.0,
         flag="--request-timeout",
         help="cut off a client that takes longer than this to send its headers, or pauses this long "
-        "in its body (500 OperationTimedOut)",
+        "in its body (500 OperationTimedOut, and the connection is closed), and close a connection "
+        "that sends nothing for this long; idle connections are closed 5 s after their last answer",
         type=float,
         metavar="SECONDS",
     )

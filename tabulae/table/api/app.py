@@ -23,6 +23,7 @@ from tabulae.http.errors import XML_CONTENT_TYPE, error_json, error_xml
 from tabulae.http.exchange import log_request, read_body, send_response
 from tabulae.http.messages import Clock, Request, RequestIds, Response, error_time
 from tabulae.http.options import FrontendOptions
+from tabulae.http.versions import check_version
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import MutationKind
 from tabulae.model.policies import CorsRule
@@ -99,6 +100,7 @@ class TableApp:
                 xml_errors = True
                 response = await self._preflight(request, route)
             else:
+                check_version(request.headers.get("x-ms-version"))
                 await read_body(request, receive, self.options.max_body_bytes, self.options.body_timeout)
                 await self._authenticate(request, route)
                 response = await self._dispatch(request, route, request_id)
