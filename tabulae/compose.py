@@ -39,6 +39,7 @@ def frontend_options(settings: Settings) -> FrontendOptions:
         max_body_bytes=settings.max_body_bytes,
         body_timeout=settings.body_timeout,
         oauth=settings.oauth,
+        clock_skew=settings.clock_skew or None,
         access_log=settings.access_log,
     )
 

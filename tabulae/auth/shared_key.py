@@ -15,6 +15,7 @@ import re
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from email.utils import formatdate
 
 from tabulae.model.errors import TableError
 from tabulae.model.names import SECONDARY_SUFFIX
@@ -145,17 +146,27 @@ def parse_rfc1123(value: str) -> datetime:
     )
 
 
+_BAD_DATE = "The Date header in the request is incorrect."
+
+
 def _check_skew(date: str, now: float | None, max_skew_seconds: float) -> None:
-    """Reject a request date further than ``max_skew_seconds`` from ``now`` (Azure uses 15 min)."""
+    """Reject a request dated more than ``max_skew_seconds`` ago (Azure: 15 minutes), so that a
+    captured request cannot be replayed for long ("Authorize with Shared Key"), and a date that is
+    not an RFC 1123 date at all. Both are 403 ``AuthenticationFailed`` with Azure's detail texts.
+
+    A date in the future is not refused: Azure serves clients whose clock runs ahead (the
+    storage front-end compares the date with its own clock only on the "too old" side).
+    """
     try:
-        when = parse_rfc1123(date).timestamp()
+        when = parse_rfc1123(date)
     except ValueError:
-        raise TableError("AuthenticationFailed", detail=f"The date header is not valid: '{date}'.") from None
+        raise TableError("AuthenticationFailed", detail=_BAD_DATE) from None
     current = time.time() if now is None else now
-    if when < current - max_skew_seconds:
-        raise TableError("AuthenticationFailed", detail=f"Request date header too old: '{date}'")
-    if when > current + max_skew_seconds:
-        raise TableError("AuthenticationFailed", detail=f"Request date header is in the future: '{date}'")
+    if when.timestamp() < current - max_skew_seconds:
+        raise TableError(
+            "AuthenticationFailed",
+            detail=f"Request date header too old: '{formatdate(when.timestamp(), usegmt=True)}'",
+        )
 
 
 # --------------------------------------------------------------------------- verification

@@ -140,6 +140,7 @@ class TableApp:
                 date=request.headers.get("date"),
                 account=route.account,
                 keys=keys,
+                max_skew_seconds=self.options.clock_skew,
             )
             return
         token = parse_sas(request.query)
