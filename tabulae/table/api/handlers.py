@@ -99,7 +99,7 @@ async def query_tables(service: TableService, request: Request, route: Route) ->
         check_top(request.query.get("$top")),
         request.query_ci("NextTableName") or None,
     )
-    extra: Headers = []
+    extra = cost_headers("table-scan", page.scanned)
     if page.next_token:
         extra.append((b"x-ms-continuation-nexttablename", page.next_token.encode("ascii")))
     return json_response(200, odata.render_tables(route.base, route.account, page.names, level), level, extra)
@@ -136,7 +136,7 @@ async def get_table(service: TableService, request: Request, route: Route) -> Re
     assert route.table is not None
     level = level_of(request)
     name = await service.get_table(route.account, route.table)
-    return json_response(200, odata.render_table(route.base, route.account, name, level), level)
+    return json_response(200, odata.render_table(route.base, route.account, name, level), level, POINT_READ)
 
 
 # ---------------------------------------------------------------------------------- entities
@@ -158,10 +158,7 @@ async def query_entities(service: TableService, request: Request, route: Route) 
         request.query_ci("NextRowKey") or None,
         key_range=request.grant.key_range if request.grant is not None else None,
     )
-    extra: Headers = [
-        (b"x-tabulae-query-class", page.query_class.encode()),
-        (b"x-tabulae-scanned", str(page.scanned).encode()),
-    ]
+    extra = cost_headers(page.query_class, page.scanned)
     if page.next_partition_token and page.next_row_token:
         extra.append((b"x-ms-continuation-nextpartitionkey", page.next_partition_token.encode("ascii")))
         extra.append((b"x-ms-continuation-nextrowkey", page.next_row_token.encode("ascii")))
@@ -175,7 +172,7 @@ async def get_entity(service: TableService, request: Request, route: Route) -> R
     select = parse_select(request)
     entity = await service.get_entity(route.account, route.table, route.pk, route.rk)
     body = odata.render_entity(entity, route.base, route.account, route.table, level, select)
-    return json_response(200, body, level, [etag_header(entity)])
+    return json_response(200, body, level, [etag_header(entity), *POINT_READ])
 
 
 def read_entity(request: Request, url_keys: tuple[str, str] | None) -> Entity:
