@@ -159,7 +159,8 @@ class Server:
 
 
 class TabulaeServer(Server):
-    """``python -m tabulae serve`` from this repository, with a fresh ``--data-dir``."""
+    """``python -m tabulae serve`` from this repository, with a fresh ``--data-dir``, and the
+    request-date check off: wrk replays requests signed once, for as long as a workload runs."""
 
     name = "tabulae"
 
@@ -177,6 +178,8 @@ class TabulaeServer(Server):
             str(self.port),
             "--data-dir",
             str(self.data_dir),
+            "--clock-skew",
+            "0",
             *self.extra_args,
         ]
 

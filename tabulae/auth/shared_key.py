@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from email.utils import formatdate
+from functools import lru_cache
 
 from tabulae.model.errors import TableError
 from tabulae.model.names import SECONDARY_SUFFIX
@@ -157,16 +158,24 @@ def _check_skew(date: str, now: float | None, max_skew_seconds: float) -> None:
     A date in the future is not refused: Azure serves clients whose clock runs ahead (the
     storage front-end compares the date with its own clock only on the "too old" side).
     """
-    try:
-        when = parse_rfc1123(date)
-    except ValueError:
-        raise TableError("AuthenticationFailed", detail=_BAD_DATE) from None
+    when = _date_seconds(date)
+    if when is None:
+        raise TableError("AuthenticationFailed", detail=_BAD_DATE)
     current = time.time() if now is None else now
-    if when.timestamp() < current - max_skew_seconds:
+    if when < current - max_skew_seconds:
         raise TableError(
             "AuthenticationFailed",
-            detail=f"Request date header too old: '{formatdate(when.timestamp(), usegmt=True)}'",
+            detail=f"Request date header too old: '{formatdate(when, usegmt=True)}'",
         )
+
+
+@lru_cache(maxsize=1024)  # clients sign many requests within the same second, with the same text
+def _date_seconds(date: str) -> float | None:
+    """The POSIX time of an RFC 1123 date, or None when it is not one."""
+    try:
+        return parse_rfc1123(date).timestamp()
+    except ValueError:
+        return None
 
 
 # --------------------------------------------------------------------------- verification

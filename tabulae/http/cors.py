@@ -112,14 +112,19 @@ class RulesCache:
         self._ttl = ttl
         self._entries: dict[str, tuple[float, list[CorsRule]]] = {}
 
-    async def get(self, account: str) -> list[CorsRule]:
+    def peek(self, account: str) -> list[CorsRule] | None:
+        """The account's rules if they were read less than ``ttl`` ago (no await: the hot path)."""
         entry = self._entries.get(account)
-        now = time.monotonic()
-        if entry is not None and entry[0] > now:
+        if entry is not None and entry[0] > time.monotonic():
             return entry[1]
-        rules = await self._load(account)
-        if len(self._entries) < 4096 or account in self._entries:
-            self._entries[account] = (now + self._ttl, rules)
+        return None
+
+    async def get(self, account: str) -> list[CorsRule]:
+        rules = self.peek(account)
+        if rules is None:
+            rules = await self._load(account)
+            if len(self._entries) < 4096 or account in self._entries:
+                self._entries[account] = (time.monotonic() + self._ttl, rules)
         return rules
 
     def forget(self, account: str) -> None:

@@ -110,7 +110,10 @@ class TableApp:
             log.exception("unexpected error handling %s request", request.method)
             response = self._error_response(request, TableError("InternalError"), request_id, xml_errors)
         if route is not None and request.method != "OPTIONS":
-            response.headers.extend(await self._cors_headers(route, request))
+            cors_headers = self._cached_cors_headers(route, request)
+            if cors_headers is None:
+                cors_headers = await self._cors_headers(route, request)
+            response.headers.extend(cors_headers)
         await send_response(send, request, response, request_id, self._clock)
         if self.options.access_log:
             log_request(request, response.status, request_id, started)
@@ -200,23 +203,33 @@ class TableApp:
         properties = await self.service.get_service_properties(route.account)
         return cors.preflight(properties.cors, request.headers)
 
+    def _cached_cors_headers(self, route: Route, request: Request) -> list[tuple[bytes, bytes]] | None:
+        """The CORS headers of an actual request when they need no read ("CORS support for the
+        Azure Storage services"): none for a request without ``Origin`` other than GET or HEAD,
+        and for a GET or HEAD without one (where only ``Vary``, or a ``*`` rule's headers, can
+        apply), from the rules cached in the last second, so point reads do not read service
+        properties. None when the rules must be read (:meth:`_cors_headers`)."""
+        if "origin" in request.headers:
+            return None
+        if request.method not in cors.VARYING_METHODS:
+            return []
+        rules = self._cors_rules.peek(route.account)
+        if rules is None:
+            return None
+        return cors.actual_headers(rules, None, request.method, ops.EXPOSED_HEADERS) if rules else []
+
     async def _cors_headers(self, route: Route, request: Request) -> list[tuple[bytes, bytes]]:
-        """The CORS headers of an actual request, by the account's rules ("CORS support for the
-        Azure Storage services"). A request with ``Origin`` reads the rules; a GET or HEAD without
-        one (where only ``Vary``, or a ``*`` rule's headers, can apply) takes them from a cache
-        refreshed every second, so the busiest requests do not read service properties."""
+        """The CORS headers of an actual request, reading the rules: every time for a request with
+        ``Origin`` (a rule change applies at once), through the cache for one without."""
         origin = request.headers.get("origin")
-        method = request.method
         try:
             if origin:
                 rules = (await self.service.get_service_properties(route.account)).cors
-            elif method in cors.VARYING_METHODS:
-                rules = await self._cors_rules.get(route.account)
             else:
-                return []
+                rules = await self._cors_rules.get(route.account)
         except TableError:
             return []
-        return cors.actual_headers(rules, origin, method, ops.EXPOSED_HEADERS)
+        return cors.actual_headers(rules, origin or None, request.method, ops.EXPOSED_HEADERS)
 
     async def _load_cors_rules(self, account: str) -> list[CorsRule]:
         return (await self.service.get_service_properties(account)).cors
