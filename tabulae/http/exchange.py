@@ -25,11 +25,12 @@ async def read_body(request: Request, receive: Any, limit: int, timeout: float) 
     Only a body read to its end marks ``request.body_read``; a response to a request whose body
     was refused or cut off closes the connection (:func:`send_response`): kept open, it would go
     on receiving the rest of that body, for as long as the client cares to send it."""
-    if not has_body(request.headers):
-        request.body_read = True
-        return  # HTTP/1.1 framing: no length and no chunking means no body to wait for
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared is None or declared == "0":
+        if "transfer-encoding" not in request.headers:
+            request.body_read = True
+            return  # HTTP/1.1 framing: no length and no chunking means no body to wait for
+    elif declared.isdigit() and int(declared) > limit:
         raise TableError("RequestBodyTooLarge")
     chunks: list[bytes] = []
     size = 0

@@ -79,6 +79,9 @@ class Request:
         repeated SAS field can no longer match its signature and ``sig=a&sig=b`` is refused."""
         if self._query is None:
             parsed: dict[str, str] = {}
+            if not self.query_string:
+                self._query = parsed
+                return parsed
             for name, value in self.query_pairs:
                 parsed[name] = f"{parsed[name]},{value}" if name in parsed else value
             self._query = parsed
