@@ -22,6 +22,14 @@ def impatient_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
     server.stop()
 
 
+def _body_start(length: int) -> bytes:
+    """A Create Table request declaring ``length`` body bytes, of which only the first is sent."""
+    return (
+        b"POST /devstoreaccount1/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n"
+        b"Content-Type: application/json\r\n\r\n{" % length
+    )
+
+
 def _read_all(sock: socket.socket) -> bytes:
     sock.settimeout(15)
     chunks = []
@@ -51,10 +59,7 @@ def test_trickled_headers_get_operation_timed_out(impatient_server: ServerProces
 @pytest.mark.timeout(60)
 def test_a_paused_body_gets_operation_timed_out(impatient_server: ServerProcess) -> None:
     with socket.create_connection(("127.0.0.1", impatient_server.port)) as sock:
-        sock.sendall(
-            b"POST /devstoreaccount1/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n"
-            b"Content-Type: application/json\r\n\r\n{"
-        )
+        sock.sendall(_body_start(100))
         answer = _read_all(sock)
     assert answer.startswith(b"HTTP/1.1 500 ")
     assert b"OperationTimedOut" in answer
@@ -98,10 +103,7 @@ def test_a_paused_body_is_cut_off_at_the_timeout(timed_server: ServerProcess) ->
     """Answered at S (not S plus uvicorn's keep-alive), and the connection closed with it: the
     rest of that body will never be read."""
     with socket.create_connection(("127.0.0.1", timed_server.port)) as sock:
-        sock.sendall(
-            b"POST /devstoreaccount1/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n"
-            b"Content-Type: application/json\r\n\r\n{"
-        )
+        sock.sendall(_body_start(100))
         answer, first, closed = _answer_and_close(sock)
     assert answer.startswith(b"HTTP/1.1 500 ") and b"OperationTimedOut" in answer
     assert b"connection: close" in answer.lower()
@@ -112,10 +114,7 @@ def test_a_paused_body_is_cut_off_at_the_timeout(timed_server: ServerProcess) ->
 @pytest.mark.timeout(60)
 def test_a_huge_declared_body_is_refused_at_once(timed_server: ServerProcess) -> None:
     with socket.create_connection(("127.0.0.1", timed_server.port)) as sock:
-        sock.sendall(
-            b"POST /devstoreaccount1/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000000000\r\n"
-            b"Content-Type: application/json\r\n\r\n{"
-        )
+        sock.sendall(_body_start(1_000_000_000_000))
         answer, first, closed = _answer_and_close(sock)
     assert answer.startswith(b"HTTP/1.1 413 "), answer
     assert b"x-ms-error-code: RequestBodyTooLarge" in answer
