@@ -167,7 +167,8 @@ class Server:
 
 class TabulaeServer(Server):
     """``python -m tabulae serve`` from this repository, with a fresh ``--data-dir``: the Table and
-    Queue services of one process, each on a free port."""
+    Queue services of one process, each on a free port, and the request-date check off: wrk
+    replays requests signed once, for as long as a workload runs."""
 
     name = "tabulae"
 
@@ -192,6 +193,8 @@ class TabulaeServer(Server):
             str(self.queue_port),
             "--data-dir",
             str(self.data_dir),
+            "--clock-skew",
+            "0",
             *self.extra_args,
         ]
 

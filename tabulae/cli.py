@@ -154,6 +154,12 @@ def _check(settings: Settings) -> None:
         raise SystemExit("tabulae: --cert and --key go together")
     if settings.workers < 1:
         raise SystemExit("tabulae: --workers must be at least 1")
+    if settings.oauth and settings.cert_file is None:
+        raise SystemExit(
+            "tabulae: --oauth basic needs --cert and --key: the SDKs send bearer tokens over HTTPS only"
+        )
+    if settings.clock_skew < 0:
+        raise SystemExit("tabulae: --clock-skew must be 0 (off) or more seconds")
     if settings.store_url and settings.in_memory:
         raise SystemExit("tabulae: --in-memory and --store exclude each other")
     ports = list(settings.ports().values())

@@ -28,7 +28,7 @@ from tabulae.admission.throttle import Targets, Throttle
 from tabulae.config import SETTINGS_ENV, Settings
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.options import FrontendOptions
-from tabulae.http.protocol import AzureHttpProtocol
+from tabulae.http.protocol import KEEP_ALIVE_SECONDS, AzureHttpProtocol
 from tabulae.insight.partitions import Insight
 from tabulae.insight.queues import QueueInsight
 from tabulae.queue.api.app import QueueApp
@@ -47,6 +47,7 @@ def frontend_options(settings: Settings) -> FrontendOptions:
         max_body_bytes=settings.max_body_bytes,
         body_timeout=settings.body_timeout,
         oauth=settings.oauth,
+        clock_skew=settings.clock_skew or None,
         access_log=settings.access_log,
     )
 
@@ -219,6 +220,7 @@ def serve(settings: Settings, sockets: list[socket.socket]) -> None:
         # client must not be able to choose it; and it is one middleware less per request.
         "proxy_headers": False,
         "timeout_graceful_shutdown": 10,
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
         "ssl_certfile": str(settings.cert_file) if settings.cert_file else None,
         "ssl_keyfile": str(settings.key_file) if settings.key_file else None,
     }

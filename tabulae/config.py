@@ -146,8 +146,17 @@ class Settings:
         False,
         flag="--oauth",
         help="'basic': accept bearer tokens, checking audience, issuer and expiry but NOT the "
-        "signature (local development only; needs --cert, as clients send tokens over HTTPS only)",
+        "signature (local development only; needs --cert, as the SDKs send tokens over HTTPS only)",
         choices=["off", "basic"],
+    )
+    clock_skew: float = setting(
+        900.0,
+        flag="--clock-skew",
+        help="refuse Shared Key requests dated more than this many seconds ago (403 "
+        "AuthenticationFailed, as Azure does after 15 minutes), so a captured request cannot be "
+        "replayed; 0 turns the check off, for replaying recorded requests",
+        type=float,
+        metavar="SECONDS",
     )
     targets: bool = setting(
         False,
@@ -186,7 +195,8 @@ class Settings:
         30.0,
         flag="--request-timeout",
         help="cut off a client that takes longer than this to send its headers, or pauses this long "
-        "in its body (500 OperationTimedOut)",
+        "in its body (500 OperationTimedOut, and the connection is closed), and close a connection "
+        "that sends nothing for this long; idle connections are closed 5 s after their last answer",
         type=float,
         metavar="SECONDS",
     )

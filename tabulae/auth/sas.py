@@ -87,8 +87,8 @@ _TOKEN_FIELDS = frozenset(f.name for f in fields(SasToken))
 
 def stored_policies(identifiers: Iterable[SignedIdentifier]) -> dict[str, StoredPolicy]:
     """The stored access policies of an ACL by id, for ``apply_policy``'s lookup (identifiers
-    without an AccessPolicy grant nothing, so they are left out)."""
-    return {i.id: StoredPolicy(i.start, i.expiry, i.permission) for i in identifiers if i.has_policy}
+    without an AccessPolicy, or with an empty one, grant nothing, so they are left out)."""
+    return {i.id: StoredPolicy(i.start, i.expiry, i.permission) for i in identifiers if i.policy_given}
 
 
 def parse_sas(query: Mapping[str, str]) -> SasToken | None:

@@ -115,7 +115,7 @@ def render_acl(identifiers: list[SignedIdentifier]) -> bytes:
     parts = [_DECLARATION, "<SignedIdentifiers>"]
     for identifier in identifiers:
         parts.append(f"<SignedIdentifier><Id>{escape(identifier.id)}</Id>")
-        if identifier.has_policy:
+        if identifier.policy_given:
             parts.append("<AccessPolicy>")
             if identifier.start:
                 parts.append(f"<Start>{identifier.start}</Start>")

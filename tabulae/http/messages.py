@@ -40,8 +40,9 @@ class Request:
     grant: Any = None  # the SasGrant of a SAS-authorised request
     raw_headers: list[tuple[bytes, bytes]] = field(default_factory=list, repr=False)  # as ASGI gives them
     meta_names: list[str] | None = None  # x-ms-meta-* names in their sent case (our protocol keeps them)
-    _query: dict[str, str] | None = field(default=None, repr=False)
     _pairs: list[tuple[str, str]] | None = field(default=None, repr=False)
+    _query: dict[str, str] | None = field(default=None, repr=False)
+    body_read: bool = False  # the whole body has been received (or there was none)
 
     @classmethod
     def from_scope(cls, scope: dict[str, Any]) -> Request:
@@ -69,8 +70,8 @@ class Request:
 
     @property
     def query_pairs(self) -> list[tuple[str, str]]:
-        """Every form-decoded query parameter in order, repeats included (what Blob/Queue Shared
-        Key signs)."""
+        """Every form-decoded query parameter in order (``+`` is a space), repeats kept (what
+        the Blob/Queue Shared Key signs)."""
         if self._pairs is None:
             try:
                 self._pairs = (
@@ -84,24 +85,27 @@ class Request:
 
     @property
     def query(self) -> dict[str, str]:
-        """Form-decoded query parameters (``+`` is a space); the first value of a name wins."""
+        """The query parameters by name. A repeated name has its values joined with commas, as
+        Azure reads them (a .NET ``NameValueCollection``): never the first or last alone, so a
+        repeated SAS field can no longer match its signature and ``sig=a&sig=b`` is refused."""
         if self._query is None:
             parsed: dict[str, str] = {}
+            if not self.query_string:
+                self._query = parsed
+                return parsed
             for name, value in self.query_pairs:
-                parsed.setdefault(name, value)
+                parsed[name] = f"{parsed[name]},{value}" if name in parsed else value
             self._query = parsed
         return self._query
 
     def query_ci(self, name: str) -> str | None:
-        """A query parameter matched case-insensitively (continuation tokens, SAS fields)."""
-        value = self.query.get(name)
-        if value is not None:
-            return value
+        """A query parameter matched case-insensitively (continuation tokens, SAS fields); names
+        differing only in case are one parameter, their values joined like repeats."""
         lower = name.lower()
-        for key, candidate in self.query.items():
-            if key.lower() == lower:
-                return candidate
-        return None
+        values = [value for key, value in self.query.items() if key.lower() == lower]
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else ",".join(values)
 
 
 def _combined_headers(raw_headers: list[tuple[bytes, bytes]]) -> tuple[dict[str, str], tuple[str, ...]]:

@@ -21,6 +21,9 @@ from tabulae.model.errors import TableError
 MAX_URL_BYTES = 64 * 1024
 MAX_HEADER_BYTES = 64 * 1024
 HEADER_TIMEOUT_SECONDS = 30.0  # a request line and headers arriving slower than this are cut off
+# An idle keep-alive connection (one that has had its answer) is closed after this many seconds
+# by uvicorn's own timer; a connection that never sends a byte, after the header timeout.
+KEEP_ALIVE_SECONDS = 5.0
 
 
 class _TooLarge(Exception):
@@ -87,7 +90,13 @@ class CoalescingTransport:
 
 class AzureHttpProtocol(HttpToolsProtocol):
     """``HttpToolsProtocol`` with size caps, Azure error bodies for unparseable requests, and
-    a response's writes sent together (:class:`CoalescingTransport`)."""
+    a response's writes sent together (:class:`CoalescingTransport`).
+
+    Every connection is on a clock: one that never sends a byte is closed after
+    ``header_timeout`` (uvicorn only times connections out between requests); a request whose
+    line and headers take longer than that is answered 500 ``OperationTimedOut`` and closed; an
+    idle one after an answer is closed by uvicorn's keep-alive timer (:data:`KEEP_ALIVE_SECONDS`).
+    """
 
     _error: TableError | None = None
     _header_bytes = 0
@@ -96,6 +105,7 @@ class AzureHttpProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CoalescingTransport(transport, self.loop))  # type: ignore[arg-type]
+        self._header_timer = self.loop.call_later(self.header_timeout, self._silent_too_long)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -116,6 +126,12 @@ class AzureHttpProtocol(HttpToolsProtocol):
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
+
+    def _silent_too_long(self) -> None:
+        """A connection that has not begun a request in time holds a socket for nothing: close it."""
+        self._header_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
 
     def _headers_too_slow(self) -> None:
         """A client trickling its headers holds a connection; answer and close it (slowloris)."""

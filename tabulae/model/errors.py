@@ -125,7 +125,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         "The request body is too large and exceeds the maximum permissible limit.",
     ),
     "AtomFormatNotSupported": (415, "Atom format is not supported."),
-    "MediaTypeNotSupported": (415, "The requested media type is not supported."),
+    "MediaTypeNotSupported": (415, "None of the provided media types are supported"),
     "CorsPreflightFailure": (403, "CORS not enabled or no matching rule found for this request."),
     "RequestHeaderTooLarge": (400, "The size of the request headers is too large."),
     "RequestUrlTooLong": (414, "The request URL is too long."),

@@ -124,10 +124,13 @@ class QueueApp(Frontend[Route]):
         grant: QueueGrant | None = request.grant
         if grant is not None:
             grant.check(operation)
-        return await HANDLERS[operation](self.service, request, route)
+        response = await HANDLERS[operation](self.service, request, route)
+        if operation is Operation.SET_SERVICE_PROPERTIES:
+            self.forget_cors_rules(route.account)
+        return response
 
-    async def cors_rules(self, route: Route) -> list[CorsRule]:
-        return (await self.service.get_service_properties(route.account)).cors
+    async def load_cors_rules(self, account: str) -> list[CorsRule]:
+        return (await self.service.get_service_properties(account)).cors
 
     def error_response(
         self, request: Request, route: Route | None, error: TableError, request_id: str

@@ -34,9 +34,7 @@ class Route:
 
 def resolve(scheme: str, host: str, raw_path: str, accounts: dict[str, list[bytes]]) -> Route:
     """Work out the account, whether the secondary alias was used, and the resource."""
-    addressed = locate_account(scheme, host, decode_segments(raw_path)[1:], accounts)
-    segments = addressed.segments
-    account, secondary, base = addressed.account, addressed.secondary, addressed.base
+    account, secondary, base, segments = locate_account(scheme, host, decode_segments(raw_path)[1:], accounts)
     if not segments:
         return Route(account, secondary, Resource.SERVICE, base)
     if len(segments) == 1:

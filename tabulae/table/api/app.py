@@ -31,6 +31,10 @@ from tabulae.table.api.sas import SasGrant, verify_sas
 from tabulae.table.service import TableService
 
 _READ_METHODS = {"GET", "HEAD", "OPTIONS"}
+# XML errors of the Table service's own that Azure writes as ``m:error`` (recorded: a table ACL on
+# a missing table; ``restype=service`` on a path under a table; Get Service Stats on the primary).
+# Front-end errors (authentication, headers) keep the generic ``<Error>`` with its detail elements.
+_METADATA_XML_ERRORS = frozenset({"TableNotFound", "InvalidQueryParameterValue"})
 
 Handler = Callable[[TableService, Request, Route], Awaitable[Response]]
 
@@ -98,6 +102,7 @@ class TableApp(Frontend[Route]):
                 date=request.headers.get("date"),
                 account=route.account,
                 keys=keys,
+                max_skew_seconds=self.options.clock_skew,
             )
 
         async def sas(token: SasToken) -> SasGrant:
@@ -134,13 +139,16 @@ class TableApp(Frontend[Route]):
         if route.secondary and method not in _READ_METHODS:
             raise TableError("AuthorizationFailure")
         query = request.query
+        resource = route.resource
         operation = resolve_operation(
-            route.resource,
+            resource,
             method,
             comp=query.get("comp"),
-            restype=query.get("restype"),
+            restype=query.get("restype") if resource is Resource.SERVICE else None,
             conditional="if-match" in request.headers,
         )
+        if operation is Operation.GET_SERVICE_STATS and not route.secondary:
+            raise TableError("InvalidQueryParameterValue")  # stats exist on the secondary endpoint only
         grant: SasGrant | None = request.grant
         if operation is Operation.BATCH:
             authorize = _batch_authorizer(grant) if grant is not None else None
@@ -149,10 +157,15 @@ class TableApp(Frontend[Route]):
             )
         if grant is not None:
             grant.check(operation, pk=route.pk, rk=route.rk)
-        return await HANDLERS[operation](self.service, request, route)
+        if route.resource is Resource.NESTED:
+            return await ops.nested(self.service, request, route, operation)
+        response = await HANDLERS[operation](self.service, request, route)
+        if operation is Operation.SET_SERVICE_PROPERTIES:
+            self.forget_cors_rules(route.account)
+        return response
 
-    async def cors_rules(self, route: Route) -> list[CorsRule]:
-        return (await self.service.get_service_properties(route.account)).cors
+    async def load_cors_rules(self, account: str) -> list[CorsRule]:
+        return (await self.service.get_service_properties(account)).cors
 
     def error_response(
         self, request: Request, route: Route | None, error: TableError, request_id: str
@@ -161,7 +174,7 @@ class TableApp(Frontend[Route]):
         if error.headers:
             headers.extend(error.headers)
         if _xml_errors(request, route):
-            body = error_xml(error, request_id, error_time(), table_style=error.code == "TableNotFound")
+            body = error_xml(error, request_id, error_time(), table_style=error.code in _METADATA_XML_ERRORS)
             headers.append((b"content-type", XML_CONTENT_TYPE))
         else:
             try:
@@ -177,7 +190,7 @@ class TableApp(Frontend[Route]):
 def _xml_errors(request: Request, route: Route | None) -> bool:
     """XML for preflights and the service-level and ``comp`` operations, JSON for OData ones."""
     if request.method == "OPTIONS":
-        return True
+        return route is not None
     if route is None:
         return False
     try:
