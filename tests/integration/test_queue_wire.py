@@ -70,10 +70,11 @@ def test_headers_every_response_carries(queue_http: QueueHttp, queue_name: str) 
         assert re.fullmatch(RFC1123, created.header("date") or "")
         assert "Windows-Azure-Queue/1.0" in (created.header("server") or "")
         assert queue_http.create(queue_name).status == 204  # again, same (no) metadata
-        odd = queue_http.request(
-            "GET", f"/{queue_name}?comp=metadata", headers={"x-ms-version": "2030-01-01"}
-        )
-        assert odd.status == 200 and odd.header("x-ms-version") == "2030-01-01"
+        path = f"/{queue_name}?comp=metadata"
+        old = queue_http.request("GET", path, headers={"x-ms-version": "2017-07-29"})
+        assert old.status == 200 and old.header("x-ms-version") == "2017-07-29"
+        unknown = queue_http.request("GET", path, headers={"x-ms-version": "2030-01-01"})
+        assert_error(unknown, 400, "InvalidHeaderValue", HeaderName="x-ms-version", HeaderValue="2030-01-01")
     finally:
         queue_http.delete(queue_name)
 
