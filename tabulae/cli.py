@@ -177,10 +177,9 @@ def serve(args: argparse.Namespace) -> None:
     _check(settings)
     try:
         sockets = compose.bind(settings)
-    except OSError as exc:
-        raise SystemExit(
-            f"tabulae: cannot listen on {settings.host}:{settings.port}: {exc.strerror}"
-        ) from None
+        compose.exit_on_stop_signals()
+    except compose.BindError as exc:
+        raise SystemExit(f"tabulae: {exc}") from None
     where = f"in {settings.data_dir}"
     if settings.in_memory:
         settings.data_dir = _memory_dir()

@@ -239,13 +239,19 @@ def serve(settings: Settings, sockets: list[socket.socket]) -> None:
             raise SystemExit(3)  # start-up failed (uvicorn's own exit status for it); logged already
         return
 
-    def exit_now(signum: int, frame: object) -> None:
-        raise SystemExit(0)  # before the supervisor takes the signals over: nothing is running yet
-
-    _on_stop_signals(exit_now)
     os.environ[SETTINGS_ENV] = settings.to_json()
     config = uvicorn.Config("tabulae.compose:create_app", factory=True, workers=settings.workers, **options)
     Multiprocess(config, sockets=sockets).run()
+
+
+def exit_on_stop_signals() -> None:
+    """From the moment the ports are bound until a server takes the signals over, SIGTERM and
+    SIGINT end the process cleanly (status 0) rather than by the default action (killed)."""
+    _on_stop_signals(_exit_now)
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    raise SystemExit(0)  # nothing is running yet: plain Python code, safe to unwind
 
 
 def _on_stop_signals(handler: Any) -> None:

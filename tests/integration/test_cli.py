@@ -37,7 +37,8 @@ def test_a_busy_port_is_reported_before_any_banner(tmp_path: Path) -> None:
         result = _serve("--port", str(port), "--services", "table", "--data-dir", str(tmp_path))
     assert result.returncode != 0
     assert result.stdout == ""  # no "Table service on ..." line for a server that never listened
-    assert f"cannot listen on 127.0.0.1:{port} for the Table service" in result.stderr
+    assert result.stderr.startswith(f"tabulae: cannot listen on 127.0.0.1:{port} for the Table service")
+    assert "Traceback" not in result.stderr
     assert "--port" in result.stderr
 
 
