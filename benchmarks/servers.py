@@ -16,11 +16,13 @@ from pathlib import Path
 
 import aiohttp
 from client import TableHttp, open_session
+from queues import QueueHttp
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE_DIR = Path(os.environ.get("TABULAE_BENCH_CACHE", Path.home() / ".cache" / "tabulae-bench"))
 AZURITE_DIR = CACHE_DIR / "azurite"
 AZURITE_BIN = AZURITE_DIR / "node_modules" / ".bin" / "azurite-table"
+AZURITE_QUEUE_BIN = AZURITE_DIR / "node_modules" / ".bin" / "azurite-queue"
 
 
 def free_port() -> int:
@@ -49,10 +51,12 @@ class Server:
     """A server process in its own session, with a private data directory removed on stop."""
 
     name = "server"
+    probe = "table"  # which service answers the readiness probe
 
     def __init__(self, extra_args: list[str] | None = None) -> None:
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
+        self.queue_host = self.host  # where its Queue service listens, when it has one
         self.extra_args = extra_args or []
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"bench-{self.name}-"))
         self.process: subprocess.Popen[bytes] | None = None
@@ -83,12 +87,15 @@ class Server:
         deadline = time.monotonic() + timeout
         async with open_session(limit=1) as session:
             http = TableHttp(self.host, session)
+            queue = QueueHttp(self.queue_host, session)
             while True:
                 if self.process is not None and self.process.poll() is not None:
                     raise RuntimeError(f"{self.name} exited early:\n{self.log_tail()}")
                 try:
-                    reply = await http.list_tables()
-                    if reply.status == 200:
+                    if self.probe == "queue":
+                        if await queue.ready():
+                            return
+                    elif (await http.list_tables()).status == 200:
                         return
                 except (TimeoutError, OSError, aiohttp.ClientError):
                     pass
@@ -159,9 +166,16 @@ class Server:
 
 
 class TabulaeServer(Server):
-    """``python -m tabulae serve`` from this repository, with a fresh ``--data-dir``."""
+    """``python -m tabulae serve`` from this repository, with a fresh ``--data-dir``: the Table and
+    Queue services of one process, each on a free port, and the request-date check off: wrk
+    replays requests signed once, for as long as a workload runs."""
 
     name = "tabulae"
+
+    def __init__(self, extra_args: list[str] | None = None) -> None:
+        super().__init__(extra_args)
+        self.queue_port = free_port()
+        self.queue_host = f"127.0.0.1:{self.queue_port}"
 
     def command(self) -> list[str]:
         return [
@@ -170,13 +184,17 @@ class TabulaeServer(Server):
             "tabulae",
             "serve",
             "--services",
-            "table",
+            "table,queue",
             "--host",
             "127.0.0.1",
             "--port",
             str(self.port),
+            "--queue-port",
+            str(self.queue_port),
             "--data-dir",
             str(self.data_dir),
+            "--clock-skew",
+            "0",
             *self.extra_args,
         ]
 
@@ -209,10 +227,38 @@ class AzuriteServer(Server):
         return env
 
 
-def make_server(target: str, tabulae_args: str = "", azurite_args: str = "") -> Server:
-    """A (not yet started) server for ``target``."""
+class AzuriteQueueServer(AzuriteServer):
+    """Azurite's queue service (``azurite-queue``, same npm package), in a fresh ``--location``."""
+
+    name = "azurite-queue"
+    probe = "queue"
+
+    def command(self) -> list[str]:
+        ensure_azurite()
+        return [
+            str(AZURITE_QUEUE_BIN),
+            "--queueHost",
+            "127.0.0.1",
+            "--queuePort",
+            str(self.port),
+            "--location",
+            str(self.data_dir),
+            "--skipApiVersionCheck",
+            "--disableProductStyleUrl",
+            "--disableTelemetry",
+            "--silent",
+            *self.extra_args,
+        ]
+
+
+def make_server(
+    target: str, tabulae_args: str = "", azurite_args: str = "", service: str = "table"
+) -> Server:
+    """A (not yet started) server for ``target``; Azurite runs each service as its own program."""
     if target == "tabulae":
         return TabulaeServer(shlex.split(tabulae_args))
     if target == "azurite":
+        if service == "queue":
+            return AzuriteQueueServer(shlex.split(azurite_args))
         return AzuriteServer(shlex.split(azurite_args))
     raise ValueError(f"unknown target {target!r}")

@@ -44,10 +44,14 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}/{DEV_ACCOUNT}"
 
     @property
+    def queue_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.queue_port}/{DEV_ACCOUNT}"
+
+    @property
     def connection_string(self) -> str:
         return (
             f"DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey={DEV_KEY};"
-            f"TableEndpoint={self.endpoint};"
+            f"TableEndpoint={self.endpoint};QueueEndpoint={self.queue_endpoint};"
         )
 
     def start(self, timeout: float = 20.0) -> ServerProcess:

@@ -1,9 +1,10 @@
 """The ASGI application of a worker process: every service of the account behind one callable.
 
-A worker listens on each service's port (Table 10002 by default) and this gateway hands a
-request to the front-end of the port it arrived on. It also owns what is not any one service's:
-the lifespan (the composition root's ``start`` opens the stores and builds the front-ends, in the
-serving process, on its event loop), ``GET /metrics``, and the apps under ``/-/`` (console, admin).
+A worker listens on each service's port (Table 10002 and Queue 10001 by default) and this
+gateway hands a request to the front-end of the port it arrived on. It also owns what is not any
+one service's: the lifespan (the composition root's ``start`` opens the stores and builds the
+front-ends, in the serving process, on its event loop), ``GET /metrics``, and the apps under
+``/-/`` (console, admin).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ class Mounts:
     with an account) by path prefix, and how to close it all."""
 
     by_port: dict[int, AsgiApp]
-    metrics: Callable[[bool], tuple[bytes, bytes]]  # as JSON? -> (content type, body)
+    metrics: Callable[[bool], Awaitable[tuple[bytes, bytes]]]  # as JSON? -> (content type, body)
     close: Callable[[], Awaitable[None]]
     extras: dict[str, AsgiApp] = field(default_factory=dict)  # e.g. "/-/console" -> the console
 
@@ -76,7 +77,7 @@ class Gateway:
             await self._extra(mounts, scope, receive, send)
             return
         if path == "/metrics" and scope["method"] == "GET":
-            content_type, body = mounts.metrics(b"format=json" in scope["query_string"])
+            content_type, body = await mounts.metrics(b"format=json" in scope["query_string"])
             headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": body})

@@ -15,16 +15,36 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from tabulae.http.errors import error_xml
-from tabulae.http.messages import error_time
+from tabulae.http.messages import HEADER_CASE, META_NAMES_EXTENSION, error_time
 from tabulae.model.errors import TableError
 
 MAX_URL_BYTES = 64 * 1024
 MAX_HEADER_BYTES = 64 * 1024
 HEADER_TIMEOUT_SECONDS = 30.0  # a request line and headers arriving slower than this are cut off
+# An idle keep-alive connection (one that has had its answer) is closed after this many seconds
+# by uvicorn's own timer; a connection that never sends a byte, after the header timeout.
+KEEP_ALIVE_SECONDS = 5.0
 
 
 class _TooLarge(Exception):
     """Raised from a parser callback; httptools turns it into a parse error we then answer."""
+
+
+_CASE_LINE = b"\r\n" + HEADER_CASE + b": "
+
+
+def restore_header_case(head: bytes) -> bytes:
+    """Give the header names listed in the :data:`HEADER_CASE` line of a response head their
+    case back (uvicorn writes every name lower-cased), and drop that line."""
+    start = head.find(_CASE_LINE)
+    if start < 0:
+        return head
+    end = head.index(b"\r\n", start + len(_CASE_LINE))
+    names = head[start + len(_CASE_LINE) : end].split(b",")
+    head = head[:start] + head[end:]
+    for name in names:
+        head = head.replace(b"\r\n" + name.lower() + b": ", b"\r\n" + name + b": ", 1)
+    return head
 
 
 class CoalescingTransport:
@@ -47,6 +67,8 @@ class CoalescingTransport:
     def write(self, data: bytes) -> None:
         if not self._pending:
             self._loop.call_soon(self.flush)
+        if data[:5] == b"HTTP/" and _CASE_LINE in data:  # a response head naming cased headers
+            data = restore_header_case(data)
         self._pending.append(data)
 
     def flush(self) -> None:
@@ -68,7 +90,13 @@ class CoalescingTransport:
 
 class AzureHttpProtocol(HttpToolsProtocol):
     """``HttpToolsProtocol`` with size caps, Azure error bodies for unparseable requests, and
-    a response's writes sent together (:class:`CoalescingTransport`)."""
+    a response's writes sent together (:class:`CoalescingTransport`).
+
+    Every connection is on a clock: one that never sends a byte is closed after
+    ``header_timeout`` (uvicorn only times connections out between requests); a request whose
+    line and headers take longer than that is answered 500 ``OperationTimedOut`` and closed; an
+    idle one after an answer is closed by uvicorn's keep-alive timer (:data:`KEEP_ALIVE_SECONDS`).
+    """
 
     _error: TableError | None = None
     _header_bytes = 0
@@ -77,6 +105,7 @@ class AzureHttpProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CoalescingTransport(transport, self.loop))  # type: ignore[arg-type]
+        self._header_timer = self.loop.call_later(self.header_timeout, self._silent_too_long)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -98,6 +127,12 @@ class AzureHttpProtocol(HttpToolsProtocol):
             self._header_timer.cancel()
             self._header_timer = None
 
+    def _silent_too_long(self) -> None:
+        """A connection that has not begun a request in time holds a socket for nothing: close it."""
+        self._header_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
     def _headers_too_slow(self) -> None:
         """A client trickling its headers holds a connection; answer and close it (slowloris)."""
         self._header_timer = None
@@ -116,6 +151,9 @@ class AzureHttpProtocol(HttpToolsProtocol):
         if self._header_bytes > MAX_HEADER_BYTES:
             self._error = TableError("RequestHeaderTooLarge")
             raise _TooLarge
+        if name[:10].lower() == b"x-ms-meta-":  # metadata names keep the case they were sent in
+            extensions: dict[str, Any] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]
+            extensions.setdefault(META_NAMES_EXTENSION, []).append(name.decode("latin-1"))
         super().on_header(name, value)
 
     def send_400_response(self, msg: str) -> None:

@@ -246,6 +246,10 @@ def test_citus_schema_calls_each_citus_function_once(pg_url: str) -> None:
             await admin(f"DROP DATABASE {name}")
         assert registered == [
             ("entities", "h", "dist"),
+            ("queue_messages", "h", "queue_id"),
+            ("queue_service_properties", "n", None),
+            ("queue_tombstones", "n", None),
+            ("queues", "n", None),
             ("service_properties", "n", None),
             ("tables", "n", None),
         ]

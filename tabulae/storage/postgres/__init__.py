@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from tabulae.storage.postgres import engine
 from tabulae.storage.postgres.engine import PostgresDatabase
+from tabulae.storage.postgres.queues import SCHEMA as QUEUES_SCHEMA
+from tabulae.storage.postgres.queues import PostgresQueues
 from tabulae.storage.postgres.tables import SCHEMA as TABLES_SCHEMA
 from tabulae.storage.postgres.tables import PostgresTables
 from tabulae.storage.stores import Stores
 
-SCHEMAS = (TABLES_SCHEMA,)
+SCHEMAS = (TABLES_SCHEMA, QUEUES_SCHEMA)
 
 
 async def init_schema(url: str, citus: bool = False) -> None:
@@ -22,6 +24,7 @@ class PostgresStores(Stores):
     def __init__(self, database: PostgresDatabase) -> None:
         self.database = database
         self.tables = PostgresTables(database)
+        self.queues = PostgresQueues(database)
 
     @classmethod
     async def open(

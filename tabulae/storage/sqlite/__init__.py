@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tabulae.storage.sqlite.engine import SqliteDatabase
+from tabulae.storage.sqlite.queues import SCHEMA as QUEUES_SCHEMA
+from tabulae.storage.sqlite.queues import SqliteQueues
 from tabulae.storage.sqlite.tables import SCHEMA as TABLES_SCHEMA
 from tabulae.storage.sqlite.tables import SqliteTables
 from tabulae.storage.stores import Stores
@@ -14,8 +16,9 @@ class SqliteStores(Stores):
     """The stores of ``directory/tabulae.db``; ``durable=False`` skips fsync (in-memory mode)."""
 
     def __init__(self, directory: Path, *, durable: bool = True) -> None:
-        self.database = SqliteDatabase(directory, TABLES_SCHEMA, durable=durable)
+        self.database = SqliteDatabase(directory, TABLES_SCHEMA + QUEUES_SCHEMA, durable=durable)
         self.tables = SqliteTables(self.database)
+        self.queues = SqliteQueues(self.database)
 
     async def close(self) -> None:
         await self.database.close()
