@@ -8,6 +8,9 @@ engine or reads the settings table.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import os
 import random
 import signal
@@ -18,19 +21,26 @@ import orjson
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
+from tabulae.admission.blobs import BlobAdmission
 from tabulae.admission.faults import FaultInjector
 from tabulae.admission.guard import GuardedService
 from tabulae.admission.throttle import Targets, Throttle
+from tabulae.blob.api.app import BlobApp
+from tabulae.blob.service import BlobService
 from tabulae.config import SETTINGS_ENV, Settings
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.options import FrontendOptions
 from tabulae.http.protocol import AzureHttpProtocol
+from tabulae.insight.containers import ContainerCounters
 from tabulae.insight.partitions import Insight
+from tabulae.storage.blobs import BlobStore
 from tabulae.storage.factory import open_stores
 from tabulae.storage.tables import TableStore
 from tabulae.table.api.app import TableApp
 
 PROMETHEUS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
+GARBAGE_INTERVAL_SECONDS = 120.0
+log = logging.getLogger("tabulae")
 
 
 def frontend_options(settings: Settings) -> FrontendOptions:
@@ -43,8 +53,9 @@ def frontend_options(settings: Settings) -> FrontendOptions:
     )
 
 
-def table_service(store: TableStore, settings: Settings, insight: Insight) -> GuardedService:
-    """The Table service with targets (per worker, a share of each), faults and insight as configured."""
+def admission_parts(settings: Settings) -> tuple[Throttle | None, FaultInjector | None]:
+    """This worker's throttle (a share of each target) and fault injector, as configured; one of
+    each per process, shared by every service, as Azure's account target is."""
     throttle = None
     if settings.targets:
         targets = Targets(settings.partition_target, settings.account_target)
@@ -53,6 +64,17 @@ def table_service(store: TableStore, settings: Settings, insight: Insight) -> Gu
     if settings.faults > 0:
         seed = None if settings.faults_seed is None else settings.faults_seed + os.getpid()
         faults = FaultInjector(settings.faults, random.Random(seed))
+    return throttle, faults
+
+
+def table_service(
+    store: TableStore,
+    settings: Settings,
+    insight: Insight,
+    throttle: Throttle | None = None,
+    faults: FaultInjector | None = None,
+) -> GuardedService:
+    """The Table service with targets, faults and insight."""
     return GuardedService(
         store, page_time_budget=settings.page_time_budget, insight=insight, throttle=throttle, faults=faults
     )
@@ -64,20 +86,48 @@ def build_gateway(settings: Settings) -> Gateway:
     async def start() -> Mounts:
         stores = await open_stores(settings.store_url, settings.data_dir, settings.in_memory)
         insight = Insight(partition_target=settings.partition_target, account_target=settings.account_target)
+        containers = ContainerCounters()
+        throttle, faults = admission_parts(settings)
         options = frontend_options(settings)
         ports = settings.ports()
         by_port: dict[int, AsgiApp] = {}
         if "table" in ports:
-            by_port[ports["table"]] = TableApp(table_service(stores.tables, settings, insight), options)
+            service = table_service(stores.tables, settings, insight, throttle, faults)
+            by_port[ports["table"]] = TableApp(service, options)
+        collector: asyncio.Task[None] | None = None
+        if "blob" in ports:
+            admission = BlobAdmission(containers, throttle, faults)
+            by_port[ports["blob"]] = BlobApp(BlobService(stores.blobs), options, admission)
+            collector = asyncio.get_running_loop().create_task(collect_garbage(stores.blobs))
 
         def metrics(as_json: bool) -> tuple[bytes, bytes]:
             if as_json:
-                return b"application/json", orjson.dumps(insight.snapshot())
-            return PROMETHEUS_TYPE, insight.prometheus().encode()
+                return b"application/json", orjson.dumps(
+                    {**insight.snapshot(), "containers": containers.snapshot()}
+                )
+            return PROMETHEUS_TYPE, (insight.prometheus() + containers.prometheus()).encode()
 
-        return Mounts(by_port, metrics, stores.close)
+        async def close() -> None:
+            if collector is not None:
+                collector.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await collector
+            await stores.close()
+
+        return Mounts(by_port, metrics, close)
 
     return Gateway(start)
+
+
+async def collect_garbage(store: BlobStore) -> None:
+    """Collect unreferenced blob content now (a crash may have left some) and then every few
+    minutes, in every worker; the store makes concurrent collections safe."""
+    while True:
+        try:
+            await store.collect_garbage()
+        except Exception:  # never fatal: the next round tries again
+            log.exception("blob garbage collection failed")
+        await asyncio.sleep(GARBAGE_INTERVAL_SECONDS)
 
 
 def create_app() -> Gateway:

@@ -29,13 +29,13 @@ CHALLENGE = (
 )
 
 
-def _audiences(account: str) -> set[str]:
+def _audiences(account: str, service: str) -> set[str]:
     return {
         "https://storage.azure.com",
         "https://storage.azure.com/",
         "e406a681-f3d4-42a8-90b6-c2b029497af1",
-        f"https://{account}.table.core.windows.net",
-        f"https://{account}.table.core.windows.net/",
+        f"https://{account}.{service}.core.windows.net",
+        f"https://{account}.{service}.core.windows.net/",
     }
 
 
@@ -50,8 +50,9 @@ def _claims(token: str) -> dict[str, object]:
     return claims
 
 
-def verify_bearer(header: str, account: str, now: float | None = None) -> None:
-    """Accept a well-formed token for this account's audience from a Microsoft issuer, in its window."""
+def verify_bearer(header: str, account: str, now: float | None = None, service: str = "table") -> None:
+    """Accept a well-formed token for this account's audience (of ``service``: ``table``,
+    ``queue``, ``blob``) from a Microsoft issuer, in its window."""
     token = header.split(None, 1)[1].strip() if " " in header.strip() else ""
     challenge = [(b"www-authenticate", CHALLENGE)]
     try:
@@ -64,7 +65,7 @@ def verify_bearer(header: str, account: str, now: float | None = None) -> None:
     not_before = claims.get("nbf", 0)
     expires = claims.get("exp")
     if (
-        audience not in _audiences(account)
+        audience not in _audiences(account, service)
         or not isinstance(issuer, str)
         or not issuer.startswith(_ISSUERS)
         or not isinstance(not_before, int | float)

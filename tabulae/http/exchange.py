@@ -11,7 +11,8 @@ from typing import Any
 
 import orjson
 
-from tabulae.http.messages import SERVER_HEADER, Clock, Request, Response, error_time
+from tabulae.http.messages import SERVER_HEADER, Clock, Headers, Request, Response, error_time
+from tabulae.http.protocol import PRESERVE_CASE_KEY
 from tabulae.model.errors import TableError
 
 DEFAULT_VERSION = "2019-02-02"  # echoed as x-ms-version when a request names none
@@ -53,6 +54,20 @@ async def send_response(
     and the client's own request id echoed back."""
     headers = response.headers
     headers.append((b"content-length", str(len(response.body)).encode()))
+    add_standard_headers(headers, request, request_id, clock)
+    await send(start_message(response))
+    await send({"type": "http.response.body", "body": response.body})
+
+
+def start_message(response: Response) -> dict[str, Any]:
+    message = {"type": "http.response.start", "status": response.status, "headers": response.headers}
+    if response.preserve_case:
+        message[PRESERVE_CASE_KEY] = response.preserve_case
+    return message
+
+
+def add_standard_headers(headers: Headers, request: Request, request_id: str, clock: Clock) -> None:
+    """The headers every response carries: request id, version, date, server, client request id."""
     headers.append((b"x-ms-request-id", request_id.encode()))
     headers.append((b"x-ms-version", request.headers.get("x-ms-version", DEFAULT_VERSION).encode("latin-1")))
     headers.append((b"date", clock.http_date()))
@@ -60,8 +75,6 @@ async def send_response(
     client_id = request.headers.get("x-ms-client-request-id")
     if client_id is not None:
         headers.append((b"x-ms-client-request-id", client_id.encode("latin-1")))
-    await send({"type": "http.response.start", "status": response.status, "headers": headers})
-    await send({"type": "http.response.body", "body": response.body})
 
 
 def log_request(request: Request, status: int, request_id: str, started: float) -> None:

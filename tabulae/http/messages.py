@@ -102,6 +102,7 @@ class Response:
     status: int
     headers: Headers = field(default_factory=list)
     body: bytes = b""
+    preserve_case: list[bytes] | None = None  # header names to send in the case given
 
 
 class RequestIds:

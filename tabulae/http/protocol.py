@@ -12,11 +12,18 @@ import asyncio
 import os
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from tabulae.http.errors import error_xml
 from tabulae.http.messages import error_time
 from tabulae.model.errors import TableError
+
+# The scope key under which the names of ``x-ms-meta-*`` headers are kept as the client spelled
+# them (ASGI lower-cases header names, but Azure keeps the case of metadata names).
+META_NAMES_KEY = "tabulae.meta_names"
+# A response start message may name, under this key, header names to send in the case given
+# (uvicorn writes every name lower-case): metadata names keep the case the client gave them.
+PRESERVE_CASE_KEY = "tabulae.preserve_case"
 
 MAX_URL_BYTES = 64 * 1024
 MAX_HEADER_BYTES = 64 * 1024
@@ -37,14 +44,19 @@ class CoalescingTransport:
     transport's own; ``close`` first sends what is held, ``abort`` drops it.
     """
 
-    __slots__ = ("_loop", "_pending", "_transport")
+    __slots__ = ("_loop", "_pending", "_transport", "case_fixes")
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
         self._loop = loop
         self._pending: list[bytes] = []
+        self.case_fixes: list[bytes] | None = None  # for the next header block (see _Cycle)
 
     def write(self, data: bytes) -> None:
+        if self.case_fixes is not None:
+            for name in self.case_fixes:
+                data = data.replace(b"\r\n" + name.lower() + b":", b"\r\n" + name + b":", 1)
+            self.case_fixes = None
         if not self._pending:
             self._loop.call_soon(self.flush)
         self._pending.append(data)
@@ -64,6 +76,17 @@ class CoalescingTransport:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
+
+
+class _Cycle(RequestResponseCycle):
+    """uvicorn's request cycle, passing the header names a response wants sent in their own case
+    (``PRESERVE_CASE_KEY``) to the transport, which writes the header block next."""
+
+    async def send(self, message: Any) -> None:
+        names = message.get(PRESERVE_CASE_KEY)
+        if names:
+            self.transport.case_fixes = names  # type: ignore[attr-defined]
+        await super().send(message)
 
 
 class AzureHttpProtocol(HttpToolsProtocol):
@@ -88,6 +111,8 @@ class AzureHttpProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._disarm()
         super().on_headers_complete()
+        if self.cycle is not None:
+            self.cycle.__class__ = _Cycle
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -116,6 +141,8 @@ class AzureHttpProtocol(HttpToolsProtocol):
         if self._header_bytes > MAX_HEADER_BYTES:
             self._error = TableError("RequestHeaderTooLarge")
             raise _TooLarge
+        if name[:10].lower() == b"x-ms-meta-":
+            self.scope.setdefault(META_NAMES_KEY, []).append(name[10:].decode("latin-1"))  # type: ignore[misc]
         super().on_header(name, value)
 
     def send_400_response(self, msg: str) -> None:

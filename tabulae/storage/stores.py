@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from tabulae.storage.blobs import BlobStore
 from tabulae.storage.tables import TableStore
 
 
@@ -11,10 +12,12 @@ class Stores(ABC):
     """An engine's open database and a store for each service's contract.
 
     The stores share the engine's connections and its writer, so there is one thing to open and
-    one to close; a service sees only its own contract (``tables`` for the Table service).
+    one to close; a service sees only its own contract (``tables`` for the Table service,
+    ``blobs`` for the Blob service).
     """
 
     tables: TableStore
+    blobs: BlobStore
 
     @abstractmethod
     async def close(self) -> None:

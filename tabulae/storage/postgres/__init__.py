@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from tabulae.storage.postgres import engine
+from tabulae.storage.postgres.blobs import SCHEMA as BLOBS_SCHEMA
+from tabulae.storage.postgres.blobs import PostgresBlobs
 from tabulae.storage.postgres.engine import PostgresDatabase
 from tabulae.storage.postgres.tables import SCHEMA as TABLES_SCHEMA
 from tabulae.storage.postgres.tables import PostgresTables
 from tabulae.storage.stores import Stores
 
-SCHEMAS = (TABLES_SCHEMA,)
+SCHEMAS = (TABLES_SCHEMA, BLOBS_SCHEMA)
 
 
 async def init_schema(url: str, citus: bool = False) -> None:
@@ -22,6 +24,7 @@ class PostgresStores(Stores):
     def __init__(self, database: PostgresDatabase) -> None:
         self.database = database
         self.tables = PostgresTables(database)
+        self.blobs = PostgresBlobs(database)
 
     @classmethod
     async def open(

@@ -1,0 +1,813 @@
+"""The Blob store on SQLite: records and block lists in the engine's database, content in files.
+
+Content lives in files under ``<data dir>/blobs/`` (one immutable file per extent, named by a
+random id, in 256 sub-directories), except extents of at most ``INLINE_BYTES``, which are
+rows of ``blob_data`` committed with the record that names them: for a small blob a file would
+cost two more fsyncs than the whole group commit it rides on.
+
+Durability: a file is written, ``fdatasync``-ed and its directory entry synced before the write
+that names it is queued for the group commit, so an acknowledged blob never points at missing
+bytes, and a crash before the commit leaves only an unreferenced file.
+
+Files nobody references are collected two ways. Extents a write stopped referencing go to
+``blob_garbage`` in the same transaction and are deleted after ``GARBAGE_GRACE_SECONDS`` (a
+download that began before may still be reading them). Files a crash left behind are found by
+scanning the directory: an upload holds an exclusive ``flock`` on its file from creation until
+its write commits or fails, so a file that is unlocked and unreferenced is an orphan. (A file
+unlinked between its creation and its lock is noticed by its link count, and the upload takes a
+new one.) ``tabulae backup`` holds the collector's lock while it copies, so no file it needs can go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import re
+import secrets
+import shutil
+import sqlite3
+import time
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from tabulae.model.errors import TableError
+from tabulae.storage.blobs import (
+    BASE,
+    GARBAGE_GRACE_SECONDS,
+    NO_NEEDS,
+    STORED_BASE,
+    BlobKey,
+    BlobListing,
+    BlobRecord,
+    BlobState,
+    BlobStore,
+    BlobWrite,
+    ContainerRecord,
+    Decide,
+    Digest,
+    Extent,
+    Needs,
+    Staged,
+    container_missing,
+    decode_blob,
+    decode_container,
+    encode_blob,
+    encode_container,
+    extent_offsets,
+    next_ticks,
+    prefix_end,
+    stored_version,
+)
+from tabulae.storage.sqlite.engine import SqliteDatabase
+
+INLINE_BYTES = 64 * 1024  # extents up to this size are rows, larger ones files
+WRITE_BYTES = 1024 * 1024  # an upload is written to its file in pieces of this size
+READ_BYTES = 1024 * 1024  # and read back in pieces of this size
+CONTENT_DIR = "blobs"
+_FILE_NAME = re.compile(r"[0-9a-f]{32}")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS blob_containers (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    account TEXT NOT NULL,
+    name TEXT NOT NULL,
+    ticks INTEGER NOT NULL,
+    doc BLOB NOT NULL,
+    UNIQUE (account, name)
+);
+CREATE TABLE IF NOT EXISTS blob_service_properties (
+    account TEXT PRIMARY KEY,
+    properties BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS blobs (
+    container_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    version TEXT NOT NULL,
+    committed INTEGER NOT NULL,
+    ticks INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    doc BLOB NOT NULL,
+    PRIMARY KEY (container_id, name, version)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS blob_extents (
+    container_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    version TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    ref TEXT NOT NULL,
+    length INTEGER NOT NULL,
+    block_id TEXT,
+    PRIMARY KEY (container_id, name, version, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS blob_extents_ref ON blob_extents (ref);
+CREATE TABLE IF NOT EXISTS blob_blocks (
+    container_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    block_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    ref TEXT NOT NULL,
+    length INTEGER NOT NULL,
+    PRIMARY KEY (container_id, name, block_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS blob_blocks_ref ON blob_blocks (ref);
+CREATE TABLE IF NOT EXISTS blob_data (
+    ref TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS blob_garbage (
+    ref TEXT PRIMARY KEY,
+    dropped REAL NOT NULL
+) WITHOUT ROWID;
+"""
+
+_BLOB_COLUMNS = "name, version, ticks, size, committed, doc"
+_B_COLUMNS = "b.name, b.version, b.ticks, b.size, b.committed, b.doc"
+_REFERENCED = (
+    "SELECT 1 FROM blob_extents WHERE ref = ?1 UNION ALL SELECT 1 FROM blob_blocks WHERE ref = ?1 LIMIT 1"
+)
+
+
+def _inline(ref: str) -> bool:
+    return ref.startswith("i")
+
+
+class SqliteStaged(Staged):
+    """An extent's bytes: inline (``data``, inserted by the write that names it) or a file held
+    locked (``fd``) until that write commits."""
+
+    __slots__ = ("data", "extent", "fd", "path")
+
+    def __init__(self, extent: Extent, data: bytes | None = None, fd: int = -1, path: str = "") -> None:
+        self.extent = extent
+        self.data = data
+        self.fd = fd
+        self.path = path
+
+    def release(self, *, remove: bool) -> None:
+        if remove and self.path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+        if self.fd >= 0:
+            os.close(self.fd)  # drops the lock: the collector may look at the file again
+            self.fd = -1
+
+
+def _row_to_blob(row: tuple[Any, ...]) -> BlobRecord:
+    name, version, ticks, size, committed, doc = row
+    return decode_blob(name, version, ticks, size, committed, doc)
+
+
+class SqliteBlobs(BlobStore):
+    """The :class:`BlobStore` contract over a :class:`SqliteDatabase` and a content directory."""
+
+    def __init__(self, database: SqliteDatabase, directory: Path, *, durable: bool = True) -> None:
+        self._db = database
+        self._durable = durable
+        self._root = directory / CONTENT_DIR
+        self._root.mkdir(parents=True, exist_ok=True)
+        self._io = ThreadPoolExecutor(4, thread_name_prefix="tabulae-blob-io")
+        self._made_dirs: set[str] = set()
+        self._gc_lock_path = str(self._root / "gc.lock")
+
+    async def close(self) -> None:
+        self._io.shutdown(wait=True)
+
+    def _path(self, ref: str) -> str:
+        name = ref[1:]
+        return str(self._root / name[:2] / name)
+
+    # ------------------------------------------------------------------ containers
+
+    def _container_id(self, conn: sqlite3.Connection, account: str, name: str) -> int:
+        row = conn.execute(
+            "SELECT id FROM blob_containers WHERE account = ? AND name = ?", (account, name)
+        ).fetchone()
+        if row is None:
+            raise container_missing()
+        return int(row[0])
+
+    async def create_container(self, account: str, record: ContainerRecord) -> None:
+        def job(conn: sqlite3.Connection) -> None:
+            try:
+                conn.execute(
+                    "INSERT INTO blob_containers (account, name, ticks, doc) VALUES (?, ?, ?, ?)",
+                    (account, record.name, record.ticks, encode_container(record)),
+                )
+            except sqlite3.IntegrityError:
+                raise TableError("ContainerAlreadyExists") from None
+
+        await self._db.write(job, savepoint=False)
+
+    async def get_container(self, account: str, name: str) -> ContainerRecord | None:
+        row = self._db.reader.execute(
+            "SELECT ticks, doc FROM blob_containers WHERE account = ? AND name = ?", (account, name)
+        ).fetchone()
+        return decode_container(name, row[0], row[1]) if row else None
+
+    async def update_container(
+        self, account: str, name: str, decide: Callable[[ContainerRecord, int], tuple[ContainerRecord, Any]]
+    ) -> Any:
+        def job(conn: sqlite3.Connection) -> Any:
+            row = conn.execute(
+                "SELECT ticks, doc FROM blob_containers WHERE account = ? AND name = ?", (account, name)
+            ).fetchone()
+            if row is None:
+                raise container_missing()
+            record, result = decide(decode_container(name, row[0], row[1]), next_ticks(row[0]))
+            conn.execute(
+                "UPDATE blob_containers SET ticks = ?, doc = ? WHERE account = ? AND name = ?",
+                (record.ticks, encode_container(record), account, name),
+            )
+            return result
+
+        return await self._db.write(job)
+
+    async def delete_container(
+        self, account: str, name: str, check: Callable[[ContainerRecord], None]
+    ) -> None:
+        def job(conn: sqlite3.Connection) -> None:
+            row = conn.execute(
+                "SELECT id, ticks, doc FROM blob_containers WHERE account = ? AND name = ?", (account, name)
+            ).fetchone()
+            if row is None:
+                raise container_missing()
+            check(decode_container(name, row[1], row[2]))
+            cid = row[0]
+            refs = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT ref FROM blob_extents WHERE container_id = ?1 "
+                    "UNION SELECT ref FROM blob_blocks WHERE container_id = ?1",
+                    (cid,),
+                )
+            }
+            for table in ("blob_extents", "blob_blocks", "blobs"):
+                conn.execute(f"DELETE FROM {table} WHERE container_id = ?", (cid,))
+            conn.execute("DELETE FROM blob_containers WHERE id = ?", (cid,))
+            _drop(conn, refs)
+
+        await self._db.write(job)
+
+    async def list_containers(
+        self, account: str, prefix: str, start: str | None, limit: int
+    ) -> list[ContainerRecord]:
+        sql = "SELECT name, ticks, doc FROM blob_containers WHERE account = ? AND name >= ?"
+        args: list[Any] = [account, max(prefix, start or "")]
+        if prefix:
+            sql += " AND name < ?"
+            args.append(prefix_end(prefix))
+        rows = self._db.reader.execute(sql + " ORDER BY name LIMIT ?", (*args, limit)).fetchall()
+        return [decode_container(row[0], row[1], row[2]) for row in rows]
+
+    async def get_service_properties(self, account: str) -> bytes | None:
+        row = self._db.reader.execute(
+            "SELECT properties FROM blob_service_properties WHERE account = ?", (account,)
+        ).fetchone()
+        return row[0] if row else None
+
+    async def set_service_properties(self, account: str, properties: bytes) -> None:
+        def job(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO blob_service_properties (account, properties) VALUES (?, ?) "
+                "ON CONFLICT (account) DO UPDATE SET properties = excluded.properties",
+                (account, properties),
+            )
+
+        await self._db.write(job, savepoint=False)
+
+    # ------------------------------------------------------------------ content
+
+    async def stage(self, key: BlobKey, chunks: AsyncIterable[bytes], digest: Digest | None) -> Staged:
+        """Small content stays in memory until its write inserts it; larger content goes to a
+        new file, written by a helper thread one piece behind the network (at most two pieces
+        in memory), and synced before this returns."""
+        iterator = chunks.__aiter__()
+        head = bytearray()
+        finished = False
+        while len(head) <= INLINE_BYTES:
+            try:
+                chunk = await iterator.__anext__()
+            except StopAsyncIteration:
+                finished = True
+                break
+            head += chunk
+        if finished:
+            data = bytes(head)
+            if digest is not None:
+                digest.update(data)
+            return SqliteStaged(Extent("i" + secrets.token_hex(16), len(data)), data=data)
+        staged = await asyncio.get_running_loop().run_in_executor(self._io, self._create_file)
+        try:
+            length = await self._fill(staged, head, iterator, digest)
+        except BaseException:
+            staged.release(remove=True)
+            raise
+        staged.extent = Extent(staged.extent.ref, length)
+        return staged
+
+    def _create_file(self) -> SqliteStaged:
+        """A new, empty, locked file whose directory entry is on disk."""
+        while True:
+            name = secrets.token_hex(16)
+            folder = str(self._root / name[:2])
+            if folder not in self._made_dirs:
+                os.makedirs(folder, exist_ok=True)
+                self._made_dirs.add(folder)
+            path = os.path.join(folder, name)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.fstat(fd).st_nlink == 0:  # the collector took it between creation and lock
+                os.close(fd)
+                continue
+            return SqliteStaged(Extent("f" + name, 0), fd=fd, path=path)
+
+    async def _fill(
+        self, staged: SqliteStaged, head: bytearray, iterator: AsyncIterator[bytes], digest: Digest | None
+    ) -> int:
+        fd = staged.fd
+        loop = asyncio.get_running_loop()
+        pending: asyncio.Future[None] | None = None
+        piece = head
+        length = 0
+        done = False
+        while not done:
+            while len(piece) < WRITE_BYTES:
+                try:
+                    piece += await iterator.__anext__()
+                except StopAsyncIteration:
+                    done = True
+                    break
+            if pending is not None:
+                await pending
+            length += len(piece)
+            pending = loop.run_in_executor(self._io, _write_piece, fd, bytes(piece), digest)
+            piece = bytearray()
+        if pending is not None:
+            await pending
+        if self._durable:
+            await loop.run_in_executor(self._io, _sync_file, fd, staged.path)
+        return length
+
+    async def discard(self, staged: Staged) -> None:
+        assert isinstance(staged, SqliteStaged)
+        staged.release(remove=True)
+
+    async def read(
+        self, key: BlobKey, extents: Sequence[Extent], start: int, end: int
+    ) -> AsyncIterator[bytes]:
+        loop = asyncio.get_running_loop()
+        for extent, low, high in extent_offsets(extents, start, end):
+            if _inline(extent.ref):
+                row = self._db.reader.execute(
+                    "SELECT substr(data, ?, ?) FROM blob_data WHERE ref = ?",
+                    (low + 1, high - low, extent.ref),
+                ).fetchone()
+                if row is None:
+                    raise TableError("InternalError", detail="blob content is gone")
+                yield bytes(row[0])
+                continue
+            try:
+                fd = os.open(self._path(extent.ref), os.O_RDONLY)
+            except FileNotFoundError:
+                raise TableError("InternalError", detail="blob content is gone") from None
+            try:
+                position = low
+                while position < high:
+                    size = min(READ_BYTES, high - position)
+                    data = await loop.run_in_executor(self._io, os.pread, fd, size, position)
+                    if not data:
+                        raise TableError("InternalError", detail="blob content is short")
+                    position += len(data)
+                    yield data
+            finally:
+                os.close(fd)
+
+    # ------------------------------------------------------------------ blobs
+
+    async def get_blob(
+        self, key: BlobKey, snapshot: str = BASE, *, content: bool = False
+    ) -> tuple[BlobRecord, list[Extent] | None] | None:
+        conn = self._db.reader
+        version = stored_version(snapshot)
+        conn.execute("BEGIN")  # one snapshot of the database for the record and its extents
+        try:
+            row = conn.execute(
+                f"SELECT c.id, {_B_COLUMNS} "
+                "FROM blob_containers c JOIN blobs b ON b.container_id = c.id "
+                "WHERE c.account = ? AND c.name = ? AND b.name = ? AND b.version = ? AND b.committed",
+                (key.account, key.container, key.name, version),
+            ).fetchone()
+            if row is None:
+                return None
+            extents = _extents(conn, row[0], key.name, version) if content else None
+        finally:
+            conn.execute("COMMIT")
+        return _row_to_blob(row[1:]), extents
+
+    async def write_blob(
+        self, key: BlobKey, decide: Decide, *, needs: Needs = NO_NEEDS, staged: Staged | None = None
+    ) -> Any:
+        assert staged is None or isinstance(staged, SqliteStaged)
+        try:
+            result, used = await self._db.write(_write_job, key, decide, needs, staged, None)
+        except BaseException:
+            if staged is not None:
+                staged.release(remove=True)
+            raise
+        if staged is not None:
+            staged.release(remove=not used)
+        return result
+
+    async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:
+        result, _used = await self._db.write(
+            _write_job, dest, decide, Needs(), None, (source, stored_version(snapshot))
+        )
+        return result
+
+    async def list_blocks(self, key: BlobKey) -> tuple[BlobRecord | None, list[Extent], list[Extent]]:
+        conn = self._db.reader
+        conn.execute("BEGIN")
+        try:
+            cid = self._container_id(conn, key.account, key.container)
+            row = conn.execute(
+                f"SELECT {_BLOB_COLUMNS} FROM blobs WHERE container_id = ? AND name = ? AND version = ?",
+                (cid, key.name, STORED_BASE),
+            ).fetchone()
+            if row is None:
+                return None, [], []
+            committed = _extents(conn, cid, key.name, STORED_BASE)
+            staged = _staged(conn, cid, key.name)
+        finally:
+            conn.execute("COMMIT")
+        return _row_to_blob(row), committed, list(staged.values())
+
+    async def list_blobs(
+        self,
+        account: str,
+        container: str,
+        *,
+        prefix: str,
+        start: tuple[str, str] | None,
+        limit: int,
+        snapshots: bool,
+        uncommitted: bool,
+    ) -> BlobListing:
+        conn = self._db.reader
+        cid = self._container_id(conn, account, container)
+        low_name, low_version = start if start is not None else ("", "")
+        if prefix > low_name:
+            low_name, low_version = prefix, ""
+        where = "container_id = ? AND (name, version) >= (?, ?)"
+        args: list[Any] = [cid, low_name, low_version]
+        if prefix:
+            where += " AND name < ?"
+            args.append(prefix_end(prefix))
+        if not snapshots:
+            where += f" AND version = '{STORED_BASE}'"
+        if not uncommitted:
+            where += " AND committed"
+        rows = conn.execute(
+            f"SELECT {_BLOB_COLUMNS} FROM blobs WHERE {where} ORDER BY name, version LIMIT ?",
+            (*args, limit + 1),
+        ).fetchall()
+        return BlobListing([_row_to_blob(row) for row in rows[:limit]], len(rows) > limit)
+
+    # ------------------------------------------------------------------ maintenance
+
+    async def collect_garbage(self) -> int:
+        """Delete expired garbage (rows in a write job, files after it commits), then look for
+        files a crash orphaned, under the collector's lock (so one process at a time, and never
+        while a backup copies)."""
+        lock_fd = os.open(self._gc_lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return 0
+            files = await self._db.write(_collect_job, time.time() - GARBAGE_GRACE_SECONDS)
+            loop = asyncio.get_running_loop()
+            removed = await loop.run_in_executor(self._io, self._unlink_all, files)
+            removed += await loop.run_in_executor(self._io, self._collect_orphans)
+            return removed
+        finally:
+            os.close(lock_fd)
+
+    def _unlink_all(self, refs: list[str]) -> int:
+        removed = 0
+        for ref in refs:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._path(ref))
+                removed += 1
+        return removed
+
+    def _collect_orphans(self) -> int:
+        """Files nobody holds locked and no row references: left by a crash between an upload's
+        sync and its commit."""
+        conn = sqlite3.connect(self._db.path, timeout=30)
+        removed = 0
+        try:
+            for folder in os.scandir(self._root):
+                if not folder.is_dir():
+                    continue
+                for entry in os.scandir(folder.path):
+                    if not _FILE_NAME.fullmatch(entry.name):
+                        continue
+                    removed += _remove_if_orphan(conn, entry.path, "f" + entry.name)
+        finally:
+            conn.close()
+        return removed
+
+
+def _remove_if_orphan(conn: sqlite3.Connection, path: str, ref: str) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return 0
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return 0  # an upload in progress
+        if conn.execute(_REFERENCED, (ref,)).fetchone() is not None:
+            return 0
+        if conn.execute("SELECT 1 FROM blob_garbage WHERE ref = ?", (ref,)).fetchone() is not None:
+            return 0  # the grace period decides
+        os.unlink(path)
+        return 1
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def collector_paused(root: Path) -> Iterator[None]:
+    """Hold the collector's lock: no content file is deleted until this ends."""
+    root.mkdir(parents=True, exist_ok=True)
+    lock_fd = os.open(str(root / "gc.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(lock_fd)
+
+
+def copy_content(root: Path, destination: Path, database: Path) -> None:
+    """Copy the content files ``database`` references from ``root`` into ``destination``, each
+    synced. Call it under :func:`collector_paused`, taken before ``database`` was copied."""
+    target_root = destination / CONTENT_DIR
+    target_root.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(database))
+    try:
+        refs = conn.execute("SELECT ref FROM blob_extents UNION SELECT ref FROM blob_blocks").fetchall()
+    finally:
+        conn.close()
+    for (ref,) in refs:
+        if _inline(ref):
+            continue
+        name = ref[1:]
+        folder = target_root / name[:2]
+        folder.mkdir(exist_ok=True)
+        shutil.copyfile(root / name[:2] / name, folder / name)
+        fd = os.open(str(folder / name), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _sync_file(fd: int, path: str) -> None:
+    os.fdatasync(fd)
+    dir_fd = os.open(os.path.dirname(path), os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # the new name must survive a crash too
+    finally:
+        os.close(dir_fd)
+
+
+def _write_piece(fd: int, data: bytes, digest: Digest | None) -> None:
+    if digest is not None:
+        digest.update(data)
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _extents(conn: sqlite3.Connection, cid: int, name: str, version: str) -> list[Extent]:
+    return [
+        Extent(ref, length, block_id)
+        for ref, length, block_id in conn.execute(
+            "SELECT ref, length, block_id FROM blob_extents WHERE container_id = ? AND name = ? "
+            "AND version = ? ORDER BY seq",
+            (cid, name, version),
+        )
+    ]
+
+
+def _staged(conn: sqlite3.Connection, cid: int, name: str) -> dict[str, Extent]:
+    return {
+        block_id: Extent(ref, length, block_id)
+        for block_id, ref, length in conn.execute(
+            "SELECT block_id, ref, length FROM blob_blocks WHERE container_id = ? AND name = ? "
+            "ORDER BY seq, block_id",
+            (cid, name),
+        )
+    }
+
+
+def _drop(conn: sqlite3.Connection, refs: set[str]) -> None:
+    """Extents that lost a reference: those no row references any more become garbage."""
+    now = time.time()
+    for ref in refs:
+        if conn.execute(_REFERENCED, (ref,)).fetchone() is None:
+            conn.execute("INSERT OR REPLACE INTO blob_garbage (ref, dropped) VALUES (?, ?)", (ref, now))
+
+
+def _refs(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> set[str]:
+    return {row[0] for row in conn.execute(sql, args)}
+
+
+def _load_state(conn: sqlite3.Connection, cid: int, name: str, needs: Needs) -> BlobState:
+    row = conn.execute(
+        f"SELECT {_BLOB_COLUMNS} FROM blobs WHERE container_id = ? AND name = ? AND version = ?",
+        (cid, name, STORED_BASE),
+    ).fetchone()
+    base = _row_to_blob(row) if row else None
+    state = BlobState(base=base, ticks=next_ticks(base.ticks if base else None))
+    if base is None:
+        return state
+    state.snapshots = conn.execute(
+        "SELECT count(*) FROM blobs WHERE container_id = ? AND name = ? AND version <> ?",
+        (cid, name, STORED_BASE),
+    ).fetchone()[0]
+    count, any_id = conn.execute(
+        "SELECT count(*), max(block_id) FROM blob_blocks WHERE container_id = ? AND name = ?", (cid, name)
+    ).fetchone()
+    state.staged_count = count
+    state.staged_id_length = len(any_id) if any_id is not None else None
+    if needs.content:
+        state.content = _extents(conn, cid, name, STORED_BASE)
+    if needs.staged:
+        state.staged = _staged(conn, cid, name)
+    if needs.snapshot is not None:
+        target = conn.execute(
+            f"SELECT {_BLOB_COLUMNS} FROM blobs WHERE container_id = ? AND name = ? AND version = ?",
+            (cid, name, needs.snapshot),
+        ).fetchone()
+        state.target = _row_to_blob(target) if target else None
+    return state
+
+
+def _write_job(
+    conn: sqlite3.Connection,
+    key: BlobKey,
+    decide: Decide,
+    needs: Needs,
+    staged: SqliteStaged | None,
+    source: tuple[BlobKey, str] | None,
+) -> tuple[Any, bool]:
+    """Load the state, decide, apply: one savepoint of the group commit."""
+    cid = _container_id_in(conn, key.account, key.container)
+    state = _load_state(conn, cid, key.name, needs)
+    if source is not None:
+        source_key, version = source
+        source_cid = _container_id_in(conn, source_key.account, source_key.container, missing_ok=True)
+        if source_cid is not None:
+            row = conn.execute(
+                f"SELECT {_BLOB_COLUMNS} FROM blobs WHERE container_id = ? AND name = ? AND version = ? "
+                "AND committed",
+                (source_cid, source_key.name, version),
+            ).fetchone()
+            if row is not None:
+                state.source = _row_to_blob(row)
+                state.source_content = _extents(conn, source_cid, source_key.name, version)
+    write = decide(state)
+    used = _apply(conn, cid, key.name, write, staged)
+    return write.result, used
+
+
+def _container_id_in(conn: sqlite3.Connection, account: str, name: str, *, missing_ok: bool = False) -> Any:
+    row = conn.execute(
+        "SELECT id FROM blob_containers WHERE account = ? AND name = ?", (account, name)
+    ).fetchone()
+    if row is None:
+        if missing_ok:
+            return None
+        raise container_missing()
+    return row[0]
+
+
+def _apply(
+    conn: sqlite3.Connection, cid: int, name: str, write: BlobWrite, staged: SqliteStaged | None
+) -> bool:
+    """Apply ``write`` in the order :class:`BlobWrite` documents; True when ``staged`` was used."""
+    dropped: set[str] = set()
+    base_key = (cid, name, STORED_BASE)
+    if write.delete_snapshots:
+        dropped |= _refs(
+            conn,
+            "SELECT ref FROM blob_extents WHERE container_id = ? AND name = ? AND version <> ?",
+            base_key,
+        )
+        conn.execute(
+            "DELETE FROM blob_extents WHERE container_id = ? AND name = ? AND version <> ?", base_key
+        )
+        conn.execute("DELETE FROM blobs WHERE container_id = ? AND name = ? AND version <> ?", base_key)
+    if write.delete_snapshot is not None:
+        one = (cid, name, write.delete_snapshot)
+        dropped |= _refs(
+            conn, "SELECT ref FROM blob_extents WHERE container_id = ? AND name = ? AND version = ?", one
+        )
+        conn.execute("DELETE FROM blob_extents WHERE container_id = ? AND name = ? AND version = ?", one)
+        conn.execute("DELETE FROM blobs WHERE container_id = ? AND name = ? AND version = ?", one)
+    if write.snapshot is not None:
+        frozen = write.snapshot
+        conn.execute(
+            "INSERT INTO blobs (container_id, name, version, committed, ticks, size, doc)"
+            " VALUES (?, ?, ?, 1, ?, ?, ?)",
+            (cid, name, frozen.snapshot, frozen.ticks, frozen.size, encode_blob(frozen)),
+        )
+        conn.execute(
+            "INSERT INTO blob_extents (container_id, name, version, seq, ref, length, block_id) "
+            "SELECT container_id, name, ?, seq, ref, length, block_id FROM blob_extents "
+            "WHERE container_id = ? AND name = ? AND version = ?",
+            (frozen.snapshot, *base_key),
+        )
+    if write.delete_base:
+        dropped |= _refs(
+            conn, "SELECT ref FROM blob_extents WHERE container_id = ? AND name = ? AND version = ?", base_key
+        )
+        dropped |= _refs(conn, "SELECT ref FROM blob_blocks WHERE container_id = ? AND name = ?", (cid, name))
+        conn.execute("DELETE FROM blob_extents WHERE container_id = ? AND name = ? AND version = ?", base_key)
+        conn.execute("DELETE FROM blob_blocks WHERE container_id = ? AND name = ?", (cid, name))
+        conn.execute("DELETE FROM blobs WHERE container_id = ? AND name = ? AND version = ?", base_key)
+    if write.base is not None:
+        record = write.base
+        conn.execute(
+            "INSERT OR REPLACE INTO blobs (container_id, name, version, committed, ticks, size, doc) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (cid, name, STORED_BASE, int(record.committed), record.ticks, record.size, encode_blob(record)),
+        )
+    referenced: set[str] = set()
+    if write.content is not None:
+        dropped |= _refs(
+            conn, "SELECT ref FROM blob_extents WHERE container_id = ? AND name = ? AND version = ?", base_key
+        )
+        conn.execute("DELETE FROM blob_extents WHERE container_id = ? AND name = ? AND version = ?", base_key)
+        conn.executemany(
+            "INSERT INTO blob_extents (container_id, name, version, seq, ref, length, block_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (cid, name, STORED_BASE, seq, e.ref, e.length, e.block_id)
+                for seq, e in enumerate(write.content)
+            ],
+        )
+        referenced.update(e.ref for e in write.content)
+    if write.append is not None:
+        extent = write.append
+        conn.execute(
+            "INSERT INTO blob_extents (container_id, name, version, seq, ref, length, block_id) "
+            "SELECT ?1, ?2, ?3, coalesce(max(seq) + 1, 0), ?4, ?5, ?6 FROM blob_extents "
+            "WHERE container_id = ?1 AND name = ?2 AND version = ?3",
+            (cid, name, STORED_BASE, extent.ref, extent.length, extent.block_id),
+        )
+        referenced.add(extent.ref)
+    if write.drop_staged:
+        dropped |= _refs(conn, "SELECT ref FROM blob_blocks WHERE container_id = ? AND name = ?", (cid, name))
+        conn.execute("DELETE FROM blob_blocks WHERE container_id = ? AND name = ?", (cid, name))
+    if write.stage_block is not None:
+        block = write.stage_block
+        dropped |= _refs(
+            conn,
+            "SELECT ref FROM blob_blocks WHERE container_id = ? AND name = ? AND block_id = ?",
+            (cid, name, block.block_id),
+        )
+        conn.execute(
+            "INSERT OR REPLACE INTO blob_blocks (container_id, name, block_id, seq, ref, length) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (cid, name, block.block_id, time.time_ns(), block.ref, block.length),
+        )
+        referenced.add(block.ref)
+    used = staged is not None and staged.extent.ref in referenced
+    if used and staged is not None and staged.data is not None:
+        conn.execute("INSERT INTO blob_data (ref, data) VALUES (?, ?)", (staged.extent.ref, staged.data))
+    _drop(conn, dropped - referenced)
+    return used
+
+
+def _collect_job(conn: sqlite3.Connection, before: float) -> list[str]:
+    """Delete garbage dropped before ``before`` that is still unreferenced: inline rows here,
+    files (returned) once this commits."""
+    files: list[str] = []
+    for (ref,) in conn.execute("SELECT ref FROM blob_garbage WHERE dropped < ?", (before,)).fetchall():
+        conn.execute("DELETE FROM blob_garbage WHERE ref = ?", (ref,))
+        if conn.execute(_REFERENCED, (ref,)).fetchone() is not None:
+            continue
+        if _inline(ref):
+            conn.execute("DELETE FROM blob_data WHERE ref = ?", (ref,))
+        else:
+            files.append(ref)
+    return files
