@@ -50,6 +50,17 @@ class ServerProcess:
             f"TableEndpoint={self.endpoint};"
         )
 
+    @property
+    def blob_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.blob_port}/{DEV_ACCOUNT}"
+
+    @property
+    def blob_connection_string(self) -> str:
+        return (
+            f"DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey={DEV_KEY};"
+            f"BlobEndpoint={self.blob_endpoint};"
+        )
+
     def start(self, timeout: float = 20.0) -> ServerProcess:
         command = [
             sys.executable, "-m", "tabulae", "serve",

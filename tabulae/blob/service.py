@@ -379,21 +379,9 @@ class BlobService:
         now = self._clock()
         checksums = Checksums(md5=True, crc64=True)
 
-        # "Only if it does not exist" (If-None-Match: *, what upload_blob sends unless told to
-        # overwrite) does not stop the holder of the blob's lease from replacing it: Azure
-        # answers such a Put Blob with 201, and with LeaseLost once the lease has ended.
-        create_only = conditions.if_none_match == ("*",) and conditions.if_match is None
-        other_conditions = replace(conditions, if_none_match=None) if create_only else conditions
-
         def check_state(state: BlobState) -> None:
             base = state.base if state.base is not None and state.base.committed else None
-            if base is not None:
-                if create_only and lease_id is None:
-                    raise TableError("BlobAlreadyExists")
-                leases.check_blob_access(base.lease, now, lease_id, write=True)
-            elif lease_id is not None:
-                raise TableError("LeaseNotPresentWithBlobOperation")
-            check(other_conditions, base.ticks if base else None, read=False)
+            _check_replace(base, conditions, lease_id, now)
 
         def decide(state: BlobState, sums: Checksums, staged: Staged) -> BlobWrite:
             check_state(state)
@@ -470,13 +458,9 @@ class BlobService:
         def decide(state: BlobState) -> BlobWrite:
             base = state.base
             committed = base if base is not None and base.committed else None
-            if committed is not None:
-                if committed.blob_type != BLOCK_BLOB:
-                    raise TableError("InvalidBlobType")
-                leases.check_blob_access(committed.lease, now, lease_id, write=True)
-            elif lease_id is not None:
-                raise TableError("LeaseNotPresentWithBlobOperation")
-            check(conditions, committed.ticks if committed else None, read=False)
+            if committed is not None and committed.blob_type != BLOCK_BLOB:
+                raise TableError("InvalidBlobType")
+            _check_replace(committed, conditions, lease_id, now)
             content = blocks.resolve(entries, state.content or [], state.staged or {})
             record = BlobRecord(
                 name=key.name,
@@ -707,6 +691,25 @@ class BlobService:
         if record.copy is None or record.copy.copy_id != copy_id:
             raise TableError("CopyIdMismatch" if record.copy is not None else "NoPendingCopyOperation")
         raise TableError("NoPendingCopyOperation")
+
+
+def _check_replace(base: BlobRecord | None, conditions: Conditions, lease_id: str | None, now: float) -> None:
+    """The rules of a write that replaces a whole blob (Put Blob, Put Block List): its lease,
+    then its conditions. "Only if it does not exist" (If-None-Match: *, what the SDKs send
+    unless told to overwrite) is 409 BlobAlreadyExists, but does not stop the holder of the
+    blob's lease from replacing it: Azure then answers 201, or LeaseLost once the lease ended."""
+    create_only = conditions.if_none_match == ("*",) and conditions.if_match is None
+    if base is not None:
+        if create_only and lease_id is None:
+            raise TableError("BlobAlreadyExists")
+        leases.check_blob_access(base.lease, now, lease_id, write=True)
+    elif lease_id is not None:
+        raise TableError("LeaseNotPresentWithBlobOperation")
+    check(
+        replace(conditions, if_none_match=None) if create_only else conditions,
+        base.ticks if base else None,
+        read=False,
+    )
 
 
 def _lease_action(lease: Lease, now: float, request: LeaseRequest) -> tuple[Lease, int]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import pytest
+from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, TableServiceClient
+from azure.storage.blob import BlobServiceClient, ContainerClient
 
 from tests.integration.rawhttp import RawClient
 from tests.serverproc import ServerProcess
@@ -31,4 +34,22 @@ def table(service: TableServiceClient, table_name: str) -> Iterator[TableClient]
         yield client
     finally:
         service.delete_table(table_name)
+        client.close()
+
+
+@pytest.fixture
+def blob_service(server: ServerProcess) -> Iterator[BlobServiceClient]:
+    with BlobServiceClient.from_connection_string(server.blob_connection_string) as client:
+        yield client
+
+
+@pytest.fixture
+def container(blob_service: BlobServiceClient, table_name: str) -> Iterator[ContainerClient]:
+    """A freshly created container (deleted again afterwards)."""
+    client = blob_service.create_container(f"c{table_name.lower()}")
+    try:
+        yield client
+    finally:
+        with contextlib.suppress(ResourceNotFoundError):
+            client.delete_container()
         client.close()

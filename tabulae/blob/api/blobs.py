@@ -194,9 +194,9 @@ async def put_blob(call: Call) -> Response:
         upload = call.upload(0)
     else:
         upload = call.upload(max_put_blob(call.version))
-        stored_md5 = headers.get("x-ms-blob-content-md5")
+        stored_md5 = _digest_or_none(headers.get("x-ms-blob-content-md5"))
         if stored_md5 is not None and upload.md5 is None:
-            upload.md5 = decode_digest(stored_md5, 16, "Content-MD5")  # checks the body too
+            upload.md5 = stored_md5  # an MD5 the blob is to keep is checked against the body too
     cond = conditions(headers)
     if call.grant is not None and call.grant.create_only:
         cond = replace(cond, if_none_match=("*",))
@@ -246,6 +246,14 @@ async def put_block_list(call: Call) -> Response:
         call.lease_id,
     )
     return Response(201, etag_headers(record.ticks) + _checksum_headers(sums, md5=False) + _ENCRYPTED)
+
+
+def _digest_or_none(value: str | None) -> bytes | None:
+    """A Base64 MD5, or None when the value is not one (then it is only stored)."""
+    try:
+        return decode_digest(value, 16, "Content-MD5")
+    except TableError:
+        return None
 
 
 def _int_header(headers: dict[str, str], name: str) -> int | None:

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from tabulae.auth.shared_key import parse_rfc1123
 from tabulae.blob.api.formats import LeaseView, http_date
-from tabulae.blob.rules.checksums import decode_digest
 from tabulae.blob.rules.conditions import Conditions, etag_of
 from tabulae.http.messages import Headers
 from tabulae.model.errors import TableError
@@ -95,9 +94,7 @@ def content_properties(
             value = headers.get(plain)
         return value
 
-    md5 = headers.get("x-ms-blob-content-md5")
-    if md5 is not None:
-        decode_digest(md5, 16, "Content-MD5")
+    md5 = headers.get("x-ms-blob-content-md5")  # stored as given: Azure does not check its length
     return ContentProperties(
         content_type=pick("x-ms-blob-content-type", "content-type") or default_type,
         content_encoding=pick("x-ms-blob-content-encoding", "content-encoding"),
