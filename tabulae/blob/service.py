@@ -110,7 +110,10 @@ def encode_marker(name: str, version: str) -> str:
 
 def decode_marker(marker: str) -> tuple[str, str]:
     try:
-        name, _, version = base64.urlsafe_b64decode(marker.encode("ascii")).decode().partition("\n")
+        text = base64.b64decode(marker.encode("ascii"), altchars=b"-_", validate=True).decode()
+        name, newline, version = text.partition("\n")
+        if not newline:
+            raise ValueError("not a marker")
     except (binascii.Error, ValueError, UnicodeError):
         raise TableError(
             "InvalidQueryParameterValue",
@@ -595,7 +598,7 @@ class BlobService:
                 raise TableError("SnapshotsPresent")
             return BlobWrite(delete_snapshots=True, delete_base=True)
 
-        await self.store.write_blob(key, decide)
+        await self.store.write_blob(key, decide, needs=Needs(snapshots=True))
 
     async def snapshot_blob(
         self, key: BlobKey, metadata: dict[str, str] | None, conditions: Conditions, lease_id: str | None

@@ -135,8 +135,8 @@ class BlobState:
 
     base: BlobRecord | None  # the current version, committed or not
     ticks: int  # this write's timestamp: now, and later than the base's (so ETags always change)
-    snapshots: int = 0  # how many snapshots the blob has
-    staged_count: int = 0
+    snapshots: int = 0  # how many snapshots the blob has, when asked for
+    staged_count: int = 0  # kept by the engine as blocks come and go, so reading it costs nothing
     staged_id_length: int | None = None  # every staged block id has this length
     content: list[Extent] | None = None  # the base's extents, when asked for
     staged: dict[str, Extent] | None = None  # staged blocks by id, when asked for
@@ -168,6 +168,7 @@ class Needs:
     content: bool = False
     staged: bool = False
     snapshot: str | None = None
+    snapshots: bool = False  # count them
 
 
 NO_NEEDS = Needs()

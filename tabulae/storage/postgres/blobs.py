@@ -100,6 +100,8 @@ _STATEMENTS = (
         ticks bigint NOT NULL,
         size bigint NOT NULL,
         doc bytea NOT NULL,
+        staged integer NOT NULL DEFAULT 0,
+        staged_id_length integer,
         CONSTRAINT blobs_pkey PRIMARY KEY (dkey, container_id, name, version)
     )
     """,
@@ -624,26 +626,22 @@ async def _staged(conn: Any, dkey: int, cid: int, name: str) -> dict[str, Extent
 
 async def _load_state(conn: Any, dkey: int, cid: int, name: str, needs: Needs) -> BlobState:
     cursor = await conn.execute(
-        f"SELECT {_BLOB_COLUMNS} FROM blobs WHERE dkey = %s AND container_id = %s AND name = %s"
-        " AND version = %s FOR UPDATE",
+        f"SELECT {_BLOB_COLUMNS}, staged, staged_id_length FROM blobs WHERE dkey = %s AND container_id = %s"
+        " AND name = %s AND version = %s FOR UPDATE",
         (dkey, cid, name, STORED_BASE),
     )
     row = await cursor.fetchone()
-    base = _row_to_blob(row) if row else None
+    base = _row_to_blob(row[:6]) if row else None
     state = BlobState(base=base, ticks=next_ticks(base.ticks if base else None))
     if base is None:
         return state
-    args = (dkey, cid, name)
-    cursor = await conn.execute(
-        "SELECT (SELECT count(*) FROM blobs WHERE dkey = %s AND container_id = %s AND name = %s"
-        " AND version <> %s),"
-        " (SELECT count(*) FROM blob_blocks WHERE dkey = %s AND container_id = %s AND name = %s),"
-        " (SELECT max(block_id) FROM blob_blocks WHERE dkey = %s AND container_id = %s AND name = %s)",
-        (*args, STORED_BASE, *args, *args),
-    )
-    counts = await cursor.fetchone()
-    state.snapshots, state.staged_count = int(counts[0]), int(counts[1])
-    state.staged_id_length = len(counts[2]) if counts[2] is not None else None
+    state.staged_count, state.staged_id_length = int(row[6]), row[7]
+    if needs.snapshots:
+        cursor = await conn.execute(
+            "SELECT count(*) FROM blobs WHERE dkey = %s AND container_id = %s AND name = %s AND version <> %s",
+            (dkey, cid, name, STORED_BASE),
+        )
+        state.snapshots = int((await cursor.fetchone())[0])
     if needs.content:
         state.content = await _extents(conn, dkey, cid, name, STORED_BASE)
     if needs.staged:
@@ -752,10 +750,20 @@ async def _apply(conn: Any, dkey: int, cid: int, name: str, write: BlobWrite) ->
     if write.drop_staged:
         dropped |= await _refs(conn, f"SELECT ref FROM blob_blocks WHERE {match_blob}", key)
         await conn.execute(f"DELETE FROM blob_blocks WHERE {match_blob}", key)
+        await conn.execute(
+            f"UPDATE blobs SET staged = 0, staged_id_length = NULL WHERE {match_version}", base_key
+        )
     if write.stage_block is not None:
         block = write.stage_block
-        dropped |= await _refs(conn, f"SELECT ref FROM blob_blocks WHERE {match_blob} AND block_id = %s",
-                               (*key, block.block_id))  # fmt: skip
+        replaced = await _refs(
+            conn, f"SELECT ref FROM blob_blocks WHERE {match_blob} AND block_id = %s", (*key, block.block_id)
+        )
+        dropped |= replaced
+        await conn.execute(
+            f"UPDATE blobs SET staged = staged + %s, staged_id_length = %s WHERE {match_version}",
+            (0 if replaced else 1, len(block.block_id or ""), *base_key),
+        )
+
         await conn.execute(
             "INSERT INTO blob_blocks (dkey, container_id, name, block_id, seq, ref, length)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (dkey, container_id, name, block_id)"

@@ -91,6 +91,8 @@ CREATE TABLE IF NOT EXISTS blobs (
     ticks INTEGER NOT NULL,
     size INTEGER NOT NULL,
     doc BLOB NOT NULL,
+    staged INTEGER NOT NULL DEFAULT 0,
+    staged_id_length INTEGER,
     PRIMARY KEY (container_id, name, version)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS blob_extents (
@@ -125,6 +127,7 @@ CREATE TABLE IF NOT EXISTS blob_garbage (
 """
 
 _BLOB_COLUMNS = "name, version, ticks, size, committed, doc"
+_BASE_ROW = "container_id = ? AND name = ? AND version = ?"
 _B_COLUMNS = "b.name, b.version, b.ticks, b.size, b.committed, b.doc"
 _REFERENCED = (
     "SELECT 1 FROM blob_extents WHERE ref = ?1 UNION ALL SELECT 1 FROM blob_blocks WHERE ref = ?1 LIMIT 1"
@@ -632,22 +635,20 @@ def _refs(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> set[str]
 
 def _load_state(conn: sqlite3.Connection, cid: int, name: str, needs: Needs) -> BlobState:
     row = conn.execute(
-        f"SELECT {_BLOB_COLUMNS} FROM blobs WHERE container_id = ? AND name = ? AND version = ?",
+        f"SELECT {_BLOB_COLUMNS}, staged, staged_id_length FROM blobs"
+        " WHERE container_id = ? AND name = ? AND version = ?",
         (cid, name, STORED_BASE),
     ).fetchone()
-    base = _row_to_blob(row) if row else None
+    base = _row_to_blob(row[:6]) if row else None
     state = BlobState(base=base, ticks=next_ticks(base.ticks if base else None))
     if base is None:
         return state
-    state.snapshots = conn.execute(
-        "SELECT count(*) FROM blobs WHERE container_id = ? AND name = ? AND version <> ?",
-        (cid, name, STORED_BASE),
-    ).fetchone()[0]
-    count, any_id = conn.execute(
-        "SELECT count(*), max(block_id) FROM blob_blocks WHERE container_id = ? AND name = ?", (cid, name)
-    ).fetchone()
-    state.staged_count = count
-    state.staged_id_length = len(any_id) if any_id is not None else None
+    state.staged_count, state.staged_id_length = row[6], row[7]
+    if needs.snapshots:
+        state.snapshots = conn.execute(
+            "SELECT count(*) FROM blobs WHERE container_id = ? AND name = ? AND version <> ?",
+            (cid, name, STORED_BASE),
+        ).fetchone()[0]
     if needs.content:
         state.content = _extents(conn, cid, name, STORED_BASE)
     if needs.staged:
@@ -747,8 +748,9 @@ def _apply(
     if write.base is not None:
         record = write.base
         conn.execute(
-            "INSERT OR REPLACE INTO blobs (container_id, name, version, committed, ticks, size, doc) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO blobs (container_id, name, version, committed, ticks, size, doc) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (container_id, name, version) DO UPDATE SET "
+            "committed = excluded.committed, ticks = excluded.ticks, size = excluded.size, doc = excluded.doc",
             (cid, name, STORED_BASE, int(record.committed), record.ticks, record.size, encode_blob(record)),
         )
     referenced: set[str] = set()
@@ -778,12 +780,18 @@ def _apply(
     if write.drop_staged:
         dropped |= _refs(conn, "SELECT ref FROM blob_blocks WHERE container_id = ? AND name = ?", (cid, name))
         conn.execute("DELETE FROM blob_blocks WHERE container_id = ? AND name = ?", (cid, name))
+        conn.execute("UPDATE blobs SET staged = 0, staged_id_length = NULL WHERE " + _BASE_ROW, base_key)
     if write.stage_block is not None:
         block = write.stage_block
-        dropped |= _refs(
+        replaced = _refs(
             conn,
             "SELECT ref FROM blob_blocks WHERE container_id = ? AND name = ? AND block_id = ?",
             (cid, name, block.block_id),
+        )
+        dropped |= replaced
+        conn.execute(
+            "UPDATE blobs SET staged = staged + ?, staged_id_length = ? WHERE " + _BASE_ROW,
+            (0 if replaced else 1, len(block.block_id or ""), *base_key),
         )
         conn.execute(
             "INSERT OR REPLACE INTO blob_blocks (container_id, name, block_id, seq, ref, length) "
