@@ -7,6 +7,7 @@ a socket for framing the HTTP layer would refuse to produce (a body shorter than
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import socket
 from dataclasses import dataclass
@@ -76,8 +77,8 @@ class BlobHttp:
             all_headers = sign(method, url, all_headers, body)
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
-            connection.putrequest(method, urlsplit(url).path + ("?" + urlsplit(url).query if "?" in url else ""),
-                                  skip_accept_encoding=True)  # fmt: skip
+            target = urlsplit(url).path + ("?" + urlsplit(url).query if "?" in url else "")
+            connection.putrequest(method, target, skip_accept_encoding=True)
             for name, value in all_headers.items():
                 connection.putheader(name, value)
             connection.endheaders(body or None)
@@ -99,10 +100,8 @@ class BlobHttp:
         """Send ``data`` on a fresh connection (then half-close it with ``close_write``) and read
         one response: until its declared length has arrived, the server closes, or ``timeout``."""
         with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as sock:
-            try:
-                sock.sendall(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the server answered (and closed) before taking all of it
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                sock.sendall(data)  # the server may answer (and close) before taking all of it
             if close_write:
                 sock.shutdown(socket.SHUT_WR)
             received = b""

@@ -55,7 +55,8 @@ def test_error_format(http: BlobHttp, path: str) -> None:
     fields = reply.error_fields()
     assert fields["Code"] == "BlobNotFound"
     assert re.fullmatch(
-        r"The specified blob does not exist\.\nRequestId:[0-9a-f-]{36}\nTime:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z",
+        r"The specified blob does not exist\.\nRequestId:[0-9a-f-]{36}"
+        r"\nTime:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z",
         fields["Message"],
     )
     assert reply.headers["x-ms-request-id"] in fields["Message"]
@@ -118,7 +119,10 @@ def test_batch_and_user_delegation_refused(http: BlobHttp) -> None:
     assert (reply.status, reply.code) == (400, "UnsupportedQueryParameter")
     reply = http.request("POST", "/?restype=service&comp=userdelegationkey", {}, b"")
     assert (reply.status, reply.code) == (400, "UnsupportedQueryParameter")
-    token = "sv=2026-10-06&sr=c&sp=r&se=2099-01-01&skoid=x&sktid=y&skt=2020-01-01&ske=2099-01-01&sks=b&skv=2020&sig=AAAA"
+    token = (
+        "sv=2026-10-06&sr=c&sp=r&se=2099-01-01&skoid=x&sktid=y&skt=2020-01-01&ske=2099-01-01&sks=b"
+        "&skv=2020&sig=AAAA"
+    )
     reply = http.request("GET", f"/somewhere?restype=container&comp=list&{token}", signed=False)
     assert (reply.status, reply.code) == (403, "AuthenticationFailed")
 

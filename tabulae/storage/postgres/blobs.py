@@ -638,7 +638,8 @@ async def _load_state(conn: Any, dkey: int, cid: int, name: str, needs: Needs) -
     state.staged_count, state.staged_id_length = int(row[6]), row[7]
     if needs.snapshots:
         cursor = await conn.execute(
-            "SELECT count(*) FROM blobs WHERE dkey = %s AND container_id = %s AND name = %s AND version <> %s",
+            "SELECT count(*) FROM blobs WHERE dkey = %s AND container_id = %s AND name = %s"
+            " AND version <> %s",
             (dkey, cid, name, STORED_BASE),
         )
         state.snapshots = int((await cursor.fetchone())[0])

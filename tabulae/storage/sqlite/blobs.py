@@ -750,7 +750,8 @@ def _apply(
         conn.execute(
             "INSERT INTO blobs (container_id, name, version, committed, ticks, size, doc) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (container_id, name, version) DO UPDATE SET "
-            "committed = excluded.committed, ticks = excluded.ticks, size = excluded.size, doc = excluded.doc",
+            "committed = excluded.committed, ticks = excluded.ticks, size = excluded.size, "
+            "doc = excluded.doc",
             (cid, name, STORED_BASE, int(record.committed), record.ticks, record.size, encode_blob(record)),
         )
     referenced: set[str] = set()
