@@ -111,7 +111,7 @@ def encode_marker(name: str, version: str) -> str:
 def decode_marker(marker: str) -> tuple[str, str]:
     try:
         text = base64.b64decode(marker.encode("ascii"), altchars=b"-_", validate=True).decode()
-        name, newline, version = text.partition("\n")
+        name, newline, version = text.rpartition("\n")
         if not newline:
             raise ValueError("not a marker")
     except (binascii.Error, ValueError, UnicodeError):

@@ -93,7 +93,9 @@ def test_content_is_synced_before_its_commit(tmp_path: Path) -> None:
         elif target.endswith("tabulae.db-wal"):
             if call in ("pwrite64", "write", "writev"):
                 assert not unsynced, f"a commit was written while content was unsynced: {unsynced}"
-                assert not unsynced_dirs, f"a commit was written before new names were synced: {unsynced_dirs}"
+                assert not unsynced_dirs, (
+                    f"a commit was written before new names were synced: {unsynced_dirs}"
+                )
                 wal_unsynced = True
             elif call in ("fsync", "fdatasync"):
                 wal_unsynced = False

@@ -100,7 +100,9 @@ def test_large_upload_and_download_stream(single_worker: ServerProcess) -> None:
             check.update(chunk)
             received += len(chunk)
     assert received == SIZE and check.digest() == digest.digest()
-    assert upload_peak.value - before < BUDGET, f"upload grew RSS by {(upload_peak.value - before) / MIB:.0f} MiB"
+    assert upload_peak.value - before < BUDGET, (
+        f"upload grew RSS by {(upload_peak.value - before) / MIB:.0f} MiB"
+    )
     assert download_peak.value - before < BUDGET, (
         f"download grew RSS by {(download_peak.value - before) / MIB:.0f} MiB"
     )
