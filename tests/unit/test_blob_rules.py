@@ -156,7 +156,7 @@ def status_of(conditions: Conditions, read: bool, ticks: int | None = TICKS) -> 
 
 
 def test_etag_form() -> None:
-    assert ETAG == f"0x{TICKS:X}" and SECOND == 1_700_000_000
+    assert f"0x{TICKS:X}" == ETAG and SECOND == 1_700_000_000
 
 
 @pytest.mark.parametrize(
