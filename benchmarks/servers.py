@@ -79,16 +79,19 @@ class Server:
             )
         asyncio.run(self._wait_ready(timeout))
 
+    async def ready(self, session: aiohttp.ClientSession) -> bool:
+        """Whether the server answers: a signed Query Tables with 200."""
+        reply = await TableHttp(self.host, session).list_tables()
+        return reply.status == 200
+
     async def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         async with open_session(limit=1) as session:
-            http = TableHttp(self.host, session)
             while True:
                 if self.process is not None and self.process.poll() is not None:
                     raise RuntimeError(f"{self.name} exited early:\n{self.log_tail()}")
                 try:
-                    reply = await http.list_tables()
-                    if reply.status == 200:
+                    if await self.ready(session):
                         return
                 except (TimeoutError, OSError, aiohttp.ClientError):
                     pass
@@ -209,10 +212,46 @@ class AzuriteServer(Server):
         return env
 
 
-def make_server(target: str, tabulae_args: str = "", azurite_args: str = "") -> Server:
-    """A (not yet started) server for ``target``."""
+class BlobServerMixin(Server):
+    """The Blob service of a server: ready when a SAS-authorised List Containers answers 200."""
+
+    async def ready(self, session: aiohttp.ClientSession) -> bool:
+        from blobs import BlobHttp
+
+        return await BlobHttp(self.host, session).ready()
+
+
+class TabulaeBlobServer(BlobServerMixin, TabulaeServer):
+    """Tabulae serving only its Blob service."""
+
+    name = "tabulae"
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "tabulae", "serve", "--services", "blob", "--host", "127.0.0.1",
+            "--blob-port", str(self.port), "--data-dir", str(self.data_dir), *self.extra_args,
+        ]  # fmt: skip
+
+
+class AzuriteBlobServer(BlobServerMixin, AzuriteServer):
+    """Azurite's blob service (``azurite-blob``) from the npm cache."""
+
+    def command(self) -> list[str]:
+        return [
+            str(ensure_azurite().parent / "azurite-blob"), "--blobHost", "127.0.0.1",
+            "--blobPort", str(self.port), "--location", str(self.data_dir), "--skipApiVersionCheck", "--disableProductStyleUrl",
+            "--disableTelemetry", "--silent", *self.extra_args,
+        ]  # fmt: skip
+
+
+def make_server(
+    target: str, tabulae_args: str = "", azurite_args: str = "", service: str = "table"
+) -> Server:
+    """A (not yet started) server for ``target``, serving ``service`` (table or blob)."""
     if target == "tabulae":
-        return TabulaeServer(shlex.split(tabulae_args))
+        kind: type[Server] = TabulaeBlobServer if service == "blob" else TabulaeServer
+        return kind(shlex.split(tabulae_args))
     if target == "azurite":
-        return AzuriteServer(shlex.split(azurite_args))
+        kind = AzuriteBlobServer if service == "blob" else AzuriteServer
+        return kind(shlex.split(azurite_args))
     raise ValueError(f"unknown target {target!r}")

@@ -40,6 +40,7 @@ from tabulae.model.errors import TableError
 from tabulae.storage.blobs import BASE, BlobKey
 
 MAX_RANGE_CHECKSUM = 4 * MIB  # x-ms-range-get-content-md5 only for ranges up to this size
+SMALL_RESPONSE = 64 * 1024  # content up to this size is sent as one body rather than streamed
 _LIST_INCLUDES = frozenset(
     {"snapshots", "metadata", "uncommittedblobs", "copy", "deleted", "tags", "versions",
      "immutabilitypolicy", "legalhold", "deletedwithversions", "permissions"}
@@ -92,9 +93,10 @@ async def get_blob(call: Call) -> Response:
             name = "x-ms-range-get-content-md5" if want_md5 else "x-ms-range-get-content-crc64"
             raise bad_header(name, headers[name])
         response_headers = blob_headers(record, lease, _overrides(call), whole=True, properties=False)
-        return StreamedResponse(
-            200, response_headers, stream=call.service.read(call.key, extents, 0, size), length=size
-        )
+        stream = call.service.read(call.key, extents, 0, size)
+        if size <= SMALL_RESPONSE:  # one write, no streaming machinery
+            return Response(200, response_headers, b"".join([chunk async for chunk in stream]))
+        return StreamedResponse(200, response_headers, stream=stream, length=size)
     start, last = wanted
     if start >= size:
         raise TableError("InvalidRange", headers=[(b"content-range", f"bytes */{size}".encode())])
@@ -102,6 +104,8 @@ async def get_blob(call: Call) -> Response:
     response_headers = blob_headers(record, lease, _overrides(call), whole=False, properties=False)
     response_headers.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
     stream = call.service.read(call.key, extents, start, end)
+    if end - start <= SMALL_RESPONSE and not (want_md5 or want_crc):
+        return Response(206, response_headers, b"".join([chunk async for chunk in stream]))
     if want_md5 or want_crc:
         if end - start > MAX_RANGE_CHECKSUM:
             name = "x-ms-range-get-content-md5" if want_md5 else "x-ms-range-get-content-crc64"

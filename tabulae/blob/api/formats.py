@@ -4,6 +4,7 @@ Blobs", "Get Block List", "Get Blob Service Properties"). Parsing never depends 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from email.utils import formatdate
 from urllib.parse import quote
@@ -38,7 +39,12 @@ LeaseView = tuple[str, str, str | None]  # (status, state, duration)
 
 def http_date(ticks: int) -> str:
     """RFC 1123, one-second resolution: Last-Modified and friends."""
-    return formatdate((ticks - edm.UNIX_EPOCH_TICKS) // edm.TICKS_PER_SECOND, usegmt=True)
+    return _date_of_second((ticks - edm.UNIX_EPOCH_TICKS) // edm.TICKS_PER_SECOND)
+
+
+@functools.lru_cache(maxsize=4096)
+def _date_of_second(second: int) -> str:
+    return formatdate(second, usegmt=True)  # formatted once per second seen: it is not cheap
 
 
 def _element(tag: str, value: str | None) -> str:
@@ -51,8 +57,13 @@ def _metadata(metadata: dict[str, str]) -> str:
     return "<Metadata>" + "".join(f"<{k}>{escape(v)}</{k}>" for k, v in metadata.items()) + "</Metadata>"
 
 
+_AVAILABLE = "<LeaseStatus>unlocked</LeaseStatus><LeaseState>available</LeaseState>"
+
+
 def _lease(view: LeaseView) -> str:
     status, state, duration = view
+    if state == "available":
+        return _AVAILABLE
     text = f"<LeaseStatus>{status}</LeaseStatus><LeaseState>{state}</LeaseState>"
     return text + (f"<LeaseDuration>{duration}</LeaseDuration>" if duration else "")
 
@@ -93,41 +104,47 @@ def render_containers(
     return "".join(parts).encode()
 
 
+def _text(value: str) -> str:
+    """XML-escaped text; most values need none, and checking is cheaper than escaping."""
+    return escape(value) if ("&" in value or "<" in value or ">" in value) else value
+
+
+def _field(tag: str, value: str | None) -> str:
+    return f"<{tag}>{_text(value)}</{tag}>" if value else f"<{tag} />"
+
+
+_TIER = "<AccessTier>Hot</AccessTier><AccessTierInferred>true</AccessTierInferred>"
+
+
 def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: bool) -> str:
+    """One blob's ``<Properties>``: built as one string, as a listing builds 5,000 of them."""
     if not record.committed:
         return (
             f"<Properties><Content-Length>{record.size}</Content-Length>"
             f"<BlobType>{record.blob_type}</BlobType><ServerEncrypted>true</ServerEncrypted></Properties>"
         )
     p = record.properties
-    parts = [
-        "<Properties>",
-        f"<Creation-Time>{http_date(record.created)}</Creation-Time>",
-        f"<Last-Modified>{http_date(record.ticks)}</Last-Modified>",
-        f"<Etag>{etag_of(record.ticks)}</Etag>",
-        f"<Content-Length>{record.size}</Content-Length>",
-        _element("Content-Type", p.content_type),
-        _element("Content-Encoding", p.content_encoding),
-        _element("Content-Language", p.content_language),
-        "<Content-CRC64 />",
-        _element("Content-MD5", p.content_md5),
-        _element("Cache-Control", p.cache_control),
-        _element("Content-Disposition", p.content_disposition),
-        f"<BlobType>{record.blob_type}</BlobType>",
-    ]
-    if record.blob_type == "BlockBlob":
-        parts.append("<AccessTier>Hot</AccessTier><AccessTierInferred>true</AccessTierInferred>")
-    if lease is not None:
-        parts.append(_lease(lease))
     copy = record.copy
+    copied = ""
     if include_copy and copy is not None:
-        parts.append(
+        copied = (
             f"<CopyId>{copy.copy_id}</CopyId><CopyStatus>{copy.status}</CopyStatus>"
             f"<CopySource>{escape(copy.source)}</CopySource><CopyProgress>{copy.progress}</CopyProgress>"
             f"<CopyCompletionTime>{http_date(copy.completed)}</CopyCompletionTime>"
         )
-    parts.append("<ServerEncrypted>true</ServerEncrypted></Properties>")
-    return "".join(parts)
+    return (
+        f"<Properties><Creation-Time>{http_date(record.created)}</Creation-Time>"
+        f"<Last-Modified>{http_date(record.ticks)}</Last-Modified><Etag>0x{record.ticks:X}</Etag>"
+        f"<Content-Length>{record.size}</Content-Length>{_field('Content-Type', p.content_type)}"
+        f"{_field('Content-Encoding', p.content_encoding) if p.content_encoding else '<Content-Encoding />'}"
+        f"{_field('Content-Language', p.content_language) if p.content_language else '<Content-Language />'}"
+        f"<Content-CRC64 />{_field('Content-MD5', p.content_md5)}"
+        f"{_field('Cache-Control', p.cache_control) if p.cache_control else '<Cache-Control />'}"
+        f"{_field('Content-Disposition', p.content_disposition)}"
+        f"<BlobType>{record.blob_type}</BlobType>{_TIER if record.blob_type == 'BlockBlob' else ''}"
+        f"{_lease(lease) if lease is not None else ''}{copied}"
+        "<ServerEncrypted>true</ServerEncrypted></Properties>"
+    )
 
 
 def render_blobs(
@@ -169,7 +186,7 @@ def _name(name: str) -> str:
     """A blob name, percent-encoded (``Encoded="true"``) when XML cannot carry it as it is."""
     if XML_UNSAFE.search(name):
         return f'<Name Encoded="true">{quote(name, safe="")}</Name>'
-    return f"<Name>{escape(name)}</Name>"
+    return f"<Name>{_text(name)}</Name>"
 
 
 def _blocks(tag: str, extents: Sequence[Extent]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from collections.abc import Callable
 
 from azure.storage.extensions.checksums import crc64
 
@@ -46,10 +47,22 @@ class Checksums:
         self._crc: int | None = 0 if crc64 else None
 
     def update(self, data: bytes) -> None:
+        for update in self.updaters():
+            update(data)
+
+    def updaters(self) -> list[Callable[[bytes], None]]:
+        """MD5 and CRC64 separately: MD5 leaves the GIL while it hashes, so the two (and the
+        engine's writes) can run at once on a large upload."""
+        found: list[Callable[[bytes], None]] = []
         if self._md5 is not None:
-            self._md5.update(data)
+            found.append(self._md5.update)
         if self._crc is not None:
-            self._crc = crc64.compute(data, self._crc)
+            found.append(self._update_crc)
+        return found
+
+    def _update_crc(self, data: bytes) -> None:
+        assert self._crc is not None
+        self._crc = crc64.compute(data, self._crc)
 
     @property
     def md5(self) -> bytes | None:

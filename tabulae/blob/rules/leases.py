@@ -29,8 +29,13 @@ def current(lease: Lease, now: float) -> Lease:
     return lease
 
 
+_AVAILABLE = ("unlocked", "available", None)
+
+
 def describe(lease: Lease, now: float) -> tuple[str, str, str | None]:
     """(status, state, duration) as the headers and listings show them."""
+    if lease.state == "available":
+        return _AVAILABLE
     lease = current(lease, now)
     locked = lease.state in ("leased", "breaking")
     duration = None

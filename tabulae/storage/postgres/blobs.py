@@ -361,11 +361,17 @@ class PostgresBlobs(BlobStore):
     async def _insert_chunk(
         self, conn: Any, dkey: int, ref: uuid.UUID, seq: int, data: bytes, digest: Digest | None
     ) -> None:
-        if digest is not None:
-            digest.update(data)
-        await conn.execute(
-            "INSERT INTO blob_chunks (dkey, ref, seq, data) VALUES (%s, %s, %s, %b)", (dkey, ref, seq, data)
-        )
+        """Insert one chunk while the digest's updaters see it on helper threads."""
+        loop = asyncio.get_running_loop()
+        updaters = digest.updaters() if digest is not None else ()
+        hashing = asyncio.gather(*(loop.run_in_executor(None, update, data) for update in updaters))
+        try:
+            await conn.execute(
+                "INSERT INTO blob_chunks (dkey, ref, seq, data) VALUES (%s, %s, %s, %b)",
+                (dkey, ref, seq, data),
+            )
+        finally:
+            await hashing
 
     async def _give_back(self, conn: Any, *, commit: bool) -> None:
         try:
@@ -516,7 +522,7 @@ class PostgresBlobs(BlobStore):
         write = decide(state)
         if source_dkey is not None and source_dkey != dkey and write.content is not None:
             write.content = [await _copy_extent(conn, source_dkey, dkey, e) for e in write.content]
-        await _apply(conn, dkey, cid, key.name, write)
+        await _apply(conn, dkey, cid, key.name, write, state)
         return write.result
 
     async def list_blocks(self, key: BlobKey) -> tuple[BlobRecord | None, list[Extent], list[Extent]]:
@@ -674,8 +680,10 @@ async def _refs(conn: Any, sql: str, args: tuple[Any, ...]) -> set[str]:
     return {str(row[0]) for row in await cursor.fetchall()}
 
 
-async def _apply(conn: Any, dkey: int, cid: int, name: str, write: BlobWrite) -> None:
-    """Apply ``write`` in the order :class:`BlobWrite` documents."""
+async def _apply(conn: Any, dkey: int, cid: int, name: str, write: BlobWrite, state: BlobState) -> None:
+    """Apply ``write`` in the order :class:`BlobWrite` documents, not looking for what ``state``
+    says is not there (the blob's extents when it did not exist, staged blocks when none)."""
+    existed = state.base is not None
     dropped: set[str] = set()
     key = (dkey, cid, name)
     match_version = "dkey = %s AND container_id = %s AND name = %s AND version = %s"
@@ -729,8 +737,9 @@ async def _apply(conn: Any, dkey: int, cid: int, name: str, write: BlobWrite) ->
                 raise Restart  # a concurrent write created the blob: decide again
     referenced: set[str] = set()
     if write.content is not None:
-        dropped |= await _refs(conn, f"SELECT ref FROM blob_extents WHERE {match_version}", base_key)
-        await conn.execute(f"DELETE FROM blob_extents WHERE {match_version}", base_key)
+        if existed:
+            dropped |= await _refs(conn, f"SELECT ref FROM blob_extents WHERE {match_version}", base_key)
+            await conn.execute(f"DELETE FROM blob_extents WHERE {match_version}", base_key)
         if write.content:
             async with conn.cursor() as cursor:
                 await cursor.executemany(
@@ -748,7 +757,7 @@ async def _apply(conn: Any, dkey: int, cid: int, name: str, write: BlobWrite) ->
             (*base_key, extent.ref, extent.length, extent.block_id, *base_key),
         )
         referenced.add(extent.ref)
-    if write.drop_staged:
+    if write.drop_staged and state.staged_count:
         dropped |= await _refs(conn, f"SELECT ref FROM blob_blocks WHERE {match_blob}", key)
         await conn.execute(f"DELETE FROM blob_blocks WHERE {match_blob}", key)
         await conn.execute(

@@ -287,7 +287,8 @@ class SqliteBlobs(BlobStore):
     async def stage(self, key: BlobKey, chunks: AsyncIterable[bytes], digest: Digest | None) -> Staged:
         """Small content stays in memory until its write inserts it; larger content goes to a
         new file, written by a helper thread one piece behind the network (at most two pieces
-        in memory), and synced before this returns."""
+        in memory) while other threads feed the same piece to the digest's updaters, and
+        synced before this returns."""
         iterator = chunks.__aiter__()
         head = bytearray()
         finished = False
@@ -333,7 +334,8 @@ class SqliteBlobs(BlobStore):
     ) -> int:
         fd = staged.fd
         loop = asyncio.get_running_loop()
-        pending: asyncio.Future[None] | None = None
+        updaters = digest.updaters() if digest is not None else ()
+        pending: asyncio.Future[list[None]] | None = None
         piece = head
         length = 0
         done = False
@@ -347,7 +349,11 @@ class SqliteBlobs(BlobStore):
             if pending is not None:
                 await pending
             length += len(piece)
-            pending = loop.run_in_executor(self._io, _write_piece, fd, bytes(piece), digest)
+            data = bytes(piece)
+            pending = asyncio.gather(
+                loop.run_in_executor(self._io, _write_piece, fd, data),
+                *(loop.run_in_executor(self._io, update, data) for update in updaters),
+            )
             piece = bytearray()
         if pending is not None:
             await pending
@@ -590,9 +596,7 @@ def _sync_file(fd: int, path: str) -> None:
         os.close(dir_fd)
 
 
-def _write_piece(fd: int, data: bytes, digest: Digest | None) -> None:
-    if digest is not None:
-        digest.update(data)
+def _write_piece(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         written = os.write(fd, view)
@@ -686,7 +690,7 @@ def _write_job(
                 state.source = _row_to_blob(row)
                 state.source_content = _extents(conn, source_cid, source_key.name, version)
     write = decide(state)
-    used = _apply(conn, cid, key.name, write, staged)
+    used = _apply(conn, cid, key.name, write, staged, state)
     return write.result, used
 
 
@@ -702,9 +706,17 @@ def _container_id_in(conn: sqlite3.Connection, account: str, name: str, *, missi
 
 
 def _apply(
-    conn: sqlite3.Connection, cid: int, name: str, write: BlobWrite, staged: SqliteStaged | None
+    conn: sqlite3.Connection,
+    cid: int,
+    name: str,
+    write: BlobWrite,
+    staged: SqliteStaged | None,
+    state: BlobState,
 ) -> bool:
-    """Apply ``write`` in the order :class:`BlobWrite` documents; True when ``staged`` was used."""
+    """Apply ``write`` in the order :class:`BlobWrite` documents; True when ``staged`` was used.
+    What ``state`` says is not there (a blob that did not exist, no staged blocks) is not
+    looked for, so a new small blob costs two inserts."""
+    existed = state.base is not None
     dropped: set[str] = set()
     base_key = (cid, name, STORED_BASE)
     if write.delete_snapshots:
@@ -756,10 +768,9 @@ def _apply(
         )
     referenced: set[str] = set()
     if write.content is not None:
-        dropped |= _refs(
-            conn, "SELECT ref FROM blob_extents WHERE container_id = ? AND name = ? AND version = ?", base_key
-        )
-        conn.execute("DELETE FROM blob_extents WHERE container_id = ? AND name = ? AND version = ?", base_key)
+        if existed:
+            dropped |= _refs(conn, "SELECT ref FROM blob_extents WHERE " + _BASE_ROW, base_key)
+            conn.execute("DELETE FROM blob_extents WHERE " + _BASE_ROW, base_key)
         conn.executemany(
             "INSERT INTO blob_extents (container_id, name, version, seq, ref, length, block_id) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -778,7 +789,7 @@ def _apply(
             (cid, name, STORED_BASE, extent.ref, extent.length, extent.block_id),
         )
         referenced.add(extent.ref)
-    if write.drop_staged:
+    if write.drop_staged and state.staged_count:
         dropped |= _refs(conn, "SELECT ref FROM blob_blocks WHERE container_id = ? AND name = ?", (cid, name))
         conn.execute("DELETE FROM blob_blocks WHERE container_id = ? AND name = ?", (cid, name))
         conn.execute("UPDATE blobs SET staged = 0, staged_id_length = NULL WHERE " + _BASE_ROW, base_key)
