@@ -239,8 +239,8 @@ class AzuriteBlobServer(BlobServerMixin, AzuriteServer):
     def command(self) -> list[str]:
         return [
             str(ensure_azurite().parent / "azurite-blob"), "--blobHost", "127.0.0.1",
-            "--blobPort", str(self.port), "--location", str(self.data_dir), "--skipApiVersionCheck", "--disableProductStyleUrl",
-            "--disableTelemetry", "--silent", *self.extra_args,
+            "--blobPort", str(self.port), "--location", str(self.data_dir), "--skipApiVersionCheck",
+            "--disableProductStyleUrl", "--disableTelemetry", "--silent", *self.extra_args,
         ]  # fmt: skip
 
 
