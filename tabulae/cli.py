@@ -83,10 +83,14 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tabulae", description="A self-hosted Azure Table Storage server.")
+    parser = argparse.ArgumentParser(
+        prog="tabulae", description="A self-hosted Azure Table and Blob Storage server."
+    )
     parser.add_argument("--version", action="version", version=f"tabulae {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the Table service", description="Run the Table service.")
+    serve = commands.add_parser(
+        "serve", help="run the Table and Blob services", description="Run the Table and Blob services."
+    )
     add_setting_flags(serve)
     top.add_arguments(commands.add_parser("top", help="show the hottest partitions of a server, live"))
     stress.add_arguments(
@@ -107,8 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     backup = commands.add_parser(
         "backup",
         help="take a consistent online backup of a data directory",
-        description="Copy the SQLite store of --data-dir into DEST while the server keeps running. "
-        "`tabulae serve --data-dir DEST` then serves the same data.",
+        description="Copy the SQLite store of --data-dir, blob content included, into DEST while the "
+        "server keeps running. `tabulae serve --data-dir DEST` then serves the same data.",
     )
     backup.add_argument("dest", type=Path, help="an empty or new directory for the copy")
     backup.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="the store to back up")

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from azure.data.tables import TableServiceClient
+from azure.storage.blob import BlobServiceClient
 
 from tests.serverproc import ServerProcess
 
@@ -30,3 +31,14 @@ def test_readme_python_example_runs(server: ServerProcess) -> None:
         exec(compile(code, str(README), "exec"), {})
     assert "'name': 'Ada'" in output.getvalue()
     TableServiceClient.from_connection_string(server.connection_string).delete_table("people")
+
+
+def test_readme_blob_example_runs(server: ServerProcess) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    code = next(block for block in blocks if "BlobServiceClient" in block)
+    code = code.replace('"UseDevelopmentStorage=true"', repr(server.blob_connection_string))
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        exec(compile(code, str(README), "exec"), {})
+    assert output.getvalue().splitlines() == ["b'{\"ok\": true}'", "['2026/11/']"]
+    BlobServiceClient.from_connection_string(server.blob_connection_string).delete_container("reports")
