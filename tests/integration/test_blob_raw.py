@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import re
 import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from email.utils import formatdate
 from http.client import HTTPConnection
 from urllib.parse import quote
 
@@ -23,6 +25,7 @@ from azure.storage.blob import (
     BlobServiceClient,
     ContainerClient,
     ContainerSasPermissions,
+    CorsRule,
     ResourceTypes,
     generate_account_sas,
     generate_container_sas,
@@ -371,3 +374,65 @@ def test_ten_thousand_uncommitted_blocks(server: ServerProcess, container: Conta
     expected = b"".join(f"[{i}]".encode() for i in range(count))
     assert blob.download_blob().readall() == expected
     assert len(blob.get_block_list("committed")[0]) == count
+
+
+def test_service_stats_and_secondary(http: BlobHttp, path: str) -> None:
+    secondary = BlobHttp(http.port)
+    secondary.base = secondary.base + "-secondary"
+    reply = secondary.request("GET", "/?restype=service&comp=stats")
+    assert reply.status == 200 and b"<Status>live</Status>" in reply.body
+    assert put_blob(http, f"{path}/s", b"x") == 201
+    assert secondary.request("GET", f"{path}/s").body == b"x"  # reads go to the secondary too
+    reply = secondary.request("PUT", f"{path}/s", {"x-ms-blob-type": "BlockBlob"}, b"y")
+    assert (reply.status, reply.code) == (403, "AuthorizationFailure")  # but writes do not
+
+
+def test_shared_key_lite(http: BlobHttp, path: str) -> None:
+    """Shared Key Lite, signed here by hand ("Authorize with Shared Key": verb, Content-MD5,
+    Content-Type, Date, the x-ms- headers, and the resource with ``comp`` only)."""
+    date = formatdate(usegmt=True)
+    resource = f"/{DEV_ACCOUNT}/{DEV_ACCOUNT}{path}/lite"
+    headers = {"x-ms-date": date, "x-ms-version": "2026-10-06", "x-ms-blob-type": "BlockBlob"}
+    canonical = "".join(f"{name}:{headers[name]}\n" for name in sorted(headers))
+    to_sign = f"PUT\n\ntext/plain\n\n{canonical}{resource}"
+    mac = hmac.new(base64.b64decode(DEV_KEY), to_sign.encode(), hashlib.sha256).digest()
+    headers["Authorization"] = f"SharedKeyLite {DEV_ACCOUNT}:{base64.b64encode(mac).decode()}"
+    headers["Content-Type"] = "text/plain"
+    assert http.request("PUT", f"{path}/lite", headers, b"lite", signed=False).status == 201
+    headers["x-ms-meta-extra"] = "not signed"
+    reply = http.request("PUT", f"{path}/lite", headers, b"lite", signed=False)
+    assert (reply.status, reply.code) == (403, "AuthenticationFailed")
+
+
+def test_cors(blob_service: BlobServiceClient, http: BlobHttp, path: str) -> None:
+    original = blob_service.get_service_properties()["cors"]
+    rule = CorsRule(["https://app.example"], ["GET", "PUT"], allowed_headers=["x-ms-meta-*"])
+    blob_service.set_service_properties(cors=[rule])
+    try:
+        assert put_blob(http, f"{path}/c", b"x") == 201
+        headers = {
+            "Origin": "https://app.example",
+            "Access-Control-Request-Method": "PUT",
+            "Access-Control-Request-Headers": "x-ms-meta-a",
+        }
+        reply = http.request("OPTIONS", f"{path}/c", headers, signed=False)
+        assert reply.status == 200
+        assert reply.headers["access-control-allow-origin"] == "https://app.example"
+        assert "PUT" in reply.headers["access-control-allow-methods"]
+        denied = http.request(
+            "OPTIONS", f"{path}/c", {**headers, "Origin": "https://evil.example"}, signed=False
+        )
+        assert (denied.status, denied.code) == (403, "CorsPreflightFailure")
+        actual = http.request("GET", f"{path}/c", {"Origin": "https://app.example"})
+        assert actual.headers["access-control-allow-origin"] == "https://app.example"
+        assert "x-ms-blob-type" in actual.headers["access-control-expose-headers"]
+    finally:
+        blob_service.set_service_properties(cors=original)
+
+
+def test_any_service_version_is_accepted(http: BlobHttp, path: str) -> None:
+    for version in ("2019-02-02", "2021-08-06", "2026-10-06"):
+        reply = http.request(
+            "PUT", f"{path}/v", {"x-ms-blob-type": "BlockBlob", "x-ms-version": version}, b"x"
+        )
+        assert reply.status == 201 and reply.headers["x-ms-version"] == version
