@@ -386,6 +386,12 @@ def decode_blob(name: str, version: str, ticks: int, size: int, committed: bool,
     )
 
 
+def listing_start(prefix: str, start: tuple[str, str] | None) -> tuple[str, str]:
+    """Where a listing begins: at ``start`` (name, stored version), but never before ``prefix``."""
+    name, version = start if start is not None else ("", "")
+    return (prefix, "") if prefix > name else (name, version)
+
+
 def prefix_end(prefix: str) -> str:
     """The smallest name greater than every name that starts with (non-empty) ``prefix``."""
     last = ord(prefix[-1])

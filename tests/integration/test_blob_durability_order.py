@@ -9,48 +9,22 @@ WAL is synced before the upload is answered. Small blobs travel inside the WAL i
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 from azure.storage.blob import BlobServiceClient
 
-from tests.integration.test_durability_order import _CALL_RE, _stop_traced
+from tests.integration.test_durability_order import _CALL_RE, _start_traced, _stop_traced
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, free_port
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def _start(data_dir: Path, trace: Path, port: int) -> subprocess.Popen[bytes]:
-    strace = shutil.which("strace")
-    assert strace is not None, "strace is required (scripts/check installs it)"
-    command = [
-        strace, "-f", "-y", "-qq", "-s", "64", "-o", str(trace),
-        "-e", "trace=fsync,fdatasync,pwrite64,write,writev,sendto,sendmsg",
-        sys.executable, "-m", "tabulae", "serve", "--blob-port", str(port), "--data-dir", str(data_dir),
-        "--workers", "1", "--services", "blob",
-    ]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return process
-        except OSError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError("traced server did not start")
 
 
 def test_content_is_synced_before_its_commit(tmp_path: Path) -> None:
     trace = tmp_path / "trace.txt"
     port = free_port()
     data_dir = tmp_path / "data"
-    process = _start(data_dir, trace, port)
+    process = _start_traced(data_dir, trace, port, service="blob")
     try:
         connection = (
             f"DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey={DEV_KEY};"

@@ -58,6 +58,7 @@ from tabulae.storage.blobs import (
     encode_blob,
     encode_container,
     extent_offsets,
+    listing_start,
     next_ticks,
     prefix_end,
     stored_version,
@@ -557,9 +558,7 @@ class PostgresBlobs(BlobStore):
         snapshots: bool,
         uncommitted: bool,
     ) -> BlobListing:
-        low_name, low_version = start if start is not None else ("", "")
-        if prefix > low_name:
-            low_name, low_version = prefix, ""
+        low_name, low_version = listing_start(prefix, start)
         where = "container_id = %s AND (name, version) >= (%s, %s)"
         extra: list[Any] = [low_name, low_version]
         if prefix:

@@ -58,6 +58,7 @@ from tabulae.storage.blobs import (
     encode_blob,
     encode_container,
     extent_offsets,
+    listing_start,
     next_ticks,
     prefix_end,
     stored_version,
@@ -467,9 +468,7 @@ class SqliteBlobs(BlobStore):
     ) -> BlobListing:
         conn = self._db.reader
         cid = self._container_id(conn, account, container)
-        low_name, low_version = start if start is not None else ("", "")
-        if prefix > low_name:
-            low_name, low_version = prefix, ""
+        low_name, low_version = listing_start(prefix, start)
         where = "container_id = ? AND (name, version) >= (?, ?)"
         args: list[Any] = [cid, low_name, low_version]
         if prefix:
