@@ -1,36 +1,21 @@
 """The Blob store on SQLite: records and block lists in the engine's database, content in files.
 
-Content lives in files under ``<data dir>/blobs/`` (one immutable file per extent, named by a
-random id, in 256 sub-directories), except extents of at most ``INLINE_BYTES``, which are
-rows of ``blob_data`` committed with the record that names them: for a small blob a file would
-cost two more fsyncs than the whole group commit it rides on.
+Writes are jobs for the engine's group-commit writer: each loads the blob's state, calls the
+service's ``decide`` and applies the result in its savepoint. Content is staged first by
+:mod:`.blob_files` (a file synced before the job is even queued, or bytes for a ``blob_data``
+row the job inserts), so an acknowledged blob never points at missing bytes.
 
-Durability: a file is written, ``fdatasync``-ed and its directory entry synced before the write
-that names it is queued for the group commit, so an acknowledged blob never points at missing
-bytes, and a crash before the commit leaves only an unreferenced file.
-
-Files nobody references are collected two ways. Extents a write stopped referencing go to
-``blob_garbage`` in the same transaction and are deleted after ``GARBAGE_GRACE_SECONDS`` (a
-download that began before may still be reading them). Files a crash left behind are found by
-scanning the directory: an upload holds an exclusive ``flock`` on its file from creation until
-its write commits or fails, so a file that is unlocked and unreferenced is an orphan. (A file
-unlinked between its creation and its lock is noticed by its link count, and the upload takes a
-new one.) ``tabulae backup`` holds the collector's lock while it copies, so no file it needs can go.
+Extents a write stops referencing go to ``blob_garbage`` in the same transaction and are deleted
+after ``GARBAGE_GRACE_SECONDS`` (a download that began before may still be reading them); files
+a crash left unreferenced are found by :meth:`ContentFiles.collect_orphans`. ``tabulae backup``
+pauses the collector while it copies, so no file it needs can go.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import fcntl
-import os
-import re
-import secrets
-import shutil
 import sqlite3
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,13 +48,17 @@ from tabulae.storage.blobs import (
     prefix_end,
     stored_version,
 )
+from tabulae.storage.sqlite.blob_files import (
+    CONTENT_DIR,
+    ContentFiles,
+    SqliteStaged,
+    collector_paused,
+    copy_files,
+    is_inline,
+)
 from tabulae.storage.sqlite.engine import SqliteDatabase
 
-INLINE_BYTES = 64 * 1024  # extents up to this size are rows, larger ones files
-WRITE_BYTES = 1024 * 1024  # an upload is written to its file in pieces of this size
-READ_BYTES = 1024 * 1024  # and read back in pieces of this size
-CONTENT_DIR = "blobs"
-_FILE_NAME = re.compile(r"[0-9a-f]{32}")
+__all__ = ["CONTENT_DIR", "SCHEMA", "SqliteBlobs", "collector_paused", "copy_content"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS blob_containers (
@@ -135,31 +124,6 @@ _REFERENCED = (
 )
 
 
-def _inline(ref: str) -> bool:
-    return ref.startswith("i")
-
-
-class SqliteStaged(Staged):
-    """An extent's bytes: inline (``data``, inserted by the write that names it) or a file held
-    locked (``fd``) until that write commits."""
-
-    __slots__ = ("data", "extent", "fd", "path")
-
-    def __init__(self, extent: Extent, data: bytes | None = None, fd: int = -1, path: str = "") -> None:
-        self.extent = extent
-        self.data = data
-        self.fd = fd
-        self.path = path
-
-    def release(self, *, remove: bool) -> None:
-        if remove and self.path:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
-        if self.fd >= 0:
-            os.close(self.fd)  # drops the lock: the collector may look at the file again
-            self.fd = -1
-
-
 def _row_to_blob(row: tuple[Any, ...]) -> BlobRecord:
     name, version, ticks, size, committed, doc = row
     return decode_blob(name, version, ticks, size, committed, doc)
@@ -170,19 +134,10 @@ class SqliteBlobs(BlobStore):
 
     def __init__(self, database: SqliteDatabase, directory: Path, *, durable: bool = True) -> None:
         self._db = database
-        self._durable = durable
-        self._root = directory / CONTENT_DIR
-        self._root.mkdir(parents=True, exist_ok=True)
-        self._io = ThreadPoolExecutor(4, thread_name_prefix="tabulae-blob-io")
-        self._made_dirs: set[str] = set()
-        self._gc_lock_path = str(self._root / "gc.lock")
+        self._files = ContentFiles(directory, durable=durable)
 
     async def close(self) -> None:
-        self._io.shutdown(wait=True)
-
-    def _path(self, ref: str) -> str:
-        name = ref[1:]
-        return str(self._root / name[:2] / name)
+        self._files.close()
 
     # ------------------------------------------------------------------ containers
 
@@ -286,81 +241,7 @@ class SqliteBlobs(BlobStore):
     # ------------------------------------------------------------------ content
 
     async def stage(self, key: BlobKey, chunks: AsyncIterable[bytes], digest: Digest | None) -> Staged:
-        """Small content stays in memory until its write inserts it; larger content goes to a
-        new file, written by a helper thread one piece behind the network (at most two pieces
-        in memory) while other threads feed the same piece to the digest's updaters, and
-        synced before this returns."""
-        iterator = chunks.__aiter__()
-        head = bytearray()
-        finished = False
-        while len(head) <= INLINE_BYTES:
-            try:
-                chunk = await iterator.__anext__()
-            except StopAsyncIteration:
-                finished = True
-                break
-            head += chunk
-        if finished:
-            data = bytes(head)
-            if digest is not None:
-                digest.update(data)
-            return SqliteStaged(Extent("i" + secrets.token_hex(16), len(data)), data=data)
-        staged = await asyncio.get_running_loop().run_in_executor(self._io, self._create_file)
-        try:
-            length = await self._fill(staged, head, iterator, digest)
-        except BaseException:
-            staged.release(remove=True)
-            raise
-        staged.extent = Extent(staged.extent.ref, length)
-        return staged
-
-    def _create_file(self) -> SqliteStaged:
-        """A new, empty, locked file whose directory entry is on disk."""
-        while True:
-            name = secrets.token_hex(16)
-            folder = str(self._root / name[:2])
-            if folder not in self._made_dirs:
-                os.makedirs(folder, exist_ok=True)
-                self._made_dirs.add(folder)
-            path = os.path.join(folder, name)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            if os.fstat(fd).st_nlink == 0:  # the collector took it between creation and lock
-                os.close(fd)
-                continue
-            return SqliteStaged(Extent("f" + name, 0), fd=fd, path=path)
-
-    async def _fill(
-        self, staged: SqliteStaged, head: bytearray, iterator: AsyncIterator[bytes], digest: Digest | None
-    ) -> int:
-        fd = staged.fd
-        loop = asyncio.get_running_loop()
-        updaters = digest.updaters() if digest is not None else ()
-        pending: asyncio.Future[list[None]] | None = None
-        piece = head
-        length = 0
-        done = False
-        while not done:
-            while len(piece) < WRITE_BYTES:
-                try:
-                    piece += await iterator.__anext__()
-                except StopAsyncIteration:
-                    done = True
-                    break
-            if pending is not None:
-                await pending
-            length += len(piece)
-            data = bytes(piece)
-            pending = asyncio.gather(
-                loop.run_in_executor(self._io, _write_piece, fd, data),
-                *(loop.run_in_executor(self._io, update, data) for update in updaters),
-            )
-            piece = bytearray()
-        if pending is not None:
-            await pending
-        if self._durable:
-            await loop.run_in_executor(self._io, _sync_file, fd, staged.path)
-        return length
+        return await self._files.stage(chunks, digest)
 
     async def discard(self, staged: Staged) -> None:
         assert isinstance(staged, SqliteStaged)
@@ -369,32 +250,17 @@ class SqliteBlobs(BlobStore):
     async def read(
         self, key: BlobKey, extents: Sequence[Extent], start: int, end: int
     ) -> AsyncIterator[bytes]:
-        loop = asyncio.get_running_loop()
         for extent, low, high in extent_offsets(extents, start, end):
-            if _inline(extent.ref):
-                row = self._db.reader.execute(
-                    "SELECT substr(data, ?, ?) FROM blob_data WHERE ref = ?",
-                    (low + 1, high - low, extent.ref),
-                ).fetchone()
-                if row is None:
-                    raise TableError("InternalError", detail="blob content is gone")
-                yield bytes(row[0])
+            if not is_inline(extent.ref):
+                async for piece in self._files.read(extent.ref, low, high):
+                    yield piece
                 continue
-            try:
-                fd = os.open(self._path(extent.ref), os.O_RDONLY)
-            except FileNotFoundError:
-                raise TableError("InternalError", detail="blob content is gone") from None
-            try:
-                position = low
-                while position < high:
-                    size = min(READ_BYTES, high - position)
-                    data = await loop.run_in_executor(self._io, os.pread, fd, size, position)
-                    if not data:
-                        raise TableError("InternalError", detail="blob content is short")
-                    position += len(data)
-                    yield data
-            finally:
-                os.close(fd)
+            row = self._db.reader.execute(
+                "SELECT substr(data, ?, ?) FROM blob_data WHERE ref = ?", (low + 1, high - low, extent.ref)
+            ).fetchone()
+            if row is None:
+                raise TableError("InternalError", detail="blob content is gone")
+            yield bytes(row[0])
 
     # ------------------------------------------------------------------ blobs
 
@@ -490,116 +356,32 @@ class SqliteBlobs(BlobStore):
         """Delete expired garbage (rows in a write job, files after it commits), then look for
         files a crash orphaned, under the collector's lock (so one process at a time, and never
         while a backup copies)."""
-        lock_fd = os.open(self._gc_lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            try:
-                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+        with self._files.collecting() as mine:
+            if not mine:
                 return 0
             files = await self._db.write(_collect_job, time.time() - GARBAGE_GRACE_SECONDS)
-            loop = asyncio.get_running_loop()
-            removed = await loop.run_in_executor(self._io, self._unlink_all, files)
-            removed += await loop.run_in_executor(self._io, self._collect_orphans)
-            return removed
-        finally:
-            os.close(lock_fd)
-
-    def _unlink_all(self, refs: list[str]) -> int:
-        removed = 0
-        for ref in refs:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._path(ref))
-                removed += 1
-        return removed
-
-    def _collect_orphans(self) -> int:
-        """Files nobody holds locked and no row references: left by a crash between an upload's
-        sync and its commit."""
-        conn = sqlite3.connect(self._db.path, timeout=30)
-        removed = 0
-        try:
-            for folder in os.scandir(self._root):
-                if not folder.is_dir():
-                    continue
-                for entry in os.scandir(folder.path):
-                    if not _FILE_NAME.fullmatch(entry.name):
-                        continue
-                    removed += _remove_if_orphan(conn, entry.path, "f" + entry.name)
-        finally:
-            conn.close()
-        return removed
+            removed = await self._files.unlink(files)
+            return removed + await self._files.collect_orphans(self._db.path, _unreferenced)
 
 
-def _remove_if_orphan(conn: sqlite3.Connection, path: str, ref: str) -> int:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return 0
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return 0  # an upload in progress
-        if conn.execute(_REFERENCED, (ref,)).fetchone() is not None:
-            return 0
-        if conn.execute("SELECT 1 FROM blob_garbage WHERE ref = ?", (ref,)).fetchone() is not None:
-            return 0  # the grace period decides
-        os.unlink(path)
-        return 1
-    finally:
-        os.close(fd)
-
-
-@contextlib.contextmanager
-def collector_paused(root: Path) -> Iterator[None]:
-    """Hold the collector's lock: no content file is deleted until this ends."""
-    root.mkdir(parents=True, exist_ok=True)
-    lock_fd = os.open(str(root / "gc.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(lock_fd)
+def _unreferenced(conn: sqlite3.Connection, ref: str) -> bool:
+    """No row names ``ref``, and it is not garbage waiting for its grace period."""
+    if conn.execute(_REFERENCED, (ref,)).fetchone() is not None:
+        return False
+    return conn.execute("SELECT 1 FROM blob_garbage WHERE ref = ?", (ref,)).fetchone() is None
 
 
 def copy_content(root: Path, destination: Path, database: Path) -> None:
-    """Copy the content files ``database`` references from ``root`` into ``destination``, each
-    synced. Call it under :func:`collector_paused`, taken before ``database`` was copied."""
-    target_root = destination / CONTENT_DIR
-    target_root.mkdir(parents=True, exist_ok=True)
+    """Copy the content files ``database`` (a backup of the store) references from ``root``.
+    Call it under :func:`collector_paused`, taken before ``database`` was copied."""
     conn = sqlite3.connect(str(database))
     try:
-        refs = conn.execute("SELECT ref FROM blob_extents UNION SELECT ref FROM blob_blocks").fetchall()
+        refs = [
+            row[0] for row in conn.execute("SELECT ref FROM blob_extents UNION SELECT ref FROM blob_blocks")
+        ]
     finally:
         conn.close()
-    for (ref,) in refs:
-        if _inline(ref):
-            continue
-        name = ref[1:]
-        folder = target_root / name[:2]
-        folder.mkdir(exist_ok=True)
-        shutil.copyfile(root / name[:2] / name, folder / name)
-        fd = os.open(str(folder / name), os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _sync_file(fd: int, path: str) -> None:
-    os.fdatasync(fd)
-    dir_fd = os.open(os.path.dirname(path), os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)  # the new name must survive a crash too
-    finally:
-        os.close(dir_fd)
-
-
-def _write_piece(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+    copy_files(root, destination, refs)
 
 
 def _extents(conn: sqlite3.Connection, cid: int, name: str, version: str) -> list[Extent]:
@@ -825,7 +607,7 @@ def _collect_job(conn: sqlite3.Connection, before: float) -> list[str]:
         conn.execute("DELETE FROM blob_garbage WHERE ref = ?", (ref,))
         if conn.execute(_REFERENCED, (ref,)).fetchone() is not None:
             continue
-        if _inline(ref):
+        if is_inline(ref):
             conn.execute("DELETE FROM blob_data WHERE ref = ?", (ref,))
         else:
             files.append(ref)
