@@ -122,10 +122,6 @@ def decode_marker(marker: str) -> tuple[str, str]:
     return name, version
 
 
-def _blob_missing(key: BlobKey, snapshot: str = BASE) -> TableError:
-    return TableError("BlobNotFound")
-
-
 def _require_base(state: BlobState, *, committed: bool = True) -> BlobRecord:
     base = state.base
     if base is None or (committed and not base.committed):
@@ -249,7 +245,7 @@ class BlobService:
         if found is None:
             if await self.store.get_container(key.account, key.container) is None:
                 raise TableError("ContainerNotFound")
-            raise _blob_missing(key, snapshot)
+            raise TableError("BlobNotFound")
         record, extents = found
         if snapshot == BASE:
             leases.check_blob_access(record.lease, self._clock(), lease_id, write=False)
@@ -269,7 +265,7 @@ class BlobService:
         if snapshot != BASE:
             found = await self.store.get_blob(key, snapshot, content=True)
             if found is None:
-                raise _blob_missing(key, snapshot)
+                raise TableError("BlobNotFound")
             return found[0], found[1] or [], []
         base, committed, staged = await self.store.list_blocks(key)
         if base is None:
@@ -689,10 +685,11 @@ class BlobService:
         return record
 
     async def abort_copy(self, key: BlobKey, copy_id: str, lease_id: str | None) -> None:
-        """Every copy here completes before it is answered, so there is never one to abort."""
+        """Every copy here completes before it is answered, so there is never one to abort:
+        409 CopyIdMismatch for another copy's id, else 409 NoPendingCopyOperation."""
         record, _ = await self.get_blob(key, BASE, NONE, lease_id, content=False)
-        if record.copy is None or record.copy.copy_id != copy_id:
-            raise TableError("CopyIdMismatch" if record.copy is not None else "NoPendingCopyOperation")
+        if record.copy is not None and record.copy.copy_id != copy_id:
+            raise TableError("CopyIdMismatch")
         raise TableError("NoPendingCopyOperation")
 
 

@@ -104,6 +104,13 @@ def test_put_blob_headers(http: BlobHttp, path: str) -> None:
             "UnsupportedHeader",
         ),
         ("PUT", "/b?comp=immutabilityPolicies", {}, 400, "UnsupportedQueryParameter"),
+        (
+            "PUT",
+            "/b",
+            {"x-ms-blob-type": "BlockBlob", "x-ms-copy-source": "http://127.0.0.1/devstoreaccount1/c/b"},
+            400,
+            "UnsupportedHeader",
+        ),
         ("DELETE", "/b?comp=legalhold", {}, 400, "UnsupportedQueryParameter"),
         ("GET", "/b?comp=nonsense", {}, 400, "InvalidQueryParameterValue"),
         ("POST", "/b", {}, 405, "UnsupportedHttpVerb"),

@@ -153,6 +153,8 @@ def _container(method: str, restype: str | None, comp: str | None) -> Operation:
 def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
     copy_source = "x-ms-copy-source" in headers
     if comp is None:
+        if method == "PUT" and copy_source and "x-ms-blob-type" in headers:  # Put Blob From URL
+            raise unsupported_header("x-ms-copy-source", headers["x-ms-copy-source"])
         if method == "PUT":
             return Operation.COPY_BLOB if copy_source else Operation.PUT_BLOB
         return _verb(

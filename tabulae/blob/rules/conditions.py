@@ -86,8 +86,7 @@ def check(conditions: Conditions, ticks: int | None, *, read: bool) -> None:
 
 def check_dates_only(conditions: Conditions, ticks: int, *, allow_unmodified: bool = True) -> None:
     """Container operations honour only the date conditions (Set Container Metadata only
-    If-Modified-Since); an ETag condition there is 400 InvalidHeaderValue... as Azure refuses
-    headers an operation does not support."""
+    If-Modified-Since); another condition header there is 400 UnsupportedHeader."""
     if conditions.if_match is not None or conditions.if_none_match is not None:
         name = "If-Match" if conditions.if_match is not None else "If-None-Match"
         raise TableError("UnsupportedHeader", fields=(("HeaderName", name),))
