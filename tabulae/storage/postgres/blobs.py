@@ -70,7 +70,6 @@ if TYPE_CHECKING:
 
 CHUNK_BYTES = 4 * 1024 * 1024
 MAX_CONTAINER_ID = 2**63 - 1
-GARBAGE_BATCH = 500
 
 _STATEMENTS = (
     """
@@ -583,32 +582,27 @@ class PostgresBlobs(BlobStore):
     # ------------------------------------------------------------------ maintenance
 
     async def collect_garbage(self) -> int:
-        """Delete garbage older than the grace period that nothing references again, in batches;
-        several front-ends may run this at once (each row is taken by one of them)."""
-        removed = 0
-        while True:
+        """Delete garbage older than the grace period that nothing references again. Several
+        front-ends may run this at once: each garbage row is taken (deleted) by one of them.
+        Plain multi-shard DELETE … RETURNING, which Citus runs on every shard."""
 
-            async def run(conn: Connection) -> int:
-                async with conn.transaction():
-                    cursor = await conn.execute(
-                        "DELETE FROM blob_garbage WHERE (dkey, ref) IN (SELECT dkey, ref FROM blob_garbage"
-                        " WHERE dropped < now() - make_interval(secs => %s) LIMIT %s FOR UPDATE SKIP LOCKED)"
-                        " RETURNING dkey, ref",
-                        (GARBAGE_GRACE_SECONDS, GARBAGE_BATCH),
-                    )
-                    taken = await cursor.fetchall()
-                    for dkey, ref in taken:
-                        referenced = await (await conn.execute(_REFERENCED, {"d": dkey, "r": ref})).fetchone()
-                        if referenced is not None and not referenced[0]:
-                            await conn.execute(
-                                "DELETE FROM blob_chunks WHERE dkey = %s AND ref = %s", (dkey, ref)
-                            )
-                    return len(taken)
+        async def run(conn: Connection) -> int:
+            async with conn.transaction():
+                cursor = await conn.execute(
+                    "DELETE FROM blob_garbage WHERE dropped < now() - make_interval(secs => %s)"
+                    " RETURNING dkey, ref",
+                    (GARBAGE_GRACE_SECONDS,),
+                )
+                taken = await cursor.fetchall()
+                for dkey, ref in taken:
+                    referenced = await (await conn.execute(_REFERENCED, {"d": dkey, "r": ref})).fetchone()
+                    if referenced is not None and not referenced[0]:
+                        await conn.execute(
+                            "DELETE FROM blob_chunks WHERE dkey = %s AND ref = %s", (dkey, ref)
+                        )
+                return len(taken)
 
-            done = await self._run(run, retry=True)
-            removed += done
-            if done < GARBAGE_BATCH:
-                return removed
+        return await self._run(run, retry=True)
 
 
 async def _extents(conn: Any, dkey: int, cid: int, name: str, version: str) -> list[Extent]:
