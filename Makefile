@@ -1,20 +1,30 @@
 # Two entry points: `make run` (set up and start the server) and `make test` (set up and test).
+# `make run` installs only what the server needs; `make test` adds the test toolchain (the
+# official SDKs, pytest, Hypothesis, ruff, mypy, import-linter).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test check setup
+.PHONY: run test setup setup-test
 
-$(BIN)/tabulae: pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $(BIN)/tabulae
 
-setup: $(BIN)/tabulae
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed-run
+
+setup: $(VENV)/.installed-run
+
+setup-test: $(VENV)/.installed-test
 
 run: setup
 	$(BIN)/tabulae serve
 
-test: setup
+test: setup-test
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/check

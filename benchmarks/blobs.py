@@ -76,7 +76,7 @@ class BlobHttp:
 
 
 def head(ctx: Context) -> str:
-    return f"Host: {ctx.host}\r\nx-ms-version: {VERSION}\r\n"
+    return f"Host: {ctx.blob_host}\r\nx-ms-version: {VERSION}\r\n"
 
 
 class BlobWorkload(Workload):

@@ -24,6 +24,7 @@ from pathlib import Path
 import cpu
 from blobs import BLOB_WORKLOADS, BlobHttp, disk_speed
 from client import TableHttp, open_session
+from queues import QueueHttp
 from servers import Server, ensure_azurite, make_server
 from workloads import WORKLOADS as TABLE_WORKLOADS
 from workloads import Context, Options, Prepared
@@ -92,8 +93,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="connections for the scan workload: each holds a whole multi-second scan (default 2)",
     )
     parser.add_argument("--scan-max-duration", type=float, default=120.0, help="cap on the scan run, seconds")
+    parser.add_argument(
+        "--queue-messages",
+        type=int,
+        default=50_000,
+        help="messages in the get+delete queue before it runs, on both servers (default 50,000; "
+        "it must not run dry)",
+    )
     parser.add_argument("--tabulae-args", default="", help='extra arguments for "tabulae serve"')
-    parser.add_argument("--azurite-args", default="", help="extra arguments for azurite-table")
+    parser.add_argument(
+        "--azurite-args", default="", help="extra arguments for azurite-table and azurite-queue"
+    )
     parser.add_argument("--json", type=Path, help="also write all results to this JSON file")
     parser.add_argument("--scale", action="store_true", help="the 10M-entity scale test of Tabulae instead")
     parser.add_argument("--scale-rows", type=int, default=10_000_000, help="entities for --scale")
@@ -118,6 +128,7 @@ def options_from(args: argparse.Namespace) -> Options:
         azurite_scan_rows=args.azurite_scan_rows,
         scan_connections=args.scan_connections,
         scan_max_duration=args.scan_max_duration,
+        queue_messages=args.queue_messages,
     )
 
 
@@ -131,10 +142,13 @@ def load_average() -> float:
 
 async def prepare(ctx: Context, name: str) -> Prepared:
     """Preload, write data files and validate, with one client session."""
+    workload = WORKLOADS[name]
     async with open_session() as session:
-        workload = WORKLOADS[name]
-        http = BlobHttp(ctx.host, session) if name in BLOB_WORKLOADS else TableHttp(ctx.host, session)
-        return await workload.prepare(ctx, http)  # type: ignore[arg-type]
+        if workload.service == "queue":
+            return await workload.prepare(ctx, QueueHttp(ctx.queue_host, session))
+        if workload.service == "blob":
+            return await workload.prepare(ctx, BlobHttp(ctx.blob_host, session))  # type: ignore[arg-type]
+        return await workload.prepare(ctx, TableHttp(ctx.host, session))
 
 
 def measure(server: Server, ctx: Context, name: str) -> Outcome:
@@ -151,7 +165,7 @@ def measure(server: Server, ctx: Context, name: str) -> Outcome:
     started = time.monotonic()
     result: WrkResult = run_wrk(
         prepared.script,
-        ctx.host,
+        ctx.service_host(WORKLOADS[name].service),
         prepared.data_file,
         threads=ctx.options.threads,
         connections=prepared.connections,
@@ -164,6 +178,10 @@ def measure(server: Server, ctx: Context, name: str) -> Outcome:
     # A scan is many pages: its rate is counted by scan.lua from completed scans.
     scanning = name == "scan"
     throughput = result.extra.get("scan_rate", 0.0) if scanning else result.rps * prepared.multiplier
+    if prepared.rate_stat:  # counted by the script (messages deleted), not requests
+        throughput = result.extra.get(prepared.rate_stat, 0.0) / result.seconds if result.seconds else 0.0
+        if result.extra.get("empty_gets"):
+            prepared.note += f"{int(result.extra['empty_gets'])} Get Messages found the queue empty"
     note = prepared.note
     if name == "scan":
         note = f"{int(result.extra.get('scans', 0))} scans; " + note
@@ -201,30 +219,44 @@ def operation_name(unit: str) -> str:
         return "entity"
     if unit.startswith("MiB"):
         return "MiB"
-    return "list" if unit.startswith("lists") else "request"
+    if unit.startswith("lists"):
+        return "list"
+    return "message" if unit.startswith("messages") else "request"
 
 
 def run_target(target: str, names: list[str], args: argparse.Namespace, options: Options) -> list[Outcome]:
-    """Run the table workloads on one server and the blob workloads on another."""
+    """Run the workloads on ``target``: Tabulae serves every service from one process; Azurite's
+    services are separate programs, each started (fresh data) for its own workloads."""
+    if target == "tabulae":
+        groups = [("table", names)]
+    else:
+        groups = [
+            (service, [n for n in names if WORKLOADS[n].service == service])
+            for service in ("table", "queue", "blob")
+        ]
     outcomes: list[Outcome] = []
-    for service in ("table", "blob"):
-        chosen = [n for n in names if (n in BLOB_WORKLOADS) == (service == "blob")]
-        if chosen:
-            outcomes.extend(run_service(target, service, chosen, args, options))
+    for service, group in groups:
+        if group:
+            server = make_server(target, args.tabulae_args, args.azurite_args, service)
+            outcomes.extend(run_server(server, target, group, options))
     return outcomes
 
 
-def run_service(
-    target: str, service: str, names: list[str], args: argparse.Namespace, options: Options
-) -> list[Outcome]:
+def run_server(server: Server, target: str, names: list[str], options: Options) -> list[Outcome]:
     """Start one server with a fresh data directory, run the workloads, stop it."""
-    server = make_server(target, args.tabulae_args, args.azurite_args, service)
-    print(f"== {target}: starting on {server.host} (data in {server.data_dir})", flush=True)
+    print(f"== {server.name}: starting on {server.host} (data in {server.data_dir})", flush=True)
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix=f"bench-data-{target}-") as workdir:
         try:
             server.start()
-            ctx = Context(target, server.host, options, Path(workdir))
+            ctx = Context(
+                target,
+                server.host,
+                options,
+                Path(workdir),
+                queue_host=server.queue_host,
+                blob_host=server.blob_host,
+            )
             for name in names:
                 try:
                     outcomes.append(measure(server, ctx, name))
@@ -346,7 +378,7 @@ def print_cpu(results: dict[str, dict[str, Outcome]]) -> None:
     """Where the CPU went while wrk ran: near 100% busy means the workload ran out of cores,
     and then only less CPU per operation (the server's column) makes it faster."""
     lines = [
-        f"  {o.target:8s} {o.workload:7s} {o.cpu_use.describe(operation_name(o.unit))}"
+        f"  {o.target:8s} {o.workload:16s} {o.cpu_use.describe(operation_name(o.unit))}"
         for per in results.values()
         for o in per.values()
         if o.cpu_use is not None

@@ -15,12 +15,16 @@ import time
 from pathlib import Path
 
 import aiohttp
+from blobs import BlobHttp
 from client import TableHttp, open_session
+from queues import QueueHttp
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE_DIR = Path(os.environ.get("TABULAE_BENCH_CACHE", Path.home() / ".cache" / "tabulae-bench"))
 AZURITE_DIR = CACHE_DIR / "azurite"
 AZURITE_BIN = AZURITE_DIR / "node_modules" / ".bin" / "azurite-table"
+AZURITE_QUEUE_BIN = AZURITE_DIR / "node_modules" / ".bin" / "azurite-queue"
+AZURITE_BLOB_BIN = AZURITE_DIR / "node_modules" / ".bin" / "azurite-blob"
 
 
 def free_port() -> int:
@@ -49,10 +53,13 @@ class Server:
     """A server process in its own session, with a private data directory removed on stop."""
 
     name = "server"
+    probe = "table"  # which service answers the readiness probe
 
     def __init__(self, extra_args: list[str] | None = None) -> None:
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
+        self.queue_host = self.host  # where its Queue service listens, when it has one
+        self.blob_host = self.host  # and its Blob service
         self.extra_args = extra_args or []
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"bench-{self.name}-"))
         self.process: subprocess.Popen[bytes] | None = None
@@ -79,19 +86,23 @@ class Server:
             )
         asyncio.run(self._wait_ready(timeout))
 
-    async def ready(self, session: aiohttp.ClientSession) -> bool:
-        """Whether the server answers: a signed Query Tables with 200."""
-        reply = await TableHttp(self.host, session).list_tables()
-        return reply.status == 200
-
     async def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         async with open_session(limit=1) as session:
+            http = TableHttp(self.host, session)
+            queue = QueueHttp(self.queue_host, session)
+            blob = BlobHttp(self.blob_host, session)
             while True:
                 if self.process is not None and self.process.poll() is not None:
                     raise RuntimeError(f"{self.name} exited early:\n{self.log_tail()}")
                 try:
-                    if await self.ready(session):
+                    if self.probe == "queue":
+                        if await queue.ready():
+                            return
+                    elif self.probe == "blob":
+                        if await blob.ready():
+                            return
+                    elif (await http.list_tables()).status == 200:
                         return
                 except (TimeoutError, OSError, aiohttp.ClientError):
                     pass
@@ -162,9 +173,18 @@ class Server:
 
 
 class TabulaeServer(Server):
-    """``python -m tabulae serve`` from this repository, with a fresh ``--data-dir``."""
+    """``python -m tabulae serve`` from this repository, with a fresh ``--data-dir``: the Table,
+    Queue and Blob services of one process, each on a free port, and the request-date check off:
+    wrk replays requests signed once, for as long as a workload runs."""
 
     name = "tabulae"
+
+    def __init__(self, extra_args: list[str] | None = None) -> None:
+        super().__init__(extra_args)
+        self.queue_port = free_port()
+        self.queue_host = f"127.0.0.1:{self.queue_port}"
+        self.blob_port = free_port()
+        self.blob_host = f"127.0.0.1:{self.blob_port}"
 
     def command(self) -> list[str]:
         return [
@@ -173,13 +193,19 @@ class TabulaeServer(Server):
             "tabulae",
             "serve",
             "--services",
-            "table",
+            "table,queue,blob",
             "--host",
             "127.0.0.1",
             "--port",
             str(self.port),
+            "--queue-port",
+            str(self.queue_port),
+            "--blob-port",
+            str(self.blob_port),
             "--data-dir",
             str(self.data_dir),
+            "--clock-skew",
+            "0",
             *self.extra_args,
         ]
 
@@ -212,46 +238,73 @@ class AzuriteServer(Server):
         return env
 
 
-class BlobServerMixin(Server):
-    """The Blob service of a server: ready when a SAS-authorised List Containers answers 200."""
+class AzuriteQueueServer(AzuriteServer):
+    """Azurite's queue service (``azurite-queue``, same npm package), in a fresh ``--location``."""
 
-    async def ready(self, session: aiohttp.ClientSession) -> bool:
-        from blobs import BlobHttp
+    name = "azurite-queue"
+    probe = "queue"
 
-        return await BlobHttp(self.host, session).ready()
+    def command(self) -> list[str]:
+        ensure_azurite()
+        return [
+            str(AZURITE_QUEUE_BIN),
+            "--queueHost",
+            "127.0.0.1",
+            "--queuePort",
+            str(self.port),
+            "--location",
+            str(self.data_dir),
+            "--skipApiVersionCheck",
+            "--disableProductStyleUrl",
+            "--disableTelemetry",
+            "--silent",
+            *self.extra_args,
+        ]
 
 
-class TabulaeBlobServer(BlobServerMixin, TabulaeServer):
-    """Tabulae serving only its Blob service."""
+class TabulaeBlobServer(TabulaeServer):
+    """Tabulae serving only its Blob service (on ``port``): the memory benchmark's server, whose
+    resident size is then the Blob service's alone."""
 
-    name = "tabulae"
+    probe = "blob"
+
+    def __init__(self, extra_args: list[str] | None = None) -> None:
+        super().__init__(extra_args)
+        self.blob_port, self.blob_host = self.port, self.host
 
     def command(self) -> list[str]:
         return [
             sys.executable, "-m", "tabulae", "serve", "--services", "blob", "--host", "127.0.0.1",
-            "--blob-port", str(self.port), "--data-dir", str(self.data_dir), *self.extra_args,
+            "--blob-port", str(self.port), "--data-dir", str(self.data_dir), "--clock-skew", "0",
+            *self.extra_args,
         ]  # fmt: skip
 
 
-class AzuriteBlobServer(BlobServerMixin, AzuriteServer):
-    """Azurite's blob service (``azurite-blob``) from the npm cache."""
+class AzuriteBlobServer(AzuriteServer):
+    """Azurite's blob service (``azurite-blob``, same npm package), in a fresh ``--location``."""
+
+    name = "azurite-blob"
+    probe = "blob"
 
     def command(self) -> list[str]:
+        ensure_azurite()
         return [
-            str(ensure_azurite().parent / "azurite-blob"), "--blobHost", "127.0.0.1",
-            "--blobPort", str(self.port), "--location", str(self.data_dir), "--skipApiVersionCheck",
-            "--disableProductStyleUrl", "--disableTelemetry", "--silent", *self.extra_args,
+            str(AZURITE_BLOB_BIN), "--blobHost", "127.0.0.1", "--blobPort", str(self.port),
+            "--location", str(self.data_dir), "--skipApiVersionCheck", "--disableProductStyleUrl",
+            "--disableTelemetry", "--silent", *self.extra_args,
         ]  # fmt: skip
 
 
 def make_server(
     target: str, tabulae_args: str = "", azurite_args: str = "", service: str = "table"
 ) -> Server:
-    """A (not yet started) server for ``target``, serving ``service`` (table or blob)."""
+    """A (not yet started) server for ``target``; Azurite runs each service as its own program."""
     if target == "tabulae":
-        kind: type[Server] = TabulaeBlobServer if service == "blob" else TabulaeServer
-        return kind(shlex.split(tabulae_args))
+        return TabulaeServer(shlex.split(tabulae_args))
     if target == "azurite":
-        kind = AzuriteBlobServer if service == "blob" else AzuriteServer
-        return kind(shlex.split(azurite_args))
+        if service == "queue":
+            return AzuriteQueueServer(shlex.split(azurite_args))
+        if service == "blob":
+            return AzuriteBlobServer(shlex.split(azurite_args))
+        return AzuriteServer(shlex.split(azurite_args))
     raise ValueError(f"unknown target {target!r}")

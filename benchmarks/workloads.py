@@ -10,13 +10,17 @@ from __future__ import annotations
 import json
 import random
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import protocol
+import queues
 from client import Reply, TableHttp, count_batch_successes, preload
+from queues import QueueHttp
 from signing import http_date
 
 BENCH_TABLE = "bench"
@@ -45,6 +49,7 @@ class Options:
     scan_max_duration: float = 120.0
     batch_size: int = 100
     timeout: float = 30.0
+    queue_messages: int = 50_000  # messages in the get+delete queue before it runs
 
 
 @dataclass
@@ -62,14 +67,25 @@ class Prepared:
     failures: list[str] = field(default_factory=list)
     rows: int = 0  # scan only: entities a full scan examines
     note: str = ""
+    rate_stat: str = ""  # a per-run count wrk's script reports; throughput = it / seconds
 
 
 class Context:
     """Per-server state: where to write files, what has been preloaded."""
 
-    def __init__(self, target: str, host: str, options: Options, workdir: Path) -> None:
+    def __init__(
+        self,
+        target: str,
+        host: str,
+        options: Options,
+        workdir: Path,
+        queue_host: str | None = None,
+        blob_host: str | None = None,
+    ) -> None:
         self.target = target
         self.host = host
+        self.queue_host = queue_host or host  # where the Queue service listens
+        self.blob_host = blob_host or host  # and the Blob service
         self.options = options
         self.workdir = workdir
         self.rng = random.Random(20261122)
@@ -77,6 +93,10 @@ class Context:
         self.scan_loaded = 0
         self.tables_created = False
         self.run_id = uuid.uuid4().hex[:6]
+
+    def service_host(self, service: str) -> str:
+        """Where the workloads of ``service`` (table, queue, blob) send their requests."""
+        return {"queue": self.queue_host, "blob": self.blob_host}.get(service, self.host)
 
     @property
     def rows_per_partition(self) -> int:
@@ -223,8 +243,9 @@ class Workload:
     name = ""
     title = ""
     script = ""
+    service = "table"  # which service it drives ("queue" ones get a QueueHttp)
 
-    async def prepare(self, ctx: Context, http: TableHttp) -> Prepared:
+    async def prepare(self, ctx: Context, http: Any) -> Prepared:
         """Preload what is needed, write the data file, validate a sample."""
         raise NotImplementedError
 
@@ -512,7 +533,124 @@ class TableScan(Workload):
         )
 
 
+class QueuePut(Workload):
+    """POST /{queue}/messages with a 1 KiB message, answered once durable."""
+
+    name = "queue-put"
+    title = "queue put (durable)"
+    script = "fixed.lua"
+    service = "queue"
+
+    async def prepare(self, ctx: Context, http: QueueHttp) -> Prepared:
+        await http.create(queues.PUT_QUEUE)
+        raw = queues.signed(
+            ctx.queue_host, "POST", f"/{protocol.ACCOUNT}/{queues.PUT_QUEUE}/messages", body=queues.BODY
+        )
+        failures = []
+        for _ in range(5):
+            reply = await http.send(raw)
+            if reply.status != 201:
+                failures.append(f"put -> HTTP {reply.status}: {reply.body[:200]!r}")
+        data_file = write_data(ctx.workdir / "queue-put.lua", {"request": raw.text()})
+        opts = ctx.options
+        return Prepared(
+            self.script,
+            data_file,
+            opts.connections,
+            opts.duration,
+            opts.timeout,
+            1.0,
+            "messages/s",
+            5,
+            failures,
+        )
+
+
+class QueuePeek(Workload):
+    """GET /{queue}/messages?peekonly=true on a queue of 1,000 messages: the front one, unchanged."""
+
+    name = "queue-peek"
+    title = "queue peek"
+    script = "fixed.lua"
+    service = "queue"
+
+    async def prepare(self, ctx: Context, http: QueueHttp) -> Prepared:
+        await http.create(queues.PEEK_QUEUE)
+        have = await http.count(queues.PEEK_QUEUE)
+        if have < queues.PEEK_MESSAGES:
+            await http.fill(queues.PEEK_QUEUE, queues.PEEK_MESSAGES - have)
+        path = f"/{protocol.ACCOUNT}/{queues.PEEK_QUEUE}/messages"
+        raw = queues.signed(ctx.queue_host, "GET", path, queues.PEEK_QUERY)
+        reply = await http.send(raw)
+        failures = []
+        if reply.status != 200 or queues.MESSAGE_TEXT.encode() not in reply.body:
+            failures.append(f"peek -> HTTP {reply.status}: {reply.body[:200]!r}")
+        data_file = write_data(ctx.workdir / "queue-peek.lua", {"request": raw.text()})
+        opts = ctx.options
+        return Prepared(
+            self.script, data_file, opts.connections, opts.duration, opts.timeout, 1.0, "req/s", 1, failures
+        )
+
+
+class QueueGetDelete(Workload):
+    """Get Messages (one, 60 s) then Delete Message with its receipt; reported as messages/s."""
+
+    name = "queue-get-delete"
+    title = "queue get+delete"
+    script = "queue_getdelete.lua"
+    service = "queue"
+
+    async def prepare(self, ctx: Context, http: QueueHttp) -> Prepared:
+        await http.create(queues.GET_DELETE_QUEUE)
+        have = await http.count(queues.GET_DELETE_QUEUE)
+        want = ctx.options.queue_messages
+        if have < want:
+            put, seconds = await http.fill(queues.GET_DELETE_QUEUE, want - have)
+            rate = put / seconds if seconds else 0
+            print(f"  put {put:,} messages into {queues.GET_DELETE_QUEUE} in {seconds:.1f}s ({rate:,.0f}/s)")
+        path = f"/{protocol.ACCOUNT}/{queues.GET_DELETE_QUEUE}/messages"
+        get = queues.signed(ctx.queue_host, "GET", path, queues.GET_QUERY)
+        head = [(n, v) for n, v in get.headers if n in ("Host", "Accept", "x-ms-version", "x-ms-date")]
+        sas = queues.queue_sas(queues.GET_DELETE_QUEUE, "p")
+        failures = []
+        reply = await http.send(get)
+        message_id = queues.between(reply.body, b"<MessageId>", b"</MessageId>")
+        receipt = queues.between(reply.body, b"<PopReceipt>", b"</PopReceipt>")
+        if reply.status != 200 or not message_id:
+            failures.append(f"get -> HTTP {reply.status}: {reply.body[:200]!r}")
+        else:
+            target = f"{path}/{message_id}?popreceipt={urllib.parse.quote(receipt, safe='')}&{sas}"
+            deleted = await http.send(queues.Raw("DELETE", target, [*head, ("Content-Length", "0")]))
+            if deleted.status != 204:
+                failures.append(f"delete with SAS -> HTTP {deleted.status}: {deleted.body[:200]!r}")
+        data_file = write_data(
+            ctx.workdir / "queue-get-delete.lua",
+            {
+                "get": get.text(),
+                "delete_prefix": path + "/",
+                "delete_head": "".join(f"{n}: {v}\r\n" for n, v in [*head, ("Content-Length", "0")]),
+                "sas": sas,
+            },
+        )
+        opts = ctx.options
+        return Prepared(
+            self.script,
+            data_file,
+            opts.connections,
+            opts.duration,
+            opts.timeout,
+            1.0,
+            "messages/s",
+            2,
+            failures,
+            rate_stat="deleted",
+        )
+
+
 WORKLOADS: dict[str, Workload] = {
     w.name: w
-    for w in (PointInsert(), PointRead(), InsertOrMerge(), BatchInsert(), RangeScan(), TableScan(), Mix())
-}
+    for w in (
+        PointInsert(), PointRead(), InsertOrMerge(), BatchInsert(), RangeScan(), TableScan(), Mix(),
+        QueuePut(), QueuePeek(), QueueGetDelete(),
+    )
+}  # fmt: skip

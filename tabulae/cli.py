@@ -84,12 +84,15 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="tabulae", description="A self-hosted Azure Table and Blob Storage server."
+        prog="tabulae", description="A self-hosted Azure Table, Queue and Blob Storage server."
     )
     parser.add_argument("--version", action="version", version=f"tabulae {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser(
-        "serve", help="run the Table and Blob services", description="Run the Table and Blob services."
+        "serve",
+        help="run the Table, Queue and Blob services",
+        description="Run the storage account's services: Table (port 10002), Queue (port 10001) "
+        "and Blob (port 10000).",
     )
     add_setting_flags(serve)
     top.add_arguments(commands.add_parser("top", help="show the hottest partitions of a server, live"))
@@ -152,6 +155,12 @@ def _check(settings: Settings) -> None:
         raise SystemExit("tabulae: --cert and --key go together")
     if settings.workers < 1:
         raise SystemExit("tabulae: --workers must be at least 1")
+    if settings.oauth and settings.cert_file is None:
+        raise SystemExit(
+            "tabulae: --oauth basic needs --cert and --key: the SDKs send bearer tokens over HTTPS only"
+        )
+    if settings.clock_skew < 0:
+        raise SystemExit("tabulae: --clock-skew must be 0 (off) or more seconds")
     if settings.store_url and settings.in_memory:
         raise SystemExit("tabulae: --in-memory and --store exclude each other")
     ports = list(settings.ports().values())
@@ -169,10 +178,9 @@ def serve(args: argparse.Namespace) -> None:
     _check(settings)
     try:
         sockets = compose.bind(settings)
-    except OSError as exc:
-        raise SystemExit(
-            f"tabulae: cannot listen on {settings.host}:{settings.port}: {exc.strerror}"
-        ) from None
+        compose.exit_on_stop_signals()
+    except compose.BindError as exc:
+        raise SystemExit(f"tabulae: {exc}") from None
     where = f"in {settings.data_dir}"
     if settings.in_memory:
         settings.data_dir = _memory_dir()

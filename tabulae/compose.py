@@ -15,6 +15,7 @@ import os
 import random
 import signal
 import socket
+import time
 from typing import Any
 
 import orjson
@@ -24,22 +25,27 @@ from uvicorn.supervisors import Multiprocess
 from tabulae.admission.blobs import BlobAdmission
 from tabulae.admission.faults import FaultInjector
 from tabulae.admission.guard import GuardedService
+from tabulae.admission.queue_guard import GuardedQueueService
 from tabulae.admission.throttle import Targets, Throttle
 from tabulae.blob.api.app import BlobApp
 from tabulae.blob.service import BlobService
 from tabulae.config import SETTINGS_ENV, Settings
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.options import FrontendOptions
-from tabulae.http.protocol import AzureHttpProtocol
+from tabulae.http.protocol import KEEP_ALIVE_SECONDS, AzureHttpProtocol
 from tabulae.insight.containers import ContainerCounters
 from tabulae.insight.partitions import Insight
+from tabulae.insight.queues import QueueInsight
+from tabulae.queue.api.app import QueueApp
+from tabulae.queue.service import now_us
 from tabulae.storage.blobs import BlobStore
 from tabulae.storage.factory import open_stores
+from tabulae.storage.queues import QueueStats, QueueStore
 from tabulae.storage.tables import TableStore
 from tabulae.table.api.app import TableApp
 
 PROMETHEUS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
-GARBAGE_INTERVAL_SECONDS = 120.0
+GARBAGE_INTERVAL_SECONDS = 120.0  # how often each worker collects unreferenced blob content
 log = logging.getLogger("tabulae")
 
 
@@ -49,35 +55,63 @@ def frontend_options(settings: Settings) -> FrontendOptions:
         max_body_bytes=settings.max_body_bytes,
         body_timeout=settings.body_timeout,
         oauth=settings.oauth,
+        clock_skew=settings.clock_skew or None,
         access_log=settings.access_log,
     )
 
 
-def admission_parts(settings: Settings) -> tuple[Throttle | None, FaultInjector | None]:
-    """This worker's throttle (a share of each target) and fault injector, as configured; one of
-    each per process, shared by every service, as Azure's account target is."""
-    throttle = None
-    if settings.targets:
-        targets = Targets(settings.partition_target, settings.account_target)
-        throttle = Throttle(targets, workers=settings.workers)
-    faults = None
-    if settings.faults > 0:
-        seed = None if settings.faults_seed is None else settings.faults_seed + os.getpid()
-        faults = FaultInjector(settings.faults, random.Random(seed))
-    return throttle, faults
+def throttle_for(settings: Settings) -> Throttle | None:
+    """One throttle per worker, shared by every service: the account's target covers them all."""
+    if not settings.targets:
+        return None
+    targets = Targets(settings.partition_target, settings.account_target, queue_rate=settings.queue_target)
+    return Throttle(targets, workers=settings.workers)
+
+
+def faults_for(settings: Settings) -> FaultInjector | None:
+    if settings.faults <= 0:
+        return None
+    seed = None if settings.faults_seed is None else settings.faults_seed + os.getpid()
+    return FaultInjector(settings.faults, random.Random(seed))
 
 
 def table_service(
-    store: TableStore,
-    settings: Settings,
-    insight: Insight,
-    throttle: Throttle | None = None,
-    faults: FaultInjector | None = None,
+    store: TableStore, settings: Settings, insight: Insight, throttle: Throttle | None = None
 ) -> GuardedService:
-    """The Table service with targets, faults and insight."""
+    """The Table service with targets (per worker, a share of each), faults and insight as configured."""
     return GuardedService(
-        store, page_time_budget=settings.page_time_budget, insight=insight, throttle=throttle, faults=faults
+        store,
+        page_time_budget=settings.page_time_budget,
+        insight=insight,
+        throttle=throttle,
+        faults=faults_for(settings),
     )
+
+
+def queue_service(
+    store: QueueStore, settings: Settings, insight: QueueInsight, throttle: Throttle | None = None
+) -> GuardedQueueService:
+    """The Queue service with targets, faults and insight as configured."""
+    return GuardedQueueService(store, insight=insight, throttle=throttle, faults=faults_for(settings))
+
+
+class QueueFigures:
+    """What ``/metrics`` shows of the queues: the store's figures (read at most every few seconds,
+    as reading them visits every message) and the process's counters."""
+
+    MAX_AGE = 5.0
+
+    def __init__(self, service: GuardedQueueService, insight: QueueInsight) -> None:
+        self._service = service
+        self._insight = insight
+        self._stats: list[QueueStats] = []
+        self._read_at = -1e9
+
+    async def stats(self) -> list[QueueStats]:
+        if time.monotonic() - self._read_at > self.MAX_AGE:
+            self._stats = await self._service.stats(self._insight.poison_threshold)
+            self._read_at = time.monotonic()
+        return self._stats
 
 
 def build_gateway(settings: Settings) -> Gateway:
@@ -86,32 +120,51 @@ def build_gateway(settings: Settings) -> Gateway:
     async def start() -> Mounts:
         stores = await open_stores(settings.store_url, settings.data_dir, settings.in_memory)
         insight = Insight(partition_target=settings.partition_target, account_target=settings.account_target)
+        queue_insight = QueueInsight(
+            queue_target=settings.queue_target, poison_threshold=settings.poison_threshold
+        )
         containers = ContainerCounters()
-        throttle, faults = admission_parts(settings)
+        throttle = throttle_for(settings)
         options = frontend_options(settings)
         ports = settings.ports()
         by_port: dict[int, AsgiApp] = {}
+        tasks: list[asyncio.Task[None]] = []
+        figures: QueueFigures | None = None
         if "table" in ports:
-            service = table_service(stores.tables, settings, insight, throttle, faults)
-            by_port[ports["table"]] = TableApp(service, options)
-        collector: asyncio.Task[None] | None = None
+            by_port[ports["table"]] = TableApp(
+                table_service(stores.tables, settings, insight, throttle), options
+            )
+        if "queue" in ports:
+            queues = queue_service(stores.queues, settings, queue_insight, throttle)
+            by_port[ports["queue"]] = QueueApp(queues, options)
+            figures = QueueFigures(queues, queue_insight)
+            tasks.append(asyncio.get_running_loop().create_task(queues.keep_collecting()))
         if "blob" in ports:
-            admission = BlobAdmission(containers, throttle, faults)
+            admission = BlobAdmission(containers, throttle, faults_for(settings))
             by_port[ports["blob"]] = BlobApp(BlobService(stores.blobs), options, admission)
-            collector = asyncio.get_running_loop().create_task(collect_garbage(stores.blobs))
+            tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs)))
 
-        def metrics(as_json: bool) -> tuple[bytes, bytes]:
+        async def metrics(as_json: bool) -> tuple[bytes, bytes]:
+            stats = await figures.stats() if figures is not None else []
             if as_json:
-                return b"application/json", orjson.dumps(
-                    {**insight.snapshot(), "containers": containers.snapshot()}
-                )
-            return PROMETHEUS_TYPE, (insight.prometheus() + containers.prometheus()).encode()
+                snapshot = insight.snapshot()
+                snapshot["containers"] = containers.snapshot()
+                if figures is not None:
+                    queue_snapshot = queue_insight.snapshot(stats, now_us())
+                    snapshot["queues"] = queue_snapshot["queues"]
+                    snapshot["queue_target"] = queue_snapshot["queue_target"]
+                    snapshot["warnings"].extend(queue_snapshot["warnings"])
+                return b"application/json", orjson.dumps(snapshot)
+            text = insight.prometheus() + containers.prometheus()
+            if figures is not None:
+                text += queue_insight.prometheus(stats, now_us())
+            return PROMETHEUS_TYPE, text.encode()
 
         async def close() -> None:
-            if collector is not None:
-                collector.cancel()
+            for task in tasks:
+                task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await collector
+                    await task
             await stores.close()
 
         return Mounts(by_port, metrics, close)
@@ -192,6 +245,7 @@ def serve(settings: Settings, sockets: list[socket.socket]) -> None:
         # client must not be able to choose it; and it is one middleware less per request.
         "proxy_headers": False,
         "timeout_graceful_shutdown": 10,
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
         "ssl_certfile": str(settings.cert_file) if settings.cert_file else None,
         "ssl_keyfile": str(settings.key_file) if settings.key_file else None,
     }
@@ -210,13 +264,19 @@ def serve(settings: Settings, sockets: list[socket.socket]) -> None:
             raise SystemExit(3)  # start-up failed (uvicorn's own exit status for it); logged already
         return
 
-    def exit_now(signum: int, frame: object) -> None:
-        raise SystemExit(0)  # before the supervisor takes the signals over: nothing is running yet
-
-    _on_stop_signals(exit_now)
     os.environ[SETTINGS_ENV] = settings.to_json()
     config = uvicorn.Config("tabulae.compose:create_app", factory=True, workers=settings.workers, **options)
     Multiprocess(config, sockets=sockets).run()
+
+
+def exit_on_stop_signals() -> None:
+    """From the moment the ports are bound until a server takes the signals over, SIGTERM and
+    SIGINT end the process cleanly (status 0) rather than by the default action (killed)."""
+    _on_stop_signals(_exit_now)
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    raise SystemExit(0)  # nothing is running yet: plain Python code, safe to unwind
 
 
 def _on_stop_signals(handler: Any) -> None:

@@ -27,7 +27,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 10002  # the Table service's port, as the storage emulators use it
 DEFAULT_QUEUE_PORT = 10001
 DEFAULT_BLOB_PORT = 10000
-SERVICES = ("table", "blob")  # the services this server has; `--services` picks among them
+SERVICES = ("table", "queue", "blob")  # the services this server has; `--services` picks among them
 DEFAULT_DATA_DIR = Path("tabulae-data")
 ACCOUNTS_ENV = ("TABULAE_ACCOUNTS", "AZURITE_ACCOUNTS")
 STORE_ENV = "TABULAE_STORE"  # the store URL, for `serve --store` and `db init --store`
@@ -102,7 +102,11 @@ class Settings:
         metavar="LIST",
     )
     data_dir: Path = setting(
-        DEFAULT_DATA_DIR, flag="--data-dir", help="directory of the SQLite database", type=Path, metavar="DIR"
+        DEFAULT_DATA_DIR,
+        flag="--data-dir",
+        help="directory of the SQLite database and blob content",
+        type=Path,
+        metavar="DIR",
     )
     in_memory: bool = setting(
         False,
@@ -146,21 +150,42 @@ class Settings:
         False,
         flag="--oauth",
         help="'basic': accept bearer tokens, checking audience, issuer and expiry but NOT the "
-        "signature (local development only; needs --cert, as clients send tokens over HTTPS only)",
+        "signature (local development only; needs --cert, as the SDKs send tokens over HTTPS only)",
         choices=["off", "basic"],
+    )
+    clock_skew: float = setting(
+        900.0,
+        flag="--clock-skew",
+        help="refuse Shared Key requests dated more than this many seconds ago (403 "
+        "AuthenticationFailed, as Azure does after 15 minutes), so a captured request cannot be "
+        "replayed; 0 turns the check off, for replaying recorded requests",
+        type=float,
+        metavar="SECONDS",
     )
     targets: bool = setting(
         False,
         flag="--targets",
-        help="'azure': enforce Azure's scalability targets, entities/s per partition and per account "
-        "(every entity written or scanned counts); over them requests get 503 ServerBusy",
+        help="'azure': enforce Azure's scalability targets, entities/s per partition, messages/s per "
+        "queue and operations/s per account (every entity written or scanned, every message and "
+        "every blob request counts); over them requests get 503 ServerBusy",
         choices=["azure"],
     )
     partition_target: float = setting(
         2000.0, flag="--partition-target", help="entities/s per partition", type=float
     )
     account_target: float = setting(
-        20000.0, flag="--account-target", help="entities/s per account", type=float
+        20000.0,
+        flag="--account-target",
+        help="entities, messages and blob requests/s per account",
+        type=float,
+    )
+    queue_target: float = setting(2000.0, flag="--queue-target", help="messages/s per queue", type=float)
+    poison_threshold: int = setting(
+        5,
+        flag="--poison-threshold",
+        help="/metrics warns about queue messages dequeued more than this many times",
+        type=int,
+        metavar="N",
     )
     faults: float = setting(
         0.0,
@@ -177,7 +202,8 @@ class Settings:
         30.0,
         flag="--request-timeout",
         help="cut off a client that takes longer than this to send its headers, or pauses this long "
-        "in its body (500 OperationTimedOut)",
+        "in its body (500 OperationTimedOut, and the connection is closed), and close a connection "
+        "that sends nothing for this long; idle connections are closed 5 s after their last answer",
         type=float,
         metavar="SECONDS",
     )

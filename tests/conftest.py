@@ -6,6 +6,7 @@ import itertools
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +22,7 @@ def fresh_database(base_url: str) -> str:
     """Create an empty database on the test cluster and return its URL."""
     import psycopg
 
-    name = f"tabulae_{os.getpid()}_{next(_names)}"
+    name = f"tabulae_{os.getpid()}_{next(_names)}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(base_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     return base_url.rsplit("/", 1)[0] + "/" + name

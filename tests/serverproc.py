@@ -44,20 +44,18 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}/{DEV_ACCOUNT}"
 
     @property
-    def connection_string(self) -> str:
-        return (
-            f"DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey={DEV_KEY};"
-            f"TableEndpoint={self.endpoint};"
-        )
+    def queue_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.queue_port}/{DEV_ACCOUNT}"
 
     @property
     def blob_endpoint(self) -> str:
         return f"http://127.0.0.1:{self.blob_port}/{DEV_ACCOUNT}"
 
     @property
-    def blob_connection_string(self) -> str:
+    def connection_string(self) -> str:
         return (
             f"DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey={DEV_KEY};"
+            f"TableEndpoint={self.endpoint};QueueEndpoint={self.queue_endpoint};"
             f"BlobEndpoint={self.blob_endpoint};"
         )
 

@@ -1,7 +1,8 @@
-"""Azure's scalability targets, enforced: token buckets per account and per partition.
+"""Azure's scalability targets, enforced: token buckets per account, per partition and per queue.
 
 Azure promises about 2,000 entities/s to one partition and 20,000 entities/s to one account
-("Scalability and performance targets for Table storage"), and above that it answers 503
+("Scalability and performance targets for Table storage"), 2,000 messages/s to one queue ("...for
+Queue Storage"), the account's target being shared by its tables and queues; above that it answers 503
 ``ServerBusy`` or, for a long query, 500 ``OperationTimedOut``. Code that will run against Azure
 must survive those answers, so
 ``tabulae serve --targets azure`` gives them at the same thresholds, counted the way the
@@ -131,9 +132,10 @@ class Targets:
     partition_rate: float | None = 2000.0
     account_rate: float | None = 20000.0
     burst_seconds: float = 1.0
+    queue_rate: float | None = 2000.0  # messages per second to one queue
 
     def __post_init__(self) -> None:
-        for rate in (self.partition_rate, self.account_rate):
+        for rate in (self.partition_rate, self.account_rate, self.queue_rate):
             if rate is not None and not rate > 0:
                 raise ValueError("a target must be a positive number of entities per second")
         if not self.burst_seconds > 0:
@@ -153,15 +155,18 @@ class Targets:
             self,
             partition_rate=None if self.partition_rate is None else self.partition_rate / workers,
             account_rate=None if self.account_rate is None else self.account_rate / workers,
+            queue_rate=None if self.queue_rate is None else self.queue_rate / workers,
         )
 
 
 AZURE_TARGETS = Targets()
-"""The Azure Standard storage account targets: 2,000/s per partition, 20,000/s per account."""
+"""The Azure Standard storage account targets: 2,000/s per partition and per queue, 20,000/s per account."""
 
 
 class Throttle:
-    """Admission control against :class:`Targets`, per account and per (account, table, partition).
+    """Admission control against :class:`Targets`, per account, per (account, table, partition)
+    and per (account, queue). One throttle serves every service of a worker, so tables and queues
+    draw on the same account bucket.
 
     Table names are case-insensitive on Azure, so ``MyTable`` and ``mytable`` share buckets.
     With ``retry_after`` the refusals carry a ``Retry-After`` header (whole seconds until the
@@ -182,6 +187,8 @@ class Throttle:
         self._accounts: dict[str, TokenBucket] = {}
         self._partitions: dict[tuple[str, str, str], TokenBucket] = {}
         self._sweep_at = _MIN_SWEEP
+        self._queues: dict[tuple[str, str], TokenBucket] = {}
+        self._queue_sweep_at = _MIN_SWEEP
 
     # --------------------------------------------------------------------------- buckets
 
@@ -207,6 +214,19 @@ class Throttle:
             if len(self._partitions) >= self._sweep_at:
                 self._sweep()
             bucket = self._partitions[key] = self._bucket(rate)
+        return bucket
+
+    def _queue_bucket(self, account: str, queue: str) -> TokenBucket | None:
+        rate = self.targets.queue_rate
+        if rate is None:
+            return None
+        key = (account, queue)
+        bucket = self._queues.get(key)
+        if bucket is None:
+            if len(self._queues) >= self._queue_sweep_at:
+                self._queues = {k: b for k, b in self._queues.items() if not b.is_full()}
+                self._queue_sweep_at = max(_MIN_SWEEP, 2 * len(self._queues))
+            bucket = self._queues[key] = self._bucket(rate)
         return bucket
 
     def _sweep(self) -> None:
@@ -243,18 +263,26 @@ class Throttle:
         long query does on Azure; every other refusal is 503 ``ServerBusy``. A refusal takes
         no tokens from either bucket.
         """
-        account_bucket = self._account_bucket(account)
-        partition_bucket = self._partition_bucket(account, table, pk)
+        timeout = query and pk is None
+        self._admit(self._account_bucket(account), self._partition_bucket(account, table, pk), cost, timeout)
+
+    def admit_queue(self, account: str, queue: str, cost: int) -> None:
+        """Admit a request of ``cost`` messages to ``queue``, as :meth:`admit` does for a partition."""
+        self._admit(self._account_bucket(account), self._queue_bucket(account, queue), cost, False)
+
+    def _admit(
+        self, account_bucket: TokenBucket | None, bucket: TokenBucket | None, cost: int, timeout: bool
+    ) -> None:
         if account_bucket is not None and not account_bucket.can_take(cost):
-            if query and pk is None:
+            if timeout:
                 raise self._refusal("OperationTimedOut", None, account_bucket, cost)
             raise self._refusal("ServerBusy", ACCOUNT_LIMIT_MESSAGE, account_bucket, cost)
-        if partition_bucket is not None and not partition_bucket.can_take(cost):
-            raise self._refusal("ServerBusy", None, partition_bucket, cost)
+        if bucket is not None and not bucket.can_take(cost):
+            raise self._refusal("ServerBusy", None, bucket, cost)
         if account_bucket is not None:
             account_bucket.take(cost)
-        if partition_bucket is not None:
-            partition_bucket.take(cost)
+        if bucket is not None:
+            bucket.take(cost)
 
     def charge(self, account: str, table: str, pk: str | None, cost: int) -> None:
         """Charge a cost learnt after the work was done (the entities a query page scanned).
@@ -270,6 +298,14 @@ class Throttle:
         partition_bucket = self._partition_bucket(account, table, pk)
         if partition_bucket is not None:
             partition_bucket.take(cost)
+
+    def charge_queue(self, account: str, queue: str, cost: int) -> None:
+        """Charge messages learnt after the work was done (those a Get Messages returned)."""
+        if cost <= 0:
+            return
+        for bucket in (self._account_bucket(account), self._queue_bucket(account, queue)):
+            if bucket is not None:
+                bucket.take(cost)
 
     def available(self, account: str, table: str | None = None, pk: str | None = None) -> float:
         """Tokens left for the account, or for the partition when ``table`` and ``pk`` are given.

@@ -50,9 +50,9 @@ def _claims(token: str) -> dict[str, object]:
     return claims
 
 
-def verify_bearer(header: str, account: str, now: float | None = None, service: str = "table") -> None:
-    """Accept a well-formed token for this account's audience (of ``service``: ``table``,
-    ``queue``, ``blob``) from a Microsoft issuer, in its window."""
+def verify_bearer(header: str, account: str, now: float | None = None, *, service: str = "table") -> None:
+    """Accept a well-formed token for this account's audience from a Microsoft issuer, in its
+    window; ``service`` (``table``, ``queue``, ``blob``) names the service's own audience."""
     token = header.split(None, 1)[1].strip() if " " in header.strip() else ""
     challenge = [(b"www-authenticate", CHALLENGE)]
     try:

@@ -20,11 +20,12 @@ import hashlib
 import hmac
 import ipaddress
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta, timezone
 
 from tabulae.model.errors import TableError
+from tabulae.model.policies import SignedIdentifier
 
 # Clock skew tolerated on the start time only: a freshly minted token used from a machine whose
 # clock runs a little behind must work, but an expired token must not.
@@ -82,6 +83,12 @@ class SasToken:
 
 
 _TOKEN_FIELDS = frozenset(f.name for f in fields(SasToken))
+
+
+def stored_policies(identifiers: Iterable[SignedIdentifier]) -> dict[str, StoredPolicy]:
+    """The stored access policies of an ACL by id, for ``apply_policy``'s lookup (identifiers
+    without an AccessPolicy, or with an empty one, grant nothing, so they are left out)."""
+    return {i.id: StoredPolicy(i.start, i.expiry, i.permission) for i in identifiers if i.policy_given}
 
 
 def parse_sas(query: Mapping[str, str]) -> SasToken | None:
@@ -321,6 +328,7 @@ __all__ = [
     "parse_sas",
     "require_version",
     "signature_matches",
+    "stored_policies",
     "verify_account_sas",
     "verify_signature",
 ]

@@ -15,6 +15,8 @@ import re
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from email.utils import formatdate
+from functools import lru_cache
 
 from tabulae.model.errors import TableError
 from tabulae.model.names import SECONDARY_SUFFIX
@@ -48,8 +50,10 @@ def canonical_paths(account: str, raw_path: str) -> list[str]:
     ``get_service_stats`` even prefixes the primary path with the secondary segment, so three
     candidates are tried there.
     """
-    paths = [raw_path]
     secondary = f"/{account}{SECONDARY_SUFFIX}"
+    if not raw_path.startswith(secondary):
+        return [f"/{account}{raw_path}"]  # the common case, on every signed request
+    paths = [raw_path]
     rest = _strip_leading_segment(raw_path, secondary)
     if rest is not None:
         paths.append(f"/{account}{rest}")
@@ -65,8 +69,8 @@ def canonical_paths(account: str, raw_path: str) -> list[str]:
 def canonical_resources(account: str, raw_path: str, comp: str | None) -> list[str]:
     """The Table service's CanonicalizedResource candidates: a path of :func:`canonical_paths`
     and ``?comp=`` when the request has one (no other query parameter is signed)."""
-    query = "" if comp is None else f"?comp={comp}"
-    return [path + query for path in canonical_paths(account, raw_path)]
+    paths = canonical_paths(account, raw_path)
+    return paths if comp is None else [f"{path}?comp={comp}" for path in paths]
 
 
 def _strip_leading_segment(path: str, segment: str) -> str | None:
@@ -143,17 +147,35 @@ def parse_rfc1123(value: str) -> datetime:
     )
 
 
+_BAD_DATE = "The Date header in the request is incorrect."
+
+
 def _check_skew(date: str, now: float | None, max_skew_seconds: float) -> None:
-    """Reject a request date further than ``max_skew_seconds`` from ``now`` (Azure uses 15 min)."""
-    try:
-        when = parse_rfc1123(date).timestamp()
-    except ValueError:
-        raise TableError("AuthenticationFailed", detail=f"The date header is not valid: '{date}'.") from None
+    """Reject a request dated more than ``max_skew_seconds`` ago (Azure: 15 minutes), so that a
+    captured request cannot be replayed for long ("Authorize with Shared Key"), and a date that is
+    not an RFC 1123 date at all. Both are 403 ``AuthenticationFailed`` with Azure's detail texts.
+
+    A date in the future is not refused: Azure serves clients whose clock runs ahead (the
+    storage front-end compares the date with its own clock only on the "too old" side).
+    """
+    when = _date_seconds(date)
+    if when is None:
+        raise TableError("AuthenticationFailed", detail=_BAD_DATE)
     current = time.time() if now is None else now
     if when < current - max_skew_seconds:
-        raise TableError("AuthenticationFailed", detail=f"Request date header too old: '{date}'")
-    if when > current + max_skew_seconds:
-        raise TableError("AuthenticationFailed", detail=f"Request date header is in the future: '{date}'")
+        raise TableError(
+            "AuthenticationFailed",
+            detail=f"Request date header too old: '{formatdate(when, usegmt=True)}'",
+        )
+
+
+@lru_cache(maxsize=1024)  # clients sign many requests within the same second, with the same text
+def _date_seconds(date: str) -> float | None:
+    """The POSIX time of an RFC 1123 date, or None when it is not one."""
+    try:
+        return parse_rfc1123(date).timestamp()
+    except ValueError:
+        return None
 
 
 # --------------------------------------------------------------------------- verification
@@ -188,6 +210,22 @@ def verify_authorization(
     candidates = [
         _string_to_sign(scheme, method, content_md5, content_type, signed_date or "", r) for r in resources
     ]
+    _check_signature(header_account, primary, signed_date, mac, candidates, keys, now, max_skew_seconds)
+
+
+def _check_signature(
+    header_account: str,
+    primary: str,
+    signed_date: str | None,
+    mac: bytes,
+    candidates: Sequence[str],
+    keys: Sequence[bytes],
+    now: float | None,
+    max_skew_seconds: float | None,
+) -> None:
+    """The checks after the string-to-sign candidates are built, the same for every service: the
+    header names the URL's account, a date was signed (and is recent enough), and the MAC is one
+    of the candidates' under one of the keys."""
     if _primary_account(header_account) != primary:
         raise _mac_mismatch(candidates[0])
     if not signed_date:
@@ -251,11 +289,20 @@ _HEADER_RANKS = {c: rank for rank, c in enumerate("!#$%&*.^_`|~+0123456789abcdef
 _HEADER_TIE_RANKS = {"'": 1, "-": 2}
 
 
+_ORDER_CACHE: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+
+
 def _header_order(name: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    lowered = name.lower()
-    ranks = tuple(_HEADER_RANKS[c] for c in lowered if c in _HEADER_RANKS)
-    ties = tuple(_HEADER_TIE_RANKS.get(c, 0) for c in lowered)
-    return ranks, ties
+    """The sort key of a header name, computed once per name (clients send the same few)."""
+    cached = _ORDER_CACHE.get(name)
+    if cached is None:
+        lowered = name.lower()
+        ranks = tuple(_HEADER_RANKS[c] for c in lowered if c in _HEADER_RANKS)
+        ties = tuple(_HEADER_TIE_RANKS.get(c, 0) for c in lowered)
+        cached = (ranks, ties)
+        if len(_ORDER_CACHE) < 4096:
+            _ORDER_CACHE[name] = cached
+    return cached
 
 
 def canonical_headers(headers: dict[str, str]) -> str:
@@ -337,17 +384,8 @@ def verify_blob_queue_authorization(
     primary = _primary_account(account)
     comp = next((value for name, value in query_pairs if name.lower() == "comp"), None)
     candidates = [
-        blob_queue_string_to_sign(
-            scheme, method, headers, resource.removesuffix(f"?comp={comp}"), query_pairs, comp
-        )
-        for resource in canonical_resources(primary, raw_path, comp)
+        blob_queue_string_to_sign(scheme, method, headers, path, query_pairs, comp)
+        for path in canonical_paths(primary, raw_path)
     ]
-    if _primary_account(header_account) != primary:
-        raise _mac_mismatch(candidates[0])
     signed_date = headers.get("x-ms-date") or headers.get("date")
-    if not signed_date:
-        raise TableError("AuthenticationFailed", detail="The x-ms-date or Date header is required.")
-    if max_skew_seconds is not None:
-        _check_skew(signed_date, now, max_skew_seconds)
-    if not _any_match(mac, candidates, keys):
-        raise _mac_mismatch(candidates[0])
+    _check_signature(header_account, primary, signed_date, mac, candidates, keys, now, max_skew_seconds)

@@ -21,7 +21,7 @@ from tabulae.blob.rules import properties as service_properties
 from tabulae.blob.rules.checksums import Checksums
 from tabulae.blob.rules.conditions import NONE, Conditions, check, check_dates_only, not_met
 from tabulae.blob.rules.limits import MAX_COMMITTED_BLOCKS
-from tabulae.blob.rules.names import check_blob_name, check_container_name, check_metadata
+from tabulae.blob.rules.names import check_blob_name, check_container_name
 from tabulae.blob.rules.properties import BlobServiceProperties
 from tabulae.model import edm
 from tabulae.model.errors import TableError
@@ -158,7 +158,6 @@ class BlobService:
         self, account: str, name: str, metadata: dict[str, str], public_access: str | None
     ) -> ContainerRecord:
         check_container_name(name)
-        check_metadata(metadata)
         record = ContainerRecord(name, next_ticks(None), metadata, public_access)
         await self.store.create_container(account, record)
         return record
@@ -173,7 +172,6 @@ class BlobService:
     async def set_container_metadata(
         self, account: str, name: str, metadata: dict[str, str], conditions: Conditions, lease_id: str | None
     ) -> ContainerRecord:
-        check_metadata(metadata)
         now = self._clock()
 
         def decide(record: ContainerRecord, ticks: int) -> tuple[ContainerRecord, ContainerRecord]:
@@ -374,7 +372,6 @@ class BlobService:
         lease_id: str | None,
     ) -> tuple[BlobRecord, Checksums]:
         check_blob_name(key.name)
-        check_metadata(metadata)
         now = self._clock()
         checksums = Checksums(md5=True, crc64=True)
 
@@ -451,7 +448,6 @@ class BlobService:
         lease_id: str | None,
     ) -> BlobRecord:
         check_blob_name(key.name)
-        check_metadata(metadata)
         now = self._clock()
 
         def decide(state: BlobState) -> BlobWrite:
@@ -554,7 +550,6 @@ class BlobService:
     async def set_blob_metadata(
         self, key: BlobKey, metadata: dict[str, str], conditions: Conditions, lease_id: str | None
     ) -> BlobRecord:
-        check_metadata(metadata)
         return await self._update_base(
             key, conditions, lease_id, lambda r, ticks: replace(r, metadata=metadata, ticks=ticks)
         )
@@ -599,8 +594,6 @@ class BlobService:
     async def snapshot_blob(
         self, key: BlobKey, metadata: dict[str, str] | None, conditions: Conditions, lease_id: str | None
     ) -> tuple[BlobRecord, str]:
-        if metadata is not None:
-            check_metadata(metadata)
         now = self._clock()
 
         def decide(state: BlobState) -> BlobWrite:
@@ -645,8 +638,6 @@ class BlobService:
     ) -> BlobRecord:
         """Copy Blob within the account, completed before the answer (``x-ms-copy-status: success``)."""
         check_blob_name(dest.name)
-        if metadata is not None:
-            check_metadata(metadata)
         now = self._clock()
 
         def decide(state: BlobState) -> BlobWrite:

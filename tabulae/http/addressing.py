@@ -10,21 +10,27 @@ a known account. ``acct-secondary`` addresses the read-only secondary endpoint o
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from urllib.parse import unquote
 
 from tabulae.model.errors import TableError
 from tabulae.model.names import SECONDARY_SUFFIX
 
-
-@dataclass(slots=True)  # not frozen: built on every request, and frozen ones cost ~3x to build
-class Addressed:
-    account: str
-    secondary: bool
-    base: str  # {scheme}://{host}[/{account}]: the endpoint as the client addressed it
-    segments: list[str]  # the decoded path segments after the account
+# (account, secondary?, base, segments): ``base`` is {scheme}://{host}[/{account}], the endpoint as
+# the client addressed it; ``segments`` the decoded path segments after the account. A plain
+# tuple, as one is made for every request.
+Addressed = tuple[str, bool, str, list[str]]
 
 
 _STYLE_CACHE: dict[str, bool] = {}
+
+
+def decode_segments(raw_path: str) -> list[str]:
+    """Split a raw path on ``/`` and percent-decode each piece once (strict UTF-8); splitting
+    before decoding keeps an encoded ``%2F`` inside its segment."""
+    try:
+        return [unquote(piece, errors="strict") for piece in raw_path.split("/")]
+    except UnicodeDecodeError as exc:
+        raise TableError("InvalidUri") from exc
 
 
 def is_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:
@@ -80,4 +86,4 @@ def locate_account(
         base = base.replace(f"{account}{SECONDARY_SUFFIX}", account, 1)
     if segments and segments[-1] == "":
         segments = segments[:-1]
-    return Addressed(account, secondary, base, segments)
+    return account, secondary, base, segments

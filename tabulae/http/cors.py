@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Awaitable, Callable
+
 from tabulae.http.messages import Headers, Response
 from tabulae.model.errors import TableError
 from tabulae.model.policies import CorsRule
@@ -61,17 +64,68 @@ def preflight(rules: list[CorsRule], request_headers: dict[str, str]) -> Respons
     return Response(200, headers)
 
 
-def actual_headers(rules: list[CorsRule], origin: str, method: str, exposed_by_service: str) -> Headers:
-    """CORS headers for a normal response to a request that carried ``Origin``; none without a
-    match. ``exposed_by_service`` lists the service's own response headers, which are exposed
-    besides those the rule names."""
-    rule = match_rule(rules, origin, method, [])
-    if rule is None:
+VARYING_METHODS = frozenset({"GET", "HEAD"})  # the only methods whose responses carry Vary: Origin
+_VARY = (b"vary", b"Origin")
+
+
+def actual_headers(
+    rules: list[CorsRule], origin: str | None, method: str, exposed_by_service: str
+) -> Headers:
+    """CORS headers for the response to an actual (non-preflight) request, by Azure's table
+    ("CORS support for the Azure Storage services", "Understanding how the Vary header is set").
+
+    No rules, no headers. A matching rule adds ``Access-Control-Allow-Origin`` (``*`` for a rule
+    allowing every origin, else the origin, with credentials) and ``Access-Control-Expose-Headers``
+    (the rule's list and ``exposed_by_service``, the service's own response headers). For GET and
+    HEAD, ``Vary: Origin`` is added whenever the answer depends on the origin: a rule for exact
+    origins matched, or none matched; never with a ``*`` rule's answer. A request without
+    ``Origin`` only gets a ``*`` rule's headers, or ``Vary``. Other methods never get ``Vary``.
+    """
+    if not rules:
         return []
+    method = method.upper()
+    varies = method in VARYING_METHODS
+    if origin is None:
+        rule = next((r for r in rules if "*" in r.allowed_origins and method in r.allowed_methods), None)
+    else:
+        rule = match_rule(rules, origin, method, [])
+    if rule is None:
+        return [_VARY] if varies else []
     exposed = (
         ",".join([*rule.exposed_headers, exposed_by_service]) if rule.exposed_headers else exposed_by_service
     )
-    headers = _allow_origin(rule, origin)
+    headers = _allow_origin(rule, origin or "*")
     headers.append((b"access-control-expose-headers", exposed.encode("latin-1")))
-    headers.append((b"vary", b"Origin"))
+    if varies and "*" not in rule.allowed_origins:
+        headers.append(_VARY)
     return headers
+
+
+class RulesCache:
+    """An account's CORS rules, kept for ``ttl`` seconds, for the requests that need them on
+    every call (a GET without ``Origin`` may still get ``Vary``). Azure itself takes up to 30 s to
+    apply new service properties; here a worker forgets an account's rules when it sets them,
+    and other workers see the change within ``ttl``."""
+
+    def __init__(self, load: Callable[[str], Awaitable[list[CorsRule]]], ttl: float = 1.0) -> None:
+        self._load = load
+        self._ttl = ttl
+        self._entries: dict[str, tuple[float, list[CorsRule]]] = {}
+
+    def peek(self, account: str) -> list[CorsRule] | None:
+        """The account's rules if they were read less than ``ttl`` ago (no await: the hot path)."""
+        entry = self._entries.get(account)
+        if entry is not None and entry[0] > time.monotonic():
+            return entry[1]
+        return None
+
+    async def get(self, account: str) -> list[CorsRule]:
+        rules = self.peek(account)
+        if rules is None:
+            rules = await self._load(account)
+            if len(self._entries) < 4096 or account in self._entries:
+                self._entries[account] = (time.monotonic() + self._ttl, rules)
+        return rules
+
+    def forget(self, account: str) -> None:
+        self._entries.pop(account, None)

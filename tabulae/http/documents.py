@@ -25,11 +25,14 @@ from tabulae.model.policies import (
 )
 
 _DECLARATION = '<?xml version="1.0" encoding="utf-8"?>'
-_PERMISSIONS = "raud"
+TABLE_PERMISSIONS = "raud"  # the letters a stored access policy may grant, per service
+QUEUE_PERMISSIONS = "raup"
+BLOB_PERMISSIONS = "racwdxyltfmei"  # a container's policies
 
 
-def read_document(body: bytes, root: str) -> ET.Element | None:
-    """The root element, or None for an empty body; raises on anything malformed."""
+def parse_document(body: bytes, root: str) -> ET.Element | None:
+    """The root element, which must be ``root``, or None for an empty body; raises
+    ``InvalidXmlDocument`` on anything malformed (document type declarations included)."""
     if not body.strip():
         return None
     if b"<!DOCTYPE" in body or b"<!ENTITY" in body:
@@ -73,10 +76,10 @@ def _acl_time(value: str | None) -> str | None:
     return f"{whole}.{fraction:07d}Z"
 
 
-def parse_acl(body: bytes, permissions: str = _PERMISSIONS) -> list[SignedIdentifier]:
-    """Signed identifiers whose permission letters come from ``permissions`` (the Table
-    service's ``raud`` unless a service says otherwise)."""
-    root = read_document(body, "SignedIdentifiers")
+def parse_acl(body: bytes, permissions: str = TABLE_PERMISSIONS) -> list[SignedIdentifier]:
+    """The signed identifiers of a Set ACL body; ``permissions`` are the letters the service's
+    policies may grant."""
+    root = parse_document(body, "SignedIdentifiers")
     if root is None:
         return []
     elements = list(root)
@@ -113,7 +116,7 @@ def render_acl(identifiers: list[SignedIdentifier]) -> bytes:
     parts = [_DECLARATION, "<SignedIdentifiers>"]
     for identifier in identifiers:
         parts.append(f"<SignedIdentifier><Id>{escape(identifier.id)}</Id>")
-        if identifier.has_policy:
+        if identifier.policy_given:
             parts.append("<AccessPolicy>")
             if identifier.start:
                 parts.append(f"<Start>{identifier.start}</Start>")
@@ -197,7 +200,7 @@ def _cors_rule(element: ET.Element) -> CorsRule:
 
 def parse_service_properties(body: bytes, current: ServiceProperties) -> ServiceProperties:
     """Elements left out keep their current values; an empty ``<Cors/>`` removes every rule."""
-    root = read_document(body, "StorageServiceProperties")
+    root = parse_document(body, "StorageServiceProperties")
     if root is None:
         raise TableError("InvalidXmlDocument")
     result = ServiceProperties(

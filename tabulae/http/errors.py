@@ -38,7 +38,9 @@ def error_xml(error: TableError, request_id: str, time_text: str, *, table_style
             f'<?xml version="1.0" encoding="utf-8"?><m:error xmlns:m="{_METADATA_NS}">'
             f'<m:code>{error.code}</m:code><m:message xml:lang="en-US">{message}</m:message></m:error>'
         ).encode()
-    detail = "".join(f"<{name}>{escape(value)}</{name}>" for name, value in error.fields)
+    detail = "".join(
+        f"<{name}>{escape(value)}</{name}>" if value else f"<{name} />" for name, value in error.fields
+    )
     if error.detail and error.code == "AuthenticationFailed":
         detail += f"<AuthenticationErrorDetail>{escape(error.detail)}</AuthenticationErrorDetail>"
     return (

@@ -12,18 +12,23 @@ from typing import Any
 import orjson
 
 from tabulae.http.messages import SERVER_HEADER, Clock, Headers, Request, Response, error_time
-from tabulae.http.protocol import PRESERVE_CASE_KEY
+from tabulae.http.versions import response_version
 from tabulae.model.errors import TableError
 
-DEFAULT_VERSION = "2019-02-02"  # echoed as x-ms-version when a request names none
+CONNECTION_CLOSE = (b"connection", b"close")
 
 
 async def read_body(request: Request, receive: Any, limit: int, timeout: float) -> None:
     """Read the whole body into ``request.body``: 413 past ``limit`` bytes (at once when the
-    declared length says so), 500 OperationTimedOut when the client pauses ``timeout`` seconds."""
+    declared length says so), 500 OperationTimedOut when the client pauses ``timeout`` seconds.
+
+    Only a body read to its end marks ``request.body_read``; a response to a request whose body
+    was refused or cut off closes the connection (:func:`send_response`): kept open, it would go
+    on receiving the rest of that body, for as long as the client cares to send it."""
     declared = request.headers.get("content-length")
     if declared is None or declared == "0":
         if "transfer-encoding" not in request.headers:
+            request.body_read = True
             return  # HTTP/1.1 framing: no length and no chunking means no body to wait for
     elif declared.isdigit() and int(declared) > limit:
         raise TableError("RequestBodyTooLarge")
@@ -45,36 +50,50 @@ async def read_body(request: Request, receive: Any, limit: int, timeout: float) 
         if not message.get("more_body", False):
             break
     request.body = b"".join(chunks)
+    request.body_read = True
 
 
 async def send_response(
-    send: Any, request: Request, response: Response, request_id: str, clock: Clock
+    send: Any,
+    request: Request,
+    response: Response,
+    request_id: str,
+    clock: Clock,
+    server: tuple[bytes, bytes] = SERVER_HEADER,
 ) -> None:
-    """Send ``response`` with Content-Length, the request id, version, date and server headers,
-    and the client's own request id echoed back."""
+    """Send ``response`` with Content-Length, the request id, version, date and ``server``
+    headers, and the client's own request id echoed back; close the connection after it when the
+    request's body was not read to its end."""
     headers = response.headers
     headers.append((b"content-length", str(len(response.body)).encode()))
-    add_standard_headers(headers, request, request_id, clock)
-    await send(start_message(response))
+    add_standard_headers(headers, request, request_id, clock, server)
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
     await send({"type": "http.response.body", "body": response.body})
 
 
-def start_message(response: Response) -> dict[str, Any]:
-    message = {"type": "http.response.start", "status": response.status, "headers": response.headers}
-    if response.preserve_case:
-        message[PRESERVE_CASE_KEY] = response.preserve_case
-    return message
-
-
-def add_standard_headers(headers: Headers, request: Request, request_id: str, clock: Clock) -> None:
-    """The headers every response carries: request id, version, date, server, client request id."""
+def add_standard_headers(
+    headers: Headers, request: Request, request_id: str, clock: Clock, server: tuple[bytes, bytes]
+) -> None:
+    """The headers every response carries (request id, version, date, server, the client's
+    request id), and ``Connection: close`` when the request's body was not read to its end.
+    Shared with responses whose body is streamed (``http.streaming``)."""
     headers.append((b"x-ms-request-id", request_id.encode()))
-    headers.append((b"x-ms-version", request.headers.get("x-ms-version", DEFAULT_VERSION).encode("latin-1")))
+    version = response_version(request.headers.get("x-ms-version"))
+    if version is not None:
+        headers.append((b"x-ms-version", version))
     headers.append((b"date", clock.http_date()))
-    headers.append(SERVER_HEADER)
+    headers.append(server)
     client_id = request.headers.get("x-ms-client-request-id")
     if client_id is not None:
         headers.append((b"x-ms-client-request-id", client_id.encode("latin-1")))
+    if not request.body_read and has_body(request.headers):
+        headers.append(CONNECTION_CLOSE)
+
+
+def has_body(headers: dict[str, str]) -> bool:
+    """Whether a request's framing announces a body (a non-zero length, or chunks)."""
+    declared = headers.get("content-length")
+    return (declared is not None and declared != "0") or "transfer-encoding" in headers
 
 
 def log_request(request: Request, status: int, request_id: str, started: float) -> None:

@@ -1,16 +1,17 @@
 """The ASGI application of a worker process: every service of the account behind one callable.
 
-A worker listens on each service's port (Table 10002 by default) and this gateway hands a
-request to the front-end of the port it arrived on. It also owns what is not any one service's:
-the lifespan (the composition root's ``start`` opens the stores and builds the front-ends, in the
-serving process, on its event loop) and ``GET /metrics``.
+A worker listens on each service's port (Table 10002 and Queue 10001 by default) and this
+gateway hands a request to the front-end of the port it arrived on. It also owns what is not any
+one service's: the lifespan (the composition root's ``start`` opens the stores and builds the
+front-ends, in the serving process, on its event loop), ``GET /metrics``, and the apps under
+``/-/`` (console, admin).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 log = logging.getLogger("tabulae")
@@ -20,11 +21,14 @@ AsgiApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
 @dataclass(slots=True)
 class Mounts:
-    """What ``start`` built: a front-end per port, the metrics exporter and how to close it all."""
+    """What ``start`` built: a front-end per port, the metrics exporter, the apps under ``/-/``
+    (not part of any Azure API; account names cannot contain ``-``, so ``/-/`` never clashes
+    with an account) by path prefix, and how to close it all."""
 
     by_port: dict[int, AsgiApp]
-    metrics: Callable[[bool], tuple[bytes, bytes]]  # as JSON? -> (content type, body)
+    metrics: Callable[[bool], Awaitable[tuple[bytes, bytes]]]  # as JSON? -> (content type, body)
     close: Callable[[], Awaitable[None]]
+    extras: dict[str, AsgiApp] = field(default_factory=dict)  # e.g. "/-/console" -> the console
 
 
 class Gateway:
@@ -68,8 +72,12 @@ class Gateway:
         mounts = self.mounts
         if kind != "http" or mounts is None:
             return
-        if scope["path"] == "/metrics" and scope["method"] == "GET":
-            content_type, body = mounts.metrics(b"format=json" in scope["query_string"])
+        path = scope["path"]
+        if path.startswith("/-/"):
+            await self._extra(mounts, scope, receive, send)
+            return
+        if path == "/metrics" and scope["method"] == "GET":
+            content_type, body = await mounts.metrics(b"format=json" in scope["query_string"])
             headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": body})
@@ -79,3 +87,16 @@ class Gateway:
         if app is None:  # a socket handed over without a known port (tests, unix sockets)
             app = next(iter(mounts.by_port.values()))
         await app(scope, receive, send)
+
+    @staticmethod
+    async def _extra(mounts: Mounts, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """A request under ``/-/``: the app whose prefix it falls under, else 404."""
+        path = scope["path"]
+        for prefix, app in mounts.extras.items():
+            if path == prefix or path.startswith(prefix + "/"):
+                await app(scope, receive, send)
+                return
+        body = b"Not found"
+        headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"9")]
+        await send({"type": "http.response.start", "status": 404, "headers": headers})
+        await send({"type": "http.response.body", "body": body})

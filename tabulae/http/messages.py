@@ -17,6 +17,12 @@ Headers = list[tuple[bytes, bytes]]
 SERVER_HEADER = (b"server", b"Tabulae/0.1 (Windows-Azure-Table/1.0 compatible)")
 NO_CACHE = (b"cache-control", b"no-cache")
 NOSNIFF = (b"x-content-type-options", b"nosniff")
+# The scope extension under which our protocol hands over the x-ms-meta-* header names as sent:
+# ASGI lower-cases header names, and metadata names keep their case.
+META_NAMES_EXTENSION = "tabulae.meta_names"
+# And back: uvicorn lower-cases response header names too, so a response whose header names must
+# keep their case lists them in this header, which our protocol removes as it restores the case.
+HEADER_CASE = b"x-tabulae-header-case"
 
 
 @dataclass(slots=True)
@@ -32,7 +38,11 @@ class Request:
     x_http_methods: tuple[str, ...] = ()  # X-HTTP-Method values, one per header line
     body: bytes = b""
     grant: Any = None  # the SasGrant of a SAS-authorised request
+    raw_headers: list[tuple[bytes, bytes]] = field(default_factory=list, repr=False)  # as ASGI gives them
+    meta_names: list[str] | None = None  # x-ms-meta-* names in their sent case (our protocol keeps them)
+    _pairs: list[tuple[str, str]] | None = field(default=None, repr=False)
     _query: dict[str, str] | None = field(default=None, repr=False)
+    body_read: bool = False  # the whole body has been received (or there was none)
 
     @classmethod
     def from_scope(cls, scope: dict[str, Any]) -> Request:
@@ -54,33 +64,48 @@ class Request:
             scheme=scope.get("scheme", "http"),
             client_ip=client[0] if client else None,
             x_http_methods=tunnels,
+            raw_headers=raw_headers,
+            meta_names=scope.get("extensions", {}).get(META_NAMES_EXTENSION),
         )
 
     @property
+    def query_pairs(self) -> list[tuple[str, str]]:
+        """Every form-decoded query parameter in order (``+`` is a space), repeats kept (what
+        the Blob/Queue Shared Key signs)."""
+        if self._pairs is None:
+            try:
+                self._pairs = (
+                    parse_qsl(self.query_string, keep_blank_values=True, errors="strict")
+                    if self.query_string
+                    else []
+                )
+            except UnicodeDecodeError as exc:
+                raise TableError("InvalidQueryParameterValue") from exc
+        return self._pairs
+
+    @property
     def query(self) -> dict[str, str]:
-        """Form-decoded query parameters (``+`` is a space); the first value of a name wins."""
+        """The query parameters by name. A repeated name has its values joined with commas, as
+        Azure reads them (a .NET ``NameValueCollection``): never the first or last alone, so a
+        repeated SAS field can no longer match its signature and ``sig=a&sig=b`` is refused."""
         if self._query is None:
             parsed: dict[str, str] = {}
-            if self.query_string:
-                try:
-                    pairs = parse_qsl(self.query_string, keep_blank_values=True, errors="strict")
-                except UnicodeDecodeError as exc:
-                    raise TableError("InvalidQueryParameterValue") from exc
-                for name, value in pairs:
-                    parsed.setdefault(name, value)
+            if not self.query_string:
+                self._query = parsed
+                return parsed
+            for name, value in self.query_pairs:
+                parsed[name] = f"{parsed[name]},{value}" if name in parsed else value
             self._query = parsed
         return self._query
 
     def query_ci(self, name: str) -> str | None:
-        """A query parameter matched case-insensitively (continuation tokens, SAS fields)."""
-        value = self.query.get(name)
-        if value is not None:
-            return value
+        """A query parameter matched case-insensitively (continuation tokens, SAS fields); names
+        differing only in case are one parameter, their values joined like repeats."""
         lower = name.lower()
-        for key, candidate in self.query.items():
-            if key.lower() == lower:
-                return candidate
-        return None
+        values = [value for key, value in self.query.items() if key.lower() == lower]
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else ",".join(values)
 
 
 def _combined_headers(raw_headers: list[tuple[bytes, bytes]]) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -102,7 +127,6 @@ class Response:
     status: int
     headers: Headers = field(default_factory=list)
     body: bytes = b""
-    preserve_case: list[bytes] | None = None  # header names to send in the case given
 
 
 class RequestIds:

@@ -12,18 +12,11 @@ import asyncio
 import os
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from tabulae.http.errors import error_xml
-from tabulae.http.messages import error_time
+from tabulae.http.messages import HEADER_CASE, META_NAMES_EXTENSION, error_time
 from tabulae.model.errors import TableError
-
-# The scope key under which the names of ``x-ms-meta-*`` headers are kept as the client spelled
-# them (ASGI lower-cases header names, but Azure keeps the case of metadata names).
-META_NAMES_KEY = "tabulae.meta_names"
-# A response start message may name, under this key, header names to send in the case given
-# (uvicorn writes every name lower-case): metadata names keep the case the client gave them.
-PRESERVE_CASE_KEY = "tabulae.preserve_case"
 
 # A request body is buffered up to this much before reading pauses (uvicorn pauses at 64 KiB):
 # a large upload then reaches the application in a few large pieces rather than many small
@@ -33,10 +26,30 @@ BODY_HIGH_WATER = 1024 * 1024
 MAX_URL_BYTES = 64 * 1024
 MAX_HEADER_BYTES = 64 * 1024
 HEADER_TIMEOUT_SECONDS = 30.0  # a request line and headers arriving slower than this are cut off
+# An idle keep-alive connection (one that has had its answer) is closed after this many seconds
+# by uvicorn's own timer; a connection that never sends a byte, after the header timeout.
+KEEP_ALIVE_SECONDS = 5.0
 
 
 class _TooLarge(Exception):
     """Raised from a parser callback; httptools turns it into a parse error we then answer."""
+
+
+_CASE_LINE = b"\r\n" + HEADER_CASE + b": "
+
+
+def restore_header_case(head: bytes) -> bytes:
+    """Give the header names listed in the :data:`HEADER_CASE` line of a response head their
+    case back (uvicorn writes every name lower-cased), and drop that line."""
+    start = head.find(_CASE_LINE)
+    if start < 0:
+        return head
+    end = head.index(b"\r\n", start + len(_CASE_LINE))
+    names = head[start + len(_CASE_LINE) : end].split(b",")
+    head = head[:start] + head[end:]
+    for name in names:
+        head = head.replace(b"\r\n" + name.lower() + b": ", b"\r\n" + name + b": ", 1)
+    return head
 
 
 class CoalescingTransport:
@@ -49,21 +62,18 @@ class CoalescingTransport:
     transport's own; ``close`` first sends what is held, ``abort`` drops it.
     """
 
-    __slots__ = ("_loop", "_pending", "_transport", "case_fixes")
+    __slots__ = ("_loop", "_pending", "_transport")
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
         self._loop = loop
         self._pending: list[bytes] = []
-        self.case_fixes: list[bytes] | None = None  # for the next header block (see _Cycle)
 
     def write(self, data: bytes) -> None:
-        if self.case_fixes is not None:
-            for name in self.case_fixes:
-                data = data.replace(b"\r\n" + name.lower() + b":", b"\r\n" + name + b":", 1)
-            self.case_fixes = None
         if not self._pending:
             self._loop.call_soon(self.flush)
+        if data[:5] == b"HTTP/" and _CASE_LINE in data:  # a response head naming cased headers
+            data = restore_header_case(data)
         self._pending.append(data)
 
     def flush(self) -> None:
@@ -83,20 +93,15 @@ class CoalescingTransport:
         return getattr(self._transport, name)
 
 
-class _Cycle(RequestResponseCycle):
-    """uvicorn's request cycle, passing the header names a response wants sent in their own case
-    (``PRESERVE_CASE_KEY``) to the transport, which writes the header block next."""
-
-    async def send(self, message: Any) -> None:
-        names = message.get(PRESERVE_CASE_KEY)
-        if names:
-            self.transport.case_fixes = names  # type: ignore[attr-defined]
-        await super().send(message)
-
-
 class AzureHttpProtocol(HttpToolsProtocol):
     """``HttpToolsProtocol`` with size caps, Azure error bodies for unparseable requests, and
-    a response's writes sent together (:class:`CoalescingTransport`)."""
+    a response's writes sent together (:class:`CoalescingTransport`).
+
+    Every connection is on a clock: one that never sends a byte is closed after
+    ``header_timeout`` (uvicorn only times connections out between requests); a request whose
+    line and headers take longer than that is answered 500 ``OperationTimedOut`` and closed; an
+    idle one after an answer is closed by uvicorn's keep-alive timer (:data:`KEEP_ALIVE_SECONDS`).
+    """
 
     _error: TableError | None = None
     _header_bytes = 0
@@ -105,6 +110,7 @@ class AzureHttpProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CoalescingTransport(transport, self.loop))  # type: ignore[arg-type]
+        self._header_timer = self.loop.call_later(self.header_timeout, self._silent_too_long)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -116,8 +122,6 @@ class AzureHttpProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._disarm()
         super().on_headers_complete()
-        if self.cycle is not None:
-            self.cycle.__class__ = _Cycle
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -127,6 +131,12 @@ class AzureHttpProtocol(HttpToolsProtocol):
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
+
+    def _silent_too_long(self) -> None:
+        """A connection that has not begun a request in time holds a socket for nothing: close it."""
+        self._header_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
 
     def _headers_too_slow(self) -> None:
         """A client trickling its headers holds a connection; answer and close it (slowloris)."""
@@ -156,8 +166,9 @@ class AzureHttpProtocol(HttpToolsProtocol):
         if self._header_bytes > MAX_HEADER_BYTES:
             self._error = TableError("RequestHeaderTooLarge")
             raise _TooLarge
-        if name[:10].lower() == b"x-ms-meta-":
-            self.scope.setdefault(META_NAMES_KEY, []).append(name[10:].decode("latin-1"))  # type: ignore[misc]
+        if name[:10].lower() == b"x-ms-meta-":  # metadata names keep the case they were sent in
+            extensions: dict[str, Any] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]
+            extensions.setdefault(META_NAMES_EXTENSION, []).append(name.decode("latin-1"))
         super().on_header(name, value)
 
     def send_400_response(self, msg: str) -> None:

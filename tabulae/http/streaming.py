@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from tabulae.http.exchange import add_standard_headers, start_message
+from tabulae.http.exchange import add_standard_headers
 from tabulae.http.messages import Clock, Request, Response
 from tabulae.model.errors import TableError
 
@@ -30,8 +30,9 @@ class StreamedResponse(Response):
     length: int = 0
 
 
-async def body_chunks(receive: Any, timeout: float) -> AsyncIterator[bytes]:
-    """The request body, chunk by chunk, as the client sends it. A client that pauses longer
+async def body_chunks(request: Request, receive: Any, timeout: float) -> AsyncIterator[bytes]:
+    """The request body, chunk by chunk, as the client sends it; ``request.body_read`` once it
+    has all come (the connection can then serve another request). A client that pauses longer
     than ``timeout`` gets 500 OperationTimedOut; one that goes away ends the request."""
     while True:
         try:
@@ -47,19 +48,26 @@ async def body_chunks(receive: Any, timeout: float) -> AsyncIterator[bytes]:
         if chunk:
             yield chunk
         if not message.get("more_body", False):
+            request.body_read = True
             return
 
 
 async def send_streamed(
-    send: Any, receive: Any, request: Request, response: StreamedResponse, request_id: str, clock: Clock
+    send: Any,
+    receive: Any,
+    request: Request,
+    response: StreamedResponse,
+    request_id: str,
+    clock: Clock,
+    server: tuple[bytes, bytes],
 ) -> None:
     """Send ``response`` with the standard headers; its stream is read only as fast as the
     client takes it, and no further once the client has gone. An error from the stream after
     the headers went out can only end the connection: the client sees a short body."""
     headers = response.headers
     headers.append((b"content-length", str(response.length).encode()))
-    add_standard_headers(headers, request, request_id, clock)
-    await send(start_message(response))
+    add_standard_headers(headers, request, request_id, clock, server)
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
     stream = response.stream
     if stream is None:
         await send({"type": "http.response.body", "body": b""})

@@ -53,7 +53,13 @@ _DATETIME_RE = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?"
     r"(Z|z|[+-]\d{2}:?\d{2})?"
 )
-_GUID_RE = re.compile(r"\{?([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\}?")
+_GUID_D = r"([0-9a-fA-F]{8})-([0-9a-fA-F]{4})-([0-9a-fA-F]{4})-([0-9a-fA-F]{4})-([0-9a-fA-F]{12})"
+# The forms .NET's Guid(string) reads: 8-4-4-4-12 bare ("D"), in braces ("B") or parentheses ("P"),
+# and 32 hex digits ("N").
+_GUID_RE = re.compile(
+    rf"{_GUID_D}|\{{{_GUID_D}\}}|\({_GUID_D}\)|"
+    r"([0-9a-fA-F]{8})([0-9a-fA-F]{4})([0-9a-fA-F]{4})([0-9a-fA-F]{4})([0-9a-fA-F]{12})"
+)
 
 
 def now_ticks() -> int:
@@ -128,9 +134,12 @@ def etag_of_ticks(ticks: int) -> str:
 
 
 def parse_guid(text: str) -> str | None:
-    """Canonical lower-case form of a Guid string (any case, optional braces); ``None`` if invalid."""
+    """Canonical lower-case 8-4-4-4-12 form of a Guid string in any of .NET's D, B, P and N forms
+    and any case, surrounding white space allowed; ``None`` if it is not one."""
     match = _GUID_RE.fullmatch(text.strip())
-    return match.group(1).lower() if match else None
+    if match is None:
+        return None
+    return "-".join(group for group in match.groups() if group is not None).lower()
 
 
 def utf16_length(text: str) -> int:

@@ -36,7 +36,22 @@ MAX_ENTITY_BYTES = 1024 * 1024
 ANNOTATION = "@odata.type"
 SYSTEM_NAMES = frozenset({"PartitionKey", "RowKey", "Timestamp"})
 
-_INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,20}")  # ASCII digits only, and short enough to be cheap
+# Typed values written as JSON strings ("Data1": "12345" with "Data1@odata.type": "Edm.Int32") are
+# read as the service's .NET parsers read them (invariant culture), and stored as the typed value:
+#   Int32, Int64  optional white space, an optional sign, ASCII digits (no thousands, no hex, no
+#                 fraction); out of range is refused
+#   Double        optional white space and sign, digits with optional thousands commas, an optional
+#                 fraction and exponent ("1,000.5", ".5", "5.", "1e3"); "NaN", "Infinity" and
+#                 "-Infinity" exactly; an overflow is refused
+#   Boolean       "true" or "false" in any case, surrounding white space allowed
+#   Guid          the 8-4-4-4-12 form, bare, in braces or in parentheses, or 32 hex digits
+#   Binary        base64, white space inside ignored
+# White space for numbers is the .NET set: space and TAB to CR.
+_WHITE = r"[ \t\n\v\f\r]*"
+_INTEGER_TEXT = re.compile(rf"{_WHITE}([+-]?)0*([0-9]{{1,19}}){_WHITE}")  # 19 digits: cheap to parse
+_DOUBLE_TEXT = re.compile(rf"{_WHITE}([+-]?)((?:[0-9][0-9,]*)?(?:\.[0-9]*)?)(?:[eE]([+-]?[0-9]+))?{_WHITE}")
+_BOOLEANS = {"true": True, "false": False}
+_BASE64_WHITE = str.maketrans("", "", " \t\r\n")
 _SPECIAL_DOUBLES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _FIXED_SIZES = {edm.BOOLEAN: 1, edm.DATETIME: 8, edm.DOUBLE: 8, edm.GUID: 16, edm.INT32: 4, edm.INT64: 8}
 
@@ -183,18 +198,15 @@ def _to_double(value: Any) -> float:
         return value  # orjson's reading of a number with a fraction or exponent (never infinite)
     if isinstance(value, bool):
         raise _invalid()
-    if isinstance(value, int):
+    if isinstance(value, _FloatText):
+        result = float(value)  # a JSON number's own text
+    elif isinstance(value, int):
         result = float(value)
     elif isinstance(value, str):
-        special = _SPECIAL_DOUBLES.get(value)
+        special = _SPECIAL_DOUBLES.get(value.strip(" \t\n\v\f\r"))
         if special is not None:
-            return special
-        try:
-            result = float(value)
-        except ValueError as exc:
-            raise _invalid() from exc
-        if math.isnan(result) or (math.isinf(result) and not isinstance(value, _FloatText)):
-            raise _invalid()  # "nan"/"inf" spellings are not the service's
+            return special  # NaN and the infinities by name only
+        result = _double_text(value)
     else:
         raise _invalid()
     if math.isinf(result):
@@ -202,17 +214,36 @@ def _to_double(value: Any) -> float:
     return result
 
 
+def _double_text(value: str) -> float:
+    """A Double written as a string (see the table above), other than by name."""
+    match = _DOUBLE_TEXT.fullmatch(value)
+    if match is None or not any(c.isdigit() for c in match[2]):
+        raise _invalid()
+    sign, mantissa, exponent = match.groups()
+    return float(f"{sign}{mantissa.replace(',', '')}e{exponent or 0}")
+
+
 def _to_int(value: Any, low: int, high: int) -> int:
     if isinstance(value, (bool, _FloatText)):
         raise _invalid()
     if isinstance(value, str):
-        text = value.strip()
-        if not _INTEGER_TEXT.fullmatch(text):
+        match = _INTEGER_TEXT.fullmatch(value)
+        if match is None:
             raise _invalid()
-        value = int(text)
+        value = int(match[1] + match[2])
     if not isinstance(value, int) or not low <= value <= high:
         raise _invalid()
     return value
+
+
+def _to_boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and not isinstance(value, _FloatText):
+        parsed = _BOOLEANS.get(value.strip().lower())
+        if parsed is not None:
+            return parsed
+    raise _invalid()
 
 
 def _to_datetime(name: str, value: Any) -> int:
@@ -233,7 +264,7 @@ def _to_binary(value: Any) -> bytes:
     if not isinstance(value, str):
         raise _invalid()
     try:
-        data = base64.b64decode(value, validate=True)
+        data = base64.b64decode(value.translate(_BASE64_WHITE), validate=True)
     except (binascii.Error, ValueError) as exc:
         raise _invalid() from exc
     if len(data) > MAX_BINARY_BYTES:
@@ -260,11 +291,7 @@ def typed_value(name: str, value: Any, annotation: str | None) -> Property:
             raise _invalid()
         return edm.STRING, _check_string(value)
     if annotation == edm.BOOLEAN:
-        if isinstance(value, bool):
-            return edm.BOOLEAN, value
-        if value in ("true", "false"):
-            return edm.BOOLEAN, value == "true"
-        raise _invalid()
+        return edm.BOOLEAN, _to_boolean(value)
     if annotation == edm.INT32:
         return edm.INT32, _to_int(value, edm.INT32_MIN, edm.INT32_MAX)
     if annotation == edm.INT64:
@@ -331,12 +358,16 @@ def entity_from_pairs(pairs: Iterable[tuple[str, Any]], url_keys: tuple[str, str
             values[name] = value
         elif name.endswith(ANNOTATION):
             base = name[: -len(ANNOTATION)]
+            if "@" in base:
+                continue  # an annotation's own annotation ("X@odata.type@odata.type"): ignored
             if base in annotations:
                 raise TableError("DuplicatePropertiesSpecified")
             if not isinstance(value, str):
                 raise _invalid()
             annotations[base] = value
-        # else: control information (odata.*) and other instance annotations are ignored
+        # else: control information (odata.*) and other instance annotations are ignored, and so
+        # are annotations of annotations, which azure-data-tables 12.x adds to every
+        # "X@odata.type" member of a dict it is given ("X@odata.type@odata.type": "Edm.String")
     for base in annotations:
         if base not in values and not base.startswith("odata."):
             raise _invalid()
@@ -395,9 +426,12 @@ def _plan_shape(fields: dict[str, Any]) -> _Shape | None:
         if "@" not in name and not name.startswith("odata."):
             names.append(name)
         elif name.endswith(ANNOTATION):
+            base = name[: -len(ANNOTATION)]
+            if "@" in base:
+                continue  # an annotation's own annotation: ignored
             if type(value) is not str:
                 return None
-            annotations[name[: -len(ANNOTATION)]] = value
+            annotations[base] = value
             annotation_members.append((name, value))
     named = set(names)
     if any(base not in named and not base.startswith("odata.") for base in annotations):

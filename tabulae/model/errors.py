@@ -56,6 +56,15 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         400,
         "Value for one of the query parameters specified in the request URI is invalid.",
     ),
+    "OutOfRangeQueryParameterValue": (
+        400,
+        "One of the query parameters specified in the request URI is outside the permissible range.",
+    ),
+    "MissingRequiredQueryParameter": (
+        400,
+        "A query parameter that's mandatory for this request is not specified.",
+    ),
+    "UnsupportedHttpVerb": (405, "The resource doesn't support the specified HTTP verb."),
     "XMethodNotUsingPost": (
         400,
         "The HTTP method specified in the X-HTTP-Method header can only be used with POST.",
@@ -95,6 +104,10 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     ),
     "InvalidXmlDocument": (400, "XML specified is not syntactically valid."),
     "InvalidXmlNodeValue": (400, "The value for one of the XML nodes is not in the correct format."),
+    "MissingRequiredXmlNode": (400, "An XML node that's mandatory for this request is not specified."),
+    "EmptyMetadataKey": (400, "The key for one of the metadata key-value pairs is empty."),
+    "InvalidMetadata": (400, "The metadata specified is invalid. It has characters that are not permitted."),
+    "MetadataTooLarge": (400, "The size of the specified metadata exceeds the maximum size permitted."),
     # existence and concurrency
     "ResourceNotFound": (404, "The specified resource does not exist."),
     "TableNotFound": (404, "The table specified does not exist."),
@@ -112,7 +125,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         "The request body is too large and exceeds the maximum permissible limit.",
     ),
     "AtomFormatNotSupported": (415, "Atom format is not supported."),
-    "MediaTypeNotSupported": (415, "The requested media type is not supported."),
+    "MediaTypeNotSupported": (415, "None of the provided media types are supported"),
     "CorsPreflightFailure": (403, "CORS not enabled or no matching rule found for this request."),
     "RequestHeaderTooLarge": (400, "The size of the request headers is too large."),
     "RequestUrlTooLong": (414, "The request URL is too long."),
@@ -125,6 +138,18 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         "The server is currently unable to receive requests. Please retry your request.",
     ),
     # ----------------------------------------------------------------------- Queue service
+    "InvalidMarker": (400, "The specified marker is invalid."),
+    "MessageNotFound": (404, "The specified message does not exist."),
+    "MessageTooLarge": (400, "The message exceeds the maximum allowed size."),
+    "PopReceiptMismatch": (
+        400,
+        "The specified pop receipt did not match the pop receipt for a dequeued message.",
+    ),
+    "QueueAlreadyExists": (409, "The specified queue already exists."),
+    "QueueBeingDeleted": (409, "The specified queue is being deleted."),
+    "QueueDisabled": (409, "The specified queue has been disabled by the administrator."),
+    "QueueNotEmpty": (409, "The specified queue is not empty."),
+    "QueueNotFound": (404, "The specified queue does not exist."),
     # ----------------------------------------------------------------------- Blob service
     # Codes every XML service shares ("Common REST API error codes"), then the Blob ones.
     "UnsupportedHeader": (400, "One of the headers specified in the request is not supported."),
@@ -132,13 +157,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         400,
         "One of the query parameters specified in the request URI is not supported.",
     ),
-    "MissingRequiredQueryParameter": (400, "A required query parameter was not specified for this request."),
-    "OutOfRangeQueryParameterValue": (
-        400,
-        "One of the query parameters specified in the request URI is outside the permissible range.",
-    ),
     "MissingContentLengthHeader": (411, "The Content-Length header was not specified."),
-    "UnsupportedHttpVerb": (405, "The resource doesn't support the specified HTTP verb."),
     "MultipleConditionHeadersNotSupported": (400, "Multiple condition headers are not supported."),
     "ConditionNotMet": (412, "The condition specified using HTTP conditional header(s) is not met."),
     "InvalidRange": (416, "The range specified is invalid for the current size of the resource."),
@@ -152,10 +171,6 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         "The CRC64 value specified in the request did not match with the CRC64 value "
         "calculated by the server.",
     ),
-    "EmptyMetadataKey": (400, "The key for one of the metadata key-value pairs is empty."),
-    "InvalidMetadata": (400, "The metadata specified is invalid. It has characters that are not permitted."),
-    "MetadataTooLarge": (400, "The size of the specified metadata exceeds the maximum size permitted."),
-    "MissingRequiredXmlNode": (400, "A required XML node was not specified in the request body."),
     "ContainerNotFound": (404, "The specified container does not exist."),
     "ContainerAlreadyExists": (409, "The specified container already exists."),
     "ContainerBeingDeleted": (409, "The specified container is being deleted."),

@@ -1,4 +1,4 @@
-"""Table names and entity keys: what the service accepts, and the exact errors when it doesn't."""
+"""Table, queue and container names and entity keys: what the service accepts, and its errors."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ SECONDARY_SUFFIX = "-secondary"  # ``acct-secondary`` names the read-only second
 MAX_KEY_UTF16 = 1024
 
 _TABLE_CHARS = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+# Lower-case letters and digits, single hyphens between them ("Naming Queues and Metadata"; blob
+# containers follow the same rule).
+_LOWER_DNS_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _FORBIDDEN_KEY_CHARS = re.compile(r"[/\\#?\x00-\x1f\x7f-\x9f]")
 
 
@@ -23,6 +26,15 @@ def check_table_name(name: str) -> None:
         raise TableError("OutOfRangeInput", MSG_NAME_LENGTH)
     if name.lower() == "tables":
         raise TableError("InvalidInput")
+
+
+def check_lower_dns_name(name: str) -> None:
+    """Reject a queue (or blob container) name: 3-63 characters first, then lower-case letters,
+    digits and single inner hyphens (``OutOfRangeInput``, ``InvalidResourceName``)."""
+    if not 3 <= len(name) <= 63:
+        raise TableError("OutOfRangeInput", MSG_NAME_LENGTH)
+    if not _LOWER_DNS_NAME.fullmatch(name):
+        raise TableError("InvalidResourceName")
 
 
 def check_body_key(which: str, value: str) -> None:

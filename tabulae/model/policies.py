@@ -26,6 +26,13 @@ class SignedIdentifier:
     permission: str | None = None
     has_policy: bool = True
 
+    @property
+    def policy_given(self) -> bool:
+        """Whether the identifier carries a policy: an ``<AccessPolicy>`` with at least one of
+        start, expiry or permission. An empty one is no policy, and Get Table ACL leaves it out,
+        as Azure does."""
+        return self.has_policy and bool(self.start or self.expiry or self.permission)
+
 
 def encode_acl(identifiers: list[SignedIdentifier]) -> bytes:
     return orjson.dumps([asdict(identifier) for identifier in identifiers])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from tabulae.storage.blobs import BlobStore
+from tabulae.storage.queues import QueueStore
 from tabulae.storage.tables import TableStore
 
 
@@ -13,10 +14,11 @@ class Stores(ABC):
 
     The stores share the engine's connections and its writer, so there is one thing to open and
     one to close; a service sees only its own contract (``tables`` for the Table service,
-    ``blobs`` for the Blob service).
+    ``queues`` for the Queue service, ``blobs`` for the Blob service).
     """
 
     tables: TableStore
+    queues: QueueStore
     blobs: BlobStore
 
     @abstractmethod

@@ -60,8 +60,12 @@ class EntityPage:
 
 @dataclass(slots=True)
 class TablePage:
+    """One page of Query Tables; ``scanned`` counts the table names read for it (a listing reads
+    the account's tables in name order and tests each against the filter: a table scan)."""
+
     names: list[str]
     next_token: str | None
+    scanned: int = 0
 
 
 def filter_hints(residual: Node) -> tuple[PropertyTest, ...]:
@@ -131,9 +135,11 @@ class TableService:
         if limit == 0:
             return TablePage([], None)
         names: list[str] = []
+        scanned = 0
         deadline = time.monotonic() + self.page_time_budget
         while True:
             chunk = await self.store.list_tables(account, after, SCAN_CHUNK)
+            scanned += len(chunk)
             for position, name in enumerate(chunk):
                 if predicate is None or predicate(name):
                     names.append(name)
@@ -141,13 +147,13 @@ class TableService:
                         rest = chunk[position + 1 :]
                         more = any(predicate is None or predicate(n) for n in rest)
                         if more or len(chunk) == SCAN_CHUNK:
-                            return TablePage(names, encode_token(name.lower()))
-                        return TablePage(names, None)
+                            return TablePage(names, encode_token(name.lower()), scanned)
+                        return TablePage(names, None, scanned)
             if len(chunk) < SCAN_CHUNK:
-                return TablePage(names, None)
+                return TablePage(names, None, scanned)
             after = chunk[-1].lower()
             if time.monotonic() > deadline:
-                return TablePage(names, encode_token(after))
+                return TablePage(names, encode_token(after), scanned)
 
     # ------------------------------------------------------------------ policies and properties
 

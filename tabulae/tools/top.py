@@ -219,14 +219,17 @@ def run_top(
     """Poll ``{endpoint}/metrics?format=json`` every ``interval`` s and redraw; Ctrl-C ends it.
 
     ``iterations`` bounds the number of draws (``None``: until interrupted). The screen is
-    cleared before each draw when ``clear`` is true (default: when ``out`` is a terminal). An
-    unreachable server is reported in place of the table and polled again. Returns 0.
+    cleared before each draw when ``clear`` is true (default: when ``out`` is a terminal). A
+    server that cannot be read at the first poll ends the run at once with status 1 (a wrong
+    address, or no server); one that stops answering later is reported in place of the table and
+    polled again, and the status is 1 if the last poll failed, else 0.
     """
     stream = out if out is not None else sys.stdout
     if clear is None:
         clear = stream.isatty()
     url = metrics_url(endpoint)
     drawn = 0
+    failed = False
     try:
         while iterations is None or drawn < iterations:
             if drawn:
@@ -235,15 +238,20 @@ def run_top(
             rows = limit if limit is not None else max(5, size.lines - 12)
             try:
                 text = render_top(fetch_snapshot(url), size.columns, limit=rows)
+                failed = False
             except (OSError, ValueError) as exc:  # URLError is an OSError; bad JSON a ValueError
                 reason = getattr(exc, "reason", exc)
+                failed = True
+                if not drawn:
+                    sys.stderr.write(f"tabulae top: cannot read {url}: {reason}\n")
+                    return 1
                 text = f"tabulae top: cannot read {url}: {reason}\n"
             stream.write((CLEAR if clear else "") + text)
             stream.flush()
             drawn += 1
     except KeyboardInterrupt:
         stream.write("\n")
-    return 0
+    return 1 if failed else 0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

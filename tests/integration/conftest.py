@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, TableServiceClient
 from azure.storage.blob import BlobServiceClient, ContainerClient
 
+from tests.integration.queue_clients import queue_service_client
+from tests.integration.queuehttp import QueueHttp
 from tests.integration.rawhttp import RawClient
 from tests.serverproc import ServerProcess
+
+_queue_names = itertools.count()
 
 
 @pytest.fixture
@@ -37,9 +44,45 @@ def table(service: TableServiceClient, table_name: str) -> Iterator[TableClient]
         client.close()
 
 
+# ------------------------------------------------------------------------------------ queues
+
+
+@pytest.fixture(params=["sync", "aio"])
+def queue_service(request: pytest.FixtureRequest, server: ServerProcess) -> Iterator[Any]:
+    """A QueueServiceClient of the sync SDK, and of the aio one (behind ``Synced``)."""
+    with queue_service_client(request.param, server.connection_string) as client:
+        yield client
+
+
+@pytest.fixture
+def queue_name() -> str:
+    """A queue name unique within the session (queues outlive tests on the shared server)."""
+    return f"q{os.getpid()}x{next(_queue_names)}"
+
+
+@pytest.fixture
+def queue(queue_service: Any, queue_name: str) -> Iterator[Any]:
+    """A freshly created queue's client (deleted again afterwards)."""
+    client = queue_service.create_queue(queue_name)
+    try:
+        yield client
+    finally:
+        with contextlib.suppress(ResourceNotFoundError):
+            queue_service.delete_queue(queue_name)
+
+
+@pytest.fixture
+def queue_http(server: ServerProcess) -> QueueHttp:
+    """Raw HTTP, Blob/Queue Shared Key signed, against the session server's Queue port."""
+    return QueueHttp(server.queue_port)
+
+
+# ------------------------------------------------------------------------------------ blobs
+
+
 @pytest.fixture
 def blob_service(server: ServerProcess) -> Iterator[BlobServiceClient]:
-    with BlobServiceClient.from_connection_string(server.blob_connection_string) as client:
+    with BlobServiceClient.from_connection_string(server.connection_string) as client:
         yield client
 
 

@@ -939,6 +939,24 @@ def test_malformed_if_match_is_400_part(raw: RawClient, table: str) -> None:
     assert snapshot(raw, table, ["a", "x"]) == before
 
 
+def test_if_match_reads_as_in_a_single_request(raw: RawClient, table: str) -> None:
+    """A lower-case weak ETag is compared (a stale one is 412, the current one works); several
+    ETags and If-None-Match are 400, exactly as for a single request."""
+    etags = seed(raw, table, "x", "y")
+    stale = "w/\"datetime'2000-01-01T00%3A00%3A00.0000000Z'\""
+    for op in (merge(table, "x", stale, w=1), replace(table, "x", stale, w=1), delete(table, "x", stale)):
+        response = send(raw, python_batch(raw.endpoint, [insert(table, "a"), op]))
+        assert_failure(response, 1, 412, "UpdateConditionNotSatisfied", "1")
+    several = merge(table, "x", f"{etags['x']},{etags['x']}", w=1)
+    assert_failure(send(raw, python_batch(raw.endpoint, [several])), 0, 400, "InvalidInput", "0")
+    with_none_match = merge(table, "x", "*\r\nIf-None-Match: *", w=1)  # a second header line
+    assert_failure(send(raw, python_batch(raw.endpoint, [with_none_match])), 0, 400, "InvalidInput", "0")
+    assert read(raw, table, "a") is None
+    current = [merge(table, "x", "w/" + etags["x"][2:], w=2), delete(table, "y", "w/" + etags["y"][2:])]
+    assert_success(send(raw, python_batch(raw.endpoint, current)), 2)
+    assert (user_props(read(raw, table, "x")) or {}).get("w") == 2 and read(raw, table, "y") is None
+
+
 SPECIAL_KEYS = ["it's", "a b", "ü€", "100%", "x''y", "(x,y)='z'"]
 
 

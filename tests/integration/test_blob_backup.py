@@ -24,7 +24,7 @@ def test_backup_covers_blob_content(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data", extra_args=["--workers", "2"]).start()
     try:
         service = BlobServiceClient.from_connection_string(
-            server.blob_connection_string, max_single_put_size=2 * MIB, max_block_size=MIB
+            server.connection_string, max_single_put_size=2 * MIB, max_block_size=MIB
         )
         container = service.create_container("backup")
         expected: dict[str, str] = {}
@@ -77,9 +77,9 @@ def test_backup_covers_blob_content(tmp_path: Path) -> None:
 
     restored = ServerProcess(copy).start()
     try:
-        container = BlobServiceClient.from_connection_string(
-            restored.blob_connection_string
-        ).get_container_client("backup")
+        container = BlobServiceClient.from_connection_string(restored.connection_string).get_container_client(
+            "backup"
+        )
         for name, digest in expected.items():
             assert hashlib.sha256(container.download_blob(name).readall()).hexdigest() == digest
         for blob in container.list_blobs():  # whatever else made it in is whole

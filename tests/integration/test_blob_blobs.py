@@ -70,7 +70,7 @@ def test_ranges(container: ContainerClient) -> None:
 
 def test_chunked_download_and_upload(server: ServerProcess, container: ContainerClient) -> None:
     service = BlobServiceClient.from_connection_string(
-        server.blob_connection_string,
+        server.connection_string,
         max_single_put_size=1024 * 1024,
         max_block_size=512 * 1024,
         max_single_get_size=512 * 1024,
@@ -218,7 +218,7 @@ def test_delete_blob(container: ContainerClient) -> None:
 def test_blobs_aio(server: ServerProcess, container: ContainerClient) -> None:
     async def run() -> None:
         async with AsyncBlobServiceClient.from_connection_string(
-            server.blob_connection_string, max_single_put_size=64 * 1024, max_block_size=32 * 1024
+            server.connection_string, max_single_put_size=64 * 1024, max_block_size=32 * 1024
         ) as service:
             client = service.get_container_client(container.container_name)
             data = os.urandom(200_000)

@@ -84,10 +84,10 @@ def two_workers(
     elif request.param == "citus":
         pytest.skip("the race runs on SQLite and PostgreSQL")
     process = ServerProcess(tmp_path_factory.mktemp("race"), extra_args=extra).start()
-    service = BlobServiceClient.from_connection_string(process.blob_connection_string)
+    service = BlobServiceClient.from_connection_string(process.connection_string)
     seen: set[str] = set()
     for _ in range(200):
-        fresh = BlobServiceClient.from_connection_string(process.blob_connection_string)
+        fresh = BlobServiceClient.from_connection_string(process.connection_string)
         seen.add(fresh.get_account_information()["request_id"][:13])
         if len(seen) == 2:
             break
@@ -99,7 +99,7 @@ def two_workers(
 
 def test_conditional_writes_race_across_workers(two_workers: ServerProcess) -> None:
     """Read-increment-write with If-Match from many clients: no update is ever lost."""
-    setup = BlobServiceClient.from_connection_string(two_workers.blob_connection_string)
+    setup = BlobServiceClient.from_connection_string(two_workers.connection_string)
     setup.get_blob_client("race", "counter").upload_blob(b"0", overwrite=True)
     barrier = threading.Barrier(THREADS)
     written: list[int] = []
@@ -108,7 +108,7 @@ def test_conditional_writes_race_across_workers(two_workers: ServerProcess) -> N
     lock = threading.Lock()
 
     def client() -> None:
-        service = BlobServiceClient.from_connection_string(two_workers.blob_connection_string)
+        service = BlobServiceClient.from_connection_string(two_workers.connection_string)
         blob = service.get_blob_client("race", "counter")
         barrier.wait()
         done = 0
@@ -147,13 +147,13 @@ def test_conditional_writes_race_across_workers(two_workers: ServerProcess) -> N
 
 def test_append_position_race_across_workers(two_workers: ServerProcess) -> None:
     """Appends conditioned on the position they read: each position is taken by one client."""
-    setup = BlobServiceClient.from_connection_string(two_workers.blob_connection_string)
+    setup = BlobServiceClient.from_connection_string(two_workers.connection_string)
     log = setup.get_blob_client("race", "log")
     log.create_append_blob()
 
     async def run() -> list[int]:
         services = [
-            AsyncBlobServiceClient.from_connection_string(two_workers.blob_connection_string)
+            AsyncBlobServiceClient.from_connection_string(two_workers.connection_string)
             for _ in range(THREADS)
         ]
         try:

@@ -180,7 +180,7 @@ def test_account_information(blob_service: BlobServiceClient) -> None:
 
 def test_containers_aio(server: ServerProcess) -> None:
     async def run() -> None:
-        async with AsyncBlobServiceClient.from_connection_string(server.blob_connection_string) as service:
+        async with AsyncBlobServiceClient.from_connection_string(server.connection_string) as service:
             name = unique("aio")
             client = await service.create_container(name, metadata={"K": "v"})
             assert (await client.get_container_properties()).metadata == {"K": "v"}

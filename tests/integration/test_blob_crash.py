@@ -72,7 +72,7 @@ def crashable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[
 
 def client_loop(server: ServerProcess, worker: int, ledger: Ledger, stop: threading.Event) -> None:
     service = BlobServiceClient.from_connection_string(
-        server.blob_connection_string, max_single_put_size=4 * MIB, max_block_size=MIB, retry_total=0
+        server.connection_string, max_single_put_size=4 * MIB, max_block_size=MIB, retry_total=0
     )
     container = service.get_container_client(CONTAINER)
     sizes = [700, 40_000, 200_000, 2 * MIB + 3, 6 * MIB + 5]
@@ -164,7 +164,7 @@ def orphan_chunks(url: str) -> int:
 
 def test_kill_during_uploads_and_commits(crashable: tuple[str, ServerProcess]) -> None:
     backend, server = crashable
-    BlobServiceClient.from_connection_string(server.blob_connection_string).create_container(CONTAINER)
+    BlobServiceClient.from_connection_string(server.connection_string).create_container(CONTAINER)
     ledger = Ledger()
     stop = threading.Event()
     clients = [
@@ -187,7 +187,7 @@ def test_kill_during_uploads_and_commits(crashable: tuple[str, ServerProcess]) -
     if backend == "sqlite":
         assert unreferenced_files(server.data_dir), "the cut-off upload should have left a file"
     server.start()
-    service = BlobServiceClient.from_connection_string(server.blob_connection_string)
+    service = BlobServiceClient.from_connection_string(server.connection_string)
     container = service.get_container_client(CONTAINER)
     for name, digest in acknowledged.items():
         data = container.get_blob_client(name).download_blob().readall()

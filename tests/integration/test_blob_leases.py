@@ -17,8 +17,8 @@ from tests.serverproc import ServerProcess
 
 def two_clients(server: ServerProcess, container: str, name: str) -> tuple[BlobClient, BlobClient]:
     """Two independent clients (their own connections) on one blob."""
-    one = BlobServiceClient.from_connection_string(server.blob_connection_string)
-    two = BlobServiceClient.from_connection_string(server.blob_connection_string)
+    one = BlobServiceClient.from_connection_string(server.connection_string)
+    two = BlobServiceClient.from_connection_string(server.connection_string)
     return one.get_blob_client(container, name), two.get_blob_client(container, name)
 
 
@@ -135,9 +135,7 @@ def test_lease_fight_aio(server: ServerProcess, container: ContainerClient) -> N
     container.upload_blob("async-fought", b"x")
 
     async def run() -> list[str]:
-        services = [
-            AsyncBlobServiceClient.from_connection_string(server.blob_connection_string) for _ in range(6)
-        ]
+        services = [AsyncBlobServiceClient.from_connection_string(server.connection_string) for _ in range(6)]
         try:
             clients = [s.get_blob_client(container.container_name, "async-fought") for s in services]
 

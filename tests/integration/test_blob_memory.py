@@ -71,7 +71,7 @@ def test_large_upload_and_download_stream(single_worker: ServerProcess) -> None:
     server = single_worker
     assert server.process is not None
     pid = server.process.pid
-    service = BlobServiceClient.from_connection_string(server.blob_connection_string)
+    service = BlobServiceClient.from_connection_string(server.connection_string)
     service.create_container("memory")
     service.get_blob_client("memory", "warm").upload_blob(PIECE)  # warm the code paths up
     service.get_blob_client("memory", "warm").download_blob().readall()

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.serverproc import free_port
+import pytest
+from azure.core.credentials import AccessToken
+from azure.data.tables import TableServiceClient
+
+from tests.serverproc import ServerProcess, free_port
 
 
 def _serve(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -33,7 +37,8 @@ def test_a_busy_port_is_reported_before_any_banner(tmp_path: Path) -> None:
         result = _serve("--port", str(port), "--services", "table", "--data-dir", str(tmp_path))
     assert result.returncode != 0
     assert result.stdout == ""  # no "Table service on ..." line for a server that never listened
-    assert f"cannot listen on 127.0.0.1:{port} for the Table service" in result.stderr
+    assert result.stderr.startswith(f"tabulae: cannot listen on 127.0.0.1:{port} for the Table service")
+    assert "Traceback" not in result.stderr
     assert "--port" in result.stderr
 
 
@@ -73,3 +78,65 @@ def test_the_banner_comes_once_listening_and_names_each_endpoint(tmp_path: Path)
         if process.stdout is not None:
             process.stdout.close()
     assert code == 0
+
+
+def test_oauth_basic_needs_a_certificate(tmp_path: Path) -> None:
+    """``--help`` says it and start-up enforces it: the SDKs send bearer tokens over HTTPS only
+    (azure-core refuses a bearer credential on an http:// endpoint), so a plain-HTTP server with
+    bearer tokens on could only ever be used by hand."""
+    result = _serve("--oauth", "basic", "--port", str(free_port()), "--data-dir", str(tmp_path))
+    assert result.returncode != 0
+    assert "--oauth basic needs --cert" in result.stderr
+    assert result.stdout == ""
+    help_text = subprocess.run(
+        [sys.executable, "-m", "tabulae", "serve", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "needs --cert" in " ".join(help_text.split())
+
+
+def test_sdk_refuses_bearer_tokens_over_http() -> None:
+    """The client behaviour the rule above follows: azure-data-tables will not even build a
+    client with a token credential for an http:// endpoint."""
+
+    class Token:
+        def get_token(self, *scopes: str, **kwargs: object) -> AccessToken:
+            return AccessToken("token", 2**31)
+
+    with pytest.raises(ValueError, match="HTTPS"):
+        TableServiceClient(f"http://127.0.0.1:{free_port()}/devstoreaccount1", credential=Token())  # type: ignore[arg-type]
+
+
+def test_top_against_a_dead_server_fails(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "tabulae", "top", f"127.0.0.1:{free_port()}", "--iterations", "2"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1
+    assert "tabulae top: cannot read" in result.stderr
+
+
+def test_top_against_a_live_server_succeeds(server: ServerProcess) -> None:
+    endpoint = f"127.0.0.1:{server.port}"
+    command = [sys.executable, "-m", "tabulae", "top", endpoint, "--iterations", "1", "--interval", "0"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert "cannot read" not in result.stdout
+
+
+def test_make_run_installs_the_server_without_the_test_toolchain(tmp_path: Path) -> None:
+    """``make run`` installs ``.`` alone; ``make test`` adds the ``[test]`` extra."""
+    root = Path(__file__).resolve().parents[2]
+    venv = tmp_path / "venv"
+
+    def plan(target: str) -> str:
+        result = subprocess.run(
+            ["make", "-n", "-C", str(root), target, f"VENV={venv}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return result.stdout
+
+    run = plan("run")
+    assert f"{venv}/bin/pip install --quiet -e ." in run and "[test]" not in run
+    assert f"{venv}/bin/tabulae serve" in run
+    test = plan("test")
+    assert "-e '.[test]'" in test and "scripts/check" in test

@@ -599,6 +599,35 @@ def test_malformed_if_match_is_invalid_input(
     assert table.get_entity("p", "r")["a"] == 1
 
 
+LOWER_STALE = "w/" + STALE_ETAG[2:]
+
+
+@pytest.mark.parametrize("method", ["PUT", "MERGE", "PATCH", "DELETE"])
+def test_lower_case_weak_etag_is_compared(raw: RawClient, table: TableClient, method: str) -> None:
+    """``w/"…"`` is a well-formed weak ETag: a stale one is 412, the current one in lower case works."""
+    etag = table.create_entity({"PartitionKey": "p", "RowKey": "r", "a": 1})["etag"]
+    body = None if method == "DELETE" else {"a": 2}
+    stale = _write(raw, method, table.table_name, body, if_match=LOWER_STALE)
+    assert_error(stale, 412, "UpdateConditionNotSatisfied")
+    assert table.get_entity("p", "r")["a"] == 1
+    current = _write(raw, method, table.table_name, body, if_match="w/" + etag[2:])
+    assert current.status == 204, current
+
+
+def test_several_etags_in_if_match_are_invalid_input(raw: RawClient, table: TableClient) -> None:
+    etag = table.create_entity({"PartitionKey": "p", "RowKey": "r", "a": 1})["etag"]
+    response = _write(raw, "PUT", table.table_name, {"a": 2}, if_match=f"{etag}, {STALE_ETAG}")
+    assert_error(response, 400, "InvalidInput", "The etag value")
+    repeated = raw.request(
+        "PUT",
+        table.table_name + py_keys("p", "r"),
+        {"a": 2},
+        extra_headers=(("If-Match", etag), ("If-Match", etag)),
+    )
+    assert_error(repeated, 400, "InvalidInput")
+    assert table.get_entity("p", "r")["a"] == 1
+
+
 @pytest.mark.parametrize("method", ["PUT", "DELETE"])
 def test_if_none_match_is_invalid_input(raw: RawClient, table: TableClient, method: str) -> None:
     table.create_entity({"PartitionKey": "p", "RowKey": "r", "a": 1})

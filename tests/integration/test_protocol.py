@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
-from azure.data.tables import TableServiceClient
+from azure.data.tables import TableClient, TableServiceClient
 
 from tests.integration.rawhttp import (
     JSON_FULL,
@@ -501,3 +501,23 @@ def test_body_over_4_mib_is_413(raw: RawClient, server: ServerProcess, table_nam
             client.create_entity({"PartitionKey": "p", "RowKey": "r", "s": "x" * (5 * 1024 * 1024)})
         assert info.value.status_code == 413
         assert list(client.list_entities()) == []
+
+
+def test_repeated_query_parameters_are_joined_never_one_picked(raw: RawClient, table: TableClient) -> None:
+    """A repeated query parameter reads as its values joined with commas, as on Azure, for every
+    parameter: no first (or last) value wins, so none can be slipped past a check."""
+    table.create_entity({"PartitionKey": "a", "RowKey": "1"})
+    target = table.table_name + "()"
+    assert_error(raw.request("GET", f"{target}?$top=1&$top=1"), 400, "InvalidInput")
+    assert_error(
+        raw.request("GET", f"{target}?$filter=PartitionKey%20eq%20'a'&$filter=PartitionKey%20eq%20'b'"),
+        400,
+        "InvalidInput",
+    )
+    token = "1!4!YQ"  # any well-formed continuation token, twice in two spellings
+    response = raw.request("GET", f"{target}?NextPartitionKey={token}&nextpartitionkey={token}")
+    assert_error(response, 400, "InvalidInput")
+    # comp is signed: "acl,acl" is not what the client signed as "acl", so the signature fails.
+    acl = raw.request("GET", f"{table.table_name}?comp=acl&comp=acl", headers={"Accept": "application/xml"})
+    assert acl.status == 403 and acl.header("x-ms-error-code") == "AuthenticationFailed", acl
+    assert raw.request("GET", f"{target}?$top=1").status == 200

@@ -1,4 +1,4 @@
-"""The README's Python example runs unchanged against a real server (docs that cannot rot)."""
+"""The README's Python examples run unchanged against a real server (docs that cannot rot)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 from azure.data.tables import TableServiceClient
 from azure.storage.blob import BlobServiceClient
+from azure.storage.queue import QueueServiceClient
 
 from tests.serverproc import ServerProcess
 
@@ -33,12 +34,23 @@ def test_readme_python_example_runs(server: ServerProcess) -> None:
     TableServiceClient.from_connection_string(server.connection_string).delete_table("people")
 
 
+def test_readme_queue_example_runs(server: ServerProcess) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    [block] = [b for b in blocks if "QueueClient" in b]
+    code = block.replace('"UseDevelopmentStorage=true"', repr(server.connection_string))
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        exec(compile(code, str(README), "exec"), {})
+    assert output.getvalue() == "ship order 42 1\n"
+    QueueServiceClient.from_connection_string(server.connection_string).delete_queue("orders")
+
+
 def test_readme_blob_example_runs(server: ServerProcess) -> None:
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    code = next(block for block in blocks if "BlobServiceClient" in block)
-    code = code.replace('"UseDevelopmentStorage=true"', repr(server.blob_connection_string))
+    [block] = [b for b in blocks if "BlobServiceClient" in b]
+    code = block.replace('"UseDevelopmentStorage=true"', repr(server.connection_string))
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
         exec(compile(code, str(README), "exec"), {})
     assert output.getvalue().splitlines() == ["b'{\"ok\": true}'", "['2026/11/']"]
-    BlobServiceClient.from_connection_string(server.blob_connection_string).delete_container("reports")
+    BlobServiceClient.from_connection_string(server.connection_string).delete_container("reports")

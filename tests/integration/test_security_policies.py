@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 from azure.core.credentials import AzureNamedKeyCredential, AzureSasCredential
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.data.tables import TableAccessPolicy, TableClient, TableServiceClient, generate_table_sas
+from azure.data.tables.aio import TableClient as AsyncTableClient
 
 from tests.integration.rawhttp import RawClient, RawResponse
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
@@ -134,6 +136,41 @@ def test_acl_xml_shape(raw: RawClient, table: TableClient) -> None:
     assert first.findtext("AccessPolicy/Permission") == "raud"
     assert second.findtext("Id") == "id2"
     assert second.find("AccessPolicy") is None
+
+
+def test_identifier_with_an_empty_policy_comes_back_without_one(
+    server: ServerProcess, raw: RawClient, table: TableClient
+) -> None:
+    """Azure's recorded answer: an empty ``<AccessPolicy />`` is left out of Get Table ACL, so the
+    SDK reads the identifier as one without a policy; a partial policy keeps what it has."""
+    table.set_table_access_policy(
+        {"null": None, "empty": TableAccessPolicy(), "partial": TableAccessPolicy(permission="r")}
+    )
+    got = table.get_table_access_policy()
+    assert got["null"] is None and got["empty"] is None
+    partial = got["partial"]
+    assert partial is not None and partial.permission == "r" and partial.start is None
+    root = ET.fromstring(_get_acl(raw, table.table_name).body)
+    by_id = {element.findtext("Id"): element for element in root.findall("SignedIdentifier")}
+    assert [child.tag for child in by_id["empty"]] == ["Id"]
+    policy = by_id["partial"].find("AccessPolicy")
+    assert policy is not None and [child.tag for child in policy] == ["Permission"]
+
+    async def read_async() -> dict[str, TableAccessPolicy | None]:
+        async with AsyncTableClient.from_connection_string(
+            server.connection_string, table.table_name
+        ) as client:
+            return await client.get_table_access_policy()
+
+    assert asyncio.run(read_async())["empty"] is None
+    raw_put = _put_acl(
+        raw,
+        table.table_name,
+        b"<SignedIdentifiers><SignedIdentifier><Id>e</Id><AccessPolicy>"
+        b"<Start></Start><Permission></Permission></AccessPolicy></SignedIdentifier></SignedIdentifiers>",
+    )
+    assert raw_put.status == 204, raw_put
+    assert table.get_table_access_policy() == {"e": None}
 
 
 def test_set_replaces_whole_acl_and_empty_clears(raw: RawClient, table: TableClient) -> None:

@@ -656,6 +656,36 @@ def test_tampered_table_sas_is_403_authentication_failed(
     assert _rows(table) == []
 
 
+@pytest.mark.parametrize("field", ["sig", "sv", "sp", "se", "tn", "spk", "epk"])
+@pytest.mark.parametrize("second", ["same", "other"])
+def test_a_repeated_sas_field_is_403(
+    server: ServerProcess, table: TableClient, field: str, second: str
+) -> None:
+    """Azure joins a repeated parameter's values (``sig=a&sig=b`` reads ``a,b``), so the token can no
+    longer match its signature: no first (or last) value is ever used alone."""
+    token = _table_token(table.table_name, "ra", start_pk="a", end_pk="z")
+    fields = dict(parse_qsl(token, keep_blank_values=True))
+    value = fields[field] if second == "same" else {"sig": fields["sig"][::-1], "tn": "other"}.get(field, "x")
+    repeated = f"{token}&{field}={quote(value, safe='')}"
+    inserted = _raw_sas(server, "POST", table.table_name, repeated, {"PartitionKey": "m", "RowKey": "twice"})
+    assert_error(inserted, 403, "AuthenticationFailed")
+    assert_error(_raw_sas(server, "GET", f"{table.table_name}()", repeated), 403, "AuthenticationFailed")
+    assert _rows(table) == []
+
+
+def test_a_token_appended_twice_is_403(server: ServerProcess, table: TableClient) -> None:
+    """A SAS URL with the whole token twice (azure-storage-python #297: 403 on Azure). The SDK
+    folds a URL's query into one value per name, so this is raw HTTP."""
+    token = _table_token(table.table_name, "raud")
+    twice = f"{token}&{token}"
+    inserted = _raw_sas(server, "POST", table.table_name, twice, {"PartitionKey": "p", "RowKey": "twice"})
+    assert_error(inserted, 403, "AuthenticationFailed")
+    account = _account_token("sco", "rwdlacu")
+    assert_error(_raw_sas(server, "GET", "Tables", f"{account}&{account}"), 403, "AuthenticationFailed")
+    assert _raw_sas(server, "GET", "Tables", account).status == 200  # the same token once works
+    assert _rows(table) == []
+
+
 def test_authorization_header_wins_over_sas(server: ServerProcess, table: TableClient) -> None:
     """With both a SAS and an Authorization header, the header decides."""
     good_sas = _table_token(table.table_name, "raud")

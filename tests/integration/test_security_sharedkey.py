@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
@@ -540,9 +542,17 @@ def test_get_service_stats_through_python_path_style_quirk(service: TableService
     assert paths and f"/{DEV_ACCOUNT}-secondary/{DEV_ACCOUNT}/" in paths[-1], paths
 
 
-def test_captured_python_stats_request_is_accepted(server: ServerProcess) -> None:
-    """A captured Python SDK stats request, byte for byte (the date check is off by default)."""
-    raw = RawClient(server.port)
+@pytest.fixture(scope="module")
+def replaying_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server with the request-date check off (``--clock-skew 0``), for captured requests."""
+    process = ServerProcess(tmp_path_factory.mktemp("replay"), extra_args=["--clock-skew", "0"]).start()
+    yield process
+    process.stop()
+
+
+def test_captured_python_stats_request_is_accepted(replaying_server: ServerProcess) -> None:
+    """A captured Python SDK stats request, byte for byte, on a server that replays old dates."""
+    raw = RawClient(replaying_server.port)
     response = raw.request(
         "GET",
         "/?restype=service&comp=stats",
@@ -556,3 +566,67 @@ def test_captured_python_stats_request_is_accepted(server: ServerProcess) -> Non
     )
     assert response.status == 200, response
     assert b"<StorageServiceStats>" in response.body
+
+
+# ------------------------------------------------------------------------------------------
+# Request dates: a signed request is good for 15 minutes
+# ------------------------------------------------------------------------------------------
+
+
+def _signed_at(
+    raw: RawClient, target: str, date: str, *, lite: bool = False, xml: bool = False
+) -> RawResponse:
+    """``GET target`` signed now with ``x-ms-date: date`` (so only the date can be wrong)."""
+    headers: dict[str, str | None] = {"x-ms-date": date, "Date": None}
+    if xml:
+        headers["Accept"] = "application/xml"
+    return raw.request("GET", target, None, headers, auth="SharedKeyLite" if lite else "SharedKey")
+
+
+def _ago(seconds: float) -> str:
+    return formatdate(time.time() - seconds, usegmt=True)
+
+
+@pytest.mark.parametrize("lite", [False, True], ids=["SharedKey", "SharedKeyLite"])
+def test_a_request_older_than_15_minutes_is_refused(raw: RawClient, lite: bool) -> None:
+    assert _signed_at(raw, "Tables", _ago(14 * 60), lite=lite).status == 200
+    for age in (16 * 60, 365 * 86400):
+        _assert_json_auth_error(_signed_at(raw, "Tables", _ago(age), lite=lite), 403, "AuthenticationFailed")
+
+
+def test_a_request_dated_in_the_future_is_served(raw: RawClient) -> None:
+    """Azure refuses old dates only: a client whose clock runs ahead is served."""
+    assert _signed_at(raw, "Tables", _ago(-86400)).status == 200
+
+
+def test_stale_and_malformed_dates_say_why(raw: RawClient) -> None:
+    old = _ago(365 * 86400)
+    response = _signed_at(raw, "?restype=service&comp=properties", old, xml=True)
+    assert response.status == 403, response
+    root = ET.fromstring(response.body)
+    assert root.findtext("Code") == "AuthenticationFailed"
+    assert root.findtext("AuthenticationErrorDetail") == f"Request date header too old: '{old}'"
+    for bad in ("yesterday", "2026-01-01T00:00:00Z"):
+        response = _signed_at(raw, "?restype=service&comp=properties", bad, xml=True)
+        assert response.status == 403, response
+        detail = ET.fromstring(response.body).findtext("AuthenticationErrorDetail")
+        assert detail == "The Date header in the request is incorrect."
+        _assert_json_auth_error(_signed_at(raw, "Tables", bad), 403, "AuthenticationFailed")
+
+
+def test_a_replayed_write_is_refused_after_15_minutes(raw: RawClient, table: TableClient) -> None:
+    response = raw.insert(
+        table.table_name, {"PartitionKey": "p", "RowKey": "replayed"}, {"x-ms-date": _ago(3600), "Date": None}
+    )
+    _assert_json_auth_error(response, 403, "AuthenticationFailed")
+    assert list(table.list_entities()) == []
+
+
+def test_the_check_can_be_turned_off(replaying_server: ServerProcess) -> None:
+    """``--clock-skew 0``: old signed requests are served (tests and tools that replay captures)."""
+    assert _signed_at(RawClient(replaying_server.port), "Tables", _ago(365 * 86400)).status == 200
+
+
+def test_the_sdk_signs_fresh_dates(service: TableServiceClient) -> None:
+    """The default check never gets in a real client's way."""
+    assert isinstance(list(service.list_tables()), list)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tabulae.storage.queues import QueueStore
 from tabulae.storage.stores import Stores
 from tabulae.storage.tables import TableStore
 from tests.backends import backend_names, database_url
@@ -36,6 +37,18 @@ class Backend:
             stores = await self.open()
             try:
                 await body(stores.tables)
+            finally:
+                await stores.close()
+
+        asyncio.run(main())
+
+    def run_queues(self, body: Callable[[QueueStore], Awaitable[None]]) -> None:
+        """``run`` for the queue store of a fresh instance."""
+
+        async def main() -> None:
+            stores = await self.open()
+            try:
+                await body(stores.queues)
             finally:
                 await stores.close()
 

@@ -14,7 +14,7 @@ from tabulae.blob.rules import blocks, leases
 from tabulae.blob.rules.checksums import Checksums, crc64_of
 from tabulae.blob.rules.conditions import Conditions, check, etag_of, modified_second
 from tabulae.blob.rules.limits import MIB, max_append, max_block, max_put_blob
-from tabulae.blob.rules.names import check_blob_name, check_container_name, check_metadata
+from tabulae.blob.rules.names import check_blob_name, check_container_name
 from tabulae.blob.service import decode_marker, encode_marker, parse_snapshot, snapshot_time
 from tabulae.model.edm import TICKS_PER_SECOND, UNIX_EPOCH_TICKS
 from tabulae.model.errors import TableError
@@ -234,17 +234,12 @@ def test_container_names(name: str, code: str | None) -> None:
     assert code_of(lambda: check_container_name(name)) == code
 
 
-def test_blob_names_and_metadata() -> None:
+def test_blob_names() -> None:
     assert code_of(lambda: check_blob_name("a/../b")) is None
     assert code_of(lambda: check_blob_name("x\uffff")) is None
     assert code_of(lambda: check_blob_name("a\x01")) == "InvalidResourceName"
     assert code_of(lambda: check_blob_name("/" * 254)) == "InvalidResourceName"
     assert code_of(lambda: check_blob_name("x" * 1025)) == "OutOfRangeInput"
-    assert code_of(lambda: check_metadata({"Ok_1": "v"})) is None
-    assert code_of(lambda: check_metadata({"": "v"})) == "EmptyMetadataKey"
-    assert code_of(lambda: check_metadata({"1a": "v"})) == "InvalidMetadata"
-    assert code_of(lambda: check_metadata({"a": "v", "A": "w"})) == "InvalidMetadata"
-    assert code_of(lambda: check_metadata({"a": "v" * 8192})) == "MetadataTooLarge"
 
 
 def test_limits_by_version() -> None:

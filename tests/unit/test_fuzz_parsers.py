@@ -48,6 +48,7 @@ from hypothesis import strategies as st
 
 from tabulae.auth.sas import StoredPolicy, account_sas_string_to_sign, parse_sas
 from tabulae.auth.shared_key import verify_authorization
+from tabulae.http.addressing import decode_segments
 from tabulae.http.documents import parse_acl, parse_service_properties
 from tabulae.http.messages import Request
 from tabulae.model.entity import encode_properties, entity_from_pairs, parse_json_pairs
@@ -59,7 +60,7 @@ from tabulae.table.api.odata import metadata_level
 from tabulae.table.api.operations import Operation
 from tabulae.table.api.routing import Resource, resolve
 from tabulae.table.api.sas import table_sas_string_to_sign, verify_sas
-from tabulae.table.api.urls import decode_segments, parse_key_predicate, parse_segment
+from tabulae.table.api.urls import parse_key_predicate, parse_segment
 from tabulae.table.paging import decode_token
 from tabulae.table.query.evaluate import compile_predicate, compile_table_predicate
 from tabulae.table.query.parser import parse_filter

@@ -146,8 +146,8 @@ def test_azure_targets_are_the_documented_numbers() -> None:
 
 def test_targets_divide_among_workers() -> None:
     assert AZURE_TARGETS.divide(1) is AZURE_TARGETS
-    assert AZURE_TARGETS.divide(4) == Targets(500, 5000, 1.0)
-    assert Targets(None, 100).divide(4) == Targets(None, 25)
+    assert AZURE_TARGETS.divide(4) == Targets(500, 5000, 1.0, 500)
+    assert Targets(None, 100, queue_rate=None).divide(4) == Targets(None, 25, queue_rate=None)
     with pytest.raises(ValueError):
         AZURE_TARGETS.divide(0)
 
@@ -275,7 +275,7 @@ def test_unlimited_levels_are_not_checked(clock: FakeClock) -> None:
 
 def test_workers_each_enforce_their_share(clock: FakeClock) -> None:
     throttle = Throttle(AZURE_TARGETS, clock=clock, workers=4)
-    assert throttle.targets == Targets(500, 5000)
+    assert throttle.targets == Targets(500, 5000, queue_rate=500)
     throttle.admit("acct", "t", "p", 500)
     assert _refusal(throttle, "acct", "t", "p", 1).code == "ServerBusy"
 

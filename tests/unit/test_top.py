@@ -7,6 +7,7 @@ import json
 import socket
 import threading
 import unicodedata
+import urllib.error
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from tabulae.insight.partitions import Insight
+from tabulae.tools import top
 from tabulae.tools.stress import (
     VERDICT_AT,
     VERDICT_CLIENT_BOUND,
@@ -167,13 +169,33 @@ def test_run_top_without_a_terminal_does_not_clear(metrics_server: tuple[str, li
     assert CLEAR not in out.getvalue()
 
 
-def test_run_top_reports_an_unreachable_server() -> None:
+def test_run_top_fails_at_once_on_an_unreachable_server(capsys: pytest.CaptureFixture[str]) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, not listening: connections are refused
         out = io.StringIO()
-        assert run_top(f"127.0.0.1:{port}", interval=0, iterations=2, out=out) == 0
-    assert out.getvalue().count(f"tabulae top: cannot read http://127.0.0.1:{port}/metrics?format=json") == 2
+        assert run_top(f"127.0.0.1:{port}", interval=0, iterations=5, out=out) == 1
+    assert out.getvalue() == ""
+    assert f"tabulae top: cannot read http://127.0.0.1:{port}/metrics?format=json" in capsys.readouterr().err
+
+
+def test_run_top_keeps_polling_a_server_that_goes_away(metrics_server: tuple[str, list[str]]) -> None:
+    """Once drawn, a server that stops answering is reported in place; the status says so."""
+    endpoint, _paths = metrics_server
+    answers = iter([True, False, False])
+    real_fetch = top.fetch_snapshot
+
+    def flaky(url: str, timeout: float = 5.0) -> dict[str, Any]:
+        if next(answers):
+            return real_fetch(url, timeout)
+        raise urllib.error.URLError("connection refused")
+
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(top, "fetch_snapshot", flaky)
+        assert run_top(endpoint, interval=0, iterations=3, out=out) == 1
+    assert out.getvalue().count("orders / 'hot'") == 1
+    assert out.getvalue().count("tabulae top: cannot read") == 2
 
 
 # ------------------------------------------------------------------------------------ stress

@@ -1,10 +1,12 @@
-"""The Blob service's front-end: an ASGI app for the Blob port.
+"""The Blob service's front-end: an ASGI app for the Blob port (10000 by default).
 
-One request goes: ASGI scope → :class:`Request` → route (account, container, blob) → the
-operation, resolved once (:mod:`.operations`) → authentication (Shared Key, bearer, SAS, or
-anonymous where the container's ACL allows the operation) → its handler from :data:`HANDLERS`
-→ a response, streamed when it carries blob content. A ``TableError`` raised anywhere below
-becomes Azure's XML ``<Error>`` here, and only here (HEAD answers carry only the code header).
+The life of a request is :class:`tabulae.http.frontend.Frontend`'s: route (account, container,
+blob) → admission (the account's target, injected faults) → the operation, resolved once
+(:mod:`.operations`) → authentication (Shared Key and Shared Key Lite with the Blob/Queue
+string-to-sign, bearer when enabled, account or blob SAS checked for the operation, or anonymous
+where the container's ACL allows the operation) → its handler from :data:`HANDLERS` → a
+response, streamed when it carries blob content. Errors are Azure's XML ``<Error>`` (HEAD and 304
+answers carry only the code header).
 
 The request body is not read up front: handlers read small documents whole (capped) and stream
 content into the store as it arrives, so an upload is authenticated before a byte of it is read.
@@ -12,16 +14,13 @@ content into the store as it arrives, so an upload is authenticated before a byt
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl
 
 from tabulae.admission.blobs import BlobAdmission
-from tabulae.auth.bearer import CHALLENGE, verify_bearer
-from tabulae.auth.sas import StoredPolicy, parse_sas
+from tabulae.auth.flow import authenticate
+from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
 from tabulae.auth.shared_key import verify_blob_queue_authorization
 from tabulae.blob.api import blobs, containers
 from tabulae.blob.api.call import Call
@@ -29,16 +28,15 @@ from tabulae.blob.api.operations import READ_ONLY, Operation, resolve_operation
 from tabulae.blob.api.routing import Kind, Route, resolve
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
 from tabulae.blob.service import BlobService
-from tabulae.http import cors
 from tabulae.http.errors import XML_CONTENT_TYPE, error_xml
-from tabulae.http.exchange import log_request, send_response
-from tabulae.http.messages import Clock, Request, RequestIds, Response, error_time
+from tabulae.http.frontend import Frontend
+from tabulae.http.messages import Request, Response, error_time
 from tabulae.http.options import FrontendOptions
-from tabulae.http.protocol import META_NAMES_KEY
-from tabulae.http.streaming import StreamedResponse, send_streamed
+from tabulae.http.streaming import StreamedResponse
 from tabulae.model.errors import TableError
+from tabulae.model.policies import CorsRule
 
-log = logging.getLogger("tabulae")
+SERVER_HEADER = (b"server", b"Tabulae/0.1 (Windows-Azure-Blob/1.0 compatible)")
 
 Handler = Callable[[Call], Awaitable[Response]]
 
@@ -82,123 +80,61 @@ EXPOSED_HEADERS = (
 )
 
 
-class Anonymous:
-    """Marks a request that carries no credentials but may go ahead (a public container)."""
+class BlobApp(Frontend[Route]):
+    """The ASGI callable of the Blob port, over a :class:`BlobService`."""
 
-
-class BlobApp:
-    """The ASGI callable of the Blob port, over a :class:`BlobService` (guarded or not)."""
+    server_header = SERVER_HEADER
+    exposed_headers = EXPOSED_HEADERS
 
     def __init__(
         self, service: BlobService, options: FrontendOptions, admission: BlobAdmission | None = None
     ) -> None:
+        super().__init__(options)
         self.service = service
-        self.options = options
         self.admission = admission
-        self._ids = RequestIds()
-        self._clock = Clock()
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        started = time.perf_counter()
-        request = Request.from_scope(scope)
-        request_id = self._ids.next()
-        route: Route | None = None
-        refused = False
-        bytes_in = 0
-        try:
-            route = resolve(
-                request.scheme,
-                request.headers.get("host", "127.0.0.1"),
-                request.raw_path,
-                self.options.accounts,
-                request.query.get("restype"),
-            )
-            if request.method == "OPTIONS":
-                response = await self._preflight(request, route)
-            else:
-                if self.admission is not None:
-                    try:
-                        self.admission.admit(route.account, route.container)
-                    except TableError:
-                        refused = True
-                        raise
-                response = await self._dispatch(request, route, receive, scope.get(META_NAMES_KEY))
-                if request.method == "PUT" and response.status < 300:
-                    bytes_in = int(request.headers.get("content-length") or 0)
-        except TableError as error:
-            response = self._error_response(request, error, request_id)
-        except Exception:
-            log.exception("unexpected error handling %s request", request.method)
-            response = self._error_response(request, TableError("InternalError"), request_id)
-        origin = request.headers.get("origin")
-        if origin and route is not None and request.method != "OPTIONS":
-            response.headers.extend(await self._cors_headers(route, origin, request.method))
-        cased = [name for name, _ in response.headers if name[:10] == b"x-ms-meta-" and not name.islower()]
-        if cased:
-            response.preserve_case = cased
-        if isinstance(response, StreamedResponse):
-            try:
-                await send_streamed(send, receive, request, response, request_id, self._clock)
-            except TableError as error:  # content lost after the headers went out
-                log.warning("blob download ended early: %s", error.detail or error.message)
-                return
-        else:
-            await send_response(send, request, response, request_id, self._clock)
-        if self.admission is not None and route is not None:
-            sent = response.length if isinstance(response, StreamedResponse) and response.stream else 0
-            self.admission.record(
-                route.account,
-                route.container,
-                response.status,
-                throttled=refused,
-                bytes_in=bytes_in,
-                bytes_out=sent,
-            )
-        if self.options.access_log:
-            log_request(request, response.status, request_id, started)
-
-    async def _dispatch(self, request: Request, route: Route, receive: Any, meta_names: Any) -> Response:
-        operation = resolve_operation(route, request.method, request.query, request.headers)
-        grant = await self._authenticate(request, route, operation)
-        if route.secondary and operation not in READ_ONLY:
-            raise TableError("AuthorizationFailure")
-        call = Call(
-            self.service,
-            request,
-            route,
-            receive,
-            self.options,
-            grant if isinstance(grant, BlobGrant) else None,
-            meta_names,
+    def route(self, request: Request) -> Route:
+        host = request.headers.get("host", "127.0.0.1")
+        return resolve(
+            request.scheme, host, request.raw_path, self.options.accounts, request.query.get("restype")
         )
-        return await HANDLERS[operation](call)
 
-    async def _authenticate(
-        self, request: Request, route: Route, operation: Operation
-    ) -> BlobGrant | Anonymous | None:
-        """Shared Key or bearer (None: the account's full rights), a SAS (its grant, checked for
-        this operation), or anonymous (only where the container's ACL allows the operation)."""
+    async def receive_body(self, request: Request, receive: Any, route: Route) -> None:
+        """Nothing is read here: handlers read documents whole and stream content."""
+        route.receive = receive
+
+    async def authenticate(self, request: Request, route: Route) -> None:
+        """Admission first (a refused request does nothing), then the operation, then who sent it:
+        Shared Key or bearer (the account's full rights), a SAS (its grant, checked for this
+        operation), or nobody, where the container's ACL lets anyone do the operation."""
+        if self.admission is not None:
+            try:
+                self.admission.admit(route.account, route.container)
+            except TableError:
+                route.refused = True
+                raise
+        operation = route.operation = resolve_operation(route, request.method, request.query, request.headers)
+        authorization = request.headers.get("authorization")
+        if authorization is None and route.kind is not Kind.SERVICE and parse_sas(request.query) is None:
+            record = await self.service.store.get_container(route.account, route.container)
+            if record is not None and anonymous_allowed(operation, record.public_access):
+                return
+            raise TableError("ResourceNotFound")
         keys = self.options.accounts[route.account]
-        header = request.headers.get("authorization")
-        if header is not None:
-            if header.strip()[:7].lower() == "bearer ":
-                if not self.options.oauth:
-                    raise TableError("InvalidAuthenticationInfo")
-                verify_bearer(header, route.account, service="blob")
-                return None
+
+        def shared_key(header: str) -> None:
             verify_blob_queue_authorization(
                 header,
                 method=request.method,
                 raw_path=request.raw_path,
                 headers=request.headers,
-                query_pairs=parse_qsl(request.query_string, keep_blank_values=True),
+                query_pairs=request.query_pairs,
                 account=route.account,
                 keys=keys,
                 max_skew_seconds=self.options.clock_skew,
             )
-            return None
-        token = parse_sas(request.query)
-        if token is not None:
+
+        async def sas(token: SasToken) -> BlobGrant:
             grant = verify_blob_sas(
                 token,
                 request.query,
@@ -206,44 +142,65 @@ class BlobApp:
                 keys=keys,
                 container=route.container,
                 blob=route.blob,
-                policy_lookup=await self._policies(route, token.si),
+                policy_lookup=await self._policies(route, token),
                 is_https=request.scheme == "https",
                 client_ip=request.client_ip,
                 now=datetime.now(UTC),
             )
             grant.check(operation)
             return grant
-        if route.kind is not Kind.SERVICE and route.container:
-            record = await self.service.store.get_container(route.account, route.container)
-            if record is not None and anonymous_allowed(operation, record.public_access):
-                return Anonymous()
-            raise TableError("ResourceNotFound")
-        raise TableError("NoAuthenticationInformation", headers=[(b"www-authenticate", CHALLENGE)])
 
-    async def _policies(
-        self, route: Route, identifier: str | None
-    ) -> Callable[[str], StoredPolicy | None] | None:
-        """The stored access policies of the URL's container, when a SAS names one (``si``)."""
-        if identifier is None or not route.container:
+        request.grant = await authenticate(
+            authorization,
+            request.query,
+            account=route.account,
+            service="blob",
+            oauth=self.options.oauth,
+            shared_key=shared_key,
+            sas=sas,
+        )
+
+    async def _policies(self, route: Route, token: SasToken) -> Callable[[str], StoredPolicy | None] | None:
+        """The stored access policies of the URL's container, when a service SAS names one (``si``)."""
+        if token.si is None or token.is_account or not route.container:
             return None
         record = await self.service.store.get_container(route.account, route.container)
-        if record is None:
-            return None
-        policies = {i.id: StoredPolicy(i.start, i.expiry, i.permission) for i in record.acl if i.has_policy}
-        return policies.get
+        return None if record is None else stored_policies(record.acl).get
 
-    async def _preflight(self, request: Request, route: Route) -> Response:
-        properties = await self.service.get_service_properties(route.account)
-        return cors.preflight(properties.common.cors, request.headers)
+    async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
+        operation = route.operation
+        assert operation is not None  # resolved in authenticate
+        if route.secondary and operation not in READ_ONLY:
+            raise TableError("AuthorizationFailure")
+        grant = request.grant if isinstance(request.grant, BlobGrant) else None
+        call = Call(self.service, request, route, route.receive, self.options, grant)
+        response = await HANDLERS[operation](call)
+        if operation is Operation.SET_SERVICE_PROPERTIES:
+            self.forget_cors_rules(route.account)
+        return response
 
-    async def _cors_headers(self, route: Route, origin: str, method: str) -> list[tuple[bytes, bytes]]:
-        try:
-            properties = await self.service.get_service_properties(route.account)
-        except TableError:
-            return []
-        return cors.actual_headers(properties.common.cors, origin, method, EXPOSED_HEADERS)
+    def answered(self, request: Request, route: Route, response: Response) -> None:
+        if self.admission is None:
+            return
+        bytes_in = 0
+        if request.method == "PUT" and response.status < 300:
+            bytes_in = int(request.headers.get("content-length") or 0)
+        sent = response.length if isinstance(response, StreamedResponse) and response.stream else 0
+        self.admission.record(
+            route.account,
+            route.container,
+            response.status,
+            throttled=route.refused,
+            bytes_in=bytes_in,
+            bytes_out=sent,
+        )
 
-    def _error_response(self, request: Request, error: TableError, request_id: str) -> Response:
+    async def load_cors_rules(self, account: str) -> list[CorsRule]:
+        return (await self.service.get_service_properties(account)).common.cors
+
+    def error_response(
+        self, request: Request, route: Route | None, error: TableError, request_id: str
+    ) -> Response:
         """Azure's XML ``<Error>``; a HEAD request or a 304 gets the code header alone."""
         headers = [(b"x-ms-error-code", error.code.encode())]
         if error.headers:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
-from tabulae.auth.sas import StoredPolicy, parse_sas
+from tabulae.auth.sas import parse_sas, stored_policies
 from tabulae.blob.api import formats
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import includes, lease_request, lease_response, max_results, xml
@@ -22,19 +22,17 @@ from tabulae.blob.api.headers import (
     conditions,
     content_properties,
     etag_headers,
-    meta_headers,
-    metadata,
     overrides_from,
 )
 from tabulae.blob.api.operations import Operation, invalid_parameter, unsupported_parameter
-from tabulae.blob.api.routing import ROOT_CONTAINER
+from tabulae.blob.api.routing import Kind, resolve
 from tabulae.blob.api.sas import anonymous_allowed, verify_blob_sas
 from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
 from tabulae.blob.rules.limits import MIB, max_append, max_block, max_put_blob
 from tabulae.blob.service import BLOB_TYPES, parse_snapshot
-from tabulae.http.addressing import locate_account
 from tabulae.http.messages import Headers, Response
+from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.http.streaming import StreamedResponse
 from tabulae.model.errors import TableError
 from tabulae.storage.blobs import BASE, BlobKey
@@ -136,7 +134,7 @@ async def get_blob_metadata(call: Call) -> Response:
     record, _ = await call.service.get_blob(
         call.key, _snapshot(call), conditions(call.request.headers), call.lease_id, content=False
     )
-    return Response(200, etag_headers(record.ticks) + meta_headers(record.metadata))
+    return Response(200, etag_headers(record.ticks) + metadata_headers(record.metadata))
 
 
 async def get_block_list(call: Call) -> Response:
@@ -209,7 +207,7 @@ async def put_blob(call: Call) -> Response:
         blob_type,
         upload,
         content_properties(headers, default_type="application/octet-stream", with_plain=True),
-        metadata(headers, call.meta_names),
+        request_metadata(call.request),
         cond,
         call.lease_id,
     )
@@ -245,7 +243,7 @@ async def put_block_list(call: Call) -> Response:
         call.key,
         entries,
         content_properties(headers, default_type="application/octet-stream", with_plain=False),
-        metadata(headers, call.meta_names),
+        request_metadata(call.request),
         cond,
         call.lease_id,
     )
@@ -304,7 +302,7 @@ async def set_blob_metadata(call: Call) -> Response:
     _no_snapshot(call)
     headers = call.request.headers
     record = await call.service.set_blob_metadata(
-        call.key, metadata(headers, call.meta_names), conditions(headers), call.lease_id
+        call.key, request_metadata(call.request), conditions(headers), call.lease_id
     )
     return Response(200, etag_headers(record.ticks) + _ENCRYPTED)
 
@@ -323,7 +321,7 @@ async def delete_blob(call: Call) -> Response:
 async def snapshot_blob(call: Call) -> Response:
     _no_snapshot(call)
     headers = call.request.headers
-    given = metadata(headers, call.meta_names)
+    given = request_metadata(call.request)
     base, name = await call.service.snapshot_blob(
         call.key, given if given else None, conditions(headers), call.lease_id
     )
@@ -345,7 +343,7 @@ async def copy_blob(call: Call) -> Response:
     source_url = headers["x-ms-copy-source"]
     source, snapshot, source_query = _copy_source(call, source_url)
     await _authorize_source(call, source, source_query)
-    given = metadata(headers, call.meta_names)
+    given = request_metadata(call.request)
     record = await call.service.copy_blob(
         source,
         snapshot,
@@ -368,23 +366,15 @@ def _copy_source(call: Call, url: str) -> tuple[BlobKey, str, dict[str, str]]:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise bad_header("x-ms-copy-source", url)
-    accounts = call.options.accounts
     try:
-        pieces = [unquote(piece, errors="strict") for piece in parts.path.split("/")[1:]]
-        addressed = locate_account(parts.scheme, parts.netloc, pieces, accounts)
-    except (TableError, UnicodeDecodeError):
+        source = resolve(parts.scheme, parts.netloc, parts.path, call.options.accounts, None)
+    except TableError:
         raise TableError("CannotVerifyCopySource", "The specified resource does not exist.") from None
-    if addressed.account != call.route.account:
+    if source.account != call.route.account:
         raise TableError("CopyAcrossAccountsNotSupported")
-    segments = addressed.segments
-    if parts.path.endswith("/") and len(segments) >= 2:
-        segments = [*segments, ""]
-    if not segments:
+    if source.kind is not Kind.BLOB:
         raise bad_header("x-ms-copy-source", url)
-    if len(segments) == 1:
-        container, blob = ROOT_CONTAINER, segments[0]
-    else:
-        container, blob = segments[0], "/".join(segments[1:])
+    container, blob = source.container, source.blob
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     return BlobKey(call.route.account, container, blob), parse_snapshot(query.get("snapshot")), query
 
@@ -401,7 +391,7 @@ async def _authorize_source(call: Call, source: BlobKey, query: dict[str, str]) 
     token = parse_sas(query)
     if token is not None:
         record = await call.service.store.get_container(source.account, source.container)
-        policies = {i.id: StoredPolicy(i.start, i.expiry, i.permission) for i in record.acl} if record else {}
+        policies = stored_policies(record.acl) if record else {}
         source_grant = verify_blob_sas(
             token,
             query,

@@ -13,10 +13,11 @@ from tabulae.blob.api.sas import BlobGrant
 from tabulae.blob.rules.checksums import decode_digest
 from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.blob.service import BlobService, Upload
-from tabulae.http.exchange import DEFAULT_VERSION, read_body
+from tabulae.http.exchange import read_body
 from tabulae.http.messages import Request
 from tabulae.http.options import FrontendOptions
 from tabulae.http.streaming import body_chunks
+from tabulae.http.versions import DEFAULT_VERSION
 from tabulae.model.errors import TableError
 from tabulae.storage.blobs import BlobKey
 
@@ -29,7 +30,6 @@ class Call:
     receive: Any
     options: FrontendOptions
     grant: BlobGrant | None = None
-    meta_names: list[str] | None = None  # x-ms-meta-* names as the client spelled them
 
     @property
     def key(self) -> BlobKey:
@@ -68,7 +68,7 @@ class Call:
         crc = decode_digest(headers.get("x-ms-content-crc64"), 8, "x-ms-content-crc64")
         if md5 is not None and crc is not None:
             raise bad_header("x-ms-content-crc64", headers["x-ms-content-crc64"])
-        chunks = body_chunks(self.receive, self.options.body_timeout) if length else _empty()
+        chunks = body_chunks(self.request, self.receive, self.options.body_timeout) if length else _empty()
         return Upload(chunks, length, md5, crc)
 
 

@@ -6,16 +6,16 @@ from email.utils import formatdate
 
 from tabulae.blob.api import formats
 from tabulae.blob.api.call import Call
-from tabulae.blob.api.headers import bad_header, conditions, etag_headers, meta_headers, metadata
+from tabulae.blob.api.headers import bad_header, conditions, etag_headers
 from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.rules import leases
 from tabulae.blob.service import MAX_RESULTS, LeaseOutcome, LeaseRequest
-from tabulae.http.documents import parse_acl, render_acl, render_stats
+from tabulae.http.documents import BLOB_PERMISSIONS, parse_acl, render_acl, render_stats
 from tabulae.http.errors import XML_CONTENT_TYPE
 from tabulae.http.messages import Headers, Request, Response
+from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.model.errors import TableError
 
-CONTAINER_PERMISSIONS = "racwdxyltfmei"  # the letters a container's stored access policy may hold
 _PUBLIC_ACCESS = ("container", "blob")
 _LEASE_ACTIONS = ("acquire", "renew", "change", "release", "break")
 _FIXED_CONTAINER_HEADERS: Headers = [
@@ -154,7 +154,7 @@ async def create_container(call: Call) -> Response:
     record = await call.service.create_container(
         call.route.account,
         call.route.container,
-        metadata(call.request.headers, call.meta_names),
+        request_metadata(call.request),
         public_access(call.request),
     )
     return Response(201, etag_headers(record.ticks))
@@ -170,7 +170,7 @@ async def delete_container(call: Call) -> Response:
 async def get_container_properties(call: Call) -> Response:
     record = await call.service.get_container(call.route.account, call.route.container, call.lease_id)
     headers = etag_headers(record.ticks)
-    headers.extend(meta_headers(record.metadata))
+    headers.extend(metadata_headers(record.metadata))
     status, state, duration = call.service.lease_state(record.lease)
     headers.append((b"x-ms-lease-status", status.encode()))
     headers.append((b"x-ms-lease-state", state.encode()))
@@ -184,14 +184,14 @@ async def get_container_properties(call: Call) -> Response:
 
 async def get_container_metadata(call: Call) -> Response:
     record = await call.service.get_container(call.route.account, call.route.container, call.lease_id)
-    return Response(200, etag_headers(record.ticks) + meta_headers(record.metadata))
+    return Response(200, etag_headers(record.ticks) + metadata_headers(record.metadata))
 
 
 async def set_container_metadata(call: Call) -> Response:
     record = await call.service.set_container_metadata(
         call.route.account,
         call.route.container,
-        metadata(call.request.headers, call.meta_names),
+        request_metadata(call.request),
         conditions(call.request.headers),
         call.lease_id,
     )
@@ -208,7 +208,7 @@ async def get_container_acl(call: Call) -> Response:
 
 async def set_container_acl(call: Call) -> Response:
     access = public_access(call.request)
-    identifiers = parse_acl(await call.document(), CONTAINER_PERMISSIONS)
+    identifiers = parse_acl(await call.document(), BLOB_PERMISSIONS)
     record = await call.service.set_container_acl(
         call.route.account,
         call.route.container,

@@ -16,8 +16,8 @@ from tabulae.blob.rules.names import XML_UNSAFE
 from tabulae.blob.rules.properties import BlobServiceProperties, DeleteRetention, StaticWebsite
 from tabulae.http.documents import (
     bool_text,
+    parse_document,
     parse_service_properties,
-    read_document,
     render_service_properties,
     text_of,
     xml_bool,
@@ -210,7 +210,7 @@ def render_block_list(committed: Sequence[Extent] | None, uncommitted: Sequence[
 
 def parse_block_list(body: bytes) -> list[tuple[str, str]]:
     """``<BlockList><Latest>id</Latest>…</BlockList>`` → [(kind, id)] in document order."""
-    root = read_document(body, "BlockList")
+    root = parse_document(body, "BlockList")
     if root is None:
         raise TableError("InvalidXmlDocument")
     entries: list[tuple[str, str]] = []
@@ -228,7 +228,7 @@ def parse_service_properties_blob(body: bytes, current: BlobServiceProperties) -
     """The shared elements as every service parses them, then the Blob ones; elements left out
     keep their current values."""
     common = parse_service_properties(body, current.common)
-    root = read_document(body, "StorageServiceProperties")
+    root = parse_document(body, "StorageServiceProperties")
     assert root is not None  # parse_service_properties refused an empty body
     result = BlobServiceProperties(
         common, current.delete_retention, current.static_website, current.default_service_version

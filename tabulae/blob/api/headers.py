@@ -10,6 +10,7 @@ from tabulae.auth.shared_key import parse_rfc1123
 from tabulae.blob.api.formats import LeaseView, http_date
 from tabulae.blob.rules.conditions import Conditions, etag_of
 from tabulae.http.messages import Headers
+from tabulae.http.metadata import metadata_headers
 from tabulae.model.errors import TableError
 from tabulae.storage.blobs import BlobRecord, ContentProperties
 
@@ -69,17 +70,6 @@ def byte_range(headers: dict[str, str]) -> tuple[int, int | None] | None:
             raise bad_header(name, value)
         return start, end
     return None
-
-
-def metadata(headers: dict[str, str], spelled: list[str] | None) -> dict[str, str]:
-    """``x-ms-meta-*`` headers, names as the client spelled them (``spelled``) when known."""
-    cased = {name.lower(): name for name in spelled or ()}
-    found: dict[str, str] = {}
-    for name, value in headers.items():
-        if name.startswith("x-ms-meta-"):
-            key = name[10:]
-            found[cased.get(key, key).strip()] = value.strip()
-    return found
 
 
 def content_properties(
@@ -178,12 +168,8 @@ def blob_headers(
                 (b"x-ms-copy-completion-time", http_date(copy.completed).encode()),
             ]
         )
-    headers.extend(meta_headers(record.metadata))
+    headers.extend(metadata_headers(record.metadata))
     return headers
-
-
-def meta_headers(metadata: dict[str, str]) -> Headers:
-    return [(f"x-ms-meta-{k}".encode("latin-1"), v.encode("latin-1")) for k, v in metadata.items()]
 
 
 def etag_headers(ticks: int) -> Headers:

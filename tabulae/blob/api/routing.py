@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from urllib.parse import unquote
+from typing import TYPE_CHECKING, Any
 
-from tabulae.http.addressing import locate_account
-from tabulae.model.errors import TableError
+from tabulae.http.addressing import decode_segments, locate_account
+
+if TYPE_CHECKING:
+    from tabulae.blob.api.operations import Operation
 
 ROOT_CONTAINER = "$root"
 
@@ -32,20 +34,18 @@ class Route:
     kind: Kind
     container: str = ""
     blob: str = ""
+    # Learnt about the request as it goes through the front-end (it is built per request):
+    operation: Operation | None = None  # resolved once, before authentication needs it
+    refused: bool = False  # turned away by admission (counted as throttled)
+    receive: Any = None  # the ASGI receive channel: handlers stream the body from it
 
 
 def resolve(
     scheme: str, host: str, raw_path: str, accounts: dict[str, list[bytes]], restype: str | None
 ) -> Route:
-    try:
-        pieces = [unquote(piece, errors="strict") for piece in raw_path.split("/")[1:]]
-    except UnicodeDecodeError:
-        raise TableError("InvalidUri") from None
-    addressed = locate_account(scheme, host, pieces, accounts)
-    segments = addressed.segments
+    account, secondary, base, segments = locate_account(scheme, host, decode_segments(raw_path)[1:], accounts)
     if raw_path.endswith("/") and len(segments) >= 2:
         segments = [*segments, ""]  # a blob name may end with a slash
-    account, secondary, base = addressed.account, addressed.secondary, addressed.base
     if not segments:
         return Route(account, secondary, base, Kind.SERVICE)
     if len(segments) == 1:

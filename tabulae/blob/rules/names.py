@@ -1,5 +1,6 @@
-"""Container and blob names and metadata: what the service accepts ("Naming and Referencing
-Containers, Blobs, and Metadata"), and the exact error when it doesn't."""
+"""Container and blob names: what the service accepts ("Naming and Referencing Containers, Blobs,
+and Metadata"), and the exact error when it doesn't. Metadata follows ``model.metadata``'s rules,
+checked as the headers are read (``http.metadata``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from tabulae.model.errors import MSG_NAME_LENGTH, TableError
 SPECIAL_CONTAINERS = frozenset({"$root", "$logs", "$web"})
 MAX_BLOB_NAME = 1024
 MAX_SEGMENTS = 254
-MAX_METADATA_BYTES = 8 * 1024
 
 _CONTAINER = re.compile(r"[a-z0-9](?!.*--)[a-z0-9-]*[a-z0-9]")
 # Characters a blob name may not hold even percent-encoded: C0 and C1 controls, DEL, the
@@ -18,8 +18,6 @@ _CONTAINER = re.compile(r"[a-z0-9](?!.*--)[a-z0-9-]*[a-z0-9]")
 # then give the name percent-encoded, as XML cannot carry them.)
 _BAD_BLOB_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\ue000\ud800-\udfff]")
 XML_UNSAFE = re.compile("[\ufffe\uffff]")
-# A metadata name must be a C# identifier: a letter or underscore, then letters, digits, underscores.
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def check_container_name(name: str) -> None:
@@ -37,18 +35,3 @@ def check_blob_name(name: str) -> None:
         raise TableError("OutOfRangeInput", MSG_NAME_LENGTH)
     if _BAD_BLOB_CHARS.search(name) or name.count("/") >= MAX_SEGMENTS:
         raise TableError("InvalidResourceName")
-
-
-def check_metadata(metadata: dict[str, str]) -> None:
-    """Names are C# identifiers, case-insensitively unique; names and values total 8 KiB at most."""
-    size = 0
-    seen: set[str] = set()
-    for name, value in metadata.items():
-        if not name:
-            raise TableError("EmptyMetadataKey")
-        if not _IDENTIFIER.fullmatch(name) or name.lower() in seen:
-            raise TableError("InvalidMetadata")
-        seen.add(name.lower())
-        size += len(name.encode()) + len(value.encode("utf-8", "surrogatepass"))
-    if size > MAX_METADATA_BYTES:
-        raise TableError("MetadataTooLarge")

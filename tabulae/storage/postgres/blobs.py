@@ -309,24 +309,10 @@ class PostgresBlobs(BlobStore):
         return await self._run(run, idempotent=True)
 
     async def get_service_properties(self, account: str) -> bytes | None:
-        async def run(conn: Connection) -> bytes | None:
-            cursor = await conn.execute(
-                "SELECT properties FROM blob_service_properties WHERE account = %s", (account,)
-            )
-            row = await cursor.fetchone()
-            return bytes(row[0]) if row else None
-
-        return await self._run(run, idempotent=True)
+        return await self._db.account_document("blob_service_properties", account)
 
     async def set_service_properties(self, account: str, properties: bytes) -> None:
-        async def run(conn: Connection) -> None:
-            await conn.execute(
-                "INSERT INTO blob_service_properties (account, properties) VALUES (%s, %b)"
-                " ON CONFLICT (account) DO UPDATE SET properties = excluded.properties",
-                (account, properties),
-            )
-
-        await self._run(run, idempotent=True)
+        await self._db.set_account_document("blob_service_properties", account, properties)
 
     # ------------------------------------------------------------------ content
 

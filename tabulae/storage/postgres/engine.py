@@ -142,6 +142,28 @@ class PostgresDatabase:
     async def close(self) -> None:
         await self.pool.close()
 
+    async def account_document(self, table: str, account: str) -> bytes | None:
+        """A per-account document (service properties): ``table`` has ``account`` and ``properties``."""
+
+        async def run(conn: Connection) -> bytes | None:
+            cursor = await conn.execute(f"SELECT properties FROM {table} WHERE account = %s", (account,))
+            row = await cursor.fetchone()
+            return bytes(row[0]) if row else None
+
+        return await self.run(run, idempotent=True)
+
+    async def set_account_document(self, table: str, account: str, document: bytes) -> None:
+        """Replace a per-account document (see :meth:`account_document`)."""
+
+        async def run(conn: Connection) -> None:
+            await conn.execute(
+                f"INSERT INTO {table} (account, properties) VALUES (%s, %s)"
+                " ON CONFLICT (account) DO UPDATE SET properties = excluded.properties",
+                (account, document),
+            )
+
+        await self.run(run, idempotent=True)
+
     async def run(
         self, fn: Callable[[Connection], Awaitable[T]], *, retry: bool = False, idempotent: bool = False
     ) -> T:

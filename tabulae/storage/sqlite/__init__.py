@@ -7,6 +7,8 @@ from pathlib import Path
 from tabulae.storage.sqlite.blobs import SCHEMA as BLOBS_SCHEMA
 from tabulae.storage.sqlite.blobs import SqliteBlobs
 from tabulae.storage.sqlite.engine import SqliteDatabase
+from tabulae.storage.sqlite.queues import SCHEMA as QUEUES_SCHEMA
+from tabulae.storage.sqlite.queues import SqliteQueues
 from tabulae.storage.sqlite.tables import SCHEMA as TABLES_SCHEMA
 from tabulae.storage.sqlite.tables import SqliteTables
 from tabulae.storage.stores import Stores
@@ -17,8 +19,11 @@ class SqliteStores(Stores):
     ``durable=False`` skips fsync (in-memory mode)."""
 
     def __init__(self, directory: Path, *, durable: bool = True) -> None:
-        self.database = SqliteDatabase(directory, TABLES_SCHEMA + BLOBS_SCHEMA, durable=durable)
+        self.database = SqliteDatabase(
+            directory, TABLES_SCHEMA + QUEUES_SCHEMA + BLOBS_SCHEMA, durable=durable
+        )
         self.tables = SqliteTables(self.database)
+        self.queues = SqliteQueues(self.database)
         self._blobs = SqliteBlobs(self.database, directory, durable=durable)
         self.blobs = self._blobs
 

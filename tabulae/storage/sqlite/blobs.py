@@ -223,20 +223,10 @@ class SqliteBlobs(BlobStore):
         return [decode_container(row[0], row[1], row[2]) for row in rows]
 
     async def get_service_properties(self, account: str) -> bytes | None:
-        row = self._db.reader.execute(
-            "SELECT properties FROM blob_service_properties WHERE account = ?", (account,)
-        ).fetchone()
-        return row[0] if row else None
+        return self._db.account_document("blob_service_properties", account)
 
     async def set_service_properties(self, account: str, properties: bytes) -> None:
-        def job(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO blob_service_properties (account, properties) VALUES (?, ?) "
-                "ON CONFLICT (account) DO UPDATE SET properties = excluded.properties",
-                (account, properties),
-            )
-
-        await self._db.write(job, savepoint=False)
+        await self._db.set_account_document("blob_service_properties", account, properties)
 
     # ------------------------------------------------------------------ content
 

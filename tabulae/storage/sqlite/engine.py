@@ -230,6 +230,15 @@ class SqliteDatabase:
         if not future.cancelled() and future.exception() is not None:
             log.warning("WAL checkpoint failed (retried later): %s", future.exception())
 
+    def account_document(self, table: str, account: str) -> bytes | None:
+        """A per-account document (service properties): ``table`` has ``account`` and ``properties``."""
+        row = self.reader.execute(f"SELECT properties FROM {table} WHERE account = ?", (account,)).fetchone()
+        return row[0] if row else None
+
+    async def set_account_document(self, table: str, account: str, document: bytes) -> None:
+        """Replace a per-account document, durably (see :meth:`account_document`)."""
+        await self.write(_set_account_document, table, account, document, savepoint=False)
+
     async def close(self) -> None:
         while self._flusher is not None:
             await asyncio.shield(self._flusher)
@@ -242,6 +251,14 @@ class SqliteDatabase:
         self.reader.close()
         os.close(self._lock_fd)
         os.close(self._checkpoint_lock_fd)
+
+
+def _set_account_document(conn: sqlite3.Connection, table: str, account: str, document: bytes) -> None:
+    conn.execute(
+        f"INSERT INTO {table} (account, properties) VALUES (?, ?)"
+        " ON CONFLICT (account) DO UPDATE SET properties = excluded.properties",
+        (account, document),
+    )
 
 
 def backup(source_dir: Path, destination: Path) -> None:

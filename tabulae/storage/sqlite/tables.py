@@ -97,13 +97,10 @@ class SqliteTables(TableStore):
         await self._db.write(_set_acl, account, table, acl)
 
     async def get_service_properties(self, account: str) -> bytes | None:
-        row = self._db.reader.execute(
-            "SELECT properties FROM service_properties WHERE account = ?", (account,)
-        ).fetchone()
-        return row[0] if row else None
+        return self._db.account_document("service_properties", account)
 
     async def set_service_properties(self, account: str, properties: bytes) -> None:
-        await self._db.write(_set_service_properties, account, properties)
+        await self._db.set_account_document("service_properties", account, properties)
 
     # ----------------------------------------------------------------------------- entities
 
@@ -230,14 +227,6 @@ def _set_acl(conn: sqlite3.Connection, account: str, table: str, acl: bytes) -> 
     )
     if cursor.rowcount == 0:
         raise TableError("TableNotFound")
-
-
-def _set_service_properties(conn: sqlite3.Connection, account: str, properties: bytes) -> None:
-    conn.execute(
-        "INSERT INTO service_properties (account, properties) VALUES (?, ?)"
-        " ON CONFLICT (account) DO UPDATE SET properties = excluded.properties",
-        (account, properties),
-    )
 
 
 _INSERT_SQL = "INSERT INTO entities (table_id, pk, rk, ticks, props) VALUES (?, ?, ?, ?, ?)"

@@ -1,30 +1,27 @@
 """The Table service's front-end: an ASGI app for the Table port.
 
-One request goes: ASGI scope → :class:`Request` → route (account and resource) → authentication
-→ the operation, resolved once (:mod:`.operations`) → the SAS check for that operation → its
-handler from :data:`HANDLERS` → :class:`Response` with the headers every Azure response carries.
-A ``TableError`` raised anywhere below becomes the Azure error body here, and only here: JSON
-for the OData operations, XML for the service-level and ``comp`` ones.
+One request goes (the life of every front-end's request is :class:`tabulae.http.frontend.Frontend`):
+route (account and resource) → authentication → the operation, resolved once (:mod:`.operations`)
+→ the SAS check for that operation → its handler from :data:`HANDLERS`. A ``TableError`` raised
+anywhere below becomes the Azure error body: JSON for the OData operations, XML for the
+service-level and ``comp`` ones.
 """
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
 
-from tabulae.auth.bearer import CHALLENGE, verify_bearer
-from tabulae.auth.sas import StoredPolicy, parse_sas
+from tabulae.auth.flow import authenticate
+from tabulae.auth.sas import SasToken, StoredPolicy, stored_policies
 from tabulae.auth.shared_key import verify_authorization
-from tabulae.http import cors
 from tabulae.http.errors import XML_CONTENT_TYPE, error_json, error_xml
-from tabulae.http.exchange import log_request, read_body, send_response
-from tabulae.http.messages import Clock, Request, RequestIds, Response, error_time
+from tabulae.http.frontend import Frontend
+from tabulae.http.messages import Request, Response, error_time
 from tabulae.http.options import FrontendOptions
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import MutationKind
+from tabulae.model.policies import CorsRule
 from tabulae.table.api import admin, transactions
 from tabulae.table.api import handlers as ops
 from tabulae.table.api.odata import CONTENT_TYPES, MINIMAL, metadata_level
@@ -33,9 +30,11 @@ from tabulae.table.api.routing import Resource, Route, resolve
 from tabulae.table.api.sas import SasGrant, verify_sas
 from tabulae.table.service import TableService
 
-log = logging.getLogger("tabulae")
-
 _READ_METHODS = {"GET", "HEAD", "OPTIONS"}
+# XML errors of the Table service's own that Azure writes as ``m:error`` (recorded: a table ACL on
+# a missing table; ``restype=service`` on a path under a table; Get Service Stats on the primary).
+# Front-end errors (authentication, headers) keep the generic ``<Error>`` with its detail elements.
+_METADATA_XML_ERRORS = frozenset({"TableNotFound", "InvalidQueryParameterValue"})
 
 Handler = Callable[[TableService, Request, Route], Awaitable[Response]]
 
@@ -71,57 +70,27 @@ def _batch_authorizer(grant: SasGrant) -> transactions.Authorizer:
     return authorize
 
 
-class TableApp:
-    """The ASGI callable of the Table port, over a :class:`TableService` (guarded or not)."""
+class TableApp(Frontend[Route]):
+    """The ASGI callable of the Table port, over a :class:`TableService` (guarded or not).
+
+    The life of a request is :class:`Frontend`'s; errors are JSON for the OData operations and
+    XML for the service-level and ``comp`` ones (and for preflights)."""
+
+    exposed_headers = ops.EXPOSED_HEADERS
 
     def __init__(self, service: TableService, options: FrontendOptions) -> None:
+        super().__init__(options)
         self.service = service
-        self.options = options
-        self._ids = RequestIds()
-        self._clock = Clock()
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        started = time.perf_counter()
-        request = Request.from_scope(scope)
-        request_id = self._ids.next()
-        xml_errors = False
-        route: Route | None = None
-        try:
-            route = self._route(request)
-            xml_errors = route.resource is Resource.SERVICE or "comp" in request.query
-            if request.method == "OPTIONS":
-                xml_errors = True
-                response = await self._preflight(request, route)
-            else:
-                await read_body(request, receive, self.options.max_body_bytes, self.options.body_timeout)
-                await self._authenticate(request, route)
-                response = await self._dispatch(request, route, request_id)
-        except TableError as error:
-            response = self._error_response(request, error, request_id, xml_errors)
-        except Exception:
-            log.exception("unexpected error handling %s request", request.method)
-            response = self._error_response(request, TableError("InternalError"), request_id, xml_errors)
-        origin = request.headers.get("origin")
-        if origin and route is not None and request.method != "OPTIONS":
-            response.headers.extend(await self._cors_headers(route, origin, request.method))
-        await send_response(send, request, response, request_id, self._clock)
-        if self.options.access_log:
-            log_request(request, response.status, request_id, started)
-
-    def _route(self, request: Request) -> Route:
+    def route(self, request: Request) -> Route:
         host = request.headers.get("host", "127.0.0.1")
         return resolve(request.scheme, host, request.raw_path, self.options.accounts)
 
-    async def _authenticate(self, request: Request, route: Route) -> None:
+    async def authenticate(self, request: Request, route: Route) -> None:
         """Shared Key, Shared Key Lite, bearer (when enabled) or SAS; anonymous requests get 401."""
         keys = self.options.accounts[route.account]
-        header = request.headers.get("authorization")
-        if header is not None:
-            if header.strip()[:7].lower() == "bearer ":
-                if not self.options.oauth:
-                    raise TableError("InvalidAuthenticationInfo")
-                verify_bearer(header, route.account)
-                return
+
+        def shared_key(header: str) -> None:
             verify_authorization(
                 header,
                 method=request.method,
@@ -133,43 +102,53 @@ class TableApp:
                 date=request.headers.get("date"),
                 account=route.account,
                 keys=keys,
+                max_skew_seconds=self.options.clock_skew,
             )
-            return
-        token = parse_sas(request.query)
-        if token is None:
-            raise TableError("NoAuthenticationInformation", headers=[(b"www-authenticate", CHALLENGE)])
-        policies: dict[str, StoredPolicy] = {}
-        if token.si is not None and token.tn and not token.is_account:
-            try:
-                identifiers = await self.service.get_acl(route.account, token.tn)
-            except TableError:
-                identifiers = []
-            policies = {
-                i.id: StoredPolicy(i.start, i.expiry, i.permission) for i in identifiers if i.has_policy
-            }
-        request.grant = verify_sas(
-            token,
+
+        async def sas(token: SasToken) -> SasGrant:
+            policies: dict[str, StoredPolicy] = {}
+            if token.si is not None and token.tn and not token.is_account:
+                try:
+                    identifiers = await self.service.get_acl(route.account, token.tn)
+                except TableError:
+                    identifiers = []
+                policies = stored_policies(identifiers)
+            return verify_sas(
+                token,
+                account=route.account,
+                keys=keys,
+                table=route.table,
+                policy_lookup=policies.get,
+                is_https=request.scheme == "https",
+                client_ip=request.client_ip,
+                now=datetime.now(UTC),
+            )
+
+        request.grant = await authenticate(
+            request.headers.get("authorization"),
+            request.query,
             account=route.account,
-            keys=keys,
-            table=route.table,
-            policy_lookup=policies.get,
-            is_https=request.scheme == "https",
-            client_ip=request.client_ip,
-            now=datetime.now(UTC),
+            service="table",
+            oauth=self.options.oauth,
+            shared_key=shared_key,
+            sas=sas,
         )
 
-    async def _dispatch(self, request: Request, route: Route, request_id: str) -> Response:
+    async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
         method = effective_method(request.method, request.x_http_methods)
         if route.secondary and method not in _READ_METHODS:
             raise TableError("AuthorizationFailure")
         query = request.query
+        resource = route.resource
         operation = resolve_operation(
-            route.resource,
+            resource,
             method,
             comp=query.get("comp"),
-            restype=query.get("restype"),
+            restype=query.get("restype") if resource is Resource.SERVICE else None,
             conditional="if-match" in request.headers,
         )
+        if operation is Operation.GET_SERVICE_STATS and not route.secondary:
+            raise TableError("InvalidQueryParameterValue")  # stats exist on the secondary endpoint only
         grant: SasGrant | None = request.grant
         if operation is Operation.BATCH:
             authorize = _batch_authorizer(grant) if grant is not None else None
@@ -178,25 +157,24 @@ class TableApp:
             )
         if grant is not None:
             grant.check(operation, pk=route.pk, rk=route.rk)
-        return await HANDLERS[operation](self.service, request, route)
+        if route.resource is Resource.NESTED:
+            return await ops.nested(self.service, request, route, operation)
+        response = await HANDLERS[operation](self.service, request, route)
+        if operation is Operation.SET_SERVICE_PROPERTIES:
+            self.forget_cors_rules(route.account)
+        return response
 
-    async def _preflight(self, request: Request, route: Route) -> Response:
-        properties = await self.service.get_service_properties(route.account)
-        return cors.preflight(properties.cors, request.headers)
+    async def load_cors_rules(self, account: str) -> list[CorsRule]:
+        return (await self.service.get_service_properties(account)).cors
 
-    async def _cors_headers(self, route: Route, origin: str, method: str) -> list[tuple[bytes, bytes]]:
-        try:
-            properties = await self.service.get_service_properties(route.account)
-        except TableError:
-            return []
-        return cors.actual_headers(properties.cors, origin, method, ops.EXPOSED_HEADERS)
-
-    def _error_response(self, request: Request, error: TableError, request_id: str, xml: bool) -> Response:
+    def error_response(
+        self, request: Request, route: Route | None, error: TableError, request_id: str
+    ) -> Response:
         headers = [(b"x-ms-error-code", error.code.encode())]
         if error.headers:
             headers.extend(error.headers)
-        if xml:
-            body = error_xml(error, request_id, error_time(), table_style=error.code == "TableNotFound")
+        if _xml_errors(request, route):
+            body = error_xml(error, request_id, error_time(), table_style=error.code in _METADATA_XML_ERRORS)
             headers.append((b"content-type", XML_CONTENT_TYPE))
         else:
             try:
@@ -207,3 +185,15 @@ class TableApp:
             headers.append((b"content-type", CONTENT_TYPES[level]))
         headers.append((b"cache-control", b"no-cache"))
         return Response(error.status, headers, body)
+
+
+def _xml_errors(request: Request, route: Route | None) -> bool:
+    """XML for preflights and the service-level and ``comp`` operations, JSON for OData ones."""
+    if request.method == "OPTIONS":
+        return route is not None
+    if route is None:
+        return False
+    try:
+        return route.resource is Resource.SERVICE or "comp" in request.query
+    except TableError:
+        return False

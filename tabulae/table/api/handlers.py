@@ -7,7 +7,7 @@ from tabulae.model.entity import Entity, StoredEntity, entity_from_body, parse_j
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.table.api import odata
-from tabulae.table.api.operations import Operation, parse_if_match
+from tabulae.table.api.operations import Operation, write_condition
 from tabulae.table.api.routing import Route
 from tabulae.table.service import TableService, check_top
 
@@ -69,21 +69,20 @@ def parse_select(request: Request) -> list[str] | None:
 
 def if_match(request: Request, verb: str) -> str | None:
     """The ``If-Match`` condition after the header rules of "Update Entity"."""
-    if "if-none-match" in request.headers:
-        if "if-match" in request.headers:
-            raise TableError(
-                "InvalidInput",
-                "Both If-Match and If-None-Match HTTP headers cannot be specified at the same time. "
-                "Please specify only one of them.",
-            )
-        raise TableError(
-            "InvalidInput", f"If-None-Match HTTP header cannot be specified for {verb} operations."
-        )
-    return parse_if_match(request.headers.get("if-match"))
+    return write_condition(request.headers.get("if-match"), request.headers.get("if-none-match"), verb)
 
 
 def etag_header(entity: StoredEntity) -> tuple[bytes, bytes]:
     return (b"etag", entity.etag.encode("ascii"))
+
+
+def cost_headers(query_class: str, scanned: int) -> Headers:
+    """What a read cost, on every query response: its class (README, "Seeing what your design
+    costs") and the entities or table names examined for it."""
+    return [(b"x-tabulae-query-class", query_class.encode()), (b"x-tabulae-scanned", str(scanned).encode())]
+
+
+POINT_READ = cost_headers("point", 1)
 
 
 # ---------------------------------------------------------------------------------- tables
@@ -100,7 +99,7 @@ async def query_tables(service: TableService, request: Request, route: Route) ->
         check_top(request.query.get("$top")),
         request.query_ci("NextTableName") or None,
     )
-    extra: Headers = []
+    extra = cost_headers("table-scan", page.scanned)
     if page.next_token:
         extra.append((b"x-ms-continuation-nexttablename", page.next_token.encode("ascii")))
     return json_response(200, odata.render_tables(route.base, route.account, page.names, level), level, extra)
@@ -137,7 +136,7 @@ async def get_table(service: TableService, request: Request, route: Route) -> Re
     assert route.table is not None
     level = level_of(request)
     name = await service.get_table(route.account, route.table)
-    return json_response(200, odata.render_table(route.base, route.account, name, level), level)
+    return json_response(200, odata.render_table(route.base, route.account, name, level), level, POINT_READ)
 
 
 # ---------------------------------------------------------------------------------- entities
@@ -159,10 +158,7 @@ async def query_entities(service: TableService, request: Request, route: Route) 
         request.query_ci("NextRowKey") or None,
         key_range=request.grant.key_range if request.grant is not None else None,
     )
-    extra: Headers = [
-        (b"x-tabulae-query-class", page.query_class.encode()),
-        (b"x-tabulae-scanned", str(page.scanned).encode()),
-    ]
+    extra = cost_headers(page.query_class, page.scanned)
     if page.next_partition_token and page.next_row_token:
         extra.append((b"x-ms-continuation-nextpartitionkey", page.next_partition_token.encode("ascii")))
         extra.append((b"x-ms-continuation-nextrowkey", page.next_row_token.encode("ascii")))
@@ -176,7 +172,7 @@ async def get_entity(service: TableService, request: Request, route: Route) -> R
     select = parse_select(request)
     entity = await service.get_entity(route.account, route.table, route.pk, route.rk)
     body = odata.render_entity(entity, route.base, route.account, route.table, level, select)
-    return json_response(200, body, level, [etag_header(entity)])
+    return json_response(200, body, level, [etag_header(entity), *POINT_READ])
 
 
 def read_entity(request: Request, url_keys: tuple[str, str] | None) -> Entity:
@@ -244,3 +240,27 @@ async def delete_entity(service: TableService, request: Request, route: Route) -
         route.account, route.table, Mutation(MutationKind.DELETE, route.pk, route.rk, None, condition)
     )
     return empty_response(204)
+
+
+# ---------------------------------------------------------------------------- nested paths
+
+
+async def nested(service: TableService, request: Request, route: Route, operation: Operation) -> Response:
+    """A request to ``{table}/{segment}`` (``routing.Resource.NESTED``), answered as Azure does
+    when a client's endpoint already ends in the table name: the path addresses that table's
+    entities. A POST is an entity insert there, so ``POST {endpoint}/Tables`` with
+    ``{"TableName": …}`` is ``PropertiesNeedValue`` and ``POST {endpoint}/$batch`` (multipart)
+    ``MediaTypeNotSupported``; any other method names an entity without its keys, so
+    ``DELETE {endpoint}/Tables('t')`` is ``InvalidInput`` about the number of keys, and a GET of a
+    segment without keys is ``NotImplemented``. A missing table is ``TableNotFound`` first."""
+    assert route.table is not None and route.nested is not None
+    if operation is Operation.INSERT_ENTITY:
+        return await insert_entity(service, request, route)
+    await service.require_table(route.account, route.table)
+    if operation is Operation.QUERY_ENTITIES and "(" not in route.nested:
+        raise TableError("NotImplemented")
+    raise TableError(
+        "InvalidInput",
+        "The number of keys specified in the URI does not match number of key properties for the "
+        f"resource '{route.account}.{route.table}'.",
+    )

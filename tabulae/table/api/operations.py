@@ -7,7 +7,7 @@ The operation then picks the handler (``app.HANDLERS``) and the permissions a SA
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from enum import StrEnum
 
 from tabulae.model.errors import TableError
@@ -43,11 +43,11 @@ class Operation(StrEnum):
     BATCH = "EntityGroupTransaction"
 
 
-def effective_method(method: str, tunnels: Iterable[str]) -> str:
+def effective_method(method: str, tunnels: Sequence[str]) -> str:
     """The method after ``X-HTTP-Method`` tunnelling: POST only, one header, a known verb."""
+    if not tunnels:
+        return method
     values = list(tunnels)
-    if not values:
-        return method.upper()
     if method.upper() != "POST":
         raise TableError("XMethodNotUsingPost")
     if len(values) > 1:
@@ -59,13 +59,37 @@ def effective_method(method: str, tunnels: Iterable[str]) -> str:
 
 
 def parse_if_match(value: str | None) -> str | None:
-    """An ``If-Match`` value as the service reads it: ``*`` or a weak ETag ``W/"…"``."""
+    """An ``If-Match`` value as the service reads it: ``*`` or one weak ETag ``W/"…"``.
+
+    The weak prefix is case-insensitive (RFC 9110 ``W/`` is a case-sensitive token, but Azure
+    compares a well-formed lower-case ``w/"…"`` and answers 412 when it differs, as for any stale
+    ETag); it comes back as ``W/`` so it compares equal to the stored ETag. Anything else, and a
+    list of several ETags, is 400 ``InvalidInput``.
+    """
     if value is None:
         return None
     value = value.strip()
-    if value == "*" or (value.startswith('W/"') and value.endswith('"') and len(value) > 3):
+    if value == "*":
         return value
+    if len(value) > 3 and value[:3] in ('W/"', 'w/"') and value[-1] == '"' and '"' not in value[3:-1]:
+        return value if value[0] == "W" else "W" + value[1:]
     raise TableError("InvalidInput", _INVALID_ETAG.format(value))
+
+
+def write_condition(if_match: str | None, if_none_match: str | None, verb: str) -> str | None:
+    """The condition of a write ("Update Entity", "Merge Entity", "Delete Entity"), read alike for a
+    whole request and a batch's sub-request: ``If-None-Match`` is refused, ``If-Match`` parsed."""
+    if if_none_match is not None:
+        if if_match is not None:
+            raise TableError(
+                "InvalidInput",
+                "Both If-Match and If-None-Match HTTP headers cannot be specified at the same time. "
+                "Please specify only one of them.",
+            )
+        raise TableError(
+            "InvalidInput", f"If-None-Match HTTP header cannot be specified for {verb} operations."
+        )
+    return parse_if_match(if_match)
 
 
 def _entity_operation(method: str, conditional: bool) -> Operation:
@@ -78,6 +102,16 @@ def _entity_operation(method: str, conditional: bool) -> Operation:
     if method == "DELETE":
         return Operation.DELETE_ENTITY
     raise TableError("MethodNotAllowed")
+
+
+def _nested_operation(method: str, conditional: bool) -> Operation:
+    """A path under a table name is taken as that table's entities: a POST inserts into the
+    table, any other method works on an entity whose keys the path does not give."""
+    if method == "POST":
+        return Operation.INSERT_ENTITY
+    if method == "GET":
+        return Operation.QUERY_ENTITIES
+    return _entity_operation(method, conditional)
 
 
 def _service_operation(method: str, restype: str | None, comp: str | None) -> Operation:
@@ -127,6 +161,8 @@ def resolve_operation(
         raise TableError("InvalidQueryParameterValue")
     if resource is Resource.ENTITY:
         return _entity_operation(method, conditional)
+    if resource is Resource.NESTED:
+        return _nested_operation(method, conditional)
     operation = _COLLECTION_OPERATIONS.get((resource, method))
     if operation is None:
         raise TableError("MethodNotAllowed")

@@ -8,9 +8,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from tabulae.http.addressing import locate_account
+from tabulae.http.addressing import decode_segments, locate_account
 from tabulae.model.errors import TableError
-from tabulae.table.api.urls import decode_segments, parse_segment
+from tabulae.table.api.urls import parse_segment
 
 
 class Resource(enum.Enum):
@@ -21,6 +21,7 @@ class Resource(enum.Enum):
     METADATA = "metadata"  # $metadata
     ENTITIES = "entities"  # name, name()
     ENTITY = "entity"  # name(PartitionKey='…',RowKey='…')
+    NESTED = "nested"  # name/anything: a client whose endpoint already ends in the table name
 
 
 @dataclass(slots=True)  # not frozen: built on every request, and frozen ones cost ~3x to build
@@ -32,17 +33,29 @@ class Route:
     table: str | None = None
     pk: str | None = None
     rk: str | None = None
+    nested: str | None = None  # the segment after the table name of a NESTED route
 
 
 def resolve(scheme: str, host: str, raw_path: str, accounts: dict[str, list[bytes]]) -> Route:
     """Work out the account, whether the secondary alias was used, and the resource."""
-    addressed = locate_account(scheme, host, decode_segments(raw_path)[1:], accounts)
-    segments = addressed.segments
+    account, secondary, base, segments = locate_account(scheme, host, decode_segments(raw_path)[1:], accounts)
     if not segments:
-        return Route(addressed.account, addressed.secondary, Resource.SERVICE, addressed.base)
+        return Route(account, secondary, Resource.SERVICE, base)
     if len(segments) != 1:
+        if len(segments) == 2:
+            return _nested(account, secondary, base, *segments)
         raise TableError("InvalidUri")
-    return _resource(addressed.account, addressed.secondary, addressed.base, segments[0])
+    return _resource(account, secondary, base, segments[0])
+
+
+def _nested(account: str, secondary: bool, base: str, table: str, rest: str) -> Route:
+    """``{table}/{rest}``: what an SDK sends when the endpoint it was given already ends in a
+    table name (``{endpoint}/Tables``, ``{endpoint}/Tables('t')``, ``{endpoint}/$batch``). Azure
+    addresses such a path to the table's entities, so the request fails there, with the errors
+    the SDKs turn into a hint about the account URL (:func:`handlers.nested`)."""
+    if not rest or "(" in table or table in ("Tables", "$batch", "$metadata"):
+        raise TableError("InvalidUri")
+    return Route(account, secondary, Resource.NESTED, base, table, nested=rest)
 
 
 def _resource(account: str, secondary: bool, base: str, segment: str) -> Route:

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
+from tabulae.http.addressing import is_path_style
 from tabulae.http.errors import error_json
 from tabulae.http.messages import NO_CACHE, NOSNIFF, Request, Response, error_time
 from tabulae.model.entity import StoredEntity, entity_from_body
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
+from tabulae.model.names import SECONDARY_SUFFIX
 from tabulae.table.api import odata
-from tabulae.table.api.batch import SubRequest, SubResponse, header_value, parse_batch, render_batch_response
-from tabulae.table.api.operations import Operation, effective_method, parse_if_match, resolve_operation
+from tabulae.table.api.batch import SubRequest, SubResponse, parse_batch, render_batch_response
+from tabulae.table.api.operations import Operation, effective_method, resolve_operation, write_condition
 from tabulae.table.api.routing import Resource, Route, resolve
 from tabulae.table.service import TableService
 
@@ -49,10 +52,21 @@ def _origin_path(target: str) -> str:
     return target.split("?", 1)[0]
 
 
-def _sub_route(scheme: str, host: str, target: str, accounts: dict[str, list[bytes]]) -> Route:
-    """Resolve a sub-request URL; an unknown account there is bad input, not an auth failure."""
+def _sub_route(scheme: str, host: str, target: str, batch: Route, accounts: dict[str, list[bytes]]) -> Route:
+    """Resolve a sub-request URL against the batch's own endpoint.
+
+    A path-style target that does not start with an account segment is relative to the batch's
+    account: the legacy Python SDK, given ``TableEndpoint=http://host/devstoreaccount1``, writes
+    ``POST /mytable`` under ``POST /devstoreaccount1/$batch`` (on Azure the account is in the host,
+    so that is the ordinary form there). An unknown account is bad input, not an auth failure.
+    """
+    path = _origin_path(target)
+    if is_path_style(host, accounts):
+        first = path.lstrip("/").split("/", 1)[0]
+        if first not in accounts and first.removesuffix(SECONDARY_SUFFIX) not in accounts:
+            path = f"{urlsplit(batch.base).path}{path if path.startswith('/') else '/' + path}"
     try:
-        return resolve(scheme, host, _origin_path(target), accounts)
+        return resolve(scheme, host, path, accounts)
     except TableError as exc:
         if exc.code == "AuthenticationFailed":
             raise TableError("InvalidInput") from None
@@ -60,11 +74,23 @@ def _sub_route(scheme: str, host: str, target: str, accounts: dict[str, list[byt
 
 
 def _header(sub: SubRequest, name: str) -> str | None:
-    return header_value(sub.headers, name)
+    """A sub-request header; repeated lines are joined with commas, as for a whole request."""
+    values = [value for key, value in sub.headers if key == name]
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else ",".join(values)
+
+
+def _content_id(sub: SubRequest) -> str | None:
+    """The part's ``Content-ID``: a MIME header of the part, or (legacy SDKs) a header of the
+    embedded request. Azure echoes it in the answer to that operation either way."""
+    return sub.content_id if sub.content_id is not None else _header(sub, "content-id")
 
 
 def _method(sub: SubRequest) -> str:
-    return effective_method(sub.method, [value for key, value in sub.headers if key == "x-http-method"])
+    return effective_method(
+        sub.method.upper(), [value for key, value in sub.headers if key == "x-http-method"]
+    )
 
 
 def _prefer(sub: SubRequest) -> str | None:
@@ -104,7 +130,8 @@ def _mutation(sub: SubRequest, route: Route, operation: Operation) -> Mutation:
         return Mutation(kind, entity.pk, entity.rk, entity.properties)
     assert route.pk is not None and route.rk is not None
     keys = (route.pk, route.rk)
-    condition = parse_if_match(_header(sub, "if-match"))
+    verb = "DELETE" if kind is MutationKind.DELETE else "PUT" if kind is MutationKind.REPLACE else "MERGE"
+    condition = write_condition(_header(sub, "if-match"), _header(sub, "if-none-match"), verb)
     if kind is MutationKind.DELETE:
         if condition is None:
             raise TableError("UpdateConditionNotSatisfied")  # If-Match is required
@@ -172,7 +199,7 @@ async def submit(
         try:
             op_route = routes.get(sub.target)
             if op_route is None:
-                op_route = routes[sub.target] = _sub_route(request.scheme, host, sub.target, accounts)
+                op_route = routes[sub.target] = _sub_route(request.scheme, host, sub.target, route, accounts)
             if op_route.account != route.account or op_route.table is None:
                 raise TableError("InvalidInput")
             if table_key is None:
@@ -184,10 +211,10 @@ async def submit(
             mutation = _mutation(sub, op_route, operation)
             if authorize is not None:
                 authorize(op_route, operation, mutation.pk, mutation.rk)
-            operations.append(_Change(mutation, op_route, _prefer(sub), sub.content_id, level))
+            operations.append(_Change(mutation, op_route, _prefer(sub), _content_id(sub), level))
         except TableError as error:
             error.index = index
-            return _multipart([_failure_part(error, request_id, sub.content_id, _prefer(sub))])
+            return _multipart([_failure_part(error, request_id, _content_id(sub), _prefer(sub))])
     if not operations or table_key is None:
         raise TableError("InvalidInput")
     table = operations[0].route.table
@@ -216,7 +243,7 @@ async def _single_query(
     """A batch holding one bare GET of an entity, answered outside a changeset."""
     host = request.headers.get("host", "127.0.0.1")
     try:
-        op_route = _sub_route(request.scheme, host, sub.target, accounts)
+        op_route = _sub_route(request.scheme, host, sub.target, route, accounts)
         if (
             sub.method.upper() != "GET"
             or op_route.account != route.account
@@ -232,7 +259,7 @@ async def _single_query(
         entity = await service.get_entity(op_route.account, op_route.table, op_route.pk, op_route.rk)
     except TableError as error:
         error.index = 0
-        return _multipart([_failure_part(error, request_id, sub.content_id, None)], in_changeset=False)
+        return _multipart([_failure_part(error, request_id, _content_id(sub), None)], in_changeset=False)
     body = odata.render_entity(entity, op_route.base, op_route.account, op_route.table, level)
     headers = (*_PART_COMMON, ("Content-Type", odata.CONTENT_TYPE_TEXT[level]), ("ETag", entity.etag))
-    return _multipart([SubResponse(200, headers, body, sub.content_id)], in_changeset=False)
+    return _multipart([SubResponse(200, headers, body, _content_id(sub))], in_changeset=False)

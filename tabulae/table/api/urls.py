@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import unquote
 
 from tabulae.model.errors import MSG_KEY_COUNT, TableError
 from tabulae.model.names import check_url_key
@@ -34,14 +33,6 @@ class Segment:
     has_parens: bool
     keys: dict[str, str] | None  # PartitionKey/RowKey predicate
     literal: str | None  # Tables('name') form
-
-
-def decode_segments(raw_path: str) -> list[str]:
-    """Split a raw path on ``/`` and percent-decode each piece once (strict UTF-8)."""
-    try:
-        return [unquote(piece, errors="strict") for piece in raw_path.split("/")]
-    except UnicodeDecodeError as exc:
-        raise TableError("InvalidUri") from exc
 
 
 def _read_literal(text: str, pos: int) -> tuple[str, int]:

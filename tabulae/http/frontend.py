@@ -1,0 +1,161 @@
+"""The life of a request in every service's front-end, written once.
+
+ASGI scope → :class:`Request` → the service's route (account and resource) → for ``OPTIONS`` the
+CORS preflight, otherwise the ``x-ms-version`` check, the body, authentication and the service's
+dispatch → the :class:`Response` with the headers every Azure response carries, the CORS headers
+of an actual request, and the access-log line; a ``StreamedResponse`` (blob content) goes out
+piece by piece as the client takes it. A ``TableError`` raised anywhere below becomes the
+service's error body here, and only here; anything else is logged and answered 500
+``InternalError``.
+
+A service's front-end (``table.api.app.TableApp``, ``queue.api.app.QueueApp``,
+``blob.api.app.BlobApp``) subclasses :class:`Frontend` and supplies the steps that differ: how a
+URL is routed, how requests are authenticated and dispatched, where the account's CORS rules are
+kept, and the error format. The body is read whole under ``max_body_bytes`` unless the service
+reads it another way (the Blob service streams content from its handlers).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from abc import ABC, abstractmethod
+from typing import Any, Generic, Protocol, TypeVar
+
+from tabulae.http import cors
+from tabulae.http.exchange import log_request, read_body, send_response
+from tabulae.http.messages import SERVER_HEADER, Clock, Headers, Request, RequestIds, Response
+from tabulae.http.options import FrontendOptions
+from tabulae.http.streaming import StreamedResponse, send_streamed
+from tabulae.http.versions import check_version
+from tabulae.model.errors import TableError
+from tabulae.model.policies import CorsRule
+
+log = logging.getLogger("tabulae")
+
+
+class Routed(Protocol):
+    """What every service's route has: the account it addresses."""
+
+    account: str
+
+
+RouteT = TypeVar("RouteT", bound=Routed)
+
+
+class Frontend(ABC, Generic[RouteT]):
+    """The ASGI callable of one service's port. ``RouteT`` is what the service's router returns."""
+
+    server_header: tuple[bytes, bytes] = SERVER_HEADER
+    exposed_headers = ""  # response headers exposed to CORS callers besides a rule's own list
+
+    def __init__(self, options: FrontendOptions) -> None:
+        self.options = options
+        self._ids = RequestIds()
+        self._clock = Clock()
+        self._cors_rules = cors.RulesCache(self.load_cors_rules)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        started = time.perf_counter()
+        request = Request.from_scope(scope)
+        request_id = self._ids.next()
+        route: RouteT | None = None
+        try:
+            route = self.route(request)
+            if request.method == "OPTIONS":
+                rules = await self.load_cors_rules(route.account)
+                response = cors.preflight(rules, request.headers)
+            else:
+                check_version(request.headers.get("x-ms-version"))
+                await self.receive_body(request, receive, route)
+                await self.authenticate(request, route)
+                response = await self.dispatch(request, route, request_id)
+        except TableError as error:
+            response = self.error_response(request, route, error, request_id)
+        except Exception:
+            log.exception("unexpected error handling %s request", request.method)
+            response = self.error_response(request, route, TableError("InternalError"), request_id)
+        if route is not None and request.method != "OPTIONS":
+            cors_headers = self._cached_cors_headers(route, request)
+            if cors_headers is None:
+                cors_headers = await self._cors_headers(route, request)
+            response.headers.extend(cors_headers)
+        if isinstance(response, StreamedResponse):
+            try:
+                await send_streamed(
+                    send, receive, request, response, request_id, self._clock, self.server_header
+                )
+            except TableError as error:  # the content failed after its headers went out
+                log.warning("response ended early: %s", error.detail or error.message)
+                return
+        else:
+            await send_response(send, request, response, request_id, self._clock, self.server_header)
+        if route is not None:
+            self.answered(request, route, response)
+        if self.options.access_log:
+            log_request(request, response.status, request_id, started)
+
+    # ------------------------------------------------------------------------------ CORS
+
+    def _cached_cors_headers(self, route: RouteT, request: Request) -> Headers | None:
+        """The CORS headers of an actual request when they need no read ("CORS support for the
+        Azure Storage services"): none for a request without ``Origin`` other than GET or HEAD,
+        and for a GET or HEAD without one (where only ``Vary``, or a ``*`` rule's headers, can
+        apply), from the rules cached in the last second, so reads do not read service
+        properties. None when the rules must be read (:meth:`_cors_headers`)."""
+        if "origin" in request.headers:
+            return None
+        if request.method not in cors.VARYING_METHODS:
+            return []
+        rules = self._cors_rules.peek(route.account)
+        if rules is None:
+            return None
+        return cors.actual_headers(rules, None, request.method, self.exposed_headers) if rules else []
+
+    async def _cors_headers(self, route: RouteT, request: Request) -> Headers:
+        """The CORS headers of an actual request, reading the rules: every time for a request with
+        ``Origin`` (a rule change applies at once), through the cache for one without."""
+        origin = request.headers.get("origin")
+        try:
+            if origin:
+                rules = await self.load_cors_rules(route.account)
+            else:
+                rules = await self._cors_rules.get(route.account)
+        except TableError:
+            return []
+        return cors.actual_headers(rules, origin or None, request.method, self.exposed_headers)
+
+    def forget_cors_rules(self, account: str) -> None:
+        """Drop the cached rules of an account whose service properties this worker just set."""
+        self._cors_rules.forget(account)
+
+    # ------------------------------------------------------------------------------ the steps
+
+    async def receive_body(self, request: Request, receive: Any, route: RouteT) -> None:
+        """Read the whole body into ``request.body`` (413 past ``max_body_bytes``)."""
+        await read_body(request, receive, self.options.max_body_bytes, self.options.body_timeout)
+
+    def answered(self, request: Request, route: RouteT, response: Response) -> None:
+        """Called once the response has gone out (a service counting what it served)."""
+
+    @abstractmethod
+    def route(self, request: Request) -> RouteT:
+        """The account and resource the request addresses; raises for a URL the service lacks."""
+
+    @abstractmethod
+    async def authenticate(self, request: Request, route: RouteT) -> None:
+        """Check who sent the request (``auth.flow.authenticate``); a SAS grant goes to ``request.grant``."""
+
+    @abstractmethod
+    async def dispatch(self, request: Request, route: RouteT, request_id: str) -> Response:
+        """Resolve the operation, check a SAS grant for it, and run its handler."""
+
+    @abstractmethod
+    async def load_cors_rules(self, account: str) -> list[CorsRule]:
+        """The CORS rules of the account's service, read from its service properties."""
+
+    @abstractmethod
+    def error_response(
+        self, request: Request, route: RouteT | None, error: TableError, request_id: str
+    ) -> Response:
+        """The error as the service writes it (``route`` is None when routing itself failed)."""

@@ -1,0 +1,146 @@
+"""The Queue service's front-end: an ASGI app for the Queue port (10001 by default).
+
+The life of a request is :class:`tabulae.http.frontend.Frontend`'s: route (account, queue,
+message) → authentication (Shared Key and Shared Key Lite with the Blob/Queue string-to-sign,
+bearer when enabled, account or queue SAS) → the operation, resolved once (:mod:`.operations`) →
+the SAS check for that operation → its handler from :data:`HANDLERS`. Errors are Azure's generic
+``<Error>`` XML with the byte order mark, without a body on HEAD requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+from tabulae.auth.flow import authenticate
+from tabulae.auth.sas import SasToken, StoredPolicy, stored_policies
+from tabulae.auth.shared_key import verify_blob_queue_authorization
+from tabulae.http.errors import XML_CONTENT_TYPE, error_xml
+from tabulae.http.frontend import Frontend
+from tabulae.http.messages import NO_CACHE, Request, Response, error_time
+from tabulae.http.options import FrontendOptions
+from tabulae.model.errors import TableError
+from tabulae.model.policies import CorsRule
+from tabulae.queue.api import handlers as ops
+from tabulae.queue.api.formats import BOM
+from tabulae.queue.api.operations import READ_OPERATIONS, Operation, resolve_operation
+from tabulae.queue.api.routing import Route, resolve
+from tabulae.queue.api.sas import QueueGrant, verify_sas
+from tabulae.queue.service import QueueService
+
+SERVER_HEADER = (b"server", b"Tabulae/0.1 (Windows-Azure-Queue/1.0 compatible)")
+
+Handler = Callable[[QueueService, Request, Route], Awaitable[Response]]
+
+HANDLERS: dict[Operation, Handler] = {
+    Operation.LIST_QUEUES: ops.list_queues,
+    Operation.GET_SERVICE_PROPERTIES: ops.get_service_properties,
+    Operation.SET_SERVICE_PROPERTIES: ops.set_service_properties,
+    Operation.GET_SERVICE_STATS: ops.get_service_stats,
+    Operation.CREATE_QUEUE: ops.create_queue,
+    Operation.DELETE_QUEUE: ops.delete_queue,
+    Operation.GET_METADATA: ops.get_metadata,
+    Operation.SET_METADATA: ops.set_metadata,
+    Operation.GET_ACL: ops.get_acl,
+    Operation.SET_ACL: ops.set_acl,
+    Operation.PUT_MESSAGE: ops.put_message,
+    Operation.GET_MESSAGES: ops.get_messages,
+    Operation.PEEK_MESSAGES: ops.peek_messages,
+    Operation.CLEAR_MESSAGES: ops.clear_messages,
+    Operation.UPDATE_MESSAGE: ops.update_message,
+    Operation.DELETE_MESSAGE: ops.delete_message,
+}
+
+
+class QueueApp(Frontend[Route]):
+    """The ASGI callable of the Queue port, over a :class:`QueueService` (guarded or not)."""
+
+    server_header = SERVER_HEADER
+    exposed_headers = ops.EXPOSED_HEADERS
+
+    def __init__(self, service: QueueService, options: FrontendOptions) -> None:
+        super().__init__(options)
+        self.service = service
+
+    def route(self, request: Request) -> Route:
+        host = request.headers.get("host", "127.0.0.1")
+        return resolve(request.scheme, host, request.raw_path, self.options.accounts)
+
+    async def authenticate(self, request: Request, route: Route) -> None:
+        keys = self.options.accounts[route.account]
+
+        def shared_key(header: str) -> None:
+            verify_blob_queue_authorization(
+                header,
+                method=request.method,
+                raw_path=request.raw_path,
+                headers=request.headers,
+                query_pairs=request.query_pairs,
+                account=route.account,
+                keys=keys,
+                max_skew_seconds=self.options.clock_skew,
+            )
+
+        async def sas(token: SasToken) -> QueueGrant:
+            policies: dict[str, StoredPolicy] = {}
+            if token.si is not None and route.queue and not token.is_account:
+                try:
+                    identifiers = await self.service.get_acl(route.account, route.queue)
+                except TableError:
+                    identifiers = []
+                policies = stored_policies(identifiers)
+            return verify_sas(
+                token,
+                account=route.account,
+                keys=keys,
+                queue=route.queue,
+                policy_lookup=policies.get,
+                is_https=request.scheme == "https",
+                client_ip=request.client_ip,
+                now=datetime.now(UTC),
+            )
+
+        request.grant = await authenticate(
+            request.headers.get("authorization"),
+            request.query,
+            account=route.account,
+            service="queue",
+            oauth=self.options.oauth,
+            shared_key=shared_key,
+            sas=sas,
+        )
+
+    async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
+        query = request.query
+        operation = resolve_operation(
+            route.resource,
+            request.method,
+            comp=query.get("comp"),
+            restype=query.get("restype"),
+            peekonly=query.get("peekonly"),
+        )
+        if route.secondary and operation not in READ_OPERATIONS:
+            raise TableError("AuthorizationFailure")
+        grant: QueueGrant | None = request.grant
+        if grant is not None:
+            grant.check(operation)
+        response = await HANDLERS[operation](self.service, request, route)
+        if operation is Operation.SET_SERVICE_PROPERTIES:
+            self.forget_cors_rules(route.account)
+        return response
+
+    async def load_cors_rules(self, account: str) -> list[CorsRule]:
+        return (await self.service.get_service_properties(account)).cors
+
+    def error_response(
+        self, request: Request, route: Route | None, error: TableError, request_id: str
+    ) -> Response:
+        headers = [(b"x-ms-error-code", error.code.encode()), (b"content-type", XML_CONTENT_TYPE), NO_CACHE]
+        if error.headers:
+            headers.extend(error.headers)
+        body = (
+            b""
+            if request.method == "HEAD"
+            else BOM + error_xml(error, request_id, error_time(), table_style=False)
+        )
+        return Response(error.status, headers, body)
