@@ -394,9 +394,12 @@ def print_disk_ratio(results: dict[str, dict[str, Outcome]], disk: tuple[float, 
         for name, speed in (("blob-put-64m", disk[0]), ("blob-get-64m", disk[1])):
             outcome = per.get(name)
             if outcome is not None and outcome.throughput > 0:
+                kind = "write" if "put" in name else "read"
+                ratio = speed / outcome.throughput
+                relation = f"{ratio:.2f}x below" if ratio >= 1 else f"{1 / ratio:.2f}x above (page cache)"
                 print(
-                    f"{target} {name}: {outcome.throughput:,.0f} MiB/s = {speed / outcome.throughput:.2f}x "
-                    f"below the disk's {'write' if 'put' in name else 'read'} speed ({speed:,.0f} MiB/s)"
+                    f"{target} {name}: {outcome.throughput:,.0f} MiB/s = {relation} "
+                    f"the disk's {kind} speed ({speed:,.0f} MiB/s)"
                 )
 
 
