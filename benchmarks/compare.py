@@ -22,11 +22,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import cpu
+from blobs import BLOB_WORKLOADS, BlobHttp, disk_speed
 from client import TableHttp, open_session
 from queues import QueueHttp
 from servers import Server, ensure_azurite, make_server
-from workloads import WORKLOADS, Context, Options, Prepared
+from workloads import WORKLOADS as TABLE_WORKLOADS
+from workloads import Context, Options, Prepared
 from wrk_runner import WrkResult, ensure_wrk, run_wrk
+
+WORKLOADS = {**TABLE_WORKLOADS, **BLOB_WORKLOADS}
 
 TARGETS = ("tabulae", "azurite")
 
@@ -64,7 +68,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--target", choices=[*TARGETS, "both"], default="both")
     parser.add_argument(
-        "--workloads", default=",".join(WORKLOADS), help=f"comma-separated, from: {', '.join(WORKLOADS)}"
+        "--workloads",
+        default=",".join(TABLE_WORKLOADS),
+        help=f"comma-separated, from: {', '.join(WORKLOADS)}; 'blob' for every blob workload "
+        "(default: the table workloads)",
     )
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per workload (default 10)")
     parser.add_argument("--connections", type=int, default=32, help="concurrent connections (default 32)")
@@ -101,6 +108,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--scale", action="store_true", help="the 10M-entity scale test of Tabulae instead")
     parser.add_argument("--scale-rows", type=int, default=10_000_000, help="entities for --scale")
     parser.add_argument("--scale-base-rows", type=int, default=100_000, help="baseline entities for --scale")
+    parser.add_argument(
+        "--blob-memory",
+        action="store_true",
+        help="measure Tabulae's RSS while a 1 GiB blob is uploaded and downloaded, instead",
+    )
+    parser.add_argument("--blob-memory-mib", type=int, default=1024, help="blob size for --blob-memory")
     return parser.parse_args(argv)
 
 
@@ -133,6 +146,8 @@ async def prepare(ctx: Context, name: str) -> Prepared:
     async with open_session() as session:
         if workload.service == "queue":
             return await workload.prepare(ctx, QueueHttp(ctx.queue_host, session))
+        if workload.service == "blob":
+            return await workload.prepare(ctx, BlobHttp(ctx.blob_host, session))  # type: ignore[arg-type]
         return await workload.prepare(ctx, TableHttp(ctx.host, session))
 
 
@@ -150,7 +165,7 @@ def measure(server: Server, ctx: Context, name: str) -> Outcome:
     started = time.monotonic()
     result: WrkResult = run_wrk(
         prepared.script,
-        ctx.queue_host if WORKLOADS[name].service == "queue" else ctx.host,
+        ctx.service_host(WORKLOADS[name].service),
         prepared.data_file,
         threads=ctx.options.threads,
         connections=prepared.connections,
@@ -202,6 +217,10 @@ def operation_name(unit: str) -> str:
     """What one counted operation is, from a rate unit: ``entities/s`` counts entities."""
     if unit.startswith("entities"):
         return "entity"
+    if unit.startswith("MiB"):
+        return "MiB"
+    if unit.startswith("lists"):
+        return "list"
     return "message" if unit.startswith("messages") else "request"
 
 
@@ -212,7 +231,8 @@ def run_target(target: str, names: list[str], args: argparse.Namespace, options:
         groups = [("table", names)]
     else:
         groups = [
-            (service, [n for n in names if WORKLOADS[n].service == service]) for service in ("table", "queue")
+            (service, [n for n in names if WORKLOADS[n].service == service])
+            for service in ("table", "queue", "blob")
         ]
     outcomes: list[Outcome] = []
     for service, group in groups:
@@ -229,7 +249,14 @@ def run_server(server: Server, target: str, names: list[str], options: Options) 
     with tempfile.TemporaryDirectory(prefix=f"bench-data-{target}-") as workdir:
         try:
             server.start()
-            ctx = Context(target, server.host, options, Path(workdir), queue_host=server.queue_host)
+            ctx = Context(
+                target,
+                server.host,
+                options,
+                Path(workdir),
+                queue_host=server.queue_host,
+                blob_host=server.blob_host,
+            )
             for name in names:
                 try:
                     outcomes.append(measure(server, ctx, name))
@@ -361,6 +388,21 @@ def print_cpu(results: dict[str, dict[str, Outcome]]) -> None:
         print("\n".join(lines))
 
 
+def print_disk_ratio(results: dict[str, dict[str, Outcome]], disk: tuple[float, float]) -> None:
+    """Large transfers against the disk's own sequential speed (the goal: within 2x of it)."""
+    for target, per in results.items():
+        for name, speed in (("blob-put-64m", disk[0]), ("blob-get-64m", disk[1])):
+            outcome = per.get(name)
+            if outcome is not None and outcome.throughput > 0:
+                kind = "write" if "put" in name else "read"
+                ratio = speed / outcome.throughput
+                relation = f"{ratio:.2f}x below" if ratio >= 1 else f"{1 / ratio:.2f}x above (page cache)"
+                print(
+                    f"{target} {name}: {outcome.throughput:,.0f} MiB/s = {relation} "
+                    f"the disk's {kind} speed ({speed:,.0f} MiB/s)"
+                )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     args = parse_args(argv)
@@ -370,7 +412,13 @@ def main(argv: list[str] | None = None) -> int:
         from scale import run_scale
 
         return run_scale(args, options)
+    if args.blob_memory:
+        from blob_memory import run_blob_memory
+
+        return run_blob_memory(args.blob_memory_mib, args.tabulae_args)
     names = [n.strip() for n in args.workloads.split(",") if n.strip()]
+    if "blob" in names:
+        names = [n for n in names if n != "blob"] + list(BLOB_WORKLOADS)
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         print(
@@ -381,10 +429,18 @@ def main(argv: list[str] | None = None) -> int:
     if "azurite" in targets:
         ensure_azurite()
     started = time.monotonic()
+    disk: tuple[float, float] | None = None
+    if any(n in BLOB_WORKLOADS for n in names):
+        with tempfile.TemporaryDirectory(prefix="bench-dd-") as scratch:
+            disk = disk_speed(Path(scratch))
+        print(f"disk (dd, 1 GiB, where the servers keep data): write {disk[0]:,.0f} MiB/s synced, "
+              f"read {disk[1]:,.0f} MiB/s direct", flush=True)  # fmt: skip
     results: dict[str, dict[str, Outcome]] = {}
     for target in targets:
         results[target] = {o.workload: o for o in run_target(target, names, args, options)}
     print_table(names, results, options)
+    if disk is not None:
+        print_disk_ratio(results, disk)
     print(f"total time {time.monotonic() - started:.0f}s")
     if args.json:
         payload = {t: {n: asdict(o) for n, o in per.items()} for t, per in results.items()}

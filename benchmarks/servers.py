@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import aiohttp
+from blobs import BlobHttp
 from client import TableHttp, open_session
 from queues import QueueHttp
 
@@ -23,6 +24,7 @@ CACHE_DIR = Path(os.environ.get("TABULAE_BENCH_CACHE", Path.home() / ".cache" / 
 AZURITE_DIR = CACHE_DIR / "azurite"
 AZURITE_BIN = AZURITE_DIR / "node_modules" / ".bin" / "azurite-table"
 AZURITE_QUEUE_BIN = AZURITE_DIR / "node_modules" / ".bin" / "azurite-queue"
+AZURITE_BLOB_BIN = AZURITE_DIR / "node_modules" / ".bin" / "azurite-blob"
 
 
 def free_port() -> int:
@@ -57,6 +59,7 @@ class Server:
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
         self.queue_host = self.host  # where its Queue service listens, when it has one
+        self.blob_host = self.host  # and its Blob service
         self.extra_args = extra_args or []
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"bench-{self.name}-"))
         self.process: subprocess.Popen[bytes] | None = None
@@ -88,12 +91,16 @@ class Server:
         async with open_session(limit=1) as session:
             http = TableHttp(self.host, session)
             queue = QueueHttp(self.queue_host, session)
+            blob = BlobHttp(self.blob_host, session)
             while True:
                 if self.process is not None and self.process.poll() is not None:
                     raise RuntimeError(f"{self.name} exited early:\n{self.log_tail()}")
                 try:
                     if self.probe == "queue":
                         if await queue.ready():
+                            return
+                    elif self.probe == "blob":
+                        if await blob.ready():
                             return
                     elif (await http.list_tables()).status == 200:
                         return
@@ -166,9 +173,9 @@ class Server:
 
 
 class TabulaeServer(Server):
-    """``python -m tabulae serve`` from this repository, with a fresh ``--data-dir``: the Table and
-    Queue services of one process, each on a free port, and the request-date check off: wrk
-    replays requests signed once, for as long as a workload runs."""
+    """``python -m tabulae serve`` from this repository, with a fresh ``--data-dir``: the Table,
+    Queue and Blob services of one process, each on a free port, and the request-date check off:
+    wrk replays requests signed once, for as long as a workload runs."""
 
     name = "tabulae"
 
@@ -176,6 +183,8 @@ class TabulaeServer(Server):
         super().__init__(extra_args)
         self.queue_port = free_port()
         self.queue_host = f"127.0.0.1:{self.queue_port}"
+        self.blob_port = free_port()
+        self.blob_host = f"127.0.0.1:{self.blob_port}"
 
     def command(self) -> list[str]:
         return [
@@ -184,13 +193,15 @@ class TabulaeServer(Server):
             "tabulae",
             "serve",
             "--services",
-            "table,queue",
+            "table,queue,blob",
             "--host",
             "127.0.0.1",
             "--port",
             str(self.port),
             "--queue-port",
             str(self.queue_port),
+            "--blob-port",
+            str(self.blob_port),
             "--data-dir",
             str(self.data_dir),
             "--clock-skew",
@@ -251,6 +262,39 @@ class AzuriteQueueServer(AzuriteServer):
         ]
 
 
+class TabulaeBlobServer(TabulaeServer):
+    """Tabulae serving only its Blob service (on ``port``): the memory benchmark's server, whose
+    resident size is then the Blob service's alone."""
+
+    probe = "blob"
+
+    def __init__(self, extra_args: list[str] | None = None) -> None:
+        super().__init__(extra_args)
+        self.blob_port, self.blob_host = self.port, self.host
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "tabulae", "serve", "--services", "blob", "--host", "127.0.0.1",
+            "--blob-port", str(self.port), "--data-dir", str(self.data_dir), "--clock-skew", "0",
+            *self.extra_args,
+        ]  # fmt: skip
+
+
+class AzuriteBlobServer(AzuriteServer):
+    """Azurite's blob service (``azurite-blob``, same npm package), in a fresh ``--location``."""
+
+    name = "azurite-blob"
+    probe = "blob"
+
+    def command(self) -> list[str]:
+        ensure_azurite()
+        return [
+            str(AZURITE_BLOB_BIN), "--blobHost", "127.0.0.1", "--blobPort", str(self.port),
+            "--location", str(self.data_dir), "--skipApiVersionCheck", "--disableProductStyleUrl",
+            "--disableTelemetry", "--silent", *self.extra_args,
+        ]  # fmt: skip
+
+
 def make_server(
     target: str, tabulae_args: str = "", azurite_args: str = "", service: str = "table"
 ) -> Server:
@@ -260,5 +304,7 @@ def make_server(
     if target == "azurite":
         if service == "queue":
             return AzuriteQueueServer(shlex.split(azurite_args))
+        if service == "blob":
+            return AzuriteBlobServer(shlex.split(azurite_args))
         return AzuriteServer(shlex.split(azurite_args))
     raise ValueError(f"unknown target {target!r}")

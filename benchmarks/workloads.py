@@ -74,11 +74,18 @@ class Context:
     """Per-server state: where to write files, what has been preloaded."""
 
     def __init__(
-        self, target: str, host: str, options: Options, workdir: Path, queue_host: str | None = None
+        self,
+        target: str,
+        host: str,
+        options: Options,
+        workdir: Path,
+        queue_host: str | None = None,
+        blob_host: str | None = None,
     ) -> None:
         self.target = target
         self.host = host
         self.queue_host = queue_host or host  # where the Queue service listens
+        self.blob_host = blob_host or host  # and the Blob service
         self.options = options
         self.workdir = workdir
         self.rng = random.Random(20261122)
@@ -86,6 +93,10 @@ class Context:
         self.scan_loaded = 0
         self.tables_created = False
         self.run_id = uuid.uuid4().hex[:6]
+
+    def service_host(self, service: str) -> str:
+        """Where the workloads of ``service`` (table, queue, blob) send their requests."""
+        return {"queue": self.queue_host, "blob": self.blob_host}.get(service, self.host)
 
     @property
     def rows_per_partition(self) -> int:

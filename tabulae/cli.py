@@ -85,14 +85,15 @@ def settings_from(args: argparse.Namespace) -> Settings:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tabulae",
-        description="A self-hosted Azure Table and Queue Storage server, and tools to move data.",
+        description="A self-hosted Azure Table, Queue and Blob Storage server, and tools to move data.",
     )
     parser.add_argument("--version", action="version", version=f"tabulae {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser(
         "serve",
-        help="run the Table and Queue services",
-        description="Run the storage account's services: Table (port 10002) and Queue (port 10001).",
+        help="run the Table, Queue and Blob services",
+        description="Run the storage account's services: Table (port 10002), Queue (port 10001) "
+        "and Blob (port 10000).",
     )
     add_setting_flags(serve)
     top.add_arguments(commands.add_parser("top", help="show the hottest partitions of a server, live"))
@@ -115,8 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     backup = commands.add_parser(
         "backup",
         help="take a consistent online backup of a data directory",
-        description="Copy the SQLite store of --data-dir into DEST while the server keeps running. "
-        "`tabulae serve --data-dir DEST` then serves the same data.",
+        description="Copy the SQLite store of --data-dir, blob content included, into DEST while the "
+        "server keeps running. `tabulae serve --data-dir DEST` then serves the same data.",
     )
     backup.add_argument("dest", type=Path, help="an empty or new directory for the copy")
     backup.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="the store to back up")

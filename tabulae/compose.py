@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import logging
 import os
 import random
 import secrets
@@ -23,10 +24,13 @@ import orjson
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
+from tabulae.admission.blobs import BlobAdmission
 from tabulae.admission.faults import FaultInjector
 from tabulae.admission.guard import GuardedService
 from tabulae.admission.queue_guard import GuardedQueueService
 from tabulae.admission.throttle import Targets, Throttle
+from tabulae.blob.api.app import BlobApp
+from tabulae.blob.service import BlobService
 from tabulae.config import DEV_ACCOUNT, DEV_KEY, SETTINGS_ENV, Settings
 from tabulae.console.app import build_console
 from tabulae.console.insight import InsightPage
@@ -37,16 +41,20 @@ from tabulae.console.tables import TablesPage
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.options import FrontendOptions
 from tabulae.http.protocol import KEEP_ALIVE_SECONDS, AzureHttpProtocol
+from tabulae.insight.containers import ContainerCounters
 from tabulae.insight.partitions import Insight
 from tabulae.insight.queues import QueueInsight
 from tabulae.queue.api.app import QueueApp
 from tabulae.queue.service import now_us
+from tabulae.storage.blobs import BlobStore
 from tabulae.storage.factory import open_stores
 from tabulae.storage.queues import QueueStats, QueueStore
 from tabulae.storage.tables import TableStore
 from tabulae.table.api.app import TableApp
 
 PROMETHEUS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
+GARBAGE_INTERVAL_SECONDS = 120.0  # how often each worker collects unreferenced blob content
+log = logging.getLogger("tabulae")
 
 
 def frontend_options(settings: Settings) -> FrontendOptions:
@@ -147,6 +155,7 @@ def build_gateway(settings: Settings) -> Gateway:
         queue_insight = QueueInsight(
             queue_target=settings.queue_target, poison_threshold=settings.poison_threshold
         )
+        containers = ContainerCounters()
         throttle = throttle_for(settings)
         options = frontend_options(settings)
         ports = settings.ports()
@@ -163,6 +172,10 @@ def build_gateway(settings: Settings) -> Gateway:
             by_port[ports["queue"]] = QueueApp(queues, options)
             figures = QueueFigures(queues, queue_insight)
             tasks.append(asyncio.get_running_loop().create_task(queues.keep_collecting()))
+        if "blob" in ports:
+            admission = BlobAdmission(containers, throttle, faults_for(settings))
+            by_port[ports["blob"]] = BlobApp(BlobService(stores.blobs), options, admission)
+            tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs)))
         extras: dict[str, AsgiApp] = {}
         if settings.console_on():
             extras[CONSOLE_PATH] = console(settings, table, insight, queues, queue_insight)
@@ -171,13 +184,14 @@ def build_gateway(settings: Settings) -> Gateway:
             stats = await figures.stats() if figures is not None else []
             if as_json:
                 snapshot = insight.snapshot()
+                snapshot["containers"] = containers.snapshot()
                 if figures is not None:
                     queue_snapshot = queue_insight.snapshot(stats, now_us())
                     snapshot["queues"] = queue_snapshot["queues"]
                     snapshot["queue_target"] = queue_snapshot["queue_target"]
                     snapshot["warnings"].extend(queue_snapshot["warnings"])
                 return b"application/json", orjson.dumps(snapshot)
-            text = insight.prometheus()
+            text = insight.prometheus() + containers.prometheus()
             if figures is not None:
                 text += queue_insight.prometheus(stats, now_us())
             return PROMETHEUS_TYPE, text.encode()
@@ -192,6 +206,17 @@ def build_gateway(settings: Settings) -> Gateway:
         return Mounts(by_port, metrics, close, extras)
 
     return Gateway(start)
+
+
+async def collect_garbage(store: BlobStore) -> None:
+    """Collect unreferenced blob content now (a crash may have left some) and then every few
+    minutes, in every worker; the store makes concurrent collections safe."""
+    while True:
+        try:
+            await store.collect_garbage()
+        except Exception:  # never fatal: the next round tries again
+            log.exception("blob garbage collection failed")
+        await asyncio.sleep(GARBAGE_INTERVAL_SECONDS)
 
 
 def create_app() -> Gateway:

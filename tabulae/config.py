@@ -29,7 +29,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 10002  # the Table service's port, as the storage emulators use it
 DEFAULT_QUEUE_PORT = 10001
 DEFAULT_BLOB_PORT = 10000
-SERVICES = ("table", "queue")  # the services this server has; `--services` picks among them
+SERVICES = ("table", "queue", "blob")  # the services this server has; `--services` picks among them
 DEFAULT_DATA_DIR = Path("tabulae-data")
 ACCOUNTS_ENV = ("TABULAE_ACCOUNTS", "AZURITE_ACCOUNTS")
 STORE_ENV = "TABULAE_STORE"  # the store URL, for `serve --store` and `db init --store`
@@ -104,7 +104,11 @@ class Settings:
         metavar="LIST",
     )
     data_dir: Path = setting(
-        DEFAULT_DATA_DIR, flag="--data-dir", help="directory of the SQLite database", type=Path, metavar="DIR"
+        DEFAULT_DATA_DIR,
+        flag="--data-dir",
+        help="directory of the SQLite database and blob content",
+        type=Path,
+        metavar="DIR",
     )
     in_memory: bool = setting(
         False,
@@ -164,15 +168,18 @@ class Settings:
         False,
         flag="--targets",
         help="'azure': enforce Azure's scalability targets, entities/s per partition, messages/s per "
-        "queue and operations/s per account (every entity written or scanned and every message "
-        "counts); over them requests get 503 ServerBusy",
+        "queue and operations/s per account (every entity written or scanned, every message and "
+        "every blob request counts); over them requests get 503 ServerBusy",
         choices=["azure"],
     )
     partition_target: float = setting(
         2000.0, flag="--partition-target", help="entities/s per partition", type=float
     )
     account_target: float = setting(
-        20000.0, flag="--account-target", help="entities and messages/s per account", type=float
+        20000.0,
+        flag="--account-target",
+        help="entities, messages and blob requests/s per account",
+        type=float,
     )
     queue_target: float = setting(2000.0, flag="--queue-target", help="messages/s per queue", type=float)
     poison_threshold: int = setting(

@@ -48,10 +48,15 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.queue_port}/{DEV_ACCOUNT}"
 
     @property
+    def blob_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.blob_port}/{DEV_ACCOUNT}"
+
+    @property
     def connection_string(self) -> str:
         return (
             f"DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey={DEV_KEY};"
             f"TableEndpoint={self.endpoint};QueueEndpoint={self.queue_endpoint};"
+            f"BlobEndpoint={self.blob_endpoint};"
         )
 
     def start(self, timeout: float = 20.0) -> ServerProcess:

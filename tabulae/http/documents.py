@@ -27,6 +27,7 @@ from tabulae.model.policies import (
 _DECLARATION = '<?xml version="1.0" encoding="utf-8"?>'
 TABLE_PERMISSIONS = "raud"  # the letters a stored access policy may grant, per service
 QUEUE_PERMISSIONS = "raup"
+BLOB_PERMISSIONS = "racwdxyltfmei"  # a container's policies
 
 
 def parse_document(body: bytes, root: str) -> ET.Element | None:
@@ -45,18 +46,18 @@ def parse_document(body: bytes, root: str) -> ET.Element | None:
     return element
 
 
-def _text(parent: ET.Element, tag: str) -> str | None:
+def text_of(parent: ET.Element, tag: str) -> str | None:
     child = parent.find(tag)
     return None if child is None else (child.text or "").strip()
 
 
-def _bool(value: str | None) -> bool:
+def xml_bool(value: str | None) -> bool:
     if value is None or value.lower() not in ("true", "false"):
         raise TableError("InvalidXmlNodeValue")
     return value.lower() == "true"
 
 
-def _xml_bool(value: bool) -> str:
+def bool_text(value: bool) -> str:
     return "true" if value else "false"
 
 
@@ -86,14 +87,14 @@ def parse_acl(body: bytes, permissions: str = TABLE_PERMISSIONS) -> list[SignedI
         raise TableError("InvalidXmlDocument")
     identifiers: list[SignedIdentifier] = []
     for element in elements:
-        identifier = _text(element, "Id")
+        identifier = text_of(element, "Id")
         if not identifier or len(identifier) > 64 or any(i.id == identifier for i in identifiers):
             raise TableError("InvalidXmlNodeValue")
         policy = element.find("AccessPolicy")
         if policy is None:
             identifiers.append(SignedIdentifier(identifier, has_policy=False))
             continue
-        permission = _text(policy, "Permission")
+        permission = text_of(policy, "Permission")
         if permission and (
             any(c not in permissions for c in permission) or len(set(permission)) != len(permission)
         ):
@@ -101,8 +102,8 @@ def parse_acl(body: bytes, permissions: str = TABLE_PERMISSIONS) -> list[SignedI
         identifiers.append(
             SignedIdentifier(
                 identifier,
-                _acl_time(_text(policy, "Start")),
-                _acl_time(_text(policy, "Expiry")),
+                _acl_time(text_of(policy, "Start")),
+                _acl_time(text_of(policy, "Expiry")),
                 permission or None,
             )
         )
@@ -136,8 +137,8 @@ def _retention(parent: ET.Element) -> RetentionPolicy:
     element = parent.find("RetentionPolicy")
     if element is None:
         return RetentionPolicy()
-    enabled = _bool(_text(element, "Enabled"))
-    days_text = _text(element, "Days")
+    enabled = xml_bool(text_of(element, "Enabled"))
+    days_text = text_of(element, "Days")
     if not enabled:
         return RetentionPolicy(False, None)
     if (
@@ -152,23 +153,23 @@ def _retention(parent: ET.Element) -> RetentionPolicy:
 
 def _logging(element: ET.Element) -> Logging:
     return Logging(
-        version=_text(element, "Version") or "1.0",
-        delete=_bool(_text(element, "Delete")),
-        read=_bool(_text(element, "Read")),
-        write=_bool(_text(element, "Write")),
+        version=text_of(element, "Version") or "1.0",
+        delete=xml_bool(text_of(element, "Delete")),
+        read=xml_bool(text_of(element, "Read")),
+        write=xml_bool(text_of(element, "Write")),
         retention=_retention(element),
     )
 
 
 def _metrics(element: ET.Element) -> Metrics:
-    enabled = _bool(_text(element, "Enabled"))
-    include = _text(element, "IncludeAPIs")
+    enabled = xml_bool(text_of(element, "Enabled"))
+    include = text_of(element, "IncludeAPIs")
     if enabled and include is None:
         raise TableError("InvalidXmlNodeValue")
     return Metrics(
-        version=_text(element, "Version") or "1.0",
+        version=text_of(element, "Version") or "1.0",
         enabled=enabled,
-        include_apis=_bool(include) if enabled and include is not None else None,
+        include_apis=xml_bool(include) if enabled and include is not None else None,
         retention=_retention(element),
     )
 
@@ -178,9 +179,9 @@ def _comma_list(value: str | None) -> list[str]:
 
 
 def _cors_rule(element: ET.Element) -> CorsRule:
-    methods = [m.upper() for m in _comma_list(_text(element, "AllowedMethods"))]
-    origins = _comma_list(_text(element, "AllowedOrigins"))
-    max_age = _text(element, "MaxAgeInSeconds") or "0"
+    methods = [m.upper() for m in _comma_list(text_of(element, "AllowedMethods"))]
+    origins = _comma_list(text_of(element, "AllowedOrigins"))
+    max_age = text_of(element, "MaxAgeInSeconds") or "0"
     if (
         not methods
         or any(m not in CORS_METHODS for m in methods)
@@ -191,8 +192,8 @@ def _cors_rule(element: ET.Element) -> CorsRule:
     return CorsRule(
         allowed_origins=origins,
         allowed_methods=methods,
-        allowed_headers=_comma_list(_text(element, "AllowedHeaders")),
-        exposed_headers=_comma_list(_text(element, "ExposedHeaders")),
+        allowed_headers=_comma_list(text_of(element, "AllowedHeaders")),
+        exposed_headers=_comma_list(text_of(element, "ExposedHeaders")),
         max_age_seconds=int(max_age),
     )
 
@@ -225,26 +226,27 @@ def parse_service_properties(body: bytes, current: ServiceProperties) -> Service
 
 def _render_retention(policy: RetentionPolicy) -> str:
     days = f"<Days>{policy.days}</Days>" if policy.enabled and policy.days is not None else ""
-    return f"<RetentionPolicy><Enabled>{_xml_bool(policy.enabled)}</Enabled>{days}</RetentionPolicy>"
+    return f"<RetentionPolicy><Enabled>{bool_text(policy.enabled)}</Enabled>{days}</RetentionPolicy>"
 
 
 def _render_metrics(tag: str, metrics: Metrics) -> str:
     include = ""
     if metrics.enabled:
-        include = f"<IncludeAPIs>{_xml_bool(bool(metrics.include_apis))}</IncludeAPIs>"
+        include = f"<IncludeAPIs>{bool_text(bool(metrics.include_apis))}</IncludeAPIs>"
     return (
-        f"<{tag}><Version>{escape(metrics.version)}</Version><Enabled>{_xml_bool(metrics.enabled)}</Enabled>"
+        f"<{tag}><Version>{escape(metrics.version)}</Version><Enabled>{bool_text(metrics.enabled)}</Enabled>"
         f"{include}{_render_retention(metrics.retention)}</{tag}>"
     )
 
 
-def render_service_properties(properties: ServiceProperties) -> bytes:
+def render_service_properties(properties: ServiceProperties, extra: str = "") -> bytes:
+    """The document of Get Service Properties; ``extra`` holds a service's own elements."""
     log = properties.logging
     parts = [
         _DECLARATION,
         "<StorageServiceProperties>",
-        f"<Logging><Version>{escape(log.version)}</Version><Delete>{_xml_bool(log.delete)}</Delete>"
-        f"<Read>{_xml_bool(log.read)}</Read><Write>{_xml_bool(log.write)}</Write>"
+        f"<Logging><Version>{escape(log.version)}</Version><Delete>{bool_text(log.delete)}</Delete>"
+        f"<Read>{bool_text(log.read)}</Read><Write>{bool_text(log.write)}</Write>"
         f"{_render_retention(log.retention)}</Logging>",
         _render_metrics("HourMetrics", properties.hour_metrics),
         _render_metrics("MinuteMetrics", properties.minute_metrics),
@@ -262,6 +264,7 @@ def render_service_properties(properties: ServiceProperties) -> bytes:
         parts.append("</Cors>")
     else:
         parts.append("<Cors />")
+    parts.append(extra)
     parts.append("</StorageServiceProperties>")
     return "".join(parts).encode()
 

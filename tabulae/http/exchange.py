@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from tabulae.http.messages import SERVER_HEADER, Clock, Request, Response, error_time
+from tabulae.http.messages import SERVER_HEADER, Clock, Headers, Request, Response, error_time
 from tabulae.http.versions import response_version
 from tabulae.model.errors import TableError
 
@@ -66,6 +66,17 @@ async def send_response(
     request's body was not read to its end."""
     headers = response.headers
     headers.append((b"content-length", str(len(response.body)).encode()))
+    add_standard_headers(headers, request, request_id, clock, server)
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
+    await send({"type": "http.response.body", "body": response.body})
+
+
+def add_standard_headers(
+    headers: Headers, request: Request, request_id: str, clock: Clock, server: tuple[bytes, bytes]
+) -> None:
+    """The headers every response carries (request id, version, date, server, the client's
+    request id), and ``Connection: close`` when the request's body was not read to its end.
+    Shared with responses whose body is streamed (``http.streaming``)."""
     headers.append((b"x-ms-request-id", request_id.encode()))
     version = response_version(request.headers.get("x-ms-version"))
     if version is not None:
@@ -77,8 +88,6 @@ async def send_response(
         headers.append((b"x-ms-client-request-id", client_id.encode("latin-1")))
     if not request.body_read and has_body(request.headers):
         headers.append(CONNECTION_CLOSE)
-    await send({"type": "http.response.start", "status": response.status, "headers": headers})
-    await send({"type": "http.response.body", "body": response.body})
 
 
 def has_body(headers: dict[str, str]) -> bool:

@@ -3,14 +3,16 @@
 ASGI scope → :class:`Request` → the service's route (account and resource) → for ``OPTIONS`` the
 CORS preflight, otherwise the ``x-ms-version`` check, the body, authentication and the service's
 dispatch → the :class:`Response` with the headers every Azure response carries, the CORS headers
-of an actual request, and the access-log line. A ``TableError`` raised anywhere below becomes
-the service's error body here, and only here; anything else is logged and answered 500
+of an actual request, and the access-log line; a ``StreamedResponse`` (blob content) goes out
+piece by piece as the client takes it. A ``TableError`` raised anywhere below becomes the
+service's error body here, and only here; anything else is logged and answered 500
 ``InternalError``.
 
-A service's front-end (``table.api.app.TableApp``, ``queue.api.app.QueueApp``) subclasses
-:class:`Frontend` and supplies the steps that differ: how a URL is routed, how requests are
-authenticated and dispatched, where the account's CORS rules are kept, and the error format. The
-body is read whole under ``max_body_bytes`` unless the service reads it another way.
+A service's front-end (``table.api.app.TableApp``, ``queue.api.app.QueueApp``,
+``blob.api.app.BlobApp``) subclasses :class:`Frontend` and supplies the steps that differ: how a
+URL is routed, how requests are authenticated and dispatched, where the account's CORS rules are
+kept, and the error format. The body is read whole under ``max_body_bytes`` unless the service
+reads it another way (the Blob service streams content from its handlers).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from tabulae.http import cors
 from tabulae.http.exchange import log_request, read_body, send_response
 from tabulae.http.messages import SERVER_HEADER, Clock, Headers, Request, RequestIds, Response
 from tabulae.http.options import FrontendOptions
+from tabulae.http.streaming import StreamedResponse, send_streamed
 from tabulae.http.versions import check_version
 from tabulae.model.errors import TableError
 from tabulae.model.policies import CorsRule
@@ -77,7 +80,18 @@ class Frontend(ABC, Generic[RouteT]):
             if cors_headers is None:
                 cors_headers = await self._cors_headers(route, request)
             response.headers.extend(cors_headers)
-        await send_response(send, request, response, request_id, self._clock, self.server_header)
+        if isinstance(response, StreamedResponse):
+            try:
+                await send_streamed(
+                    send, receive, request, response, request_id, self._clock, self.server_header
+                )
+            except TableError as error:  # the content failed after its headers went out
+                log.warning("response ended early: %s", error.detail or error.message)
+                return
+        else:
+            await send_response(send, request, response, request_id, self._clock, self.server_header)
+        if route is not None:
+            self.answered(request, route, response)
         if self.options.access_log:
             log_request(request, response.status, request_id, started)
 
@@ -120,6 +134,9 @@ class Frontend(ABC, Generic[RouteT]):
     async def receive_body(self, request: Request, receive: Any, route: RouteT) -> None:
         """Read the whole body into ``request.body`` (413 past ``max_body_bytes``)."""
         await read_body(request, receive, self.options.max_body_bytes, self.options.body_timeout)
+
+    def answered(self, request: Request, route: RouteT, response: Response) -> None:
+        """Called once the response has gone out (a service counting what it served)."""
 
     @abstractmethod
     def route(self, request: Request) -> RouteT:

@@ -18,6 +18,11 @@ from tabulae.http.errors import error_xml
 from tabulae.http.messages import HEADER_CASE, META_NAMES_EXTENSION, error_time
 from tabulae.model.errors import TableError
 
+# A request body is buffered up to this much before reading pauses (uvicorn pauses at 64 KiB):
+# a large upload then reaches the application in a few large pieces rather than many small
+# ones, which costs far less per byte, and a connection still holds at most this much.
+BODY_HIGH_WATER = 1024 * 1024
+
 MAX_URL_BYTES = 64 * 1024
 MAX_HEADER_BYTES = 64 * 1024
 HEADER_TIMEOUT_SECONDS = 30.0  # a request line and headers arriving slower than this are cut off
@@ -139,6 +144,16 @@ class AzureHttpProtocol(HttpToolsProtocol):
         if not self.transport.is_closing():
             self._error = TableError("OperationTimedOut")
             self.send_400_response("slow request")
+
+    def on_body(self, body: bytes) -> None:
+        """uvicorn's own, with :data:`BODY_HIGH_WATER` as the point where reading pauses."""
+        cycle = self.cycle
+        if cycle.response_complete or (self.parser.should_upgrade() and self._should_upgrade()):
+            return
+        cycle.body += body
+        if len(cycle.body) > BODY_HIGH_WATER:
+            self.flow.pause_reading()
+        cycle.message_event.set()
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)

@@ -151,6 +151,93 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "QueueNotEmpty": (409, "The specified queue is not empty."),
     "QueueNotFound": (404, "The specified queue does not exist."),
     # ----------------------------------------------------------------------- Blob service
+    # Codes every XML service shares ("Common REST API error codes"), then the Blob ones.
+    "UnsupportedHeader": (400, "One of the headers specified in the request is not supported."),
+    "UnsupportedQueryParameter": (
+        400,
+        "One of the query parameters specified in the request URI is not supported.",
+    ),
+    "MissingContentLengthHeader": (411, "The Content-Length header was not specified."),
+    "MultipleConditionHeadersNotSupported": (400, "Multiple condition headers are not supported."),
+    "ConditionNotMet": (412, "The condition specified using HTTP conditional header(s) is not met."),
+    "InvalidRange": (416, "The range specified is invalid for the current size of the resource."),
+    "InvalidMd5": (
+        400,
+        "The MD5 value specified in the request is invalid. "
+        "The MD5 value must be 128 bits and Base64-encoded.",
+    ),
+    "Crc64Mismatch": (
+        400,
+        "The CRC64 value specified in the request did not match with the CRC64 value "
+        "calculated by the server.",
+    ),
+    "ContainerNotFound": (404, "The specified container does not exist."),
+    "ContainerAlreadyExists": (409, "The specified container already exists."),
+    "ContainerBeingDeleted": (409, "The specified container is being deleted."),
+    "BlobNotFound": (404, "The specified blob does not exist."),
+    "BlobAlreadyExists": (409, "The specified blob already exists."),
+    "InvalidBlobType": (409, "The blob type is invalid for this operation."),
+    "BlobTypeNotSupported": (400, "Page blobs are not supported."),
+    "InvalidBlobOrBlock": (400, "The specified blob or block content is invalid."),
+    "InvalidBlockId": (400, "The specified block ID is invalid. The block ID must be Base64-encoded."),
+    "InvalidBlockList": (400, "The specified block list is invalid."),
+    "BlockListTooLong": (400, "The block list may not contain more than 50,000 blocks."),
+    "BlockCountExceedsLimit": (
+        409,
+        "The committed block count cannot exceed the maximum limit of 50,000 blocks.",
+    ),
+    "InvalidOperation": (400, "Invalid operation against a blob snapshot."),
+    "SnapshotsPresent": (409, "This operation is not permitted because the blob has snapshots."),
+    "AppendPositionConditionNotMet": (412, "The append position condition specified was not met."),
+    "MaxBlobSizeConditionNotMet": (412, "The max blob size condition specified was not met."),
+    "CannotVerifyCopySource": (404, "Could not verify the copy source within the specified time."),
+    "CopyAcrossAccountsNotSupported": (
+        400,
+        "The copy source account and destination account must be the same.",
+    ),
+    "NoPendingCopyOperation": (409, "There is currently no pending copy operation."),
+    "CopyIdMismatch": (
+        409,
+        "The specified copy ID did not match the copy ID for the pending copy operation.",
+    ),
+    "SourceConditionNotMet": (
+        412,
+        "The source condition specified using HTTP conditional header(s) is not met.",
+    ),
+    "LeaseAlreadyPresent": (409, "There is already a lease present."),
+    "LeaseIdMismatchWithLeaseOperation": (
+        409,
+        "The lease ID specified did not match the lease ID for the blob.",
+    ),
+    "LeaseIdMismatchWithBlobOperation": (
+        412,
+        "The lease ID specified did not match the lease ID for the blob.",
+    ),
+    "LeaseIdMismatchWithContainerOperation": (
+        412,
+        "The lease ID specified did not match the lease ID for the container.",
+    ),
+    "LeaseIdMissing": (
+        412,
+        "There is currently a lease on the blob and no lease ID was specified in the request.",
+    ),
+    "LeaseIsBreakingAndCannotBeAcquired": (
+        409,
+        "The lease ID matched, but the lease is currently in breaking state and cannot be acquired "
+        "until it is broken.",
+    ),
+    "LeaseIsBreakingAndCannotBeChanged": (
+        409,
+        "The lease ID matched, but the lease is currently in breaking state and cannot be changed.",
+    ),
+    "LeaseIsBrokenAndCannotBeRenewed": (
+        409,
+        "The lease ID matched, but the lease has been broken explicitly and cannot be renewed.",
+    ),
+    "LeaseLost": (412, "A lease ID was specified, but the lease for the blob has expired."),
+    "LeaseNotPresentWithBlobOperation": (412, "There is currently no lease on the blob."),
+    "LeaseNotPresentWithContainerOperation": (412, "There is currently no lease on the container."),
+    "LeaseNotPresentWithLeaseOperation": (409, "There is currently no lease on the blob."),
 }
 
 # Messages Azure uses for particular situations under a general code.

@@ -51,7 +51,11 @@ async def init_database(store_url: str, citus: bool) -> None:
 
 
 def backup_sqlite(data_dir: Path, destination: Path) -> None:
-    """``tabulae backup``: a consistent online copy of the SQLite store in ``data_dir``."""
+    """``tabulae backup``: a consistent online copy of the SQLite store in ``data_dir``: the
+    database first, then every blob content file that copy references."""
+    from tabulae.storage.sqlite.blobs import CONTENT_DIR, collector_paused, copy_content
     from tabulae.storage.sqlite.engine import backup
 
-    backup(data_dir, destination)
+    with collector_paused(data_dir / CONTENT_DIR):
+        backup(data_dir, destination)
+        copy_content(data_dir / CONTENT_DIR, destination, destination / "tabulae.db")

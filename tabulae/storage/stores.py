@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from tabulae.storage.blobs import BlobStore
 from tabulae.storage.queues import QueueStore
 from tabulae.storage.tables import TableStore
 
@@ -13,11 +14,12 @@ class Stores(ABC):
 
     The stores share the engine's connections and its writer, so there is one thing to open and
     one to close; a service sees only its own contract (``tables`` for the Table service,
-    ``queues`` for the Queue service).
+    ``queues`` for the Queue service, ``blobs`` for the Blob service).
     """
 
     tables: TableStore
     queues: QueueStore
+    blobs: BlobStore
 
     @abstractmethod
     async def close(self) -> None:

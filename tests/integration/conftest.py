@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, TableServiceClient
+from azure.storage.blob import BlobServiceClient, ContainerClient
 
 from tests.integration.queue_clients import queue_service_client
 from tests.integration.queuehttp import QueueHttp
@@ -74,3 +75,24 @@ def queue(queue_service: Any, queue_name: str) -> Iterator[Any]:
 def queue_http(server: ServerProcess) -> QueueHttp:
     """Raw HTTP, Blob/Queue Shared Key signed, against the session server's Queue port."""
     return QueueHttp(server.queue_port)
+
+
+# ------------------------------------------------------------------------------------ blobs
+
+
+@pytest.fixture
+def blob_service(server: ServerProcess) -> Iterator[BlobServiceClient]:
+    with BlobServiceClient.from_connection_string(server.connection_string) as client:
+        yield client
+
+
+@pytest.fixture
+def container(blob_service: BlobServiceClient, table_name: str) -> Iterator[ContainerClient]:
+    """A freshly created container (deleted again afterwards)."""
+    client = blob_service.create_container(f"c{table_name.lower()}")
+    try:
+        yield client
+    finally:
+        with contextlib.suppress(ResourceNotFoundError):
+            client.delete_container()
+        client.close()

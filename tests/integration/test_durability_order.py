@@ -31,14 +31,16 @@ WAL = "tabulae.db-wal"
 _CALL_RE = re.compile(r"^\d+\s+(\w+)\((\d+)<([^>]*)>(.*)$")
 
 
-def _start_traced(data_dir: Path, trace: Path, port: int) -> subprocess.Popen[bytes]:
+def _start_traced(data_dir: Path, trace: Path, port: int, service: str = "table") -> subprocess.Popen[bytes]:
+    """A one-worker server of ``service`` under strace, once it listens on ``port``."""
+    port_flag = "--port" if service == "table" else "--blob-port"
     strace = shutil.which("strace")
     assert strace is not None, "strace is required (scripts/check installs it)"
     command = [
         strace, "-f", "-y", "-qq", "-s", "64", "-o", str(trace),
         "-e", "trace=fsync,fdatasync,pwrite64,write,writev,sendto,sendmsg",
-        sys.executable, "-m", "tabulae", "serve", "--port", str(port), "--data-dir", str(data_dir),
-        "--workers", "1", "--services", "table",
+        sys.executable, "-m", "tabulae", "serve", port_flag, str(port), "--data-dir", str(data_dir),
+        "--workers", "1", "--services", service,
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60

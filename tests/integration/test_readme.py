@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from azure.data.tables import TableServiceClient
+from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueServiceClient
 
 from tests.serverproc import ServerProcess
@@ -42,3 +43,14 @@ def test_readme_queue_example_runs(server: ServerProcess) -> None:
         exec(compile(code, str(README), "exec"), {})
     assert output.getvalue() == "ship order 42 1\n"
     QueueServiceClient.from_connection_string(server.connection_string).delete_queue("orders")
+
+
+def test_readme_blob_example_runs(server: ServerProcess) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    [block] = [b for b in blocks if "BlobServiceClient" in b]
+    code = block.replace('"UseDevelopmentStorage=true"', repr(server.connection_string))
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        exec(compile(code, str(README), "exec"), {})
+    assert output.getvalue().splitlines() == ["b'{\"ok\": true}'", "['2026/11/']"]
+    BlobServiceClient.from_connection_string(server.connection_string).delete_container("reports")

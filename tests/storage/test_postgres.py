@@ -245,6 +245,13 @@ def test_citus_schema_calls_each_citus_function_once(pg_url: str) -> None:
         finally:
             await admin(f"DROP DATABASE {name}")
         assert registered == [
+            ("blob_blocks", "h", "dkey"),
+            ("blob_chunks", "h", "dkey"),
+            ("blob_containers", "n", None),
+            ("blob_extents", "h", "dkey"),
+            ("blob_garbage", "h", "dkey"),
+            ("blob_service_properties", "n", None),
+            ("blobs", "h", "dkey"),
             ("entities", "h", "dist"),
             ("queue_messages", "h", "queue_id"),
             ("queue_service_properties", "n", None),

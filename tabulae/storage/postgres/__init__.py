@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from tabulae.storage.postgres import engine
+from tabulae.storage.postgres.blobs import SCHEMA as BLOBS_SCHEMA
+from tabulae.storage.postgres.blobs import PostgresBlobs
 from tabulae.storage.postgres.engine import PostgresDatabase
 from tabulae.storage.postgres.queues import SCHEMA as QUEUES_SCHEMA
 from tabulae.storage.postgres.queues import PostgresQueues
@@ -10,7 +12,7 @@ from tabulae.storage.postgres.tables import SCHEMA as TABLES_SCHEMA
 from tabulae.storage.postgres.tables import PostgresTables
 from tabulae.storage.stores import Stores
 
-SCHEMAS = (TABLES_SCHEMA, QUEUES_SCHEMA)
+SCHEMAS = (TABLES_SCHEMA, QUEUES_SCHEMA, BLOBS_SCHEMA)
 
 
 async def init_schema(url: str, citus: bool = False) -> None:
@@ -25,6 +27,7 @@ class PostgresStores(Stores):
         self.database = database
         self.tables = PostgresTables(database)
         self.queues = PostgresQueues(database)
+        self.blobs = PostgresBlobs(database)
 
     @classmethod
     async def open(

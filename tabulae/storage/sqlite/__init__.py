@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tabulae.storage.sqlite.blobs import SCHEMA as BLOBS_SCHEMA
+from tabulae.storage.sqlite.blobs import SqliteBlobs
 from tabulae.storage.sqlite.engine import SqliteDatabase
 from tabulae.storage.sqlite.queues import SCHEMA as QUEUES_SCHEMA
 from tabulae.storage.sqlite.queues import SqliteQueues
@@ -13,12 +15,18 @@ from tabulae.storage.stores import Stores
 
 
 class SqliteStores(Stores):
-    """The stores of ``directory/tabulae.db``; ``durable=False`` skips fsync (in-memory mode)."""
+    """The stores of ``directory/tabulae.db`` (blob content in ``directory/blobs``);
+    ``durable=False`` skips fsync (in-memory mode)."""
 
     def __init__(self, directory: Path, *, durable: bool = True) -> None:
-        self.database = SqliteDatabase(directory, TABLES_SCHEMA + QUEUES_SCHEMA, durable=durable)
+        self.database = SqliteDatabase(
+            directory, TABLES_SCHEMA + QUEUES_SCHEMA + BLOBS_SCHEMA, durable=durable
+        )
         self.tables = SqliteTables(self.database)
         self.queues = SqliteQueues(self.database)
+        self._blobs = SqliteBlobs(self.database, directory, durable=durable)
+        self.blobs = self._blobs
 
     async def close(self) -> None:
+        await self._blobs.close()
         await self.database.close()

@@ -1,0 +1,29 @@
+import base64
+import json
+import time
+
+from azure.core.credentials import AccessToken
+
+STORAGE_ACCOUNT_FAKE_KEY = base64.b64encode(b"fakekey" * 8).decode()
+
+
+def _token():
+    header = base64.urlsafe_b64encode(b'{"alg":"none"}').rstrip(b"=").decode()
+    claims = {
+        "aud": "https://storage.azure.com",
+        "iss": "https://sts.windows.net/x/",
+        "nbf": int(time.time()) - 60,
+        "exp": int(time.time()) + 3600,
+    }
+    body = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+    return f"{header}.{body}.sig"
+
+
+class FakeTokenCredential:
+    def get_token(self, *scopes, **kwargs):
+        return AccessToken(_token(), int(time.time()) + 3600)
+
+    def get_token_info(self, *scopes, options=None):
+        from azure.core.credentials import AccessTokenInfo
+
+        return AccessTokenInfo(_token(), int(time.time()) + 3600)

@@ -1,0 +1,122 @@
+import logging
+import math
+import os
+import random
+import string
+import time
+import uuid
+
+from ..fake_credentials import FakeTokenCredential
+
+_SALT = uuid.uuid4().hex
+LOGGING_FORMAT = "%(asctime)s %(name)-20s %(levelname)-5s %(message)s"
+
+
+class StorageRecordedTestCase:
+    """What the blob tests use of the recorded test case, live only."""
+
+    @property
+    def is_live(self):
+        return True
+
+    def is_playback(self):
+        return False
+
+    def account_url(self, storage_account, account_type):
+        """Host-style, as the tests expect: ``http://{account}.blob.core.windows.net:{port}``
+        (the harness plugin resolves that name to 127.0.0.1)."""
+        port = os.environ["SDK_TESTS_PORT"]
+        return f"http://{storage_account}.{account_type}.core.windows.net:{port}"
+
+    def get_resource_name(self, name):
+        """Deterministic within a test (as recorded names are), unique across runs."""
+        import hashlib
+
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+        digest = hashlib.md5(f"{_SALT}{test}{name}".encode()).hexdigest()[:8]
+        return name + digest
+
+    def create_random_name(self, name):
+        return self.get_resource_name(name)
+
+    def get_random_bytes(self, size):
+        return os.urandom(size)
+
+    def get_random_text_data(self, size):
+        return "".join(random.choice(string.ascii_letters) for _ in range(size))
+
+    def get_datetime_variable(self, variables, name, dt):
+        variables[name] = str(dt)
+        return dt
+
+    def generate_sas(self, fn, *args, **kwargs):
+        return fn(*args, **kwargs)
+
+    def generate_oauth_token(self):
+        return FakeTokenCredential()
+
+    def get_credential(self, client_class, **kwargs):
+        if kwargs.get("is_async"):
+            from ..fake_credentials_async import AsyncFakeCredential
+
+            return AsyncFakeCredential()
+        return FakeTokenCredential()
+
+    def get_settings_value(self, key):
+        return os.environ.get(key, "")
+
+    def sleep(self, seconds):
+        time.sleep(seconds)
+
+    def assertNamedItemInContainer(self, container, item_name, msg=None):
+        assert any(getattr(item, "name", None) == item_name for item in container), msg
+
+    def assertNamedItemNotInContainer(self, container, item_name, msg=None):
+        assert not any(getattr(item, "name", None) == item_name for item in container), msg
+
+    def assert_upload_progress(self, size, max_chunk_size, progress, unknown_size=False):
+        total = None if unknown_size else size
+        small = size % max_chunk_size
+        assert len(progress) == math.ceil(size / max_chunk_size)
+        for current, reported_total in progress:
+            assert current % max_chunk_size == 0 or current % max_chunk_size == small
+            assert reported_total == total
+
+    def assert_download_progress(self, size, max_chunk_size, max_get_size, progress):
+        if size <= max_get_size:
+            assert len(progress) == 1
+        else:
+            for current, total in progress[1:]:
+                assert 0 < current <= size
+                assert total == size
+
+
+class LogCaptured:
+    def __init__(self, test_case=None):
+        self.test_case = test_case
+
+    def __enter__(self):
+        import io
+
+        self.stream = io.StringIO()
+        self.handler = logging.StreamHandler(self.stream)
+        self.logger = logging.getLogger("azure.storage")
+        self.logger.addHandler(self.handler)
+        self.level = self.logger.level
+        self.logger.setLevel(logging.DEBUG)
+        return self
+
+    def __exit__(self, *args):
+        self.logger.removeHandler(self.handler)
+        self.logger.setLevel(self.level)
+
+    def getvalue(self):
+        return self.stream.getvalue()
+
+
+def GenericTestProxyParametrize1():
+    return lambda func: func
+
+
+def GenericTestProxyParametrize2():
+    return lambda func: func

@@ -1,0 +1,68 @@
+"""Loaded with ``-p harness_plugin``: every account of the tests is the development account,
+host-style names (``*.core.windows.net``) resolve to 127.0.0.1 so no request leaves the
+machine, the management-plane client a few tests import is a stub, and the test-proxy fixture
+the SDK's conftest asks for is a no-op."""
+
+import os
+import socket
+import sys
+import types
+
+import pytest
+
+for var in (
+    "STORAGE",
+    "SECONDARY_STORAGE",
+    "BLOB_STORAGE",
+    "VERSIONED_STORAGE",
+    "PREMIUM_STORAGE",
+    "SOFT_DELETE_STORAGE",
+):
+    os.environ.setdefault(f"{var}_ACCOUNT_NAME", "devstoreaccount1")
+    os.environ.setdefault(
+        f"{var}_ACCOUNT_KEY",
+        "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
+    )
+os.environ.setdefault("AZURE_TEST_RUN_LIVE", "true")
+os.environ.setdefault("STORAGE_RESOURCE_GROUP_NAME", "rg")
+
+_real = socket.getaddrinfo
+
+
+def _getaddrinfo(host, *args, **kwargs):
+    if isinstance(host, str) and host.endswith(".core.windows.net"):
+        host = "127.0.0.1"
+    return _real(host, *args, **kwargs)
+
+
+socket.getaddrinfo = _getaddrinfo
+
+mgmt = types.ModuleType("azure.mgmt")
+storage = types.ModuleType("azure.mgmt.storage")
+
+
+class StorageManagementClient:
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("no management plane here")
+
+
+storage.StorageManagementClient = StorageManagementClient
+sys.modules.setdefault("azure.mgmt", mgmt)
+sys.modules.setdefault("azure.mgmt.storage", storage)
+
+
+@pytest.fixture(scope="session")
+def test_proxy():
+    return None
+
+
+def pytest_configure(config):
+    for marker in ("live_test_only", "playback_test_only"):
+        config.addinivalue_line("markers", marker)
+
+
+def pytest_collection_modifyitems(config, items):
+    skip = pytest.mark.skip(reason="playback only")
+    for item in items:
+        if item.get_closest_marker("playback_test_only"):
+            item.add_marker(skip)

@@ -1,0 +1,80 @@
+"""Run Microsoft's own azure-storage-blob tests live against a local Blob endpoint.
+
+The tests ship in the package's source distribution; get the version of the SDK you test with:
+
+    pip download --no-deps --no-binary :all: azure-storage-blob==12.31.1 -d /tmp/sdk
+    tar xzf /tmp/sdk/azure_storage_blob-12.31.1.tar.gz -C /tmp/sdk
+
+They need the SDK, pytest, pytest-timeout, requests, aiohttp, typing_extensions and PyJWT in the
+interpreter that runs this script. Then, with a server listening (Tabulae's Blob port, or
+``azurite-blob --blobPort PORT`` for comparison):
+
+    python scripts/sdk-blob-tests/run.py /tmp/sdk/azure_storage_blob-12.31.1/tests PORT [--out DIR]
+
+What is ours here is the harness, not the tests: ``devtools_testutils/`` stands in for the Azure
+SDK repository's test-proxy helpers (live mode only: no recordings, no proxy), and
+``harness_plugin.py`` points every account at ``devstoreaccount1`` with its well-known key,
+resolves the host-style names the tests build (``devstoreaccount1.blob.core.windows.net``) to
+127.0.0.1 so nothing leaves the machine, and stubs the management-plane client a few tests
+import. Prints pass/fail counts per file; pytest's logs go to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+FILES = (
+    "test_container.py",
+    "test_block_blob.py",
+    "test_get_blob.py",
+    "test_append_blob.py",
+    "test_common_blob.py",
+    "test_blob_access_conditions.py",
+)
+HERE = Path(__file__).resolve().parent
+
+
+def counts(summary: str) -> dict[str, int]:
+    return {word: int(number) for number, word in re.findall(r"(\d+) (passed|failed|skipped|error)", summary)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("tests", type=Path, help="the tests/ directory of the SDK's source distribution")
+    parser.add_argument("port", type=int, help="the Blob endpoint's port on 127.0.0.1")
+    parser.add_argument(
+        "files", nargs="*", default=list(FILES), help="test files (default: the six of issue 19)"
+    )
+    parser.add_argument("--out", type=Path, default=Path("sdk-blob-test-logs"), help="where pytest's logs go")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, SDK_TESTS_PORT=str(args.port), PYTHONPATH=f"{HERE}{os.pathsep}{args.tests}")
+    totals: dict[str, int] = {}
+    for name in args.files:
+        log = args.out / (Path(name).stem + ".log")
+        with log.open("w") as handle:
+            subprocess.run(
+                [sys.executable, "-m", "pytest", "-p", "harness_plugin", "-p", "no:cacheprovider",
+                 "-q", "-rfE", "--timeout", "120", name],
+                cwd=args.tests, env=env, stdout=handle, stderr=subprocess.STDOUT, check=False,
+            )  # fmt: skip
+        summary = log.read_text(errors="replace").strip().splitlines()[-1]
+        found = counts(summary)
+        for word, number in found.items():
+            totals[word] = totals.get(word, 0) + number
+        print(f"{name}: {found.get('passed', 0)} passed, {found.get('failed', 0)} failed, "
+              f"{found.get('skipped', 0)} skipped", flush=True)  # fmt: skip
+    passed, failed, skipped = (totals.get(word, 0) for word in ("passed", "failed", "skipped"))
+    print(f"total: {passed} passed, {failed} failed, {skipped} skipped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

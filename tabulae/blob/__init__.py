@@ -1,0 +1,1 @@
+"""The Blob service: containers, block and append blobs, leases and snapshots."""

@@ -1,0 +1,1 @@
+"""The Blob service's front-end: routes, operations, XML formats, SAS and handlers."""

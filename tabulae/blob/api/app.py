@@ -1,0 +1,211 @@
+"""The Blob service's front-end: an ASGI app for the Blob port (10000 by default).
+
+The life of a request is :class:`tabulae.http.frontend.Frontend`'s: route (account, container,
+blob) → admission (the account's target, injected faults) → the operation, resolved once
+(:mod:`.operations`) → authentication (Shared Key and Shared Key Lite with the Blob/Queue
+string-to-sign, bearer when enabled, account or blob SAS checked for the operation, or anonymous
+where the container's ACL allows the operation) → its handler from :data:`HANDLERS` → a
+response, streamed when it carries blob content. Errors are Azure's XML ``<Error>`` (HEAD and 304
+answers carry only the code header).
+
+The request body is not read up front: handlers read small documents whole (capped) and stream
+content into the store as it arrives, so an upload is authenticated before a byte of it is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from tabulae.admission.blobs import BlobAdmission
+from tabulae.auth.flow import authenticate
+from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
+from tabulae.auth.shared_key import verify_blob_queue_authorization
+from tabulae.blob.api import blobs, containers
+from tabulae.blob.api.call import Call
+from tabulae.blob.api.operations import READ_ONLY, Operation, resolve_operation
+from tabulae.blob.api.routing import Kind, Route, resolve
+from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
+from tabulae.blob.service import BlobService
+from tabulae.http.errors import XML_CONTENT_TYPE, error_xml
+from tabulae.http.frontend import Frontend
+from tabulae.http.messages import Request, Response, error_time
+from tabulae.http.options import FrontendOptions
+from tabulae.http.streaming import StreamedResponse
+from tabulae.model.errors import TableError
+from tabulae.model.policies import CorsRule
+
+SERVER_HEADER = (b"server", b"Tabulae/0.1 (Windows-Azure-Blob/1.0 compatible)")
+
+Handler = Callable[[Call], Awaitable[Response]]
+
+HANDLERS: dict[Operation, Handler] = {
+    Operation.LIST_CONTAINERS: containers.list_containers,
+    Operation.GET_SERVICE_PROPERTIES: containers.get_service_properties,
+    Operation.SET_SERVICE_PROPERTIES: containers.set_service_properties,
+    Operation.GET_SERVICE_STATS: containers.get_service_stats,
+    Operation.GET_ACCOUNT_INFO: containers.get_account_info,
+    Operation.CREATE_CONTAINER: containers.create_container,
+    Operation.DELETE_CONTAINER: containers.delete_container,
+    Operation.GET_CONTAINER_PROPERTIES: containers.get_container_properties,
+    Operation.GET_CONTAINER_METADATA: containers.get_container_metadata,
+    Operation.SET_CONTAINER_METADATA: containers.set_container_metadata,
+    Operation.GET_CONTAINER_ACL: containers.get_container_acl,
+    Operation.SET_CONTAINER_ACL: containers.set_container_acl,
+    Operation.LEASE_CONTAINER: containers.lease_container,
+    Operation.LIST_BLOBS: blobs.list_blobs,
+    Operation.PUT_BLOB: blobs.put_blob,
+    Operation.PUT_BLOCK: blobs.put_block,
+    Operation.PUT_BLOCK_LIST: blobs.put_block_list,
+    Operation.GET_BLOCK_LIST: blobs.get_block_list,
+    Operation.APPEND_BLOCK: blobs.append_block,
+    Operation.GET_BLOB: blobs.get_blob,
+    Operation.GET_BLOB_PROPERTIES: blobs.get_blob_properties,
+    Operation.SET_BLOB_PROPERTIES: blobs.set_blob_properties,
+    Operation.GET_BLOB_METADATA: blobs.get_blob_metadata,
+    Operation.SET_BLOB_METADATA: blobs.set_blob_metadata,
+    Operation.DELETE_BLOB: blobs.delete_blob,
+    Operation.LEASE_BLOB: blobs.lease_blob,
+    Operation.SNAPSHOT_BLOB: blobs.snapshot_blob,
+    Operation.COPY_BLOB: blobs.copy_blob,
+    Operation.ABORT_COPY: blobs.abort_copy,
+}
+
+# Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.
+EXPOSED_HEADERS = (
+    "x-ms-request-id,x-ms-client-request-id,Server,x-ms-version,Content-Type,Content-Length,Date,ETag,"
+    "Last-Modified,Content-MD5,Content-Range,Accept-Ranges,x-ms-blob-type,x-ms-lease-status,"
+    "x-ms-lease-state,x-ms-creation-time,x-ms-error-code"
+)
+
+
+class BlobApp(Frontend[Route]):
+    """The ASGI callable of the Blob port, over a :class:`BlobService`."""
+
+    server_header = SERVER_HEADER
+    exposed_headers = EXPOSED_HEADERS
+
+    def __init__(
+        self, service: BlobService, options: FrontendOptions, admission: BlobAdmission | None = None
+    ) -> None:
+        super().__init__(options)
+        self.service = service
+        self.admission = admission
+
+    def route(self, request: Request) -> Route:
+        host = request.headers.get("host", "127.0.0.1")
+        return resolve(
+            request.scheme, host, request.raw_path, self.options.accounts, request.query.get("restype")
+        )
+
+    async def receive_body(self, request: Request, receive: Any, route: Route) -> None:
+        """Nothing is read here: handlers read documents whole and stream content."""
+        route.receive = receive
+
+    async def authenticate(self, request: Request, route: Route) -> None:
+        """Admission first (a refused request does nothing), then the operation, then who sent it:
+        Shared Key or bearer (the account's full rights), a SAS (its grant, checked for this
+        operation), or nobody, where the container's ACL lets anyone do the operation."""
+        if self.admission is not None:
+            try:
+                self.admission.admit(route.account, route.container)
+            except TableError:
+                route.refused = True
+                raise
+        operation = route.operation = resolve_operation(route, request.method, request.query, request.headers)
+        authorization = request.headers.get("authorization")
+        if authorization is None and route.kind is not Kind.SERVICE and parse_sas(request.query) is None:
+            record = await self.service.store.get_container(route.account, route.container)
+            if record is not None and anonymous_allowed(operation, record.public_access):
+                return
+            raise TableError("ResourceNotFound")
+        keys = self.options.accounts[route.account]
+
+        def shared_key(header: str) -> None:
+            verify_blob_queue_authorization(
+                header,
+                method=request.method,
+                raw_path=request.raw_path,
+                headers=request.headers,
+                query_pairs=request.query_pairs,
+                account=route.account,
+                keys=keys,
+                max_skew_seconds=self.options.clock_skew,
+            )
+
+        async def sas(token: SasToken) -> BlobGrant:
+            grant = verify_blob_sas(
+                token,
+                request.query,
+                account=route.account,
+                keys=keys,
+                container=route.container,
+                blob=route.blob,
+                policy_lookup=await self._policies(route, token),
+                is_https=request.scheme == "https",
+                client_ip=request.client_ip,
+                now=datetime.now(UTC),
+            )
+            grant.check(operation)
+            return grant
+
+        request.grant = await authenticate(
+            authorization,
+            request.query,
+            account=route.account,
+            service="blob",
+            oauth=self.options.oauth,
+            shared_key=shared_key,
+            sas=sas,
+        )
+
+    async def _policies(self, route: Route, token: SasToken) -> Callable[[str], StoredPolicy | None] | None:
+        """The stored access policies of the URL's container, when a service SAS names one (``si``)."""
+        if token.si is None or token.is_account or not route.container:
+            return None
+        record = await self.service.store.get_container(route.account, route.container)
+        return None if record is None else stored_policies(record.acl).get
+
+    async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
+        operation = route.operation
+        assert operation is not None  # resolved in authenticate
+        if route.secondary and operation not in READ_ONLY:
+            raise TableError("AuthorizationFailure")
+        grant = request.grant if isinstance(request.grant, BlobGrant) else None
+        call = Call(self.service, request, route, route.receive, self.options, grant)
+        response = await HANDLERS[operation](call)
+        if operation is Operation.SET_SERVICE_PROPERTIES:
+            self.forget_cors_rules(route.account)
+        return response
+
+    def answered(self, request: Request, route: Route, response: Response) -> None:
+        if self.admission is None:
+            return
+        bytes_in = 0
+        if request.method == "PUT" and response.status < 300:
+            bytes_in = int(request.headers.get("content-length") or 0)
+        sent = response.length if isinstance(response, StreamedResponse) and response.stream else 0
+        self.admission.record(
+            route.account,
+            route.container,
+            response.status,
+            throttled=route.refused,
+            bytes_in=bytes_in,
+            bytes_out=sent,
+        )
+
+    async def load_cors_rules(self, account: str) -> list[CorsRule]:
+        return (await self.service.get_service_properties(account)).common.cors
+
+    def error_response(
+        self, request: Request, route: Route | None, error: TableError, request_id: str
+    ) -> Response:
+        """Azure's XML ``<Error>``; a HEAD request or a 304 gets the code header alone."""
+        headers = [(b"x-ms-error-code", error.code.encode())]
+        if error.headers:
+            headers.extend(error.headers)
+        if request.method == "HEAD" or error.status == 304:
+            return Response(error.status, headers)
+        headers.append((b"content-type", XML_CONTENT_TYPE))
+        return Response(error.status, headers, error_xml(error, request_id, error_time(), table_style=False))

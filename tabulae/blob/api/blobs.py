@@ -1,0 +1,423 @@
+"""Handlers of the blob operations and List Blobs: HTTP in, service call, HTTP out.
+
+Content never passes through here whole: uploads go from the request's chunks to the store's
+staging, downloads from the store's extents to the response as a stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from urllib.parse import parse_qsl, urlsplit
+
+from tabulae.auth.sas import parse_sas, stored_policies
+from tabulae.blob.api import formats
+from tabulae.blob.api.call import Call
+from tabulae.blob.api.containers import includes, lease_request, lease_response, max_results, xml
+from tabulae.blob.api.headers import (
+    ContentOverrides,
+    bad_header,
+    blob_headers,
+    byte_range,
+    conditions,
+    content_properties,
+    etag_headers,
+    overrides_from,
+)
+from tabulae.blob.api.operations import Operation, invalid_parameter, unsupported_parameter
+from tabulae.blob.api.routing import Kind, resolve
+from tabulae.blob.api.sas import anonymous_allowed, verify_blob_sas
+from tabulae.blob.rules.blocks import check_block_id
+from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
+from tabulae.blob.rules.limits import MIB, max_append, max_block, max_put_blob
+from tabulae.blob.service import BLOB_TYPES, parse_snapshot
+from tabulae.http.messages import Headers, Response
+from tabulae.http.metadata import metadata_headers, request_metadata
+from tabulae.http.streaming import StreamedResponse
+from tabulae.model.errors import TableError
+from tabulae.storage.blobs import BASE, BlobKey
+
+MAX_RANGE_CHECKSUM = 4 * MIB  # x-ms-range-get-content-md5 only for ranges up to this size
+SMALL_RESPONSE = 64 * 1024  # content up to this size is sent as one body rather than streamed
+_LIST_INCLUDES = frozenset(
+    {"snapshots", "metadata", "uncommittedblobs", "copy", "deleted", "tags", "versions",
+     "immutabilitypolicy", "legalhold", "deletedwithversions", "permissions"}
+)  # fmt: skip
+_ENCRYPTED: Headers = [(b"x-ms-request-server-encrypted", b"true")]
+
+
+def _snapshot(call: Call) -> str:
+    return parse_snapshot(call.request.query.get("snapshot"))
+
+
+def _no_snapshot(call: Call) -> None:
+    """Snapshots are read-only: a write naming one is 400 InvalidOperation."""
+    if "snapshot" in call.request.query:
+        raise TableError("InvalidOperation")
+
+
+def _overrides(call: Call) -> ContentOverrides:
+    return overrides_from(call.grant.overrides) if call.grant is not None else ContentOverrides()
+
+
+def _checksum_headers(sums: Checksums, *, md5: bool) -> Headers:
+    headers: Headers = []
+    if md5 and sums.md5 is not None:
+        headers.append((b"content-md5", b64(sums.md5).encode()))
+    if sums.crc64 is not None:
+        headers.append((b"x-ms-content-crc64", b64(sums.crc64).encode()))
+    return headers
+
+
+# ------------------------------------------------------------------------------ reads
+
+
+async def get_blob(call: Call) -> Response:
+    headers = call.request.headers
+    snapshot = _snapshot(call)
+    wanted = byte_range(headers)
+    want_md5 = headers.get("x-ms-range-get-content-md5", "").lower() == "true"
+    want_crc = headers.get("x-ms-range-get-content-crc64", "").lower() == "true"
+    if want_md5 and want_crc:
+        raise bad_header("x-ms-range-get-content-crc64", headers["x-ms-range-get-content-crc64"])
+    record, extents = await call.service.get_blob(
+        call.key, snapshot, conditions(headers), call.lease_id, content=True
+    )
+    assert extents is not None
+    lease = call.service.lease_state(record.lease) if snapshot == BASE else None
+    size = record.size
+    if wanted is None:
+        if want_md5 or want_crc:
+            name = "x-ms-range-get-content-md5" if want_md5 else "x-ms-range-get-content-crc64"
+            raise bad_header(name, headers[name])
+        response_headers = blob_headers(record, lease, _overrides(call), whole=True, properties=False)
+        stream = call.service.read(call.key, extents, 0, size)
+        if size <= SMALL_RESPONSE:  # one write, no streaming machinery
+            return Response(200, response_headers, b"".join([chunk async for chunk in stream]))
+        return StreamedResponse(200, response_headers, stream=stream, length=size)
+    start, last = wanted
+    if start >= size:
+        raise TableError("InvalidRange", headers=[(b"content-range", f"bytes */{size}".encode())])
+    end = size if last is None or last >= size else last + 1
+    response_headers = blob_headers(record, lease, _overrides(call), whole=False, properties=False)
+    response_headers.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
+    stream = call.service.read(call.key, extents, start, end)
+    if end - start <= SMALL_RESPONSE and not (want_md5 or want_crc):
+        return Response(206, response_headers, b"".join([chunk async for chunk in stream]))
+    if want_md5 or want_crc:
+        if end - start > MAX_RANGE_CHECKSUM:
+            name = "x-ms-range-get-content-md5" if want_md5 else "x-ms-range-get-content-crc64"
+            raise TableError("OutOfRangeInput", fields=(("HeaderName", name), ("HeaderValue", "true")))
+        data = b"".join([chunk async for chunk in stream])  # at most 4 MiB
+        sums = Checksums(md5=want_md5, crc64=want_crc)
+        sums.update(data)
+        response_headers.extend(_checksum_headers(sums, md5=True))
+        return StreamedResponse(206, response_headers, stream=_once(data), length=len(data))
+    return StreamedResponse(206, response_headers, stream=stream, length=end - start)
+
+
+async def _once(data: bytes):  # type: ignore[no-untyped-def]
+    yield data
+
+
+async def get_blob_properties(call: Call) -> Response:
+    snapshot = _snapshot(call)
+    record, _ = await call.service.get_blob(
+        call.key, snapshot, conditions(call.request.headers), call.lease_id, content=False
+    )
+    lease = call.service.lease_state(record.lease) if snapshot == BASE else None
+    headers = blob_headers(record, lease, _overrides(call), whole=True, properties=True)
+    return StreamedResponse(200, headers, stream=None, length=record.size)
+
+
+async def get_blob_metadata(call: Call) -> Response:
+    record, _ = await call.service.get_blob(
+        call.key, _snapshot(call), conditions(call.request.headers), call.lease_id, content=False
+    )
+    return Response(200, etag_headers(record.ticks) + metadata_headers(record.metadata))
+
+
+async def get_block_list(call: Call) -> Response:
+    which = call.request.query.get("blocklisttype", "committed").lower()
+    if which not in ("committed", "uncommitted", "all"):
+        raise invalid_parameter("blocklisttype", call.request.query["blocklisttype"])
+    record, committed, staged = await call.service.get_block_list(call.key, _snapshot(call), call.lease_id)
+    extra: Headers = []
+    if record.committed:
+        extra = etag_headers(record.ticks)
+        extra.append((b"x-ms-blob-content-length", str(record.size).encode()))
+    body = formats.render_block_list(
+        committed if which in ("committed", "all") else None,
+        staged if which in ("uncommitted", "all") else None,
+    )
+    return xml(body, extra=extra)
+
+
+async def list_blobs(call: Call) -> Response:
+    query = call.request.query
+    include = includes(query, _LIST_INCLUDES)
+    page = await call.service.list_blobs(
+        call.route.account,
+        call.route.container,
+        prefix=query.get("prefix", ""),
+        delimiter=query.get("delimiter") or None,
+        marker=query.get("marker") or None,
+        limit=max_results(query),
+        snapshots="snapshots" in include,
+        uncommitted="uncommittedblobs" in include,
+    )
+    items: list = []
+    for item in page.items:
+        if isinstance(item, str):
+            items.append(item)
+        else:
+            lease = call.service.lease_state(item.lease) if not item.snapshot else None
+            items.append((item, lease))
+    body = formats.render_blobs(
+        call.route.base, call.route.container, query, items, include, page.next_marker
+    )
+    return xml(body)
+
+
+# ------------------------------------------------------------------------------ writes
+
+
+async def put_blob(call: Call) -> Response:
+    _no_snapshot(call)
+    headers = call.request.headers
+    blob_type = headers.get("x-ms-blob-type")
+    if blob_type is None:
+        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-blob-type"),))
+    if blob_type == "PageBlob":
+        raise TableError("BlobTypeNotSupported")
+    if blob_type not in BLOB_TYPES:
+        raise bad_header("x-ms-blob-type", blob_type)
+    if blob_type == "AppendBlob":
+        upload = call.upload(0)
+    else:
+        upload = call.upload(max_put_blob(call.version))
+        stored_md5 = _digest_or_none(headers.get("x-ms-blob-content-md5"))
+        if stored_md5 is not None and upload.md5 is None:
+            upload.md5 = stored_md5  # an MD5 the blob is to keep is checked against the body too
+    cond = conditions(headers)
+    if call.grant is not None and call.grant.create_only:
+        cond = replace(cond, if_none_match=("*",))
+    record, sums = await call.service.put_blob(
+        call.key,
+        blob_type,
+        upload,
+        content_properties(headers, default_type="application/octet-stream", with_plain=True),
+        request_metadata(call.request),
+        cond,
+        call.lease_id,
+    )
+    response_headers = etag_headers(record.ticks) + _ENCRYPTED
+    if blob_type == "BlockBlob":
+        response_headers.extend(_checksum_headers(sums, md5=True))
+    return Response(201, response_headers)
+
+
+async def put_block(call: Call) -> Response:
+    _no_snapshot(call)
+    block_id = check_block_id(call.request.query.get("blockid"))
+    upload = call.upload(max_block(call.version))
+    sums = await call.service.put_block(call.key, block_id, upload, call.lease_id)
+    return Response(201, _checksum_headers(sums, md5=upload.md5 is not None) + _ENCRYPTED)
+
+
+async def put_block_list(call: Call) -> Response:
+    _no_snapshot(call)
+    headers = call.request.headers
+    body = await call.document()
+    sums = Checksums(md5=True, crc64=True)
+    sums.update(body)
+    sums.verify(
+        decode_digest(headers.get("content-md5"), 16, "Content-MD5"),
+        decode_digest(headers.get("x-ms-content-crc64"), 8, "x-ms-content-crc64"),
+    )
+    entries = formats.parse_block_list(body)
+    cond = conditions(headers)
+    if call.grant is not None and call.grant.create_only:
+        cond = replace(cond, if_none_match=("*",))
+    record = await call.service.put_block_list(
+        call.key,
+        entries,
+        content_properties(headers, default_type="application/octet-stream", with_plain=False),
+        request_metadata(call.request),
+        cond,
+        call.lease_id,
+    )
+    return Response(201, etag_headers(record.ticks) + _checksum_headers(sums, md5=False) + _ENCRYPTED)
+
+
+def _digest_or_none(value: str | None) -> bytes | None:
+    """A Base64 MD5, or None when the value is not one (then it is only stored)."""
+    try:
+        return decode_digest(value, 16, "Content-MD5")
+    except TableError:
+        return None
+
+
+def _int_header(headers: dict[str, str], name: str) -> int | None:
+    value = headers.get(name)
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise bad_header(name, value)
+    return int(value)
+
+
+async def append_block(call: Call) -> Response:
+    _no_snapshot(call)
+    headers = call.request.headers
+    upload = call.upload(max_append(call.version))
+    record, offset, sums = await call.service.append_block(
+        call.key,
+        upload,
+        conditions(headers),
+        call.lease_id,
+        _int_header(headers, "x-ms-blob-condition-maxsize"),
+        _int_header(headers, "x-ms-blob-condition-appendpos"),
+    )
+    response_headers = etag_headers(record.ticks)
+    response_headers.append((b"x-ms-blob-append-offset", str(offset).encode()))
+    response_headers.append((b"x-ms-blob-committed-block-count", str(record.block_count).encode()))
+    response_headers.extend(_checksum_headers(sums, md5=upload.md5 is not None))
+    return Response(201, response_headers + _ENCRYPTED)
+
+
+async def set_blob_properties(call: Call) -> Response:
+    _no_snapshot(call)
+    headers = call.request.headers
+    record = await call.service.set_blob_properties(
+        call.key,
+        content_properties(headers, default_type=None, with_plain=False),
+        conditions(headers),
+        call.lease_id,
+    )
+    return Response(200, etag_headers(record.ticks))
+
+
+async def set_blob_metadata(call: Call) -> Response:
+    _no_snapshot(call)
+    headers = call.request.headers
+    record = await call.service.set_blob_metadata(
+        call.key, request_metadata(call.request), conditions(headers), call.lease_id
+    )
+    return Response(200, etag_headers(record.ticks) + _ENCRYPTED)
+
+
+async def delete_blob(call: Call) -> Response:
+    headers = call.request.headers
+    if "deletetype" in call.request.query:
+        raise unsupported_parameter("deletetype", call.request.query["deletetype"])
+    option = headers.get("x-ms-delete-snapshots")
+    if option is not None and option not in ("include", "only"):
+        raise bad_header("x-ms-delete-snapshots", option)
+    await call.service.delete_blob(call.key, _snapshot(call), option, conditions(headers), call.lease_id)
+    return Response(202)
+
+
+async def snapshot_blob(call: Call) -> Response:
+    _no_snapshot(call)
+    headers = call.request.headers
+    given = request_metadata(call.request)
+    base, name = await call.service.snapshot_blob(
+        call.key, given if given else None, conditions(headers), call.lease_id
+    )
+    response_headers = etag_headers(base.ticks)
+    response_headers.append((b"x-ms-snapshot", name.encode()))
+    return Response(201, response_headers + _ENCRYPTED)
+
+
+async def lease_blob(call: Call) -> Response:
+    _no_snapshot(call)
+    request = lease_request(call.request)
+    outcome = await call.service.lease_blob(call.key, request, conditions(call.request.headers))
+    return lease_response(request, outcome)
+
+
+async def copy_blob(call: Call) -> Response:
+    _no_snapshot(call)
+    headers = call.request.headers
+    source_url = headers["x-ms-copy-source"]
+    source, snapshot, source_query = _copy_source(call, source_url)
+    await _authorize_source(call, source, source_query)
+    given = request_metadata(call.request)
+    record = await call.service.copy_blob(
+        source,
+        snapshot,
+        call.key,
+        source_url,
+        given if given else None,
+        conditions(headers),
+        conditions(headers, "x-ms-source-"),
+        call.lease_id,
+    )
+    assert record.copy is not None
+    response_headers = etag_headers(record.ticks)
+    response_headers.append((b"x-ms-copy-id", record.copy.copy_id.encode()))
+    response_headers.append((b"x-ms-copy-status", b"success"))
+    return Response(202, response_headers)
+
+
+def _copy_source(call: Call, url: str) -> tuple[BlobKey, str, dict[str, str]]:
+    """The blob a copy source URL names, in this account (another account's blob is refused)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise bad_header("x-ms-copy-source", url)
+    try:
+        source = resolve(parts.scheme, parts.netloc, parts.path, call.options.accounts, None)
+    except TableError:
+        raise TableError("CannotVerifyCopySource", "The specified resource does not exist.") from None
+    if source.account != call.route.account:
+        raise TableError("CopyAcrossAccountsNotSupported")
+    if source.kind is not Kind.BLOB:
+        raise bad_header("x-ms-copy-source", url)
+    container, blob = source.container, source.blob
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    return BlobKey(call.route.account, container, blob), parse_snapshot(query.get("snapshot")), query
+
+
+async def _authorize_source(call: Call, source: BlobKey, query: dict[str, str]) -> None:
+    """A request signed with the account key may copy any blob of the account. One authorised by
+    a SAS needs read access to the source as well: a SAS of its own in the source URL, an account
+    SAS that reads objects, or a container that lets anyone read its blobs."""
+    grant = call.grant
+    if grant is None or (
+        grant.resource_types is not None and "o" in grant.resource_types and "r" in grant.permissions
+    ):
+        return
+    token = parse_sas(query)
+    if token is not None:
+        record = await call.service.store.get_container(source.account, source.container)
+        policies = stored_policies(record.acl) if record else {}
+        source_grant = verify_blob_sas(
+            token,
+            query,
+            account=source.account,
+            keys=call.options.accounts[source.account],
+            container=source.container,
+            blob=source.name,
+            policy_lookup=policies.get,
+            is_https=call.request.scheme == "https",
+            client_ip=call.request.client_ip,
+            now=datetime.now(UTC),
+        )
+        source_grant.check(Operation.GET_BLOB)
+        return
+    record = await call.service.store.get_container(source.account, source.container)
+    if record is None or not anonymous_allowed(Operation.GET_BLOB, record.public_access):
+        raise TableError("CannotVerifyCopySource", "The specified resource does not exist.")
+
+
+async def abort_copy(call: Call) -> Response:
+    _no_snapshot(call)
+    headers = call.request.headers
+    if headers.get("x-ms-copy-action", "").lower() != "abort":
+        raise bad_header("x-ms-copy-action", headers.get("x-ms-copy-action", ""))
+    copy_id = call.request.query.get("copyid")
+    if not copy_id:
+        raise TableError("MissingRequiredQueryParameter", fields=(("QueryParameterName", "copyid"),))
+    await call.service.abort_copy(call.key, copy_id, call.lease_id)
+    return Response(204)

@@ -1,0 +1,77 @@
+"""One Blob request as its handler sees it: the service, the parsed request and route, the
+SAS grant, and the body (read whole when it is a small document, streamed when it is content)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from tabulae.blob.api.headers import bad_header
+from tabulae.blob.api.routing import Route
+from tabulae.blob.api.sas import BlobGrant
+from tabulae.blob.rules.checksums import decode_digest
+from tabulae.blob.rules.leases import parse_lease_id
+from tabulae.blob.service import BlobService, Upload
+from tabulae.http.exchange import read_body
+from tabulae.http.messages import Request
+from tabulae.http.options import FrontendOptions
+from tabulae.http.streaming import body_chunks
+from tabulae.http.versions import DEFAULT_VERSION
+from tabulae.model.errors import TableError
+from tabulae.storage.blobs import BlobKey
+
+
+@dataclass(slots=True)
+class Call:
+    service: BlobService
+    request: Request
+    route: Route
+    receive: Any
+    options: FrontendOptions
+    grant: BlobGrant | None = None
+
+    @property
+    def key(self) -> BlobKey:
+        return BlobKey(self.route.account, self.route.container, self.route.blob)
+
+    @property
+    def version(self) -> str:
+        return self.request.headers.get("x-ms-version", DEFAULT_VERSION)
+
+    @property
+    def lease_id(self) -> str | None:
+        return parse_lease_id(self.request.headers.get("x-ms-lease-id"), "x-ms-lease-id")
+
+    async def document(self) -> bytes:
+        """A body that is a small document (block list, ACL, properties): read whole, capped."""
+        await read_body(self.request, self.receive, self.options.max_body_bytes, self.options.body_timeout)
+        return self.request.body
+
+    def upload(self, limit: int) -> Upload:
+        """The body as content to stream: its length is required (411 without one) and capped at
+        ``limit`` (413 past it); Content-MD5 and x-ms-content-crc64 come along to be checked."""
+        headers = self.request.headers
+        declared = headers.get("content-length")
+        if declared is None:
+            raise TableError("MissingContentLengthHeader")
+        if not declared.isdigit():
+            raise bad_header("Content-Length", declared)
+        length = int(declared)
+        if length > limit:
+            raise TableError(
+                "RequestBodyTooLarge",
+                "The request body is too large and exceeds the maximum permissible limit.",
+                fields=(("MaxLimit", str(limit)),),
+            )
+        md5 = decode_digest(headers.get("content-md5"), 16, "Content-MD5")
+        crc = decode_digest(headers.get("x-ms-content-crc64"), 8, "x-ms-content-crc64")
+        if md5 is not None and crc is not None:
+            raise bad_header("x-ms-content-crc64", headers["x-ms-content-crc64"])
+        chunks = body_chunks(self.request, self.receive, self.options.body_timeout) if length else _empty()
+        return Upload(chunks, length, md5, crc)
+
+
+async def _empty() -> AsyncIterator[bytes]:
+    return
+    yield b""  # an async generator that yields nothing

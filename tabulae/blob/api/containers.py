@@ -1,0 +1,228 @@
+"""Handlers of the account-level and container operations: HTTP in, service call, HTTP out."""
+
+from __future__ import annotations
+
+from email.utils import formatdate
+
+from tabulae.blob.api import formats
+from tabulae.blob.api.call import Call
+from tabulae.blob.api.headers import bad_header, conditions, etag_headers
+from tabulae.blob.api.operations import invalid_parameter
+from tabulae.blob.rules import leases
+from tabulae.blob.service import MAX_RESULTS, LeaseOutcome, LeaseRequest
+from tabulae.http.documents import BLOB_PERMISSIONS, parse_acl, render_acl, render_stats
+from tabulae.http.errors import XML_CONTENT_TYPE
+from tabulae.http.messages import Headers, Request, Response
+from tabulae.http.metadata import metadata_headers, request_metadata
+from tabulae.model.errors import TableError
+
+_PUBLIC_ACCESS = ("container", "blob")
+_LEASE_ACTIONS = ("acquire", "renew", "change", "release", "break")
+_FIXED_CONTAINER_HEADERS: Headers = [
+    (b"x-ms-has-immutability-policy", b"false"),
+    (b"x-ms-has-legal-hold", b"false"),
+    (b"x-ms-default-encryption-scope", b"$account-encryption-key"),
+    (b"x-ms-deny-encryption-scope-override", b"false"),
+    (b"x-ms-immutable-storage-with-versioning-enabled", b"false"),
+]
+_ACCOUNT_INFO: Headers = [
+    (b"x-ms-sku-name", b"Standard_LRS"),
+    (b"x-ms-account-kind", b"StorageV2"),
+    (b"x-ms-is-hns-enabled", b"false"),
+]
+
+
+def xml(body: bytes, status: int = 200, extra: Headers | None = None) -> Response:
+    headers: Headers = [(b"content-type", XML_CONTENT_TYPE)]
+    if extra:
+        headers.extend(extra)
+    return Response(status, headers, body)
+
+
+def max_results(query: dict[str, str]) -> int:
+    """``maxresults``: 1 to 5000 (more is capped), 5000 when absent."""
+    value = query.get("maxresults")
+    if value is None:
+        return MAX_RESULTS
+    try:
+        number = int(value)
+    except ValueError:
+        raise invalid_parameter("maxresults", value) from None
+    if number <= 0:
+        raise TableError(
+            "OutOfRangeQueryParameterValue",
+            fields=(("QueryParameterName", "maxresults"), ("QueryParameterValue", value)),
+        )
+    return min(number, MAX_RESULTS)
+
+
+def includes(query: dict[str, str], allowed: frozenset[str]) -> frozenset[str]:
+    value = query.get("include")
+    if not value:
+        return frozenset()
+    names = frozenset(part.strip().lower() for part in value.split(",") if part.strip())
+    unknown = names - allowed
+    if unknown:
+        raise invalid_parameter("include", value)
+    return names
+
+
+def public_access(request: Request) -> str | None:
+    value = request.headers.get("x-ms-blob-public-access")
+    if value is None or value == "":
+        return None
+    if value not in _PUBLIC_ACCESS:
+        raise bad_header("x-ms-blob-public-access", value)
+    return value
+
+
+def lease_request(request: Request) -> LeaseRequest:
+    headers = request.headers
+    action = headers.get("x-ms-lease-action")
+    if action is None:
+        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-lease-action"),))
+    if action.lower() not in _LEASE_ACTIONS:
+        raise bad_header("x-ms-lease-action", action)
+    action = action.lower()
+    return LeaseRequest(
+        action=action,
+        lease_id=leases.parse_lease_id(headers.get("x-ms-lease-id"), "x-ms-lease-id"),
+        proposed_id=leases.parse_lease_id(headers.get("x-ms-proposed-lease-id"), "x-ms-proposed-lease-id"),
+        duration=leases.parse_duration(headers.get("x-ms-lease-duration")) if action == "acquire" else -1,
+        break_period=leases.parse_break_period(headers.get("x-ms-lease-break-period")),
+    )
+
+
+def lease_response(request: LeaseRequest, outcome: LeaseOutcome) -> Response:
+    headers = etag_headers(outcome.ticks)
+    if request.action == "break":
+        headers.append((b"x-ms-lease-time", str(outcome.break_seconds).encode()))
+        return Response(202, headers)
+    if request.action != "release" and outcome.lease.lease_id:
+        headers.append((b"x-ms-lease-id", outcome.lease.lease_id.encode()))
+    return Response(201 if request.action == "acquire" else 200, headers)
+
+
+# ------------------------------------------------------------------------------ account
+
+
+async def list_containers(call: Call) -> Response:
+    query = call.request.query
+    limit = max_results(query)
+    include = includes(query, frozenset({"metadata", "deleted", "system"}))
+    found, next_marker = await call.service.list_containers(
+        call.route.account, query.get("prefix", ""), query.get("marker"), limit
+    )
+    listed = [(record, call.service.lease_state(record.lease)) for record in found]
+    body = formats.render_containers(
+        call.route.base,
+        query.get("prefix", ""),
+        query.get("marker", ""),
+        query.get("maxresults", ""),
+        listed,
+        "metadata" in include,
+        next_marker,
+    )
+    return xml(body)
+
+
+async def get_service_properties(call: Call) -> Response:
+    properties = await call.service.get_service_properties(call.route.account)
+    return xml(formats.render_service_properties_blob(properties))
+
+
+async def set_service_properties(call: Call) -> Response:
+    body = await call.document()
+    current = await call.service.get_service_properties(call.route.account)
+    updated = formats.parse_service_properties_blob(body, current)
+    await call.service.set_service_properties(call.route.account, updated)
+    return Response(202)
+
+
+async def get_service_stats(call: Call) -> Response:
+    return xml(render_stats(formatdate(usegmt=True)))
+
+
+async def get_account_info(call: Call) -> Response:
+    return Response(200, list(_ACCOUNT_INFO))
+
+
+# ------------------------------------------------------------------------------ containers
+
+
+async def create_container(call: Call) -> Response:
+    record = await call.service.create_container(
+        call.route.account,
+        call.route.container,
+        request_metadata(call.request),
+        public_access(call.request),
+    )
+    return Response(201, etag_headers(record.ticks))
+
+
+async def delete_container(call: Call) -> Response:
+    await call.service.delete_container(
+        call.route.account, call.route.container, conditions(call.request.headers), call.lease_id
+    )
+    return Response(202)
+
+
+async def get_container_properties(call: Call) -> Response:
+    record = await call.service.get_container(call.route.account, call.route.container, call.lease_id)
+    headers = etag_headers(record.ticks)
+    headers.extend(metadata_headers(record.metadata))
+    status, state, duration = call.service.lease_state(record.lease)
+    headers.append((b"x-ms-lease-status", status.encode()))
+    headers.append((b"x-ms-lease-state", state.encode()))
+    if duration:
+        headers.append((b"x-ms-lease-duration", duration.encode()))
+    if record.public_access:
+        headers.append((b"x-ms-blob-public-access", record.public_access.encode()))
+    headers.extend(_FIXED_CONTAINER_HEADERS)
+    return Response(200, headers)
+
+
+async def get_container_metadata(call: Call) -> Response:
+    record = await call.service.get_container(call.route.account, call.route.container, call.lease_id)
+    return Response(200, etag_headers(record.ticks) + metadata_headers(record.metadata))
+
+
+async def set_container_metadata(call: Call) -> Response:
+    record = await call.service.set_container_metadata(
+        call.route.account,
+        call.route.container,
+        request_metadata(call.request),
+        conditions(call.request.headers),
+        call.lease_id,
+    )
+    return Response(200, etag_headers(record.ticks))
+
+
+async def get_container_acl(call: Call) -> Response:
+    record = await call.service.get_container(call.route.account, call.route.container, call.lease_id)
+    extra = etag_headers(record.ticks)
+    if record.public_access:
+        extra.append((b"x-ms-blob-public-access", record.public_access.encode()))
+    return xml(render_acl(record.acl), extra=extra)
+
+
+async def set_container_acl(call: Call) -> Response:
+    access = public_access(call.request)
+    identifiers = parse_acl(await call.document(), BLOB_PERMISSIONS)
+    record = await call.service.set_container_acl(
+        call.route.account,
+        call.route.container,
+        access,
+        identifiers,
+        conditions(call.request.headers),
+        call.lease_id,
+    )
+    return Response(200, etag_headers(record.ticks))
+
+
+async def lease_container(call: Call) -> Response:
+    request = lease_request(call.request)
+    outcome = await call.service.lease_container(
+        call.route.account, call.route.container, request, conditions(call.request.headers)
+    )
+    return lease_response(request, outcome)

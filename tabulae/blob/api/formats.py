@@ -1,0 +1,274 @@
+"""The Blob service's XML: container and blob listings, block lists, and the Blob parts of the
+service properties, in the element order of Azure's own responses ("List Containers", "List
+Blobs", "Get Block List", "Get Blob Service Properties"). Parsing never depends on order."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from email.utils import formatdate
+from urllib.parse import quote
+from xml.sax.saxutils import escape
+
+from tabulae.blob.rules.blocks import KINDS
+from tabulae.blob.rules.conditions import etag_of
+from tabulae.blob.rules.names import XML_UNSAFE
+from tabulae.blob.rules.properties import BlobServiceProperties, DeleteRetention, StaticWebsite
+from tabulae.http.documents import (
+    bool_text,
+    parse_document,
+    parse_service_properties,
+    render_service_properties,
+    text_of,
+    xml_bool,
+)
+from tabulae.model import edm
+from tabulae.model.errors import TableError
+from tabulae.storage.blobs import BlobRecord, ContainerRecord, Extent
+
+DECLARATION = '<?xml version="1.0" encoding="utf-8"?>'
+_FIXED_CONTAINER_PROPERTIES = (
+    "<DefaultEncryptionScope>$account-encryption-key</DefaultEncryptionScope>"
+    "<DenyEncryptionScopeOverride>false</DenyEncryptionScopeOverride>"
+    "<HasImmutabilityPolicy>false</HasImmutabilityPolicy><HasLegalHold>false</HasLegalHold>"
+    "<ImmutableStorageWithVersioningEnabled>false</ImmutableStorageWithVersioningEnabled>"
+)
+
+LeaseView = tuple[str, str, str | None]  # (status, state, duration)
+
+
+def http_date(ticks: int) -> str:
+    """RFC 1123, one-second resolution: Last-Modified and friends."""
+    return _date_of_second((ticks - edm.UNIX_EPOCH_TICKS) // edm.TICKS_PER_SECOND)
+
+
+@functools.lru_cache(maxsize=4096)
+def _date_of_second(second: int) -> str:
+    return formatdate(second, usegmt=True)  # formatted once per second seen: it is not cheap
+
+
+def _element(tag: str, value: str | None) -> str:
+    return f"<{tag}>{escape(value)}</{tag}>" if value else f"<{tag} />"
+
+
+def _metadata(metadata: dict[str, str]) -> str:
+    if not metadata:
+        return "<Metadata />"
+    return "<Metadata>" + "".join(f"<{k}>{escape(v)}</{k}>" for k, v in metadata.items()) + "</Metadata>"
+
+
+_AVAILABLE = "<LeaseStatus>unlocked</LeaseStatus><LeaseState>available</LeaseState>"
+
+
+def _lease(view: LeaseView) -> str:
+    status, state, duration = view
+    if state == "available":
+        return _AVAILABLE
+    text = f"<LeaseStatus>{status}</LeaseStatus><LeaseState>{state}</LeaseState>"
+    return text + (f"<LeaseDuration>{duration}</LeaseDuration>" if duration else "")
+
+
+def _optional(tag: str, value: str) -> str:
+    return f"<{tag}>{escape(value)}</{tag}>" if value else ""
+
+
+def render_containers(
+    base: str,
+    prefix: str,
+    marker: str,
+    max_results: str,
+    containers: Sequence[tuple[ContainerRecord, LeaseView]],
+    include_metadata: bool,
+    next_marker: str | None,
+) -> bytes:
+    parts = [
+        DECLARATION,
+        f'<EnumerationResults ServiceEndpoint="{escape(base)}/">',
+        _optional("Prefix", prefix),
+        _optional("Marker", marker),
+        _optional("MaxResults", max_results),
+        "<Containers>",
+    ]
+    for record, lease in containers:
+        public = f"<PublicAccess>{record.public_access}</PublicAccess>" if record.public_access else ""
+        parts.append(
+            f"<Container><Name>{escape(record.name)}</Name><Properties>"
+            f'<Last-Modified>{http_date(record.ticks)}</Last-Modified><Etag>"{etag_of(record.ticks)}"</Etag>'
+            f"{_lease(lease)}{public}{_FIXED_CONTAINER_PROPERTIES}</Properties>"
+            + (_metadata(record.metadata) if include_metadata else "")
+            + "</Container>"
+        )
+    parts.append("</Containers>")
+    parts.append(_element("NextMarker", next_marker))
+    parts.append("</EnumerationResults>")
+    return "".join(parts).encode()
+
+
+def _text(value: str) -> str:
+    """XML-escaped text; most values need none, and checking is cheaper than escaping."""
+    return escape(value) if ("&" in value or "<" in value or ">" in value) else value
+
+
+def _field(tag: str, value: str | None) -> str:
+    return f"<{tag}>{_text(value)}</{tag}>" if value else f"<{tag} />"
+
+
+_TIER = "<AccessTier>Hot</AccessTier><AccessTierInferred>true</AccessTierInferred>"
+
+
+def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: bool) -> str:
+    """One blob's ``<Properties>``: built as one string, as a listing builds 5,000 of them."""
+    if not record.committed:
+        return (
+            f"<Properties><Content-Length>{record.size}</Content-Length>"
+            f"<BlobType>{record.blob_type}</BlobType><ServerEncrypted>true</ServerEncrypted></Properties>"
+        )
+    p = record.properties
+    copy = record.copy
+    copied = ""
+    if include_copy and copy is not None:
+        copied = (
+            f"<CopyId>{copy.copy_id}</CopyId><CopyStatus>{copy.status}</CopyStatus>"
+            f"<CopySource>{escape(copy.source)}</CopySource><CopyProgress>{copy.progress}</CopyProgress>"
+            f"<CopyCompletionTime>{http_date(copy.completed)}</CopyCompletionTime>"
+        )
+    return (
+        f"<Properties><Creation-Time>{http_date(record.created)}</Creation-Time>"
+        f"<Last-Modified>{http_date(record.ticks)}</Last-Modified><Etag>0x{record.ticks:X}</Etag>"
+        f"<Content-Length>{record.size}</Content-Length>{_field('Content-Type', p.content_type)}"
+        f"{_field('Content-Encoding', p.content_encoding) if p.content_encoding else '<Content-Encoding />'}"
+        f"{_field('Content-Language', p.content_language) if p.content_language else '<Content-Language />'}"
+        f"<Content-CRC64 />{_field('Content-MD5', p.content_md5)}"
+        f"{_field('Cache-Control', p.cache_control) if p.cache_control else '<Cache-Control />'}"
+        f"{_field('Content-Disposition', p.content_disposition)}"
+        f"<BlobType>{record.blob_type}</BlobType>{_TIER if record.blob_type == 'BlockBlob' else ''}"
+        f"{_lease(lease) if lease is not None else ''}{copied}"
+        "<ServerEncrypted>true</ServerEncrypted></Properties>"
+    )
+
+
+def render_blobs(
+    base: str,
+    container: str,
+    query: dict[str, str],
+    items: Sequence[tuple[BlobRecord, LeaseView | None] | str],
+    include: frozenset[str],
+    next_marker: str | None,
+) -> bytes:
+    parts = [
+        DECLARATION,
+        f'<EnumerationResults ServiceEndpoint="{escape(base)}/" ContainerName="{escape(container)}">',
+        _optional("Prefix", query.get("prefix", "")),
+        _optional("Marker", query.get("marker", "")),
+        _optional("MaxResults", query.get("maxresults", "")),
+        _optional("Delimiter", query.get("delimiter", "")),
+        "<Blobs>",
+    ]
+    for item in items:
+        if isinstance(item, str):
+            parts.append(f"<BlobPrefix>{_name(item)}</BlobPrefix>")
+            continue
+        record, lease = item
+        parts.append(f"<Blob>{_name(record.name)}")
+        if record.snapshot:
+            parts.append(f"<Snapshot>{record.snapshot}</Snapshot>")
+        parts.append(_blob_properties(record, lease, "copy" in include))
+        if "metadata" in include and record.committed:
+            parts.append(_metadata(record.metadata))
+        parts.append("<OrMetadata /></Blob>")
+    parts.append("</Blobs>")
+    parts.append(_element("NextMarker", next_marker))
+    parts.append("</EnumerationResults>")
+    return "".join(parts).encode()
+
+
+def _name(name: str) -> str:
+    """A blob name, percent-encoded (``Encoded="true"``) when XML cannot carry it as it is."""
+    if XML_UNSAFE.search(name):
+        return f'<Name Encoded="true">{quote(name, safe="")}</Name>'
+    return f"<Name>{_text(name)}</Name>"
+
+
+def _blocks(tag: str, extents: Sequence[Extent]) -> str:
+    if not extents:
+        return f"<{tag} />"
+    inner = "".join(
+        f"<Block><Name>{escape(e.block_id or '')}</Name><Size>{e.length}</Size></Block>" for e in extents
+    )
+    return f"<{tag}>{inner}</{tag}>"
+
+
+def render_block_list(committed: Sequence[Extent] | None, uncommitted: Sequence[Extent] | None) -> bytes:
+    parts = [DECLARATION, "<BlockList>"]
+    if committed is not None:
+        parts.append(_blocks("CommittedBlocks", [e for e in committed if e.block_id is not None]))
+    if uncommitted is not None:
+        parts.append(_blocks("UncommittedBlocks", uncommitted))
+    parts.append("</BlockList>")
+    return "".join(parts).encode()
+
+
+def parse_block_list(body: bytes) -> list[tuple[str, str]]:
+    """``<BlockList><Latest>id</Latest>…</BlockList>`` → [(kind, id)] in document order."""
+    root = parse_document(body, "BlockList")
+    if root is None:
+        raise TableError("InvalidXmlDocument")
+    entries: list[tuple[str, str]] = []
+    for element in root:
+        if element.tag not in KINDS:
+            raise TableError("InvalidXmlNodeValue")
+        entries.append((element.tag, (element.text or "").strip()))
+    return entries
+
+
+# ------------------------------------------------------------------------ service properties
+
+
+def parse_service_properties_blob(body: bytes, current: BlobServiceProperties) -> BlobServiceProperties:
+    """The shared elements as every service parses them, then the Blob ones; elements left out
+    keep their current values."""
+    common = parse_service_properties(body, current.common)
+    root = parse_document(body, "StorageServiceProperties")
+    assert root is not None  # parse_service_properties refused an empty body
+    result = BlobServiceProperties(
+        common, current.delete_retention, current.static_website, current.default_service_version
+    )
+    element = root.find("DeleteRetentionPolicy")
+    if element is not None:
+        enabled = xml_bool(text_of(element, "Enabled"))
+        days = text_of(element, "Days")
+        if enabled and (days is None or not days.isdigit() or not 1 <= int(days[:4]) <= 365):
+            raise TableError("InvalidXmlNodeValue")
+        allow = text_of(element, "AllowPermanentDelete")
+        result.delete_retention = DeleteRetention(
+            enabled, int(days) if enabled and days else None, xml_bool(allow) if allow is not None else False
+        )
+    element = root.find("StaticWebsite")
+    if element is not None:
+        result.static_website = StaticWebsite(
+            xml_bool(text_of(element, "Enabled")),
+            text_of(element, "IndexDocument") or None,
+            text_of(element, "ErrorDocument404Path") or None,
+            text_of(element, "DefaultIndexDocumentPath") or None,
+        )
+    version = text_of(root, "DefaultServiceVersion")
+    if version:
+        result.default_service_version = version
+    return result
+
+
+def render_service_properties_blob(properties: BlobServiceProperties) -> bytes:
+    retention = properties.delete_retention
+    days = f"<Days>{retention.days}</Days>" if retention.enabled and retention.days else ""
+    website = properties.static_website
+    extra = (
+        f"<DeleteRetentionPolicy><Enabled>{bool_text(retention.enabled)}</Enabled>{days}"
+        f"<AllowPermanentDelete>{bool_text(retention.allow_permanent_delete)}</AllowPermanentDelete>"
+        f"</DeleteRetentionPolicy><StaticWebsite><Enabled>{bool_text(website.enabled)}</Enabled>"
+        + _optional("IndexDocument", website.index_document or "")
+        + _optional("ErrorDocument404Path", website.error_document_404_path or "")
+        + _optional("DefaultIndexDocumentPath", website.default_index_document_path or "")
+        + "</StaticWebsite>"
+        + _optional("DefaultServiceVersion", properties.default_service_version or "")
+    )
+    return render_service_properties(properties.common, extra)

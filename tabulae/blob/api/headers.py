@@ -1,0 +1,176 @@
+"""Request headers of the Blob service, read into the service's terms: conditions, ranges,
+content properties, metadata, leases; and the response headers a blob carries."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tabulae.auth.shared_key import parse_rfc1123
+from tabulae.blob.api.formats import LeaseView, http_date
+from tabulae.blob.rules.conditions import Conditions, etag_of
+from tabulae.http.messages import Headers
+from tabulae.http.metadata import metadata_headers
+from tabulae.model.errors import TableError
+from tabulae.storage.blobs import BlobRecord, ContentProperties
+
+_RANGE = re.compile(r"bytes=(\d+)-(\d*)")
+
+
+def bad_header(name: str, value: str) -> TableError:
+    return TableError("InvalidHeaderValue", fields=(("HeaderName", name), ("HeaderValue", value)))
+
+
+def _etags(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    tags = []
+    for part in value.split(","):
+        tag = part.strip()
+        if tag.startswith("W/"):
+            tag = tag[2:]
+        tags.append(tag.strip('"'))
+    return tuple(tags)
+
+
+def _date(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(parse_rfc1123(value).timestamp())
+    except ValueError:
+        return None  # an unreadable date is no condition, as HTTP asks
+
+
+def conditions(headers: dict[str, str], prefix: str = "") -> Conditions:
+    """``If-*`` headers (``x-ms-source-if-*`` with ``prefix="x-ms-source-"``)."""
+    return Conditions(
+        _etags(headers.get(prefix + "if-match")),
+        _etags(headers.get(prefix + "if-none-match")),
+        _date(headers.get(prefix + "if-modified-since")),
+        _date(headers.get(prefix + "if-unmodified-since")),
+    )
+
+
+def byte_range(headers: dict[str, str]) -> tuple[int, int | None] | None:
+    """``x-ms-range`` (which wins) or ``Range``: (first byte, last byte or None). A malformed
+    ``x-ms-range`` is refused; a malformed ``Range`` is ignored, as HTTP allows."""
+    for name in ("x-ms-range", "range"):
+        value = headers.get(name)
+        if value is None:
+            continue
+        match = _RANGE.fullmatch(value.strip())
+        if match is None:
+            if name == "range":
+                return None
+            raise bad_header(name, value)
+        start = int(match[1])
+        end = int(match[2]) if match[2] else None
+        if end is not None and end < start:
+            raise bad_header(name, value)
+        return start, end
+    return None
+
+
+def content_properties(
+    headers: dict[str, str], *, default_type: str | None, with_plain: bool
+) -> ContentProperties:
+    """The ``x-ms-blob-*`` properties, left out ones cleared; with ``with_plain`` (Put Blob) the
+    standard headers fill in for those left out; then the content type defaults to ``default_type``."""
+
+    def pick(blob_name: str, plain: str | None) -> str | None:
+        value = headers.get(blob_name)
+        if value is None and with_plain and plain is not None:
+            value = headers.get(plain)
+        return value
+
+    md5 = headers.get("x-ms-blob-content-md5")  # stored as given: Azure does not check its length
+    return ContentProperties(
+        content_type=pick("x-ms-blob-content-type", "content-type") or default_type,
+        content_encoding=pick("x-ms-blob-content-encoding", "content-encoding"),
+        content_language=pick("x-ms-blob-content-language", "content-language"),
+        content_disposition=pick("x-ms-blob-content-disposition", None),
+        cache_control=pick("x-ms-blob-cache-control", "cache-control"),
+        content_md5=md5,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ContentOverrides:
+    """Response header values a SAS may impose on a read (rscc, rscd, rsce, rscl, rsct)."""
+
+    cache_control: str | None = None
+    content_disposition: str | None = None
+    content_encoding: str | None = None
+    content_language: str | None = None
+    content_type: str | None = None
+
+
+def overrides_from(pairs: tuple[tuple[str, str], ...]) -> ContentOverrides:
+    values = dict(pairs)
+    return ContentOverrides(
+        values.get("rscc"), values.get("rscd"), values.get("rsce"), values.get("rscl"), values.get("rsct")
+    )
+
+
+def blob_headers(
+    record: BlobRecord,
+    lease: LeaseView | None,
+    overrides: ContentOverrides,
+    *,
+    whole: bool,
+    properties: bool,
+) -> Headers:
+    """What Get Blob and Get Blob Properties answer with. On a ranged read the blob's MD5 goes
+    in ``x-ms-blob-content-md5`` (``Content-MD5`` would describe the range)."""
+    p = record.properties
+    headers: Headers = [
+        (b"last-modified", http_date(record.ticks).encode()),
+        (b"etag", f'"{etag_of(record.ticks)}"'.encode()),
+        (b"x-ms-creation-time", http_date(record.created).encode()),
+        (b"x-ms-blob-type", record.blob_type.encode()),
+        (b"accept-ranges", b"bytes"),
+        (b"x-ms-server-encrypted", b"true"),
+    ]
+    content_type = overrides.content_type or p.content_type
+    for name, value in (
+        (b"content-type", content_type),
+        (b"content-encoding", overrides.content_encoding or p.content_encoding),
+        (b"content-language", overrides.content_language or p.content_language),
+        (b"content-disposition", overrides.content_disposition or p.content_disposition),
+        (b"cache-control", overrides.cache_control or p.cache_control),
+    ):
+        if value is not None:
+            headers.append((name, value.encode("latin-1")))
+    if p.content_md5:
+        headers.append((b"content-md5" if whole else b"x-ms-blob-content-md5", p.content_md5.encode()))
+    if lease is not None:
+        status, state, duration = lease
+        headers.append((b"x-ms-lease-status", status.encode()))
+        headers.append((b"x-ms-lease-state", state.encode()))
+        if duration:
+            headers.append((b"x-ms-lease-duration", duration.encode()))
+    if record.blob_type == "AppendBlob":
+        headers.append((b"x-ms-blob-committed-block-count", str(record.block_count).encode()))
+    elif properties:
+        headers.append((b"x-ms-access-tier", b"Hot"))
+        headers.append((b"x-ms-access-tier-inferred", b"true"))
+    if record.snapshot:
+        headers.append((b"x-ms-snapshot", record.snapshot.encode()))
+    copy = record.copy
+    if copy is not None:
+        headers.extend(
+            [
+                (b"x-ms-copy-id", copy.copy_id.encode()),
+                (b"x-ms-copy-status", copy.status.encode()),
+                (b"x-ms-copy-source", copy.source.encode("latin-1")),
+                (b"x-ms-copy-progress", copy.progress.encode()),
+                (b"x-ms-copy-completion-time", http_date(copy.completed).encode()),
+            ]
+        )
+    headers.extend(metadata_headers(record.metadata))
+    return headers
+
+
+def etag_headers(ticks: int) -> Headers:
+    return [(b"etag", f'"{etag_of(ticks)}"'.encode()), (b"last-modified", http_date(ticks).encode())]

@@ -1,0 +1,225 @@
+"""Which Blob operation a request performs: resolved once, from the resource, the method,
+``restype``, ``comp`` and the few headers that choose between operations on one URL.
+
+The operation then picks the handler (``app.HANDLERS``), the permission a SAS must carry and
+whether anonymous callers may perform it (``sas``), so routing and authorisation can never
+disagree about what a request does. Features Tabulae does not have (page blobs, versions, tags,
+tiers, batches, immutability, blob queries, Put Block From URL) get the Azure error a service
+gives for a parameter or header it does not support, never a half-done operation.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from tabulae.blob.api.routing import Kind, Route
+from tabulae.model.errors import TableError
+
+
+class Operation(StrEnum):
+    """Every Blob operation Tabulae serves, named as the REST reference names them."""
+
+    LIST_CONTAINERS = "ListContainers"
+    GET_SERVICE_PROPERTIES = "GetBlobServiceProperties"
+    SET_SERVICE_PROPERTIES = "SetBlobServiceProperties"
+    GET_SERVICE_STATS = "GetBlobServiceStats"
+    GET_ACCOUNT_INFO = "GetAccountInformation"
+    CREATE_CONTAINER = "CreateContainer"
+    DELETE_CONTAINER = "DeleteContainer"
+    GET_CONTAINER_PROPERTIES = "GetContainerProperties"
+    GET_CONTAINER_METADATA = "GetContainerMetadata"
+    SET_CONTAINER_METADATA = "SetContainerMetadata"
+    GET_CONTAINER_ACL = "GetContainerACL"
+    SET_CONTAINER_ACL = "SetContainerACL"
+    LEASE_CONTAINER = "LeaseContainer"
+    LIST_BLOBS = "ListBlobs"
+    PUT_BLOB = "PutBlob"
+    PUT_BLOCK = "PutBlock"
+    PUT_BLOCK_LIST = "PutBlockList"
+    GET_BLOCK_LIST = "GetBlockList"
+    APPEND_BLOCK = "AppendBlock"
+    GET_BLOB = "GetBlob"
+    GET_BLOB_PROPERTIES = "GetBlobProperties"
+    SET_BLOB_PROPERTIES = "SetBlobProperties"
+    GET_BLOB_METADATA = "GetBlobMetadata"
+    SET_BLOB_METADATA = "SetBlobMetadata"
+    DELETE_BLOB = "DeleteBlob"
+    LEASE_BLOB = "LeaseBlob"
+    SNAPSHOT_BLOB = "SnapshotBlob"
+    COPY_BLOB = "CopyBlob"
+    ABORT_COPY = "AbortCopyBlob"
+
+
+# comp values of features Tabulae does not serve, on any resource.
+_UNSUPPORTED_COMP = frozenset(
+    {
+        "tags", "tier", "page", "pagelist", "incrementalcopy", "batch", "userdelegationkey", "blobs",
+        "immutabilityPolicies", "legalhold", "expiry", "seal", "query", "rename", "undelete",
+    }
+)  # fmt: skip
+_UNSUPPORTED_HEADERS = (
+    "x-ms-tags",
+    "x-ms-access-tier",
+    "x-ms-immutability-policy-until-date",
+    "x-ms-immutability-policy-mode",
+    "x-ms-legal-hold",
+    "x-ms-encryption-key",
+    "x-ms-encryption-scope",
+    "x-ms-rehydrate-priority",
+)
+
+
+def unsupported_parameter(name: str, value: str) -> TableError:
+    return TableError(
+        "UnsupportedQueryParameter", fields=(("QueryParameterName", name), ("QueryParameterValue", value))
+    )
+
+
+def unsupported_header(name: str, value: str) -> TableError:
+    return TableError("UnsupportedHeader", fields=(("HeaderName", name), ("HeaderValue", value)))
+
+
+def invalid_parameter(name: str, value: str) -> TableError:
+    return TableError(
+        "InvalidQueryParameterValue", fields=(("QueryParameterName", name), ("QueryParameterValue", value))
+    )
+
+
+def _verb(method: str, table: dict[str, Operation]) -> Operation:
+    operation = table.get(method)
+    if operation is None:
+        raise TableError("UnsupportedHttpVerb")
+    return operation
+
+
+def _service(method: str, restype: str | None, comp: str | None) -> Operation:
+    if comp == "list" and restype is None:
+        return _verb(method, {"GET": Operation.LIST_CONTAINERS})
+    if restype == "service" and comp == "properties":
+        return _verb(
+            method, {"GET": Operation.GET_SERVICE_PROPERTIES, "PUT": Operation.SET_SERVICE_PROPERTIES}
+        )
+    if restype == "service" and comp == "stats":
+        return _verb(method, {"GET": Operation.GET_SERVICE_STATS})
+    if restype == "account" and comp == "properties":
+        return _verb(method, {"GET": Operation.GET_ACCOUNT_INFO, "HEAD": Operation.GET_ACCOUNT_INFO})
+    if comp is None and restype is None:
+        raise TableError("InvalidUri")
+    if comp is not None:
+        raise invalid_parameter("comp", comp)
+    raise invalid_parameter("restype", restype or "")
+
+
+def _container(method: str, restype: str | None, comp: str | None) -> Operation:
+    if restype == "account":
+        if comp == "properties":
+            return _verb(method, {"GET": Operation.GET_ACCOUNT_INFO, "HEAD": Operation.GET_ACCOUNT_INFO})
+        raise invalid_parameter("comp", comp or "")
+    if comp is None:
+        return _verb(
+            method,
+            {
+                "PUT": Operation.CREATE_CONTAINER,
+                "DELETE": Operation.DELETE_CONTAINER,
+                "GET": Operation.GET_CONTAINER_PROPERTIES,
+                "HEAD": Operation.GET_CONTAINER_PROPERTIES,
+            },
+        )
+    if comp == "metadata":
+        return _verb(
+            method,
+            {
+                "GET": Operation.GET_CONTAINER_METADATA,
+                "HEAD": Operation.GET_CONTAINER_METADATA,
+                "PUT": Operation.SET_CONTAINER_METADATA,
+            },
+        )
+    if comp == "acl":
+        return _verb(
+            method,
+            {
+                "GET": Operation.GET_CONTAINER_ACL,
+                "HEAD": Operation.GET_CONTAINER_ACL,
+                "PUT": Operation.SET_CONTAINER_ACL,
+            },
+        )
+    if comp == "lease":
+        return _verb(method, {"PUT": Operation.LEASE_CONTAINER})
+    if comp == "list":
+        return _verb(method, {"GET": Operation.LIST_BLOBS})
+    raise invalid_parameter("comp", comp)
+
+
+def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
+    copy_source = "x-ms-copy-source" in headers
+    if comp is None:
+        if method == "PUT" and copy_source and "x-ms-blob-type" in headers:  # Put Blob From URL
+            raise unsupported_header("x-ms-copy-source", headers["x-ms-copy-source"])
+        if method == "PUT":
+            return Operation.COPY_BLOB if copy_source else Operation.PUT_BLOB
+        return _verb(
+            method,
+            {
+                "GET": Operation.GET_BLOB,
+                "HEAD": Operation.GET_BLOB_PROPERTIES,
+                "DELETE": Operation.DELETE_BLOB,
+            },
+        )
+    if copy_source and comp in ("block", "appendblock"):
+        raise unsupported_header("x-ms-copy-source", headers["x-ms-copy-source"])  # ... From URL
+    if comp == "block":
+        return _verb(method, {"PUT": Operation.PUT_BLOCK})
+    if comp == "blocklist":
+        return _verb(method, {"PUT": Operation.PUT_BLOCK_LIST, "GET": Operation.GET_BLOCK_LIST})
+    if comp == "appendblock":
+        return _verb(method, {"PUT": Operation.APPEND_BLOCK})
+    if comp == "properties":
+        return _verb(method, {"PUT": Operation.SET_BLOB_PROPERTIES})
+    if comp == "metadata":
+        return _verb(
+            method,
+            {
+                "GET": Operation.GET_BLOB_METADATA,
+                "HEAD": Operation.GET_BLOB_METADATA,
+                "PUT": Operation.SET_BLOB_METADATA,
+            },
+        )
+    if comp == "lease":
+        return _verb(method, {"PUT": Operation.LEASE_BLOB})
+    if comp == "snapshot":
+        return _verb(method, {"PUT": Operation.SNAPSHOT_BLOB})
+    if comp == "copy":
+        return _verb(method, {"PUT": Operation.ABORT_COPY})
+    raise invalid_parameter("comp", comp)
+
+
+def resolve_operation(route: Route, method: str, query: dict[str, str], headers: dict[str, str]) -> Operation:
+    """The operation of a request to ``route``; raises the error Azure gives for a verb, ``comp``
+    or ``restype`` the resource does not have, and for the features Tabulae does not serve."""
+    comp = query.get("comp")
+    restype = query.get("restype")
+    if comp in _UNSUPPORTED_COMP:
+        raise unsupported_parameter("comp", comp)
+    for name in ("versionid", "tags"):
+        if name in query:
+            raise unsupported_parameter(name, query[name])
+    for name in _UNSUPPORTED_HEADERS:
+        if name in headers:
+            raise unsupported_header(name, headers[name])
+    if route.kind is Kind.SERVICE:
+        return _service(method, restype, comp)
+    if route.kind is Kind.CONTAINER:
+        return _container(method, restype, comp)
+    if restype == "account" and comp == "properties":
+        return _verb(method, {"GET": Operation.GET_ACCOUNT_INFO, "HEAD": Operation.GET_ACCOUNT_INFO})
+    return _blob(method, comp, headers)
+
+
+READ_ONLY = frozenset(
+    {
+        Operation.LIST_CONTAINERS, Operation.GET_SERVICE_PROPERTIES, Operation.GET_SERVICE_STATS,
+        Operation.GET_ACCOUNT_INFO, Operation.GET_CONTAINER_PROPERTIES, Operation.GET_CONTAINER_METADATA,
+        Operation.GET_CONTAINER_ACL, Operation.LIST_BLOBS, Operation.GET_BLOCK_LIST, Operation.GET_BLOB,
+        Operation.GET_BLOB_PROPERTIES, Operation.GET_BLOB_METADATA,
+    }
+)  # fmt: skip

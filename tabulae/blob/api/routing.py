@@ -1,0 +1,55 @@
+"""From a request's host and raw path to the account, container and blob it addresses.
+
+``/{container}`` with ``restype=container`` (or ``restype=account``) names a container; any
+other one-segment path names a blob of the root container ``$root``; a longer path names the
+blob that is the rest of the path, slashes and a final slash included ("Naming and Referencing
+Containers, Blobs, and Metadata"). Each segment is percent-decoded once, as UTF-8.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tabulae.http.addressing import decode_segments, locate_account
+
+if TYPE_CHECKING:
+    from tabulae.blob.api.operations import Operation
+
+ROOT_CONTAINER = "$root"
+
+
+class Kind(enum.Enum):
+    SERVICE = "service"
+    CONTAINER = "container"
+    BLOB = "blob"
+
+
+@dataclass(slots=True)  # not frozen: built on every request
+class Route:
+    account: str
+    secondary: bool
+    base: str  # {scheme}://{host}[/{account}]: the endpoint as the client addressed it
+    kind: Kind
+    container: str = ""
+    blob: str = ""
+    # Learnt about the request as it goes through the front-end (it is built per request):
+    operation: Operation | None = None  # resolved once, before authentication needs it
+    refused: bool = False  # turned away by admission (counted as throttled)
+    receive: Any = None  # the ASGI receive channel: handlers stream the body from it
+
+
+def resolve(
+    scheme: str, host: str, raw_path: str, accounts: dict[str, list[bytes]], restype: str | None
+) -> Route:
+    account, secondary, base, segments = locate_account(scheme, host, decode_segments(raw_path)[1:], accounts)
+    if raw_path.endswith("/") and len(segments) >= 2:
+        segments = [*segments, ""]  # a blob name may end with a slash
+    if not segments:
+        return Route(account, secondary, base, Kind.SERVICE)
+    if len(segments) == 1:
+        if restype in ("container", "account"):
+            return Route(account, secondary, base, Kind.CONTAINER, segments[0])
+        return Route(account, secondary, base, Kind.BLOB, ROOT_CONTAINER, segments[0])
+    return Route(account, secondary, base, Kind.BLOB, segments[0], "/".join(segments[1:]))

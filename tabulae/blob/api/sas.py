@@ -1,0 +1,197 @@
+"""The Blob service's SAS ("Create a service SAS", "Create an account SAS") and anonymous access.
+
+A service SAS names a container (``sr=c``) or a blob (``sr=b``, its snapshot ``sr=bs``). Its
+signature covers the canonical resource, which is built from the request's own URL, so a token
+for one container or blob cannot be used on another: the signature no longer matches. What each
+operation needs of the token's permissions is one table per kind of token below, keyed by the
+operation resolved once in :mod:`.operations`. The checks every SAS shares (signature, stored
+policy, validity window, protocol, IP, the account SAS) live in :mod:`tabulae.auth.sas`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from tabulae.auth.sas import (
+    SasToken,
+    StoredPolicy,
+    apply_policy,
+    check_ip,
+    check_protocol,
+    check_window,
+    require_version,
+    verify_account_sas,
+    verify_signature,
+)
+from tabulae.blob.api.operations import Operation as Op
+from tabulae.model.errors import TableError
+
+# Versions from which the service SAS string-to-sign gained fields.
+RESOURCE_FIELD_VERSION = "2018-11-09"  # sr and the snapshot time
+ENCRYPTION_SCOPE_VERSION = "2020-12-06"  # ses
+OVERRIDES = ("rscc", "rscd", "rsce", "rscl", "rsct")
+_DELEGATION_FIELDS = ("skoid", "sktid", "skt", "ske", "sks", "skv")
+
+# Each string is a set of alternative letters; every one of them must be met.
+_Requirement = tuple[str, ...]
+
+_BLOB_PERMISSIONS: dict[Op, _Requirement] = {
+    Op.GET_BLOB: ("r",),
+    Op.GET_BLOB_PROPERTIES: ("r",),
+    Op.GET_BLOB_METADATA: ("r",),
+    Op.GET_BLOCK_LIST: ("r",),
+    Op.PUT_BLOB: ("cw",),
+    Op.PUT_BLOCK: ("cw",),
+    Op.PUT_BLOCK_LIST: ("cw",),
+    Op.APPEND_BLOCK: ("aw",),
+    Op.SET_BLOB_PROPERTIES: ("w",),
+    Op.SET_BLOB_METADATA: ("w",),
+    Op.SNAPSHOT_BLOB: ("cw",),
+    Op.COPY_BLOB: ("cw",),
+    Op.ABORT_COPY: ("w",),
+    Op.LEASE_BLOB: ("wd",),
+    Op.DELETE_BLOB: ("d",),
+}
+# What a container SAS adds: listing, and the container's own properties and lease.
+_CONTAINER_PERMISSIONS: dict[Op, _Requirement] = {
+    **_BLOB_PERMISSIONS,
+    Op.LIST_BLOBS: ("l",),
+    Op.GET_CONTAINER_PROPERTIES: ("r",),
+    Op.GET_CONTAINER_METADATA: ("r",),
+    Op.SET_CONTAINER_METADATA: ("w",),
+    Op.LEASE_CONTAINER: ("wd",),
+    Op.DELETE_CONTAINER: ("d",),
+}
+# Account SAS: (resource type letter, permission groups).
+_ACCOUNT_RULES: dict[Op, tuple[str, _Requirement]] = {
+    Op.LIST_CONTAINERS: ("s", ("l",)),
+    Op.GET_SERVICE_PROPERTIES: ("s", ("r",)),
+    Op.SET_SERVICE_PROPERTIES: ("s", ("w",)),
+    Op.GET_SERVICE_STATS: ("s", ("r",)),
+    Op.CREATE_CONTAINER: ("c", ("cw",)),
+    Op.DELETE_CONTAINER: ("c", ("d",)),
+    Op.GET_CONTAINER_PROPERTIES: ("c", ("r",)),
+    Op.GET_CONTAINER_METADATA: ("c", ("r",)),
+    Op.SET_CONTAINER_METADATA: ("c", ("w",)),
+    Op.GET_CONTAINER_ACL: ("c", ("r",)),
+    Op.SET_CONTAINER_ACL: ("c", ("w",)),
+    Op.LEASE_CONTAINER: ("c", ("wd",)),
+    Op.LIST_BLOBS: ("c", ("l",)),
+    **{op: ("o", requirement) for op, requirement in _BLOB_PERMISSIONS.items()},
+}
+# Anonymous reads a container's public access level allows ("Configure anonymous read access").
+_PUBLIC_BLOB_READS = frozenset({Op.GET_BLOB, Op.GET_BLOB_PROPERTIES, Op.GET_BLOB_METADATA})
+_PUBLIC_CONTAINER_READS = _PUBLIC_BLOB_READS | {
+    Op.LIST_BLOBS,
+    Op.GET_CONTAINER_PROPERTIES,
+    Op.GET_CONTAINER_METADATA,
+    Op.GET_BLOCK_LIST,
+}
+
+
+def anonymous_allowed(operation: Op, public_access: str | None) -> bool:
+    if public_access == "container":
+        return operation in _PUBLIC_CONTAINER_READS
+    if public_access == "blob":
+        return operation in _PUBLIC_BLOB_READS
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class BlobGrant:
+    """What an authenticated SAS allows; ``check`` decides per operation.
+
+    ``resource_types`` is set for an account SAS; ``scope`` is ``c`` or ``b``/``bs`` for a
+    service SAS (whose container or blob the signature already pinned)."""
+
+    permissions: frozenset[str]
+    resource_types: frozenset[str] | None = None
+    scope: str | None = None
+    overrides: tuple[tuple[str, str], ...] = ()  # (query name, value) of rscc..rsct
+
+    def check(self, operation: Op) -> None:
+        if operation is Op.GET_ACCOUNT_INFO:
+            return
+        if self.resource_types is not None:
+            resource_type, needed = _ACCOUNT_RULES.get(operation, ("", ()))
+            if not resource_type or resource_type not in self.resource_types:
+                raise TableError("AuthorizationResourceTypeMismatch")
+        else:
+            table = _CONTAINER_PERMISSIONS if self.scope == "c" else _BLOB_PERMISSIONS
+            if operation not in table:
+                raise TableError("AuthorizationResourceTypeMismatch")
+            needed = table[operation]
+        for group in needed:
+            if not self.permissions.intersection(group):
+                raise TableError("AuthorizationPermissionMismatch")
+
+    @property
+    def create_only(self) -> bool:
+        """A token that may create blobs but not overwrite them (``c`` without ``w``)."""
+        return "c" in self.permissions and "w" not in self.permissions
+
+
+def service_sas_string_to_sign(
+    token: SasToken, resource: str, sr: str, snapshot: str, overrides: dict[str, str]
+) -> str:
+    """The fields of "Create a service SAS" for the token's version, joined by LF."""
+    version = token.sv or ""
+    values: list[str | None] = [
+        token.sp,
+        token.st,
+        token.se,
+        resource,
+        token.si,
+        token.sip,
+        token.spr,
+        token.sv,
+    ]
+    if version >= RESOURCE_FIELD_VERSION:
+        values += [sr, snapshot]
+    if version >= ENCRYPTION_SCOPE_VERSION:
+        values.append(token.ses)
+    values += [overrides.get(name) for name in OVERRIDES]
+    return "\n".join(value or "" for value in values)
+
+
+def verify_blob_sas(
+    token: SasToken,
+    query: dict[str, str],
+    *,
+    account: str,
+    keys: Sequence[bytes],
+    container: str,
+    blob: str,
+    policy_lookup: Callable[[str], StoredPolicy | None] | None,
+    is_https: bool,
+    client_ip: str | None,
+    now: datetime,
+) -> BlobGrant:
+    """Authenticate a SAS on a request for ``container``/``blob`` (empty when the URL names none)."""
+    require_version(token)
+    overrides = {name: query[name] for name in OVERRIDES if name in query}
+    pairs = tuple(overrides.items())
+    if token.is_account:
+        granted = verify_account_sas(
+            token, account=account, keys=keys, service="b", is_https=is_https, client_ip=client_ip, now=now
+        )
+        return BlobGrant(granted.permissions, granted.resource_types, overrides=pairs)
+    if any(name in query for name in _DELEGATION_FIELDS):
+        raise TableError(
+            "AuthenticationFailed", detail="User delegation SAS is not supported by this server."
+        )
+    sr = query.get("sr", "")
+    if sr not in ("c", "b", "bs") or not container or (sr != "c" and not blob):
+        raise TableError(
+            "AuthenticationFailed", detail=f"The signed resource (sr) '{sr}' does not fit the URL."
+        )
+    resource = f"/blob/{account}/{container}" + (f"/{blob}" if sr != "c" else "")
+    snapshot = query.get("snapshot", "") if sr == "bs" else ""
+    verify_signature(token.sig, service_sas_string_to_sign(token, resource, sr, snapshot, overrides), keys)
+    sp, st, se = apply_policy(token, policy_lookup)
+    check_window(st, se, now)
+    check_protocol(token.spr, is_https)
+    check_ip(token.sip, client_ip)
+    return BlobGrant(frozenset(sp), scope=sr, overrides=pairs)

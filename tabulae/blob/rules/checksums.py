@@ -1,0 +1,92 @@
+"""Transactional checksums: the MD5 a blob keeps, and the ``Content-MD5`` / ``x-ms-content-crc64``
+an upload is checked against (400 Md5Mismatch / Crc64Mismatch).
+
+CRC64 is Azure Storage's own (reflected polynomial 0x9A6C9329AC4BC9B5, initial and final XOR
+~0), sent as the Base64 of its 8 little-endian bytes. It is computed by the C extension
+Microsoft ships for the SDKs (``azure-storage-extensions``), at memory speed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Callable
+
+from azure.storage.extensions.checksums import crc64
+
+from tabulae.model.errors import TableError
+
+
+def decode_digest(value: str | None, size: int, header: str) -> bytes | None:
+    """A Base64 digest header; the wrong form is InvalidMd5 for MD5, InvalidHeaderValue otherwise."""
+    if value is None:
+        return None
+    try:
+        digest = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        digest = b""
+    if len(digest) != size:
+        if header == "Content-MD5":
+            raise TableError("InvalidMd5")
+        raise TableError("InvalidHeaderValue", fields=(("HeaderName", header), ("HeaderValue", value)))
+    return digest
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+class Checksums:
+    """MD5 and CRC64 of the bytes fed to :meth:`update` (each only when asked for)."""
+
+    __slots__ = ("_crc", "_md5")
+
+    def __init__(self, *, md5: bool, crc64: bool) -> None:
+        self._md5 = hashlib.md5() if md5 else None
+        self._crc: int | None = 0 if crc64 else None
+
+    def update(self, data: bytes) -> None:
+        for update in self.updaters():
+            update(data)
+
+    def updaters(self) -> list[Callable[[bytes], None]]:
+        """MD5 and CRC64 separately: MD5 leaves the GIL while it hashes, so the two (and the
+        engine's writes) can run at once on a large upload."""
+        found: list[Callable[[bytes], None]] = []
+        if self._md5 is not None:
+            found.append(self._md5.update)
+        if self._crc is not None:
+            found.append(self._update_crc)
+        return found
+
+    def _update_crc(self, data: bytes) -> None:
+        assert self._crc is not None
+        self._crc = crc64.compute(data, self._crc)
+
+    @property
+    def md5(self) -> bytes | None:
+        return self._md5.digest() if self._md5 is not None else None
+
+    @property
+    def crc64(self) -> bytes | None:
+        return self._crc.to_bytes(8, "little") if self._crc is not None else None
+
+    def verify(self, expected_md5: bytes | None, expected_crc64: bytes | None) -> None:
+        """Raise Md5Mismatch or Crc64Mismatch, naming both values, when the bytes differ."""
+        md5 = self.md5
+        if expected_md5 is not None and md5 is not None and md5 != expected_md5:
+            raise TableError(
+                "Md5Mismatch",
+                fields=(("UserSpecifiedMd5", b64(expected_md5)), ("ServerCalculatedMd5", b64(md5))),
+            )
+        crc = self.crc64
+        if expected_crc64 is not None and crc is not None and crc != expected_crc64:
+            raise TableError(
+                "Crc64Mismatch",
+                fields=(("UserSpecifiedCrc", b64(expected_crc64)), ("ServerCalculatedCrc", b64(crc))),
+            )
+
+
+def crc64_of(data: bytes) -> bytes:
+    return crc64.compute(data, 0).to_bytes(8, "little")

@@ -1,0 +1,61 @@
+"""The Blob service's account properties: what every service has (logging, metrics, CORS) plus
+the Blob ones (delete retention, static website, default service version), and their stored
+JSON form. They are stored and returned; only CORS changes how requests are answered."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import orjson
+
+from tabulae.model.policies import (
+    ServiceProperties,
+    decode_service_properties,
+    encode_service_properties,
+)
+
+
+@dataclass(slots=True)
+class DeleteRetention:
+    enabled: bool = False
+    days: int | None = None
+    allow_permanent_delete: bool = False
+
+
+@dataclass(slots=True)
+class StaticWebsite:
+    enabled: bool = False
+    index_document: str | None = None
+    error_document_404_path: str | None = None
+    default_index_document_path: str | None = None
+
+
+@dataclass(slots=True)
+class BlobServiceProperties:
+    common: ServiceProperties = field(default_factory=ServiceProperties)
+    delete_retention: DeleteRetention = field(default_factory=DeleteRetention)
+    static_website: StaticWebsite = field(default_factory=StaticWebsite)
+    default_service_version: str | None = None
+
+
+def encode(properties: BlobServiceProperties) -> bytes:
+    return orjson.dumps(
+        {
+            "common": orjson.loads(encode_service_properties(properties.common)),
+            "delete_retention": asdict(properties.delete_retention),
+            "static_website": asdict(properties.static_website),
+            "default_service_version": properties.default_service_version,
+        }
+    )
+
+
+def decode(blob: bytes | None) -> BlobServiceProperties:
+    if not blob:
+        return BlobServiceProperties()
+    data = orjson.loads(blob)
+    return BlobServiceProperties(
+        common=decode_service_properties(orjson.dumps(data["common"])),
+        delete_retention=DeleteRetention(**data["delete_retention"]),
+        static_website=StaticWebsite(**data["static_website"]),
+        default_service_version=data["default_service_version"],
+    )

@@ -1,0 +1,720 @@
+"""The Blob service's operations and their rules, above storage and below HTTP.
+
+Each write is a pure ``decide`` function over the blob's state as the store's transaction reads
+it (:mod:`tabulae.storage.blobs`): conditions, leases, block lists, limits and snapshots are
+decided there, so two front-ends racing for one blob are serialised by the store, never by a
+lock here. Uploads are checked before their bytes are streamed (so a doomed 100 MiB upload is
+refused at once) and again, authoritatively, in the transaction that commits them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, replace
+
+from tabulae.blob.rules import blocks, leases
+from tabulae.blob.rules import properties as service_properties
+from tabulae.blob.rules.checksums import Checksums
+from tabulae.blob.rules.conditions import NONE, Conditions, check, check_dates_only, not_met
+from tabulae.blob.rules.limits import MAX_COMMITTED_BLOCKS
+from tabulae.blob.rules.names import check_blob_name, check_container_name
+from tabulae.blob.rules.properties import BlobServiceProperties
+from tabulae.model import edm
+from tabulae.model.errors import TableError
+from tabulae.model.policies import SignedIdentifier
+from tabulae.storage.blobs import (
+    BASE,
+    MAX_UNCOMMITTED_BLOCKS,
+    BlobKey,
+    BlobRecord,
+    BlobState,
+    BlobStore,
+    BlobWrite,
+    ContainerRecord,
+    ContentProperties,
+    CopyState,
+    Extent,
+    Lease,
+    Needs,
+    Staged,
+    next_ticks,
+    prefix_end,
+    stored_version,
+)
+
+MAX_RESULTS = 5000
+PRECHECK_BYTES = 1024 * 1024  # uploads larger than this are checked before they are read
+BLOCK_BLOB, APPEND_BLOB = "BlockBlob", "AppendBlob"
+BLOB_TYPES = (BLOCK_BLOB, APPEND_BLOB)
+
+
+@dataclass(slots=True)
+class Upload:
+    """The body of a content write as the front-end hands it over, with the client's checksums."""
+
+    chunks: AsyncIterable[bytes]
+    length: int
+    md5: bytes | None = None
+    crc64: bytes | None = None
+
+
+@dataclass(slots=True)
+class LeaseRequest:
+    action: str  # acquire | renew | change | release | break
+    lease_id: str | None = None
+    proposed_id: str | None = None
+    duration: int = -1
+    break_period: int | None = None
+
+
+@dataclass(slots=True)
+class LeaseOutcome:
+    ticks: int  # the resource's unchanged ETag and Last-Modified
+    lease: Lease
+    break_seconds: int = 0
+
+
+@dataclass(slots=True)
+class BlobPage:
+    items: list[BlobRecord | str]  # records and, with a delimiter, prefixes (str)
+    next_marker: str | None
+
+
+def snapshot_time(ticks: int) -> str:
+    """A snapshot's name: its creation time to seven fractional digits, ``…T20:54:05.5866513Z``."""
+    seconds, fraction = divmod(ticks, edm.TICKS_PER_SECOND)
+    whole = edm.format_datetime(seconds * edm.TICKS_PER_SECOND)[:-1]
+    return f"{whole}.{fraction:07d}Z"
+
+
+def parse_snapshot(value: str | None) -> str:
+    """The ``snapshot`` query parameter, normalised to the stored form; BASE when absent."""
+    if value is None:
+        return BASE
+    ticks = edm.parse_datetime(value)
+    if ticks is None or not value[:1].isdigit():
+        raise TableError(
+            "InvalidQueryParameterValue",
+            fields=(("QueryParameterName", "snapshot"), ("QueryParameterValue", value)),
+        )
+    return snapshot_time(ticks)
+
+
+def encode_marker(name: str, version: str) -> str:
+    return base64.urlsafe_b64encode(f"{name}\n{version}".encode("utf-8", "surrogatepass")).decode()
+
+
+def decode_marker(marker: str) -> tuple[str, str]:
+    try:
+        text = base64.b64decode(marker.encode("ascii"), altchars=b"-_", validate=True).decode()
+        name, newline, version = text.rpartition("\n")
+        if not newline:
+            raise ValueError("not a marker")
+    except (binascii.Error, ValueError, UnicodeError):
+        raise TableError(
+            "InvalidQueryParameterValue",
+            fields=(("QueryParameterName", "marker"), ("QueryParameterValue", marker)),
+        ) from None
+    return name, version
+
+
+def _require_base(state: BlobState, *, committed: bool = True) -> BlobRecord:
+    base = state.base
+    if base is None or (committed and not base.committed):
+        raise TableError("BlobNotFound")
+    return base
+
+
+class BlobService:
+    """The operations of the Blob service over a :class:`BlobStore`."""
+
+    def __init__(self, store: BlobStore, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self._clock = clock
+
+    # ------------------------------------------------------------------ service
+
+    async def get_service_properties(self, account: str) -> BlobServiceProperties:
+        return service_properties.decode(await self.store.get_service_properties(account))
+
+    async def set_service_properties(self, account: str, properties: BlobServiceProperties) -> None:
+        await self.store.set_service_properties(account, service_properties.encode(properties))
+
+    # ------------------------------------------------------------------ containers
+
+    async def list_containers(
+        self, account: str, prefix: str, marker: str | None, limit: int
+    ) -> tuple[list[ContainerRecord], str | None]:
+        found = await self.store.list_containers(account, prefix, marker or None, limit + 1)
+        if len(found) > limit:
+            return found[:limit], found[limit].name
+        return found, None
+
+    async def create_container(
+        self, account: str, name: str, metadata: dict[str, str], public_access: str | None
+    ) -> ContainerRecord:
+        check_container_name(name)
+        record = ContainerRecord(name, next_ticks(None), metadata, public_access)
+        await self.store.create_container(account, record)
+        return record
+
+    async def get_container(self, account: str, name: str, lease_id: str | None = None) -> ContainerRecord:
+        record = await self.store.get_container(account, name)
+        if record is None:
+            raise TableError("ContainerNotFound")
+        leases.check_container_access(record.lease, self._clock(), lease_id, required=False)
+        return record
+
+    async def set_container_metadata(
+        self, account: str, name: str, metadata: dict[str, str], conditions: Conditions, lease_id: str | None
+    ) -> ContainerRecord:
+        now = self._clock()
+
+        def decide(record: ContainerRecord, ticks: int) -> tuple[ContainerRecord, ContainerRecord]:
+            leases.check_container_access(record.lease, now, lease_id, required=False)
+            check_dates_only(conditions, record.ticks, allow_unmodified=False)
+            updated = replace(record, ticks=ticks, metadata=metadata)
+            return updated, updated
+
+        result: ContainerRecord = await self.store.update_container(account, name, decide)
+        return result
+
+    async def set_container_acl(
+        self,
+        account: str,
+        name: str,
+        public_access: str | None,
+        identifiers: list[SignedIdentifier],
+        conditions: Conditions,
+        lease_id: str | None,
+    ) -> ContainerRecord:
+        now = self._clock()
+
+        def decide(record: ContainerRecord, ticks: int) -> tuple[ContainerRecord, ContainerRecord]:
+            leases.check_container_access(record.lease, now, lease_id, required=False)
+            check_dates_only(conditions, record.ticks)
+            updated = replace(record, ticks=ticks, public_access=public_access, acl=identifiers)
+            return updated, updated
+
+        result: ContainerRecord = await self.store.update_container(account, name, decide)
+        return result
+
+    async def delete_container(
+        self, account: str, name: str, conditions: Conditions, lease_id: str | None
+    ) -> None:
+        now = self._clock()
+
+        def check_delete(record: ContainerRecord) -> None:
+            leases.check_container_access(record.lease, now, lease_id, required=True)
+            check_dates_only(conditions, record.ticks)
+
+        await self.store.delete_container(account, name, check_delete)
+
+    async def lease_container(
+        self, account: str, name: str, request: LeaseRequest, conditions: Conditions
+    ) -> LeaseOutcome:
+        now = self._clock()
+
+        def decide(record: ContainerRecord, ticks: int) -> tuple[ContainerRecord, LeaseOutcome]:
+            check_dates_only(conditions, record.ticks)
+            lease, seconds = _lease_action(record.lease, now, request)
+            return replace(record, lease=lease), LeaseOutcome(record.ticks, lease, seconds)
+
+        outcome: LeaseOutcome = await self.store.update_container(account, name, decide)
+        return outcome
+
+    # ------------------------------------------------------------------ reads
+
+    async def get_blob(
+        self,
+        key: BlobKey,
+        snapshot: str,
+        conditions: Conditions,
+        lease_id: str | None,
+        *,
+        content: bool,
+    ) -> tuple[BlobRecord, list[Extent] | None]:
+        """A blob version (and its extents, to stream) after its read conditions and lease."""
+        found = await self.store.get_blob(key, snapshot, content=content)
+        if found is None:
+            if await self.store.get_container(key.account, key.container) is None:
+                raise TableError("ContainerNotFound")
+            raise TableError("BlobNotFound")
+        record, extents = found
+        if snapshot == BASE:
+            leases.check_blob_access(record.lease, self._clock(), lease_id, write=False)
+        check(conditions, record.ticks, read=True)
+        return record, extents
+
+    def read(self, key: BlobKey, extents: Sequence[Extent], start: int, end: int) -> AsyncIterator[bytes]:
+        return self.store.read(key, extents, start, end)
+
+    def lease_state(self, lease: Lease) -> tuple[str, str, str | None]:
+        """(status, state, duration) of a lease now, for headers and listings."""
+        return leases.describe(lease, self._clock())
+
+    async def get_block_list(
+        self, key: BlobKey, snapshot: str, lease_id: str | None
+    ) -> tuple[BlobRecord, list[Extent], list[Extent]]:
+        if snapshot != BASE:
+            found = await self.store.get_blob(key, snapshot, content=True)
+            if found is None:
+                raise TableError("BlobNotFound")
+            return found[0], found[1] or [], []
+        base, committed, staged = await self.store.list_blocks(key)
+        if base is None:
+            raise TableError("BlobNotFound")
+        if base.blob_type != BLOCK_BLOB:
+            raise TableError("InvalidBlobType")
+        if base.committed:
+            leases.check_blob_access(base.lease, self._clock(), lease_id, write=False)
+        return base, committed, staged
+
+    async def list_blobs(
+        self,
+        account: str,
+        container: str,
+        *,
+        prefix: str,
+        delimiter: str | None,
+        marker: str | None,
+        limit: int,
+        snapshots: bool,
+        uncommitted: bool,
+    ) -> BlobPage:
+        """One page: records and prefixes in name order, ``limit`` of them at most, and the marker
+        of the first item not on the page (so a page that ends on a prefix resumes after it)."""
+        if delimiter and snapshots:
+            raise TableError(
+                "InvalidQueryParameterValue",
+                fields=(("QueryParameterName", "include"), ("QueryParameterValue", "snapshots")),
+            )
+        start = decode_marker(marker) if marker else None
+        items: list[BlobRecord | str] = []
+        first_keys: list[tuple[str, str]] = []  # where each item begins, for the next marker
+        while len(items) <= limit:
+            listing = await self.store.list_blobs(
+                account,
+                container,
+                prefix=prefix,
+                start=start,
+                limit=min(MAX_RESULTS, limit + 1 - len(items)),
+                snapshots=snapshots,
+                uncommitted=uncommitted,
+            )
+            group: str | None = None
+            for record in listing.records:
+                if group is not None and record.name.startswith(group):
+                    continue  # the rest of a prefix already listed
+                version = stored_version(record.snapshot)
+                group = None
+                if delimiter:
+                    at = record.name.find(delimiter, len(prefix))
+                    if at >= 0:
+                        group = record.name[: at + len(delimiter)]
+                items.append(group if group is not None else record)
+                first_keys.append((record.name, version))
+                if len(items) > limit:
+                    break
+            if len(items) > limit or not listing.records:
+                break
+            if group is not None:
+                start = (prefix_end(group), "")  # skip what remains of the prefix
+            elif listing.more:
+                last = listing.records[-1]
+                start = (last.name, stored_version(last.snapshot) + "\0")
+            else:
+                break
+        if len(items) > limit:
+            name, version = first_keys[limit]
+            return BlobPage(items[:limit], encode_marker(name, version))
+        return BlobPage(items, None)
+
+    # ------------------------------------------------------------------ uploads
+
+    async def _write_upload(
+        self,
+        key: BlobKey,
+        upload: Upload,
+        checksums: Checksums,
+        decide: Callable[[BlobState, Checksums, Staged], BlobWrite],
+        check_state: Callable[[BlobState], None],
+    ) -> object:
+        """Stream an upload into a staged extent and commit it with ``decide``. A large upload is
+        first checked against the blob as it is (``check_state``), so one bound to fail does so
+        before its bytes are read; the transaction that commits it decides again."""
+        if upload.length > PRECHECK_BYTES:
+            found = await self.store.get_blob(key)
+            if found is None and await self.store.get_container(key.account, key.container) is None:
+                raise TableError("ContainerNotFound")
+            base = found[0] if found is not None else None
+            check_state(BlobState(base=base, ticks=next_ticks(base.ticks if base else None)))
+        staged = await self.store.stage(key, upload.chunks, checksums)
+        try:
+            checksums.verify(upload.md5, upload.crc64)
+        except TableError:
+            await self.store.discard(staged)
+            raise
+        return await self.store.write_blob(key, lambda state: decide(state, checksums, staged), staged=staged)
+
+    async def put_blob(
+        self,
+        key: BlobKey,
+        blob_type: str,
+        upload: Upload,
+        content_properties: ContentProperties,
+        metadata: dict[str, str],
+        conditions: Conditions,
+        lease_id: str | None,
+    ) -> tuple[BlobRecord, Checksums]:
+        check_blob_name(key.name)
+        now = self._clock()
+        checksums = Checksums(md5=True, crc64=True)
+
+        def check_state(state: BlobState) -> None:
+            base = state.base if state.base is not None and state.base.committed else None
+            _check_replace(base, conditions, lease_id, now)
+
+        def decide(state: BlobState, sums: Checksums, staged: Staged) -> BlobWrite:
+            check_state(state)
+            base = state.base if state.base is not None and state.base.committed else None
+            stored_md5 = content_properties.content_md5
+            if stored_md5 is None and blob_type == BLOCK_BLOB and sums.md5 is not None:
+                stored_md5 = base64.b64encode(sums.md5).decode()
+            record = BlobRecord(
+                name=key.name,
+                snapshot=BASE,
+                blob_type=blob_type,
+                size=staged.extent.length,
+                ticks=state.ticks,
+                created=base.created if base is not None else state.ticks,
+                properties=replace(content_properties, content_md5=stored_md5),
+                metadata=metadata,
+                lease=leases.after_write(base.lease, now) if base is not None else Lease(),
+                block_count=0,
+            )
+            content = [staged.extent] if staged.extent.length else []
+            return BlobWrite(result=record, base=record, content=content, drop_staged=True)
+
+        record = await self._write_upload(key, upload, checksums, decide, check_state)
+        assert isinstance(record, BlobRecord)
+        return record, checksums
+
+    async def put_block(self, key: BlobKey, block_id: str, upload: Upload, lease_id: str | None) -> Checksums:
+        check_blob_name(key.name)
+        blocks.check_block_id(block_id)
+        now = self._clock()
+        checksums = Checksums(md5=upload.md5 is not None, crc64=True)
+
+        def check_state(state: BlobState) -> None:
+            base = state.base
+            if base is not None and base.blob_type != BLOCK_BLOB:
+                raise TableError("InvalidBlobType")
+            if base is not None and base.committed:
+                leases.check_blob_access(base.lease, now, lease_id, write=True)
+            elif lease_id is not None:
+                raise TableError("LeaseNotPresentWithBlobOperation")
+
+        def decide(state: BlobState, sums: Checksums, staged: Staged) -> BlobWrite:
+            check_state(state)
+            blocks.check_same_length(block_id, state.staged_id_length)
+            if state.staged_count >= MAX_UNCOMMITTED_BLOCKS:
+                raise TableError(
+                    "BlockCountExceedsLimit",
+                    "The uncommitted block count cannot exceed the maximum limit of 100,000 blocks.",
+                )
+            write = BlobWrite(stage_block=replace(staged.extent, block_id=block_id))
+            if state.base is None:
+                write.base = BlobRecord(
+                    name=key.name, snapshot=BASE, blob_type=BLOCK_BLOB, size=0, ticks=state.ticks,
+                    created=state.ticks, committed=False,
+                )  # fmt: skip
+            return write
+
+        await self._write_upload(key, upload, checksums, decide, check_state)
+        return checksums
+
+    async def put_block_list(
+        self,
+        key: BlobKey,
+        entries: Sequence[tuple[str, str]],
+        content_properties: ContentProperties,
+        metadata: dict[str, str],
+        conditions: Conditions,
+        lease_id: str | None,
+    ) -> BlobRecord:
+        check_blob_name(key.name)
+        now = self._clock()
+
+        def decide(state: BlobState) -> BlobWrite:
+            base = state.base
+            committed = base if base is not None and base.committed else None
+            if committed is not None and committed.blob_type != BLOCK_BLOB:
+                raise TableError("InvalidBlobType")
+            _check_replace(committed, conditions, lease_id, now)
+            content = blocks.resolve(entries, state.content or [], state.staged or {})
+            record = BlobRecord(
+                name=key.name,
+                snapshot=BASE,
+                blob_type=BLOCK_BLOB,
+                size=sum(extent.length for extent in content),
+                ticks=state.ticks,
+                created=committed.created if committed is not None else state.ticks,
+                properties=content_properties,
+                metadata=metadata,
+                lease=leases.after_write(committed.lease, now) if committed is not None else Lease(),
+                block_count=len(content),
+            )
+            return BlobWrite(result=record, base=record, content=content, drop_staged=True)
+
+        record: BlobRecord = await self.store.write_blob(key, decide, needs=Needs(content=True, staged=True))
+        return record
+
+    async def append_block(
+        self,
+        key: BlobKey,
+        upload: Upload,
+        conditions: Conditions,
+        lease_id: str | None,
+        max_size: int | None,
+        append_position: int | None,
+    ) -> tuple[BlobRecord, int, Checksums]:
+        now = self._clock()
+        checksums = Checksums(md5=upload.md5 is not None, crc64=True)
+
+        def check_state(state: BlobState) -> None:
+            base = _require_base(state)
+            if base.blob_type != APPEND_BLOB:
+                raise TableError("InvalidBlobType")
+            leases.check_blob_access(base.lease, now, lease_id, write=True)
+            check(conditions, base.ticks, read=False)
+            if max_size is not None and base.size + upload.length > max_size:
+                raise not_met(412, "MaxBlobSizeConditionNotMet")
+            if append_position is not None and base.size != append_position:
+                raise not_met(412, "AppendPositionConditionNotMet")
+            if base.block_count >= MAX_COMMITTED_BLOCKS:
+                raise TableError("BlockCountExceedsLimit")
+
+        def decide(state: BlobState, sums: Checksums, staged: Staged) -> BlobWrite:
+            check_state(state)
+            base = _require_base(state)
+            record = replace(
+                base,
+                size=base.size + staged.extent.length,
+                ticks=state.ticks,
+                block_count=base.block_count + 1,
+                lease=leases.after_write(base.lease, now),
+            )
+            return BlobWrite(result=(record, base.size), base=record, append=staged.extent)
+
+        result = await self._write_upload(key, upload, checksums, decide, check_state)
+        assert isinstance(result, tuple)
+        return result[0], result[1], checksums
+
+    # ------------------------------------------------------------------ other writes
+
+    async def _update_base(
+        self,
+        key: BlobKey,
+        conditions: Conditions,
+        lease_id: str | None,
+        change: Callable[[BlobRecord, int], BlobRecord],
+    ) -> BlobRecord:
+        now = self._clock()
+
+        def decide(state: BlobState) -> BlobWrite:
+            base = _require_base(state)
+            leases.check_blob_access(base.lease, now, lease_id, write=True)
+            check(conditions, base.ticks, read=False)
+            record = change(replace(base, lease=leases.after_write(base.lease, now)), state.ticks)
+            return BlobWrite(result=record, base=record)
+
+        record: BlobRecord = await self.store.write_blob(key, decide)
+        return record
+
+    async def set_blob_properties(
+        self,
+        key: BlobKey,
+        content_properties: ContentProperties,
+        conditions: Conditions,
+        lease_id: str | None,
+    ) -> BlobRecord:
+        return await self._update_base(
+            key, conditions, lease_id, lambda r, ticks: replace(r, properties=content_properties, ticks=ticks)
+        )
+
+    async def set_blob_metadata(
+        self, key: BlobKey, metadata: dict[str, str], conditions: Conditions, lease_id: str | None
+    ) -> BlobRecord:
+        return await self._update_base(
+            key, conditions, lease_id, lambda r, ticks: replace(r, metadata=metadata, ticks=ticks)
+        )
+
+    async def delete_blob(
+        self,
+        key: BlobKey,
+        snapshot: str,
+        delete_snapshots: str | None,
+        conditions: Conditions,
+        lease_id: str | None,
+    ) -> None:
+        now = self._clock()
+        if snapshot != BASE:
+            if delete_snapshots is not None:
+                raise TableError(
+                    "InvalidQueryParameterValue",
+                    fields=(("QueryParameterName", "snapshot"), ("QueryParameterValue", snapshot)),
+                )
+
+            def delete_one(state: BlobState) -> BlobWrite:
+                if state.target is None:
+                    raise TableError("BlobNotFound")
+                check(conditions, state.target.ticks, read=False)
+                return BlobWrite(delete_snapshot=snapshot)
+
+            await self.store.write_blob(key, delete_one, needs=Needs(snapshot=snapshot))
+            return
+
+        def decide(state: BlobState) -> BlobWrite:
+            base = _require_base(state)
+            leases.check_blob_access(base.lease, now, lease_id, write=True)
+            check(conditions, base.ticks, read=False)
+            if delete_snapshots == "only":
+                return BlobWrite(delete_snapshots=True)
+            if state.snapshots and delete_snapshots != "include":
+                raise TableError("SnapshotsPresent")
+            return BlobWrite(delete_snapshots=True, delete_base=True)
+
+        await self.store.write_blob(key, decide, needs=Needs(snapshots=True))
+
+    async def snapshot_blob(
+        self, key: BlobKey, metadata: dict[str, str] | None, conditions: Conditions, lease_id: str | None
+    ) -> tuple[BlobRecord, str]:
+        now = self._clock()
+
+        def decide(state: BlobState) -> BlobWrite:
+            base = _require_base(state)
+            if lease_id is not None:
+                leases.check_blob_access(base.lease, now, lease_id, write=False)
+            check(conditions, base.ticks, read=False)
+            name = snapshot_time(state.ticks)
+            frozen = replace(
+                base,
+                snapshot=name,
+                lease=Lease(),
+                metadata=base.metadata if metadata is None else metadata,
+            )
+            return BlobWrite(result=(base, name), snapshot=frozen)
+
+        result: tuple[BlobRecord, str] = await self.store.write_blob(key, decide)
+        return result
+
+    async def lease_blob(self, key: BlobKey, request: LeaseRequest, conditions: Conditions) -> LeaseOutcome:
+        now = self._clock()
+
+        def decide(state: BlobState) -> BlobWrite:
+            base = _require_base(state)
+            check(conditions, base.ticks, read=False)
+            lease, seconds = _lease_action(base.lease, now, request)
+            return BlobWrite(result=LeaseOutcome(base.ticks, lease, seconds), base=replace(base, lease=lease))
+
+        outcome: LeaseOutcome = await self.store.write_blob(key, decide)
+        return outcome
+
+    async def copy_blob(
+        self,
+        source: BlobKey,
+        source_snapshot: str,
+        dest: BlobKey,
+        source_url: str,
+        metadata: dict[str, str] | None,
+        conditions: Conditions,
+        source_conditions: Conditions,
+        lease_id: str | None,
+    ) -> BlobRecord:
+        """Copy Blob within the account, completed before the answer (``x-ms-copy-status: success``)."""
+        check_blob_name(dest.name)
+        now = self._clock()
+
+        def decide(state: BlobState) -> BlobWrite:
+            origin = state.source
+            if origin is None:
+                raise TableError("CannotVerifyCopySource", "The specified blob does not exist.")
+            try:
+                check(source_conditions, origin.ticks, read=False)
+            except TableError:
+                raise not_met(412, "SourceConditionNotMet") from None
+            base = state.base if state.base is not None and state.base.committed else None
+            if base is not None:
+                if base.blob_type != origin.blob_type:
+                    raise TableError("InvalidBlobType")
+                leases.check_blob_access(base.lease, now, lease_id, write=True)
+            elif lease_id is not None:
+                raise TableError("LeaseNotPresentWithBlobOperation")
+            check(conditions, base.ticks if base else None, read=False)
+            copy = CopyState(str(uuid.uuid4()), source_url, f"{origin.size}/{origin.size}", state.ticks)
+            record = BlobRecord(
+                name=dest.name,
+                snapshot=BASE,
+                blob_type=origin.blob_type,
+                size=origin.size,
+                ticks=state.ticks,
+                created=base.created if base is not None else state.ticks,
+                properties=origin.properties,
+                metadata=origin.metadata if metadata is None else metadata,
+                lease=leases.after_write(base.lease, now) if base is not None else Lease(),
+                copy=copy,
+                block_count=origin.block_count,
+            )
+            return BlobWrite(result=record, base=record, content=state.source_content or [], drop_staged=True)
+
+        record: BlobRecord = await self.store.copy_blob(source, source_snapshot, dest, decide)
+        return record
+
+    async def abort_copy(self, key: BlobKey, copy_id: str, lease_id: str | None) -> None:
+        """Every copy here completes before it is answered, so there is never one to abort:
+        409 CopyIdMismatch for another copy's id, else 409 NoPendingCopyOperation."""
+        record, _ = await self.get_blob(key, BASE, NONE, lease_id, content=False)
+        if record.copy is not None and record.copy.copy_id != copy_id:
+            raise TableError("CopyIdMismatch")
+        raise TableError("NoPendingCopyOperation")
+
+
+def _check_replace(base: BlobRecord | None, conditions: Conditions, lease_id: str | None, now: float) -> None:
+    """The rules of a write that replaces a whole blob (Put Blob, Put Block List): its lease,
+    then its conditions. "Only if it does not exist" (If-None-Match: *, what the SDKs send
+    unless told to overwrite) is 409 BlobAlreadyExists, but does not stop the holder of the
+    blob's lease from replacing it: Azure then answers 201, or LeaseLost once the lease ended."""
+    create_only = conditions.if_none_match == ("*",) and conditions.if_match is None
+    if base is not None:
+        if create_only and lease_id is None:
+            raise TableError("BlobAlreadyExists")
+        leases.check_blob_access(base.lease, now, lease_id, write=True)
+    elif lease_id is not None:
+        raise TableError("LeaseNotPresentWithBlobOperation")
+    check(
+        replace(conditions, if_none_match=None) if create_only else conditions,
+        base.ticks if base else None,
+        read=False,
+    )
+
+
+def _lease_action(lease: Lease, now: float, request: LeaseRequest) -> tuple[Lease, int]:
+    action = request.action
+    if action == "acquire":
+        return leases.acquire(lease, now, request.duration, request.proposed_id), 0
+    if action == "break":
+        return leases.break_lease(lease, now, request.break_period)
+    if request.lease_id is None:
+        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-lease-id"),))
+    if action == "renew":
+        return leases.renew(lease, now, request.lease_id), 0
+    if action == "release":
+        return leases.release(lease, now, request.lease_id), 0
+    if request.proposed_id is None:
+        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-proposed-lease-id"),))
+    return leases.change(lease, now, request.lease_id, request.proposed_id), 0

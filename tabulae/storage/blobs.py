@@ -1,0 +1,417 @@
+"""The Blob storage contract: containers, blobs and their content, for every engine alike.
+
+A blob is a record (properties, metadata, lease, ETag ticks) and its *content*: an ordered list
+of extents, each a whole immutable object of bytes the engine stored once (a Put Blob body, a
+staged block, an appended block). Committing a block list, snapshotting, and (on one database)
+copying a blob only rearrange references to extents; bytes are written once, when they arrive.
+
+Writes are read-modify-write inside the engine's transaction: the engine loads the blob's
+current :class:`BlobState`, calls the service's pure ``decide`` function, and applies the
+:class:`BlobWrite` it returns, atomically and durably, before returning. ``decide`` holds every
+rule (conditions, leases, limits, block lists); the engine only stores. ``decide`` may run more
+than once (engines retry on conflicts), so it must not have side effects; it raises
+``TableError`` to refuse, and then nothing is applied.
+
+New bytes arrive through :meth:`BlobStore.stage`, which stores a stream as one extent before any
+record names it (on disk and synced, or inside the transaction that will commit it) and returns
+a :class:`Staged` handle; the write that names it commits it, and a refused write discards it.
+Content is never held whole in memory: it goes in and out in chunks.
+
+An extent that no record references any longer is not deleted at once: a download that began
+before may still be reading it. It becomes garbage, and :meth:`BlobStore.collect_garbage`
+deletes garbage older than a grace period, and bytes a crash left unreferenced.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+import orjson
+
+from tabulae.model.edm import now_ticks
+from tabulae.model.errors import TableError
+from tabulae.model.policies import SignedIdentifier
+
+BASE = ""  # the snapshot value of a blob's current version (snapshots carry their timestamp)
+STORED_BASE = "~"  # how engines store BASE: after every timestamp, so snapshots list first
+GARBAGE_GRACE_SECONDS = 300.0  # unreferenced extents stay readable this long for running downloads
+MAX_UNCOMMITTED_BLOCKS = 100_000
+
+
+def stored_version(snapshot: str) -> str:
+    return STORED_BASE if snapshot == BASE else snapshot
+
+
+def public_version(version: str) -> str:
+    return BASE if version == STORED_BASE else version
+
+
+@dataclass(frozen=True, slots=True)
+class BlobKey:
+    account: str
+    container: str
+    name: str
+
+
+@dataclass(slots=True)
+class Lease:
+    """A lease as stored. ``state`` is ``available``, ``leased``, ``breaking`` or ``broken``; a
+    leased one past ``ends`` reads as expired and a breaking one as broken (``rules.leases``)."""
+
+    state: str = "available"
+    lease_id: str | None = None
+    duration: int = -1  # seconds of a fixed lease; -1 for an infinite one
+    ends: float = 0.0  # epoch seconds: a fixed lease's expiry, or when a breaking lease breaks
+
+
+@dataclass(slots=True)
+class ContainerRecord:
+    name: str
+    ticks: int  # ETag and Last-Modified
+    metadata: dict[str, str] = field(default_factory=dict)
+    public_access: str | None = None  # "container", "blob" or None (private)
+    acl: list[SignedIdentifier] = field(default_factory=list)
+    lease: Lease = field(default_factory=Lease)
+
+
+@dataclass(slots=True)
+class ContentProperties:
+    """The standard HTTP properties a blob keeps and answers reads with."""
+
+    content_type: str | None = None
+    content_encoding: str | None = None
+    content_language: str | None = None
+    content_disposition: str | None = None
+    cache_control: str | None = None
+    content_md5: str | None = None  # Base64
+
+
+@dataclass(slots=True)
+class CopyState:
+    copy_id: str
+    source: str
+    progress: str  # "copied/total"
+    completed: int  # ticks
+    status: str = "success"
+
+
+@dataclass(slots=True)
+class BlobRecord:
+    """A blob version: the base blob (``snapshot`` is ``BASE``) or one of its snapshots.
+
+    ``committed`` is False for a blob that so far has only staged blocks: it exists for Put
+    Block List and for listings with uncommitted blobs, and for nothing else."""
+
+    name: str
+    snapshot: str
+    blob_type: str  # "BlockBlob" or "AppendBlob"
+    size: int
+    ticks: int  # ETag and Last-Modified
+    created: int  # ticks
+    committed: bool = True
+    properties: ContentProperties = field(default_factory=ContentProperties)
+    metadata: dict[str, str] = field(default_factory=dict)
+    lease: Lease = field(default_factory=Lease)
+    copy: CopyState | None = None
+    block_count: int = 0  # committed blocks (Append Blob reports it)
+
+
+@dataclass(frozen=True, slots=True)
+class Extent:
+    """One stored object of bytes: ``ref`` is the engine's name for it. ``block_id`` is the
+    block id (Base64, as the client sent it) when the extent is or was a staged block."""
+
+    ref: str
+    length: int
+    block_id: str | None = None
+
+
+@dataclass(slots=True)
+class BlobState:
+    """What ``decide`` sees of a blob, read inside the write's transaction."""
+
+    base: BlobRecord | None  # the current version, committed or not
+    ticks: int  # this write's timestamp: now, and later than the base's (so ETags always change)
+    snapshots: int = 0  # how many snapshots the blob has, when asked for
+    staged_count: int = 0  # kept by the engine as blocks come and go, so reading it costs nothing
+    staged_id_length: int | None = None  # every staged block id has this length
+    content: list[Extent] | None = None  # the base's extents, when asked for
+    staged: dict[str, Extent] | None = None  # staged blocks by id, when asked for
+    target: BlobRecord | None = None  # the snapshot asked for, if it exists
+    source: BlobRecord | None = None  # copy_blob: the source version
+    source_content: list[Extent] | None = None  # copy_blob: its extents
+
+
+@dataclass(slots=True)
+class BlobWrite:
+    """What a write does, applied in this order. Fields left at their defaults change nothing."""
+
+    result: Any = None  # handed back to the caller of the write
+    delete_snapshots: bool = False
+    delete_snapshot: str | None = None  # one snapshot, by its timestamp
+    snapshot: BlobRecord | None = None  # a new snapshot sharing the base's current extents
+    delete_base: bool = False  # the base blob, its extents and its staged blocks
+    base: BlobRecord | None = None  # the base's new record (inserted or replaced)
+    content: Sequence[Extent] | None = None  # the base's new extents
+    append: Extent | None = None  # one more extent at the end of the base's content
+    drop_staged: bool = False
+    stage_block: Extent | None = None  # stage a block (replacing one of the same id)
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """What a write's ``decide`` needs loaded besides the base record and counts."""
+
+    content: bool = False
+    staged: bool = False
+    snapshot: str | None = None
+    snapshots: bool = False  # count them
+
+
+NO_NEEDS = Needs()
+Decide = Callable[[BlobState], BlobWrite]
+
+
+class Digest(Protocol):
+    """Something that watches the bytes of an upload go by (MD5 and CRC64 checks)."""
+
+    def update(self, data: bytes) -> None:
+        """See the next bytes (every updater of :meth:`updaters`, one after the other)."""
+
+    def updaters(self) -> Sequence[Callable[[bytes], None]]:
+        """Independent functions that each must see every byte, in order: an engine may run
+        them on threads of their own, beside each other and beside its own writing."""
+
+
+class Staged(ABC):
+    """New bytes stored as one extent that no record names yet. A write that names
+    :attr:`extent` commits it; otherwise it must be given to :meth:`BlobStore.discard`."""
+
+    extent: Extent
+
+
+@dataclass(slots=True)
+class BlobListing:
+    """One page of List Blobs: records in (name, snapshots oldest first, base) order."""
+
+    records: list[BlobRecord]
+    more: bool  # whether records follow the last one
+
+
+class BlobStore(ABC):
+    """A durable store of containers and blobs for many accounts.
+
+    Container names are stored as given (the service lower-cases nothing: Azure's names are
+    lower-case already). Blob names order by their UTF-8 bytes, as the service lists them.
+    Every write is durable on return; reads never see a write half-applied.
+    """
+
+    # ------------------------------------------------------------------ containers
+
+    @abstractmethod
+    async def create_container(self, account: str, record: ContainerRecord) -> None:
+        """Create a container. Raises ``ContainerAlreadyExists``."""
+
+    @abstractmethod
+    async def get_container(self, account: str, name: str) -> ContainerRecord | None: ...
+
+    @abstractmethod
+    async def update_container(
+        self, account: str, name: str, decide: Callable[[ContainerRecord, int], tuple[ContainerRecord, Any]]
+    ) -> Any:
+        """Replace a container's record with what ``decide(record, ticks)`` returns (with the
+        write's timestamp ``ticks``), atomically; returns its second item. ``decide`` is pure
+        and may raise. Raises ``ContainerNotFound``."""
+
+    @abstractmethod
+    async def delete_container(
+        self, account: str, name: str, check: Callable[[ContainerRecord], None]
+    ) -> None:
+        """Delete a container with every blob and block in it, atomically, if ``check`` passes.
+        Their extents become garbage. Raises ``ContainerNotFound``."""
+
+    @abstractmethod
+    async def list_containers(
+        self, account: str, prefix: str, after: str | None, limit: int
+    ) -> list[ContainerRecord]:
+        """Up to ``limit`` containers whose names start with ``prefix``, in name order, strictly
+        after ``after`` when given."""
+
+    @abstractmethod
+    async def get_service_properties(self, account: str) -> bytes | None: ...
+
+    @abstractmethod
+    async def set_service_properties(self, account: str, properties: bytes) -> None: ...
+
+    # ------------------------------------------------------------------ content
+
+    @abstractmethod
+    async def stage(self, key: BlobKey, chunks: AsyncIterable[bytes], digest: Digest | None) -> Staged:
+        """Store the bytes of ``chunks`` as one new extent, durably before any record names it,
+        feeding every byte to ``digest``. On any error nothing is left behind."""
+
+    @abstractmethod
+    async def discard(self, staged: Staged) -> None:
+        """Give up staged bytes that no write named; idempotent."""
+
+    @abstractmethod
+    def read(self, key: BlobKey, extents: Sequence[Extent], start: int, end: int) -> AsyncIterator[bytes]:
+        """The bytes ``start`` to ``end`` (exclusive) of the concatenation of ``extents``, in chunks
+        of bounded size. Extents stay readable for the garbage grace period after a write drops them."""
+
+    # ------------------------------------------------------------------ blobs
+
+    @abstractmethod
+    async def get_blob(
+        self, key: BlobKey, snapshot: str = BASE, *, content: bool = False
+    ) -> tuple[BlobRecord, list[Extent] | None] | None:
+        """A committed blob version and, with ``content``, its extents read in the same snapshot
+        of the store; None when the container, blob or snapshot does not exist."""
+
+    @abstractmethod
+    async def write_blob(
+        self, key: BlobKey, decide: Decide, *, needs: Needs = NO_NEEDS, staged: Staged | None = None
+    ) -> Any:
+        """Apply ``decide(state)`` to the blob atomically and durably; return its ``result``.
+
+        ``staged`` (if given) is consumed: committed when the write names its extent, discarded
+        otherwise, and discarded when ``decide`` raises. Raises ``ContainerNotFound``, or what
+        ``decide`` raises."""
+
+    @abstractmethod
+    async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:
+        """As :meth:`write_blob` on ``dest``, with ``state.source`` and ``state.source_content``
+        holding the source version (None when it does not exist) read in the same transaction.
+        Extents of the source that the write names are shared or copied, as the engine needs."""
+
+    @abstractmethod
+    async def list_blocks(self, key: BlobKey) -> tuple[BlobRecord | None, list[Extent], list[Extent]]:
+        """The base blob (committed or not), its committed extents and its staged blocks (in
+        staging order). Raises ``ContainerNotFound``."""
+
+    @abstractmethod
+    async def list_blobs(
+        self,
+        account: str,
+        container: str,
+        *,
+        prefix: str,
+        start: tuple[str, str] | None,
+        limit: int,
+        snapshots: bool,
+        uncommitted: bool,
+    ) -> BlobListing:
+        """Up to ``limit`` records whose names start with ``prefix``, from ``start`` (a name and
+        stored version, inclusive) on. Snapshots and uncommitted blobs only when asked for.
+        Raises ``ContainerNotFound``."""
+
+    # ------------------------------------------------------------------ maintenance
+
+    @abstractmethod
+    async def collect_garbage(self) -> int:
+        """Delete extents unreferenced for longer than the grace period, and bytes a crash left
+        behind; safe to run from several processes at once. Returns how many were deleted."""
+
+
+# --------------------------------------------------------------------------- stored forms
+# What both engines store besides the columns they index: one JSON document per record.
+
+
+def next_ticks(previous: int | None) -> int:
+    """A write's timestamp: now, but later than the version it replaces, so the ETag changes
+    even for two writes in one clock tick or from two processes with differing clocks."""
+    now = now_ticks()
+    return now if previous is None or now > previous else previous + 1
+
+
+def encode_container(record: ContainerRecord) -> bytes:
+    return orjson.dumps(
+        {
+            "metadata": record.metadata,
+            "public_access": record.public_access,
+            "acl": [asdict(identifier) for identifier in record.acl],
+            "lease": asdict(record.lease),
+        }
+    )
+
+
+def decode_container(name: str, ticks: int, doc: bytes) -> ContainerRecord:
+    data = orjson.loads(doc)
+    return ContainerRecord(
+        name=name,
+        ticks=ticks,
+        metadata=data["metadata"],
+        public_access=data["public_access"],
+        acl=[SignedIdentifier(**item) for item in data["acl"]],
+        lease=Lease(**data["lease"]),
+    )
+
+
+def encode_blob(record: BlobRecord) -> bytes:
+    """Everything but the indexed columns (name, version, ticks, size, committed), as a JSON
+    array in field order: listings decode thousands of these, and arrays decode fastest."""
+    p, lease, copy = record.properties, record.lease, record.copy
+    return orjson.dumps(
+        [
+            record.blob_type,
+            record.created,
+            [p.content_type, p.content_encoding, p.content_language, p.content_disposition,
+             p.cache_control, p.content_md5],
+            record.metadata,
+            [lease.state, lease.lease_id, lease.duration, lease.ends],
+            [copy.copy_id, copy.source, copy.progress, copy.completed, copy.status] if copy else None,
+            record.block_count,
+        ]
+    )  # fmt: skip
+
+
+def decode_blob(name: str, version: str, ticks: int, size: int, committed: bool, doc: bytes) -> BlobRecord:
+    blob_type, created, properties, metadata, lease, copy, blocks = orjson.loads(doc)
+    return BlobRecord(
+        name,
+        BASE if version == STORED_BASE else version,
+        blob_type,
+        size,
+        ticks,
+        created,
+        bool(committed),
+        ContentProperties(*properties),
+        metadata,
+        Lease(*lease),
+        CopyState(*copy) if copy is not None else None,
+        blocks,
+    )
+
+
+def listing_start(prefix: str, start: tuple[str, str] | None) -> tuple[str, str]:
+    """Where a listing begins: at ``start`` (name, stored version), but never before ``prefix``."""
+    name, version = start if start is not None else ("", "")
+    return (prefix, "") if prefix > name else (name, version)
+
+
+def prefix_end(prefix: str) -> str:
+    """The smallest name greater than every name that starts with (non-empty) ``prefix``."""
+    last = ord(prefix[-1])
+    return prefix[:-1] + chr(last + 1) if last < 0x10FFFF else prefix + "\U0010ffff"
+
+
+def container_missing() -> TableError:
+    return TableError("ContainerNotFound")
+
+
+def extent_offsets(extents: Sequence[Extent], start: int, end: int) -> list[tuple[Extent, int, int]]:
+    """The extents overlapping ``[start, end)`` with the range to read inside each."""
+    spans: list[tuple[Extent, int, int]] = []
+    offset = 0
+    for extent in extents:
+        low, high = offset, offset + extent.length
+        offset = high
+        if high <= start or extent.length == 0:
+            continue
+        if low >= end:
+            break
+        spans.append((extent, max(start, low) - low, min(end, high) - low))
+    return spans

@@ -1,0 +1,292 @@
+"""Blob content on disk for the SQLite store: one immutable file per extent under
+``<data dir>/blobs/`` (named by a random id, in 256 sub-directories), or, up to
+``INLINE_BYTES``, bytes kept for the database row the commit inserts.
+
+A file is written by a helper thread one piece behind the network, synced (data, then its
+directory entry) before :meth:`ContentFiles.stage` returns, and held under an exclusive
+``flock`` from its creation until the write naming it commits or fails. So a file that is
+unlocked and unreferenced is an orphan (a crash between the sync and the commit), and the
+collector may delete it; a file deleted between its creation and its lock is noticed by its link
+count and replaced. This module knows files, never SQL: what references a file is asked of a
+function its caller passes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import re
+import secrets
+import shutil
+import sqlite3
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from tabulae.model.errors import TableError
+from tabulae.storage.blobs import Digest, Extent, Staged
+
+INLINE_BYTES = 64 * 1024  # extents up to this size are rows, larger ones files
+WRITE_BYTES = 1024 * 1024  # an upload is written to its file in pieces of this size
+READ_BYTES = 1024 * 1024  # and read back in pieces of this size
+CONTENT_DIR = "blobs"
+_FILE_NAME = re.compile(r"[0-9a-f]{32}")
+
+
+def is_inline(ref: str) -> bool:
+    """Inline refs start with ``i``, file refs with ``f`` followed by the file's name."""
+    return ref.startswith("i")
+
+
+class SqliteStaged(Staged):
+    """An extent's bytes: inline (``data``, inserted by the write that names it) or a file held
+    locked (``fd``) until that write commits."""
+
+    __slots__ = ("data", "extent", "fd", "path")
+
+    def __init__(self, extent: Extent, data: bytes | None = None, fd: int = -1, path: str = "") -> None:
+        self.extent = extent
+        self.data = data
+        self.fd = fd
+        self.path = path
+
+    def release(self, *, remove: bool) -> None:
+        if remove and self.path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+        if self.fd >= 0:
+            os.close(self.fd)  # drops the lock: the collector may look at the file again
+            self.fd = -1
+
+
+class ContentFiles:
+    """The content directory of one store."""
+
+    def __init__(self, directory: Path, *, durable: bool) -> None:
+        self.root = directory / CONTENT_DIR
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._durable = durable
+        self._io = ThreadPoolExecutor(4, thread_name_prefix="tabulae-blob-io")
+        self._made_dirs: set[str] = set()
+
+    def close(self) -> None:
+        self._io.shutdown(wait=True)
+
+    def path(self, ref: str) -> str:
+        name = ref[1:]
+        return str(self.root / name[:2] / name)
+
+    # ------------------------------------------------------------------ writing
+
+    async def stage(self, chunks: AsyncIterable[bytes], digest: Digest | None) -> SqliteStaged:
+        """Small content stays in memory until its write inserts it; larger content goes to a
+        new file, written one piece behind the network (at most two pieces in memory) while
+        other threads feed the same piece to the digest's updaters, and synced before this
+        returns."""
+        iterator = chunks.__aiter__()
+        head = bytearray()
+        finished = False
+        while len(head) <= INLINE_BYTES:
+            try:
+                head += await iterator.__anext__()
+            except StopAsyncIteration:
+                finished = True
+                break
+        if finished:
+            data = bytes(head)
+            if digest is not None:
+                digest.update(data)
+            return SqliteStaged(Extent("i" + secrets.token_hex(16), len(data)), data=data)
+        staged = await asyncio.get_running_loop().run_in_executor(self._io, self._create_file)
+        try:
+            length = await self._fill(staged, head, iterator, digest)
+        except BaseException:
+            staged.release(remove=True)
+            raise
+        staged.extent = Extent(staged.extent.ref, length)
+        return staged
+
+    def _create_file(self) -> SqliteStaged:
+        """A new, empty, locked file whose directory exists."""
+        while True:
+            name = secrets.token_hex(16)
+            folder = str(self.root / name[:2])
+            if folder not in self._made_dirs:
+                os.makedirs(folder, exist_ok=True)
+                self._made_dirs.add(folder)
+            path = os.path.join(folder, name)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.fstat(fd).st_nlink == 0:  # the collector took it between creation and lock
+                os.close(fd)
+                continue
+            return SqliteStaged(Extent("f" + name, 0), fd=fd, path=path)
+
+    async def _fill(
+        self, staged: SqliteStaged, head: bytearray, iterator: AsyncIterator[bytes], digest: Digest | None
+    ) -> int:
+        loop = asyncio.get_running_loop()
+        updaters = digest.updaters() if digest is not None else ()
+        pending: asyncio.Future[list[None]] | None = None
+        piece = head
+        length = 0
+        done = False
+        while not done:
+            while len(piece) < WRITE_BYTES:
+                try:
+                    piece += await iterator.__anext__()
+                except StopAsyncIteration:
+                    done = True
+                    break
+            if pending is not None:
+                await pending
+            length += len(piece)
+            data = bytes(piece)
+            pending = asyncio.gather(
+                loop.run_in_executor(self._io, _write_piece, staged.fd, data),
+                *(loop.run_in_executor(self._io, update, data) for update in updaters),
+            )
+            piece = bytearray()
+        if pending is not None:
+            await pending
+        if self._durable:
+            await loop.run_in_executor(self._io, _sync_file, staged.fd, staged.path)
+        return length
+
+    # ------------------------------------------------------------------ reading
+
+    async def read(self, ref: str, low: int, high: int) -> AsyncIterator[bytes]:
+        """Bytes ``low`` to ``high`` of a file, in pieces read by a helper thread."""
+        try:
+            fd = os.open(self.path(ref), os.O_RDONLY)
+        except FileNotFoundError:
+            raise TableError("InternalError", detail="blob content is gone") from None
+        loop = asyncio.get_running_loop()
+        try:
+            position = low
+            while position < high:
+                size = min(READ_BYTES, high - position)
+                data = await loop.run_in_executor(self._io, os.pread, fd, size, position)
+                if not data:
+                    raise TableError("InternalError", detail="blob content is short")
+                position += len(data)
+                yield data
+        finally:
+            os.close(fd)
+
+    # ------------------------------------------------------------------ collecting
+
+    @contextlib.contextmanager
+    def collecting(self) -> Iterator[bool]:
+        """The collector's lock, if free (one collector at a time, and none during a backup)."""
+        lock_fd = os.open(str(self.root / "gc.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(lock_fd)
+
+    async def unlink(self, refs: Iterable[str]) -> int:
+        return await asyncio.get_running_loop().run_in_executor(self._io, self._unlink_all, list(refs))
+
+    def _unlink_all(self, refs: list[str]) -> int:
+        removed = 0
+        for ref in refs:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path(ref))
+                removed += 1
+        return removed
+
+    async def collect_orphans(
+        self, database: str, unreferenced: Callable[[sqlite3.Connection, str], bool]
+    ) -> int:
+        """Delete files no upload holds locked and ``unreferenced`` says nothing names."""
+        return await asyncio.get_running_loop().run_in_executor(
+            self._io, self._collect_orphans, database, unreferenced
+        )
+
+    def _collect_orphans(self, database: str, unreferenced: Callable[[sqlite3.Connection, str], bool]) -> int:
+        conn = sqlite3.connect(database, timeout=30)  # its own: this runs on a helper thread
+        removed = 0
+        try:
+            for folder in os.scandir(self.root):
+                if not folder.is_dir():
+                    continue
+                for entry in os.scandir(folder.path):
+                    if _FILE_NAME.fullmatch(entry.name):
+                        removed += _remove_if_orphan(conn, entry.path, "f" + entry.name, unreferenced)
+        finally:
+            conn.close()
+        return removed
+
+
+def _remove_if_orphan(
+    conn: sqlite3.Connection, path: str, ref: str, unreferenced: Callable[[sqlite3.Connection, str], bool]
+) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return 0
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return 0  # an upload in progress
+        if not unreferenced(conn, ref):  # asked under the lock: its upload has committed or failed
+            return 0
+        os.unlink(path)
+        return 1
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def collector_paused(root: Path) -> Iterator[None]:
+    """Hold the collector's lock (waiting for it): no content file is deleted until this ends."""
+    root.mkdir(parents=True, exist_ok=True)
+    lock_fd = os.open(str(root / "gc.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(lock_fd)
+
+
+def copy_files(root: Path, destination: Path, refs: Iterable[str]) -> None:
+    """Copy the files of ``refs`` from ``root`` into ``destination``'s content directory, synced."""
+    target_root = destination / CONTENT_DIR
+    target_root.mkdir(parents=True, exist_ok=True)
+    for ref in refs:
+        if is_inline(ref):
+            continue
+        name = ref[1:]
+        folder = target_root / name[:2]
+        folder.mkdir(exist_ok=True)
+        shutil.copyfile(root / name[:2] / name, folder / name)
+        fd = os.open(str(folder / name), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _sync_file(fd: int, path: str) -> None:
+    os.fdatasync(fd)
+    dir_fd = os.open(os.path.dirname(path), os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # the new name must survive a crash too
+    finally:
+        os.close(dir_fd)
+
+
+def _write_piece(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

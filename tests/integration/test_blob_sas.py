@@ -1,0 +1,215 @@
+"""Blob SAS scopes and anonymous access: what a container, blob or account SAS reaches, stored
+access policies, response-header overrides, and what a container's public access level lets
+anonymous callers read. SDK-generated tokens against a real server on each store."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import requests
+from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
+from azure.storage.blob import (
+    AccessPolicy,
+    AccountSasPermissions,
+    BlobClient,
+    BlobSasPermissions,
+    BlobServiceClient,
+    ContainerClient,
+    ContainerSasPermissions,
+    PublicAccess,
+    ResourceTypes,
+    generate_account_sas,
+    generate_blob_sas,
+    generate_container_sas,
+)
+from azure.storage.blob.aio import BlobClient as AsyncBlobClient
+
+from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
+
+HOUR = timedelta(hours=1)
+
+
+def soon() -> datetime:
+    return datetime.now(UTC) + HOUR
+
+
+def container_sas(name: str, **permissions: bool) -> str:
+    return generate_container_sas(
+        DEV_ACCOUNT,
+        name,
+        account_key=DEV_KEY,
+        permission=ContainerSasPermissions(**permissions),
+        expiry=soon(),
+    )
+
+
+def test_container_sas_reaches_its_container_only(
+    blob_service: BlobServiceClient, container: ContainerClient
+) -> None:
+    container.upload_blob("inside", b"secret")
+    other = blob_service.create_container(container.container_name + "x")
+    try:
+        other.upload_blob("elsewhere", b"other")
+        token = container_sas(container.container_name, read=True, list=True)
+        scoped = ContainerClient(blob_service.url, container.container_name, credential=token)
+        assert [b.name for b in scoped.list_blobs()] == ["inside"]
+        assert scoped.download_blob("inside").readall() == b"secret"
+        stray = ContainerClient(blob_service.url, other.container_name, credential=token)
+        with pytest.raises(ClientAuthenticationError) as denied:
+            stray.download_blob("elsewhere").readall()
+        assert denied.value.error_code == "AuthenticationFailed"
+        with pytest.raises(ClientAuthenticationError):
+            list(stray.list_blobs())
+    finally:
+        other.delete_container()
+
+
+def test_read_sas_cannot_write(blob_service: BlobServiceClient, container: ContainerClient) -> None:
+    container.upload_blob("doc", b"v1")
+    token = generate_blob_sas(
+        DEV_ACCOUNT, container.container_name, "doc", account_key=DEV_KEY,
+        permission=BlobSasPermissions(read=True), expiry=soon(),
+    )  # fmt: skip
+    reader = BlobClient(blob_service.url, container.container_name, "doc", credential=token)
+    assert reader.download_blob().readall() == b"v1"
+    for write in (
+        lambda: reader.upload_blob(b"v2", overwrite=True),
+        lambda: reader.set_blob_metadata({"a": "b"}),
+        lambda: reader.delete_blob(),
+        lambda: reader.stage_block("YQ==", b"x"),
+    ):
+        with pytest.raises(HttpResponseError) as denied:
+            write()
+        assert (
+            denied.value.status_code == 403 and denied.value.error_code == "AuthorizationPermissionMismatch"
+        )
+    # A blob SAS names one blob: another blob of the same container is out of its reach.
+    container.upload_blob("other", b"x")
+    neighbour = BlobClient(blob_service.url, container.container_name, "other", credential=token)
+    with pytest.raises(ClientAuthenticationError):
+        neighbour.download_blob().readall()
+    assert container.download_blob("doc").readall() == b"v1"
+
+
+def test_create_only_sas(blob_service: BlobServiceClient, container: ContainerClient) -> None:
+    token = container_sas(container.container_name, create=True)
+    creator = ContainerClient(blob_service.url, container.container_name, credential=token)
+    creator.upload_blob("new", b"first")
+    with pytest.raises(HttpResponseError):
+        creator.upload_blob("new", b"second", overwrite=True)
+    assert container.download_blob("new").readall() == b"first"
+
+
+def test_stored_policy_and_revocation(blob_service: BlobServiceClient, container: ContainerClient) -> None:
+    container.upload_blob("policy", b"data")
+    policy = AccessPolicy(permission=ContainerSasPermissions(read=True), expiry=soon())
+    container.set_container_access_policy({"readers": policy})
+    token = generate_blob_sas(
+        DEV_ACCOUNT, container.container_name, "policy", account_key=DEV_KEY, policy_id="readers"
+    )
+    reader = BlobClient(blob_service.url, container.container_name, "policy", credential=token)
+    assert reader.download_blob().readall() == b"data"
+    container.set_container_access_policy({})  # revoked: the same token stops working
+    with pytest.raises(ClientAuthenticationError):
+        reader.download_blob().readall()
+
+
+def test_expired_and_tampered_tokens(blob_service: BlobServiceClient, container: ContainerClient) -> None:
+    container.upload_blob("t", b"x")
+    expired = generate_container_sas(
+        DEV_ACCOUNT, container.container_name, account_key=DEV_KEY,
+        permission=ContainerSasPermissions(read=True), start=datetime.now(UTC) - 2 * HOUR,
+        expiry=datetime.now(UTC) - HOUR,
+    )  # fmt: skip
+    with pytest.raises(ClientAuthenticationError):
+        BlobClient(blob_service.url, container.container_name, "t", credential=expired).download_blob()
+    token = container_sas(container.container_name, read=True)
+    tampered = token.replace("sp=r", "sp=rw")
+    with pytest.raises(ClientAuthenticationError):
+        BlobClient(blob_service.url, container.container_name, "t", credential=tampered).download_blob()
+
+
+def test_account_sas(blob_service: BlobServiceClient, container: ContainerClient) -> None:
+    container.upload_blob("acct", b"x")
+    token = generate_account_sas(
+        DEV_ACCOUNT, DEV_KEY, ResourceTypes(service=True, container=True, object=True),
+        AccountSasPermissions(read=True, list=True), expiry=soon(),
+    )  # fmt: skip
+    service = BlobServiceClient(blob_service.url, credential=token)
+    assert container.container_name in [c.name for c in service.list_containers()]
+    assert service.get_blob_client(container.container_name, "acct").download_blob().readall() == b"x"
+    with pytest.raises(HttpResponseError) as denied:
+        service.get_blob_client(container.container_name, "acct").upload_blob(b"y", overwrite=True)
+    assert denied.value.error_code == "AuthorizationPermissionMismatch"
+    objects_only = generate_account_sas(
+        DEV_ACCOUNT,
+        DEV_KEY,
+        ResourceTypes(object=True),
+        AccountSasPermissions(read=True, list=True),
+        expiry=soon(),
+    )
+    with pytest.raises(HttpResponseError) as wrong_type:
+        list(BlobServiceClient(blob_service.url, credential=objects_only).list_containers())
+    assert wrong_type.value.error_code == "AuthorizationResourceTypeMismatch"
+    table_only = generate_account_sas(
+        DEV_ACCOUNT, DEV_KEY, ResourceTypes(object=True), AccountSasPermissions(read=True), expiry=soon(),
+        services="t",
+    )  # fmt: skip
+    with pytest.raises(HttpResponseError) as wrong_service:
+        BlobClient(blob_service.url, container.container_name, "acct", credential=table_only).download_blob()
+    assert wrong_service.value.error_code == "AuthorizationServiceMismatch"
+
+
+def test_response_header_overrides(blob_service: BlobServiceClient, container: ContainerClient) -> None:
+    container.upload_blob("report.bin", b"%PDF", content_settings=None)
+    token = generate_blob_sas(
+        DEV_ACCOUNT, container.container_name, "report.bin", account_key=DEV_KEY,
+        permission=BlobSasPermissions(read=True), expiry=soon(),
+        content_disposition="attachment; filename=report.pdf", content_type="application/pdf",
+        cache_control="max-age=60",
+    )  # fmt: skip
+    url = f"{container.url}/report.bin?{token}"
+    response = requests.get(url, timeout=10)
+    assert response.status_code == 200 and response.content == b"%PDF"
+    assert response.headers["Content-Disposition"] == "attachment; filename=report.pdf"
+    assert response.headers["Content-Type"] == "application/pdf"
+    assert response.headers["Cache-Control"] == "max-age=60"
+
+
+def test_anonymous_access_follows_the_acl(container: ContainerClient) -> None:
+    container.upload_blob("pub", b"public bytes")
+    blob_url = f"{container.url}/pub"
+    list_url = f"{container.url}?restype=container&comp=list"
+    # Private: anonymous callers learn nothing, not even that the blob exists.
+    response = requests.get(blob_url, timeout=10)
+    assert response.status_code == 404 and response.headers["x-ms-error-code"] == "ResourceNotFound"
+    container.set_container_access_policy({}, public_access=PublicAccess.Blob)
+    assert requests.get(blob_url, timeout=10).content == b"public bytes"
+    assert requests.head(blob_url, timeout=10).headers["Content-Length"] == "12"
+    assert requests.get(list_url, timeout=10).status_code == 404  # blob level: no listing
+    container.set_container_access_policy({}, public_access=PublicAccess.Container)
+    listing = requests.get(list_url, timeout=10)
+    assert listing.status_code == 200 and b"<Name>pub</Name>" in listing.content
+    anonymous = BlobClient.from_blob_url(blob_url)
+    assert anonymous.download_blob().readall() == b"public bytes"
+    with pytest.raises(ResourceNotFoundError):
+        anonymous.upload_blob(b"vandal", overwrite=True)  # public read is not public write
+    assert requests.get(f"{container.url.rsplit('/', 1)[0]}?comp=list", timeout=10).status_code == 401
+    assert container.download_blob("pub").readall() == b"public bytes"
+
+
+def test_sas_aio(server: ServerProcess, container: ContainerClient) -> None:
+    container.upload_blob("async", b"via sas")
+    token = container_sas(container.container_name, read=True)
+
+    async def run() -> None:
+        url = server.blob_endpoint
+        async with AsyncBlobClient(url, container.container_name, "async", credential=token) as blob:
+            assert await (await blob.download_blob()).readall() == b"via sas"
+            with pytest.raises(HttpResponseError) as denied:
+                await blob.upload_blob(b"no", overwrite=True)
+            assert denied.value.error_code == "AuthorizationPermissionMismatch"
+
+    asyncio.run(run())
