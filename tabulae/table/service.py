@@ -12,10 +12,8 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import cast
 
-from tabulae.model import edm
-from tabulae.model.entity import SYSTEM_NAMES, StoredEntity
+from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import MSG_BATCH_TOO_MANY, TableError
 from tabulae.model.mutation import Mutation
 from tabulae.model.names import check_table_name
@@ -27,20 +25,22 @@ from tabulae.model.policies import (
     encode_acl,
     encode_service_properties,
 )
-from tabulae.storage.tables import PropertyTest, TableStore
+from tabulae.storage.tables import TableStore
 from tabulae.table.paging import decode_token, encode_token
+from tabulae.table.query.conditions import to_condition
 from tabulae.table.query.evaluate import (
     compile_predicate,
     compile_table_predicate,
     references_user_properties,
 )
-from tabulae.table.query.nodes import Comparison, Node, Property, conjuncts, property_names
+from tabulae.table.query.nodes import property_names
 from tabulae.table.query.parser import parse_filter
 from tabulae.table.query.plan import QueryPlan, clip_to_range, plan_query
 
 MAX_PAGE = 1000
 MAX_BATCH_OPERATIONS = 100
 SCAN_CHUNK = 1000
+SCAN_WINDOW = 20_000  # rows a filtered scan examines per store call, between yields to the loop
 PAGE_TIME_BUDGET = 5.0  # seconds a page may scan before it ends early with a token
 
 Predicate = Callable[[str, str, int, dict], bool]
@@ -66,23 +66,6 @@ class TablePage:
     names: list[str]
     next_token: str | None
     scanned: int = 0
-
-
-def filter_hints(residual: Node) -> tuple[PropertyTest, ...]:
-    """The residual's top-level comparisons on user properties, for storage to pre-filter with.
-
-    Only conjuncts qualify: each must hold for a row to match, so a row failing one can be
-    skipped. Comparisons under ``or``/``not`` and on system properties are left to the predicate.
-    """
-    hints: list[PropertyTest] = []
-    for conjunct in conjuncts(residual):
-        if isinstance(conjunct, Comparison):
-            name, op, literal = conjunct.oriented()
-            if name not in SYSTEM_NAMES and literal.value is not None:
-                hints.append(PropertyTest(name, op, literal.edm_type, literal.value))
-        elif isinstance(conjunct, Property) and conjunct.name not in SYSTEM_NAMES:
-            hints.append(PropertyTest(conjunct.name, "eq", edm.BOOLEAN, True))
-    return tuple(hints)
 
 
 def plan_partition(plan: QueryPlan) -> str | None:
@@ -252,50 +235,40 @@ class TableService:
     async def _scan_page(
         self, account: str, table: str, plan: QueryPlan, after: tuple[str, str] | None, limit: int
     ) -> EntityPage:
-        """Scan the plan's ranges from ``after``: storage skips rows the hints rule out, the
-        compiled residual decides the rest. Every row examined counts as scanned."""
+        """Scan the plan's ranges from ``after``. The residual goes to storage as a condition
+        that its SQL decides (exactly, or as a superset); the compiled residual then decides
+        what storage could not. Every row storage examined counts as scanned."""
         residual = plan.residual
-        predicate = compile_predicate(residual) if residual is not None else None
-        needs_properties = residual is not None and references_user_properties(residual)
-        referenced = frozenset(property_names(residual)) if residual is not None else frozenset()
-        hints = filter_hints(residual) if residual is not None else ()
-        chunk_size = SCAN_CHUNK if predicate is not None else limit + 1
+        if residual is None:  # every row is a match: one read of limit + 1 rows decides the page
+            rows = await self.store.scan(account, table, plan.ranges, after, limit + 1)
+            page = rows[:limit]
+            last = (page[-1].pk, page[-1].rk) if len(rows) > limit else None
+            return self._page(page, last, plan, len(rows))
+        predicate = compile_predicate(residual)
+        needs_properties = references_user_properties(residual)
+        referenced = frozenset(property_names(residual))
+        condition = to_condition(residual)
         matches: list[StoredEntity] = []
         scanned = 0
         deadline = time.monotonic() + self.page_time_budget
-
-        def accepts(entity: StoredEntity | None) -> bool:
-            if entity is None:
-                return False
-            if predicate is None:
-                return True
-            properties = entity.properties(referenced) if needs_properties else {}
-            return predicate(entity.pk, entity.rk, entity.ticks, properties)
-
         while True:
-            chunk = await self.store.scan_filtered(account, table, plan.ranges, after, chunk_size, hints)
-            rows = chunk.rows
-            if predicate is None:  # every row is a match: one chunk of limit + 1 rows decides the page
-                page = cast(list[StoredEntity], rows[:limit])
-                last = (page[-1].pk, page[-1].rk) if len(rows) > limit else None
-                return self._page(page, last, plan, len(rows))
-            for position, entity in enumerate(rows):
-                if not accepts(entity):
-                    continue
-                assert entity is not None
+            want = limit - len(matches) + 1  # one more than the page holds: is there a next page?
+            chunk = await self.store.scan_filtered(
+                account, table, plan.ranges, after, SCAN_WINDOW, want, condition
+            )
+            scanned += chunk.examined
+            for entity in chunk.rows:
+                if not chunk.exact:
+                    properties = entity.properties(referenced) if needs_properties else {}
+                    if not predicate(entity.pk, entity.rk, entity.ticks, properties):
+                        continue
+                if len(matches) == limit:  # a match beyond the page: it continues after the last
+                    return self._page(matches, (matches[-1].pk, matches[-1].rk), plan, scanned)
                 matches.append(entity)
-                if len(matches) < limit:
-                    continue
-                last = (entity.pk, entity.rk)
-                rest = rows[position + 1 :]
-                scanned += len(rows)
-                if any(accepts(e) for e in rest):
-                    return self._page(matches, last, plan, scanned)
-                more = len(rows) == chunk_size
-                return self._page(matches, last if more else None, plan, scanned)
-            scanned += len(rows)
-            if len(rows) < chunk_size or chunk.last_key is None:
+            if chunk.exhausted or chunk.last_key is None:
                 return self._page(matches, None, plan, scanned)
+            if len(matches) == limit:
+                return self._page(matches, (matches[-1].pk, matches[-1].rk), plan, scanned)
             after = chunk.last_key
             if time.monotonic() > deadline:
                 return self._page(matches, after, plan, scanned)
