@@ -88,6 +88,10 @@ class Dialect(ABC):
 
     true: str = "TRUE"
     false: str = "FALSE"
+    lenient: bool = False
+    """Whether a value fragment may run on a property of any stored kind without raising (it
+    then merely answers wrongly, or ``NULL``): a comparison can then test the value first and
+    the type only on the rows whose value matched, which is most of the work saved."""
 
     @abstractmethod
     def missing(self, name: str) -> Fragment:
@@ -212,9 +216,14 @@ def _leaf(dialect: Dialect, test: PropertyTest, names: set[str]) -> _Part | None
         if outcome is None:
             return None
         branches.append((dialect.stored_as(name, kind), outcome))
+    mismatch = _MISMATCH[op]
+    if dialect.lenient and not mismatch and len(branches) == 1:
+        when, then = branches[0]
+        if isinstance(then, Fragment):
+            sql = f"(CASE WHEN {then.sql} THEN {when.sql} ELSE {dialect.false} END)"
+            return Fragment(sql, then.params + when.params)
     sql = "(CASE"
     params: list[Any] = []
-    mismatch = _MISMATCH[op]
     if mismatch:
         missing = dialect.missing(name)
         sql += f" WHEN {missing.sql} THEN {dialect.false}"

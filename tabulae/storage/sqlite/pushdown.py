@@ -48,6 +48,7 @@ class SqliteDialect(Dialect):
 
     true = "1"
     false = "0"
+    lenient = True  # JSON functions, CAST and rtrim never raise
 
     def missing(self, name: str) -> Fragment:
         return Fragment(f"({_type(name)} IS NULL)")
@@ -61,7 +62,7 @@ class SqliteDialect(Dialect):
             return Fragment(f"({_type(name)} = 'integer')")
         if kind == edm.DOUBLE:
             return Fragment(f"({_type(name)} = 'real')")
-        return Fragment(f"({_annotation(name)} = '{_ANNOTATED[kind]}')")
+        return Fragment(f"({_annotation(name)} IS '{_ANNOTATED[kind]}')")  # never NULL
 
     def compare(self, name: str, kind: str, op: str, value: Any) -> Fragment | None:
         sql_operator = sql_op(op)
