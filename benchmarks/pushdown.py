@@ -74,7 +74,9 @@ async def _load(engine: str, data: Path, pg_url: str | None, rows: int) -> None:
                 for i in range(start, min(rows, start + 1000))
             ]
             await store.apply(ACCOUNT, table, batch)
-        print(f"  loaded {rows:,} entities into {engine} in {time.monotonic() - started:.0f}s", file=sys.stderr)
+        print(
+            f"  loaded {rows:,} entities into {engine} in {time.monotonic() - started:.0f}s", file=sys.stderr
+        )
     finally:
         await stores.close()
 
@@ -107,11 +109,15 @@ async def _measure(engine: str, data: Path, pg_url: str | None, rows: int, repea
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--data", type=Path, default=Path("/tmp/tabulae-pushdown-bench"))
     parser.add_argument("--pg-url", help="also measure PostgreSQL at this URL")
-    parser.add_argument("--source", action="append", help="a checkout to measure (repeatable; default: this one)")
+    parser.add_argument(
+        "--source", action="append", help="a checkout to measure (repeatable; default: this one)"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--engines", default="sqlite,postgres")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # internal: one engine, in a child
@@ -140,9 +146,9 @@ def main() -> None:
             result = json.loads(output.stdout.strip().splitlines()[-1])
             rates = result["rates"]
             assert result["module"].startswith(str(source)), result["module"]
+            best, median = max(rates), statistics.median(rates)
             print(
-                f"{engine:<10} {str(source)[-40:]:<40} {max(rates):>12,.0f} {statistics.median(rates):>12,.0f}"
-                f" {result['found']:>8}",
+                f"{engine:<10} {str(source)[-40:]:<40} {best:>12,.0f} {median:>12,.0f} {result['found']:>8}",
                 flush=True,
             )
 
