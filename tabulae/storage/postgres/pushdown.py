@@ -11,8 +11,8 @@ after ``decode(…, 'base64')``, Doubles as ``float8`` (the stored text is the s
 back as the same double).
 
 ``jsonb`` cannot hold the character U+0000, which JSON text may carry escaped: such rows are
-parsed as an empty object and always kept (:data:`NUL_ESCAPE`), and the store reports the
-chunk inexact so that the evaluator decides them.
+read as an object holding only a marker (:data:`UNDECIDED`) and always kept, and the store
+reports the chunk inexact so that the evaluator decides them.
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ from typing import Any
 from tabulae.model import edm
 from tabulae.storage.pushdown import DOUBLE_SPECIAL, Dialect, Fragment, sql_op
 
-__all__ = ["NUL_ESCAPE", "PostgresDialect", "record_sql"]
+__all__ = ["NUL_ESCAPE", "UNDECIDED", "PostgresDialect", "record_sql"]
 
 NUL_ESCAPE = b"\\u0000"
 _NUL_BYTES = "'\\x5c7530303030'::bytea"  # the six bytes of NUL_ESCAPE, as a bytea literal
-HAS_NUL = f"(position({_NUL_BYTES} in e.props) > 0)"
+_HAS_NUL = f"(position({_NUL_BYTES} in e.props) > 0)"
+UNDECIDED = 'x."@undecided" IS NOT NULL'
+"""True for a row SQL cannot read (never a property name: those are identifiers)."""
 
 _ANNOTATED = {
     edm.INT64: '"Edm.Int64"',
@@ -55,9 +57,10 @@ def _int32(name: str) -> str:
 
 def record_sql(names: set[str]) -> str:
     """The ``FROM`` item reading the named properties (and their annotations) as ``jsonb``."""
-    columns = ", ".join(f'"{name}" jsonb, "{name}@odata.type" jsonb' for name in sorted(names))
-    document = f"CASE WHEN {HAS_NUL} THEN '{{}}'::jsonb ELSE convert_from(e.props, 'UTF8')::jsonb END"
-    return f"CROSS JOIN LATERAL jsonb_to_record({document}) AS x({columns})"
+    columns = "".join(f', "{name}" jsonb, "{name}@odata.type" jsonb' for name in sorted(names))
+    undecided = """'{"@undecided": true}'::jsonb"""
+    document = f"CASE WHEN {_HAS_NUL} THEN {undecided} ELSE convert_from(e.props, 'UTF8')::jsonb END"
+    return f'CROSS JOIN LATERAL jsonb_to_record({document}) AS x("@undecided" jsonb{columns})'
 
 
 class PostgresDialect(Dialect):

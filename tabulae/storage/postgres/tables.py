@@ -41,7 +41,7 @@ from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.postgres.engine import MAX_ATTEMPTS, PostgresDatabase, Restart, Schema, rollback
-from tabulae.storage.postgres.pushdown import HAS_NUL, NUL_ESCAPE, PostgresDialect, record_sql
+from tabulae.storage.postgres.pushdown import NUL_ESCAPE, UNDECIDED, PostgresDialect, record_sql
 from tabulae.storage.pushdown import Fragment, Translation, translate
 from tabulae.storage.rules import (
     KeyColumns,
@@ -399,9 +399,12 @@ class PostgresTables(TableStore):
             within += f" AND {_TABLE_ALIVE}"
             args.append(table_id)
             if isinstance(where, Fragment):
-                record = record_sql(translation.names) if translation.names else ""
-                sql = f"SELECT e.dist, e.rk, e.ticks, e.props FROM entities e {record} WHERE {within}"
-                sql += f" AND ({HAS_NUL} OR {where.sql}) ORDER BY e.dist, e.rk LIMIT %s"
+                sql = "SELECT e.dist, e.rk, e.ticks, e.props FROM entities e"
+                if translation.names:  # the JSON is read: rows it cannot be read from are kept
+                    sql += f" {record_sql(translation.names)} WHERE {within} AND ({UNDECIDED} OR {where.sql})"
+                else:
+                    sql += f" WHERE {within} AND {where.sql}"
+                sql += " ORDER BY e.dist, e.rk LIMIT %s"
                 cursor = await conn.execute(sql, [*args, *where.params, want - len(found)], binary=True)
                 for dist, rk, ticks, props in await cursor.fetchall():
                     blob = bytes(props)
