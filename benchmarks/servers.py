@@ -350,3 +350,36 @@ def make_server(
             return AzuriteBlobServer(shlex.split(azurite_args))
         return AzuriteServer(shlex.split(azurite_args))
     raise ValueError(f"unknown target {target!r}")
+
+
+class TabulaeGranianServer(TabulaeServer):
+    """Tabulae's Table service under granian's ASGI interface instead of uvicorn, for the HTTP
+    server comparison (``http_stack.py``): the same app (``tabulae.compose:create_app``, the
+    worker factory), the same settings, without our protocol's caps, timeouts and coalesced
+    writes, which granian does not have."""
+
+    name = "tabulae-granian"
+
+    def __init__(self, workers: int) -> None:
+        super().__init__()
+        self.workers = workers
+        self.queue_host = self.blob_host = self.host
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--workers",
+            str(self.workers), "--loop", "uvloop", "--host", "127.0.0.1", "--port", str(self.port),
+            "--no-ws", "--log-level", "warning", "tabulae.compose:create_app",
+        ]  # fmt: skip
+
+    def environment(self) -> dict[str, str]:
+        sys.path.insert(0, str(REPO))
+        from tabulae.config import SETTINGS_ENV, Settings
+
+        settings = Settings(
+            services=("table",), host="127.0.0.1", port=self.port, data_dir=self.data_dir, clock_skew=0
+        )
+        return {**os.environ, SETTINGS_ENV: settings.to_json()}
+
+    def describe(self) -> str:
+        return f"granian-asgi, {self.workers} workers"
