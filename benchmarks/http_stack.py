@@ -16,6 +16,7 @@ import argparse
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 
 from compare import Outcome, run_server
 from servers import CeilingServer, Server, TabulaeGranianServer, TabulaeServer, tabulae_workers
@@ -23,10 +24,13 @@ from workloads import Options
 from wrk_runner import ensure_wrk
 
 
-def stacks(workers: int) -> dict[str, tuple[str, callable]]:  # type: ignore[valid-type]
+def stacks(workers: int) -> dict[str, tuple[str, Callable[[], Server]]]:
     """Name → (target label, server factory)."""
     return {
-        "tabulae uvicorn": ("tabulae", lambda: TabulaeServer(["--services", "table", "--workers", str(workers)])),
+        "tabulae uvicorn": (
+            "tabulae",
+            lambda: TabulaeServer(["--services", "table", "--workers", str(workers)]),
+        ),
         "tabulae granian-asgi": ("tabulae", lambda: TabulaeGranianServer(workers)),
         "ceiling uvicorn": ("ceiling", lambda: CeilingServer(workers, "uvicorn")),
         "ceiling granian-asgi": ("ceiling", lambda: CeilingServer(workers, "granian-asgi")),
@@ -36,7 +40,9 @@ def stacks(workers: int) -> dict[str, tuple[str, callable]]:  # type: ignore[val
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--connections", type=int, default=32)
@@ -60,8 +66,14 @@ def main(argv: list[str] | None = None) -> int:
             for outcome in run_server(server, target, wanted, options):
                 results[(label, outcome.workload)].append(outcome)
     print()
-    print(f"{workers} workers, {args.connections} connections, {args.duration:.0f}s per run, {args.rounds} rounds")
-    print(f"{'stack':22s} {'workload':10s} {'median/s':>10s} {'runs/s':30s} {'CPU µs/op':>10s} {'p99 ms':>7s} flags")
+    print(
+        f"{workers} workers, {args.connections} connections, {args.duration:.0f}s per run, "
+        f"{args.rounds} rounds"
+    )
+    print(
+        f"{'stack':22s} {'workload':10s} {'median/s':>10s} {'runs/s':30s} {'CPU µs/op':>10s} "
+        f"{'p99 ms':>7s} flags"
+    )
     for (label, workload), outcomes in results.items():
         rates = [o.throughput for o in outcomes]
         cpu = statistics.median(o.cpu_use.server_us for o in outcomes if o.cpu_use is not None)
