@@ -134,14 +134,16 @@ def account_sas_string_to_sign(token: SasToken, account: str) -> str:
 
 class VerifiedSignatures:
     """The (signature, string-to-sign, keys) triples that verified, most recently used last,
-    at most ``capacity`` of them.
+    at most ``capacity`` of them, each with a string-to-sign of at most ``max_length`` characters
+    (a SAS's is a few hundred; longer ones are verified every time, so the cache stays small).
 
     Only successes are kept: a forged or tampered token (any changed field changes the
     string-to-sign) never matches an entry, so it always goes through the HMAC and fails.
     """
 
-    def __init__(self, capacity: int = 4096) -> None:
+    def __init__(self, capacity: int = 4096, max_length: int = 2048) -> None:
         self.capacity = capacity
+        self.max_length = max_length
         self._entries: OrderedDict[tuple[str, str, tuple[bytes, ...]], None] = OrderedDict()
 
     def __contains__(self, triple: tuple[str, str, tuple[bytes, ...]]) -> bool:
@@ -151,6 +153,8 @@ class VerifiedSignatures:
         return False
 
     def add(self, triple: tuple[str, str, tuple[bytes, ...]]) -> None:
+        if len(triple[1]) > self.max_length:
+            return
         self._entries[triple] = None
         if len(self._entries) > self.capacity:
             self._entries.popitem(last=False)

@@ -789,3 +789,11 @@ def test_verified_signatures_are_bounded_least_recently_used_first() -> None:
     assert first in cache  # now the most recently used
     cache.add(third)
     assert first in cache and third in cache and second not in cache
+
+
+def test_verified_signatures_skip_overlong_strings_to_sign() -> None:
+    cache = VerifiedSignatures(capacity=4, max_length=10)
+    cache.add(("s", "x" * 11, (DEV_KEY,)))
+    cache.add(("s", "x" * 10, (DEV_KEY,)))
+    assert ("s", "x" * 11, (DEV_KEY,)) not in cache
+    assert ("s", "x" * 10, (DEV_KEY,)) in cache
