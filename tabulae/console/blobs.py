@@ -61,13 +61,14 @@ def _size(size: int) -> str:
     return f"{size} B"
 
 
-def _crumbs(prefix: str) -> list[tuple[str, str]]:
+def crumbs(prefix: str) -> list[tuple[str, str]]:
     """The virtual directories leading to ``prefix``: (label, prefix) pairs, outermost first."""
-    crumbs, at = [], 0
+    found: list[tuple[str, str]] = []
+    at = 0
     while (end := prefix.find(DELIMITER, at)) >= 0:
-        crumbs.append((prefix[at:end] or "(empty)", prefix[: end + 1]))
+        found.append((prefix[at:end] or "(empty)", prefix[: end + 1]))
         at = end + 1
-    return crumbs
+    return found
 
 
 def attachment(name: str) -> str:
@@ -227,7 +228,7 @@ class BlobsPage:
             metadata=record.metadata,
             lease=record.lease.state,
             prefix=prefix,
-            crumbs=_crumbs(prefix),
+            crumbs=crumbs(prefix),
             rest=prefix[prefix.rfind(DELIMITER) + 1 :],
             flat=flat,
             folders=folders,
