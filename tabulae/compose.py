@@ -33,6 +33,7 @@ from tabulae.blob.api.app import BlobApp
 from tabulae.blob.service import BlobService
 from tabulae.config import DEV_ACCOUNT, DEV_KEY, SETTINGS_ENV, Settings
 from tabulae.console.app import build_console
+from tabulae.console.blobs import BlobsPage
 from tabulae.console.insight import InsightPage
 from tabulae.console.pages import ConsolePage
 from tabulae.console.queues import QueuesPage
@@ -128,6 +129,7 @@ def console(
     insight: Insight,
     queues: GuardedQueueService | None,
     queue_insight: QueueInsight,
+    blobs: BlobsPage | None = None,
 ) -> AsgiApp:
     """The web console, with a page per service this server runs, over the same service objects
     as the front-ends (so the same admission control and counters apply)."""
@@ -136,6 +138,8 @@ def console(
         pages.append(TablesPage(table, insight))
     if queues is not None:
         pages.append(QueuesPage(queues, queue_insight))
+    if blobs is not None:
+        pages.append(blobs)
     pages.append(InsightPage(insight))
     prefill = None
     if settings.loopback() and settings.accounts.get(DEV_ACCOUNT) == [base64.b64decode(DEV_KEY)]:
@@ -164,6 +168,7 @@ def build_gateway(settings: Settings) -> Gateway:
         figures: QueueFigures | None = None
         table: GuardedService | None = None
         queues: GuardedQueueService | None = None
+        blobs: BlobsPage | None = None
         if "table" in ports:
             table = table_service(stores.tables, settings, insight, throttle)
             by_port[ports["table"]] = TableApp(table, options)
@@ -174,11 +179,13 @@ def build_gateway(settings: Settings) -> Gateway:
             tasks.append(asyncio.get_running_loop().create_task(queues.keep_collecting()))
         if "blob" in ports:
             admission = BlobAdmission(containers, throttle, faults_for(settings))
-            by_port[ports["blob"]] = BlobApp(BlobService(stores.blobs), options, admission)
+            blob_service = BlobService(stores.blobs)
+            by_port[ports["blob"]] = BlobApp(blob_service, options, admission)
+            blobs = BlobsPage(blob_service, admission)
             tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs)))
         extras: dict[str, AsgiApp] = {}
         if settings.console_on():
-            extras[CONSOLE_PATH] = console(settings, table, insight, queues, queue_insight)
+            extras[CONSOLE_PATH] = console(settings, table, insight, queues, queue_insight, blobs)
 
         async def metrics(as_json: bool) -> tuple[bytes, bytes]:
             stats = await figures.stats() if figures is not None else []

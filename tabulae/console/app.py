@@ -7,7 +7,9 @@ Every request passes one door (:class:`ConsoleGuard`) before any page sees it:
 2. anything but the sign-in page and the static files needs a signed-in session (GET: a redirect
    to sign-in; anything else: 403);
 3. a POST must come from the console itself (``Origin``, when sent, is this server), stay under
-   the body cap, and carry the CSRF token of its session; its form is parsed once, here;
+   the body cap, and carry the CSRF token of its session; its form is parsed once, here. Only a
+   POST to a path ending in ``/upload`` may carry a file (one, under the upload cap; starlette
+   spools it to a temporary file, closed when the response is sent);
 4. every response says: no caching, no framing, no sniffing, scripts and styles from this
    server only (``Content-Security-Policy``), and no referrer beyond this origin.
 
@@ -24,6 +26,7 @@ from importlib.resources import files
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -50,6 +53,8 @@ SECURITY_HEADERS = [
 _STATIC = BASE + "/static/"
 _OPEN_PATHS = (BASE + "/signin", _STATIC)
 MAX_FORM_FIELDS = 3000  # an entity has at most 252 properties, 3 fields each
+MAX_UPLOAD_BYTES = 256 * 1024 * 1024  # a file uploaded through the console (larger: use an SDK)
+UPLOAD_SUFFIX = "/upload"
 
 
 class SignIn:
@@ -93,11 +98,19 @@ class SignIn:
 class ConsoleGuard:
     """The door every console request passes (the module docstring lists what it checks)."""
 
-    def __init__(self, app: Any, sessions: Sessions, nav: list[tuple[str, str]], max_body: int) -> None:
+    def __init__(
+        self,
+        app: Any,
+        sessions: Sessions,
+        nav: list[tuple[str, str]],
+        max_body: int,
+        max_upload: int = MAX_UPLOAD_BYTES,
+    ) -> None:
         self.app = app
         self.sessions = sessions
         self.nav = nav
         self.max_body = max_body
+        self.max_upload = max_upload
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -132,11 +145,13 @@ class ConsoleGuard:
             else:
                 await self._refuse(scope, receive, send_guarded, 403, "Sign in first.")
             return
+        form: FormData | None = None
         if method == "POST":
-            problem = self._check_post(request)
+            upload = path.endswith(UPLOAD_SUFFIX)
+            problem = self._check_post(request, self.max_upload if upload else self.max_body)
             if problem is None:
                 try:
-                    form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
+                    form = await request.form(max_files=1 if upload else 0, max_fields=MAX_FORM_FIELDS)
                 except Exception:  # a malformed body: starlette raises its own parse errors
                     problem = (400, "The form could not be read.")
                 else:
@@ -144,18 +159,25 @@ class ConsoleGuard:
                         problem = (403, "This form has expired or did not come from this console: reload.")
                     state["form"] = form
             if problem is not None:
+                if form is not None:
+                    await form.close()
                 await self._refuse(scope, receive, send_guarded, *problem)
                 return
-        await self.app(scope, receive, send_guarded)
+        try:
+            await self.app(scope, receive, send_guarded)
+        finally:
+            if form is not None:
+                await form.close()  # an uploaded file's temporary copy
 
-    def _check_post(self, request: Request) -> tuple[int, str] | None:
+    @staticmethod
+    def _check_post(request: Request, max_body: int) -> tuple[int, str] | None:
         origin = request.headers.get("origin")
         if origin is not None:
             expected = f"{request.url.scheme}://{request.headers.get('host', '')}"
             if origin != expected:
                 return 403, "This form did not come from this console."
         length = request.headers.get("content-length")
-        if length is None or not length.isdigit() or int(length) > self.max_body:
+        if length is None or not length.isdigit() or int(length) > max_body:
             return 413, "The form is too large (or its length is not given)."
         return None
 

@@ -2,7 +2,7 @@
 
 A page has a ``slug`` (its path under ``/-/console/``), a ``title`` for the navigation bar, and
 its routes. The composition root builds one page per service the server runs (tables and the
-partition insight today; queues and blobs beside them) and hands the list to
+partition insight, queues and blobs) and hands the list to
 :func:`tabulae.console.app.build_console`. A page's handlers are reached only by a signed-in
 session whose POST carried its CSRF token; they call their service as that session's account
 (:func:`tabulae.console.render.account_of`) and render with :func:`tabulae.console.render.render`.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import re
+import uuid
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
@@ -19,6 +20,7 @@ class Answer:
     status: int
     headers: http.client.HTTPMessage
     text: str
+    body: bytes = b""  # the exact bytes (a download is not text)
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name)
@@ -41,16 +43,17 @@ class ConsoleClient:
                 sent.setdefault("Cookie", self.cookie)
             connection.request(method, "/-/console" + path, body=body, headers=sent)
             response = connection.getresponse()
-            text = response.read().decode("utf-8")
+            body = response.read()
         finally:
             connection.close()
         set_cookie = response.headers.get("set-cookie")
         if set_cookie:
             self.cookie = set_cookie.split(";", 1)[0]
+        text = body.decode("utf-8") if response.headers.get_content_maintype() == "text" else ""
         found = _CSRF.search(text)
         if found:
             self.csrf = found.group(1)
-        return Answer(response.status, response.headers, text)
+        return Answer(response.status, response.headers, text, body)
 
     def get(self, path: str) -> Answer:
         return self.request("GET", path)
@@ -64,6 +67,27 @@ class ConsoleClient:
         body = urlencode(data).encode()
         sent = {"Content-Type": "application/x-www-form-urlencoded", **(headers or {})}
         return self.request("POST", path, body, sent)
+
+    def post_file(
+        self, path: str, fields: dict[str, str], file: tuple[str, str, bytes], *, csrf: bool = True
+    ) -> Answer:
+        """A ``multipart/form-data`` form with ``fields`` and one file (name, content type, bytes)."""
+        boundary = "----tabulae" + uuid.uuid4().hex
+        data = dict(fields)
+        if csrf and self.csrf is not None:
+            data.setdefault("csrf", self.csrf)
+        parts = []
+        for name, value in data.items():
+            head = f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
+            parts.append(head.encode() + value.encode() + b"\r\n")
+        filename, content_type, content = file
+        head = (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{filename}"\r\n'
+            f"Content-Type: {content_type}\r\n\r\n"
+        )
+        parts.append(head.encode() + content + b"\r\n")
+        body = b"".join(parts) + f"--{boundary}--\r\n".encode()
+        return self.request("POST", path, body, {"Content-Type": f"multipart/form-data; boundary={boundary}"})
 
     def sign_in(self, account: str, key: str) -> Answer:
         """Sign in, then load a page so that the CSRF token is the new session's."""

@@ -1,15 +1,18 @@
-"""Console pieces without a server: sessions, typed text forms, key tokens, advice, heat levels."""
+"""Console pieces without a server: sessions, typed text forms, key tokens, advice, heat levels,
+blob download names and virtual-directory breadcrumbs."""
 
 from __future__ import annotations
 
 import base64
 import math
+import urllib.parse
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tabulae.console.advice import QueryCost
+from tabulae.console.blobs import attachment, crumbs
 from tabulae.console.insight import heat_level
 from tabulae.console.render import key_token, keys_of
 from tabulae.console.session import Sessions
@@ -131,3 +134,20 @@ def test_heat_levels() -> None:
     assert heat_level(0, 100) == 0
     assert heat_level(100, 100) == 9
     assert 1 <= heat_level(1, 10_000) <= 2
+
+
+@given(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=60))
+def test_a_download_name_is_one_safe_header_value(name: str) -> None:
+    header = attachment(name)
+    assert header.isascii() and "\r" not in header and "\n" not in header
+    plain = header.split('filename="', 1)[1].split('"', 1)[0]
+    assert '"' not in plain and "\\" not in plain and "/" not in plain
+    encoded = header.split("filename*=UTF-8''", 1)[1]
+    leaf = name.rsplit("/", 1)[-1] or "blob"
+    assert urllib.parse.unquote(encoded) == leaf
+
+
+def test_breadcrumbs_follow_the_delimiter() -> None:
+    assert crumbs("") == [] and crumbs("logs") == []
+    assert crumbs("logs/2026/") == [("logs", "logs/"), ("2026", "logs/2026/")]
+    assert crumbs("a//b") == [("a", "a/"), ("(empty)", "a//")]

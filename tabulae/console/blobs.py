@@ -1,0 +1,309 @@
+"""The blobs page: containers, and a container's blobs by virtual directory (upload, download, delete).
+
+Blob names are paths only by convention: a listing with the delimiter ``/`` shows the names under
+the current prefix one level deep, and the rest as *virtual directories* (the common prefixes
+Azure's List Blobs returns), so a container of a million blobs is walked a directory at a time.
+Both listings page with the service's own continuation markers, :data:`PAGE` items a page.
+
+Every action is a call to :class:`BlobService` as the signed-in account, admitted first by the
+same :class:`BlobAdmission` as a Blob request (the account's target, injected faults) and counted
+in the container counters after. Names travel in query strings and form fields, never in paths,
+so any blob name (``../``, ``?``, ``#``, markup) reaches the service exactly as typed; the page
+shows it escaped.
+
+A download is always an attachment of type ``application/octet-stream``: served inline from the
+console's origin, an uploaded HTML or script file could run with the console's rights.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from tabulae.admission.blobs import BlobAdmission
+from tabulae.blob.rules.conditions import NONE, etag_of
+from tabulae.blob.service import BASE as CURRENT_VERSION
+from tabulae.blob.service import BLOCK_BLOB, BlobKey, BlobService, ContentProperties, Upload
+from tabulae.console.render import account_of, form_of, redirect, render
+from tabulae.model import edm
+from tabulae.model.errors import TableError
+
+PAGE = 1000  # containers or blobs (and virtual directories) a page
+DELIMITER = "/"
+CHUNK = 1024 * 1024  # how much of an uploaded file is read at a time
+DONE = {
+    "created": "Container {name} created.",
+    "deleted": "Container {name} deleted.",
+    "uploaded": "Uploaded {name}.",
+    "removed": "Deleted {name}.",
+}
+T = TypeVar("T")
+
+
+def _moment(ticks: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime((ticks - edm.UNIX_EPOCH_TICKS) / 1e7)) + "Z"
+
+
+def _size(size: int) -> str:
+    """Bytes as a person reads them (exact below 1 KiB)."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
+
+
+def crumbs(prefix: str) -> list[tuple[str, str]]:
+    """The virtual directories leading to ``prefix``: (label, prefix) pairs, outermost first."""
+    found: list[tuple[str, str]] = []
+    at = 0
+    while (end := prefix.find(DELIMITER, at)) >= 0:
+        found.append((prefix[at:end] or "(empty)", prefix[: end + 1]))
+        at = end + 1
+    return found
+
+
+def attachment(name: str) -> str:
+    """``Content-Disposition`` for a download of blob ``name``: its last path segment as the file
+    name, plain ASCII for old clients and exact in ``filename*`` (RFC 6266)."""
+    leaf = name.rsplit(DELIMITER, 1)[-1] or "blob"
+    plain = "".join(c if c.isascii() and (c.isalnum() or c in "._-+ ") else "_" for c in leaf)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(leaf, safe='')}"
+
+
+async def _chunks(file: UploadFile) -> AsyncIterator[bytes]:
+    while chunk := await file.read(CHUNK):
+        yield chunk
+
+
+class BlobsPage:
+    """Containers and blobs of the signed-in account (see the module docstring)."""
+
+    slug = "blobs"
+    title = "Blobs"
+
+    def __init__(self, service: BlobService, admission: BlobAdmission) -> None:
+        self.service = service
+        self.admission = admission
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/blobs", self.list_containers, methods=["GET"]),
+            Route("/blobs", self.create_container, methods=["POST"]),
+            Route("/blobs/{container}", self.list_blobs, methods=["GET"]),
+            Route("/blobs/{container}/download", self.download, methods=["GET"]),
+            Route("/blobs/{container}/upload", self.upload, methods=["POST"]),
+            Route("/blobs/{container}/remove", self.remove_blob, methods=["POST"]),
+            Route("/blobs/{container}/delete", self.delete_container, methods=["POST"]),
+        ]
+
+    async def _admitted(
+        self, account: str, container: str, work: Callable[[], Awaitable[T]], *, bytes_in: int = 0
+    ) -> T:
+        """``work`` as a Blob request would run it: admitted first, counted after."""
+        try:
+            self.admission.admit(account, container)
+        except TableError as error:
+            self.admission.record(account, container, error.status, throttled=True, bytes_in=0, bytes_out=0)
+            raise
+        try:
+            result = await work()
+        except TableError as error:
+            self.admission.record(account, container, error.status, throttled=False, bytes_in=0, bytes_out=0)
+            raise
+        self.admission.record(account, container, 200, throttled=False, bytes_in=bytes_in, bytes_out=0)
+        return result
+
+    # ------------------------------------------------------------------ containers
+
+    async def list_containers(self, request: Request, error: TableError | None = None) -> Response:
+        account = account_of(request)
+        params = request.query_params
+        prefix = params.get("prefix", "").strip()
+        marker = params.get("marker") or None
+        found, next_marker = await self._admitted(
+            account, "", lambda: self.service.list_containers(account, prefix, marker, PAGE)
+        )
+        done = params.get("done")
+        return render(
+            request,
+            "containers.html",
+            status=error.status if error else 200,
+            containers=[
+                {"name": c.name, "modified": _moment(c.ticks), "access": c.public_access or "private"}
+                for c in found
+            ],
+            prefix=prefix,
+            next_marker=next_marker,
+            paged=marker is not None,
+            message=DONE[done].format(name=params.get("name", ""))
+            if done in ("created", "deleted")
+            else None,
+            error=error,
+        )
+
+    async def create_container(self, request: Request) -> Response:
+        account = account_of(request)
+        name = str(form_of(request).get("name", "")).strip()
+        try:
+            await self._admitted(
+                account, name, lambda: self.service.create_container(account, name, {}, None)
+            )
+        except TableError as error:
+            return await self.list_containers(request, error)
+        return redirect("/blobs", done="created", name=name)
+
+    async def delete_container(self, request: Request) -> Response:
+        account, container = account_of(request), request.path_params["container"]
+        if str(form_of(request).get("confirm", "")) != container:
+            problem = TableError(
+                "InvalidInput", f"Type the container's name, {container}, to confirm deleting it."
+            )
+            return await self.list_blobs(request, problem)
+        try:
+            await self._admitted(
+                account, container, lambda: self.service.delete_container(account, container, NONE, None)
+            )
+        except TableError as error:
+            return await self.list_blobs(request, error)
+        return redirect("/blobs", done="deleted", name=container)
+
+    # ------------------------------------------------------------------ blobs
+
+    async def list_blobs(self, request: Request, error: TableError | None = None) -> Response:
+        account, container = account_of(request), request.path_params["container"]
+        params = request.query_params
+        prefix = params.get("prefix", "")
+        flat = params.get("flat") == "1"
+        marker = params.get("marker") or None
+        record = await self._admitted(
+            account, container, lambda: self.service.get_container(account, container)
+        )
+        page = await self._admitted(
+            account,
+            container,
+            lambda: self.service.list_blobs(
+                account,
+                container,
+                prefix=prefix,
+                delimiter=None if flat else DELIMITER,
+                marker=marker,
+                limit=PAGE,
+                snapshots=False,
+                uncommitted=False,
+            ),
+        )
+        folders: list[dict[str, str]] = []
+        blobs: list[dict[str, Any]] = []
+        for item in page.items:
+            if isinstance(item, str):
+                folders.append({"prefix": item, "label": item[len(prefix) :]})
+            else:
+                blobs.append(
+                    {
+                        "name": item.name,
+                        "label": item.name[len(prefix) :],
+                        "size": _size(item.size),
+                        "bytes": item.size,
+                        "type": item.blob_type,
+                        "content_type": item.properties.content_type or "",
+                        "modified": _moment(item.ticks),
+                    }
+                )
+        done = params.get("done")
+        return render(
+            request,
+            "container.html",
+            status=error.status if error else 200,
+            container=container,
+            access=record.public_access or "private",
+            metadata=record.metadata,
+            lease=record.lease.state,
+            prefix=prefix,
+            crumbs=crumbs(prefix),
+            rest=prefix[prefix.rfind(DELIMITER) + 1 :],
+            flat=flat,
+            folders=folders,
+            blobs=blobs,
+            next_marker=page.next_marker,
+            paged=marker is not None,
+            message=DONE[done].format(name=params.get("name", ""))
+            if done in ("uploaded", "removed")
+            else None,
+            error=error,
+        )
+
+    async def upload(self, request: Request) -> Response:
+        """A file from the form, as a block blob named by the form (default: the file's own name
+        under the current virtual directory); an existing blob of that name is replaced."""
+        account, container = account_of(request), request.path_params["container"]
+        form = form_of(request)
+        file = form.get("file")
+        prefix = str(form.get("prefix", ""))
+        if not isinstance(file, UploadFile) or not file.filename:
+            return await self.list_blobs(request, TableError("InvalidInput", "Choose a file to upload."))
+        name = str(form.get("name", "")).strip() or prefix + file.filename
+        size = file.size or 0
+        content_type = file.content_type or "application/octet-stream"
+        key = BlobKey(account, container, name)
+        await file.seek(0)
+        upload = Upload(_chunks(file), size)
+        try:
+            await self._admitted(
+                account,
+                container,
+                lambda: self.service.put_blob(
+                    key, BLOCK_BLOB, upload, ContentProperties(content_type=content_type), {}, NONE, None
+                ),
+                bytes_in=size,
+            )
+        except TableError as error:
+            return await self.list_blobs(request, error)
+        return redirect(f"/blobs/{container}", prefix=prefix, done="uploaded", name=name)
+
+    async def download(self, request: Request) -> Response:
+        account, container = account_of(request), request.path_params["container"]
+        name = request.query_params.get("name", "")
+        key = BlobKey(account, container, name)
+        try:
+            self.admission.admit(account, container)
+            record, extents = await self.service.get_blob(key, CURRENT_VERSION, NONE, None, content=True)
+        except TableError as error:
+            self.admission.record(account, container, error.status, throttled=False, bytes_in=0, bytes_out=0)
+            raise
+        assert extents is not None
+        self.admission.record(account, container, 200, throttled=False, bytes_in=0, bytes_out=record.size)
+        headers = {
+            "content-disposition": attachment(name),
+            "content-length": str(record.size),
+            "etag": f'"{etag_of(record.ticks)}"',
+        }
+        return StreamingResponse(
+            self.service.read(key, extents, 0, record.size),
+            media_type="application/octet-stream",
+            headers=headers,
+        )
+
+    async def remove_blob(self, request: Request) -> Response:
+        """Delete a blob with its snapshots (the confirmation says so)."""
+        account, container = account_of(request), request.path_params["container"]
+        form = form_of(request)
+        name, prefix = str(form.get("name", "")), str(form.get("prefix", ""))
+        key = BlobKey(account, container, name)
+        try:
+            await self._admitted(
+                account,
+                container,
+                lambda: self.service.delete_blob(key, CURRENT_VERSION, "include", NONE, None),
+            )
+        except TableError as error:
+            return await self.list_blobs(request, error)
+        return redirect(f"/blobs/{container}", prefix=prefix, done="removed", name=name)
