@@ -39,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         from tabulae.examples import runner
-    except ImportError as exc:
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("azure"):
+            raise
         print(f"tabulae: the examples need Microsoft's SDKs ({exc.name}): pip install 'tabulae[examples]'")
         return 2
     return runner.main(args)
