@@ -31,7 +31,7 @@ from azure.data.tables import TableClient, TableServiceClient
 from azure.storage.blob import BlobServiceClient, ContainerClient
 from azure.storage.queue import QueueClient
 
-__all__ = ["ClaimFailed", "Example", "Meter", "Operation", "SkipExample"]
+__all__ = ["ClaimFailed", "Example", "Meter", "Operation", "SkipExample", "error_code"]
 
 
 class ClaimFailed(AssertionError):
@@ -286,3 +286,22 @@ class Example:
 def _quietly(action: Callable[[], Any]) -> None:
     with contextlib.suppress(ResourceNotFoundError):
         action()
+
+
+def error_code(exc: HttpResponseError) -> str | None:
+    """The service's error code of a refused request: the SDK's, the header, or the body's."""
+    code = getattr(exc, "error_code", None)
+    if code:
+        return str(code)
+    response = exc.response
+    if response is None:
+        return None
+    header = response.headers.get("x-ms-error-code")
+    if header:
+        return str(header)
+    try:
+        body = json.loads(response.text())
+    except (ValueError, TypeError):
+        return None
+    error = body.get("odata.error", {}) if isinstance(body, dict) else {}
+    return error.get("code") if isinstance(error, dict) else None
