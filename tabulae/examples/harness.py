@@ -293,7 +293,7 @@ def error_code(exc: HttpResponseError) -> str | None:
     code = getattr(exc, "error_code", None)
     if code:
         return str(code)
-    response = exc.response
+    response: Any = exc.response
     if response is None:
         return None
     header = response.headers.get("x-ms-error-code")
