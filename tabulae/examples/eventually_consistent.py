@@ -1,4 +1,4 @@
-"""Eventually consistent transactions: change two partitions (or tables) through a queue and an idempotent worker.
+"""Eventually consistent transactions: change two tables through a queue and an idempotent worker.
 
 The problem: an entity group transaction covers one partition of one table. Archiving an
 employee moves an entity from the current table to the archive table: two operations that a

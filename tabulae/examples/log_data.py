@@ -74,7 +74,8 @@ def run(ex: Example) -> None:
     with ex.operation("the span, keyed by hour: a row-range") as op:
         ranged = list(
             hot.query_entities(
-                f"PartitionKey eq '{_WINDOW[0][:11]}' and RowKey ge '{_WINDOW[0]}' and RowKey lt '{_WINDOW[1]}'"
+                f"PartitionKey eq '{_WINDOW[0][:11]}' and RowKey ge '{_WINDOW[0]}' "
+                f"and RowKey lt '{_WINDOW[1]}'"
             )
         )
     ex.claim(
