@@ -57,12 +57,7 @@ def _summary(module: ModuleType) -> str:
 def _load() -> dict[str, Entry]:
     entries = {}
     for name, module_name in _MODULES.items():
-        try:
-            module = importlib.import_module(f"tabulae.examples.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"tabulae.examples.{module_name}":
-                raise
-            continue  # not written yet
+        module = importlib.import_module(f"tabulae.examples.{module_name}")
         entries[name] = Entry(name, module.__name__, module.TITLE, _summary(module), module.run)
     return entries
 

@@ -292,7 +292,7 @@ def error_code(exc: HttpResponseError) -> str | None:
     """The service's error code of a refused request: the SDK's, the header, or the body's."""
     code = getattr(exc, "error_code", None)
     if code:
-        return str(code)
+        return str(getattr(code, "value", code))  # the SDKs' enums carry the service's text
     response: Any = exc.response
     if response is None:
         return None
