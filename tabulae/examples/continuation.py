@@ -15,6 +15,8 @@ only the absence of a token means the end.
 
 from __future__ import annotations
 
+from typing import Any
+
 from tabulae.examples.harness import Example
 
 TITLE = "Many entities: 1,000 a page, continuation tokens followed, $top pages, $select"
@@ -42,7 +44,7 @@ def run(ex: Example) -> None:
     )
     ex.claim(all(set(e) == {"Amount"} for e in everything), "$select sent only the Amount property")
     with ex.operation("a screen of 20: $top=20, first page only, token kept") as op:
-        pages = table.query_entities("PartitionKey eq 'Sales'", results_per_page=20).by_page()
+        pages: Any = table.query_entities("PartitionKey eq 'Sales'", results_per_page=20).by_page()
         screen = list(next(pages))
         token = pages.continuation_token
     ex.claim(
