@@ -70,14 +70,32 @@ def closing_line(run: subprocess.CompletedProcess[str]) -> str:
     return lines[-1]
 
 
-def test_every_example_passes(servers: Servers) -> None:
+def test_every_example_passes(servers: Servers, tmp_path: Path) -> None:
     names = all_names()
     assert set(NEEDS_FLAGS) <= set(names)
+    page = tmp_path / "patterns.md"
     plain = [name for name in names if name not in NEEDS_FLAGS]
-    run = examples("--connection-string", servers.start().connection_string, *plain)
+    server = servers.start()
+    run = examples("--connection-string", server.connection_string, "--markdown", str(page), *plain)
     assert closing_line(run) == f"{len(plain)} passed, 0 failed", run.stdout + run.stderr
     assert run.returncode == 0
     for name, flags in NEEDS_FLAGS.items():
-        run = examples("--connection-string", servers.start(*flags).connection_string, name)
+        # On a server without the flag the example says why it cannot run, and fails nothing.
+        run = examples("--connection-string", server.connection_string, "--markdown", str(page), name)
+        assert closing_line(run) == "0 passed, 0 failed, 1 skipped", run.stdout + run.stderr
+        assert flags[0] in run.stdout and run.returncode == 0
+        run = examples(
+            "--connection-string", servers.start(*flags).connection_string, "--markdown", str(page), name
+        )
         assert closing_line(run) == "1 passed, 0 failed", run.stdout + run.stderr
         assert run.returncode == 0
+    # The page gathers the three runs: every example, passed, in the summary table.
+    summary = [line for line in page.read_text().splitlines() if line.startswith("| [")]
+    assert [line.split("]")[0][3:] for line in summary] == names
+    assert all("| passed |" in line for line in summary), summary
+
+
+def test_unknown_example_is_refused() -> None:
+    run = examples("--connection-string", "UseDevelopmentStorage=true", "no-such-pattern")
+    assert run.returncode == 2
+    assert "unknown example(s): no-such-pattern" in run.stdout
