@@ -39,26 +39,27 @@ _MODULES = {
 
 @dataclass(frozen=True)
 class Entry:
-    """One example: its module, one-line title, summary paragraph and run function."""
+    """One example: its module, one-line title, explanation and run function."""
 
     name: str
     module: str
     title: str
-    summary: str
+    explanation: tuple[str, ...]
     run: Callable[[Example], None]
 
 
-def _summary(module: ModuleType) -> str:
-    """The module docstring's first paragraph, on one line."""
-    doc = (module.__doc__ or "").strip()
-    return " ".join(doc.split("\n\n", 1)[0].split())
+def _explanation(module: ModuleType) -> tuple[str, ...]:
+    """The module docstring after its first line (the problem, the design, the trade-off), one
+    paragraph a line, for the Markdown page."""
+    paragraphs = (module.__doc__ or "").strip().split("\n\n")[1:]
+    return tuple(" ".join(p.split()) for p in paragraphs)
 
 
 def _load() -> dict[str, Entry]:
     entries = {}
     for name, module_name in _MODULES.items():
         module = importlib.import_module(f"tabulae.examples.{module_name}")
-        entries[name] = Entry(name, module.__name__, module.TITLE, _summary(module), module.run)
+        entries[name] = Entry(name, module.__name__, module.TITLE, _explanation(module), module.run)
     return entries
 
 
