@@ -6,7 +6,7 @@ timestamp, a counter) every insert goes to the last range, and when it is smalle
 ticks) to the first: one server takes all the inserts, and the table cannot be balanced however
 many partitions it has. ``hot-partition`` shows where that ends, with ``--targets azure``.
 
-The design that avoids it: start the PartitionKey with something that spreads consecutive
+The design: start the PartitionKey with something that spreads consecutive
 inserts, here the department and employee the event is about, so consecutive inserts land at
 unrelated places in the key order while each employee's events stay together.
 
