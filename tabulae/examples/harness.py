@@ -263,6 +263,27 @@ class Example:
             f"the server's counters do not know table {table}: is it Tabulae, started with --workers 1?"
         )
 
+    def counters(self) -> list[str]:
+        """What the server counted for each table this example still has, one line each (empty
+        when the server has no counters to give: not Tabulae, or not reachable)."""
+        try:
+            snapshot = self.insight.snapshot()
+        except ClaimFailed:
+            return []
+        by_name = {str(entry.get("table", "")).lower(): entry for entry in snapshot.get("tables", [])}
+        lines = []
+        for name in self.tables:
+            entry = by_name.get(name.lower())
+            if entry is None:
+                continue
+            queries = ", ".join(f"{k} {v}" for k, v in entry.get("queries", {}).items() if v) or "none"
+            lines.append(
+                f"{name.removeprefix('ex' + self._token)}: {entry['requests']} requests, "
+                f"{entry['written']} written, {entry['read']} read, {entry['scanned']} scanned, "
+                f"{entry['partitions']} partition(s); queries: {queries}"
+            )
+        return lines
+
     def warnings(self, table: str, kind: str | None = None) -> list[dict[str, Any]]:
         """The server's current warnings about one table of this run (of one kind), remembered
         for the example's report."""

@@ -56,6 +56,8 @@ def text(result: Result) -> str:
         lines.append("  " + "  ".join(cells))
     for claim in result.claims:
         lines.append(f"  ok: {claim}")
+    for line in result.counters:
+        lines.append(f"  server counted: {line}")
     for warning in result.warnings:
         lines.append(f"  server warned: {warning}")
     for note in result.notes:
@@ -133,6 +135,7 @@ def write_markdown(path: Path, results: Iterable[Result]) -> None:
         out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows(item["operations"])]
         out.append("")
         out += [f"- shown: {_cell(claim)}" for claim in item["claims"]]
+        out += [f"- server counted: {_cell(c)}" for c in item.get("counters", [])]
         out += [f"- server warned: {_cell(w)}" for w in item["warnings"]]
         out += [f"- note: {_cell(n)}" for n in item["notes"]]
         if item["status"] != "passed":

@@ -9,13 +9,16 @@ lacking a flag it needs). The exit status is 1 when an example failed.
 from __future__ import annotations
 
 import argparse
+import socket
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from azure.core.exceptions import HttpResponseError
+from azure.data.tables import TableServiceClient
 
 from tabulae.examples import catalogue, report
 from tabulae.examples.harness import ClaimFailed, Example, SkipExample
@@ -36,6 +39,7 @@ class Result:
     claims: list[str]
     warnings: list[str]
     notes: list[str]
+    counters: list[str] = field(default_factory=list)  # the server's figures per table
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -58,6 +62,7 @@ def run_one(name: str, connection_string: str, log: Callable[[str], None] = prin
     except Exception as exc:  # an example is a test: any error fails it, the others still run
         status, reason = "failed", "".join(traceback.format_exception_only(exc)).strip()
     finally:
+        counters = ex.counters()
         ex.cleanup()
     return Result(
         name=name,
@@ -69,7 +74,24 @@ def run_one(name: str, connection_string: str, log: Callable[[str], None] = prin
         claims=list(ex.claims),
         warnings=list(ex.warnings_seen),
         notes=list(ex.notes),
+        counters=counters,
     )
+
+
+def _unreachable(connection_string: str) -> str | None:
+    """Why the Table endpoint cannot be reached (nothing listening, a bad connection string), or
+    None: said once, instead of every example failing after the SDK's retries."""
+    try:
+        url = TableServiceClient.from_connection_string(connection_string).url
+    except ValueError as exc:
+        return f"the connection string is not usable: {exc}"
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "", port), timeout=5):
+            return None
+    except OSError as exc:
+        return f"cannot reach the Table endpoint {url}: {exc.strerror or exc} (is the server running?)"
 
 
 def main(args: argparse.Namespace) -> int:
@@ -86,6 +108,10 @@ def main(args: argparse.Namespace) -> int:
     def log(line: str) -> None:
         print(line, flush=True)
 
+    unreachable = _unreachable(args.connection_string)
+    if unreachable:
+        print(f"tabulae: {unreachable}")
+        return 2
     results = []
     for name in names:
         result = run_one(name, args.connection_string, log=log)
