@@ -14,7 +14,7 @@ The trade-off: reading "everything of this hour" becomes one query per bucket (o
 partition-scan over the hour's range), and an entity group transaction covers only one bucket.
 
 This example needs a server that enforces the targets: ``tabulae serve --targets azure``, with
-``--partition-target 200`` to see it with a few hundred entities instead of thousands.
+``--partition-target 100`` to see it with a few hundred entities instead of thousands.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def run(ex: Example) -> None:
         raise SkipExample(
             f"{volume} entities went into one partition at {rate:.0f}/s without a 503: the server "
             f"does not enforce the targets, or this client cannot go over {target:.0f}/s (start "
-            f"the server with --targets azure --partition-target 200 to need only a few hundred "
+            f"the server with --targets azure --partition-target 100 to need only a few hundred "
             f"entities)"
         )
     ex.claim(

@@ -21,7 +21,7 @@ from tests.conftest import fresh_database
 from tests.serverproc import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
-NEEDS_FLAGS = {"hot-partition": ["--targets", "azure", "--partition-target", "200"],
+NEEDS_FLAGS = {"hot-partition": ["--targets", "azure", "--partition-target", "100"],
                "retry": ["--faults", "0.1", "--faults-seed", "7"]}  # fmt: skip
 
 
