@@ -1,8 +1,9 @@
 """The ``tabulae`` command: parse the command line and hand over to the composition root.
 
 ``tabulae serve`` takes its options from the settings table (:class:`tabulae.config.Settings`);
-the other commands are the client-side tools (``top``, ``stress``, and the data tools ``table``,
-``entity``, ``export``, ``import``, ``copy``) and the store's maintenance (``db init``, ``backup``).
+the other commands are the client-side tools (``top``, ``stress``, the data tools ``table``,
+``entity``, ``export``, ``import``, ``copy``, and the design guide's runnable patterns,
+``examples``) and the store's maintenance (``db init``, ``backup``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tabulae.config import (
     Settings,
     accounts_from,
 )
+from tabulae.examples import command as examples
 from tabulae.tools import datacli, stress, top
 
 
@@ -101,6 +103,16 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser("stress", help="run the partition stress test of the design guide")
     )
     datacli.add_commands(commands)
+    examples.add_arguments(
+        commands.add_parser(
+            "examples",
+            help="run the design guide's patterns against a server and show what each costs",
+            description="Run the table design guide's patterns and anti-patterns (tabulae/examples) "
+            "against the endpoints of a connection string, print each one's cost table and claims, "
+            "and end with 'N passed, M failed'. Starts nothing: point it at a running server "
+            "(`tabulae serve --workers 1` gives one set of counters).",
+        )
+    )
     database = commands.add_parser(
         "db", help="manage a PostgreSQL store", description="Manage a PostgreSQL (or Citus) store."
     )
@@ -218,6 +230,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(stress.main(args))
     elif args.command in ("table", "entity", "export", "import", "copy"):
         sys.exit(datacli.main(args))
+    elif args.command == "examples":
+        sys.exit(examples.main(args))
     elif args.command == "db":
         run_db_init(args)
     elif args.command == "backup":

@@ -56,13 +56,22 @@ class Clients:
     poison: QueueClient
 
     @classmethod
-    def connect(cls, connection_string: str) -> Clients:
+    def connect(
+        cls,
+        connection_string: str,
+        *,
+        current: str = CURRENT_TABLE,
+        archive: str = ARCHIVE_TABLE,
+        queue: str = QUEUE,
+    ) -> Clients:
+        """Clients of the two tables and two queues (the poison queue is the queue's name +
+        ``-poison``); other names let several runs share a server without meeting."""
         tables = TableServiceClient.from_connection_string(connection_string)
         return cls(
-            tables.get_table_client(CURRENT_TABLE),
-            tables.get_table_client(ARCHIVE_TABLE),
-            QueueClient.from_connection_string(connection_string, QUEUE),
-            QueueClient.from_connection_string(connection_string, POISON_QUEUE),
+            tables.get_table_client(current),
+            tables.get_table_client(archive),
+            QueueClient.from_connection_string(connection_string, queue),
+            QueueClient.from_connection_string(connection_string, queue + "-poison"),
         )
 
     def create(self) -> None:
@@ -101,7 +110,7 @@ def archive_one(
     if (message.dequeue_count or 0) > MAX_ATTEMPTS:
         clients.poison.send_message(message.content)
         clients.queue.delete_message(message)
-        log(f"request {message.content} failed {MAX_ATTEMPTS} times: moved to {POISON_QUEUE}")
+        log(f"request {message.content} failed {MAX_ATTEMPTS} times: moved to {clients.poison.queue_name}")
         return True
     request = json.loads(message.content)
     department, employee_id = request["department"], request["employee"]
@@ -205,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pause-after-copy", type=float, default=0.0, help="worker: sleep between steps 4 and 5"
     )
+    parser.add_argument("--current-table", default=CURRENT_TABLE, help="the current employees' table")
+    parser.add_argument("--archive-table", default=ARCHIVE_TABLE, help="the archived employees' table")
+    parser.add_argument("--queue", default=QUEUE, help="the queue of archive requests")
     args = parser.parse_args(argv)
 
     def log(line: str) -> None:
@@ -213,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         run(args.connection_string, log=log)
         return 0
-    clients = Clients.connect(args.connection_string)
+    clients = Clients.connect(
+        args.connection_string, current=args.current_table, archive=args.archive_table, queue=args.queue
+    )
     clients.create()
     work(
         clients,
