@@ -41,6 +41,7 @@ from tabulae.table.query.plan import QueryPlan, clip_to_range, plan_query
 MAX_PAGE = 1000
 MAX_BATCH_OPERATIONS = 100
 SCAN_CHUNK = 1000
+CHUNK_GROWTH = 4  # a filtered scan's next chunk is this many times the last, up to SCAN_CHUNK
 PAGE_TIME_BUDGET = 5.0  # seconds a page may scan before it ends early with a token
 
 Predicate = Callable[[str, str, int, dict], bool]
@@ -259,7 +260,10 @@ class TableService:
         needs_properties = residual is not None and references_user_properties(residual)
         referenced = frozenset(property_names(residual)) if residual is not None else frozenset()
         hints = filter_hints(residual) if residual is not None else ()
-        chunk_size = SCAN_CHUNK if predicate is not None else limit + 1
+        # A filtered scan starts with a chunk the size of the page and grows it while matches are
+        # sparse: a chunk asks every shard of a distributed store for that many rows, so a first
+        # chunk of SCAN_CHUNK would fetch shards x 1,000 rows for a page of ten.
+        chunk_size = limit + 1 if predicate is None else min(SCAN_CHUNK, limit + 1)
         matches: list[StoredEntity] = []
         scanned = 0
         deadline = time.monotonic() + self.page_time_budget
@@ -291,12 +295,22 @@ class TableService:
                 scanned += len(rows)
                 if any(accepts(e) for e in rest):
                     return self._page(matches, last, plan, scanned)
-                more = len(rows) == chunk_size
+                if len(rows) < chunk_size or chunk.last_key is None:
+                    return self._page(matches, None, plan, scanned)
+                # The page filled up at the end of a chunk: look one chunk further, so a page
+                # holding the last matches does not send the client back for an empty one.
+                size = min(SCAN_CHUNK, chunk_size * CHUNK_GROWTH)
+                ahead = await self.store.scan_filtered(
+                    account, table, plan.ranges, chunk.last_key, size, hints
+                )
+                scanned += len(ahead.rows)
+                more = len(ahead.rows) == size or any(accepts(e) for e in ahead.rows)
                 return self._page(matches, last if more else None, plan, scanned)
             scanned += len(rows)
             if len(rows) < chunk_size or chunk.last_key is None:
                 return self._page(matches, None, plan, scanned)
             after = chunk.last_key
+            chunk_size = min(SCAN_CHUNK, chunk_size * CHUNK_GROWTH)
             if time.monotonic() > deadline:
                 return self._page(matches, after, plan, scanned)
             await asyncio.sleep(0)  # a long scan must not starve other requests of this worker
