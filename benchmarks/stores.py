@@ -57,8 +57,6 @@ def citus_store(url: str, executor_defaults: bool = False) -> Iterator[str]:
     to show what they change."""
     import psycopg
 
-    from tabulae.storage.postgres.engine import CITUS_SETTINGS
-
     name = f"tabulae_bench_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{name}"')  # type: ignore[arg-type]
