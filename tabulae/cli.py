@@ -137,12 +137,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_db_init(args: argparse.Namespace) -> None:
-    from tabulae.storage.factory import init_database, is_postgres_url
+    from tabulae.storage.factory import StoreSetupError, init_database, is_postgres_url
 
     if not is_postgres_url(args.store):
         raise SystemExit(f"tabulae: db init needs --store postgresql://… (or {STORE_ENV})")
-    asyncio.run(init_database(args.store, citus=args.citus))
-    print("schema ready" + (" and distributed with Citus" if args.citus else ""))
+    try:
+        done = asyncio.run(init_database(args.store, citus=args.citus))
+    except StoreSetupError as exc:
+        raise SystemExit(f"tabulae: {exc}") from None
+    for line in done:
+        print(line)
 
 
 def run_backup(args: argparse.Namespace) -> None:
@@ -182,6 +186,21 @@ def _check(settings: Settings) -> None:
         raise SystemExit("tabulae: two services cannot share a port (--port, --queue-port, --blob-port)")
 
 
+def _check_store(settings: Settings) -> None:
+    """A PostgreSQL store is checked (and an empty one given its schema) once, before any port
+    is bound or worker started, so a database that cannot be served stops the server with a
+    message saying what to run rather than failing in every worker."""
+    from tabulae.storage.factory import StoreSetupError, check_database, is_postgres_url
+
+    if not is_postgres_url(settings.store_url):
+        return
+    assert settings.store_url is not None
+    try:
+        asyncio.run(check_database(settings.store_url))
+    except StoreSetupError as exc:
+        raise SystemExit(f"tabulae: {exc}") from None
+
+
 def serve(args: argparse.Namespace) -> None:
     from tabulae import compose
 
@@ -190,6 +209,7 @@ def serve(args: argparse.Namespace) -> None:
     except ConfigError as exc:
         raise SystemExit(f"tabulae: {exc}") from None
     _check(settings)
+    _check_store(settings)
     try:
         sockets = compose.bind(settings)
         compose.exit_on_stop_signals()

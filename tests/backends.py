@@ -23,6 +23,11 @@ def backend_names() -> list[str]:
     return names
 
 
+def database_backends() -> list[str]:
+    """The backends several front-ends can share: every one but SQLite, which is one machine's."""
+    return [name for name in backend_names() if name != "sqlite"]
+
+
 def database_url(name: str) -> str:
     """The database URL of ``postgres`` or ``citus``; skips (fails under CI) when it is not set."""
     env = PG_ENV if name == "postgres" else CITUS_ENV

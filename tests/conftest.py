@@ -28,6 +28,33 @@ def fresh_database(base_url: str) -> str:
     return base_url.rsplit("/", 1)[0] + "/" + name
 
 
+def fresh_citus_store(base_url: str) -> str:
+    """An empty Tabulae store on the Citus test cluster, distributed by ``db init --citus``, and
+    its URL. Each gets a schema of its own in the one database (``search_path`` in the URL):
+    the coordinator propagates a new schema to the workers, where a new database would need the
+    extension created and every node registered in it again."""
+    import psycopg
+
+    name = f"tabulae_{os.getpid()}_{next(_names)}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{name}"')
+    url = f"{base_url}{'&' if '?' in base_url else '?'}options=-csearch_path%3D{name}"
+    init = [sys.executable, "-m", "tabulae", "db", "init", "--citus", "--store", url]
+    subprocess.run(init, check=True, capture_output=True)
+    return url
+
+
+def fresh_store(backend: str) -> list[str]:
+    """The ``serve`` flags of an empty store of ``backend`` (a name of ``tests/backends.py``):
+    none for SQLite (the data directory is the store), a new database for PostgreSQL, a new
+    distributed schema for Citus. Skips (fails under CI) when the database is not configured."""
+    if backend == "postgres":
+        return ["--store", fresh_database(database_url("postgres"))]
+    if backend == "citus":
+        return ["--store", fresh_citus_store(database_url("citus"))]
+    return []
+
+
 @pytest.fixture(scope="session", params=backend_names())
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -37,15 +64,8 @@ def server(
     Tests that take it run once per backend of ``tests/backends.py``: SQLite, PostgreSQL (a
     fresh database) and, when configured, Citus (distributed with ``db init --citus``).
     """
-    extra: list[str] = []
-    if request.param == "postgres":
-        extra = ["--store", fresh_database(database_url("postgres"))]
-    elif request.param == "citus":
-        url = database_url("citus")
-        init = [sys.executable, "-m", "tabulae", "db", "init", "--citus", "--store", url]
-        subprocess.run(init, check=True, capture_output=True)
-        extra = ["--store", url]
-    process = ServerProcess(tmp_path_factory.mktemp("data"), extra_args=extra).start()
+    extra = fresh_store(request.param)
+    process = ServerProcess(tmp_path_factory.mktemp("data"), extra_args=extra, backend=request.param).start()
     yield process
     process.stop()
 

@@ -38,6 +38,7 @@ class ServerProcess:
     blob_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     env: dict[str, str] | None = None
+    backend: str = "sqlite"  # which store of tests/backends.py the flags name
 
     @property
     def endpoint(self) -> str:

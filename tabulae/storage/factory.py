@@ -14,6 +14,10 @@ from tabulae.storage.stores import Stores
 POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
 
 
+class StoreSetupError(Exception):
+    """The database cannot be served or initialised as it is; the message says what to run."""
+
+
 def is_postgres_url(store_url: str | None) -> bool:
     """True for ``postgresql://…`` and ``postgres://…``, libpq's two spellings."""
     return bool(store_url) and urlsplit(str(store_url)).scheme.lower() in POSTGRES_SCHEMES
@@ -38,16 +42,43 @@ async def open_stores(store_url: str | None, data_dir: Path, in_memory: bool) ->
                 "the PostgreSQL store needs psycopg 3 and its pool:"
                 " pip install 'psycopg[binary]>=3.2' psycopg-pool"
             ) from exc
-        return await PostgresStores.open(store_url)
+        from tabulae.storage.postgres.engine import SchemaError
+
+        try:
+            return await PostgresStores.open(store_url)
+        except SchemaError as exc:
+            raise StoreSetupError(str(exc)) from None
     scheme = urlsplit(store_url).scheme or store_url
     raise ValueError(f"unsupported store URL scheme {scheme!r}: use postgresql://… or no URL for SQLite")
 
 
-async def init_database(store_url: str, citus: bool) -> None:
-    """``tabulae db init``: create (and distribute) the schema of a PostgreSQL store."""
-    from tabulae.storage.postgres import init_schema
+async def check_database(store_url: str) -> None:
+    """Before ``serve`` binds its ports: make a PostgreSQL store ready to serve (the plain schema
+    on an empty database) or raise :class:`StoreSetupError` saying what to run (Citus installed
+    but ``db init --citus`` never run)."""
+    import psycopg
 
-    await init_schema(store_url, citus=citus)
+    from tabulae.storage.postgres import check_serving
+    from tabulae.storage.postgres.engine import SchemaError
+
+    try:
+        await check_serving(store_url)
+    except SchemaError as exc:
+        raise StoreSetupError(str(exc)) from None
+    except psycopg.Error as exc:
+        raise StoreSetupError(f"cannot use the database: {type(exc).__name__}: {exc}") from None
+
+
+async def init_database(store_url: str, citus: bool) -> list[str]:
+    """``tabulae db init``: create (and distribute) the schema of a PostgreSQL store; returns what
+    it did. Raises :class:`StoreSetupError`, having changed nothing, when the database does not fit."""
+    from tabulae.storage.postgres import init_schema
+    from tabulae.storage.postgres.engine import SchemaError
+
+    try:
+        return await init_schema(store_url, citus=citus)
+    except SchemaError as exc:
+        raise StoreSetupError(str(exc)) from None
 
 
 def backup_sqlite(data_dir: Path, destination: Path) -> None:

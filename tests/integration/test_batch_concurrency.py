@@ -20,7 +20,6 @@ only on what each snapshot contains.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -31,7 +30,7 @@ import pytest
 from azure.data.tables import TableClient, TableServiceClient, TableTransactionError
 from azure.data.tables.aio import TableClient as AsyncTableClient
 
-from tests.conftest import fresh_database
+from tests.conftest import fresh_store
 from tests.serverproc import ServerProcess
 
 ROWS = 100  # rows of the update partition; each update batch writes all of them
@@ -47,11 +46,9 @@ JOIN_TIMEOUT = 60.0
 @pytest.fixture(scope="module")
 def workers2(server: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """``--workers 2`` on the session server's backend (its own data directory or database)."""
-    extra = list(server.extra_args)
-    if "--store" in extra:
-        extra[extra.index("--store") + 1] = fresh_database(os.environ["TABULAE_TEST_PG_URL"])
+    extra = fresh_store(server.backend)
     process = ServerProcess(
-        tmp_path_factory.mktemp("workers2"), extra_args=[*extra, "--workers", "2"]
+        tmp_path_factory.mktemp("workers2"), extra_args=[*extra, "--workers", "2"], backend=server.backend
     ).start()
     yield process
     process.stop()

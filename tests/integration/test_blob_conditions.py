@@ -16,8 +16,8 @@ from azure.core.exceptions import HttpResponseError, ResourceModifiedError
 from azure.storage.blob import BlobServiceClient, ContainerClient
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
-from tests.backends import backend_names, database_url
-from tests.conftest import fresh_database
+from tests.backends import backend_names
+from tests.conftest import fresh_store
 from tests.serverproc import ServerProcess
 
 THREADS = 8
@@ -79,10 +79,7 @@ def two_workers(
 ) -> Iterator[ServerProcess]:
     """A server of two worker processes on one store, both seen answering."""
     extra = ["--workers", "2"]
-    if request.param == "postgres":
-        extra += ["--store", fresh_database(database_url("postgres"))]
-    elif request.param == "citus":
-        pytest.skip("the race runs on SQLite and PostgreSQL")
+    extra += fresh_store(request.param)
     process = ServerProcess(tmp_path_factory.mktemp("race"), extra_args=extra).start()
     service = BlobServiceClient.from_connection_string(process.connection_string)
     seen: set[str] = set()

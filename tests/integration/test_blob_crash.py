@@ -28,8 +28,8 @@ import pytest
 from azure.core.exceptions import AzureError
 from azure.storage.blob import BlobBlock, BlobServiceClient
 
-from tests.backends import backend_names, database_url
-from tests.conftest import fresh_database
+from tests.backends import backend_names
+from tests.conftest import fresh_store
 from tests.integration.blobhttp import BlobHttp
 from tests.serverproc import ServerProcess
 
@@ -61,10 +61,7 @@ def sha(data: bytes) -> str:
 @pytest.fixture(params=backend_names())
 def crashable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, ServerProcess]]:
     extra = ["--workers", "2"]
-    if request.param == "postgres":
-        extra += ["--store", fresh_database(database_url("postgres"))]
-    elif request.param == "citus":
-        pytest.skip("crash tests run on SQLite and PostgreSQL")
+    extra += fresh_store(request.param)
     process = ServerProcess(tmp_path / "data", extra_args=extra).start()
     yield request.param, process
     process.stop()

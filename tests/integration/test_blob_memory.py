@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from azure.storage.blob import BlobServiceClient
 
-from tests.backends import backend_names, database_url
-from tests.conftest import fresh_database
+from tests.backends import backend_names
+from tests.conftest import fresh_store
 from tests.integration.blobhttp import BlobHttp
 from tests.serverproc import ServerProcess
 
@@ -58,10 +58,7 @@ class Peak:
 @pytest.fixture(params=backend_names())
 def single_worker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServerProcess]:
     extra = ["--workers", "1"]
-    if request.param == "postgres":
-        extra += ["--store", fresh_database(database_url("postgres"))]
-    elif request.param == "citus":
-        pytest.skip("measured on SQLite and PostgreSQL")
+    extra += fresh_store(request.param)
     process = ServerProcess(tmp_path / "data", extra_args=extra).start()
     yield process
     process.stop()

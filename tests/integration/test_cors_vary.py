@@ -19,15 +19,13 @@ server of its own (one worker, so the rules apply at once), on every store.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 from azure.data.tables import TableCorsRule, TableServiceClient
 
-from tests.backends import backend_names, database_url
-from tests.conftest import fresh_database
+from tests.backends import backend_names
+from tests.conftest import fresh_store
 from tests.integration.rawhttp import JSON_NOMETADATA, RawClient, RawResponse
 from tests.serverproc import ServerProcess
 
@@ -40,12 +38,7 @@ def cors_server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:
     extra = ["--workers", "1"]
-    if request.param == "postgres":
-        extra += ["--store", fresh_database(database_url("postgres"))]
-    elif request.param == "citus":
-        url = database_url("citus")
-        subprocess.run([sys.executable, "-m", "tabulae", "db", "init", "--citus", "--store", url], check=True)
-        extra += ["--store", url]
+    extra += fresh_store(request.param)
     process = ServerProcess(tmp_path_factory.mktemp("cors"), extra_args=extra).start()
     yield process
     process.stop()

@@ -1,8 +1,8 @@
-"""Several stateless front-ends over one PostgreSQL database behave as one service (issue #8)."""
+"""Several stateless front-ends over one PostgreSQL database behave as one service (issue #8),
+on plain PostgreSQL and, when ``TABULAE_TEST_CITUS_URL`` is set, on Citus."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,21 +12,18 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableClient, TableServiceClient, UpdateMode
 
-from tests.conftest import fresh_database
+from tests.backends import database_backends
+from tests.conftest import fresh_store
 from tests.serverproc import ServerProcess
 
-PG_URL = os.environ.get("TABULAE_TEST_PG_URL")
-if not PG_URL and os.environ.get("CI"):
-    raise RuntimeError("CI must set TABULAE_TEST_PG_URL")
-pytestmark = pytest.mark.skipif(not PG_URL, reason="needs TABULAE_TEST_PG_URL (a PostgreSQL test database)")
 
-
-@pytest.fixture
-def frontends(tmp_path: Path) -> Iterator[tuple[ServerProcess, ServerProcess]]:
-    """Two single-worker front-ends on different ports over one fresh database."""
-    assert PG_URL is not None
-    database = fresh_database(PG_URL)
-    args = ["--store", database, "--workers", "1"]
+@pytest.fixture(params=database_backends())
+def frontends(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    """Two single-worker front-ends on different ports over one fresh store (skipped, or failed
+    under CI, when its database is not configured: ``tests/backends.py``)."""
+    args = [*fresh_store(request.param), "--workers", "1"]
     first = ServerProcess(tmp_path / "a", extra_args=args).start()
     second = ServerProcess(tmp_path / "b", extra_args=args).start()
     yield first, second

@@ -6,7 +6,6 @@ being deleted, scalability targets and what ``/metrics`` says about queues.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 import urllib.request
@@ -21,10 +20,9 @@ from azure.data.tables import TableServiceClient
 from azure.storage.queue import QueueClient, QueueServiceClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import fresh_database
+from tests.backends import database_backends
+from tests.conftest import fresh_store
 from tests.serverproc import ServerProcess
-
-PG_URL = os.environ.get("TABULAE_TEST_PG_URL")
 
 
 def code_of(error: HttpResponseError) -> str | None:
@@ -137,23 +135,21 @@ def test_consumers_on_two_worker_processes_never_share_a_message(
     run_consumers([server.connection_string], queue_name, 400)
 
 
-@pytest.mark.skipif(not PG_URL, reason="needs TABULAE_TEST_PG_URL (a PostgreSQL test database)")
+@pytest.mark.parametrize("backend", database_backends())
 def test_consumers_on_two_frontends_over_postgresql_never_share_a_message(
-    started: list[ServerProcess], tmp_path: Path, queue_name: str
+    started: list[ServerProcess], tmp_path: Path, queue_name: str, backend: str
 ) -> None:
-    assert PG_URL is not None
-    database = fresh_database(PG_URL)
+    database = fresh_store(backend)[1]
     first = start(started, tmp_path / "a", "--store", database, "--workers", "2")
     second = start(started, tmp_path / "b", "--store", database, "--workers", "1")
     run_consumers([first.connection_string, second.connection_string], queue_name, 400)
 
 
-@pytest.mark.skipif(not PG_URL, reason="needs TABULAE_TEST_PG_URL (a PostgreSQL test database)")
+@pytest.mark.parametrize("backend", database_backends())
 def test_a_message_taken_on_one_frontend_is_invisible_on_the_other(
-    started: list[ServerProcess], tmp_path: Path, queue_name: str
+    started: list[ServerProcess], tmp_path: Path, queue_name: str, backend: str
 ) -> None:
-    assert PG_URL is not None
-    database = fresh_database(PG_URL)
+    database = fresh_store(backend)[1]
     first = start(started, tmp_path / "a", "--store", database, "--workers", "1")
     second = start(started, tmp_path / "b", "--store", database, "--workers", "1")
     a = QueueClient.from_connection_string(first.connection_string, queue_name)

@@ -15,9 +15,16 @@ from tabulae.storage.stores import Stores
 SCHEMAS = (TABLES_SCHEMA, QUEUES_SCHEMA, BLOBS_SCHEMA)
 
 
-async def init_schema(url: str, citus: bool = False) -> None:
-    """Create (and with ``citus`` distribute) every store's tables; idempotent."""
-    await engine.init_schema(url, SCHEMAS, citus=citus)
+async def init_schema(url: str, citus: bool = False) -> list[str]:
+    """Create (and with ``citus`` distribute) every store's tables; idempotent. Returns what it
+    did, for the operator; raises :class:`~.engine.SchemaError` when the database does not fit."""
+    return await engine.init_schema(url, SCHEMAS, citus=citus)
+
+
+async def check_serving(url: str) -> None:
+    """Create the plain schema on an empty PostgreSQL database, or raise
+    :class:`~.engine.SchemaError` when Citus is installed but ``db init --citus`` never ran."""
+    await engine.check_serving(url, SCHEMAS)
 
 
 class PostgresStores(Stores):
@@ -33,16 +40,12 @@ class PostgresStores(Stores):
     async def open(
         cls, url: str, *, min_size: int = 1, max_size: int = 16, create_schema: bool = True
     ) -> PostgresStores:
-        """Connect a pool to ``url``. On a database without our tables, create the plain
-        (non-Citus) schema first, so ``serve`` against an empty database just works."""
+        """Connect a pool to ``url``. With ``create_schema``, first make the database ready to
+        serve (:func:`check_serving`): on plain PostgreSQL create the schema where it is missing,
+        so ``serve`` against an empty database just works; with Citus refuse an undistributed one."""
+        if create_schema:
+            await check_serving(url)
         database = await PostgresDatabase.open(url, min_size=min_size, max_size=max_size)
-        try:
-            every_table = [table for schema in SCHEMAS for table in schema.tables]
-            if create_schema and await database.missing_tables(every_table):
-                await init_schema(url, citus=False)
-        except BaseException:
-            await database.close()
-            raise
         return cls(database)
 
     async def close(self) -> None:

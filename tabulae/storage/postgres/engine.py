@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from tabulae.model.errors import TableError
@@ -73,41 +74,163 @@ async def rollback(conn: Connection) -> None:
         await conn.execute("ROLLBACK")
 
 
-async def init_schema(url: str, schemas: Sequence[Schema], citus: bool = False) -> None:
-    """Create every store's tables if missing; safe to run again and from several front-ends.
+class SchemaError(Exception):
+    """The database is not in a state this command can work with; the message says what to run.
+    Raised before anything was changed."""
 
-    With ``citus`` reference tables are made reference tables and distributed ones are distributed
-    by their column; tables already registered with Citus are left as they are. The Citus
-    extension must already be installed in the database (the cluster administrator's job).
+
+# What ``db init --citus`` sets on the database (``ALTER DATABASE … SET``), so that every session
+# a front-end opens on the coordinator starts with it; the README explains each one.
+CITUS_SETTINGS: dict[str, str] = {
+    # A multi-shard statement (a scan of a whole table, a table's deletion) uses one connection
+    # per worker and runs its shard queries one after another on it, instead of opening up to
+    # 16 connections per worker for a page of at most 1,000 rows.
+    "citus.max_adaptive_executor_pool_size": "1",
+    # Each coordinator session keeps that one connection per worker open between statements, so
+    # the next statement reuses it instead of starting a new worker backend.
+    "citus.max_cached_conns_per_worker": "1",
+}
+
+_CITUS_PRESENT = "SELECT to_regclass('pg_dist_partition') IS NOT NULL"
+_DISTRIBUTED = (
+    "SELECT logicalrelid::regclass::text FROM pg_dist_partition"
+    " WHERE logicalrelid = ANY(SELECT to_regclass(t.name) FROM unnest(%s::text[]) AS t(name))"
+)
+_EXISTING = "SELECT t.name FROM unnest(%s::text[]) AS t(name) WHERE to_regclass(t.name) IS NOT NULL"
+
+
+async def citus_present(conn: Connection) -> bool:
+    """True when the Citus extension is installed in the connected database (its catalog is there)."""
+    row = await (await conn.execute(_CITUS_PRESENT)).fetchone()
+    return bool(row and row[0])
+
+
+async def _existing(conn: Connection, tables: Sequence[str]) -> set[str]:
+    return {row[0] for row in await (await conn.execute(_EXISTING, (list(tables),))).fetchall()}
+
+
+async def _distributed(conn: Connection, tables: Sequence[str]) -> set[str]:
+    return {row[0] for row in await (await conn.execute(_DISTRIBUTED, (list(tables),))).fetchall()}
+
+
+async def _create_tables(conn: Connection, schemas: Sequence[Schema]) -> None:
+    for schema in schemas:
+        for statement in schema.statements:
+            for attempt in range(3):
+                try:
+                    await conn.execute(statement)
+                    break
+                except (pg_errors.UniqueViolation, pg_errors.DuplicateTable, pg_errors.DuplicateObject):
+                    # Another front-end created this table at the same moment; IF NOT EXISTS
+                    # does not cover a creation still in flight. Once it committed, a retry finds it.
+                    if attempt == 2:
+                        raise
+
+
+def _every_table(schemas: Sequence[Schema]) -> list[str]:
+    return [table for schema in schemas for table in schema.tables]
+
+
+async def check_serving(url: str, schemas: Sequence[Schema]) -> None:
+    """Make the database ready to serve, or say why it is not: on plain PostgreSQL create the
+    schema where it is missing; with Citus installed insist on ``db init --citus`` having run,
+    since tables created here would be local ones that Citus never spreads over its workers."""
+    every_table = _every_table(schemas)
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        if not await citus_present(conn):
+            if len(await _existing(conn, every_table)) < len(every_table):
+                await _create_tables(conn, schemas)
+            return
+        local = [table for table in every_table if table not in await _distributed(conn, every_table)]
+    if local:
+        raise SchemaError(
+            "this database has the Citus extension, but Tabulae's tables are not distributed"
+            f" ({', '.join(local[:3])}{', …' if len(local) > 3 else ''}); run"
+            " `tabulae db init --citus --store URL` first (nothing was created)"
+        )
+
+
+async def init_schema(url: str, schemas: Sequence[Schema], citus: bool = False) -> list[str]:
+    """Create every store's tables if missing; safe to run again and from several front-ends.
+    Returns what it did, one line each, for the operator. Without ``citus`` a database with the
+    Citus extension is refused (:class:`SchemaError`): its tables would stay local.
+
+    With ``citus`` the Citus extension must be installed (the cluster administrator's job):
+    without it :class:`SchemaError` is raised before anything is created. Tables are created and
+    registered with Citus in one transaction, so a failure (no worker nodes, say) leaves nothing
+    behind: reference tables are made reference tables and distributed ones distributed by their
+    column. Tables already registered are left as they are; tables created earlier without
+    ``--citus`` are distributed, their rows moved to the shards and the local copy empty_local. Then
+    :data:`CITUS_SETTINGS` are set on the database.
     """
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        for schema in schemas:
-            for statement in schema.statements:
-                for attempt in range(3):
-                    try:
-                        await conn.execute(statement)
-                        break
-                    except (pg_errors.UniqueViolation, pg_errors.DuplicateTable, pg_errors.DuplicateObject):
-                        # Another front-end created this table at the same moment; IF NOT EXISTS
-                        # does not cover a creation still in flight. Once it committed, a retry finds it.
-                        if attempt == 2:
-                            raise
+        present = await citus_present(conn)
+        if not citus and present:
+            raise SchemaError(
+                "this database has the Citus extension: run `tabulae db init --citus` to create a"
+                " distributed schema (without --citus the tables would stay local; nothing was created)"
+            )
         if not citus:
-            return
-        every_table = [table for schema in schemas for table in schema.tables]
-        cursor = await conn.execute(
-            "SELECT logicalrelid::regclass::text FROM pg_dist_partition"
-            " WHERE logicalrelid = ANY(%s::regclass[])",
-            (every_table,),
+            await _create_tables(conn, schemas)
+            return ["schema ready"]
+        if not present:
+            raise SchemaError(
+                "the Citus extension is not installed in this database: run `CREATE EXTENSION citus`"
+                " as a superuser on the coordinator and on every worker, add the workers"
+                " (citus_add_node), then run `tabulae db init --citus` again (nothing was created)"
+            )
+        every_table = _every_table(schemas)
+        done: list[str] = []
+        empty_local: list[str] = []
+        try:
+            async with conn.transaction():
+                existing = await _existing(conn, every_table)
+                registered = await _distributed(conn, every_table)
+                await _create_tables(conn, schemas)
+                for schema in schemas:
+                    for table in (*schema.reference, *schema.distributed):
+                        if table in registered:
+                            continue
+                        had_rows = table in existing and await _has_rows(conn, table)
+                        column = schema.distributed.get(table)
+                        if column is None:
+                            await conn.execute("SELECT create_reference_table(%s)", (table,))
+                        else:
+                            await conn.execute("SELECT create_distributed_table(%s, %s)", (table, column))
+                        if had_rows:
+                            # Citus copied the rows to the shards and leaves the local ones behind,
+                            # unseen by every query; empty them so no stale copy stays.
+                            await conn.execute(
+                                "SELECT truncate_local_data_after_distributing_table(%s)", (table,)
+                            )
+                            done.append(f"moved the rows of the local table {table} to Citus")
+                        elif table in existing:
+                            empty_local.append(table)
+        except psycopg.Error as exc:
+            raise SchemaError(
+                f"Citus refused to distribute the schema, and nothing was changed: {exc}"
+            ) from None
+        if empty_local:
+            done.append("distributed the existing empty tables " + ", ".join(empty_local))
+        name = await (await conn.execute("SELECT current_database()")).fetchone()
+        assert name is not None
+        for setting, value in CITUS_SETTINGS.items():
+            await conn.execute(
+                sql.SQL("ALTER DATABASE {} SET {} = {}").format(
+                    sql.Identifier(name[0]), sql.SQL(setting), sql.Literal(value)
+                )
+            )
+        done.append(
+            "schema ready and distributed with Citus; set "
+            + ", ".join(f"{setting} = {value}" for setting, value in CITUS_SETTINGS.items())
         )
-        done = {row[0] for row in await cursor.fetchall()}
-        for schema in schemas:
-            for table in schema.reference:
-                if table not in done:
-                    await conn.execute("SELECT create_reference_table(%s)", (table,))
-            for table, column in schema.distributed.items():
-                if table not in done:
-                    await conn.execute("SELECT create_distributed_table(%s, %s)", (table, column))
+        return done
+
+
+async def _has_rows(conn: Connection, table: str) -> bool:
+    query = sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(sql.Identifier(table))
+    row = await (await conn.execute(query)).fetchone()
+    return bool(row and row[0])
 
 
 class PostgresDatabase:
@@ -128,16 +251,6 @@ class PostgresDatabase:
         )
         await pool.open(wait=True)
         return cls(pool)
-
-    async def missing_tables(self, tables: Sequence[str]) -> bool:
-        """True when any of ``tables`` does not exist yet."""
-        async with self.pool.connection() as conn:
-            cursor = await conn.execute(
-                "SELECT count(*) FROM unnest(%s::text[]) AS t(name) WHERE to_regclass(t.name) IS NULL",
-                (list(tables),),
-            )
-            row = await cursor.fetchone()
-        return bool(row and row[0])
 
     async def close(self) -> None:
         await self.pool.close()

@@ -1,0 +1,302 @@
+"""What the stores cost on a real Citus cluster, read from its own ``EXPLAIN``.
+
+Each test records the statements a store operation sends (with their parameters), then asks the
+coordinator to ``EXPLAIN`` them: Citus names the shards (tasks) each statement goes to and, with
+``ANALYZE``, the rows it fetched from them. Point operations, entity group transactions, scans
+bounded to one partition, and every statement of a queue's messages or of one blob's content
+must go to one shard; a filtered page must fetch rows in proportion to the page, not to the
+table. These run only when ``TABULAE_TEST_CITUS_URL`` names a coordinator (CI has none and skips
+them); each test gets a store of its own in a fresh schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+import pytest
+
+from tabulae.model import edm
+from tabulae.model.mutation import Mutation, MutationKind
+from tabulae.model.queues import QueueMessage
+from tabulae.storage.blobs import BASE, BlobKey, BlobRecord, BlobState, BlobWrite, ContainerRecord, next_ticks
+from tabulae.storage.postgres import PostgresStores
+from tabulae.storage.postgres.engine import CITUS_SETTINGS
+from tabulae.storage.tables import FULL_RANGE, KeyBound, KeyRange
+from tabulae.table.service import TableService
+from tests.backends import CITUS_ENV
+from tests.conftest import fresh_citus_store
+
+CITUS_URL = os.environ.get(CITUS_ENV)
+pytestmark = pytest.mark.skipif(not CITUS_URL, reason=f"needs {CITUS_ENV} (a Citus coordinator)")
+
+ACCOUNT = "acct"
+Statement = tuple[str, Any]
+
+
+class Recording:
+    """A pooled connection (or one of its cursors) that notes every statement sent through it,
+    and otherwise is one."""
+
+    def __init__(self, target: Any, log: list[Statement]) -> None:
+        self._target = target
+        self._log = log
+
+    async def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        self._log.append((query if isinstance(query, str) else query.as_string(None), params))
+        result = await self._target.execute(query, params, **kwargs)
+        return self if result is self._target else result
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Recording:
+        return Recording(self._target.cursor(*args, **kwargs), self._log)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
+
+
+@asynccontextmanager
+async def recorded(url: str) -> AsyncIterator[tuple[PostgresStores, list[Statement]]]:
+    """The stores of ``url`` with every statement their operations send noted in the list."""
+    stores = await PostgresStores.open(url, max_size=4)
+    log: list[Statement] = []
+    real_run = stores.database.run
+
+    async def run(fn: Callable[[Any], Awaitable[Any]], **kwargs: Any) -> Any:
+        return await real_run(lambda conn: fn(Recording(conn, log)), **kwargs)
+
+    for store in (stores.tables, stores.queues, stores.blobs):
+        store._run = run  # type: ignore[union-attr]
+    try:
+        yield stores, log
+    finally:
+        await stores.close()
+
+
+def citus_scans(plan: Any) -> list[dict[str, Any]]:
+    """Every Citus node of an ``EXPLAIN (FORMAT JSON)`` plan tree."""
+    found: list[dict[str, Any]] = []
+    if isinstance(plan, dict):
+        if "Distributed Query" in plan:
+            found.append(plan)
+        for value in plan.values():
+            found.extend(citus_scans(value))
+    elif isinstance(plan, list):
+        for value in plan:
+            found.extend(citus_scans(value))
+    return found
+
+
+async def explain(url: str, statement: Statement, analyze: bool = False) -> list[dict[str, Any]]:
+    """The Citus nodes of one recorded statement's plan (run, for ``analyze``, in a transaction
+    that is rolled back)."""
+    query, params = statement
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
+        cursor = await conn.execute(f"EXPLAIN ({options}) {query}", params)  # type: ignore[arg-type]
+        row = await cursor.fetchone()
+        await conn.rollback()
+    assert row is not None
+    plan = row[0] if not isinstance(row[0], str) else json.loads(row[0])
+    return citus_scans(plan)
+
+
+def task_counts(nodes: list[dict[str, Any]]) -> list[int]:
+    return [int(node["Distributed Query"]["Job"]["Task Count"]) for node in nodes]
+
+
+def statements_of(log: list[Statement]) -> list[Statement]:
+    """The recorded statements that touch tables (not BEGIN, COMMIT or SAVEPOINT)."""
+    verbs = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
+    return [s for s in log if s[0].lstrip().upper().startswith(verbs)]
+
+
+async def assert_single_shard(url: str, log: list[Statement]) -> int:
+    """Every recorded statement goes to at most one shard; returns how many were checked."""
+    checked = statements_of(log)
+    assert checked
+    for statement in checked:
+        counts = task_counts(await explain(url, statement))
+        assert all(count <= 1 for count in counts), (statement[0], counts)
+    log.clear()
+    return len(checked)
+
+
+def run(body: Callable[[str], Awaitable[None]]) -> None:
+    assert CITUS_URL is not None
+    url = fresh_citus_store(CITUS_URL)
+    asyncio.run(body(url))
+
+
+def test_db_init_set_the_executor_settings() -> None:
+    async def body(url: str) -> None:
+        async with await psycopg.AsyncConnection.connect(url) as conn:
+            for setting, value in CITUS_SETTINGS.items():
+                row = await (await conn.execute(f"SHOW {setting}")).fetchone()
+                assert row == (value,), setting
+
+    run(body)
+
+
+def test_point_operations_and_batches_go_to_one_shard() -> None:
+    async def body(url: str) -> None:
+        async with recorded(url) as (stores, log):
+            tables = stores.tables
+            await tables.create_table(ACCOUNT, "Things")
+            log.clear()
+            await tables.apply(ACCOUNT, "Things", [Mutation(MutationKind.INSERT, "p", "r", {})])
+            await assert_single_shard(url, log)
+            assert await tables.get_entity(ACCOUNT, "Things", "p", "r") is not None
+            await assert_single_shard(url, log)
+            batch = [Mutation(MutationKind.REPLACE, "p", f"{i:03d}", {}) for i in range(100)]
+            await tables.apply(ACCOUNT, "Things", batch)
+            await assert_single_shard(url, log)
+            await tables.apply(ACCOUNT, "Things", [Mutation(MutationKind.DELETE, "p", "r", None, "*")])
+            await assert_single_shard(url, log)
+
+    run(body)
+
+
+def test_scans_bounded_to_one_partition_go_to_one_shard() -> None:
+    async def body(url: str) -> None:
+        async with recorded(url) as (stores, log):
+            tables = stores.tables
+            await tables.create_table(ACCOUNT, "Things")
+            for pk in ("a", "b", "c"):
+                rows = [Mutation(MutationKind.INSERT, pk, f"{i:02d}", {}) for i in range(20)]
+                await tables.apply(ACCOUNT, "Things", rows)
+            log.clear()
+            partition = KeyRange(KeyBound("b", None, True), KeyBound("b", None, True))
+            assert len(await tables.scan(ACCOUNT, "Things", [partition], None, 100)) == 20
+            await assert_single_shard(url, log)
+            rows_of_b = KeyRange(KeyBound("b", "05", False), KeyBound("b", "10", True))
+            found = await tables.scan(ACCOUNT, "Things", [rows_of_b], ("b", "07"), 100)
+            assert [e.rk for e in found] == ["08", "09", "10"]
+            await assert_single_shard(url, log)
+            # A whole-table scan cannot be routed: it asks every shard, which the next test bounds.
+            await tables.scan(ACCOUNT, "Things", [FULL_RANGE], None, 10)
+            scans = [s for s in statements_of(log) if "FROM entities" in s[0]]
+            assert max(task_counts(await explain(url, scans[-1]))) > 1
+
+    run(body)
+
+
+def test_a_filtered_page_fetches_rows_in_proportion_to_the_page() -> None:
+    """4,000 entities in 40 partitions; a page of ten matches of a filter every other entity
+    passes. Each scan statement asks every shard for at most its chunk of rows, and chunks start
+    at the page's size, so the page fetches far fewer rows than the table holds (with chunks of
+    1,000 it fetched every one of them)."""
+
+    async def body(url: str) -> None:
+        async with recorded(url) as (stores, log):
+            tables = stores.tables
+            await tables.create_table(ACCOUNT, "Things")
+            for p in range(40):
+                rows = [
+                    Mutation(
+                        MutationKind.INSERT, f"p{p:02d}", f"{i:03d}", {"even": (edm.BOOLEAN, i % 2 == 0)}
+                    )
+                    for i in range(100)
+                ]
+                await tables.apply(ACCOUNT, "Things", rows)
+            log.clear()
+            page = await TableService(tables).query_entities(
+                ACCOUNT, "Things", "even eq true", 10, None, None
+            )
+            assert len(page.entities) == 10 and page.next_partition_token is not None
+            fetched = 0
+            shards = 0
+            for statement in [s for s in statements_of(log) if "FROM entities" in s[0]]:
+                for node in await explain(url, statement, analyze=True):
+                    fetched += int(node["Actual Rows"])
+                    shards = max(shards, int(node["Distributed Query"]["Job"]["Task Count"]))
+            assert shards > 1
+            assert fetched <= shards * (11 + 44)  # the first two chunks, each row a possible match
+            assert fetched < 4000 // 2
+
+    run(body)
+
+
+def message(text: str) -> QueueMessage:
+    return QueueMessage(str(uuid.uuid4()), 1, 10**15, 1, 0, "put-" + text, text)
+
+
+def test_every_statement_of_a_queues_messages_goes_to_one_shard() -> None:
+    async def body(url: str) -> None:
+        async with recorded(url) as (stores, log):
+            queues = stores.queues
+            await queues.create_queue(ACCOUNT, "q", b"")
+            log.clear()
+            for text in ("one", "two", "three"):
+                await queues.put_message(ACCOUNT, "q", message(text))
+            await assert_single_shard(url, log)
+            assert [m.text for m in await queues.peek_messages(ACCOUNT, "q", 32, 2)] == [
+                "one",
+                "two",
+                "three",
+            ]
+            await assert_single_shard(url, log)
+            taken = await queues.take_messages(ACCOUNT, "q", 2, 2, 100, "r1")
+            assert [m.text for m in taken] == ["one", "two"]
+            await assert_single_shard(url, log)
+            await queues.update_message(ACCOUNT, "q", taken[0].id, "r1", 3, 3, "r2", "uno")
+            await assert_single_shard(url, log)
+            await queues.delete_message(ACCOUNT, "q", taken[1].id, "r1", 3)
+            await assert_single_shard(url, log)
+
+    run(body)
+
+
+async def _chunks(data: bytes) -> AsyncIterator[bytes]:
+    for i in range(0, len(data), 1 << 20):
+        yield data[i : i + (1 << 20)]
+
+
+def test_a_blobs_rows_and_chunks_go_to_one_shard() -> None:
+    """A blob of three 4 MiB chunks: uploading, committing, and reading it back are all
+    single-shard statements (its chunks live with its record)."""
+
+    async def body(url: str) -> None:
+        async with recorded(url) as (stores, log):
+            blobs = stores.blobs
+            await blobs.create_container(ACCOUNT, ContainerRecord("box", next_ticks(None)))
+            key = BlobKey(ACCOUNT, "box", "big/blob")
+            data = os.urandom(9 * 1024 * 1024)
+            log.clear()
+            staged = await blobs.stage(key, _chunks(data), None)
+
+            def decide(state: BlobState) -> BlobWrite:
+                new = BlobRecord(
+                    name=key.name, snapshot=BASE, blob_type="BlockBlob", size=len(data),
+                    ticks=state.ticks, created=state.ticks,
+                )  # fmt: skip
+                return BlobWrite(result=new, base=new, content=[staged.extent], drop_staged=True)
+
+            await blobs.write_blob(key, decide, staged=staged)
+            found = await blobs.get_blob(key, BASE, content=True)
+            assert found is not None and found[1] is not None
+            read = b"".join([piece async for piece in blobs.read(key, found[1], 0, len(data))])
+            assert read == data
+            assert await assert_single_shard(url, log) >= 3
+        # The upload's chunk inserts run on a connection of their own (not recorded): the
+        # catalog shows where its rows went. All carry the blob's key, and the chunk and blob
+        # tables are colocated, so the blob's record and its content are in one shard group.
+        async with await psycopg.AsyncConnection.connect(url) as conn:
+            cursor = await conn.execute(
+                "SELECT count(*), count(DISTINCT c.dkey), min(c.dkey) = min(b.dkey)"
+                " FROM blob_chunks c, (SELECT dkey FROM blobs WHERE name = %s) b",
+                (key.name,),
+            )
+            assert await cursor.fetchone() == (3, 1, True)
+            cursor = await conn.execute(
+                "SELECT count(DISTINCT colocationid) FROM pg_dist_partition"
+                " WHERE logicalrelid = ANY(ARRAY['blobs', 'blob_chunks', 'blob_extents']::regclass[])"
+            )
+            assert await cursor.fetchone() == (1,)
+
+    run(body)
