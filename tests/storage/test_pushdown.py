@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tabulae.model import edm
@@ -221,6 +221,12 @@ def _check(
 
 @settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(node=FILTERS, rows=ENTITIES)
+# PostgreSQL text cannot carry U+0000: such a literal must reach the evaluator, not the database.
+@example(node=Comparison("eq", Literal(edm.STRING, "a\x00"), Property("A")), rows={("", ""): {}})
+@example(
+    node=Comparison("lt", Property("A"), Literal(edm.STRING, "\x00")),
+    rows={("p", "r"): {"A": (edm.STRING, "b")}},
+)
 def test_sql_and_evaluator_agree(engine: Engine, node: Node, rows: dict[tuple[str, str], Properties]) -> None:
     _check(engine, node, rows, examine=10_000, want=10_000)
 

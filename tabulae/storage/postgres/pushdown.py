@@ -98,6 +98,8 @@ class PostgresDialect(Dialect):
             return Fragment(
                 f"(rtrim({column} #>> '{{}}', 'Z') COLLATE \"C\" {sql_operator} %s::text)", (value,)
             )
+        if "\x00" in value:  # PostgreSQL text cannot hold U+0000: the evaluator decides
+            return None
         return Fragment(f"(({column} #>> '{{}}') COLLATE \"C\" {sql_operator} %s::text)", (value,))
 
     def compare_key(self, name: str, op: str, value: str) -> Fragment:
