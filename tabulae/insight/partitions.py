@@ -62,7 +62,7 @@ __all__ = [
 
 Clock = Callable[[], float]
 
-QUERY_CLASSES = ("point", "row-range", "partition-scan", "table-scan")
+QUERY_CLASSES = ("point", "row-range", "partition-scan", "table-scan", "index-scan")
 """The query classes of the partitioning guide, best to worst (as the query planner names them)."""
 
 INSERT_OPS = frozenset({"insert", "upsert", "batch"})
