@@ -26,7 +26,7 @@ from tabulae.config import (
     Settings,
     accounts_from,
 )
-from tabulae.tools import datacli, stress, top
+from tabulae.tools import datacli, indexes, stress, top
 
 
 def services_from(text: str) -> tuple[str, ...]:
@@ -101,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser("stress", help="run the partition stress test of the design guide")
     )
     datacli.add_commands(commands)
+    indexes.add_commands(commands)
     database = commands.add_parser(
         "db", help="manage a PostgreSQL store", description="Manage a PostgreSQL (or Citus) store."
     )
@@ -218,6 +219,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(stress.main(args))
     elif args.command in ("table", "entity", "export", "import", "copy"):
         sys.exit(datacli.main(args))
+    elif args.command == "index":
+        sys.exit(indexes.main(args))
     elif args.command == "db":
         run_db_init(args)
     elif args.command == "backup":
