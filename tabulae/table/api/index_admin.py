@@ -57,15 +57,14 @@ class IndexAdmin:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         request = Request.from_scope(scope)
         request_id = str(uuid.uuid4())
+        headers = [(b"x-ms-request-id", request_id.encode())]
         try:
             status, body = await self._handle(request)
         except TableError as error:
             status, body = error.status, error_json(error, request_id, error_time())
-        headers = [
-            (b"content-type", _JSON),
-            (b"content-length", str(len(body)).encode()),
-            (b"x-ms-request-id", request_id.encode()),
-        ]
+            headers.append((b"x-ms-error-code", error.code.encode()))
+            headers.extend(error.headers or ())
+        headers += [(b"content-type", _JSON), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
