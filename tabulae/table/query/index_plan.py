@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tabulae.model import edm
-from tabulae.storage.indexes import FAMILY_TYPES, IndexProbe, family_of
+from tabulae.storage.indexes import FAMILIES, FAMILY_TYPES, IndexProbe, family_of
 from tabulae.table.query.evaluate import COMPATIBLE, SYSTEM_PROPERTIES
 from tabulae.table.query.nodes import (
     EQ,
@@ -149,4 +149,34 @@ def choose_index(node: Node | None, indexes: dict[str, str]) -> IndexChoice | No
         probe = _range(name, indexes[name], leaves)
         if probe is not None:
             return IndexChoice(probe)
+    return None
+
+
+def _eq_leaves(node: Node) -> list[tuple[str, str, Literal]] | None:
+    """The leaves of an ``or`` tree when every one is an ``eq`` comparison, else ``None``."""
+    if isinstance(node, Or):
+        left, right = _eq_leaves(node.left), _eq_leaves(node.right)
+        return None if left is None or right is None else left + right
+    leaf = _leaf(node)
+    return [leaf] if leaf is not None and leaf[1] == EQ else None
+
+
+def indexable_property(node: Node | None) -> tuple[str, str] | None:
+    """``(property, Edm type)`` of the first conjunct an index on that property could serve
+    (an ``eq``, an ``or`` of ``eq``\\ s on one property, or a ``gt``/``ge``): what to suggest
+    indexing when a table keeps being scanned for few matches."""
+    if node is None:
+        return None
+    for part in conjuncts(node):
+        leaves = _eq_leaves(part) if isinstance(part, Or) else None
+        leaf = _leaf(part) if leaves is None else leaves[0]
+        if leaves is not None and len({name for name, _op, _lit in leaves}) != 1:
+            continue
+        if leaf is None:
+            continue
+        name, op, literal = leaf
+        if name in SYSTEM_PROPERTIES or op not in (EQ, GT, GE) or literal.value is None:
+            continue
+        if literal.edm_type in FAMILIES:
+            return name, literal.edm_type
     return None
