@@ -44,6 +44,7 @@ from tabulae.table.query.plan import QueryPlan, clip_to_range, plan_query
 log = logging.getLogger("tabulae")
 
 MAX_PAGE = 1000
+INDEX_TYPES = tuple(FAMILIES)  # the Edm types a property index may be declared with
 MAX_BATCH_OPERATIONS = 100
 SCAN_CHUNK = 1000
 PAGE_TIME_BUDGET = 5.0  # seconds a page may scan before it ends early with a token

@@ -12,8 +12,9 @@ from urllib.parse import quote
 import pytest
 from azure.data.tables import TableClient, UpdateMode
 
+from tests.integration.consoleclient import ConsoleClient
 from tests.integration.rawhttp import RawClient, RawResponse, assert_error
-from tests.serverproc import ServerProcess
+from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 
 
 def _index(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
@@ -142,3 +143,29 @@ def test_the_endpoint_needs_the_account_key(raw: RawClient, table: TableClient) 
     assert [(i["property"], i["type"]) for i in listed.json()["value"]] == [("Email", "Edm.String")]
     assert _admin(raw, "DELETE", f"/{table.table_name}/Email").status == 204
     assert_error(_admin(raw, "POST", f"/{table.table_name}"), 405, "MethodNotAllowed")
+
+
+def test_console_adds_shows_and_drops_an_index(
+    server: ServerProcess, raw: RawClient, people: TableClient
+) -> None:
+    console = ConsoleClient(server.port)
+    console.sign_in(DEV_ACCOUNT, DEV_KEY)
+    name = people.table_name
+    page = console.get(f"/tables/{name}")
+    assert page.status == 200 and "Property indexes (0)" in page.text
+    added = console.post(f"/tables/{name}/indexes", {"property": "Email", "type": "Edm.String"})
+    assert added.status == 303
+    for _ in range(200):
+        listed = _admin(raw, "GET", f"/{name}").json()["value"]
+        if listed and listed[0]["state"] == "ready":
+            break
+        time.sleep(0.1)
+    text = quote("Email eq 'user3@example.com'")
+    shown = console.get(f"/tables/{name}?filter={text}")
+    assert "Property indexes (1)" in shown.text and "<td>Email</td><td>Edm.String</td>" in shown.text
+    assert 'data-testid="query-class">index scan<' in shown.text
+    refused = console.post(f"/tables/{name}/indexes", {"property": "Row Key", "type": "Edm.String"})
+    assert refused.status == 400 and "PropertyNameInvalid" in refused.text
+    dropped = console.post(f"/tables/{name}/indexes/Email/drop", {})
+    assert dropped.status == 303
+    assert "Property indexes (0)" in console.get(f"/tables/{name}").text
