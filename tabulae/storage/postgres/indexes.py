@@ -1,7 +1,7 @@
 """Property indexes on PostgreSQL: one partial expression index per (table, property).
 
 All tables share ``entities``, so a table's index is *partial*: ``WHERE dist >= <id prefix> AND
-dist < <next id prefix> AND key IS NOT NULL`` over ``(key, dist, rk)``, where *key* is one of the
+dist < <next id prefix>`` over ``(key, dist, rk)``, where *key* is one of the
 immutable functions below applied to the stored JSON: the property's typed value when its type
 is in the index's family, else NULL (see :mod:`tabulae.storage.indexes`). PostgreSQL keeps the
 index in every write's own transaction. Queries repeat the partial condition with the same
@@ -173,17 +173,18 @@ def index_name(table_id: int, prop: str) -> str:
     return f"px_{table_id}_{hashlib.sha1(prop.encode('utf-8')).hexdigest()[:16]}"
 
 
-def partial_sql(table_id: int, key: str) -> str:
-    """The index's predicate; queries repeat it verbatim so the planner can prove it."""
+def partial_sql(table_id: int) -> str:
+    """The index's predicate, its table's keys; queries repeat it verbatim so the planner can
+    prove it. (Not also ``key IS NOT NULL``: every write would run the key function twice.)"""
     low, high = _ID.pack(table_id), _ID.pack(table_id + 1)
-    return f"dist >= {_bytea(low)} AND dist < {_bytea(high)} AND {key} IS NOT NULL"
+    return f"dist >= {_bytea(low)} AND dist < {_bytea(high)}"
 
 
 def create_sql(table_id: int, prop: str, edm_type: str) -> str:
     key = key_sql(family_of(edm_type), prop)
     return (
         f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(table_id, prop)}"
-        f" ON entities (({key}), dist, rk) WHERE {partial_sql(table_id, key)}"
+        f" ON entities (({key}), dist, rk) WHERE {partial_sql(table_id)}"
     )
 
 
@@ -425,7 +426,7 @@ class PostgresIndexes:
         if probe.upper is not None:
             parts.append(f"{key} <= %s")
             args.append(bound_key(family, probe.upper, down=False))
-        condition = " AND ".join(parts) or "TRUE"
+        condition = " AND ".join(parts) or f"{key} IS NOT NULL"
         if family == "string":
             condition = f"(({condition}) OR {key} = %s)"
             args.append(UNKEYABLE)
@@ -456,7 +457,7 @@ class PostgresIndexes:
                 for condition, condition_args in self._conditions(family, probe, key):
                     args: list[Any] = [*condition_args]
                     sql = (
-                        f"SELECT dist, rk, ticks, props FROM entities WHERE {partial_sql(table_id, key)}"
+                        f"SELECT dist, rk, ticks, props FROM entities WHERE {partial_sql(table_id)}"
                         f" AND {condition}"
                     )
                     sql += range_sql(columns, key_range, after, args)
@@ -494,7 +495,7 @@ class PostgresIndexes:
             total = 0
             for condition, condition_args in self._conditions(family, probe, key):
                 sql = (
-                    f"SELECT count(*) FROM (SELECT 1 FROM entities WHERE {partial_sql(table_id, key)}"
+                    f"SELECT count(*) FROM (SELECT 1 FROM entities WHERE {partial_sql(table_id)}"
                     f" AND {condition} LIMIT %s) AS candidates"
                 )
                 cursor = await conn.execute(sql, [*condition_args, cap - total])

@@ -1,8 +1,9 @@
 """Property indexes on SQLite: one partial expression index per (table, property).
 
-The index is ``CREATE INDEX … ON entities ((key), pk, rk) WHERE table_id = N AND (key) IS NOT
-NULL``, where *key* is an expression over the stored JSON that yields the property's typed value
-when its type belongs to the index's family, and NULL otherwise (see :mod:`tabulae.storage.indexes`).
+The index is ``CREATE INDEX … ON entities ((key), pk, rk) WHERE table_id = N``, where *key* is
+an expression over the stored JSON that yields the property's typed value when its type belongs
+to the index's family, and NULL otherwise (see :mod:`tabulae.storage.indexes` and
+:func:`key_sql`).
 SQLite keeps it in every write's own transaction. A lookup of one key reads the index in
 (pk, rk) order, so an ``eq`` page is a bounded index range scan with no sort.
 
@@ -69,18 +70,34 @@ def _paths(prop: str) -> tuple[str, str]:
     return _quote(f'$."{name}"'), _quote(f'$."{name}@odata.type"')
 
 
+def _annotated(prop: str) -> str:
+    """True when the stored JSON has ``"prop@odata.type":``. A byte search, exact for our stored
+    form: a flat object whose names need no escapes, where a quote inside a string value is
+    escaped, so the quoted name followed by a colon can only be the member name itself."""
+    marker = f'"{prop}@odata.type":'.encode()
+    return f"instr(props, X'{marker.hex()}') > 0"
+
+
 def key_sql(family: str, prop: str) -> str:
-    """The key expression of ``prop`` for an index of ``family``; NULL outside the family."""
+    """The key expression of ``prop`` for an index of ``family``; NULL outside the family.
+
+    Each JSON function call parses the stored entity again, so the common cases take one or two:
+    an unannotated value (String, Int32, finite Double, Boolean) is told by the byte search of
+    :func:`_annotated`. A String index keys every unannotated value (numbers and Booleans too):
+    SQLite sorts numbers before text, so a lookup of text never meets them, and every candidate
+    is checked by the exact filter anyway."""
     path, annotation = _paths(prop)
+    annotated = _annotated(prop)
     kind = f"json_type({PROPS}, {path})"
     value = f"json_extract({PROPS}, {path})"
     typed = f"json_extract({PROPS}, {annotation})"
     if family == "string":
-        return f"(CASE WHEN {kind} = 'text' AND {typed} IS NULL THEN {value} END)"
+        return f"(CASE WHEN NOT {annotated} THEN {value} END)"
     if family == "number":
         return (
-            f"(CASE {kind} WHEN 'integer' THEN {value} WHEN 'real' THEN {value}"
-            f" WHEN 'text' THEN CASE {typed} WHEN 'Edm.Int64' THEN CAST({value} AS INTEGER)"
+            f"(CASE WHEN NOT {annotated} THEN"
+            f" CASE {kind} WHEN 'integer' THEN {value} WHEN 'real' THEN {value} END"
+            f" ELSE CASE {typed} WHEN 'Edm.Int64' THEN CAST({value} AS INTEGER)"
             f" WHEN 'Edm.Double' THEN CASE {value} WHEN 'Infinity' THEN 9e999 WHEN '-Infinity' THEN -9e999"
             " END END END)"
         )
@@ -92,11 +109,11 @@ def key_sql(family: str, prop: str) -> str:
             f"(CASE WHEN length({value}) > 20 THEN substr({value}, 21, length({value}) - 21) ELSE '' END)"
         )
         return (
-            f"(CASE WHEN {typed} = 'Edm.DateTime' THEN substr({value}, 1, 19)"
+            f"(CASE WHEN {annotated} AND {typed} = 'Edm.DateTime' THEN substr({value}, 1, 19)"
             f" || substr({fraction} || '0000000', 1, 7) END)"
         )
     if family == "guid":
-        return f"(CASE WHEN {typed} = 'Edm.Guid' THEN {value} END)"
+        return f"(CASE WHEN {annotated} AND {typed} = 'Edm.Guid' THEN {value} END)"
     raise ValueError(family)
 
 
@@ -130,7 +147,9 @@ def index_name(table_id: int, prop: str) -> str:
 
 
 def _partial(table_id: int, key: str) -> str:
-    return f"table_id = {int(table_id)} AND {key} IS NOT NULL"
+    """The index's condition: its table. (Not also ``key IS NOT NULL``: SQLite would compute
+    the key twice per write, and each computation parses the entity's JSON.)"""
+    return f"table_id = {int(table_id)}"
 
 
 def create_sql(table_id: int, prop: str, edm_type: str) -> str:
@@ -323,7 +342,7 @@ class SqliteIndexes:
         if probe.points:
             keys = {point_key(family, t, v) for t, v in probe.points}
             return [(f"{key} = ?", [k]) for k in sorted(keys, key=repr)]
-        sql, args = "1", []
+        sql, args = f"{key} IS NOT NULL", []
         if probe.lower is not None:
             sql += f" AND {key} >= ?"
             args.append(self._bound(family, probe.lower, down=True))
