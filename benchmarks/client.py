@@ -53,10 +53,12 @@ class TableHttp:
         date: str | None = None,
         auth: str | None = None,
     ) -> Reply:
-        """Send one request; ``target`` is the raw path plus optional query string."""
+        """Send one request; ``target`` is the raw path plus optional query string. ``auth`` None
+        signs it with Shared Key; ``""`` sends no Authorization (a SAS in ``target`` signs it)."""
         date = date or http_date()
         headers = dict(protocol.header_lines(shape, self.host, date))
-        headers["Authorization"] = auth or protocol.sign(shape, target, date)
+        if auth != "":
+            headers["Authorization"] = auth or protocol.sign(shape, target, date)
         url = URL(f"http://{self.host}{target}", encoded=True)
         # Azurite closes idle keep-alive sockets (5 s) and may do so while its event loop was
         # blocked, so a pooled connection can be reset under a request: retry on a new one.

@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/compare.py                     # everything, both servers
+    .venv/bin/python benchmarks/compare.py                     # everything: Tabulae, Azurite, ceiling
     .venv/bin/python benchmarks/compare.py --duration 5 --scan-rows 200000
     .venv/bin/python benchmarks/compare.py --target tabulae --workloads read,insert
     .venv/bin/python benchmarks/compare.py --scale               # 10M-entity point reads + RSS
@@ -21,6 +21,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import ceiling
 import cpu
 from blobs import BLOB_WORKLOADS, BlobHttp, disk_speed
 from client import TableHttp, open_session
@@ -32,7 +33,7 @@ from wrk_runner import WrkResult, ensure_wrk, run_wrk
 
 WORKLOADS = {**TABLE_WORKLOADS, **BLOB_WORKLOADS}
 
-TARGETS = ("tabulae", "azurite")
+TARGETS = ("tabulae", "azurite", "ceiling")
 
 
 @dataclass
@@ -66,7 +67,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--target", choices=[*TARGETS, "both"], default="both")
+    parser.add_argument(
+        "--target",
+        choices=[*TARGETS, "both", "all"],
+        default="all",
+        help="'both' is Tabulae and Azurite; 'all' (the default) adds the ceiling, a no-op app "
+        "answering the read workloads with a fixed 1 KiB entity",
+    )
+    parser.add_argument(
+        "--ceiling-server",
+        choices=ceiling.SERVERS,
+        default=ceiling.best_available(),
+        help="the ceiling's server stack (default: the fastest installed, granian's RSGI when "
+        "granian is installed, else uvicorn); it runs with Tabulae's worker count",
+    )
     parser.add_argument(
         "--workloads",
         default=",".join(TABLE_WORKLOADS),
@@ -182,7 +196,7 @@ def measure(server: Server, ctx: Context, name: str) -> Outcome:
         throughput = result.extra.get(prepared.rate_stat, 0.0) / result.seconds if result.seconds else 0.0
         if result.extra.get("empty_gets"):
             prepared.note += f"{int(result.extra['empty_gets'])} Get Messages found the queue empty"
-    note = prepared.note
+    note = "; ".join(part for part in (server.describe(), prepared.note) if part)
     if name == "scan":
         note = f"{int(result.extra.get('scans', 0))} scans; " + note
     usage = cpu.between(cpu_before, cpu_after, wall, throughput * result.seconds)
@@ -229,6 +243,8 @@ def run_target(target: str, names: list[str], args: argparse.Namespace, options:
     services are separate programs, each started (fresh data) for its own workloads."""
     if target == "tabulae":
         groups = [("table", names)]
+    elif target == "ceiling":
+        groups = [("table", [n for n in names if WORKLOADS[n].ceiling])]
     else:
         groups = [
             (service, [n for n in names if WORKLOADS[n].service == service])
@@ -237,7 +253,7 @@ def run_target(target: str, names: list[str], args: argparse.Namespace, options:
     outcomes: list[Outcome] = []
     for service, group in groups:
         if group:
-            server = make_server(target, args.tabulae_args, args.azurite_args, service)
+            server = make_server(target, args.tabulae_args, args.azurite_args, service, args.ceiling_server)
             outcomes.extend(run_server(server, target, group, options))
     return outcomes
 
@@ -280,6 +296,13 @@ def fmt_ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def fmt_percent(part: Outcome | None, whole: Outcome | None) -> str:
+    """``part``'s throughput as a percentage of ``whole``'s, or '-'."""
+    if part is None or whole is None or whole.throughput <= 0:
+        return "-"
+    return f"{100 * part.throughput / whole.throughput:.0f}%"
+
+
 def fmt_ratio(a: float | None, b: float | None) -> str:
     """a/b as '1.23x', or '-'."""
     if a is None or b is None or b == 0:
@@ -288,7 +311,8 @@ def fmt_ratio(a: float | None, b: float | None) -> str:
 
 
 def print_table(names: list[str], results: dict[str, dict[str, Outcome]], options: Options) -> None:
-    """The comparison table, one row per workload."""
+    """The comparison table, one row per workload; with the ceiling's columns when it ran."""
+    with_ceiling = bool(results.get("ceiling"))
     headers = [
         "workload",
         "unit",
@@ -300,15 +324,18 @@ def print_table(names: list[str], results: dict[str, dict[str, Outcome]], option
         "p99 ms",
         "T/A tput",
         "T/A p99",
-        "flags",
     ]
+    if with_ceiling:
+        headers += ["ceiling", "T/ceiling"]
+    headers.append("flags")
     rows: list[list[str]] = []
     for name in names:
         t = results.get("tabulae", {}).get(name)
         a = results.get("azurite", {}).get(name)
+        c = results.get("ceiling", {}).get(name)
         unit = (t or a).unit if (t or a) else WORKLOADS[name].title
         flags = []
-        for outcome in (t, a):
+        for outcome in (t, a, c):
             if outcome is not None and outcome.flagged:
                 parts = []
                 if outcome.validation_failures:
@@ -320,23 +347,24 @@ def print_table(names: list[str], results: dict[str, dict[str, Outcome]], option
                 if outcome.throughput <= 0:
                     parts.append("nothing completed")
                 flags.append(f"{outcome.target}: " + ", ".join(parts))
-        rows.append(
-            [
-                f"{name} ({WORKLOADS[name].title})",
-                unit,
-                fmt_rate(t.throughput if t else None),
-                fmt_ms(t.p50_ms if t else None),
-                fmt_ms(t.p99_ms if t else None),
-                fmt_rate(a.throughput if a else None),
-                fmt_ms(a.p50_ms if a else None),
-                fmt_ms(a.p99_ms if a else None),
-                fmt_ratio(t.throughput if t else None, a.throughput if a else None),
-                fmt_ratio(t.p99_ms if t else None, a.p99_ms if a else None),
-                "; ".join(flags) or "ok",
-            ]
-        )
+        row = [
+            f"{name} ({WORKLOADS[name].title})",
+            unit,
+            fmt_rate(t.throughput if t else None),
+            fmt_ms(t.p50_ms if t else None),
+            fmt_ms(t.p99_ms if t else None),
+            fmt_rate(a.throughput if a else None),
+            fmt_ms(a.p50_ms if a else None),
+            fmt_ms(a.p99_ms if a else None),
+            fmt_ratio(t.throughput if t else None, a.throughput if a else None),
+            fmt_ratio(t.p99_ms if t else None, a.p99_ms if a else None),
+        ]
+        if with_ceiling:
+            row += [fmt_rate(c.throughput if c else None), fmt_percent(t, c)]
+        row.append("; ".join(flags) or "ok")
+        rows.append(row)
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    right = {2, 3, 4, 5, 6, 7, 8, 9}
+    right = set(range(2, len(headers) - 1))
 
     def render(cells: list[str]) -> str:
         return " | ".join(
@@ -346,7 +374,7 @@ def print_table(names: list[str], results: dict[str, dict[str, Outcome]], option
 
     print()
     print(
-        f"Same wrk client and settings for both: {options.connections} connections, "
+        f"Same wrk client and settings for every server: {options.connections} connections, "
         f"{options.threads} threads, {options.duration:.0f}s per workload "
         f"(scan: {options.scan_connections} connections, adaptive duration)."
     )
@@ -372,6 +400,12 @@ def print_table(names: list[str], results: dict[str, dict[str, Outcome]], option
         print("1-min load average after each workload (2 cores): " + ", ".join(loads))
     print_cpu(results)
     print("ratios: T/A tput > 1 means Tabulae is faster; T/A p99 < 1 means Tabulae's p99 latency is lower.")
+    if with_ceiling:
+        stack = next(iter(results["ceiling"].values())).note
+        print(
+            "T/ceiling: Tabulae's rate as a share of the ceiling's, a no-op app answering the same "
+            f"requests with a fixed 1 KiB entity ({stack}), same workers and wrk settings."
+        )
 
 
 def print_cpu(results: dict[str, dict[str, Outcome]]) -> None:
@@ -425,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
             f"unknown workloads: {', '.join(unknown)} (choose from {', '.join(WORKLOADS)})", file=sys.stderr
         )
         return 2
-    targets = list(TARGETS) if args.target == "both" else [args.target]
+    targets = {"all": list(TARGETS), "both": ["tabulae", "azurite"]}.get(args.target, [args.target])
     if "azurite" in targets:
         ensure_azurite()
     started = time.monotonic()

@@ -73,6 +73,10 @@ class Server:
         """Environment of the server process."""
         return dict(os.environ)
 
+    def describe(self) -> str:
+        """What the result table's notes should say about this server ("" for nothing)."""
+        return ""
+
     def start(self, timeout: float = 90.0) -> None:
         """Start the process and wait until it answers a signed Query Tables with 200."""
         with self.log_path.open("wb") as log:
@@ -295,10 +299,48 @@ class AzuriteBlobServer(AzuriteServer):
         ]  # fmt: skip
 
 
+class CeilingServer(Server):
+    """The no-op app of ``ceiling.py`` (a fixed 1 KiB entity for every request) on the fastest
+    server stack installed, with as many workers as Tabulae runs."""
+
+    name = "ceiling"
+
+    def __init__(self, workers: int, stack: str) -> None:
+        super().__init__()
+        self.workers = workers
+        self.stack = stack
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, str(REPO / "benchmarks" / "ceiling.py"), "--server", self.stack,
+            "--workers", str(self.workers), "--host", "127.0.0.1", "--port", str(self.port),
+        ]  # fmt: skip
+
+    def describe(self) -> str:
+        return f"{self.stack}, {self.workers} workers"
+
+
+def tabulae_workers(tabulae_args: str) -> int:
+    """The worker count Tabulae runs with: its ``--workers`` if given, else one per core."""
+    words = shlex.split(tabulae_args)
+    for index, word in enumerate(words):
+        if word == "--workers" and index + 1 < len(words):
+            return int(words[index + 1])
+        if word.startswith("--workers="):
+            return int(word.split("=", 1)[1])
+    return os.cpu_count() or 1
+
+
 def make_server(
-    target: str, tabulae_args: str = "", azurite_args: str = "", service: str = "table"
+    target: str,
+    tabulae_args: str = "",
+    azurite_args: str = "",
+    service: str = "table",
+    ceiling_stack: str = "granian-rsgi",
 ) -> Server:
     """A (not yet started) server for ``target``; Azurite runs each service as its own program."""
+    if target == "ceiling":
+        return CeilingServer(tabulae_workers(tabulae_args), ceiling_stack)
     if target == "tabulae":
         return TabulaeServer(shlex.split(tabulae_args))
     if target == "azurite":
@@ -308,3 +350,36 @@ def make_server(
             return AzuriteBlobServer(shlex.split(azurite_args))
         return AzuriteServer(shlex.split(azurite_args))
     raise ValueError(f"unknown target {target!r}")
+
+
+class TabulaeGranianServer(TabulaeServer):
+    """Tabulae's Table service under granian's ASGI interface instead of uvicorn, for the HTTP
+    server comparison (``http_stack.py``): the same app (``tabulae.compose:create_app``, the
+    worker factory), the same settings, without our protocol's caps, timeouts and coalesced
+    writes, which granian does not have."""
+
+    name = "tabulae-granian"
+
+    def __init__(self, workers: int) -> None:
+        super().__init__()
+        self.workers = workers
+        self.queue_host = self.blob_host = self.host
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--workers",
+            str(self.workers), "--loop", "uvloop", "--host", "127.0.0.1", "--port", str(self.port),
+            "--no-ws", "--log-level", "warning", "tabulae.compose:create_app",
+        ]  # fmt: skip
+
+    def environment(self) -> dict[str, str]:
+        sys.path.insert(0, str(REPO))
+        from tabulae.config import SETTINGS_ENV, Settings
+
+        settings = Settings(
+            services=("table",), host="127.0.0.1", port=self.port, data_dir=self.data_dir, clock_skew=0
+        )
+        return {**os.environ, SETTINGS_ENV: settings.to_json()}
+
+    def describe(self) -> str:
+        return f"granian-asgi, {self.workers} workers"

@@ -2,7 +2,8 @@
 -- Used by: read, upsert, range, mix (and the scale-mode reads).
 --
 -- data.lines: file with one request per line: METHOD \t TARGET \t AUTHORIZATION \t PK \t RK
---   (PK/RK empty for bodiless requests; otherwise the body is the entity built from data.frags)
+--   (PK/RK empty for bodiless requests; otherwise the body is the entity built from data.frags;
+--   AUTHORIZATION empty when a SAS in TARGET signs the request)
 -- data.heads[METHOD]: the constant header block for that method (CRLF-terminated lines)
 
 dofile(os.getenv("BENCH_LUA_DIR") .. "/common.lua")
@@ -18,7 +19,9 @@ function init(args)
    for line in io.lines(data.lines) do
       local method, target, auth, pk, rk = line:match("^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$")
       local head = method .. " " .. target .. " HTTP/1.1\r\n" .. data.heads[method]
-         .. "Authorization: " .. auth .. "\r\n"
+      if auth ~= "" then
+         head = head .. "Authorization: " .. auth .. "\r\n"
+      end
       if pk == "" and rk == "" then
          entries[#entries + 1] = head .. "\r\n"
       else

@@ -8,6 +8,14 @@ that service's ``api`` package (``tabulae.table.api.sas`` for tables): the grant
 is then checked per operation, once per sub-operation for a batch, so a batch is authenticated
 once and authorised per change.
 
+What a token's repeated use can reuse is cached, per exact token and resource, in bounded LRUs:
+the verified signature (keyed by the signature, the whole string-to-sign, which names the
+resource and every signed field, and the keys), the parsed start and expiry times and the parsed
+IP range. What can change between two requests with the same token is checked on every one: the
+validity window against the clock, the stored access policy (looked up again, so revoking or
+editing it takes effect at once), the protocol, the client's address and the permissions the
+operation needs. A cache hit can never change an answer, only skip recomputing it.
+
 Never put an account key into a message. The SAS string-to-sign is safe to show (it contains no
 secret) and Azure shows it in the failure detail, so we do too.
 """
@@ -20,9 +28,11 @@ import hashlib
 import hmac
 import ipaddress
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta, timezone
+from functools import lru_cache
 
 from tabulae.model.errors import TableError
 from tabulae.model.policies import SignedIdentifier
@@ -122,14 +132,57 @@ def account_sas_string_to_sign(token: SasToken, account: str) -> str:
     return "".join(f"{v or ''}\n" for v in values)
 
 
+class VerifiedSignatures:
+    """The (signature, string-to-sign, keys) triples that verified, most recently used last,
+    at most ``capacity`` of them, each with a string-to-sign of at most ``max_length`` characters
+    (a SAS's is a few hundred; longer ones are verified every time, so the cache stays small).
+
+    Only successes are kept: a forged or tampered token (any changed field changes the
+    string-to-sign) never matches an entry, so it always goes through the HMAC and fails.
+    """
+
+    def __init__(self, capacity: int = 4096, max_length: int = 2048) -> None:
+        self.capacity = capacity
+        self.max_length = max_length
+        self._entries: OrderedDict[tuple[str, str, tuple[bytes, ...]], None] = OrderedDict()
+
+    def __contains__(self, triple: tuple[str, str, tuple[bytes, ...]]) -> bool:
+        if triple in self._entries:
+            self._entries.move_to_end(triple)
+            return True
+        return False
+
+    def add(self, triple: tuple[str, str, tuple[bytes, ...]]) -> None:
+        if len(triple[1]) > self.max_length:
+            return
+        self._entries[triple] = None
+        if len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+VERIFIED = VerifiedSignatures()
+
+
 def signature_matches(sig: str, string_to_sign: str, keys: Sequence[bytes]) -> bool:
-    """Constant-time compare against each key. A space can only be a '+' mangled by form decoding."""
+    """Constant-time compare against each key. A space can only be a '+' mangled by form decoding.
+
+    A triple that verified before is answered from :data:`VERIFIED` without the HMAC.
+    """
+    triple = (sig, string_to_sign, tuple(keys))
+    if triple in VERIFIED:
+        return True
     try:
         mac = base64.b64decode(sig.replace(" ", "+"), validate=True)
     except (binascii.Error, ValueError):
         return False
     data = string_to_sign.encode("utf-8")
-    return any(hmac.compare_digest(mac, hmac.new(k, data, hashlib.sha256).digest()) for k in keys)
+    if any(hmac.compare_digest(mac, hmac.new(k, data, hashlib.sha256).digest()) for k in keys):
+        VERIFIED.add(triple)
+        return True
+    return False
 
 
 # --------------------------------------------------------------------------- verification
@@ -230,10 +283,12 @@ def check_window(st: str | None, se: str | None, now: datetime) -> None:
         )
 
 
+@lru_cache(maxsize=4096)
 def parse_iso8601(value: str, name: str = "time") -> datetime:
     """Parse a SAS time (date, or date-time to 100 ns, zone optional and UTC by default).
 
-    Raises AuthenticationFailed, the code Azure uses for any malformed SAS field.
+    Raises AuthenticationFailed, the code Azure uses for any malformed SAS field. Results are
+    cached (a token's times are parsed once, not per request); failures are not.
     """
     match = _ISO8601.fullmatch(value)
     if match is None:
@@ -289,6 +344,7 @@ def check_ip(sip: str | None, client_ip: str | None) -> None:
 _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
+@lru_cache(maxsize=1024)
 def _parse_ip_range(sip: str) -> tuple[_Address, _Address]:
     try:
         # An IPv6 address never contains '-', so the first '-' always separates a range.
@@ -302,6 +358,7 @@ def _parse_ip_range(sip: str) -> tuple[_Address, _Address]:
     return low, high
 
 
+@lru_cache(maxsize=4096)
 def _parse_client_ip(client_ip: str | None) -> _Address | None:
     """The peer address, with IPv4-mapped IPv6 (dual-stack sockets) unwrapped to IPv4."""
     if not client_ip:
@@ -319,6 +376,7 @@ __all__ = [
     "AccountSas",
     "SasToken",
     "StoredPolicy",
+    "VerifiedSignatures",
     "account_sas_string_to_sign",
     "apply_policy",
     "check_ip",

@@ -46,12 +46,22 @@ class KeyRange:
 FULL_RANGE = KeyRange()
 
 
+NULL = "Null"
+"""The ``edm_type`` of a :class:`PropertyTest` against ``null`` (its ``value`` is ``None``)."""
+
+SYSTEM_NAMES = ("PartitionKey", "RowKey", "Timestamp")
+
+
 @dataclass(frozen=True, slots=True)
 class PropertyTest:
-    """``name op literal`` on a user property, with the comparison rules of the ``$filter``
-    language: a missing property fails every test; a literal of another type fails ``eq``,
-    ``gt`` and ``ge`` and passes ``ne``, ``lt`` and ``le`` (after Int32→Int64→Double widening).
-    ``edm_type``/``value`` are typed as in :mod:`tabulae.model.edm`."""
+    """``name op literal``, with the comparison rules of the ``$filter`` language.
+
+    ``name`` is a user property or one of the system values (PartitionKey and RowKey compare
+    as Edm.String in UTF-16 order, Timestamp as Edm.DateTime ticks). A missing property fails
+    every test; a literal of another type fails ``eq``, ``gt`` and ``ge`` and passes ``ne``,
+    ``lt`` and ``le`` (after Int32→Int64→Double widening, never narrowing); against ``null``
+    (``edm_type`` :data:`NULL`) ``eq`` means missing, ``ne`` present and the order operators
+    are false. ``edm_type``/``value`` are typed as in :mod:`tabulae.model.edm`."""
 
     name: str
     op: str  # eq ne gt ge lt le
@@ -59,13 +69,46 @@ class PropertyTest:
     value: Any
 
 
+@dataclass(frozen=True, slots=True)
+class AllOf:
+    """Every part holds."""
+
+    parts: tuple[Condition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AnyOf:
+    """At least one part holds."""
+
+    parts: tuple[Condition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Negation:
+    """The part does not hold (a failed comparison, a missing property included, negates to true)."""
+
+    part: Condition
+
+
+Condition = PropertyTest | AllOf | AnyOf | Negation | bool
+"""A row condition in storage's terms: a ``$filter`` residual without the ``$filter``."""
+
+
 @dataclass(slots=True)
 class ScanChunk:
-    """What :meth:`TableStore.scan_filtered` examined: one entry per row in key order, ``None`` for a
-    row that cannot pass the hints, and the key of the last row examined (to resume after)."""
+    """What :meth:`TableStore.scan_filtered` found.
 
-    rows: list[StoredEntity | None]
+    ``rows`` are the candidates in key order: rows that may pass the condition (exactly those
+    that pass when ``exact``). ``examined`` counts the rows of the ranges read to find them,
+    ``last_key`` is the key of the last row examined (resume strictly after it) and
+    ``exhausted`` says the ranges hold nothing after it.
+    """
+
+    rows: list[StoredEntity]
+    examined: int
     last_key: tuple[str, str] | None
+    exhausted: bool
+    exact: bool
 
 
 class TableStore(ABC):
@@ -118,17 +161,18 @@ class TableStore(ABC):
         table: str,
         ranges: Sequence[KeyRange],
         after: tuple[str, str] | None,
-        limit: int,
-        hints: Sequence[PropertyTest],
+        examine: int,
+        want: int,
+        condition: Condition,
     ) -> ScanChunk:
-        """:meth:`scan`, but a backend may answer ``None`` for rows that cannot pass every hint,
-        without reading them into Python. It must never do so for a row that could pass: the
-        hints are a filter's necessary conditions, and the exact filter runs on what remains.
-        Up to ``limit`` rows are examined; fewer means the ranges are exhausted. This default
-        filters nothing."""
-        found = await self.scan(account, table, ranges, after, limit)
+        """Read the ranges from ``after`` in key order, at most ``examine`` rows, and return the
+        ones that may pass ``condition``; stop early once ``want`` candidates are found (the
+        last of them is then ``last_key``). A backend that evaluates the condition in its
+        database returns only the rows that pass, and says whether that is exact: it must never
+        leave out a row that passes. Raises ``TableNotFound``. This default filters nothing."""
+        found = await self.scan(account, table, ranges, after, examine)
         last = (found[-1].pk, found[-1].rk) if found else None
-        return ScanChunk(list(found), last)
+        return ScanChunk(list(found), len(found), last, len(found) < examine, condition is True)
 
     @abstractmethod
     async def apply(

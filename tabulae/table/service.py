@@ -13,9 +13,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import cast
 
-from tabulae.model import edm
 from tabulae.model.entity import SYSTEM_NAMES, StoredEntity, check_property_name
 from tabulae.model.errors import MSG_BATCH_TOO_MANY, TableError
 from tabulae.model.mutation import Mutation
@@ -29,15 +27,16 @@ from tabulae.model.policies import (
     encode_service_properties,
 )
 from tabulae.storage.indexes import FAMILIES, READY, IndexInfo, IndexUnavailable
-from tabulae.storage.tables import KeyRange, PropertyTest, ScanChunk, TableStore
+from tabulae.storage.tables import KeyRange, ScanChunk, TableStore
 from tabulae.table.paging import decode_token, encode_token
+from tabulae.table.query.conditions import to_condition
 from tabulae.table.query.evaluate import (
     compile_predicate,
     compile_table_predicate,
     references_user_properties,
 )
 from tabulae.table.query.index_plan import RANGE_CAP, IndexChoice, choose_index
-from tabulae.table.query.nodes import Comparison, Node, Property, conjuncts, property_names
+from tabulae.table.query.nodes import Node, property_names
 from tabulae.table.query.parser import parse_filter
 from tabulae.table.query.plan import QueryPlan, clip_to_range, plan_query
 
@@ -47,6 +46,7 @@ MAX_PAGE = 1000
 INDEX_TYPES = tuple(FAMILIES)  # the Edm types a property index may be declared with
 MAX_BATCH_OPERATIONS = 100
 SCAN_CHUNK = 1000
+SCAN_WINDOW = 20_000  # rows a filtered scan examines per store call, between yields to the loop
 PAGE_TIME_BUDGET = 5.0  # seconds a page may scan before it ends early with a token
 
 Predicate = Callable[[str, str, int, dict], bool]
@@ -73,23 +73,6 @@ class TablePage:
     names: list[str]
     next_token: str | None
     scanned: int = 0
-
-
-def filter_hints(residual: Node) -> tuple[PropertyTest, ...]:
-    """The residual's top-level comparisons on user properties, for storage to pre-filter with.
-
-    Only conjuncts qualify: each must hold for a row to match, so a row failing one can be
-    skipped. Comparisons under ``or``/``not`` and on system properties are left to the predicate.
-    """
-    hints: list[PropertyTest] = []
-    for conjunct in conjuncts(residual):
-        if isinstance(conjunct, Comparison):
-            name, op, literal = conjunct.oriented()
-            if name not in SYSTEM_NAMES and literal.value is not None:
-                hints.append(PropertyTest(name, op, literal.edm_type, literal.value))
-        elif isinstance(conjunct, Property) and conjunct.name not in SYSTEM_NAMES:
-            hints.append(PropertyTest(conjunct.name, "eq", edm.BOOLEAN, True))
-    return tuple(hints)
 
 
 def check_index_property(prop: str, edm_type: str) -> None:
@@ -264,12 +247,7 @@ class TableService:
             page = await self._index_page(account, table, node, plan, after, limit)
             if page is not None:
                 return page
-        hints = filter_hints(plan.residual) if plan.residual is not None else ()
-
-        async def scan(resume: tuple[str, str] | None, size: int) -> ScanChunk:
-            return await self.store.scan_filtered(account, table, plan.ranges, resume, size, hints)
-
-        return await self._scan_page(scan, plan, after, limit)
+        return await self._scan_page(account, table, plan, after, limit)
 
     async def _index_page(
         self,
@@ -300,7 +278,7 @@ class TableService:
             async def lookup(resume: tuple[str, str] | None, size: int) -> ScanChunk:
                 return await self.store.index_scan(account, table, probe, ranges, resume, size)
 
-            page = await self._scan_page(lookup, plan, after, limit)
+            page = await self._scan_page(account, table, plan, after, limit, lookup)
         except IndexUnavailable:
             return None
         page.query_class = "index-scan"
@@ -345,52 +323,52 @@ class TableService:
             raise TableError("TableNotFound")
 
     async def _scan_page(
-        self, fetch: Fetch, plan: QueryPlan, after: tuple[str, str] | None, limit: int
+        self,
+        account: str,
+        table: str,
+        plan: QueryPlan,
+        after: tuple[str, str] | None,
+        limit: int,
+        fetch: Fetch | None = None,
     ) -> EntityPage:
-        """Read chunks with ``fetch`` (a scan of the plan's ranges, where storage skips rows the
-        hints rule out, or an index lookup) from ``after``; the compiled residual decides each
-        row. Every row examined counts as scanned."""
+        """Scan the plan's ranges from ``after`` (or read candidates with ``fetch``, an index
+        lookup). The residual goes to storage as a condition that its SQL decides (exactly, or
+        as a superset); the compiled residual then decides what storage could not. Every row
+        storage examined counts as scanned."""
         residual = plan.residual
-        predicate = compile_predicate(residual) if residual is not None else None
-        needs_properties = residual is not None and references_user_properties(residual)
-        referenced = frozenset(property_names(residual)) if residual is not None else frozenset()
-        chunk_size = SCAN_CHUNK if predicate is not None else limit + 1
+        if residual is None:  # every row is a match: one read of limit + 1 rows decides the page
+            rows = await self.store.scan(account, table, plan.ranges, after, limit + 1)
+            page = rows[:limit]
+            last = (page[-1].pk, page[-1].rk) if len(rows) > limit else None
+            return self._page(page, last, plan, len(rows))
+        predicate = compile_predicate(residual)
+        needs_properties = references_user_properties(residual)
+        referenced = frozenset(property_names(residual))
+        condition = to_condition(residual)
         matches: list[StoredEntity] = []
         scanned = 0
         deadline = time.monotonic() + self.page_time_budget
-
-        def accepts(entity: StoredEntity | None) -> bool:
-            if entity is None:
-                return False
-            if predicate is None:
-                return True
-            properties = entity.properties(referenced) if needs_properties else {}
-            return predicate(entity.pk, entity.rk, entity.ticks, properties)
-
         while True:
-            chunk = await fetch(after, chunk_size)
-            rows = chunk.rows
-            if predicate is None:  # every row is a match: one chunk of limit + 1 rows decides the page
-                page = cast(list[StoredEntity], rows[:limit])
-                last = (page[-1].pk, page[-1].rk) if len(rows) > limit else None
-                return self._page(page, last, plan, len(rows))
-            for position, entity in enumerate(rows):
-                if not accepts(entity):
-                    continue
-                assert entity is not None
+            want = limit - len(matches) + 1  # one more than the page holds: is there a next page?
+            if fetch is None:
+                chunk = await self.store.scan_filtered(
+                    account, table, plan.ranges, after, SCAN_WINDOW, want, condition
+                )
+            else:
+                chunk = await fetch(after, max(want, 100))
+            scanned += chunk.examined
+            for entity in chunk.rows:
+                if not chunk.exact:
+                    properties = entity.properties(referenced) if needs_properties else {}
+                    if not predicate(entity.pk, entity.rk, entity.ticks, properties):
+                        continue
+                if len(matches) == limit:  # a match beyond the page: it continues after the last
+                    return self._page(matches, (matches[-1].pk, matches[-1].rk), plan, scanned)
                 matches.append(entity)
-                if len(matches) < limit:
-                    continue
-                last = (entity.pk, entity.rk)
-                rest = rows[position + 1 :]
-                scanned += len(rows)
-                if any(accepts(e) for e in rest):
-                    return self._page(matches, last, plan, scanned)
-                more = len(rows) == chunk_size
-                return self._page(matches, last if more else None, plan, scanned)
-            scanned += len(rows)
-            if len(rows) < chunk_size or chunk.last_key is None:
+            if chunk.exhausted or chunk.last_key is None:
                 return self._page(matches, None, plan, scanned)
+            if len(matches) == limit:
+                return self._page(matches, (matches[-1].pk, matches[-1].rk), plan, scanned)
             after = chunk.last_key
             if time.monotonic() > deadline:
                 return self._page(matches, after, plan, scanned)

@@ -23,7 +23,14 @@ from azure.data.tables import (
     generate_table_sas,
 )
 
-from tabulae.auth.sas import SasToken, StoredPolicy, account_sas_string_to_sign, parse_iso8601, parse_sas
+from tabulae.auth.sas import (
+    SasToken,
+    StoredPolicy,
+    VerifiedSignatures,
+    account_sas_string_to_sign,
+    parse_iso8601,
+    parse_sas,
+)
 from tabulae.model.errors import TableError
 from tabulae.table.api.operations import Operation
 from tabulae.table.api.sas import SasGrant, table_sas_string_to_sign, verify_sas
@@ -697,3 +704,96 @@ def test_permission_checked_before_key_range() -> None:
     grant = _verify(_table_token(sp="r", spk="b", epk="m"))
     error = _error(lambda: grant.check(Operation.INSERT_ENTITY, pk="z", rk="z"))
     assert error.code == "AuthorizationPermissionMismatch"
+
+
+# --------------------------------------------------------------------------- the per-token caches
+# A token that verified once is remembered (its signature, its parsed times and IP range); what can
+# change between two uses of the same token must still be checked on every request.
+
+
+def _cached(token: SasToken, **overrides: Any) -> SasGrant:
+    """Verify ``token`` twice, so that the second answer comes from the caches."""
+    _verify(token, **overrides)
+    return _verify(token, **overrides)
+
+
+def test_expired_token_is_refused_after_it_was_cached() -> None:
+    token = _table_token(sp="r")
+    assert _cached(token).permissions == frozenset("r")
+    late = EXPIRY + timedelta(seconds=1)
+    assert _error(lambda: _verify(token, now=late)).code == "AuthenticationFailed"
+    early = START - timedelta(minutes=6)
+    assert _error(lambda: _verify(token, now=early)).code == "AuthenticationFailed"
+
+
+def test_revoked_or_edited_policy_takes_effect_after_the_token_was_cached() -> None:
+    token = _table_token(si="p1", sp=None, st=None, se=None)
+    policies = {"p1": StoredPolicy(None, "2024-12-31", "r")}
+    assert _cached(token, policy_lookup=_lookup(policies)).permissions == frozenset("r")
+    edited = {"p1": StoredPolicy(None, "2024-12-31", "a")}
+    grant = _verify(token, policy_lookup=_lookup(edited))
+    assert _error(lambda: grant.check(Operation.GET_ENTITY, pk="p", rk="r")).code == (
+        "AuthorizationPermissionMismatch"
+    )
+    shortened = {"p1": StoredPolicy(None, "2024-02-01", "r")}
+    assert _error(lambda: _verify(token, policy_lookup=_lookup(shortened))).code == "AuthenticationFailed"
+    assert _error(lambda: _verify(token, policy_lookup=_lookup({}))).code == "AuthenticationFailed"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"sig": "flip"}, {"sp": "raud"}, {"se": "2025-12-31T00:00:00Z"}, {"tn": "other"}, {"spk": "a"}],
+    ids=["sig", "sp", "se", "tn", "spk"],
+)
+def test_tampered_token_is_refused_after_the_genuine_one_was_cached(change: dict[str, str]) -> None:
+    genuine = _table_token(sp="r")
+    _cached(genuine)
+    if change.get("sig") == "flip":
+        change = {"sig": ("A" if genuine.sig[0] != "A" else "B") + genuine.sig[1:]}
+    tampered = replace(genuine, **change)
+    assert _error(lambda: _verify(tampered, table=tampered.tn)).code == "AuthenticationFailed"
+
+
+def test_a_cached_token_from_another_key_or_account_is_refused() -> None:
+    token = _table_token(sp="r")
+    _cached(token)
+    assert _error(lambda: _verify(token, keys=[OTHER_KEY])).code == "AuthenticationFailed"
+    assert _error(lambda: _verify(token, account="otheraccount")).code == "AuthenticationFailed"
+
+
+def test_ip_and_protocol_are_checked_after_the_token_was_cached() -> None:
+    token = _table_token(sp="r", sip="10.0.0.1-10.0.0.9", spr="https")
+    _cached(token, client_ip="10.0.0.5")
+    error = _error(lambda: _verify(token, client_ip="10.0.0.10"))
+    assert error.code == "AuthorizationSourceIPMismatch"
+    assert _error(lambda: _verify(token, client_ip="10.0.0.5", is_https=False)).code == (
+        "AuthorizationProtocolMismatch"
+    )
+
+
+def test_account_sas_expiry_and_permissions_after_it_was_cached() -> None:
+    token = _account_token(sp="r", srt="o")
+    grant = _cached(token)
+    assert _error(lambda: grant.check(Operation.INSERT_ENTITY, pk="p", rk="r")).code == (
+        "AuthorizationPermissionMismatch"
+    )
+    late = EXPIRY + timedelta(seconds=1)
+    assert _error(lambda: _verify(token, now=late)).code == "AuthenticationFailed"
+
+
+def test_verified_signatures_are_bounded_least_recently_used_first() -> None:
+    cache = VerifiedSignatures(capacity=2)
+    first, second, third = (("s", str(i), (DEV_KEY,)) for i in range(3))
+    cache.add(first)
+    cache.add(second)
+    assert first in cache  # now the most recently used
+    cache.add(third)
+    assert first in cache and third in cache and second not in cache
+
+
+def test_verified_signatures_skip_overlong_strings_to_sign() -> None:
+    cache = VerifiedSignatures(capacity=4, max_length=10)
+    cache.add(("s", "x" * 11, (DEV_KEY,)))
+    cache.add(("s", "x" * 10, (DEV_KEY,)))
+    assert ("s", "x" * 11, (DEV_KEY,)) not in cache
+    assert ("s", "x" * 10, (DEV_KEY,)) in cache

@@ -87,7 +87,12 @@ async def init_schema(url: str, schemas: Sequence[Schema], citus: bool = False) 
                     try:
                         await conn.execute(statement)
                         break
-                    except (pg_errors.UniqueViolation, pg_errors.DuplicateTable, pg_errors.DuplicateObject):
+                    except (
+                        pg_errors.UniqueViolation,
+                        pg_errors.DuplicateTable,
+                        pg_errors.DuplicateObject,
+                        pg_errors.DuplicateFunction,
+                    ):
                         # Another front-end created this table at the same moment; IF NOT EXISTS
                         # does not cover a creation still in flight. Once it committed, a retry finds it.
                         if attempt == 2:

@@ -132,6 +132,18 @@ _FUNCTIONS = {
     """,
 }
 
+
+def _create_once(family: str, statement: str) -> str:
+    """The function's creation, skipped when it exists: front-ends starting together would
+    collide in ``CREATE OR REPLACE`` ("tuple concurrently updated"); a plain ``CREATE`` that
+    loses the race fails with a unique violation, which schema creation retries."""
+    body = statement.replace("CREATE OR REPLACE FUNCTION", "CREATE FUNCTION")
+    return (
+        f"DO $do$ BEGIN IF to_regprocedure('tabulae_ix_{family}(bytea,text)') IS NULL THEN {body};"
+        " END IF; END $do$"
+    )
+
+
 SCHEMA = Schema(
     (
         """
@@ -145,7 +157,7 @@ SCHEMA = Schema(
             CONSTRAINT property_indexes_pkey PRIMARY KEY (table_id, property)
         )
         """,
-        *_FUNCTIONS.values(),
+        *(_create_once(family, statement) for family, statement in _FUNCTIONS.items()),
     ),
     reference=("property_indexes",),
 )
@@ -472,7 +484,7 @@ class PostgresIndexes:
             return found
 
         found = await self._db.run(run, idempotent=True)
-        rows: list[StoredEntity | None] = [
+        rows: list[StoredEntity] = [
             StoredEntity(edm.from_utf16_sort_key(d[8:]), edm.from_utf16_sort_key(r), t, p)
             for d, r, t, p in found
         ]
@@ -481,7 +493,7 @@ class PostgresIndexes:
             if found
             else None
         )
-        return ScanChunk(rows, last)
+        return ScanChunk(rows, len(rows), last, len(rows) < limit, False)
 
     async def count(
         self, account: str, table: str, probe: IndexProbe, ranges: Sequence[KeyRange], cap: int

@@ -40,7 +40,7 @@ from tabulae.storage.indexes import (
 )
 from tabulae.storage.rules import KeyColumns, range_sql, ranges_to_scan
 from tabulae.storage.sqlite.engine import BUSY_TIMEOUT_MS, SqliteDatabase
-from tabulae.storage.sqlite.hints import PROPS
+from tabulae.storage.sqlite.pushdown import PROPS
 from tabulae.storage.tables import KeyRange, ScanChunk
 
 SCHEMA = """
@@ -394,11 +394,11 @@ class SqliteIndexes:
                 batch.extend(self._run(sql, args))
             batch.sort(key=lambda row: (row[0], row[1]))
             found.extend(batch[:need])
-        rows: list[StoredEntity | None] = [
+        rows: list[StoredEntity] = [
             StoredEntity(_text(pk), _text(rk), ticks, props) for pk, rk, ticks, props in found
         ]
         last = (_text(found[-1][0]), _text(found[-1][1])) if found else None
-        return ScanChunk(rows, last)
+        return ScanChunk(rows, len(rows), last, len(rows) < limit, False)
 
     async def count(
         self, account: str, table: str, probe: IndexProbe, ranges: Sequence[KeyRange], cap: int

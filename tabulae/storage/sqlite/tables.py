@@ -17,6 +17,7 @@ from tabulae.model.entity import StoredEntity, encode_properties
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.indexes import IndexInfo, IndexProbe
+from tabulae.storage.pushdown import Fragment, translate
 from tabulae.storage.rules import (
     KeyColumns,
     check_condition,
@@ -26,10 +27,10 @@ from tabulae.storage.rules import (
     written_properties,
 )
 from tabulae.storage.sqlite.engine import SqliteDatabase
-from tabulae.storage.sqlite.hints import hints_sql
 from tabulae.storage.sqlite.indexes import SCHEMA as INDEXES_SCHEMA
 from tabulae.storage.sqlite.indexes import SqliteIndexes, drop_table_indexes
-from tabulae.storage.tables import KeyRange, PropertyTest, ScanChunk, TableStore
+from tabulae.storage.sqlite.pushdown import SqliteDialect
+from tabulae.storage.tables import Condition, KeyRange, ScanChunk, TableStore
 
 _key = edm.utf16_sort_key
 _text = edm.from_utf16_sort_key
@@ -132,18 +133,16 @@ class SqliteTables(TableStore):
 
     def _scan_rows(
         self,
-        props_column: str,
-        column_args: list[Any],
         table_id: int,
         ranges: Sequence[KeyRange],
         after: tuple[str, str] | None,
         limit: int,
-    ) -> list[tuple[bytes, bytes, int, bytes | None]]:
-        """Up to ``limit`` raw rows ``(pk, rk, ticks, props_column)`` of the ranges, in key order."""
-        rows: list[tuple[bytes, bytes, int, bytes | None]] = []
+    ) -> list[tuple[bytes, bytes, int, bytes]]:
+        """Up to ``limit`` raw rows ``(pk, rk, ticks, props)`` of the ranges, in key order."""
+        rows: list[tuple[bytes, bytes, int, bytes]] = []
         for key_range in ranges_to_scan(ranges, after):
-            args: list[Any] = [*column_args, table_id]
-            sql = f"SELECT pk, rk, ticks, {props_column} FROM entities WHERE table_id = ?"
+            args: list[Any] = [table_id]
+            sql = "SELECT pk, rk, ticks, props FROM entities WHERE table_id = ?"
             sql += range_sql(_COLUMNS, key_range, after, args)
             sql += " ORDER BY pk, rk LIMIT ?"
             args.append(limit - len(rows))
@@ -160,12 +159,8 @@ class SqliteTables(TableStore):
         after: tuple[str, str] | None,
         limit: int,
     ) -> list[StoredEntity]:
-        rows = self._scan_rows("props", [], self._table_id(account, table), ranges, after, limit)
-        return [
-            StoredEntity(_text(pk), _text(rk), ticks, props)
-            for pk, rk, ticks, props in rows
-            if props is not None
-        ]
+        rows = self._scan_rows(self._table_id(account, table), ranges, after, limit)
+        return [StoredEntity(_text(pk), _text(rk), ticks, props) for pk, rk, ticks, props in rows]
 
     async def scan_filtered(
         self,
@@ -173,22 +168,55 @@ class SqliteTables(TableStore):
         table: str,
         ranges: Sequence[KeyRange],
         after: tuple[str, str] | None,
-        limit: int,
-        hints: Sequence[PropertyTest],
+        examine: int,
+        want: int,
+        condition: Condition,
     ) -> ScanChunk:
-        """Rows failing the hints' SQL come back as ``None`` without their JSON leaving SQLite."""
-        condition = hints_sql(tuple(hints))
-        if condition is None:
-            return await super().scan_filtered(account, table, ranges, after, limit, hints)
-        hint, hint_args = condition
+        """The condition runs in SQLite (:mod:`.pushdown`): rows that fail never leave it.
+
+        The work of one call is bounded by a window of ``examine`` rows, whose last key is
+        found first (a walk of the key order that reads no JSON); the filtered query then runs
+        inside the window. Reads run on the event loop, so the window keeps one call short.
+        """
+        translation = translate(SqliteDialect(), condition)
+        where = translation.where
         table_id = self._table_id(account, table)
-        raw = self._scan_rows(f"CASE WHEN {hint} THEN props END", hint_args, table_id, ranges, after, limit)
-        rows: list[StoredEntity | None] = [
-            None if props is None else StoredEntity(_text(pk), _text(rk), ticks, props)
-            for pk, rk, ticks, props in raw
-        ]
-        last_key = (_text(raw[-1][0]), _text(raw[-1][1])) if raw else None
-        return ScanChunk(rows, last_key)
+        if where is True:
+            rows = self._scan_rows(table_id, ranges, after, min(examine, want))
+            found = [StoredEntity(_text(pk), _text(rk), ticks, props) for pk, rk, ticks, props in rows]
+            last = (found[-1].pk, found[-1].rk) if found else None
+            return ScanChunk(found, len(found), last, len(found) < min(examine, want), translation.exact)
+        reader = self._db.reader
+        found = []
+        examined = 0
+        for key_range in ranges_to_scan(ranges, after):
+            args: list[Any] = [table_id]
+            within = "table_id = ?" + range_sql(_COLUMNS, key_range, after, args)
+            window = examine - examined
+            edge = reader.execute(
+                f"SELECT pk, rk FROM entities WHERE {within} ORDER BY pk, rk LIMIT 1 OFFSET ?",
+                [*args, window - 1],
+            ).fetchone()
+            if edge is not None:
+                within += " AND (pk, rk) <= (?, ?)"
+                args.extend(edge)
+            if isinstance(where, Fragment):
+                sql = f"SELECT pk, rk, ticks, props FROM entities WHERE {within} AND {where.sql}"
+                sql += " ORDER BY pk, rk LIMIT ?"
+                matched = reader.execute(sql, [*args, *where.params, want - len(found)]).fetchall()
+                found.extend(
+                    StoredEntity(_text(pk), _text(rk), ticks, props) for pk, rk, ticks, props in matched
+                )
+            if len(found) >= want:  # stopped at a match: count the rows up to it
+                pk, rk = _key(found[-1].pk), _key(found[-1].rk)
+                count_sql = f"SELECT count(*) FROM entities WHERE {within} AND (pk, rk) <= (?, ?)"
+                examined += reader.execute(count_sql, [*args, pk, rk]).fetchone()[0]
+                return ScanChunk(found, examined, (found[-1].pk, found[-1].rk), False, translation.exact)
+            if edge is not None:
+                examined += window
+                return ScanChunk(found, examined, (_text(edge[0]), _text(edge[1])), False, translation.exact)
+            examined += reader.execute(f"SELECT count(*) FROM entities WHERE {within}", args).fetchone()[0]
+        return ScanChunk(found, examined, None, True, translation.exact)
 
     async def apply(
         self, account: str, table: str, mutations: Sequence[Mutation]

@@ -1,0 +1,123 @@
+"""One point read's CPU through Tabulae's application, in process: no HTTP server, no client.
+
+It builds the real ASGI app (``--in-memory`` store, Table service only), preloads one benchmark
+entity, and calls the app with the same point read again and again: signed with Shared Key, or
+with a table SAS in the query string (the same token every time, as one client holding one token
+sends it). Deterministic enough to compare two versions of the code under callgrind:
+
+    PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out \\
+        .venv/bin/python benchmarks/inprocess.py --auth sas --requests 2000
+    callgrind_annotate /tmp/cg.out | head
+
+Without valgrind it prints the CPU time per request (``time.process_time``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import protocol
+from signing import http_date, table_sas
+
+from tabulae.compose import build_gateway
+from tabulae.config import Settings
+
+TABLE = "bench"
+
+
+async def _call(app: Any, method: str, target: str, headers: list[tuple[str, str]], body: bytes) -> int:
+    """Send one request through the ASGI app; returns the status."""
+    path, _, query = target.partition("?")
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query.encode(),
+        "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 10002),
+    }
+    sent = False
+    status = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    await app(scope, receive, send)
+    return status
+
+
+def _headers(
+    shape: protocol.Shape, target: str, date: str, body: bytes, signed: bool
+) -> list[tuple[str, str]]:
+    headers = protocol.header_lines(shape, "127.0.0.1:10002", date)
+    if signed:
+        headers.append(("Authorization", protocol.sign(shape, target, date)))
+    headers.append(("Content-Length", str(len(body))))
+    return headers
+
+
+async def run(auth: str, requests: int) -> float:
+    """Preload, then time ``requests`` point reads; returns CPU µs per request."""
+    scratch = tempfile.TemporaryDirectory(prefix="bench-inprocess-")
+    settings = Settings(data_dir=Path(scratch.name), services=("table",), port=10002)
+    app = build_gateway(settings)
+    await app.startup()
+    try:
+        date = http_date()
+        create = b'{"TableName": "%s"}' % TABLE.encode()
+        tables = f"/{protocol.ACCOUNT}/Tables"
+        await _call(app, "POST", tables, _headers(protocol.INSERT, tables, date, create, True), create)
+        entity = protocol.fill(protocol.entity_fragments(), "p000", "r000000").encode()
+        insert = protocol.table_path(TABLE)
+        status = await _call(
+            app, "POST", insert, _headers(protocol.INSERT, insert, date, entity, True), entity
+        )
+        assert status == 201, status
+        target = protocol.entity_path(TABLE, "p000", "r000000")
+        if auth == "sas":
+            target += "?" + table_sas(TABLE, "r", protocol.API_VERSION)
+        headers = _headers(protocol.GET, target, date, b"", auth == "shared-key")
+        assert await _call(app, "GET", target, headers, b"") == 200
+        started = time.process_time()
+        for _ in range(requests):
+            await _call(app, "GET", target, headers, b"")
+        return (time.process_time() - started) / requests * 1e6
+    finally:
+        await app.shutdown()
+        scratch.cleanup()
+
+
+def main() -> None:
+    """Command line."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--auth", choices=("shared-key", "sas"), default="shared-key")
+    parser.add_argument("--requests", type=int, default=20_000)
+    args = parser.parse_args()
+    per = asyncio.run(run(args.auth, args.requests))
+    print(f"{args.auth}: {per:.1f} µs CPU per point read (in process, {args.requests:,} reads)")
+
+
+if __name__ == "__main__":
+    main()
