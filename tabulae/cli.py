@@ -28,7 +28,7 @@ from tabulae.config import (
     accounts_from,
 )
 from tabulae.examples import command as examples
-from tabulae.tools import datacli, stress, top
+from tabulae.tools import datacli, indexes, stress, top
 
 
 def services_from(text: str) -> tuple[str, ...]:
@@ -113,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
             "(`tabulae serve --workers 1` gives one set of counters).",
         )
     )
+    indexes.add_commands(commands)
     database = commands.add_parser(
         "db", help="manage a PostgreSQL store", description="Manage a PostgreSQL (or Citus) store."
     )
@@ -252,6 +253,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(datacli.main(args))
     elif args.command == "examples":
         sys.exit(examples.main(args))
+    elif args.command == "index":
+        sys.exit(indexes.main(args))
     elif args.command == "db":
         run_db_init(args)
     elif args.command == "backup":

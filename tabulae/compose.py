@@ -52,6 +52,7 @@ from tabulae.storage.factory import open_stores
 from tabulae.storage.queues import QueueStats, QueueStore
 from tabulae.storage.tables import TableStore
 from tabulae.table.api.app import TableApp
+from tabulae.table.api.index_admin import INDEX_ADMIN_PATH, IndexAdmin
 
 PROMETHEUS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 GARBAGE_INTERVAL_SECONDS = 120.0  # how often each worker collects unreferenced blob content
@@ -184,6 +185,8 @@ def build_gateway(settings: Settings) -> Gateway:
             blobs = BlobsPage(blob_service, admission)
             tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs)))
         extras: dict[str, AsgiApp] = {}
+        if table is not None:
+            extras[INDEX_ADMIN_PATH] = IndexAdmin(table, options)
         if settings.console_on():
             extras[CONSOLE_PATH] = console(settings, table, insight, queues, queue_insight, blobs)
 

@@ -18,6 +18,7 @@ from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.tables import TableStore
+from tabulae.table.query.index_plan import indexable_property
 from tabulae.table.query.parser import parse_filter
 from tabulae.table.query.plan import plan_query
 from tabulae.table.service import EntityPage, TableService, plan_partition
@@ -135,6 +136,10 @@ class GuardedService(TableService):
         pk = page.partition
         if self.throttle is not None:
             self.throttle.charge(account, table, pk, page.scanned)  # known only after the scan
+        # For insight's index suggestion; a table scan costs far more than parsing again.
+        hint = None
+        if page.query_class == "table-scan" and filter_text:
+            hint = indexable_property(parse_filter(filter_text))
         self.insight.record(
             account,
             table,
@@ -143,6 +148,7 @@ class GuardedService(TableService):
             scanned=page.scanned,
             returned=len(page.entities),
             query_class=page.query_class,
+            index_hint=hint,
             status=200,
         )
         return page

@@ -17,6 +17,7 @@ CLASS_NAMES = {
     "row-range": "row range scan",
     "partition-scan": "partition scan",
     "table-scan": "table scan",
+    "index-scan": "index scan",
 }
 
 CLASS_MEANING = {
@@ -24,14 +25,15 @@ CLASS_MEANING = {
     "row-range": "PartitionKey is fixed and RowKey is a range: one partition, a slice of its index.",
     "partition-scan": "PartitionKey is fixed but nothing bounds the RowKey: the whole partition is read.",
     "table-scan": "No PartitionKey is fixed: every partition of the table is read.",
+    "index-scan": "A property index (a Tabulae extension) found the candidates: only they are read.",
 }
 
 _ADVICE = {
     "table-scan": (
         "This table scan examined {scanned:,} entities to return {returned:,}. Put the PartitionKey "
         "(and a RowKey or RowKey range) in the filter. If you look entities up by this property "
-        "often, store a second copy keyed by it (the index entity pattern), or denormalise so the "
-        "answer is one entity."
+        "often, store a second copy keyed by it (the index entity pattern), denormalise so the "
+        "answer is one entity, or (on Tabulae only) add a property index below."
     ),
     "partition-scan": (
         "This partition scan examined {scanned:,} entities to return {returned:,}. Bound the RowKey "

@@ -28,7 +28,7 @@ from tabulae.insight.partitions import Insight
 from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
-from tabulae.table.service import MAX_PAGE, TableService, check_top
+from tabulae.table.service import INDEX_TYPES, MAX_PAGE, TableService, check_top
 
 GRID_CELL_CHARS = 80  # longer values are cut in the grid (the entity page shows them whole)
 BLANK_ROWS = 3  # empty property rows offered by an entity form (the script adds more)
@@ -39,6 +39,8 @@ DONE = {
     "inserted": "Entity added.",
     "saved": "Entity saved.",
     "removed": "Entity deleted.",
+    "indexed": "Index on {name} added: queries use it once it is built.",
+    "unindexed": "Index on {name} dropped.",
 }
 
 
@@ -92,6 +94,8 @@ class TablesPage:
             Route("/tables", self.create_table, methods=["POST"]),
             Route("/tables/{table}", self.grid, methods=["GET"]),
             Route("/tables/{table}/delete", self.delete_table, methods=["POST"]),
+            Route("/tables/{table}/indexes", self.add_index, methods=["POST"]),
+            Route("/tables/{table}/indexes/{prop}/drop", self.drop_index, methods=["POST"]),
             Route("/tables/{table}/new", self.new_entity, methods=["GET"]),
             Route("/tables/{table}/new", self.insert_entity, methods=["POST"]),
             Route("/tables/{table}/e/{key}", self.show_entity, methods=["GET"]),
@@ -142,6 +146,27 @@ class TablesPage:
         await self.service.delete_table(account_of(request), table)
         return redirect("/tables", done="deleted", name=table)
 
+    async def add_index(self, request: Request) -> Response:
+        """Declare a property index; it builds in the background (the page does not wait)."""
+        table = request.path_params["table"]
+        form = form_of(request)
+        prop = str(form.get("property", "")).strip()
+        try:
+            await self.service.add_index(
+                account_of(request), table, prop, str(form.get("type", "Edm.String")), wait=False
+            )
+        except TableError as error:
+            return await self.grid(request, error)
+        return redirect(f"/tables/{table}", done="indexed", name=prop)
+
+    async def drop_index(self, request: Request) -> Response:
+        table, prop = request.path_params["table"], request.path_params["prop"]
+        try:
+            await self.service.drop_index(account_of(request), table, prop)
+        except TableError as error:
+            return await self.grid(request, error)
+        return redirect(f"/tables/{table}", done="unindexed", name=prop)
+
     # ------------------------------------------------------------------------------ the grid
 
     async def grid(self, request: Request, error: TableError | None = None) -> Response:
@@ -172,6 +197,11 @@ class TablesPage:
             if page.next_partition_token and page.next_row_token:
                 next_keys = (page.next_partition_token, page.next_row_token)
         done = params.get("done")
+        message = DONE.get(done) if done in ("inserted", "saved", "removed", "indexed", "unindexed") else None
+        try:
+            indexes = await self.service.list_indexes(account, table)
+        except TableError:
+            indexes = []
         return render(
             request,
             "table.html",
@@ -186,7 +216,9 @@ class TablesPage:
             next_keys=next_keys,
             paged=bool(params.get("np")),
             warnings=self._warnings(account, table),
-            message=DONE.get(done) if done in ("inserted", "saved", "removed") else None,
+            message=message.format(name=params.get("name", "")) if message else None,
+            indexes=indexes,
+            index_types=INDEX_TYPES,
             error=error,
         )
 

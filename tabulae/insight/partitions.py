@@ -43,7 +43,7 @@ import logging
 import math
 import re
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +62,7 @@ __all__ = [
 
 Clock = Callable[[], float]
 
-QUERY_CLASSES = ("point", "row-range", "partition-scan", "table-scan")
+QUERY_CLASSES = ("point", "row-range", "partition-scan", "table-scan", "index-scan")
 """The query classes of the partitioning guide, best to worst (as the query planner names them)."""
 
 INSERT_OPS = frozenset({"insert", "upsert", "batch"})
@@ -234,7 +234,8 @@ class _Table:
         self.last_pk = ""
         self.direction = 0
         self.run = 0
-        self.scans: deque[tuple[int, int]] = deque(maxlen=scan_history)  # (returned, scanned)
+        # (returned, scanned, the property an index could have served: see index_hint)
+        self.scans: deque[tuple[int, int, tuple[str, str] | None]] = deque(maxlen=scan_history)
 
     def series(self) -> Iterator[tuple[str, _Stats]]:
         for pk in sorted(self.partitions, key=utf16_sort_key):
@@ -343,6 +344,7 @@ class Insight:
         scanned: int = 0,
         returned: int = 0,
         query_class: str | None = None,
+        index_hint: tuple[str, str] | None = None,
         throttled: bool = False,
         status: int,
     ) -> None:
@@ -352,7 +354,9 @@ class Insight:
         operation (``insert``, ``update``, ``merge``, ``upsert``, ``delete``, ``get``,
         ``query``, ``batch``, ``create-table``, …); inserts, upserts and batches feed the
         append-only detector. ``query_class`` is given for reads: ``point`` for Get Entity, the
-        planner's class for a query page.
+        planner's class for a query page. ``index_hint`` is ``(property, Edm type)`` of a
+        table scan's filter condition that a property index could serve: when most low-density
+        scans of a table have the same one, the warning suggests indexing it.
         """
         if query_class is not None and query_class not in QUERY_CLASSES:
             raise ValueError(f"unknown query class {query_class!r}")
@@ -372,7 +376,7 @@ class Insight:
         if ok and written and pk is not None and op in INSERT_OPS:
             self._track_insert(tbl, pk, now)
         if query_class == "table-scan":
-            tbl.scans.append((returned, scanned))
+            tbl.scans.append((returned, scanned, index_hint))
             warning = self._density_warning(tbl)
             if warning is not None:
                 self._emit(warning, now)
@@ -512,11 +516,19 @@ class Insight:
         }
 
     def _density_warning(self, tbl: _Table) -> dict[str, Any] | None:
-        returned = sum(r for r, _ in tbl.scans)
-        scanned = sum(s for _, s in tbl.scans)
+        returned = sum(r for r, _s, _h in tbl.scans)
+        scanned = sum(s for _r, s, _h in tbl.scans)
         if scanned < self.low_density_min_scanned or returned >= self.low_density * scanned:
             return None
         density = returned / scanned
+        hints = Counter(h for _r, _s, h in tbl.scans if h is not None).most_common(1)
+        suggestion = hints[0][0] if hints and 2 * hints[0][1] >= len(tbl.scans) else None
+        advice = "query by PartitionKey or denormalise"
+        if suggestion is not None:
+            advice += (
+                f", or index {suggestion[0]}, which most of these scans filter on"
+                f" (tabulae index add {tbl.name} {suggestion[0]} --type {suggestion[1]})"
+            )
         return {
             "kind": "low-density-scan",
             "severity": "warning",
@@ -527,10 +539,13 @@ class Insight:
             "returned": returned,
             "scanned": scanned,
             "scans": len(tbl.scans),
+            "suggested_index": None
+            if suggestion is None
+            else {"property": suggestion[0], "type": suggestion[1]},
             "message": (
                 f"table scans of {tbl.account}/{tbl.name} return {density:.2%} of the entities they "
                 f"scan ({returned} of {scanned} over the last {len(tbl.scans)} scans); every scanned "
-                f"entity counts against the targets: query by PartitionKey or denormalise"
+                f"entity counts against the targets: {advice}"
             ),
         }
 

@@ -137,6 +137,9 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         503,
         "The server is currently unable to receive requests. Please retry your request.",
     ),
+    # ------------------------------------------------------- Tabulae's own: property indexes
+    "IndexAlreadyExists": (409, "An index on this property already exists with another type."),
+    "IndexNotFound": (404, "The specified index does not exist."),
     # ----------------------------------------------------------------------- Queue service
     "InvalidMarker": (400, "The specified marker is invalid."),
     "MessageNotFound": (404, "The specified message does not exist."),

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tabulae.model.entity import StoredEntity
+from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation
+from tabulae.storage.indexes import IndexInfo, IndexProbe
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,3 +206,50 @@ class TableStore(ABC):
     @abstractmethod
     async def set_service_properties(self, account: str, properties: bytes) -> None:
         """Replace the account's service properties; durable on return."""
+
+    # Property indexes: beyond Azure (see storage/indexes.py). An engine without them answers
+    # NotImplemented to the admin calls and plans every query without an index.
+
+    async def create_index(self, account: str, table: str, prop: str, edm_type: str) -> IndexInfo:
+        """Declare an index (durably, state ``building``) and return it; adding one that exists
+        with the same type returns it unchanged. Raises ``TableNotFound``, or
+        ``IndexAlreadyExists`` for another type. :meth:`build_index` makes it usable."""
+        raise TableError("NotImplemented")
+
+    async def build_index(self, account: str, table: str, prop: str) -> IndexInfo:
+        """Build a declared index while reads and writes go on; returns once it is ``ready``
+        (or ``failed``). Safe to call again for an index that is already ready."""
+        raise TableError("NotImplemented")
+
+    async def list_indexes(self, account: str, table: str | None) -> list[IndexInfo]:
+        """The account's indexes (of one table when named), by table then property."""
+        raise TableError("NotImplemented")
+
+    async def drop_index(self, account: str, table: str, prop: str) -> None:
+        """Remove an index. Raises ``TableNotFound`` or ``ResourceNotFound``."""
+        raise TableError("NotImplemented")
+
+    async def ready_indexes(self, account: str, table: str) -> dict[str, str]:
+        """Property -> declared Edm type of the table's complete indexes (may be a moment old)."""
+        return {}
+
+    async def index_scan(
+        self,
+        account: str,
+        table: str,
+        probe: IndexProbe,
+        ranges: Sequence[KeyRange],
+        after: tuple[str, str] | None,
+        limit: int,
+    ) -> ScanChunk:
+        """Up to ``limit`` candidates of ``probe`` in key order, inside ``ranges`` and after
+        ``after``; fewer means there are no more. Every entity that has the property with a
+        matching value is among them. Raises ``IndexUnavailable`` if the index is gone."""
+        raise TableError("NotImplemented")
+
+    async def index_count(
+        self, account: str, table: str, probe: IndexProbe, ranges: Sequence[KeyRange], cap: int
+    ) -> int:
+        """How many candidates ``probe`` has inside ``ranges``, counting at most ``cap`` index
+        entries. Raises ``IndexUnavailable``."""
+        raise TableError("NotImplemented")

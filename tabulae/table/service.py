@@ -9,11 +9,12 @@ entities; it never sees HTTP and never writes SQL.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from tabulae.model.entity import StoredEntity
+from tabulae.model.entity import SYSTEM_NAMES, StoredEntity, check_property_name
 from tabulae.model.errors import MSG_BATCH_TOO_MANY, TableError
 from tabulae.model.mutation import Mutation
 from tabulae.model.names import check_table_name
@@ -25,7 +26,8 @@ from tabulae.model.policies import (
     encode_acl,
     encode_service_properties,
 )
-from tabulae.storage.tables import TableStore
+from tabulae.storage.indexes import FAMILIES, READY, IndexInfo, IndexUnavailable
+from tabulae.storage.tables import KeyRange, ScanChunk, TableStore
 from tabulae.table.paging import decode_token, encode_token
 from tabulae.table.query.conditions import to_condition
 from tabulae.table.query.evaluate import (
@@ -33,17 +35,22 @@ from tabulae.table.query.evaluate import (
     compile_table_predicate,
     references_user_properties,
 )
-from tabulae.table.query.nodes import property_names
+from tabulae.table.query.index_plan import RANGE_CAP, IndexChoice, choose_index
+from tabulae.table.query.nodes import Node, property_names
 from tabulae.table.query.parser import parse_filter
 from tabulae.table.query.plan import QueryPlan, clip_to_range, plan_query
 
+log = logging.getLogger("tabulae")
+
 MAX_PAGE = 1000
+INDEX_TYPES = tuple(FAMILIES)  # the Edm types a property index may be declared with
 MAX_BATCH_OPERATIONS = 100
 SCAN_CHUNK = 1000
 SCAN_WINDOW = 20_000  # rows a filtered scan examines per store call, between yields to the loop
 PAGE_TIME_BUDGET = 5.0  # seconds a page may scan before it ends early with a token
 
 Predicate = Callable[[str, str, int, dict], bool]
+Fetch = Callable[[tuple[str, str] | None, int], Awaitable[ScanChunk]]
 
 
 @dataclass(slots=True)
@@ -68,6 +75,16 @@ class TablePage:
     scanned: int = 0
 
 
+def check_index_property(prop: str, edm_type: str) -> None:
+    """An index is on a user property (a valid name, not a key or Timestamp) of an indexable type."""
+    if prop in SYSTEM_NAMES:
+        raise TableError("InvalidInput", f"'{prop}' is a system property: only user properties are indexed.")
+    check_property_name(prop)
+    if edm_type not in FAMILIES:
+        allowed = ", ".join(sorted(FAMILIES))
+        raise TableError("InvalidInput", f"An index type must be one of {allowed}.")
+
+
 def plan_partition(plan: QueryPlan) -> str | None:
     """The one PartitionKey a plan is confined to (point and row-range classes), else None."""
     if plan.query_class in ("point", "row-range") and plan.ranges and plan.ranges[0].lower is not None:
@@ -90,6 +107,7 @@ class TableService:
     def __init__(self, store: TableStore, *, page_time_budget: float = PAGE_TIME_BUDGET) -> None:
         self.store = store
         self.page_time_budget = page_time_budget
+        self._builds: set[asyncio.Future[IndexInfo]] = set()  # index builds running in the background
 
     # ------------------------------------------------------------------------------- tables
 
@@ -212,7 +230,8 @@ class TableService:
         ``key_range`` (a SAS's spk, srk, epk, erk) clips the query: rows outside it are never seen.
         """
         check_table_name(table)
-        plan: QueryPlan = plan_query(parse_filter(filter_text) if filter_text else None)
+        node = parse_filter(filter_text) if filter_text else None
+        plan: QueryPlan = plan_query(node)
         if key_range is not None and any(bound is not None for bound in key_range):
             plan = clip_to_range(plan, *key_range)
         after: tuple[str, str] | None = None
@@ -224,7 +243,78 @@ class TableService:
         if limit == 0 or not plan.ranges:
             await self.require_table(account, table)
             return EntityPage([], None, None, plan.query_class, 0, plan_partition(plan))
+        if plan.query_class != "point" and plan.residual is not None:
+            page = await self._index_page(account, table, node, plan, after, limit)
+            if page is not None:
+                return page
         return await self._scan_page(account, table, plan, after, limit)
+
+    async def _index_page(
+        self,
+        account: str,
+        table: str,
+        node: Node | None,
+        plan: QueryPlan,
+        after: tuple[str, str] | None,
+        limit: int,
+    ) -> EntityPage | None:
+        """The page read through a property index, or ``None`` when no index serves the filter
+        (or a range has too many candidates): the key-range plan then runs as usual. Index
+        entries are read in key order, the exact residual decides each, and paging is the
+        same code as a scan's, so pages and tokens are those of the scan."""
+        indexes = await self.store.ready_indexes(account, table)
+        choice: IndexChoice | None = choose_index(node, indexes)
+        if choice is None:
+            return None
+        ranges: tuple[KeyRange, ...] = plan.ranges
+        probe = choice.probe
+        counted = 0
+        try:
+            if choice.is_range:
+                counted = await self.store.index_count(account, table, probe, ranges, RANGE_CAP)
+                if counted >= RANGE_CAP:
+                    return None
+
+            async def lookup(resume: tuple[str, str] | None, size: int) -> ScanChunk:
+                return await self.store.index_scan(account, table, probe, ranges, resume, size)
+
+            page = await self._scan_page(account, table, plan, after, limit, lookup)
+        except IndexUnavailable:
+            return None
+        page.query_class = "index-scan"
+        page.scanned += counted
+        return page
+
+    # ------------------------------------------------------------------- property indexes
+
+    async def add_index(self, account: str, table: str, prop: str, edm_type: str, *, wait: bool) -> IndexInfo:
+        """Declare an index and build it while the table stays in use. With ``wait`` return
+        once it is usable (or failed); otherwise at once, with the build running on."""
+        check_table_name(table)
+        check_index_property(prop, edm_type)
+        info = await self.store.create_index(account, table, prop, edm_type)
+        if info.state == READY:
+            return info
+        build = asyncio.ensure_future(self.store.build_index(account, table, prop))
+        self._builds.add(build)
+        build.add_done_callback(self._build_done)
+        if wait:
+            return await asyncio.shield(build)
+        return info
+
+    def _build_done(self, build: asyncio.Future[IndexInfo]) -> None:
+        self._builds.discard(build)
+        if not build.cancelled() and build.exception() is not None:
+            log.warning("index build failed: %s", build.exception())
+
+    async def list_indexes(self, account: str, table: str | None) -> list[IndexInfo]:
+        if table is not None:
+            check_table_name(table)
+        return await self.store.list_indexes(account, table)
+
+    async def drop_index(self, account: str, table: str, prop: str) -> None:
+        check_table_name(table)
+        await self.store.drop_index(account, table, prop)
 
     async def require_table(self, account: str, table: str) -> None:
         """Raise ``TableNotFound`` early, so it wins over body errors as on Azure."""
@@ -233,11 +323,18 @@ class TableService:
             raise TableError("TableNotFound")
 
     async def _scan_page(
-        self, account: str, table: str, plan: QueryPlan, after: tuple[str, str] | None, limit: int
+        self,
+        account: str,
+        table: str,
+        plan: QueryPlan,
+        after: tuple[str, str] | None,
+        limit: int,
+        fetch: Fetch | None = None,
     ) -> EntityPage:
-        """Scan the plan's ranges from ``after``. The residual goes to storage as a condition
-        that its SQL decides (exactly, or as a superset); the compiled residual then decides
-        what storage could not. Every row storage examined counts as scanned."""
+        """Scan the plan's ranges from ``after`` (or read candidates with ``fetch``, an index
+        lookup). The residual goes to storage as a condition that its SQL decides (exactly, or
+        as a superset); the compiled residual then decides what storage could not. Every row
+        storage examined counts as scanned."""
         residual = plan.residual
         if residual is None:  # every row is a match: one read of limit + 1 rows decides the page
             rows = await self.store.scan(account, table, plan.ranges, after, limit + 1)
@@ -253,9 +350,12 @@ class TableService:
         deadline = time.monotonic() + self.page_time_budget
         while True:
             want = limit - len(matches) + 1  # one more than the page holds: is there a next page?
-            chunk = await self.store.scan_filtered(
-                account, table, plan.ranges, after, SCAN_WINDOW, want, condition
-            )
+            if fetch is None:
+                chunk = await self.store.scan_filtered(
+                    account, table, plan.ranges, after, SCAN_WINDOW, want, condition
+                )
+            else:
+                chunk = await fetch(after, max(want, 100))
             scanned += chunk.examined
             for entity in chunk.rows:
                 if not chunk.exact:

@@ -301,7 +301,13 @@ def test_metrics_match_a_known_workload(launch: Launcher) -> None:
     document = snapshot(server)
     entry = table_entry(document, "known")
     assert (entry["written"], entry["read"], entry["scanned"], entry["throttled"]) == (10, 5, 13, 0)
-    assert entry["queries"] == {"point": 3, "row-range": 1, "partition-scan": 0, "table-scan": 0}
+    assert entry["queries"] == {
+        "point": 3,
+        "row-range": 1,
+        "partition-scan": 0,
+        "table-scan": 0,
+        "index-scan": 0,
+    }
     assert entry["density"] == pytest.approx(5 / 13)
     (partition,) = [p for p in document["partitions"] if p["table"].lower() == "known"]
     assert (partition["partition"], partition["written"]) == ("p", 10)
@@ -326,7 +332,13 @@ def test_query_classes_are_counted(launch: Launcher) -> None:
         ]
     assert [len(r) for r in results] == [1, 3, 6, 9, 0]
     entry = table_entry(snapshot(server), "classes")
-    assert entry["queries"] == {"point": 3, "row-range": 1, "partition-scan": 1, "table-scan": 2}
+    assert entry["queries"] == {
+        "point": 3,
+        "row-range": 1,
+        "partition-scan": 1,
+        "table-scan": 2,
+        "index-scan": 0,
+    }
     assert entry["written"] == 9
     assert entry["scanned"] == 2 + 1 + 3 + 6 + 9 + 9
     assert entry["read"] == 2 + 1 + 3 + 6 + 9 + 0

@@ -253,6 +253,7 @@ def test_citus_schema_calls_each_citus_function_once(pg_url: str) -> None:
             ("blob_service_properties", "n", None),
             ("blobs", "h", "dkey"),
             ("entities", "h", "dist"),
+            ("property_indexes", "n", None),
             ("queue_messages", "h", "queue_id"),
             ("queue_service_properties", "n", None),
             ("queue_tombstones", "n", None),

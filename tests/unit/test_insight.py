@@ -88,7 +88,13 @@ def test_known_workload_counts_exactly(clock: FakeClock) -> None:
         "load": 23,
         "throttled": 0,
     }
-    assert partition["queries"] == {"point": 3, "row-range": 1, "partition-scan": 0, "table-scan": 0}
+    assert partition["queries"] == {
+        "point": 3,
+        "row-range": 1,
+        "partition-scan": 0,
+        "table-scan": 0,
+        "index-scan": 0,
+    }
     assert partition["density"] == pytest.approx(5 / 13)
     (table,) = snap["tables"]
     (account,) = snap["accounts"]
@@ -119,7 +125,13 @@ def test_queries_across_partitions_are_kept_table_wide(clock: FakeClock) -> None
     snap = insight.snapshot()
     assert snap["partitions"] == []
     wide = snap["tables"][0]["table_wide"]
-    assert wide["queries"] == {"point": 0, "row-range": 0, "partition-scan": 1, "table-scan": 1}
+    assert wide["queries"] == {
+        "point": 0,
+        "row-range": 0,
+        "partition-scan": 1,
+        "table-scan": 1,
+        "index-scan": 0,
+    }
     assert (wide["scanned"], wide["read"]) == (540, 43)
     text = insight.prometheus()
     assert (
@@ -137,9 +149,48 @@ def test_every_query_class_is_counted(clock: FakeClock) -> None:
         "row-range": 2,
         "partition-scan": 3,
         "table-scan": 4,
+        "index-scan": 5,
     }
     with pytest.raises(ValueError):
         insight.record("a", "t", None, op="query", query_class="index-seek", status=200)
+
+
+def test_low_density_scans_on_one_property_suggest_an_index(clock: FakeClock) -> None:
+    insight = Insight(clock)
+    for _ in range(3):
+        insight.record(
+            "a", "people", None, op="query", scanned=1000, returned=1, query_class="table-scan",
+            index_hint=("Email", "Edm.String"), status=200,
+        )  # fmt: skip
+    insight.record(
+        "a", "people", None, op="query", scanned=1000, returned=1, query_class="table-scan", status=200
+    )
+    (warning,) = [w for w in insight.warnings() if w["kind"] == "low-density-scan"]
+    assert warning["suggested_index"] == {"property": "Email", "type": "Edm.String"}
+    assert "tabulae index add people Email --type Edm.String" in warning["message"]
+    for _ in range(4):  # now most scans filter on nothing an index serves: no suggestion
+        insight.record(
+            "a", "people", None, op="query", scanned=1000, returned=1, query_class="table-scan", status=200
+        )
+    (warning,) = [w for w in insight.warnings() if w["kind"] == "low-density-scan"]
+    assert warning["suggested_index"] is None and "index add" not in warning["message"]
+
+
+def test_indexable_property_of_a_filter() -> None:
+    from tabulae.table.query.index_plan import indexable_property
+    from tabulae.table.query.parser import parse_filter
+
+    cases = {
+        "Email eq 'x'": ("Email", "Edm.String"),
+        "PartitionKey eq 'p' and (Age eq 5 or Age eq 6)": ("Age", "Edm.Int32"),
+        "Age ge 5L and Name lt 'x'": ("Age", "Edm.Int64"),
+        "Email ne 'x'": None,
+        "Age eq 5 or Name eq 'x'": None,
+        "PartitionKey eq 'p'": None,
+        "Data eq X'00'": None,
+    }
+    for text, expected in cases.items():
+        assert indexable_property(parse_filter(text)) == expected, text
 
 
 def test_failed_and_throttled_requests_count_no_entities(clock: FakeClock) -> None:

@@ -6,13 +6,14 @@ from tabulae.storage.postgres import engine
 from tabulae.storage.postgres.blobs import SCHEMA as BLOBS_SCHEMA
 from tabulae.storage.postgres.blobs import PostgresBlobs
 from tabulae.storage.postgres.engine import PostgresDatabase
+from tabulae.storage.postgres.indexes import SCHEMA as INDEXES_SCHEMA
 from tabulae.storage.postgres.queues import SCHEMA as QUEUES_SCHEMA
 from tabulae.storage.postgres.queues import PostgresQueues
 from tabulae.storage.postgres.tables import SCHEMA as TABLES_SCHEMA
 from tabulae.storage.postgres.tables import PostgresTables
 from tabulae.storage.stores import Stores
 
-SCHEMAS = (TABLES_SCHEMA, QUEUES_SCHEMA, BLOBS_SCHEMA)
+SCHEMAS = (TABLES_SCHEMA, INDEXES_SCHEMA, QUEUES_SCHEMA, BLOBS_SCHEMA)
 
 
 async def init_schema(url: str, citus: bool = False) -> list[str]:

@@ -120,8 +120,13 @@ async def _create_tables(conn: Connection, schemas: Sequence[Schema]) -> None:
                 try:
                     await conn.execute(statement)
                     break
-                except (pg_errors.UniqueViolation, pg_errors.DuplicateTable, pg_errors.DuplicateObject):
-                    # Another front-end created this table at the same moment; IF NOT EXISTS
+                except (
+                    pg_errors.UniqueViolation,
+                    pg_errors.DuplicateTable,
+                    pg_errors.DuplicateObject,
+                    pg_errors.DuplicateFunction,
+                ):
+                    # Another front-end created this table or function at the same moment; IF NOT EXISTS
                     # does not cover a creation still in flight. Once it committed, a retry finds it.
                     if attempt == 2:
                         raise

@@ -16,6 +16,7 @@ from tabulae.model import edm
 from tabulae.model.entity import StoredEntity, encode_properties
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
+from tabulae.storage.indexes import IndexInfo, IndexProbe
 from tabulae.storage.pushdown import Fragment, translate
 from tabulae.storage.rules import (
     KeyColumns,
@@ -26,13 +27,16 @@ from tabulae.storage.rules import (
     written_properties,
 )
 from tabulae.storage.sqlite.engine import SqliteDatabase
+from tabulae.storage.sqlite.indexes import SCHEMA as INDEXES_SCHEMA
+from tabulae.storage.sqlite.indexes import SqliteIndexes, drop_table_indexes
 from tabulae.storage.sqlite.pushdown import SqliteDialect
 from tabulae.storage.tables import Condition, KeyRange, ScanChunk, TableStore
 
 _key = edm.utf16_sort_key
 _text = edm.from_utf16_sort_key
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS tables (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     account TEXT NOT NULL,
@@ -54,6 +58,8 @@ CREATE TABLE IF NOT EXISTS entities (
     PRIMARY KEY (table_id, pk, rk)
 ) WITHOUT ROWID;
 """
+    + INDEXES_SCHEMA
+)
 
 
 _COLUMNS = KeyColumns(partition="pk", row="rk", placeholder="?", partition_value=_key)
@@ -64,6 +70,7 @@ class SqliteTables(TableStore):
 
     def __init__(self, database: SqliteDatabase) -> None:
         self._db = database
+        self._indexes = SqliteIndexes(database)
 
     # ----------------------------------------------------------------------------- tables
 
@@ -220,6 +227,39 @@ class SqliteTables(TableStore):
         )
         return result
 
+    # ----------------------------------------------------------------------------- property indexes
+
+    async def create_index(self, account: str, table: str, prop: str, edm_type: str) -> IndexInfo:
+        return await self._indexes.create(account, table, prop, edm_type)
+
+    async def build_index(self, account: str, table: str, prop: str) -> IndexInfo:
+        return await self._indexes.build(account, table, prop)
+
+    async def list_indexes(self, account: str, table: str | None) -> list[IndexInfo]:
+        return await self._indexes.listing(account, table)
+
+    async def drop_index(self, account: str, table: str, prop: str) -> None:
+        await self._indexes.drop(account, table, prop)
+
+    async def ready_indexes(self, account: str, table: str) -> dict[str, str]:
+        return self._indexes.ready(account, table)
+
+    async def index_scan(
+        self,
+        account: str,
+        table: str,
+        probe: IndexProbe,
+        ranges: Sequence[KeyRange],
+        after: tuple[str, str] | None,
+        limit: int,
+    ) -> ScanChunk:
+        return await self._indexes.scan(account, table, probe, ranges, after, limit)
+
+    async def index_count(
+        self, account: str, table: str, probe: IndexProbe, ranges: Sequence[KeyRange], cap: int
+    ) -> int:
+        return await self._indexes.count(account, table, probe, ranges, cap)
+
 
 # --------------------------------------------------------------------------------- write jobs
 # These run on the event loop's thread inside the group's transaction (and a savepoint, where asked).
@@ -245,6 +285,7 @@ def _delete_table(conn: sqlite3.Connection, account: str, name: str) -> None:
     table_id = _writer_table_id(conn, account, name)
     if table_id is None:
         raise TableError("ResourceNotFound")
+    drop_table_indexes(conn, table_id)
     conn.execute("DELETE FROM entities WHERE table_id = ?", (table_id,))
     conn.execute("DELETE FROM tables WHERE id = ?", (table_id,))
 

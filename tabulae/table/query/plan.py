@@ -43,7 +43,7 @@ from tabulae.table.query.nodes import (
 
 __all__ = ["QueryClass", "QueryPlan", "clip_to_range", "plan_query"]
 
-QueryClass = TypingLiteral["point", "row-range", "partition-scan", "table-scan"]
+QueryClass = TypingLiteral["point", "row-range", "partition-scan", "table-scan", "index-scan"]
 
 # With at most 15 comparisons the worst case is 3**5 = 243 boxes; past this the planner gives
 # up on that sub-expression (scans it whole) rather than spend time on pathological filters.

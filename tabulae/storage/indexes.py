@@ -1,0 +1,94 @@
+"""Property indexes: the part of the Table storage contract that goes beyond Azure.
+
+Azure indexes only (PartitionKey, RowKey). A Tabulae table may opt in to an index on one user
+property of one Edm type family, kept by the engine itself (an expression index on the value
+extracted from the stored JSON, partial to the one table), so every write keeps it exact in its
+own transaction and nothing of ours maintains it.
+
+An index holds a key for each entity whose property has a type of the index's *family*:
+
+=========  ==========================================  ===========================================
+family     Edm types indexed                           key order
+=========  ==========================================  ===========================================
+string     Edm.String                                  code points (UTF-16 order below U+D800)
+number     Edm.Int32, Edm.Int64, Edm.Double            numeric (NaN gets no key)
+boolean    Edm.Boolean                                 false < true
+datetime   Edm.DateTime                                chronological
+guid       Edm.Guid                                    lower-case canonical text
+=========  ==========================================  ===========================================
+
+The numeric types share one family because a ``$filter`` literal is compared with wider
+property types too (an Int32 literal matches Int64 and Double values): an index over one numeric
+type alone could never answer a numeric ``eq``. An index lookup returns *candidates*, a superset
+of the matches in key order; the exact filter still decides each one, so values of other types
+behave exactly as ``$filter`` says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tabulae.model import edm
+
+FAMILIES: dict[str, str] = {
+    edm.STRING: "string",
+    edm.INT32: "number",
+    edm.INT64: "number",
+    edm.DOUBLE: "number",
+    edm.BOOLEAN: "boolean",
+    edm.DATETIME: "datetime",
+    edm.GUID: "guid",
+}
+"""The Edm types an index may be declared with, and the family each one indexes."""
+
+FAMILY_TYPES: dict[str, frozenset[str]] = {
+    family: frozenset(t for t, f in FAMILIES.items() if f == family) for family in set(FAMILIES.values())
+}
+
+BUILDING, READY, FAILED = "building", "ready", "failed"
+
+
+def family_of(edm_type: str) -> str:
+    """The family of an index declared with ``edm_type`` (a key of :data:`FAMILIES`)."""
+    return FAMILIES[edm_type]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexInfo:
+    """One declared index as users see it.
+
+    ``state`` is ``building`` until the engine's index is complete (only then do queries use
+    it), ``ready`` after, or ``failed`` (``error`` says why; adding it again retries).
+    ``done``/``total`` are entities processed so far and in all, where the engine reports them.
+    """
+
+    table: str
+    property: str
+    edm_type: str
+    state: str
+    done: int | None = None
+    total: int | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexProbe:
+    """What to look up in the index on ``property``: the keys of ``points`` (``eq`` literals),
+    or, when ``points`` is empty, the keys between ``lower`` and ``upper`` (``None``: open).
+
+    Values are ``(edm_type, value)`` pairs typed as in :mod:`tabulae.model.edm`, each of a type
+    whose compatible property types all lie in the index's family. Bounds are inclusive: an
+    engine may widen them (numbers by an ulp) and the exact filter runs on what it returns.
+    """
+
+    property: str
+    index_type: str
+    points: tuple[tuple[str, Any], ...] = ()
+    lower: tuple[str, Any] | None = None
+    upper: tuple[str, Any] | None = None
+
+
+class IndexUnavailable(Exception):
+    """The index a plan chose is gone (dropped, or its table deleted) or not ready: plan again
+    without it."""
