@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -28,10 +27,11 @@ def test_ten_thousand_tables_page_by_page(tmp_path: Path) -> None:
         assert console.sign_in(DEV_ACCOUNT, DEV_KEY).status == 303
         path, seen, pages = "/tables", 0, 0
         while path:
-            started = time.monotonic()
             page = console.get(path)
-            assert page.status == 200 and time.monotonic() - started < 5
-            seen += page.text.count('<li><a href="/-/console/tables/t')
+            assert page.status == 200
+            on_page = page.text.count('<li><a href="/-/console/tables/t')
+            assert on_page <= 1000  # a page never holds more than one listing page of the service
+            seen += on_page
             pages += 1
             after = page.text.split('rel="next">', 1)[0]
             path = (
