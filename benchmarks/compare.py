@@ -52,6 +52,7 @@ class Outcome:
     validation_failures: list[str]
     rss_mib: float | None
     seconds: float
+    rss_file_mib: float | None = None  # the file-backed part of rss_mib (mapped database pages)
     note: str = ""
     load_avg: float = 0.0  # 1-minute load average at the end (other processes share the CPU)
     cpu_use: cpu.CpuUse | None = None  # where the CPU went while wrk ran
@@ -212,6 +213,7 @@ def measure(server: Server, ctx: Context, name: str) -> Outcome:
         other_errors=result.socket_errors + result.timeouts,
         validation_failures=prepared.failures,
         rss_mib=server.rss_mib(),
+        rss_file_mib=server.rss_file_mib(),
         seconds=result.seconds,
         note=note,
         load_avg=load_average(),
@@ -220,7 +222,8 @@ def measure(server: Server, ctx: Context, name: str) -> Outcome:
     print(
         f"    {throughput:,.0f} {prepared.unit}  p50 {result.p50_ms:.2f} ms  p99 {result.p99_ms:.2f} ms  "
         f"non-2xx {outcome.non_2xx}  socket errors/timeouts {outcome.other_errors}  "
-        f"RSS {outcome.rss_mib or 0:.0f} MiB  load avg {outcome.load_avg:.1f}",
+        f"RSS {outcome.rss_mib or 0:.0f} MiB ({outcome.rss_file_mib or 0:.0f} file-backed)  "
+        f"load avg {outcome.load_avg:.1f}",
         flush=True,
     )
     print(f"    {usage.describe(operation_name(prepared.unit))}", flush=True)

@@ -129,13 +129,21 @@ class Server:
 
     def rss_mib(self) -> float | None:
         """Resident set size of the server process and its children, in MiB (from /proc)."""
+        return self._status_mib("VmRSS:")
+
+    def rss_file_mib(self) -> float | None:
+        """The file-backed part of :meth:`rss_mib`: mapped database pages, which are the
+        operating system's page cache (shared between workers, dropped under memory pressure)."""
+        return self._status_mib("RssFile:")
+
+    def _status_mib(self, field: str) -> float | None:
         if self.process is None:
             return None
         total = 0
         for pid in self.pids():
             try:
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
+                    if line.startswith(field):
                         total += int(line.split()[1])
             except OSError:
                 continue

@@ -177,6 +177,9 @@ class SqliteTables(TableStore):
         The work of one call is bounded by a window of ``examine`` rows, whose last key is
         found first (a walk of the key order that reads no JSON); the filtered query then runs
         inside the window. Reads run on the event loop, so the window keeps one call short.
+        A scan that continues (``after`` given) reads through the engine's memory-mapped scan
+        reader (about a third less CPU per row, see :mod:`.mapped_reader`); a query that ends in its
+        first window never opens it.
         """
         translation = translate(SqliteDialect(), condition)
         where = translation.where
@@ -186,7 +189,8 @@ class SqliteTables(TableStore):
             found = [StoredEntity(_text(pk), _text(rk), ticks, props) for pk, rk, ticks, props in rows]
             last = (found[-1].pk, found[-1].rk) if found else None
             return ScanChunk(found, len(found), last, len(found) < min(examine, want), translation.exact)
-        reader = self._db.reader
+        mapped = self._db.scan_reader
+        reader = mapped.connection() if after is not None or mapped.is_open else self._db.reader
         found = []
         examined = 0
         for key_range in ranges_to_scan(ranges, after):
