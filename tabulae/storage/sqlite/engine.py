@@ -14,7 +14,8 @@ commit: their fsyncs overlap instead of queueing behind the write lock. Checkpoi
 own thread so that copying the WAL back never stalls the loop.
 
 Reads run on the loop's thread against their own connection; WAL gives them a consistent snapshot
-per statement while writers commit. Several processes may open the same file: a file lock orders
+per statement while writers commit. Long scans use a second, memory-mapped reader while they run
+(:mod:`.mapped_reader`). Several processes may open the same file: a file lock orders
 their writers, and SQLite's own lock still guards every transaction.
 """
 
