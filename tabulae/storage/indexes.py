@@ -26,10 +26,15 @@ behave exactly as ``$filter`` says.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tabulae.model import edm
+
+if TYPE_CHECKING:  # storage.tables imports this module
+    from tabulae.storage.tables import KeyRange, ScanChunk
 
 FAMILIES: dict[str, str] = {
     edm.STRING: "string",
@@ -92,3 +97,47 @@ class IndexProbe:
 class IndexUnavailable(Exception):
     """The index a plan chose is gone (dropped, or its table deleted) or not ready: plan again
     without it."""
+
+
+class IndexEngine(ABC):
+    """One engine's property indexes, in its own SQL. A :class:`~tabulae.storage.tables.TableStore`
+    that has one hands it every index call (see the contract's methods of the same purpose), so
+    an engine declares its SQL here and nothing else."""
+
+    @abstractmethod
+    async def create(self, account: str, table: str, prop: str, edm_type: str) -> IndexInfo:
+        """See ``TableStore.create_index``."""
+
+    @abstractmethod
+    async def build(self, account: str, table: str, prop: str) -> IndexInfo:
+        """See ``TableStore.build_index``."""
+
+    @abstractmethod
+    async def listing(self, account: str, table: str | None) -> list[IndexInfo]:
+        """See ``TableStore.list_indexes``."""
+
+    @abstractmethod
+    async def drop(self, account: str, table: str, prop: str) -> None:
+        """See ``TableStore.drop_index``."""
+
+    @abstractmethod
+    async def ready(self, account: str, table: str) -> dict[str, str]:
+        """See ``TableStore.ready_indexes``."""
+
+    @abstractmethod
+    async def scan(
+        self,
+        account: str,
+        table: str,
+        probe: IndexProbe,
+        ranges: Sequence[KeyRange],
+        after: tuple[str, str] | None,
+        limit: int,
+    ) -> ScanChunk:
+        """See ``TableStore.index_scan``."""
+
+    @abstractmethod
+    async def count(
+        self, account: str, table: str, probe: IndexProbe, ranges: Sequence[KeyRange], cap: int
+    ) -> int:
+        """See ``TableStore.index_count``."""

@@ -18,7 +18,7 @@ from typing import Any
 from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation
-from tabulae.storage.indexes import IndexInfo, IndexProbe
+from tabulae.storage.indexes import IndexEngine, IndexInfo, IndexProbe
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,31 +207,39 @@ class TableStore(ABC):
     async def set_service_properties(self, account: str, properties: bytes) -> None:
         """Replace the account's service properties; durable on return."""
 
-    # Property indexes: beyond Azure (see storage/indexes.py). An engine without them answers
-    # NotImplemented to the admin calls and plans every query without an index.
+    # Property indexes: beyond Azure (see storage/indexes.py). An engine with them sets
+    # ``indexes``; one without answers NotImplemented to the admin calls and plans every query
+    # without an index.
+
+    indexes: IndexEngine | None = None
+
+    def _index_engine(self) -> IndexEngine:
+        if self.indexes is None:
+            raise TableError("NotImplemented")
+        return self.indexes
 
     async def create_index(self, account: str, table: str, prop: str, edm_type: str) -> IndexInfo:
         """Declare an index (durably, state ``building``) and return it; adding one that exists
         with the same type returns it unchanged. Raises ``TableNotFound``, or
         ``IndexAlreadyExists`` for another type. :meth:`build_index` makes it usable."""
-        raise TableError("NotImplemented")
+        return await self._index_engine().create(account, table, prop, edm_type)
 
     async def build_index(self, account: str, table: str, prop: str) -> IndexInfo:
         """Build a declared index while reads and writes go on; returns once it is ``ready``
         (or ``failed``). Safe to call again for an index that is already ready."""
-        raise TableError("NotImplemented")
+        return await self._index_engine().build(account, table, prop)
 
     async def list_indexes(self, account: str, table: str | None) -> list[IndexInfo]:
         """The account's indexes (of one table when named), by table then property."""
-        raise TableError("NotImplemented")
+        return await self._index_engine().listing(account, table)
 
     async def drop_index(self, account: str, table: str, prop: str) -> None:
         """Remove an index. Raises ``TableNotFound`` or ``ResourceNotFound``."""
-        raise TableError("NotImplemented")
+        await self._index_engine().drop(account, table, prop)
 
     async def ready_indexes(self, account: str, table: str) -> dict[str, str]:
         """Property -> declared Edm type of the table's complete indexes (may be a moment old)."""
-        return {}
+        return {} if self.indexes is None else await self.indexes.ready(account, table)
 
     async def index_scan(
         self,
@@ -245,11 +253,11 @@ class TableStore(ABC):
         """Up to ``limit`` candidates of ``probe`` in key order, inside ``ranges`` and after
         ``after``; fewer means there are no more. Every entity that has the property with a
         matching value is among them. Raises ``IndexUnavailable`` if the index is gone."""
-        raise TableError("NotImplemented")
+        return await self._index_engine().scan(account, table, probe, ranges, after, limit)
 
     async def index_count(
         self, account: str, table: str, probe: IndexProbe, ranges: Sequence[KeyRange], cap: int
     ) -> int:
         """How many candidates ``probe`` has inside ``ranges``, counting at most ``cap`` index
         entries. Raises ``IndexUnavailable``."""
-        raise TableError("NotImplemented")
+        return await self._index_engine().count(account, table, probe, ranges, cap)

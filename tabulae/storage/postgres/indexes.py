@@ -42,6 +42,7 @@ from tabulae.storage.indexes import (
     BUILDING,
     FAILED,
     READY,
+    IndexEngine,
     IndexInfo,
     IndexProbe,
     IndexUnavailable,
@@ -247,7 +248,7 @@ def _columns(table_id: int) -> KeyColumns:
     )
 
 
-class PostgresIndexes:
+class PostgresIndexes(IndexEngine):
     """Index declarations, builds and lookups for the PostgreSQL table store."""
 
     def __init__(self, database: PostgresDatabase) -> None:

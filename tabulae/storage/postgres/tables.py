@@ -40,7 +40,6 @@ from tabulae.model import edm
 from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
-from tabulae.storage.indexes import IndexInfo, IndexProbe
 from tabulae.storage.postgres.engine import MAX_ATTEMPTS, PostgresDatabase, Restart, Schema, rollback
 from tabulae.storage.postgres.indexes import PostgresIndexes, drop_table_indexes
 from tabulae.storage.postgres.pushdown import NUL_ESCAPE, UNDECIDED, PostgresDialect, record_sql
@@ -146,7 +145,7 @@ class PostgresTables(TableStore):
         self._db = database
         self._run = database.run
         self._ids: dict[tuple[str, str], int] = {}  # (account, lower-cased name) -> table id, a hint
-        self._indexes = PostgresIndexes(database)
+        self.indexes = PostgresIndexes(database)
 
     def _remember(self, key: tuple[str, str], table_id: int | None) -> None:
         if table_id is None:
@@ -425,39 +424,6 @@ class PostgresTables(TableStore):
             row = await (await conn.execute(count_sql, args)).fetchone()
             examined += int(row[0]) if row else 0
         return ScanChunk(found, examined, None, True, exact)
-
-    # ----------------------------------------------------------------------------- property indexes
-
-    async def create_index(self, account: str, table: str, prop: str, edm_type: str) -> IndexInfo:
-        return await self._indexes.create(account, table, prop, edm_type)
-
-    async def build_index(self, account: str, table: str, prop: str) -> IndexInfo:
-        return await self._indexes.build(account, table, prop)
-
-    async def list_indexes(self, account: str, table: str | None) -> list[IndexInfo]:
-        return await self._indexes.listing(account, table)
-
-    async def drop_index(self, account: str, table: str, prop: str) -> None:
-        await self._indexes.drop(account, table, prop)
-
-    async def ready_indexes(self, account: str, table: str) -> dict[str, str]:
-        return await self._indexes.ready(account, table)
-
-    async def index_scan(
-        self,
-        account: str,
-        table: str,
-        probe: IndexProbe,
-        ranges: Sequence[KeyRange],
-        after: tuple[str, str] | None,
-        limit: int,
-    ) -> ScanChunk:
-        return await self._indexes.scan(account, table, probe, ranges, after, limit)
-
-    async def index_count(
-        self, account: str, table: str, probe: IndexProbe, ranges: Sequence[KeyRange], cap: int
-    ) -> int:
-        return await self._indexes.count(account, table, probe, ranges, cap)
 
     # ----------------------------------------------------------------------------- writes
 

@@ -33,6 +33,7 @@ from tabulae.storage.indexes import (
     BUILDING,
     FAILED,
     READY,
+    IndexEngine,
     IndexInfo,
     IndexProbe,
     IndexUnavailable,
@@ -253,7 +254,7 @@ def _build(path: str, lock_path: str, table_id: int, prop: str, edm_type: str) -
 # --------------------------------------------------------------------------------- the store
 
 
-class SqliteIndexes:
+class SqliteIndexes(IndexEngine):
     """Index declarations, builds and lookups for :class:`~tabulae.storage.sqlite.tables.SqliteTables`."""
 
     def __init__(self, database: SqliteDatabase) -> None:
@@ -315,7 +316,7 @@ class SqliteIndexes:
     async def drop(self, account: str, table: str, prop: str) -> None:
         await self._db.write(_drop, account, table, prop)
 
-    def ready(self, account: str, table: str) -> dict[str, str]:
+    async def ready(self, account: str, table: str) -> dict[str, str]:
         rows = self._db.reader.execute(
             "SELECT i.property, i.edm_type FROM tables t JOIN property_indexes i ON i.table_id = t.id"
             " WHERE t.account = ? AND t.name_key = ? AND i.state = ?",

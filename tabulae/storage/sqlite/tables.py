@@ -16,7 +16,6 @@ from tabulae.model import edm
 from tabulae.model.entity import StoredEntity, encode_properties
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
-from tabulae.storage.indexes import IndexInfo, IndexProbe
 from tabulae.storage.pushdown import Fragment, translate
 from tabulae.storage.rules import (
     KeyColumns,
@@ -70,7 +69,7 @@ class SqliteTables(TableStore):
 
     def __init__(self, database: SqliteDatabase) -> None:
         self._db = database
-        self._indexes = SqliteIndexes(database)
+        self.indexes = SqliteIndexes(database)
 
     # ----------------------------------------------------------------------------- tables
 
@@ -230,39 +229,6 @@ class SqliteTables(TableStore):
             _apply, account, table, tuple(mutations), savepoint=len(mutations) > 1
         )
         return result
-
-    # ----------------------------------------------------------------------------- property indexes
-
-    async def create_index(self, account: str, table: str, prop: str, edm_type: str) -> IndexInfo:
-        return await self._indexes.create(account, table, prop, edm_type)
-
-    async def build_index(self, account: str, table: str, prop: str) -> IndexInfo:
-        return await self._indexes.build(account, table, prop)
-
-    async def list_indexes(self, account: str, table: str | None) -> list[IndexInfo]:
-        return await self._indexes.listing(account, table)
-
-    async def drop_index(self, account: str, table: str, prop: str) -> None:
-        await self._indexes.drop(account, table, prop)
-
-    async def ready_indexes(self, account: str, table: str) -> dict[str, str]:
-        return self._indexes.ready(account, table)
-
-    async def index_scan(
-        self,
-        account: str,
-        table: str,
-        probe: IndexProbe,
-        ranges: Sequence[KeyRange],
-        after: tuple[str, str] | None,
-        limit: int,
-    ) -> ScanChunk:
-        return await self._indexes.scan(account, table, probe, ranges, after, limit)
-
-    async def index_count(
-        self, account: str, table: str, probe: IndexProbe, ranges: Sequence[KeyRange], cap: int
-    ) -> int:
-        return await self._indexes.count(account, table, probe, ranges, cap)
 
 
 # --------------------------------------------------------------------------------- write jobs
