@@ -309,6 +309,16 @@ def _quietly(action: Callable[[], Any]) -> None:
         action()
 
 
+def refused(action: Callable[[], object], status: int, code: str) -> bool:
+    """Run ``action``; whether the service refused it with ``status`` and error ``code`` (an
+    action that succeeds, or fails otherwise, is not that refusal)."""
+    try:
+        action()
+    except HttpResponseError as exc:
+        return exc.status_code == status and error_code(exc) == code
+    return False
+
+
 def error_code(exc: HttpResponseError) -> str | None:
     """The service's error code of a refused request: the SDK's, the header, or the body's."""
     code = getattr(exc, "error_code", None)

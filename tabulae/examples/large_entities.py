@@ -13,9 +13,7 @@ unreferenced blob, which a clean-up can find), or use a queue (``eventually-cons
 
 from __future__ import annotations
 
-from azure.core.exceptions import HttpResponseError
-
-from tabulae.examples.harness import Example, error_code
+from tabulae.examples.harness import Example, refused
 
 TITLE = "Large entities: the value in a blob, its name in the entity"
 
@@ -28,15 +26,12 @@ def run(ex: Example) -> None:
     # A binary property holds at most 64 KiB, so the photo goes in as 20 properties of 60,000 bytes.
     chunks = {f"Photo{n:02d}": photo[n * 60_000 : (n + 1) * 60_000] for n in range(20)}
     with ex.operation(f"the {len(photo):,}-byte photo inside the entity: refused"):
-        try:
-            table.create_entity({"PartitionKey": "Sales", "RowKey": "000123", **chunks})
-            refused = None
-        except HttpResponseError as exc:
-            refused = exc
-    ex.claim(
-        refused is not None and refused.status_code == 400 and error_code(refused) == "EntityTooLarge",
-        "an entity over 1 MiB is refused: 400 EntityTooLarge",
-    )
+        too_large = refused(
+            lambda: table.create_entity({"PartitionKey": "Sales", "RowKey": "000123", **chunks}),
+            400,
+            "EntityTooLarge",
+        )
+    ex.claim(too_large, "an entity over 1 MiB is refused: 400 EntityTooLarge")
     photos = ex.container("photos")
     with ex.operation("upload the photo as a blob, then the entity naming it") as op:
         photos.upload_blob("Sales/000123.jpg", photo)

@@ -17,10 +17,9 @@ updates through a queue). Writing with ``If-Match: *`` opts out, knowingly.
 from __future__ import annotations
 
 from azure.core import MatchConditions
-from azure.core.exceptions import HttpResponseError
 from azure.data.tables import UpdateMode
 
-from tabulae.examples.harness import Example, error_code
+from tabulae.examples.harness import Example, refused
 
 TITLE = "Optimistic concurrency: ETags make a lost update a 412, not a silent overwrite"
 
@@ -38,17 +37,13 @@ def run(ex: Example) -> None:
                             match_condition=MatchConditions.IfNotModified)  # fmt: skip
     with ex.operation("the second adds one too, with its now stale ETag") as op:
         second["EmployeeCount"] += 1
-        try:
-            table.update_entity(second, mode=UpdateMode.MERGE, etag=second.metadata["etag"],
-                                match_condition=MatchConditions.IfNotModified)  # fmt: skip
-            conflict = None
-        except HttpResponseError as exc:
-            conflict = exc
-    ex.claim(
-        conflict is not None and conflict.status_code == 412
-        and error_code(conflict) == "UpdateConditionNotSatisfied",
-        "the stale write is refused: 412 UpdateConditionNotSatisfied, nothing lost",
-    )  # fmt: skip
+        stale = refused(
+            lambda: table.update_entity(second, mode=UpdateMode.MERGE, etag=second.metadata["etag"],
+                                        match_condition=MatchConditions.IfNotModified),
+            412,
+            "UpdateConditionNotSatisfied",
+        )  # fmt: skip
+    ex.claim(stale, "the stale write is refused: 412 UpdateConditionNotSatisfied, nothing lost")
     with ex.operation("the second re-reads, re-applies, writes with the new ETag") as op:
         fresh = table.get_entity("Sales", "Department")
         fresh["EmployeeCount"] += 1

@@ -15,9 +15,7 @@ needs a transaction, and the application joins the parts.
 
 from __future__ import annotations
 
-from azure.core.exceptions import HttpResponseError
-
-from tabulae.examples.harness import Example, error_code
+from tabulae.examples.harness import Example, refused
 
 TITLE = "Wide entities: 300 properties over two entities, one EGT, one range read"
 
@@ -28,16 +26,13 @@ _PER_PART = 200
 def run(ex: Example) -> None:
     table = ex.table("wideentities")
     values = {f"Day{d:03d}": d % 17 for d in range(_PROPERTIES)}
-    with ex.operation(f"one entity with {_PROPERTIES} properties: refused") as op:
-        try:
-            table.create_entity({"PartitionKey": "Sales", "RowKey": "000123", **values})
-            refused = None
-        except HttpResponseError as exc:
-            refused = exc
-    ex.claim(
-        refused is not None and refused.status_code == 400 and error_code(refused) == "TooManyProperties",
-        "the service refuses more than 252 properties of one's own: 400 TooManyProperties",
-    )
+    with ex.operation(f"one entity with {_PROPERTIES} properties: refused"):
+        too_many = refused(
+            lambda: table.create_entity({"PartitionKey": "Sales", "RowKey": "000123", **values}),
+            400,
+            "TooManyProperties",
+        )
+    ex.claim(too_many, "the service refuses more than 252 properties of one's own: 400 TooManyProperties")
     names = sorted(values)
     parts = [names[i : i + _PER_PART] for i in range(0, len(names), _PER_PART)]
     with ex.operation(f"split over {len(parts)} entities, one EGT") as op:
