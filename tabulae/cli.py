@@ -212,7 +212,7 @@ def serve(args: argparse.Namespace) -> None:
     _check(settings)
     _check_store(settings)
     try:
-        sockets = compose.bind(settings)
+        worker_sockets = compose.bind(settings)
         compose.exit_on_stop_signals()
     except compose.BindError as exc:
         raise SystemExit(f"tabulae: {exc}") from None
@@ -234,7 +234,7 @@ def serve(args: argparse.Namespace) -> None:
         flush=True,
     )
     try:
-        compose.serve(settings, sockets)
+        compose.serve(settings, worker_sockets)
     finally:
         if settings.in_memory:
             shutil.rmtree(settings.data_dir, ignore_errors=True)

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 import uvicorn
 from uvicorn.supervisors import Multiprocess
+from uvicorn.supervisors.multiprocess import Process
 
 from tabulae.admission.blobs import BlobAdmission
 from tabulae.admission.faults import FaultInjector
@@ -40,6 +41,7 @@ from tabulae.console.queues import QueuesPage
 from tabulae.console.render import BASE as CONSOLE_PATH
 from tabulae.console.tables import TablesPage
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
+from tabulae.http.listeners import listen, per_worker
 from tabulae.http.options import FrontendOptions
 from tabulae.http.protocol import KEEP_ALIVE_SECONDS, AzureHttpProtocol
 from tabulae.insight.containers import ContainerCounters
@@ -240,14 +242,15 @@ class BindError(Exception):
     """A service's port could not be listened on; the message says which and why."""
 
 
-def bind(settings: Settings) -> list[socket.socket]:
+def bind(settings: Settings) -> list[list[socket.socket]]:
     """Listen on every service's port before anything is announced, so a busy port is the first
-    and only thing a user sees."""
-    sockets: list[socket.socket] = []
+    and only thing a user sees. One list of sockets (one per port) per worker: with several
+    workers each listens on sockets of its own (:mod:`tabulae.http.listeners` says why)."""
+    by_port: list[list[socket.socket]] = []
     try:
         for service, port in settings.ports().items():
             try:
-                sockets.append(_listen(settings.host, port))
+                by_port.append(listen(settings.host, port, settings.workers))
             except OSError as exc:
                 flag = {"table": "--port", "queue": "--queue-port", "blob": "--blob-port"}[service]
                 raise BindError(
@@ -255,29 +258,32 @@ def bind(settings: Settings) -> list[socket.socket]:
                     f"{exc.strerror or exc} (choose another with {flag}, or leave it out with --services)"
                 ) from None
     except BaseException:
-        for sock in sockets:
-            sock.close()
+        for sockets in by_port:
+            for sock in sockets:
+                sock.close()
         raise
-    return sockets
+    return per_worker(by_port)
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    """A listening socket as uvicorn makes one (address reuse, inheritable by worker processes)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-        sock.listen(2048)
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
+class _SpreadMultiprocess(Multiprocess):
+    """uvicorn's supervisor, starting each worker on its own listening sockets. A worker started
+    later in place of one that died (or on SIGHUP) gets every worker's sockets, as uvicorn gives
+    them: it serves its predecessor's share and competes for the others', which is correct,
+    only less evenly spread."""
+
+    def __init__(self, config: uvicorn.Config, worker_sockets: list[list[socket.socket]]) -> None:
+        super().__init__(config, sockets=[sock for own in worker_sockets for sock in own])
+        self._worker_sockets = worker_sockets
+
+    def init_processes(self) -> None:
+        for own in self._worker_sockets:
+            process = Process(self.config, own)
+            process.start()
+            self.processes.append(process)
 
 
-def serve(settings: Settings, sockets: list[socket.socket]) -> None:
-    """Run uvicorn over ``sockets`` (from :func:`bind`) until SIGTERM or SIGINT."""
+def serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> None:
+    """Run uvicorn over the sockets from :func:`bind` until SIGTERM or SIGINT."""
     AzureHttpProtocol.header_timeout = settings.body_timeout
     if settings.console_on() and not settings.console_secret:
         settings.console_secret = secrets.token_bytes(32)  # one for every worker: any of them may answer
@@ -307,14 +313,14 @@ def serve(settings: Settings, sockets: list[socket.socket]) -> None:
             server.should_exit = True
 
         _on_stop_signals(stop)
-        server.run(sockets=sockets)
+        server.run(sockets=worker_sockets[0])
         if not server.started and not server.should_exit:
             raise SystemExit(3)  # start-up failed (uvicorn's own exit status for it); logged already
         return
 
     os.environ[SETTINGS_ENV] = settings.to_json()
     config = uvicorn.Config("tabulae.compose:create_app", factory=True, workers=settings.workers, **options)
-    Multiprocess(config, sockets=sockets).run()
+    _SpreadMultiprocess(config, worker_sockets).run()
 
 
 def exit_on_stop_signals() -> None:
