@@ -481,14 +481,36 @@ def _entity_by_shape(fields: dict[str, Any], shape: _Shape, url_keys: tuple[str,
     properties: Properties = {}
     for name, annotation in shape.properties:
         value = fields[name]
+        kind = type(value)
+        # The values JSON types alone decide, inline. orjson never yields a lone surrogate or an
+        # infinite float, so a string this short and a float need no further check.
+        if kind is str:
+            if annotation is None or annotation == edm.STRING:
+                if len(value) > _SURELY_SHORT:
+                    _check_string(value)
+                properties[name] = (edm.STRING, value)
+                continue
+        elif annotation is None:
+            if kind is int:
+                if edm.INT32_MIN <= value <= edm.INT32_MAX:
+                    properties[name] = (edm.INT32, value)
+                    continue
+            elif kind is float:
+                properties[name] = (edm.DOUBLE, value)
+                continue
+            elif kind is bool:
+                properties[name] = (edm.BOOLEAN, value)
+                continue
         if value is None:
             continue
-        if type(value) is str and (annotation is None or annotation == edm.STRING):
-            properties[name] = (edm.STRING, _check_string(value))
-        else:
-            properties[name] = typed_value(name, value, annotation)
+        properties[name] = typed_value(name, value, annotation)
     check_entity_size(pk, rk, properties)
     return Entity(pk, rk, properties)
+
+
+# A string of at most this many characters has at most twice as many UTF-16 code units, so it is
+# within the limit whatever its characters.
+_SURELY_SHORT = MAX_STRING_UTF16 // 2
 
 
 def entity_size(pk: str, rk: str, properties: Properties) -> int:

@@ -101,12 +101,18 @@ class BatchRequest:
 
 @dataclass(slots=True)
 class SubResponse:
-    """One operation's answer. ``headers`` are written verbatim (write ``ETag``, not ``etag``)."""
+    """One operation's answer. ``headers`` are written verbatim (write ``ETag``, not ``etag``).
+
+    ``tail`` holds the headers written after ``headers`` that differ from part to part (an
+    inserted entity's ``Location``): ``headers`` is then the same tuple for many parts, and is
+    rendered once for all of them.
+    """
 
     status: int
     headers: Headers
     body: bytes
     content_id: str | None = None
+    tail: Headers = ()
 
 
 # --------------------------------------------------------------------------------------------
@@ -467,40 +473,46 @@ def render_batch_response(
     outer = batch_boundary or f"batchresponse_{uuid.uuid4()}"
     if in_changeset is None:
         in_changeset = not (len(parts) == 1 and parts[0].status == HTTPStatus.OK)
+    pieces: list[bytes] = []
     if not in_changeset:
-        body = b"".join(_delimiter(outer) + _render_response_part(part) for part in parts)
-        return _multipart_type(outer), body + _close(outer)
+        delimiter = _delimiter(outer)
+        for part in parts:
+            pieces.append(delimiter)
+            _render_response_part(part, pieces)
+        pieces.append(_close(outer))
+        return _multipart_type(outer), b"".join(pieces)
     inner = changeset_boundary or f"changesetresponse_{uuid.uuid4()}"
-    body = b"".join(
-        [
-            _delimiter(outer),
-            _changeset_header(inner),
-            *(_delimiter(inner) + _render_response_part(part) for part in parts),
-            _close(inner),
-            _close(outer),
-        ]
-    )
-    return _multipart_type(outer), body
+    pieces += (_delimiter(outer), _changeset_header(inner))
+    delimiter = _delimiter(inner)
+    for part in parts:
+        pieces.append(delimiter)
+        _render_response_part(part, pieces)
+    pieces += (_close(inner), _close(outer))
+    return _multipart_type(outer), b"".join(pieces)
 
 
 @lru_cache(maxsize=64)
-def _status_line(status: int) -> bytes:
-    return f"HTTP/1.1 {status} {_reason(status)}\r\n".encode()
+def _part_start(status: int) -> bytes:
+    """A response part's MIME headers, the empty line and the status line."""
+    return _HTTP_PART_HEADERS + _CRLF + f"HTTP/1.1 {status} {_reason(status)}\r\n".encode()
 
 
-def _render_response_part(part: SubResponse) -> bytes:
-    """One response MIME part: status line, ``Content-ID`` first, headers, body, final CRLF."""
-    status_line = _status_line(part.status)
-    return (
-        _HTTP_PART_HEADERS
-        + _CRLF
-        + status_line
-        + _content_id_line(part.content_id)
-        + _render_fields(part.headers)
-        + _CRLF
-        + part.body
-        + _CRLF
-    )
+def _render_response_part(part: SubResponse, pieces: list[bytes]) -> None:
+    """Append one response MIME part to ``pieces`` (joined once for the whole body): status line,
+    ``Content-ID`` first, headers, body, final CRLF."""
+    pieces.append(_part_start(part.status))
+    if part.content_id is not None:
+        pieces.append(f"Content-ID: {part.content_id}\r\n".encode())
+    pieces.append(_fields_block(part.headers))
+    for name, value in part.tail:
+        pieces.append(f"{name}: {value}\r\n".encode())
+    pieces += (_CRLF, part.body, _CRLF)
+
+
+@lru_cache(maxsize=256)  # the parts of a response share their header tuples
+def _fields_block(fields: Headers) -> bytes:
+    """Header lines written verbatim, names in the caller's case."""
+    return _render_fields(fields)
 
 
 def _reason(status: int) -> str:
@@ -518,12 +530,7 @@ def _content_id_line(content_id: str | None) -> bytes:
 
 def _render_fields(fields: Iterable[tuple[str, str]]) -> bytes:
     """Header lines written verbatim, names in the caller's case."""
-    return b"".join([_field_line(name, value) for name, value in fields])
-
-
-@lru_cache(maxsize=1024)  # the parts of a response repeat all their lines but Location
-def _field_line(name: str, value: str) -> bytes:
-    return f"{name}: {value}\r\n".encode()
+    return "".join([f"{name}: {value}\r\n" for name, value in fields]).encode()
 
 
 def _changeset_header(boundary: str) -> bytes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from tabulae.http.addressing import is_path_style
@@ -20,7 +21,7 @@ from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.model.names import SECONDARY_SUFFIX
 from tabulae.table.api import odata
-from tabulae.table.api.batch import SubRequest, SubResponse, parse_batch, render_batch_response
+from tabulae.table.api.batch import Headers, SubRequest, SubResponse, parse_batch, render_batch_response
 from tabulae.table.api.operations import Operation, effective_method, resolve_operation, write_condition
 from tabulae.table.api.routing import Resource, Route, resolve
 from tabulae.table.service import TableService
@@ -35,12 +36,24 @@ Authorizer = Callable[[Route, Operation, str, str], None]
 
 
 @dataclass(slots=True)
+class _Plan:
+    """What a sub-request's method, URL and headers decide, worked out once per batch for all the
+    operations that repeat them (an SDK writes every insert of a batch with the same ones)."""
+
+    route: Route
+    operation: Operation
+    kind: MutationKind
+    level: str
+    prefer: str | None
+    content_id: str | None  # a Content-ID header of the embedded request (legacy SDKs)
+    condition: str | None  # the If-Match of an update, merge or delete
+
+
+@dataclass(slots=True)
 class _Change:
     mutation: Mutation
-    route: Route
-    prefer: str | None
+    plan: _Plan
     content_id: str | None
-    level: str
 
 
 def _origin_path(target: str) -> str:
@@ -123,43 +136,63 @@ def _operation(sub: SubRequest, route: Route, method: str) -> Operation:
     return operation
 
 
-def _mutation(sub: SubRequest, route: Route, operation: Operation) -> Mutation:
+def _plan(sub: SubRequest, route: Route) -> _Plan:
+    """Resolve the operation, the response's metadata level and the write condition, in the order
+    a whole request checks them (each may refuse the operation)."""
+    operation = _operation(sub, route, _method(sub))
+    level = odata.metadata_level(_header(sub, "accept"), None)
     kind = _KINDS[operation]
+    condition = None
+    if kind is not MutationKind.INSERT:
+        verb = "DELETE" if kind is MutationKind.DELETE else "PUT" if kind is MutationKind.REPLACE else "MERGE"
+        condition = write_condition(_header(sub, "if-match"), _header(sub, "if-none-match"), verb)
+    return _Plan(route, operation, kind, level, _prefer(sub), _header(sub, "content-id"), condition)
+
+
+def _mutation(sub: SubRequest, plan: _Plan) -> Mutation:
+    kind = plan.kind
     if kind is MutationKind.INSERT:
         entity = entity_from_body(sub.body, None)
         return Mutation(kind, entity.pk, entity.rk, entity.properties)
+    route = plan.route
     assert route.pk is not None and route.rk is not None
     keys = (route.pk, route.rk)
-    verb = "DELETE" if kind is MutationKind.DELETE else "PUT" if kind is MutationKind.REPLACE else "MERGE"
-    condition = write_condition(_header(sub, "if-match"), _header(sub, "if-none-match"), verb)
     if kind is MutationKind.DELETE:
-        if condition is None:
+        if plan.condition is None:
             raise TableError("UpdateConditionNotSatisfied")  # If-Match is required
-        return Mutation(kind, *keys, None, condition)
+        return Mutation(kind, *keys, None, plan.condition)
     entity = entity_from_body(sub.body, keys)
-    return Mutation(kind, *keys, entity.properties, condition)
+    return Mutation(kind, *keys, entity.properties, plan.condition)
 
 
-def _success_part(operation: _Change, stored: StoredEntity | None) -> SubResponse:
-    headers = list(_PART_COMMON)
-    mutation = operation.mutation
-    if mutation.kind is MutationKind.DELETE or stored is None:
-        return SubResponse(204, tuple(headers), b"", operation.content_id)
+_NO_CONTENT_HEADERS = _PART_COMMON
+
+
+@lru_cache(maxsize=64)
+def _created_headers(prefer: str | None, level: str) -> tuple[tuple[str, str], ...]:
+    """The headers every inserted entity's part of one kind shares, before its Location."""
+    applied = (("Preference-Applied", prefer),) if prefer else ()
+    if prefer == "return-no-content":
+        return (*_PART_COMMON, *applied)
+    return (*_PART_COMMON, *applied, ("Content-Type", odata.CONTENT_TYPE_TEXT[level]))
+
+
+def _success_part(change: _Change, stored: StoredEntity | None) -> SubResponse:
+    plan = change.plan
+    if plan.kind is MutationKind.DELETE or stored is None:
+        return SubResponse(204, _NO_CONTENT_HEADERS, b"", change.content_id)
     etag = ("ETag", stored.etag)
-    if mutation.kind is not MutationKind.INSERT:
-        return SubResponse(204, (*headers, etag), b"", operation.content_id)
-    route = operation.route
+    if plan.kind is not MutationKind.INSERT:
+        return SubResponse(204, _NO_CONTENT_HEADERS, b"", change.content_id, (etag,))
+    route = plan.route
     assert route.table is not None
     location = f"{route.base}/{odata.key_path(route.table, stored.pk, stored.rk)}"
-    if operation.prefer:
-        headers.append(("Preference-Applied", operation.prefer))
-    if operation.prefer == "return-no-content":
-        headers.extend((("Location", location), ("DataServiceId", location), etag))
-        return SubResponse(204, tuple(headers), b"", operation.content_id)
-    level = operation.level
-    body = odata.render_entity(stored, route.base, route.account, route.table, level)
-    headers.extend((("Content-Type", odata.CONTENT_TYPE_TEXT[level]), ("Location", location), etag))
-    return SubResponse(201, tuple(headers), body, operation.content_id)
+    headers = _created_headers(plan.prefer, plan.level)
+    if plan.prefer == "return-no-content":
+        tail = (("Location", location), ("DataServiceId", location), etag)
+        return SubResponse(204, headers, b"", change.content_id, tail)
+    body = odata.render_entity(stored, route.base, route.account, route.table, plan.level)
+    return SubResponse(201, headers, body, change.content_id, (("Location", location), etag))
 
 
 def _failure_part(
@@ -195,29 +228,34 @@ async def submit(
     operations: list[_Change] = []
     table_key: str | None = None
     routes: dict[str, Route] = {}  # inserts into one table all share one target URL
+    plans: dict[tuple[str, str, Headers], _Plan] = {}
     for index, sub in enumerate(batch.operations):
         try:
-            op_route = routes.get(sub.target)
-            if op_route is None:
-                op_route = routes[sub.target] = _sub_route(request.scheme, host, sub.target, route, accounts)
-            if op_route.account != route.account or op_route.table is None:
-                raise TableError("InvalidInput")
-            if table_key is None:
-                table_key = op_route.table.lower()
-            elif op_route.table.lower() != table_key:
-                raise TableError("InvalidInput")
-            operation = _operation(sub, op_route, _method(sub))
-            level = odata.metadata_level(_header(sub, "accept"), None)
-            mutation = _mutation(sub, op_route, operation)
+            plan = plans.get((sub.method, sub.target, sub.headers))
+            if plan is None:
+                op_route = routes.get(sub.target)
+                if op_route is None:
+                    op_route = routes[sub.target] = _sub_route(
+                        request.scheme, host, sub.target, route, accounts
+                    )
+                if op_route.account != route.account or op_route.table is None:
+                    raise TableError("InvalidInput")
+                if table_key is None:
+                    table_key = op_route.table.lower()
+                elif op_route.table.lower() != table_key:
+                    raise TableError("InvalidInput")
+                plan = plans[sub.method, sub.target, sub.headers] = _plan(sub, op_route)
+            mutation = _mutation(sub, plan)
             if authorize is not None:
-                authorize(op_route, operation, mutation.pk, mutation.rk)
-            operations.append(_Change(mutation, op_route, _prefer(sub), _content_id(sub), level))
+                authorize(plan.route, plan.operation, mutation.pk, mutation.rk)
+            content_id = sub.content_id if sub.content_id is not None else plan.content_id
+            operations.append(_Change(mutation, plan, content_id))
         except TableError as error:
             error.index = index
             return _multipart([_failure_part(error, request_id, _content_id(sub), _prefer(sub))])
     if not operations or table_key is None:
         raise TableError("InvalidInput")
-    table = operations[0].route.table
+    table = operations[0].plan.route.table
     assert table is not None
     try:
         results = await service.submit_batch(route.account, table, [op.mutation for op in operations])
@@ -227,7 +265,7 @@ async def submit(
         index = error.index if error.index is not None else 0
         error.index = index
         failed = operations[min(index, len(operations) - 1)]
-        return _multipart([_failure_part(error, request_id, failed.content_id, failed.prefer)])
+        return _multipart([_failure_part(error, request_id, failed.content_id, failed.plan.prefer)])
     return _multipart([_success_part(op, stored) for op, stored in zip(operations, results, strict=True)])
 
 
