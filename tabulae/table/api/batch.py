@@ -162,22 +162,37 @@ def _parse_changeset(payload: bytes, boundary: str) -> tuple[SubRequest, ...]:
     parts = _split_multipart(payload, boundary)
     if not parts:
         raise _invalid("the changeset is empty")
-    operations = tuple(_parse_operation(*_split_mime_part(part)) for part in parts)
+    operations = tuple([_parse_operation_part(part) for part in parts])
     if any(op.method == "GET" for op in operations):
         raise _invalid("a GET cannot be part of a changeset")
     return operations
 
 
+def _parse_operation_part(part: bytes) -> SubRequest:
+    """:func:`_parse_operation` of a whole MIME part, with the part's header block checked once
+    for every part that repeats it (the parts of a batch differ in Content-ID only)."""
+    head, payload = _split_head(part)
+    content_id = _operation_part_head(head)
+    method, target, request_headers, request_body = _parse_http_request(payload)
+    return SubRequest(method, target, request_headers, request_body, content_id)
+
+
 def _parse_operation(headers: Headers, payload: bytes) -> SubRequest:
     """Turn one ``application/http`` MIME part into a :class:`SubRequest`."""
+    content_id = _operation_headers(headers)
+    method, target, request_headers, request_body = _parse_http_request(payload)
+    return SubRequest(method, target, request_headers, request_body, content_id)
+
+
+def _operation_headers(headers: Headers) -> str | None:
+    """Check an operation part's MIME headers; return its ``Content-ID``."""
     media, _ = _parse_media_type(header_value(headers, "content-type") or "")
     if media != "application/http":
         raise _invalid("an operation part is not application/http")
     encoding = header_value(headers, "content-transfer-encoding")
     if encoding is not None and encoding.lower() not in _BINARY_ENCODINGS:
         raise _invalid("unsupported Content-Transfer-Encoding")
-    method, target, request_headers, request_body = _parse_http_request(payload)
-    return SubRequest(method, target, request_headers, request_body, header_value(headers, "content-id"))
+    return header_value(headers, "content-id")
 
 
 def _parse_http_request(message: bytes) -> tuple[str, str, Headers, bytes]:
@@ -204,6 +219,12 @@ def _parse_request_head(head: bytes) -> tuple[str, str, Headers]:
     if match is None:
         raise _invalid("bad request line")
     return match[1], match[2], _parse_fields(lines[1:])
+
+
+@lru_cache(maxsize=_HEAD_CACHE_SIZE)
+def _operation_part_head(head: bytes) -> str | None:
+    """The ``Content-ID`` of an operation part's header block, once the block is checked."""
+    return _operation_headers(_parse_fields(_decode_head(head)))
 
 
 @lru_cache(maxsize=_HEAD_CACHE_SIZE)
@@ -357,12 +378,17 @@ def _split_multipart(body: bytes, boundary: str) -> list[bytes]:
     parts: list[bytes] = []
     start: int | None = None
     position = body.find(marker)
+    length = len(marker)
     while position >= 0:
-        match = _delimiter_at(body, position, len(marker))
-        if match is None:
-            position = body.find(marker, position + 1)
-            continue
-        begin, end, closing = match
+        end = position + length
+        if body.startswith(b"\r\n", end) and position >= 2 and body.startswith(b"\r\n", position - 2):
+            begin, closing = position - 2, False  # the usual delimiter line, checked inline
+        else:
+            match = _delimiter_at(body, position, length)
+            if match is None:
+                position = body.find(marker, position + 1)
+                continue
+            begin, end, closing = match
         if start is not None:
             parts.append(body[start:begin])
             if len(parts) > MAX_PARTS:
