@@ -474,8 +474,14 @@ def _shape_of(fields: dict[str, Any], url_keys: tuple[str, str] | None) -> _Shap
 def _entity_by_shape(fields: dict[str, Any], shape: _Shape, url_keys: tuple[str, str] | None) -> Entity:
     """:func:`entity_from_pairs` for a body whose names were checked when its shape was planned."""
     if url_keys is None:
-        pk = _key_value("PartitionKey", fields)
-        rk = _key_value("RowKey", fields)
+        pk = fields.get("PartitionKey")
+        rk = fields.get("RowKey")
+        if type(pk) is not str:
+            raise TableError("PropertiesNeedValue")
+        check_body_key("PartitionKey", pk)
+        if type(rk) is not str:
+            raise TableError("PropertiesNeedValue")
+        check_body_key("RowKey", rk)
     else:
         pk, rk = url_keys
     properties: Properties = {}
@@ -557,10 +563,11 @@ def wire_properties(properties: Properties) -> dict[str, Any]:
         if kind in (edm.STRING, edm.BOOLEAN, edm.INT32):
             out[name] = value
         elif kind == edm.DOUBLE:
-            shown = _format_double(value)
-            if isinstance(shown, str):
+            if math.isfinite(value):
+                out[name] = value
+            else:
                 out[name + ANNOTATION] = edm.DOUBLE
-            out[name] = shown
+                out[name] = _format_double(value)
         elif kind == edm.INT64:
             out[name + ANNOTATION] = edm.INT64
             out[name] = str(value)

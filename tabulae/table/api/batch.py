@@ -126,6 +126,8 @@ _LINE_SPLIT_RE = re.compile(r"\r?\n")
 # Control characters (tab aside) anywhere in a header block, but for the CRLF or LF line breaks.
 _FORBIDDEN_HEAD_CHARS_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)")
 _BODY_WHITESPACE = b" \t\r\n"
+_EOL_BYTES = b"\r\n"
+_CR = ord("\r")
 _BINARY_ENCODINGS = frozenset({"binary", "7bit", "8bit"})
 
 
@@ -159,13 +161,42 @@ def parse_batch(content_type: str, body: bytes) -> BatchRequest:
 
 def _parse_changeset(payload: bytes, boundary: str) -> tuple[SubRequest, ...]:
     """Parse a changeset's parts; each must be an ``application/http`` non-GET request."""
-    parts = _split_multipart(payload, boundary)
-    if not parts:
+    spans = _part_spans(payload, boundary)
+    if not spans:
         raise _invalid("the changeset is empty")
-    operations = tuple([_parse_operation_part(part) for part in parts])
+    operations = tuple([_parse_operation_at(payload, start, end) for start, end in spans])
     if any(op.method == "GET" for op in operations):
         raise _invalid("a GET cannot be part of a changeset")
     return operations
+
+
+def _parse_operation_at(body: bytes, start: int, end: int) -> SubRequest:
+    """Parse the operation part ``body[start:end]`` as :func:`_parse_operation_part` does.
+
+    The usual part (CRLF lines, no blank line before the request line) is cut by index over the
+    whole body, with the two header blocks looked up in their caches; any other shape goes the
+    general way, so both give the same answer for every input.
+    """
+    mime_end = body.find(b"\n\r\n", start, end)
+    if (
+        mime_end > start
+        and body[start] not in _EOL_BYTES
+        and body[mime_end - 1] == _CR
+        and body.find(b"\n\n", start, mime_end) < 0
+    ):
+        request_start = mime_end + 3
+        request_end = body.find(b"\n\r\n", request_start, end)
+        if (
+            request_end > request_start
+            and body[request_start] not in _EOL_BYTES
+            and body[request_end - 1] == _CR
+            and body.find(b"\n\n", request_start, request_end) < 0
+        ):
+            content_id = _operation_part_head(body[start : mime_end - 1])
+            method, target, fields = _parse_request_head(body[request_start : request_end - 1])
+            request_body = body[request_end + 3 : end].strip(_BODY_WHITESPACE)
+            return SubRequest(method, target, fields, request_body, content_id)
+    return _parse_operation_part(body[start:end])
 
 
 def _parse_operation_part(part: bytes) -> SubRequest:
@@ -366,7 +397,12 @@ def _require_boundary(media: str, params: dict[str, str]) -> str:
 
 
 def _split_multipart(body: bytes, boundary: str) -> list[bytes]:
-    """Return the parts of an RFC 2046 multipart body (preamble and epilogue dropped).
+    """Return the parts of an RFC 2046 multipart body (preamble and epilogue dropped)."""
+    return [body[start:end] for start, end in _part_spans(body, boundary)]
+
+
+def _part_spans(body: bytes, boundary: str) -> list[tuple[int, int]]:
+    """Return where the parts of an RFC 2046 multipart body start and end.
 
     A delimiter is ``--boundary`` at the start of the body or after a line break, which belongs
     to the delimiter. The trailing line break of a delimiter line is only looked ahead at, so
@@ -375,7 +411,7 @@ def _split_multipart(body: bytes, boundary: str) -> list[bytes]:
     ``bytes.find`` (a fast C scan) and then checked, so parsing stays linear and cheap.
     """
     marker = b"--" + boundary.encode("ascii")
-    parts: list[bytes] = []
+    spans: list[tuple[int, int]] = []
     start: int | None = None
     position = body.find(marker)
     length = len(marker)
@@ -390,19 +426,18 @@ def _split_multipart(body: bytes, boundary: str) -> list[bytes]:
                 continue
             begin, end, closing = match
         if start is not None:
-            parts.append(body[start:begin])
-            if len(parts) > MAX_PARTS:
+            spans.append((start, begin))
+            if len(spans) > MAX_PARTS:
                 raise _invalid("too many parts")
         if closing:
-            return parts
+            return spans
         start = _skip_eol(body, end)
         position = body.find(marker, end)
     if start is None:
         raise _invalid("no boundary delimiter found")
-    tail = body[start:]
-    if tail.strip(_BODY_WHITESPACE):
-        parts.append(tail)
-    return parts
+    if body[start:].strip(_BODY_WHITESPACE):
+        spans.append((start, len(body)))
+    return spans
 
 
 def _delimiter_at(body: bytes, position: int, length: int) -> tuple[int, int, bool] | None:
