@@ -536,18 +536,12 @@ def render_batch_response(
         in_changeset = not (len(parts) == 1 and parts[0].status == HTTPStatus.OK)
     pieces: list[bytes] = []
     if not in_changeset:
-        delimiter = _delimiter(outer)
-        for part in parts:
-            pieces.append(delimiter)
-            _render_response_part(part, pieces)
+        _render_response_parts(parts, _delimiter(outer), pieces)
         pieces.append(_close(outer))
         return _multipart_type(outer), b"".join(pieces)
     inner = changeset_boundary or f"changesetresponse_{uuid.uuid4()}"
     pieces += (_delimiter(outer), _changeset_header(inner))
-    delimiter = _delimiter(inner)
-    for part in parts:
-        pieces.append(delimiter)
-        _render_response_part(part, pieces)
+    _render_response_parts(parts, _delimiter(inner), pieces)
     pieces += (_close(inner), _close(outer))
     return _multipart_type(outer), b"".join(pieces)
 
@@ -558,22 +552,22 @@ def _part_start(status: int) -> bytes:
     return _HTTP_PART_HEADERS + _CRLF + f"HTTP/1.1 {status} {_reason(status)}\r\n".encode()
 
 
-def _render_response_part(part: SubResponse, pieces: list[bytes]) -> None:
-    """Append one response MIME part to ``pieces`` (joined once for the whole body): status line,
-    ``Content-ID`` first, headers, body, final CRLF."""
-    pieces.append(_part_start(part.status))
-    if part.content_id is not None:
-        pieces.append(f"Content-ID: {part.content_id}\r\n".encode())
-    pieces.append(_fields_block(part.headers))
-    for name, value in part.tail:
-        pieces.append(f"{name}: {value}\r\n".encode())
-    pieces += (_CRLF, part.body, _CRLF)
-
-
-@lru_cache(maxsize=256)  # the parts of a response share their header tuples
-def _fields_block(fields: Headers) -> bytes:
-    """Header lines written verbatim, names in the caller's case."""
-    return _render_fields(fields)
+def _render_response_parts(parts: Sequence[SubResponse], delimiter: bytes, pieces: list[bytes]) -> None:
+    """Append each part, after its delimiter, to ``pieces`` (joined once for the whole body):
+    status line, ``Content-ID`` first, headers, body, final CRLF. A header tuple that many
+    parts share is rendered once."""
+    blocks: dict[int, bytes] = {}  # id() of a header tuple -> its lines; the parts keep it alive
+    for part in parts:
+        pieces += (delimiter, _part_start(part.status))
+        if part.content_id is not None:
+            pieces.append(f"Content-ID: {part.content_id}\r\n".encode())
+        block = blocks.get(id(part.headers))
+        if block is None:
+            block = blocks[id(part.headers)] = _render_fields(part.headers)
+        pieces.append(block)
+        for name, value in part.tail:
+            pieces.append(f"{name}: {value}\r\n".encode())
+        pieces += (_CRLF, part.body, _CRLF)
 
 
 def _reason(status: int) -> str:

@@ -49,13 +49,6 @@ class _Plan:
     condition: str | None  # the If-Match of an update, merge or delete
 
 
-@dataclass(slots=True)
-class _Change:
-    mutation: Mutation
-    plan: _Plan
-    content_id: str | None
-
-
 def _origin_path(target: str) -> str:
     """The path of an absolute or origin-form target; scheme and host are ignored."""
     if "://" in target:
@@ -177,22 +170,22 @@ def _created_headers(prefer: str | None, level: str) -> tuple[tuple[str, str], .
     return (*_PART_COMMON, *applied, ("Content-Type", odata.CONTENT_TYPE_TEXT[level]))
 
 
-def _success_part(change: _Change, stored: StoredEntity | None) -> SubResponse:
-    plan = change.plan
+def _success_part(plan: _Plan, content_id: str | None, stored: StoredEntity | None) -> SubResponse:
     if plan.kind is MutationKind.DELETE or stored is None:
-        return SubResponse(204, _NO_CONTENT_HEADERS, b"", change.content_id)
+        return SubResponse(204, _NO_CONTENT_HEADERS, b"", content_id)
     etag = ("ETag", stored.etag)
     if plan.kind is not MutationKind.INSERT:
-        return SubResponse(204, _NO_CONTENT_HEADERS, b"", change.content_id, (etag,))
+        return SubResponse(204, _NO_CONTENT_HEADERS, b"", content_id, (etag,))
     route = plan.route
     assert route.table is not None
     location = f"{route.base}/{odata.key_path(route.table, stored.pk, stored.rk)}"
     headers = _created_headers(plan.prefer, plan.level)
     if plan.prefer == "return-no-content":
-        tail = (("Location", location), ("DataServiceId", location), etag)
-        return SubResponse(204, headers, b"", change.content_id, tail)
+        return SubResponse(
+            204, headers, b"", content_id, (("Location", location), ("DataServiceId", location), etag)
+        )
     body = odata.render_entity(stored, route.base, route.account, route.table, plan.level)
-    return SubResponse(201, headers, body, change.content_id, (("Location", location), etag))
+    return SubResponse(201, headers, body, content_id, (("Location", location), etag))
 
 
 def _failure_part(
@@ -225,7 +218,8 @@ async def submit(
             service, batch.operations[0], request, route, request_id, accounts, authorize
         )
     host = request.headers.get("host", "127.0.0.1")
-    operations: list[_Change] = []
+    mutations: list[Mutation] = []
+    changes: list[tuple[_Plan, str | None]] = []  # each operation's plan and Content-ID
     table_key: str | None = None
     routes: dict[str, Route] = {}  # inserts into one table all share one target URL
     plans: dict[tuple[str, str, Headers], _Plan] = {}
@@ -248,25 +242,29 @@ async def submit(
             mutation = _mutation(sub, plan)
             if authorize is not None:
                 authorize(plan.route, plan.operation, mutation.pk, mutation.rk)
-            content_id = sub.content_id if sub.content_id is not None else plan.content_id
-            operations.append(_Change(mutation, plan, content_id))
+            mutations.append(mutation)
+            changes.append((plan, sub.content_id if sub.content_id is not None else plan.content_id))
         except TableError as error:
             error.index = index
             return _multipart([_failure_part(error, request_id, _content_id(sub), _prefer(sub))])
-    if not operations or table_key is None:
+    if not mutations or table_key is None:
         raise TableError("InvalidInput")
-    table = operations[0].plan.route.table
+    table = changes[0][0].route.table
     assert table is not None
     try:
-        results = await service.submit_batch(route.account, table, [op.mutation for op in operations])
+        results = await service.submit_batch(route.account, table, mutations)
     except TableError as error:
         if error.index is None and error.status >= 500:
             raise  # refused or failed as a whole (throttled, fault, storage): a retryable request error
         index = error.index if error.index is not None else 0
         error.index = index
-        failed = operations[min(index, len(operations) - 1)]
-        return _multipart([_failure_part(error, request_id, failed.content_id, failed.plan.prefer)])
-    return _multipart([_success_part(op, stored) for op, stored in zip(operations, results, strict=True)])
+        failed_plan, failed_id = changes[min(index, len(changes) - 1)]
+        return _multipart([_failure_part(error, request_id, failed_id, failed_plan.prefer)])
+    parts = [
+        _success_part(plan, content_id, stored)
+        for (plan, content_id), stored in zip(changes, results, strict=True)
+    ]
+    return _multipart(parts)
 
 
 async def _single_query(
