@@ -303,20 +303,21 @@ def _insert_all(
     key finds a clash, and the rows inserted before it tell which operation clashed; the job's
     savepoint then undoes them."""
     ticks = edm.now_ticks()
-    blobs = [encode_properties(mutation.properties or {}) for mutation in mutations]
-    rows = [
-        (table_id, _key(mutation.pk), _key(mutation.rk), ticks, blob)
-        for mutation, blob in zip(mutations, blobs, strict=True)
-    ]
+    partition = mutations[0].pk  # a group's rows usually share one PartitionKey: encoded once
+    partition_key = _key(partition)
+    rows = []
+    stored: list[StoredEntity | None] = []
+    for mutation in mutations:
+        blob = encode_properties(mutation.properties or {})
+        pk = partition_key if mutation.pk == partition else _key(mutation.pk)
+        rows.append((table_id, pk, _key(mutation.rk), ticks, blob))
+        stored.append(StoredEntity(mutation.pk, mutation.rk, ticks, blob))
     before = conn.total_changes
     try:
         conn.executemany(_INSERT_SQL, rows)
     except sqlite3.IntegrityError:
         raise TableError("EntityAlreadyExists").at(conn.total_changes - before) from None
-    return [
-        StoredEntity(mutation.pk, mutation.rk, ticks, blob)
-        for mutation, blob in zip(mutations, blobs, strict=True)
-    ]
+    return stored
 
 
 def _apply_one(

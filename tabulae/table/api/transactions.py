@@ -47,6 +47,7 @@ class _Plan:
     prefer: str | None
     content_id: str | None  # a Content-ID header of the embedded request (legacy SDKs)
     condition: str | None  # the If-Match of an update, merge or delete
+    created: Headers  # an inserted entity's answer: the headers before its Location
 
 
 def _origin_path(target: str) -> str:
@@ -139,7 +140,11 @@ def _plan(sub: SubRequest, route: Route) -> _Plan:
     if kind is not MutationKind.INSERT:
         verb = "DELETE" if kind is MutationKind.DELETE else "PUT" if kind is MutationKind.REPLACE else "MERGE"
         condition = write_condition(_header(sub, "if-match"), _header(sub, "if-none-match"), verb)
-    return _Plan(route, operation, kind, level, _prefer(sub), _header(sub, "content-id"), condition)
+    prefer = _prefer(sub)
+    content_id = _header(sub, "content-id")
+    return _Plan(
+        route, operation, kind, level, prefer, content_id, condition, _created_headers(prefer, level)
+    )
 
 
 def _mutation(sub: SubRequest, plan: _Plan) -> Mutation:
@@ -179,7 +184,7 @@ def _success_part(plan: _Plan, content_id: str | None, stored: StoredEntity | No
     route = plan.route
     assert route.table is not None
     location = f"{route.base}/{odata.key_path(route.table, stored.pk, stored.rk)}"
-    headers = _created_headers(plan.prefer, plan.level)
+    headers = plan.created
     if plan.prefer == "return-no-content":
         return SubResponse(
             204, headers, b"", content_id, (("Location", location), ("DataServiceId", location), etag)
