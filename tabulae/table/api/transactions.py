@@ -37,10 +37,10 @@ Authorizer = Callable[[Route, Operation, str, str], None]
 
 @dataclass(slots=True)
 class _Plan:
-    """What a sub-request's method, URL and headers decide, worked out once per batch for all the
-    operations that repeat them (an SDK writes every insert of a batch with the same ones)."""
+    """What a sub-request's method, headers and kind of resource decide, worked out once per batch
+    for all the operations that repeat them (an SDK writes every operation of a kind with the same
+    headers; only the URL of an update, merge or delete differs, and only in the keys)."""
 
-    route: Route
     operation: Operation
     kind: MutationKind
     level: str
@@ -142,17 +142,14 @@ def _plan(sub: SubRequest, route: Route) -> _Plan:
         condition = write_condition(_header(sub, "if-match"), _header(sub, "if-none-match"), verb)
     prefer = _prefer(sub)
     content_id = _header(sub, "content-id")
-    return _Plan(
-        route, operation, kind, level, prefer, content_id, condition, _created_headers(prefer, level)
-    )
+    return _Plan(operation, kind, level, prefer, content_id, condition, _created_headers(prefer, level))
 
 
-def _mutation(sub: SubRequest, plan: _Plan) -> Mutation:
+def _mutation(sub: SubRequest, route: Route, plan: _Plan) -> Mutation:
     kind = plan.kind
     if kind is MutationKind.INSERT:
         entity = entity_from_body(sub.body, None)
         return Mutation(kind, entity.pk, entity.rk, entity.properties)
-    route = plan.route
     assert route.pk is not None and route.rk is not None
     keys = (route.pk, route.rk)
     if kind is MutationKind.DELETE:
@@ -175,13 +172,14 @@ def _created_headers(prefer: str | None, level: str) -> tuple[tuple[str, str], .
     return (*_PART_COMMON, *applied, ("Content-Type", odata.CONTENT_TYPE_TEXT[level]))
 
 
-def _success_part(plan: _Plan, content_id: str | None, stored: StoredEntity | None) -> SubResponse:
+def _success_part(
+    route: Route, plan: _Plan, content_id: str | None, stored: StoredEntity | None
+) -> SubResponse:
     if plan.kind is MutationKind.DELETE or stored is None:
         return SubResponse(204, _NO_CONTENT_HEADERS, b"", content_id)
     etag = ("ETag", stored.etag)
     if plan.kind is not MutationKind.INSERT:
         return SubResponse(204, _NO_CONTENT_HEADERS, b"", content_id, (etag,))
-    route = plan.route
     assert route.table is not None
     location = f"{route.base}/{odata.key_path(route.table, stored.pk, stored.rk)}"
     headers = plan.created
@@ -224,37 +222,37 @@ async def submit(
         )
     host = request.headers.get("host", "127.0.0.1")
     mutations: list[Mutation] = []
-    changes: list[tuple[_Plan, str | None]] = []  # each operation's plan and Content-ID
+    changes: list[tuple[Route, _Plan, str | None]] = []  # each operation's route, plan and Content-ID
     table_key: str | None = None
     routes: dict[str, Route] = {}  # inserts into one table all share one target URL
-    plans: dict[tuple[str, str, Headers], _Plan] = {}
+    plans: dict[tuple[str, Headers, Resource], _Plan] = {}
     for index, sub in enumerate(batch.operations):
         try:
-            plan = plans.get((sub.method, sub.target, sub.headers))
+            op_route = routes.get(sub.target)
+            if op_route is None:
+                op_route = routes[sub.target] = _sub_route(request.scheme, host, sub.target, route, accounts)
+            if op_route.account != route.account or op_route.table is None:
+                raise TableError("InvalidInput")
+            if table_key is None:
+                table_key = op_route.table.lower()
+            elif op_route.table.lower() != table_key:
+                raise TableError("InvalidInput")
+            plan = plans.get((sub.method, sub.headers, op_route.resource))
             if plan is None:
-                op_route = routes.get(sub.target)
-                if op_route is None:
-                    op_route = routes[sub.target] = _sub_route(
-                        request.scheme, host, sub.target, route, accounts
-                    )
-                if op_route.account != route.account or op_route.table is None:
-                    raise TableError("InvalidInput")
-                if table_key is None:
-                    table_key = op_route.table.lower()
-                elif op_route.table.lower() != table_key:
-                    raise TableError("InvalidInput")
-                plan = plans[sub.method, sub.target, sub.headers] = _plan(sub, op_route)
-            mutation = _mutation(sub, plan)
+                plan = plans[sub.method, sub.headers, op_route.resource] = _plan(sub, op_route)
+            mutation = _mutation(sub, op_route, plan)
             if authorize is not None:
-                authorize(plan.route, plan.operation, mutation.pk, mutation.rk)
+                authorize(op_route, plan.operation, mutation.pk, mutation.rk)
             mutations.append(mutation)
-            changes.append((plan, sub.content_id if sub.content_id is not None else plan.content_id))
+            changes.append(
+                (op_route, plan, sub.content_id if sub.content_id is not None else plan.content_id)
+            )
         except TableError as error:
             error.index = index
             return _multipart([_failure_part(error, request_id, _content_id(sub), _prefer(sub))])
     if not mutations or table_key is None:
         raise TableError("InvalidInput")
-    table = changes[0][0].route.table
+    table = changes[0][0].table
     assert table is not None
     try:
         results = await service.submit_batch(route.account, table, mutations)
@@ -263,11 +261,11 @@ async def submit(
             raise  # refused or failed as a whole (throttled, fault, storage): a retryable request error
         index = error.index if error.index is not None else 0
         error.index = index
-        failed_plan, failed_id = changes[min(index, len(changes) - 1)]
+        _, failed_plan, failed_id = changes[min(index, len(changes) - 1)]
         return _multipart([_failure_part(error, request_id, failed_id, failed_plan.prefer)])
     parts = [
-        _success_part(plan, content_id, stored)
-        for (plan, content_id), stored in zip(changes, results, strict=True)
+        _success_part(op_route, plan, content_id, stored)
+        for (op_route, plan, content_id), stored in zip(changes, results, strict=True)
     ]
     return _multipart(parts)
 
