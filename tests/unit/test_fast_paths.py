@@ -247,3 +247,33 @@ def test_the_usual_operation_part_is_cut_by_index() -> None:
     assert operation == batch._parse_operation_part(part)
     assert (operation.method, operation.content_id) == ("POST", "3")
     assert operation.body == b'{"PartitionKey": "a", "RowKey": "b"}'
+
+
+def _request_head_read_whole(head: bytes) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """The reference: the head decoded and checked whole, then its first line matched."""
+    lines = batch._decode_head(head)
+    match = batch._REQUEST_LINE_RE.fullmatch(lines[0]) if lines else None
+    if match is None:
+        raise batch._invalid("bad request line")
+    return match[1], match[2], batch._parse_fields(lines[1:])
+
+
+@st.composite
+def _request_heads(draw: st.DrawFn) -> bytes:
+    """A request line and header lines, with line breaks of every kind between them."""
+    lines = draw(st.lists(_REQUEST_LINES, min_size=1, max_size=4))
+    return lines[0] + b"".join(draw(_EOLS) + line for line in lines[1:]) + draw(st.sampled_from([b"", b"\n"]))
+
+
+@FUZZ
+@given(
+    st.one_of(
+        _request_heads(),
+        st.lists(
+            st.sampled_from([*_PART_PIECES, b"\r\r", b"\xc3", b"\xa9", b"GET / HTTP/1.0"]), max_size=10
+        ).map(b"".join),
+    )
+)
+def test_a_request_head_read_in_two_pieces_reads_as_the_whole(head: bytes) -> None:
+    whole = _operation_outcome(lambda: _request_head_read_whole(head))
+    assert _operation_outcome(lambda: batch._parse_request_head(head)) == whole

@@ -242,14 +242,33 @@ def _parse_http_request(message: bytes) -> tuple[str, str, Headers, bytes]:
 _HEAD_CACHE_SIZE = 1024
 
 
-@lru_cache(maxsize=_HEAD_CACHE_SIZE)
 def _parse_request_head(head: bytes) -> tuple[str, str, Headers]:
-    """The request line (method, target) and header fields of an embedded request."""
-    lines = _decode_head(head)
-    match = _REQUEST_LINE_RE.fullmatch(lines[0]) if lines else None
+    """The request line (method, target) and header fields of an embedded request.
+
+    The two are cached apart: the operations of a batch that address entities by URL (updates,
+    upserts, deletes) differ in their request lines but repeat their header blocks. The head is
+    cut after the request line's LF (a CR before it belongs to the line break); a character
+    either side of that byte is checked as it would be in the whole head.
+    """
+    line_end = head.find(b"\n")
+    if line_end < 0:
+        return (*_parse_request_line(head), ())
+    line = head[: line_end - 1] if line_end > 0 and head[line_end - 1] == _CR else head[:line_end]
+    method, target = _parse_request_line(line)
+    block = head[line_end + 1 :]
+    if not block:
+        raise _invalid("bad header line")  # an empty line ends no head: it was cut off before it
+    return method, target, _parse_head(block)
+
+
+@lru_cache(maxsize=_HEAD_CACHE_SIZE)
+def _parse_request_line(line: bytes) -> tuple[str, str]:
+    """An embedded request's method and target."""
+    lines = _decode_head(line)
+    match = _REQUEST_LINE_RE.fullmatch(lines[0]) if len(lines) == 1 else None
     if match is None:
         raise _invalid("bad request line")
-    return match[1], match[2], _parse_fields(lines[1:])
+    return match[1], match[2]
 
 
 @lru_cache(maxsize=_HEAD_CACHE_SIZE)
