@@ -119,9 +119,30 @@ def _unique_object(body: bytes) -> dict[str, Any] | None:
     if type(value) is not dict:
         return None
     size = len(value)
-    if body.count(b":") != size and _key_count(body) != size:
+    colons = body.count(b":")
+    if colons != size and not _colons_are_separators(value, colons, body) and _key_count(body) != size:
         return None
     return value
+
+
+def _colons_are_separators(value: dict[str, Any], colons: int, body: bytes) -> bool:
+    """Whether the body's colons are one per member plus those its strings hold (a time, a URL).
+
+    Without a backslash no string has an escaped colon, so every colon the parsed names and
+    string values hold is one in the text; a repeated name would add a colon of its own. A
+    member holding an object or an array is left to the caller's count of names.
+    """
+    if b"\\" in body:
+        return False
+    held = 0
+    for name, member in value.items():
+        kind = type(member)
+        if kind is str:
+            held += member.count(":")
+        elif kind is dict or kind is list:
+            return False
+        held += name.count(":")
+    return colons == len(value) + held
 
 
 def entity_from_body(body: bytes, url_keys: tuple[str, str] | None = None) -> Entity:

@@ -61,6 +61,10 @@ BOUNDARY_BODIES = [
     b'{"PartitionKey":"p","RowKey":"r","a" : 1, "a"\n:\t2}',  # repeated, whitespace before colons
     b'{"PartitionKey":"p","RowKey":"r","a@odata.type":"Edm.Int64","a@odata.type":"Edm.Int64","a":"1"}',
     b'{"PartitionKey":"p:q","RowKey":"r","t":"12:00:00","a":1}',  # colons inside strings
+    b'{"PartitionKey":"p","RowKey":"r","t":"12:00","t":"13:00"}',  # repeated, colons in values
+    b'{"PartitionKey":"p","RowKey":"r","a":1,"a":"\\u003a"}',  # repeated, kept one escapes a colon
+    b'{"PartitionKey":"p","RowKey":"r","a:b":"c:d","n":{"x":"1:2"}}',  # colons and a nested object
+    b'{"PartitionKey":"p","RowKey":"r","u":"http://h/x","a":"1","u":"x"}',  # dropped value held one
     b'{"PartitionKey":"p","RowKey":"r","x\\"y":1}',  # an escaped quote inside a name
     b'{"PartitionKey":"p","RowKey":"r","s":"a\\\\","b":"\\":"}',  # escapes next to quotes
     b'{"PartitionKey":"p","RowKey":"r","n":{"a":1,"a":2}}',  # nested object (invalid anyway)
