@@ -126,23 +126,19 @@ def _unique_object(body: bytes) -> dict[str, Any] | None:
 
 
 def _colons_are_separators(value: dict[str, Any], colons: int, body: bytes) -> bool:
-    """Whether the body's colons are one per member plus those its strings hold (a time, a URL).
+    """Whether the body's colons are those of the parsed object, written again by orjson: one per
+    member, and those its strings hold (a time, a URL).
 
-    Without a backslash no string has an escaped colon, so every colon the parsed names and
-    string values hold is one in the text; a repeated name would add a colon of its own. A
-    member holding an object or an array is left to the caller's count of names.
+    Without a backslash in the body no string escapes a colon, and orjson escapes none, so the
+    two counts agree exactly when no name is repeated (at any depth): a repeated name adds a
+    colon of its own to the body, and its value may add more, never fewer.
     """
     if b"\\" in body:
         return False
-    held = 0
-    for name, member in value.items():
-        kind = type(member)
-        if kind is str:
-            held += member.count(":")
-        elif kind is dict or kind is list:
-            return False
-        held += name.count(":")
-    return colons == len(value) + held
+    try:
+        return orjson.dumps(value).count(b":") == colons
+    except orjson.JSONEncodeError:
+        return False
 
 
 def entity_from_body(body: bytes, url_keys: tuple[str, str] | None = None) -> Entity:
