@@ -242,13 +242,14 @@ def _parse_http_request(message: bytes) -> tuple[str, str, Headers, bytes]:
 _HEAD_CACHE_SIZE = 1024
 
 
+@lru_cache(maxsize=_HEAD_CACHE_SIZE)
 def _parse_request_head(head: bytes) -> tuple[str, str, Headers]:
     """The request line (method, target) and header fields of an embedded request.
 
-    The two are cached apart: the operations of a batch that address entities by URL (updates,
-    upserts, deletes) differ in their request lines but repeat their header blocks. The head is
-    cut after the request line's LF (a CR before it belongs to the line break); a character
-    either side of that byte is checked as it would be in the whole head.
+    Inserts repeat whole heads. The operations that address entities by URL (updates, upserts,
+    deletes) differ in their request lines but repeat their header blocks, so the two are
+    cached apart as well. The head is cut after the request line's LF (a CR before it belongs
+    to the line break); a character either side of that byte is checked as in the whole head.
     """
     line_end = head.find(b"\n")
     if line_end < 0:
