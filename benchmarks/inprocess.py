@@ -1,9 +1,12 @@
-"""One point read's CPU through Tabulae's application, in process: no HTTP server, no client.
+"""One request's CPU through Tabulae's application, in process: no HTTP server, no client.
 
-It builds the real ASGI app (``--in-memory`` store, Table service only), preloads one benchmark
-entity, and calls the app with the same point read again and again: signed with Shared Key, or
-with a table SAS in the query string (the same token every time, as one client holding one token
-sends it). Deterministic enough to compare two versions of the code under callgrind:
+It builds the real ASGI app (a SQLite store in a scratch directory, Table service only) and calls
+it with the same request again and again. ``--workload read`` (the default) preloads one
+benchmark entity and reads it, signed with Shared Key, or with a table SAS in the query string
+(the same token every time, as one client holding one token sends it). ``--workload batch`` sends
+``$batch`` requests of 100 inserts in the Python SDK's byte layout (compare.py's batch workload),
+each into a fresh partition. Deterministic enough to compare two versions of the code under
+callgrind:
 
     PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out \\
         .venv/bin/python benchmarks/inprocess.py --auth sas --requests 2000
@@ -76,6 +79,36 @@ def _headers(
     return headers
 
 
+async def run_batches(requests: int, size: int) -> float:
+    """Send ``requests`` batches of ``size`` inserts; returns CPU µs per entity."""
+    scratch = tempfile.TemporaryDirectory(prefix="bench-inprocess-")
+    settings = Settings(data_dir=Path(scratch.name), services=("table",), port=10002)
+    app = build_gateway(settings)
+    await app.startup()
+    try:
+        date = http_date()
+        create = b'{"TableName": "%s"}' % TABLE.encode()
+        tables = f"/{protocol.ACCOUNT}/Tables"
+        await _call(app, "POST", tables, _headers(protocol.INSERT, tables, date, create, True), create)
+        template = protocol.BatchTemplate.create("127.0.0.1:10002", TABLE, date)
+        shape = protocol.batch_shape(template.boundary)
+        target = f"/{protocol.ACCOUNT}/$batch"
+        frags = protocol.entity_fragments()
+        bodies = [
+            template.body([protocol.fill(frags, f"p{n:06d}", f"r{i:03d}") for i in range(size)])
+            for n in range(requests + 1)
+        ]
+        headers = _headers(shape, target, date, bodies[0], True)
+        assert await _call(app, "POST", target, headers, bodies[0]) == 202
+        started = time.process_time()
+        for body in bodies[1:]:
+            await _call(app, "POST", target, headers, body)
+        return (time.process_time() - started) / (requests * size) * 1e6
+    finally:
+        await app.shutdown()
+        scratch.cleanup()
+
+
 async def run(auth: str, requests: int) -> float:
     """Preload, then time ``requests`` point reads; returns CPU µs per request."""
     scratch = tempfile.TemporaryDirectory(prefix="bench-inprocess-")
@@ -112,9 +145,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--workload", choices=("read", "batch"), default="read")
     parser.add_argument("--auth", choices=("shared-key", "sas"), default="shared-key")
-    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--requests", type=int, default=None, help="20,000 reads or 200 batches")
+    parser.add_argument("--batch-size", type=int, default=100)
     args = parser.parse_args()
+    if args.workload == "batch":
+        batches = args.requests or 200
+        per = asyncio.run(run_batches(batches, args.batch_size))
+        print(f"batch: {per:.1f} µs CPU per entity (in process, {batches:,} batches of {args.batch_size})")
+        return
+    args.requests = args.requests or 20_000
     per = asyncio.run(run(args.auth, args.requests))
     print(f"{args.auth}: {per:.1f} µs CPU per point read (in process, {args.requests:,} reads)")
 

@@ -119,9 +119,26 @@ def _unique_object(body: bytes) -> dict[str, Any] | None:
     if type(value) is not dict:
         return None
     size = len(value)
-    if body.count(b":") != size and _key_count(body) != size:
+    colons = body.count(b":")
+    if colons != size and not _colons_are_separators(value, colons, body) and _key_count(body) != size:
         return None
     return value
+
+
+def _colons_are_separators(value: dict[str, Any], colons: int, body: bytes) -> bool:
+    """Whether the body's colons are those of the parsed object, written again by orjson: one per
+    member, and those its strings hold (a time, a URL).
+
+    Without a backslash in the body no string escapes a colon, and orjson escapes none, so the
+    two counts agree exactly when no name is repeated (at any depth): a repeated name adds a
+    colon of its own to the body, and its value may add more, never fewer.
+    """
+    if b"\\" in body:
+        return False
+    try:
+        return orjson.dumps(value).count(b":") == colons
+    except orjson.JSONEncodeError:
+        return False
 
 
 def entity_from_body(body: bytes, url_keys: tuple[str, str] | None = None) -> Entity:
@@ -474,21 +491,49 @@ def _shape_of(fields: dict[str, Any], url_keys: tuple[str, str] | None) -> _Shap
 def _entity_by_shape(fields: dict[str, Any], shape: _Shape, url_keys: tuple[str, str] | None) -> Entity:
     """:func:`entity_from_pairs` for a body whose names were checked when its shape was planned."""
     if url_keys is None:
-        pk = _key_value("PartitionKey", fields)
-        rk = _key_value("RowKey", fields)
+        pk = fields.get("PartitionKey")
+        rk = fields.get("RowKey")
+        if type(pk) is not str:
+            raise TableError("PropertiesNeedValue")
+        check_body_key("PartitionKey", pk)
+        if type(rk) is not str:
+            raise TableError("PropertiesNeedValue")
+        check_body_key("RowKey", rk)
     else:
         pk, rk = url_keys
     properties: Properties = {}
     for name, annotation in shape.properties:
         value = fields[name]
+        kind = type(value)
+        # The values JSON types alone decide, inline. orjson never yields a lone surrogate or an
+        # infinite float, so a string this short and a float need no further check.
+        if kind is str:
+            if annotation is None or annotation == edm.STRING:
+                if len(value) > _SURELY_SHORT:
+                    _check_string(value)
+                properties[name] = (edm.STRING, value)
+                continue
+        elif annotation is None:
+            if kind is int:
+                if edm.INT32_MIN <= value <= edm.INT32_MAX:
+                    properties[name] = (edm.INT32, value)
+                    continue
+            elif kind is float:
+                properties[name] = (edm.DOUBLE, value)
+                continue
+            elif kind is bool:
+                properties[name] = (edm.BOOLEAN, value)
+                continue
         if value is None:
             continue
-        if type(value) is str and (annotation is None or annotation == edm.STRING):
-            properties[name] = (edm.STRING, _check_string(value))
-        else:
-            properties[name] = typed_value(name, value, annotation)
+        properties[name] = typed_value(name, value, annotation)
     check_entity_size(pk, rk, properties)
     return Entity(pk, rk, properties)
+
+
+# A string of at most this many characters has at most twice as many UTF-16 code units, so it is
+# within the limit whatever its characters.
+_SURELY_SHORT = MAX_STRING_UTF16 // 2
 
 
 def entity_size(pk: str, rk: str, properties: Properties) -> int:
@@ -535,10 +580,11 @@ def wire_properties(properties: Properties) -> dict[str, Any]:
         if kind in (edm.STRING, edm.BOOLEAN, edm.INT32):
             out[name] = value
         elif kind == edm.DOUBLE:
-            shown = _format_double(value)
-            if isinstance(shown, str):
+            if math.isfinite(value):
+                out[name] = value
+            else:
                 out[name + ANNOTATION] = edm.DOUBLE
-            out[name] = shown
+                out[name] = _format_double(value)
         elif kind == edm.INT64:
             out[name + ANNOTATION] = edm.INT64
             out[name] = str(value)

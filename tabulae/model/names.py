@@ -39,14 +39,15 @@ def check_lower_dns_name(name: str) -> None:
 
 def check_body_key(which: str, value: str) -> None:
     """Validate a PartitionKey or RowKey that arrived in a JSON body."""
-    if not value.isascii():
+    ascii_only = value.isascii()  # the usual key: one code unit a character, no surrogates
+    if not ascii_only:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:  # a lone surrogate escaped in the JSON
             raise TableError("InvalidInput") from exc
     if _FORBIDDEN_KEY_CHARS.search(value):
         raise TableError("OutOfRangeInput", f"The '{which}' parameter of value '{value}' is out of range.")
-    if utf16_length(value) > MAX_KEY_UTF16:
+    if (len(value) if ascii_only else utf16_length(value)) > MAX_KEY_UTF16:
         raise TableError("PropertyValueTooLarge")
 
 

@@ -61,6 +61,10 @@ BOUNDARY_BODIES = [
     b'{"PartitionKey":"p","RowKey":"r","a" : 1, "a"\n:\t2}',  # repeated, whitespace before colons
     b'{"PartitionKey":"p","RowKey":"r","a@odata.type":"Edm.Int64","a@odata.type":"Edm.Int64","a":"1"}',
     b'{"PartitionKey":"p:q","RowKey":"r","t":"12:00:00","a":1}',  # colons inside strings
+    b'{"PartitionKey":"p","RowKey":"r","t":"12:00","t":"13:00"}',  # repeated, colons in values
+    b'{"PartitionKey":"p","RowKey":"r","a":1,"a":"\\u003a"}',  # repeated, kept one escapes a colon
+    b'{"PartitionKey":"p","RowKey":"r","a:b":"c:d","n":{"x":"1:2"}}',  # colons and a nested object
+    b'{"PartitionKey":"p","RowKey":"r","u":"http://h/x","a":"1","u":"x"}',  # dropped value held one
     b'{"PartitionKey":"p","RowKey":"r","x\\"y":1}',  # an escaped quote inside a name
     b'{"PartitionKey":"p","RowKey":"r","s":"a\\\\","b":"\\":"}',  # escapes next to quotes
     b'{"PartitionKey":"p","RowKey":"r","n":{"a":1,"a":2}}',  # nested object (invalid anyway)
@@ -160,3 +164,120 @@ def _split_head_by_regex(data: bytes) -> tuple[bytes, bytes]:
 def test_head_splitter_matches_the_regex_reference(pieces: list[bytes]) -> None:
     data = b"".join(pieces)
     assert batch._split_head(data) == _split_head_by_regex(data)
+
+
+def _operation_outcome(read: Any) -> tuple[str, Any]:
+    try:
+        return "ok", read()
+    except TableError as error:
+        return "error", (error.code, error.message)
+
+
+_PART_PIECES = [
+    b"\r",
+    b"\n",
+    b"\r\n",
+    b"\r\n\r\n",
+    b"Content-Type: application/http\r\n",
+    b"Content-Transfer-Encoding: binary\r\n",
+    b"Content-ID: 7\r\n",
+    b"POST http://127.0.0.1:10002/devstoreaccount1/t HTTP/1.1\r\n",
+    b"DELETE /devstoreaccount1/t(PartitionKey='a',RowKey='b') HTTP/1.1\n",
+    b"Accept: application/json\r\n",
+    b"If-Match: *\r\n",
+    b" folded\r\n",
+    b'{"PartitionKey": "a", "RowKey": "b"}',
+    b" ",
+    b"\x00",
+]
+
+
+_EOLS = st.sampled_from([b"\r\n"] * 12 + [b"\n", b"\r", b""])  # mostly as clients write them
+_MIME_LINES = st.sampled_from(
+    [
+        b"Content-Type: application/http",
+        b"Content-Transfer-Encoding: binary",
+        b"Content-ID: 7",
+        b"X: \x01",
+        b" folded",
+    ]
+)
+_REQUEST_LINES = st.sampled_from(
+    [
+        b"POST http://127.0.0.1:10002/devstoreaccount1/t HTTP/1.1",
+        b"GET /devstoreaccount1/t(PartitionKey='a',RowKey='b') HTTP/1.1",
+        b"Accept: application/json",
+        b"If-Match: *",
+        b" folded",
+        b"bad line",
+    ]
+)
+
+
+@st.composite
+def _operation_parts(draw: st.DrawFn) -> bytes:
+    """Parts shaped like real ones (header block, blank line, request, blank line, body), with
+    line breaks of every kind, so both the cut by index and its fall-backs are reached."""
+    mime = b"".join(line + draw(_EOLS) for line in draw(st.lists(_MIME_LINES, min_size=1, max_size=4)))
+    lead = draw(st.sampled_from([b""] * 4 + [b"\r\n", b"\n"]))
+    request = b"".join(line + draw(_EOLS) for line in draw(st.lists(_REQUEST_LINES, min_size=1, max_size=4)))
+    body = draw(st.sampled_from([b"", b'{"PartitionKey": "a", "RowKey": "b"}', b" \r\n{}\r\n"]))
+    return mime + draw(_EOLS) + lead + request + draw(_EOLS) + body + draw(_EOLS)
+
+
+@FUZZ
+@given(
+    st.one_of(_operation_parts(), st.lists(st.sampled_from(_PART_PIECES), max_size=16).map(b"".join)),
+    st.binary(max_size=4),
+    st.binary(max_size=4),
+)
+def test_an_operation_part_cut_by_index_reads_as_the_general_path(
+    part: bytes, before: bytes, after: bytes
+) -> None:
+    body = before + part + after
+    start, end = len(before), len(before) + len(part)
+    by_index = _operation_outcome(lambda: batch._parse_operation_at(body, start, end))
+    assert by_index == _operation_outcome(lambda: batch._parse_operation_part(part))
+
+
+def test_the_usual_operation_part_is_cut_by_index() -> None:
+    part = (
+        b"Content-Type: application/http\r\nContent-Transfer-Encoding: binary\r\nContent-ID: 3\r\n\r\n"
+        b"POST http://127.0.0.1:10002/devstoreaccount1/t HTTP/1.1\r\nAccept: application/json\r\n\r\n"
+        b'{"PartitionKey": "a", "RowKey": "b"}\r\n'
+    )
+    body = b"--x\r\n" + part + b"--x--"
+    operation = batch._parse_operation_at(body, 5, 5 + len(part))
+    assert operation == batch._parse_operation_part(part)
+    assert (operation.method, operation.content_id) == ("POST", "3")
+    assert operation.body == b'{"PartitionKey": "a", "RowKey": "b"}'
+
+
+def _request_head_read_whole(head: bytes) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """The reference: the head decoded and checked whole, then its first line matched."""
+    lines = batch._decode_head(head)
+    match = batch._REQUEST_LINE_RE.fullmatch(lines[0]) if lines else None
+    if match is None:
+        raise batch._invalid("bad request line")
+    return match[1], match[2], batch._parse_fields(lines[1:])
+
+
+@st.composite
+def _request_heads(draw: st.DrawFn) -> bytes:
+    """A request line and header lines, with line breaks of every kind between them."""
+    lines = draw(st.lists(_REQUEST_LINES, min_size=1, max_size=4))
+    return lines[0] + b"".join(draw(_EOLS) + line for line in lines[1:]) + draw(st.sampled_from([b"", b"\n"]))
+
+
+@FUZZ
+@given(
+    st.one_of(
+        _request_heads(),
+        st.lists(
+            st.sampled_from([*_PART_PIECES, b"\r\r", b"\xc3", b"\xa9", b"GET / HTTP/1.0"]), max_size=10
+        ).map(b"".join),
+    )
+)
+def test_a_request_head_read_in_two_pieces_reads_as_the_whole(head: bytes) -> None:
+    whole = _operation_outcome(lambda: _request_head_read_whole(head))
+    assert _operation_outcome(lambda: batch._parse_request_head(head)) == whole

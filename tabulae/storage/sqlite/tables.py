@@ -269,6 +269,9 @@ def _set_acl(conn: sqlite3.Connection, account: str, table: str, acl: bytes) -> 
 
 
 _INSERT_SQL = "INSERT INTO entities (table_id, pk, rk, ticks, props) VALUES (?, ?, ?, ?, ?)"
+_REPLACE_SQL = "INSERT OR REPLACE INTO entities (table_id, pk, rk, ticks, props) VALUES (?, ?, ?, ?, ?)"
+_DELETE_SQL = "DELETE FROM entities WHERE table_id = ? AND pk = ? AND rk = ?"
+_READ_SQL = "SELECT ticks, props FROM entities WHERE table_id = ? AND pk = ? AND rk = ?"
 
 
 def _apply(
@@ -279,21 +282,64 @@ def _apply(
         raise TableError("TableNotFound")
     if all(mutation.kind is MutationKind.INSERT for mutation in mutations):
         return _insert_all(conn, table_id, mutations)
-    current: list[tuple[int, bytes] | None] = []
-    for mutation in mutations:
-        row = conn.execute(
-            "SELECT ticks, props FROM entities WHERE table_id = ? AND pk = ? AND rk = ?",
-            (table_id, _key(mutation.pk), _key(mutation.rk)),
-        ).fetchone()
-        current.append((row[0], row[1]) if row else None)
+    current = _current_rows(conn, table_id, mutations)
     ticks = group_ticks(current)
-    results: list[StoredEntity | None] = []
+    if len(mutations) == 1 or len({(m.pk, m.rk) for m in mutations}) < len(mutations):
+        results: list[StoredEntity | None] = []  # one by one, in order
+        for index, (mutation, existing) in enumerate(zip(mutations, current, strict=True)):
+            try:
+                results.append(_apply_one(conn, table_id, mutation, existing, ticks))
+            except TableError as exc:
+                raise exc.at(index) from None
+        return results
+    # A group: every condition is decided, and every row worked out, before anything is written
+    # (a failure anywhere undoes the group, so the first failing operation is the one reported);
+    # then one statement writes all the rows and one deletes (the keys are distinct: order
+    # between them does not matter).
+    results = []
+    writes: list[tuple[int, bytes, bytes, int, bytes]] = []
+    deletes: list[tuple[int, bytes, bytes]] = []
     for index, (mutation, existing) in enumerate(zip(mutations, current, strict=True)):
         try:
-            results.append(_apply_one(conn, table_id, mutation, existing, ticks))
+            check_condition(mutation, existing)
+            blob = written_properties(mutation, existing)
         except TableError as exc:
             raise exc.at(index) from None
+        if blob is None:
+            deletes.append((table_id, _key(mutation.pk), _key(mutation.rk)))
+            results.append(None)
+        else:
+            writes.append((table_id, _key(mutation.pk), _key(mutation.rk), ticks, blob))
+            results.append(StoredEntity(mutation.pk, mutation.rk, ticks, blob))
+    if deletes:
+        conn.executemany(_DELETE_SQL, deletes)
+    if writes:
+        conn.executemany(_REPLACE_SQL, writes)
     return results
+
+
+def _current_rows(
+    conn: sqlite3.Connection, table_id: int, mutations: tuple[Mutation, ...]
+) -> list[tuple[int, bytes] | None]:
+    """The stored (ticks, props) of each mutation's entity: one query for a group in one
+    partition (an entity group transaction), one per entity otherwise."""
+    partition = mutations[0].pk
+    if len(mutations) == 1 or any(mutation.pk != partition for mutation in mutations):
+        rows = []
+        for mutation in mutations:
+            row = conn.execute(_READ_SQL, (table_id, _key(mutation.pk), _key(mutation.rk))).fetchone()
+            rows.append((row[0], row[1]) if row else None)
+        return rows
+    keys = [_key(mutation.rk) for mutation in mutations]
+    marks = ",".join("?" * len(keys))
+    found = {
+        bytes(rk): (ticks, props)
+        for rk, ticks, props in conn.execute(
+            f"SELECT rk, ticks, props FROM entities WHERE table_id = ? AND pk = ? AND rk IN ({marks})",
+            (table_id, _key(partition), *keys),
+        )
+    }
+    return [found.get(key) for key in keys]
 
 
 def _insert_all(
@@ -303,20 +349,21 @@ def _insert_all(
     key finds a clash, and the rows inserted before it tell which operation clashed; the job's
     savepoint then undoes them."""
     ticks = edm.now_ticks()
-    blobs = [encode_properties(mutation.properties or {}) for mutation in mutations]
-    rows = [
-        (table_id, _key(mutation.pk), _key(mutation.rk), ticks, blob)
-        for mutation, blob in zip(mutations, blobs, strict=True)
-    ]
+    partition = mutations[0].pk  # a group's rows usually share one PartitionKey: encoded once
+    partition_key = _key(partition)
+    rows = []
+    stored: list[StoredEntity | None] = []
+    for mutation in mutations:
+        blob = encode_properties(mutation.properties or {})
+        pk = partition_key if mutation.pk == partition else _key(mutation.pk)
+        rows.append((table_id, pk, _key(mutation.rk), ticks, blob))
+        stored.append(StoredEntity(mutation.pk, mutation.rk, ticks, blob))
     before = conn.total_changes
     try:
         conn.executemany(_INSERT_SQL, rows)
     except sqlite3.IntegrityError:
         raise TableError("EntityAlreadyExists").at(conn.total_changes - before) from None
-    return [
-        StoredEntity(mutation.pk, mutation.rk, ticks, blob)
-        for mutation, blob in zip(mutations, blobs, strict=True)
-    ]
+    return stored
 
 
 def _apply_one(
@@ -330,10 +377,7 @@ def _apply_one(
     pk, rk = _key(mutation.pk), _key(mutation.rk)
     blob = written_properties(mutation, existing)
     if blob is None:
-        conn.execute("DELETE FROM entities WHERE table_id = ? AND pk = ? AND rk = ?", (table_id, pk, rk))
+        conn.execute(_DELETE_SQL, (table_id, pk, rk))
         return None
-    conn.execute(
-        "INSERT OR REPLACE INTO entities (table_id, pk, rk, ticks, props) VALUES (?, ?, ?, ?, ?)",
-        (table_id, pk, rk, ticks, blob),
-    )
+    conn.execute(_REPLACE_SQL, (table_id, pk, rk, ticks, blob))
     return StoredEntity(mutation.pk, mutation.rk, ticks, blob)

@@ -101,12 +101,18 @@ class BatchRequest:
 
 @dataclass(slots=True)
 class SubResponse:
-    """One operation's answer. ``headers`` are written verbatim (write ``ETag``, not ``etag``)."""
+    """One operation's answer. ``headers`` are written verbatim (write ``ETag``, not ``etag``).
+
+    ``tail`` holds the headers written after ``headers`` that differ from part to part (an
+    inserted entity's ``Location``): ``headers`` is then the same tuple for many parts, and is
+    rendered once for all of them.
+    """
 
     status: int
     headers: Headers
     body: bytes
     content_id: str | None = None
+    tail: Headers = ()
 
 
 # --------------------------------------------------------------------------------------------
@@ -120,6 +126,8 @@ _LINE_SPLIT_RE = re.compile(r"\r?\n")
 # Control characters (tab aside) anywhere in a header block, but for the CRLF or LF line breaks.
 _FORBIDDEN_HEAD_CHARS_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)")
 _BODY_WHITESPACE = b" \t\r\n"
+_EOL_BYTES = b"\r\n"
+_CR = ord("\r")
 _BINARY_ENCODINGS = frozenset({"binary", "7bit", "8bit"})
 
 
@@ -153,25 +161,69 @@ def parse_batch(content_type: str, body: bytes) -> BatchRequest:
 
 def _parse_changeset(payload: bytes, boundary: str) -> tuple[SubRequest, ...]:
     """Parse a changeset's parts; each must be an ``application/http`` non-GET request."""
-    parts = _split_multipart(payload, boundary)
-    if not parts:
+    spans = _part_spans(payload, boundary)
+    if not spans:
         raise _invalid("the changeset is empty")
-    operations = tuple(_parse_operation(*_split_mime_part(part)) for part in parts)
+    operations = tuple([_parse_operation_at(payload, start, end) for start, end in spans])
     if any(op.method == "GET" for op in operations):
         raise _invalid("a GET cannot be part of a changeset")
     return operations
 
 
+def _parse_operation_at(body: bytes, start: int, end: int) -> SubRequest:
+    """Parse the operation part ``body[start:end]`` as :func:`_parse_operation_part` does.
+
+    The usual part (CRLF lines, no blank line before the request line) is cut by index over the
+    whole body, with the two header blocks looked up in their caches; any other shape goes the
+    general way, so both give the same answer for every input.
+    """
+    mime_end = body.find(b"\n\r\n", start, end)
+    if (
+        mime_end > start
+        and body[start] not in _EOL_BYTES
+        and body[mime_end - 1] == _CR
+        and body.find(b"\n\n", start, mime_end) < 0
+    ):
+        request_start = mime_end + 3
+        request_end = body.find(b"\n\r\n", request_start, end)
+        if (
+            request_end > request_start
+            and body[request_start] not in _EOL_BYTES
+            and body[request_end - 1] == _CR
+            and body.find(b"\n\n", request_start, request_end) < 0
+        ):
+            content_id = _operation_part_head(body[start : mime_end - 1])
+            method, target, fields = _parse_request_head(body[request_start : request_end - 1])
+            request_body = body[request_end + 3 : end].strip(_BODY_WHITESPACE)
+            return SubRequest(method, target, fields, request_body, content_id)
+    return _parse_operation_part(body[start:end])
+
+
+def _parse_operation_part(part: bytes) -> SubRequest:
+    """:func:`_parse_operation` of a whole MIME part, with the part's header block checked once
+    for every part that repeats it (the parts of a batch differ in Content-ID only)."""
+    head, payload = _split_head(part)
+    content_id = _operation_part_head(head)
+    method, target, request_headers, request_body = _parse_http_request(payload)
+    return SubRequest(method, target, request_headers, request_body, content_id)
+
+
 def _parse_operation(headers: Headers, payload: bytes) -> SubRequest:
     """Turn one ``application/http`` MIME part into a :class:`SubRequest`."""
+    content_id = _operation_headers(headers)
+    method, target, request_headers, request_body = _parse_http_request(payload)
+    return SubRequest(method, target, request_headers, request_body, content_id)
+
+
+def _operation_headers(headers: Headers) -> str | None:
+    """Check an operation part's MIME headers; return its ``Content-ID``."""
     media, _ = _parse_media_type(header_value(headers, "content-type") or "")
     if media != "application/http":
         raise _invalid("an operation part is not application/http")
     encoding = header_value(headers, "content-transfer-encoding")
     if encoding is not None and encoding.lower() not in _BINARY_ENCODINGS:
         raise _invalid("unsupported Content-Transfer-Encoding")
-    method, target, request_headers, request_body = _parse_http_request(payload)
-    return SubRequest(method, target, request_headers, request_body, header_value(headers, "content-id"))
+    return header_value(headers, "content-id")
 
 
 def _parse_http_request(message: bytes) -> tuple[str, str, Headers, bytes]:
@@ -192,12 +244,38 @@ _HEAD_CACHE_SIZE = 1024
 
 @lru_cache(maxsize=_HEAD_CACHE_SIZE)
 def _parse_request_head(head: bytes) -> tuple[str, str, Headers]:
-    """The request line (method, target) and header fields of an embedded request."""
-    lines = _decode_head(head)
-    match = _REQUEST_LINE_RE.fullmatch(lines[0]) if lines else None
+    """The request line (method, target) and header fields of an embedded request.
+
+    Inserts repeat whole heads. The operations that address entities by URL (updates, upserts,
+    deletes) differ in their request lines but repeat their header blocks, so the two are
+    cached apart as well. The head is cut after the request line's LF (a CR before it belongs
+    to the line break); a character either side of that byte is checked as in the whole head.
+    """
+    line_end = head.find(b"\n")
+    if line_end < 0:
+        return (*_parse_request_line(head), ())
+    line = head[: line_end - 1] if line_end > 0 and head[line_end - 1] == _CR else head[:line_end]
+    method, target = _parse_request_line(line)
+    block = head[line_end + 1 :]
+    if not block:
+        raise _invalid("bad header line")  # an empty line ends no head: it was cut off before it
+    return method, target, _parse_head(block)
+
+
+@lru_cache(maxsize=_HEAD_CACHE_SIZE)
+def _parse_request_line(line: bytes) -> tuple[str, str]:
+    """An embedded request's method and target."""
+    lines = _decode_head(line)
+    match = _REQUEST_LINE_RE.fullmatch(lines[0]) if len(lines) == 1 else None
     if match is None:
         raise _invalid("bad request line")
-    return match[1], match[2], _parse_fields(lines[1:])
+    return match[1], match[2]
+
+
+@lru_cache(maxsize=_HEAD_CACHE_SIZE)
+def _operation_part_head(head: bytes) -> str | None:
+    """The ``Content-ID`` of an operation part's header block, once the block is checked."""
+    return _operation_headers(_parse_fields(_decode_head(head)))
 
 
 @lru_cache(maxsize=_HEAD_CACHE_SIZE)
@@ -339,7 +417,12 @@ def _require_boundary(media: str, params: dict[str, str]) -> str:
 
 
 def _split_multipart(body: bytes, boundary: str) -> list[bytes]:
-    """Return the parts of an RFC 2046 multipart body (preamble and epilogue dropped).
+    """Return the parts of an RFC 2046 multipart body (preamble and epilogue dropped)."""
+    return [body[start:end] for start, end in _part_spans(body, boundary)]
+
+
+def _part_spans(body: bytes, boundary: str) -> list[tuple[int, int]]:
+    """Return where the parts of an RFC 2046 multipart body start and end.
 
     A delimiter is ``--boundary`` at the start of the body or after a line break, which belongs
     to the delimiter. The trailing line break of a delimiter line is only looked ahead at, so
@@ -348,29 +431,33 @@ def _split_multipart(body: bytes, boundary: str) -> list[bytes]:
     ``bytes.find`` (a fast C scan) and then checked, so parsing stays linear and cheap.
     """
     marker = b"--" + boundary.encode("ascii")
-    parts: list[bytes] = []
+    spans: list[tuple[int, int]] = []
     start: int | None = None
     position = body.find(marker)
+    length = len(marker)
     while position >= 0:
-        match = _delimiter_at(body, position, len(marker))
-        if match is None:
-            position = body.find(marker, position + 1)
-            continue
-        begin, end, closing = match
+        end = position + length
+        if body.startswith(b"\r\n", end) and position >= 2 and body.startswith(b"\r\n", position - 2):
+            begin, closing = position - 2, False  # the usual delimiter line, checked inline
+        else:
+            match = _delimiter_at(body, position, length)
+            if match is None:
+                position = body.find(marker, position + 1)
+                continue
+            begin, end, closing = match
         if start is not None:
-            parts.append(body[start:begin])
-            if len(parts) > MAX_PARTS:
+            spans.append((start, begin))
+            if len(spans) > MAX_PARTS:
                 raise _invalid("too many parts")
         if closing:
-            return parts
+            return spans
         start = _skip_eol(body, end)
         position = body.find(marker, end)
     if start is None:
         raise _invalid("no boundary delimiter found")
-    tail = body[start:]
-    if tail.strip(_BODY_WHITESPACE):
-        parts.append(tail)
-    return parts
+    if body[start:].strip(_BODY_WHITESPACE):
+        spans.append((start, len(body)))
+    return spans
 
 
 def _delimiter_at(body: bytes, position: int, length: int) -> tuple[int, int, bool] | None:
@@ -467,40 +554,40 @@ def render_batch_response(
     outer = batch_boundary or f"batchresponse_{uuid.uuid4()}"
     if in_changeset is None:
         in_changeset = not (len(parts) == 1 and parts[0].status == HTTPStatus.OK)
+    pieces: list[bytes] = []
     if not in_changeset:
-        body = b"".join(_delimiter(outer) + _render_response_part(part) for part in parts)
-        return _multipart_type(outer), body + _close(outer)
+        _render_response_parts(parts, _delimiter(outer), pieces)
+        pieces.append(_close(outer))
+        return _multipart_type(outer), b"".join(pieces)
     inner = changeset_boundary or f"changesetresponse_{uuid.uuid4()}"
-    body = b"".join(
-        [
-            _delimiter(outer),
-            _changeset_header(inner),
-            *(_delimiter(inner) + _render_response_part(part) for part in parts),
-            _close(inner),
-            _close(outer),
-        ]
-    )
-    return _multipart_type(outer), body
+    pieces += (_delimiter(outer), _changeset_header(inner))
+    _render_response_parts(parts, _delimiter(inner), pieces)
+    pieces += (_close(inner), _close(outer))
+    return _multipart_type(outer), b"".join(pieces)
 
 
 @lru_cache(maxsize=64)
-def _status_line(status: int) -> bytes:
-    return f"HTTP/1.1 {status} {_reason(status)}\r\n".encode()
+def _part_start(status: int) -> bytes:
+    """A response part's MIME headers, the empty line and the status line."""
+    return _HTTP_PART_HEADERS + _CRLF + f"HTTP/1.1 {status} {_reason(status)}\r\n".encode()
 
 
-def _render_response_part(part: SubResponse) -> bytes:
-    """One response MIME part: status line, ``Content-ID`` first, headers, body, final CRLF."""
-    status_line = _status_line(part.status)
-    return (
-        _HTTP_PART_HEADERS
-        + _CRLF
-        + status_line
-        + _content_id_line(part.content_id)
-        + _render_fields(part.headers)
-        + _CRLF
-        + part.body
-        + _CRLF
-    )
+def _render_response_parts(parts: Sequence[SubResponse], delimiter: bytes, pieces: list[bytes]) -> None:
+    """Append each part, after its delimiter, to ``pieces`` (joined once for the whole body):
+    status line, ``Content-ID`` first, headers, body, final CRLF. A header tuple that many
+    parts share is rendered once."""
+    blocks: dict[int, bytes] = {}  # id() of a header tuple -> its lines; the parts keep it alive
+    for part in parts:
+        pieces += (delimiter, _part_start(part.status))
+        if part.content_id is not None:
+            pieces.append(f"Content-ID: {part.content_id}\r\n".encode())
+        block = blocks.get(id(part.headers))
+        if block is None:
+            block = blocks[id(part.headers)] = _render_fields(part.headers)
+        pieces.append(block)
+        for name, value in part.tail:
+            pieces.append(f"{name}: {value}\r\n".encode())
+        pieces += (_CRLF, part.body, _CRLF)
 
 
 def _reason(status: int) -> str:
@@ -518,12 +605,7 @@ def _content_id_line(content_id: str | None) -> bytes:
 
 def _render_fields(fields: Iterable[tuple[str, str]]) -> bytes:
     """Header lines written verbatim, names in the caller's case."""
-    return b"".join([_field_line(name, value) for name, value in fields])
-
-
-@lru_cache(maxsize=1024)  # the parts of a response repeat all their lines but Location
-def _field_line(name: str, value: str) -> bytes:
-    return f"{name}: {value}\r\n".encode()
+    return "".join([f"{name}: {value}\r\n" for name, value in fields]).encode()
 
 
 def _changeset_header(boundary: str) -> bytes:

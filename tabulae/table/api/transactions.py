@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from tabulae.http.addressing import is_path_style
@@ -20,7 +21,7 @@ from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.model.names import SECONDARY_SUFFIX
 from tabulae.table.api import odata
-from tabulae.table.api.batch import SubRequest, SubResponse, parse_batch, render_batch_response
+from tabulae.table.api.batch import Headers, SubRequest, SubResponse, parse_batch, render_batch_response
 from tabulae.table.api.operations import Operation, effective_method, resolve_operation, write_condition
 from tabulae.table.api.routing import Resource, Route, resolve
 from tabulae.table.service import TableService
@@ -35,12 +36,18 @@ Authorizer = Callable[[Route, Operation, str, str], None]
 
 
 @dataclass(slots=True)
-class _Change:
-    mutation: Mutation
-    route: Route
-    prefer: str | None
-    content_id: str | None
+class _Plan:
+    """What a sub-request's method, headers and kind of resource decide, worked out once per batch
+    for all the operations that repeat them (an SDK writes every operation of a kind with the same
+    headers; only the URL of an update, merge or delete differs, and only in the keys)."""
+
+    operation: Operation
+    kind: MutationKind
     level: str
+    prefer: str | None
+    content_id: str | None  # a Content-ID header of the embedded request (legacy SDKs)
+    condition: str | None  # the If-Match of an update, merge or delete
+    created: Headers  # an inserted entity's answer: the headers before its Location
 
 
 def _origin_path(target: str) -> str:
@@ -123,43 +130,65 @@ def _operation(sub: SubRequest, route: Route, method: str) -> Operation:
     return operation
 
 
-def _mutation(sub: SubRequest, route: Route, operation: Operation) -> Mutation:
+def _plan(sub: SubRequest, route: Route) -> _Plan:
+    """Resolve the operation, the response's metadata level and the write condition, in the order
+    a whole request checks them (each may refuse the operation)."""
+    operation = _operation(sub, route, _method(sub))
+    level = odata.metadata_level(_header(sub, "accept"), None)
     kind = _KINDS[operation]
+    condition = None
+    if kind is not MutationKind.INSERT:
+        verb = "DELETE" if kind is MutationKind.DELETE else "PUT" if kind is MutationKind.REPLACE else "MERGE"
+        condition = write_condition(_header(sub, "if-match"), _header(sub, "if-none-match"), verb)
+    prefer = _prefer(sub)
+    content_id = _header(sub, "content-id")
+    return _Plan(operation, kind, level, prefer, content_id, condition, _created_headers(prefer, level))
+
+
+def _mutation(sub: SubRequest, route: Route, plan: _Plan) -> Mutation:
+    kind = plan.kind
     if kind is MutationKind.INSERT:
         entity = entity_from_body(sub.body, None)
         return Mutation(kind, entity.pk, entity.rk, entity.properties)
     assert route.pk is not None and route.rk is not None
     keys = (route.pk, route.rk)
-    verb = "DELETE" if kind is MutationKind.DELETE else "PUT" if kind is MutationKind.REPLACE else "MERGE"
-    condition = write_condition(_header(sub, "if-match"), _header(sub, "if-none-match"), verb)
     if kind is MutationKind.DELETE:
-        if condition is None:
+        if plan.condition is None:
             raise TableError("UpdateConditionNotSatisfied")  # If-Match is required
-        return Mutation(kind, *keys, None, condition)
+        return Mutation(kind, *keys, None, plan.condition)
     entity = entity_from_body(sub.body, keys)
-    return Mutation(kind, *keys, entity.properties, condition)
+    return Mutation(kind, *keys, entity.properties, plan.condition)
 
 
-def _success_part(operation: _Change, stored: StoredEntity | None) -> SubResponse:
-    headers = list(_PART_COMMON)
-    mutation = operation.mutation
-    if mutation.kind is MutationKind.DELETE or stored is None:
-        return SubResponse(204, tuple(headers), b"", operation.content_id)
+_NO_CONTENT_HEADERS = _PART_COMMON
+
+
+@lru_cache(maxsize=64)
+def _created_headers(prefer: str | None, level: str) -> tuple[tuple[str, str], ...]:
+    """The headers every inserted entity's part of one kind shares, before its Location."""
+    applied = (("Preference-Applied", prefer),) if prefer else ()
+    if prefer == "return-no-content":
+        return (*_PART_COMMON, *applied)
+    return (*_PART_COMMON, *applied, ("Content-Type", odata.CONTENT_TYPE_TEXT[level]))
+
+
+def _success_part(
+    route: Route, plan: _Plan, content_id: str | None, stored: StoredEntity | None
+) -> SubResponse:
+    if plan.kind is MutationKind.DELETE or stored is None:
+        return SubResponse(204, _NO_CONTENT_HEADERS, b"", content_id)
     etag = ("ETag", stored.etag)
-    if mutation.kind is not MutationKind.INSERT:
-        return SubResponse(204, (*headers, etag), b"", operation.content_id)
-    route = operation.route
+    if plan.kind is not MutationKind.INSERT:
+        return SubResponse(204, _NO_CONTENT_HEADERS, b"", content_id, (etag,))
     assert route.table is not None
     location = f"{route.base}/{odata.key_path(route.table, stored.pk, stored.rk)}"
-    if operation.prefer:
-        headers.append(("Preference-Applied", operation.prefer))
-    if operation.prefer == "return-no-content":
-        headers.extend((("Location", location), ("DataServiceId", location), etag))
-        return SubResponse(204, tuple(headers), b"", operation.content_id)
-    level = operation.level
-    body = odata.render_entity(stored, route.base, route.account, route.table, level)
-    headers.extend((("Content-Type", odata.CONTENT_TYPE_TEXT[level]), ("Location", location), etag))
-    return SubResponse(201, tuple(headers), body, operation.content_id)
+    headers = plan.created
+    if plan.prefer == "return-no-content":
+        return SubResponse(
+            204, headers, b"", content_id, (("Location", location), ("DataServiceId", location), etag)
+        )
+    body = odata.render_entity(stored, route.base, route.account, route.table, plan.level)
+    return SubResponse(201, headers, body, content_id, (("Location", location), etag))
 
 
 def _failure_part(
@@ -192,9 +221,11 @@ async def submit(
             service, batch.operations[0], request, route, request_id, accounts, authorize
         )
     host = request.headers.get("host", "127.0.0.1")
-    operations: list[_Change] = []
+    mutations: list[Mutation] = []
+    changes: list[tuple[Route, _Plan, str | None]] = []  # each operation's route, plan and Content-ID
     table_key: str | None = None
     routes: dict[str, Route] = {}  # inserts into one table all share one target URL
+    plans: dict[tuple[str, Headers, Resource], _Plan] = {}
     for index, sub in enumerate(batch.operations):
         try:
             op_route = routes.get(sub.target)
@@ -206,29 +237,37 @@ async def submit(
                 table_key = op_route.table.lower()
             elif op_route.table.lower() != table_key:
                 raise TableError("InvalidInput")
-            operation = _operation(sub, op_route, _method(sub))
-            level = odata.metadata_level(_header(sub, "accept"), None)
-            mutation = _mutation(sub, op_route, operation)
+            plan = plans.get((sub.method, sub.headers, op_route.resource))
+            if plan is None:
+                plan = plans[sub.method, sub.headers, op_route.resource] = _plan(sub, op_route)
+            mutation = _mutation(sub, op_route, plan)
             if authorize is not None:
-                authorize(op_route, operation, mutation.pk, mutation.rk)
-            operations.append(_Change(mutation, op_route, _prefer(sub), _content_id(sub), level))
+                authorize(op_route, plan.operation, mutation.pk, mutation.rk)
+            mutations.append(mutation)
+            changes.append(
+                (op_route, plan, sub.content_id if sub.content_id is not None else plan.content_id)
+            )
         except TableError as error:
             error.index = index
             return _multipart([_failure_part(error, request_id, _content_id(sub), _prefer(sub))])
-    if not operations or table_key is None:
+    if not mutations or table_key is None:
         raise TableError("InvalidInput")
-    table = operations[0].route.table
+    table = changes[0][0].table
     assert table is not None
     try:
-        results = await service.submit_batch(route.account, table, [op.mutation for op in operations])
+        results = await service.submit_batch(route.account, table, mutations)
     except TableError as error:
         if error.index is None and error.status >= 500:
             raise  # refused or failed as a whole (throttled, fault, storage): a retryable request error
         index = error.index if error.index is not None else 0
         error.index = index
-        failed = operations[min(index, len(operations) - 1)]
-        return _multipart([_failure_part(error, request_id, failed.content_id, failed.prefer)])
-    return _multipart([_success_part(op, stored) for op, stored in zip(operations, results, strict=True)])
+        _, failed_plan, failed_id = changes[min(index, len(changes) - 1)]
+        return _multipart([_failure_part(error, request_id, failed_id, failed_plan.prefer)])
+    parts = [
+        _success_part(op_route, plan, content_id, stored)
+        for (op_route, plan, content_id), stored in zip(changes, results, strict=True)
+    ]
+    return _multipart(parts)
 
 
 async def _single_query(
