@@ -162,6 +162,62 @@ def test_point_operations_and_batches_go_to_one_shard() -> None:
     run(body)
 
 
+async def planner_messages(url: str, statement: Statement) -> list[str]:
+    """What Citus's planner says (``DEBUG2``) about one recorded statement, run in a transaction
+    that is rolled back."""
+    query, params = statement
+    said: list[str] = []
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        conn.add_notice_handler(lambda notice: said.append(notice.message_primary or ""))
+        await conn.execute("SET client_min_messages = debug2")
+        await conn.execute(query, params)  # type: ignore[arg-type]
+        await conn.rollback()
+    return said
+
+
+FAST_PATH = "for a fast-path router query"  # "Distributed planning", or "Deferred pruning" when bound
+
+
+def test_point_writes_plan_on_the_fast_path() -> None:
+    """Every statement of a single-entity write that reads or changes ``entities`` (the row lock,
+    the conditional update and delete) and the table lookup take Citus's fast-path router
+    planner, which skips the general planner; inserts of ``VALUES`` take Citus's own insert
+    path. The point read is routed to one shard by the router planner but not on the fast
+    path: its in-statement check that the table still exists reads a second table."""
+
+    async def body(url: str) -> None:
+        async with recorded(url) as (stores, log):
+            tables = stores.tables
+            await tables.create_table(ACCOUNT, "Fast")
+            log.clear()
+            for kind, props in (
+                (MutationKind.INSERT, {}),
+                (MutationKind.REPLACE, {}),
+                (MutationKind.DELETE, None),
+            ):
+                await tables.apply(
+                    ACCOUNT, "Fast", [Mutation(kind, "p", "r", props, "*" if props is None else None)]
+                )
+            seen: dict[str, list[str]] = {}
+            for statement in statements_of(log):
+                verb = statement[0].split()[0].upper()
+                said = await planner_messages(url, statement)
+                assert any("router plan" in message for message in said), (statement[0], said)
+                if verb == "INSERT":
+                    continue
+                assert any(FAST_PATH in message for message in said), (statement[0], said)
+                seen.setdefault(verb, []).append(statement[0])
+            assert {"SELECT", "UPDATE", "DELETE"} <= set(seen)
+            await tables.apply(ACCOUNT, "Fast", [Mutation(MutationKind.INSERT, "p", "r", {})])
+            log.clear()
+            assert await tables.get_entity(ACCOUNT, "Fast", "p", "r") is not None
+            for statement in statements_of(log):
+                said = await planner_messages(url, statement)
+                assert any("router plan" in message for message in said), (statement[0], said)
+
+    run(body)
+
+
 def test_scans_bounded_to_one_partition_go_to_one_shard() -> None:
     async def body(url: str) -> None:
         async with recorded(url) as (stores, log):
