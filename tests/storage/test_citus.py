@@ -178,11 +178,13 @@ async def planner_messages(url: str, statement: Statement) -> list[str]:
 FAST_PATH = "for a fast-path router query"  # "Distributed planning", or "Deferred pruning" when bound
 
 
-def test_point_operations_plan_on_the_fast_path() -> None:
+def test_point_operations_plan_on_the_fast_path_or_one_shard() -> None:
     """Every statement of a single-entity write that reads or changes ``entities`` (the row lock,
     the conditional update and delete) and the table lookup take Citus's fast-path router
     planner, which skips the general planner; inserts of ``VALUES`` take Citus's own insert
-    path. So do both statements of a point read (the entity, then the table lookup)."""
+    path. The point read is routed to one shard by the router planner but not on the fast
+    path: its in-statement check that the table still exists reads a second table (measured:
+    splitting the check into a second statement costs more than the fast path saves)."""
 
     async def body(url: str) -> None:
         async with recorded(url) as (stores, log):
@@ -210,14 +212,9 @@ def test_point_operations_plan_on_the_fast_path() -> None:
             await tables.apply(ACCOUNT, "Fast", [Mutation(MutationKind.INSERT, "p", "r", {})])
             log.clear()
             assert await tables.get_entity(ACCOUNT, "Fast", "p", "r") is not None
-            read = statements_of(log)
-            assert [statement[0].split(" FROM ")[1].split()[0] for statement in read] == [
-                "entities",
-                "tables",
-            ]
-            for statement in read:
+            for statement in statements_of(log):
                 said = await planner_messages(url, statement)
-                assert any(FAST_PATH in message for message in said), (statement[0], said)
+                assert any("router plan" in message for message in said), (statement[0], said)
 
     run(body)
 

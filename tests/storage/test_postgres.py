@@ -269,8 +269,8 @@ def test_citus_schema_calls_each_citus_function_once(pg_url: str) -> None:
 @pytest.mark.parametrize("name", database_backends())
 def test_a_point_read_never_returns_a_row_left_under_a_deleted_tables_id(name: str) -> None:
     """A write that raced Delete Table can leave its row under the dead table id (ids are never
-    reused). The point read checks the table after reading the entity, in a second statement:
-    a front-end that still has the dead id cached must answer TableNotFound, and after the
+    reused). The point read checks in the same statement that the table id still exists: a
+    front-end that still has the dead id cached must answer TableNotFound, and after the
     table is created again, the new (empty) table, never the leftover row."""
     url = database_url(name)
     asyncio.run(init_schema(url, citus=name == "citus"))

@@ -13,14 +13,8 @@ database transaction (see :mod:`.engine`). The SQL keeps to what Citus can route
   copied to every node, so checking that a table still exists is a local read on any shard.
 * Table ids are random 63-bit integers (guarded by a unique constraint): front-ends need no
   shared sequence, and an id is never reused, so rows of a deleted table can never reappear in
-  a table re-created under the same name. Every entity read checks that its table id still
-  exists: scans in the same statement; a point read in a second statement pipelined after it,
-  the table lookup, so that the point read itself is a single-table statement Citus plans on
-  its fast-path router planner. The order matters: rows a write that raced a Delete Table left
-  under the dead id are visible to the entity read, but the lookup runs later and no longer
-  finds the id once the deletion committed (on Citus the coordinator, whose copy of ``tables``
-  the lookup reads, commits before the workers). A reader never sees entities of a deleted
-  table.
+  a table re-created under the same name. Every entity read checks, in the same statement, that
+  its table id still exists: a reader never sees entities of a deleted table.
 * Writes lock the touched rows (``SELECT … FOR UPDATE``), check existence and ETags, then write
   with conditional statements whose row counts are checked; a concurrent insert of a missing
   key or a serialization failure or deadlock (SQLSTATE 40001/40P01) restarts the transaction a
@@ -101,9 +95,7 @@ _ID = struct.Struct(">q")
 
 _LOOKUP = "SELECT id FROM tables WHERE account = %s AND name_key = %s"
 _TABLE_ALIVE = "EXISTS (SELECT 1 FROM tables WHERE id = %s)"
-# A point read names one table and its full key and nothing else, so Citus plans it on its
-# fast-path router planner (a subquery on ``tables`` would send it through the general one).
-_GET = "SELECT ticks, props FROM entities WHERE dist = %s AND rk = %s"
+_GET = f"SELECT ticks, props FROM entities WHERE dist = %s AND rk = %s AND {_TABLE_ALIVE}"
 _LOCK = "SELECT rk, ticks, props FROM entities WHERE dist = %s AND rk = ANY(%s) ORDER BY rk FOR UPDATE"
 _INSERT = (
     "INSERT INTO entities (dist, rk, ticks, props) VALUES (%s, %s, %s, %s) ON CONFLICT (dist, rk) DO NOTHING"
@@ -214,7 +206,7 @@ class PostgresTables(TableStore):
     async def delete_table(self, account: str, name: str) -> None:
         """Delete the table row and its entities in one transaction.
 
-        Readers check the table id after (or with) reading the entities, so none can see
+        Readers check the table id in the same statement as the entities, so none can see
         entities of the deleted table even on Citus, where the row and the shards may commit on
         different nodes; a write that raced with the deletion can at worst leave rows under an id
         that no longer exists and is never reused, which no read returns.
@@ -296,17 +288,12 @@ class PostgresTables(TableStore):
         async def run(conn: Connection) -> StoredEntity | None:
             for _ in range(MAX_ATTEMPTS):
                 table_id = await self._table_id(conn, key)
-                async with conn.pipeline():  # the entity first, then the table: see the module docstring
-                    read = await conn.execute(_GET, (_dist(table_id, pk), _key(rk)), binary=True)
-                    lookup = await conn.execute(_LOOKUP, key)
-                    row = await read.fetchone()
-                    current = await lookup.fetchone()
-                current_id = int(current[0]) if current else None
-                self._remember(key, current_id)
-                if current_id is None:
-                    raise TableError("TableNotFound")
-                if current_id == table_id:
-                    return StoredEntity(pk, rk, int(row[0]), bytes(row[1])) if row is not None else None
+                cursor = await conn.execute(_GET, (_dist(table_id, pk), _key(rk), table_id), binary=True)
+                row = await cursor.fetchone()
+                if row is not None:
+                    return StoredEntity(pk, rk, int(row[0]), bytes(row[1]))
+                if await self._confirm_empty(conn, key, table_id):
+                    return None
             raise Restart
 
         return await self._run(run, idempotent=True)
