@@ -26,6 +26,7 @@ from tabulae.model import edm
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.model.queues import QueueMessage
 from tabulae.storage.blobs import BASE, BlobKey, BlobRecord, BlobState, BlobWrite, ContainerRecord, next_ticks
+from tabulae.storage.indexes import IndexProbe
 from tabulae.storage.postgres import PostgresStores
 from tabulae.storage.postgres.engine import CITUS_SETTINGS
 from tabulae.storage.tables import FULL_RANGE, KeyBound, KeyRange
@@ -158,6 +159,63 @@ def test_point_operations_and_batches_go_to_one_shard() -> None:
             await assert_single_shard(url, log)
             await tables.apply(ACCOUNT, "Things", [Mutation(MutationKind.DELETE, "p", "r", None, "*")])
             await assert_single_shard(url, log)
+
+    run(body)
+
+
+async def planner_messages(url: str, statement: Statement) -> list[str]:
+    """What Citus's planner says (``DEBUG2``) about one recorded statement, run in a transaction
+    that is rolled back."""
+    query, params = statement
+    said: list[str] = []
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        conn.add_notice_handler(lambda notice: said.append(notice.message_primary or ""))
+        await conn.execute("SET client_min_messages = debug2")
+        await conn.execute(query, params)  # type: ignore[arg-type]
+        await conn.rollback()
+    return said
+
+
+FAST_PATH = "for a fast-path router query"  # "Distributed planning", or "Deferred pruning" when bound
+
+
+def test_point_operations_plan_on_the_fast_path_or_one_shard() -> None:
+    """Every statement of a single-entity write that reads or changes ``entities`` (the row lock,
+    the conditional update and delete) and the table lookup take Citus's fast-path router
+    planner, which skips the general planner; inserts of ``VALUES`` take Citus's own insert
+    path. The point read is routed to one shard by the router planner but not on the fast
+    path: its in-statement check that the table still exists reads a second table (measured:
+    splitting the check into a second statement costs more than the fast path saves)."""
+
+    async def body(url: str) -> None:
+        async with recorded(url) as (stores, log):
+            tables = stores.tables
+            await tables.create_table(ACCOUNT, "Fast")
+            log.clear()
+            for kind, props in (
+                (MutationKind.INSERT, {}),
+                (MutationKind.REPLACE, {}),
+                (MutationKind.DELETE, None),
+            ):
+                await tables.apply(
+                    ACCOUNT, "Fast", [Mutation(kind, "p", "r", props, "*" if props is None else None)]
+                )
+            seen: dict[str, list[str]] = {}
+            for statement in statements_of(log):
+                verb = statement[0].split()[0].upper()
+                said = await planner_messages(url, statement)
+                assert any("router plan" in message for message in said), (statement[0], said)
+                if verb == "INSERT":
+                    continue
+                assert any(FAST_PATH in message for message in said), (statement[0], said)
+                seen.setdefault(verb, []).append(statement[0])
+            assert {"SELECT", "UPDATE", "DELETE"} <= set(seen)
+            await tables.apply(ACCOUNT, "Fast", [Mutation(MutationKind.INSERT, "p", "r", {})])
+            log.clear()
+            assert await tables.get_entity(ACCOUNT, "Fast", "p", "r") is not None
+            for statement in statements_of(log):
+                said = await planner_messages(url, statement)
+                assert any("router plan" in message for message in said), (statement[0], said)
 
     run(body)
 
@@ -298,5 +356,50 @@ def test_a_blobs_rows_and_chunks_go_to_one_shard() -> None:
                 " WHERE logicalrelid = ANY(ARRAY['blobs', 'blob_chunks', 'blob_extents']::regclass[])"
             )
             assert await cursor.fetchone() == (1,)
+
+    run(body)
+
+
+def test_a_property_index_is_scanned_on_the_shards() -> None:
+    """An index lookup's statement can read the partial expression index on every shard it asks
+    (``citus.explain_all_tasks`` shows each shard's own plan): the index exists on the shards and
+    the statement each shard receives still implies its predicate."""
+
+    async def body(url: str) -> None:
+        async with recorded(url) as (stores, log):
+            tables = stores.tables
+            stores.database.run = stores.tables._run  # type: ignore[method-assign,union-attr]
+            await tables.create_table(ACCOUNT, "Indexed")
+            for i in range(300):
+                props = {"Color": (edm.STRING, f"c{i % 30}")}
+                await tables.apply(
+                    ACCOUNT, "Indexed", [Mutation(MutationKind.INSERT, f"p{i % 7}", f"r{i:04d}", props)]
+                )
+            info = await TableService(tables).add_index(ACCOUNT, "Indexed", "Color", edm.STRING, wait=True)
+            assert info.state == "ready", info
+            await tables.ready_indexes(ACCOUNT, "Indexed")
+            log.clear()
+            probe = IndexProbe("Color", edm.STRING, points=((edm.STRING, "c7"),))
+            chunk = await tables.index_scan(ACCOUNT, "Indexed", probe, [FULL_RANGE], None, 100)
+            assert len(chunk.rows) == 10
+            lookups = [s for s in statements_of(log) if " FROM entities " in s[0]]
+            assert lookups
+            async with await psycopg.AsyncConnection.connect(url) as conn:
+                # A few rows per shard cost less to read whole than through any index, so the
+                # shards' planners are told to avoid that (SET LOCAL, sent on to the workers):
+                # what is checked is that the index can serve the lookup on every shard, i.e.
+                # the statement Citus sends each shard still implies the index's predicate.
+                await conn.execute("SET citus.explain_all_tasks = on")
+                await conn.execute("SET citus.propagate_set_commands = 'local'")
+                await conn.execute("SET LOCAL enable_seqscan = off")
+                for query, params in lookups:
+                    cursor = await conn.execute(f"EXPLAIN (FORMAT JSON) {query}", params)  # type: ignore[arg-type]
+                    row = await cursor.fetchone()
+                    assert row is not None
+                    plan = row[0] if not isinstance(row[0], str) else json.loads(row[0])
+                    jobs = [node["Distributed Query"]["Job"] for node in citus_scans(plan)]
+                    assert jobs and all(job.get("Tasks") for job in jobs), query
+                    text = json.dumps(plan)
+                    assert '"Index Name": "px_' in text and '"Seq Scan"' not in text, (query, text[:3000])
 
     run(body)

@@ -25,6 +25,7 @@ from tabulae.storage.postgres import tables as postgres
 from tabulae.storage.postgres.tables import PostgresTables
 from tabulae.storage.sqlite import SqliteStores
 from tabulae.storage.tables import FULL_RANGE
+from tests.backends import database_backends, database_url
 
 
 @asynccontextmanager
@@ -261,5 +262,42 @@ def test_citus_schema_calls_each_citus_function_once(pg_url: str) -> None:
             ("service_properties", "n", None),
             ("tables", "n", None),
         ]
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("name", database_backends())
+def test_a_point_read_never_returns_a_row_left_under_a_deleted_tables_id(name: str) -> None:
+    """A write that raced Delete Table can leave its row under the dead table id (ids are never
+    reused). The point read checks in the same statement that the table id still exists: a
+    front-end that still has the dead id cached must answer TableNotFound, and after the
+    table is created again, the new (empty) table, never the leftover row."""
+    url = database_url(name)
+    asyncio.run(init_schema(url, citus=name == "citus"))
+    account, table = f"acct{uuid.uuid4().hex[:16]}", "Raced"
+
+    async def main() -> None:
+        one, two = await PostgresStores.open(url, max_size=2), await PostgresStores.open(url, max_size=2)
+        try:
+            await one.tables.create_table(account, table)
+            await one.tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "r", {})])
+            assert await two.tables.get_entity(account, table, "p", "r") is not None  # two caches the id
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+                dist = postgres._dist(two.tables._ids[(account, table.lower())], "p")
+                cursor = await conn.execute("SELECT rk, ticks, props FROM entities WHERE dist = %s", (dist,))
+                leftover = await cursor.fetchone()
+                await one.tables.delete_table(account, table)
+                await conn.execute(
+                    "INSERT INTO entities (dist, rk, ticks, props) VALUES (%s, %s, %s, %s)", (dist, *leftover)
+                )  # what the raced write leaves behind
+            with pytest.raises(TableError) as refused:
+                await two.tables.get_entity(account, table, "p", "r")
+            assert refused.value.code == "TableNotFound"
+            await one.tables.create_table(account, table)
+            assert await one.tables.get_entity(account, table, "p", "r") is None
+            assert await two.tables.get_entity(account, table, "p", "r") is None
+        finally:
+            await one.close()
+            await two.close()
 
     asyncio.run(main())

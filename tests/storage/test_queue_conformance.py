@@ -274,3 +274,45 @@ def test_concurrent_takers_never_share_a_message(backend: Backend) -> None:
                 await engine.close()
 
     asyncio.run(main())
+
+
+def test_concurrent_put_take_and_delete_on_one_queue(backend: Backend) -> None:
+    """Producers and consumers on two store instances work one queue at once (on Citus its
+    messages share one shard and the queue row is a reference table): nothing fails, and every
+    message put is taken and deleted exactly once."""
+
+    async def main() -> None:
+        engines = [await backend.open(), await backend.open()]
+        try:
+            a, q = backend.account, "busy"
+            await engines[0].queues.create_queue(a, q, b"[]")
+            producing = 4
+
+            async def producer(store: Store, index: int) -> None:
+                nonlocal producing
+                for n in range(20):
+                    await store.put_message(a, q, message(f"p{index}-{n}"))
+                producing -= 1
+
+            async def consumer(store: Store, index: int) -> list[str]:
+                done: list[str] = []
+                while True:
+                    taken = await store.take_messages(a, q, 3, T, T + 60 * S, f"c{index}-{len(done)}")
+                    for got in taken:
+                        await store.delete_message(a, q, got.id, got.receipt, T)
+                        done.append(got.id)
+                    if not taken:
+                        if producing == 0:
+                            return done
+                        await asyncio.sleep(0.001)
+
+            jobs = [producer(engines[i % 2].queues, i) for i in range(4)]
+            results = await asyncio.gather(*jobs, *(consumer(engines[i % 2].queues, i) for i in range(4)))
+            every = [mid for got in results[4:] if got for mid in got]
+            assert len(every) == 80 and len(set(every)) == 80
+            assert (await engines[1].queues.get_queue(a, q))[1] == 0
+        finally:
+            for engine in engines:
+                await engine.close()
+
+    asyncio.run(main())

@@ -13,8 +13,14 @@ conflicts without sending the bytes again. Reads fetch one chunk per statement, 
 holds no connection between chunks and never more than one chunk in memory.
 
 Writes lock the blob's current row (``SELECT … FOR UPDATE``), or insert it with ``ON CONFLICT
-DO NOTHING`` and start over when a concurrent insert won; the container row is locked ``FOR
-SHARE``, so a container cannot be deleted under a write into it. Extents a write stops
+DO NOTHING`` and start over when a concurrent insert won. A write holds its container's
+transaction advisory lock shared, and Delete Container holds it exclusively, so a container
+cannot be deleted under a write into it. Not a row lock on ``blob_containers``: that is a Citus
+reference table, and Citus serialises row locks on reference tables through shard locks that
+two concurrent ``SELECT … FOR SHARE`` take in an order that deadlocks (eight threads staging
+blocks into one blob met it tens of thousands of times). The advisory lock is taken by a
+statement that reads no table, so it runs on the node the front-ends connect to (the
+coordinator), the same node for every front-end. Extents a write stops
 referencing become garbage, deleted by :meth:`PostgresBlobs.collect_garbage` after the grace
 period (a download that started before may still read them).
 """
@@ -180,6 +186,13 @@ def dkey_of(key: BlobKey) -> int:
     return int(_DKEY.unpack(digest.digest()[:8])[0])
 
 
+def container_lock(account: str, name: str) -> int:
+    """The key of a container's transaction advisory lock: 64 bits of SHA-256 over a tag, the
+    account and the name (the tag keeps it apart from any other lock keyed by a hash)."""
+    digest = hashlib.sha256(f"blob-container\n{account}\n{name}".encode("utf-8", "surrogatepass"))
+    return int(_DKEY.unpack(digest.digest()[:8])[0])
+
+
 def _row_to_blob(row: Sequence[Any]) -> BlobRecord:
     name, version, ticks, size, committed, doc = row
     return decode_blob(name, version, ticks, size, committed, bytes(doc))
@@ -207,9 +220,11 @@ class PostgresBlobs(BlobStore):
     # ------------------------------------------------------------------ containers
 
     async def _container_id(self, conn: Connection, account: str, name: str, *, share: bool = False) -> int:
-        sql = "SELECT id FROM blob_containers WHERE account = %s AND name = %s" + (
-            " FOR SHARE" if share else ""
-        )
+        """The container's id; with ``share``, first its lock shared (held to the end of the
+        transaction), so it is read after any Delete Container that held the lock committed."""
+        if share:
+            await conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (container_lock(account, name),))
+        sql = "SELECT id FROM blob_containers WHERE account = %s AND name = %s"
         row = await (await conn.execute(sql, (account, name))).fetchone()
         if row is None:
             raise container_missing()
@@ -271,6 +286,7 @@ class PostgresBlobs(BlobStore):
     ) -> None:
         async def run(conn: Connection) -> None:
             async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (container_lock(account, name),))
                 cursor = await conn.execute(
                     "SELECT id, ticks, doc FROM blob_containers WHERE account = %s AND name = %s FOR UPDATE",
                     (account, name),

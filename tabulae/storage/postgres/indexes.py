@@ -19,7 +19,9 @@ String lookup includes that key. Values of the other families never contain a ba
 
 The build is ``CREATE INDEX CONCURRENTLY``: writes and reads go on, progress is PostgreSQL's own
 ``pg_stat_progress_create_index``, and the index is marked ready only once the build committed.
-On Citus the statement and the functions would have to reach every shard (not done here).
+On Citus the coordinator passes the key functions and the index build on to every shard of
+``entities``, and a lookup reads each shard's own copy of the index (``tests/storage/test_citus.py``
+reads the shards' plans).
 """
 
 from __future__ import annotations
