@@ -16,6 +16,26 @@ from tests.backends import backend_names, database_url
 from tests.serverproc import ServerProcess
 
 _names = itertools.count()
+_created: list[tuple[str, str]] = []  # (admin URL, DROP statement) of every store made for tests
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_test_stores() -> Iterator[None]:
+    """Drop the databases and schemas the session created, once every server has stopped (an
+    autouse session fixture is set up first, so torn down last): the test clusters, Citus's
+    above all, are shared between runs and would otherwise fill up with them."""
+    yield
+    if not _created:
+        return
+    import psycopg
+
+    for admin_url, statement in reversed(_created):
+        try:
+            with psycopg.connect(admin_url, autocommit=True) as conn:
+                conn.execute(statement)
+        except psycopg.Error as exc:  # the cluster went away: nothing left to tidy
+            print(f"could not drop a test store ({statement}): {exc}", file=sys.stderr)
+    _created.clear()
 
 
 def fresh_database(base_url: str) -> str:
@@ -25,20 +45,28 @@ def fresh_database(base_url: str) -> str:
     name = f"tabulae_{os.getpid()}_{next(_names)}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(base_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
+    _created.append((base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     return base_url.rsplit("/", 1)[0] + "/" + name
 
 
-def fresh_citus_store(base_url: str) -> str:
-    """An empty Tabulae store on the Citus test cluster, distributed by ``db init --citus``, and
-    its URL. Each gets a schema of its own in the one database (``search_path`` in the URL):
-    the coordinator propagates a new schema to the workers, where a new database would need the
-    extension created and every node registered in it again."""
+def fresh_schema(base_url: str) -> str:
+    """A new empty schema in the database of ``base_url`` (dropped when the session ends), and
+    the URL of a store in it (``search_path`` in the URL), not initialised."""
     import psycopg
 
     name = f"tabulae_{os.getpid()}_{next(_names)}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(base_url, autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{name}"')
-    url = f"{base_url}{'&' if '?' in base_url else '?'}options=-csearch_path%3D{name}"
+    _created.append((base_url, f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
+    return f"{base_url}{'&' if '?' in base_url else '?'}options=-csearch_path%3D{name}"
+
+
+def fresh_citus_store(base_url: str) -> str:
+    """An empty Tabulae store on the Citus test cluster, distributed by ``db init --citus``, and
+    its URL. Each gets a schema of its own in the one database: the coordinator propagates a
+    new schema to the workers, where a new database would need the extension created and every
+    node registered in it again."""
+    url = fresh_schema(base_url)
     init = [sys.executable, "-m", "tabulae", "db", "init", "--citus", "--store", url]
     subprocess.run(init, check=True, capture_output=True)
     return url

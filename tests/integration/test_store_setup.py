@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import psycopg
@@ -22,7 +21,7 @@ from azure.data.tables import TableServiceClient
 
 from tabulae.storage.postgres import SCHEMAS
 from tests.backends import CITUS_ENV, database_url
-from tests.conftest import fresh_citus_store, fresh_database
+from tests.conftest import fresh_citus_store, fresh_database, fresh_schema
 from tests.serverproc import ServerProcess, free_port
 
 STAND_IN = """
@@ -95,11 +94,7 @@ citus = pytest.mark.skipif(not os.environ.get(CITUS_ENV), reason=f"needs {CITUS_
 
 def citus_schema() -> str:
     """A new empty schema on the coordinator, and the URL of a store in it (not initialised)."""
-    base = os.environ[CITUS_ENV]
-    name = f"tabulae_setup_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{name}"')  # type: ignore[arg-type]
-    return f"{base}{'&' if '?' in base else '?'}options=-csearch_path%3D{name}"
+    return fresh_schema(os.environ[CITUS_ENV])
 
 
 @citus
