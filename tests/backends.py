@@ -37,3 +37,9 @@ def database_url(name: str) -> str:
     if os.environ.get("CI"):
         pytest.fail(f"{env} is not set: CI must start a database (scripts/pg-test-cluster) and export it")
     pytest.skip(f"{env} is not set; start a server with: export {env}=$(scripts/pg-test-cluster DIR)")
+
+
+CREATED_STORES: list[tuple[str, str]] = []
+"""(admin URL, DROP statement) of every database or schema made for tests, dropped when the
+session ends. Kept here, not in ``conftest.py``: pytest loads the conftest as a module of its own
+while test files import it as ``tests.conftest``, so a list there would come in two copies."""

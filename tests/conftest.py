@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.backends import backend_names, database_url
+from tests.backends import CREATED_STORES, backend_names, database_url
 from tests.serverproc import ServerProcess
 
 _names = itertools.count()
-_created: list[tuple[str, str]] = []  # (admin URL, DROP statement) of every store made for tests
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -25,17 +24,17 @@ def _drop_test_stores() -> Iterator[None]:
     autouse session fixture is set up first, so torn down last): the test clusters, Citus's
     above all, are shared between runs and would otherwise fill up with them."""
     yield
-    if not _created:
+    if not CREATED_STORES:
         return
     import psycopg
 
-    for admin_url, statement in reversed(_created):
+    for admin_url, statement in reversed(CREATED_STORES):
         try:
             with psycopg.connect(admin_url, autocommit=True) as conn:
                 conn.execute(statement)
         except psycopg.Error as exc:  # the cluster went away: nothing left to tidy
             print(f"could not drop a test store ({statement}): {exc}", file=sys.stderr)
-    _created.clear()
+    CREATED_STORES.clear()
 
 
 def fresh_database(base_url: str) -> str:
@@ -45,7 +44,7 @@ def fresh_database(base_url: str) -> str:
     name = f"tabulae_{os.getpid()}_{next(_names)}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(base_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    _created.append((base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    CREATED_STORES.append((base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     return base_url.rsplit("/", 1)[0] + "/" + name
 
 
@@ -57,7 +56,7 @@ def fresh_schema(base_url: str) -> str:
     name = f"tabulae_{os.getpid()}_{next(_names)}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(base_url, autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{name}"')
-    _created.append((base_url, f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
+    CREATED_STORES.append((base_url, f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
     return f"{base_url}{'&' if '?' in base_url else '?'}options=-csearch_path%3D{name}"
 
 
