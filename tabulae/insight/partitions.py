@@ -197,8 +197,24 @@ class _Stats:
         self.scanned += scanned
         self.throttled += throttled
         if query_class is not None:
-            self.queries[query_class] = self.queries.get(query_class, 0) + 1
-        self.window.add(second, written, read, scanned, throttled)
+            queries = self.queries
+            queries[query_class] = queries.get(query_class, 0) + 1
+        window = self.window
+        bucket = window._buckets[second % window._size]
+        if bucket[0] == second and second == window._sums_second:
+            # The common case, inlined (this runs three times per request): the second's
+            # bucket is current and so are the kept sums. Anything else takes _Window.add.
+            bucket[1] += written
+            bucket[2] += read
+            bucket[3] += scanned
+            bucket[4] += throttled
+            sums = window._sums
+            sums[0] += written
+            sums[1] += read
+            sums[2] += scanned
+            sums[3] += throttled
+        else:
+            window.add(second, written, read, scanned, throttled)
         self.last_seen = now
 
     def absorb(self, other: _Stats, second: int) -> None:
