@@ -1,11 +1,12 @@
 """One point read's CPU through Tabulae's application, in process: no HTTP server, no client.
 
-It builds the real ASGI app (``--in-memory`` store, Table service only), preloads one benchmark
-entity, and calls the app with the same point read again and again: signed with Shared Key, or
-with a table SAS in the query string (the same token every time, as one client holding one token
-sends it). ``--keys N`` preloads N entities (N/100 per partition over up to 100 partitions) and
-reads them in turn, as compare.py's wrk clients read random keys: nothing keyed on the URL or its
-signature is then reused from one read to the next, which reading one key again and again hides.
+It builds the real ASGI app (SQLite store in a scratch directory, Table service only),
+preloads one benchmark entity, and calls the app with the same point read again and again: signed
+with Shared Key, or with a table SAS in the query string (the same token every time, as one client
+holding one token sends it). ``--keys N`` preloads N entities (N/100 per partition over up to
+100 partitions) and reads them in turn, as compare.py's wrk clients read random keys: nothing
+keyed on the URL or its signature is then reused from one read to the next, which reading one key
+again and again hides.
 
 Deterministic enough to compare two versions of the code under callgrind:
 
