@@ -1,15 +1,19 @@
 """One request's CPU through Tabulae's application, in process: no HTTP server, no client.
 
 It builds the real ASGI app (a SQLite store in a scratch directory, Table service only) and calls
-it with the same request again and again. ``--workload read`` (the default) preloads one
+it with the same kind of request again and again. ``--workload read`` (the default) preloads one
 benchmark entity and reads it, signed with Shared Key, or with a table SAS in the query string
-(the same token every time, as one client holding one token sends it). ``--workload batch`` sends
+(the same token every time, as one client holding one token sends it). ``--keys N`` preloads N
+entities (N/100 per partition over up to 100 partitions) and reads them in turn, as compare.py's
+wrk clients read random keys: nothing keyed on the URL or its signature is then reused from one
+read to the next, which reading one key again and again hides. ``--workload batch`` sends
 ``$batch`` requests of 100 inserts in the Python SDK's byte layout (compare.py's batch workload),
-each into a fresh partition. Deterministic enough to compare two versions of the code under
-callgrind:
+each into a fresh partition.
+
+Deterministic enough to compare two versions of the code under callgrind:
 
     PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out \\
-        .venv/bin/python benchmarks/inprocess.py --auth sas --requests 2000
+        .venv/bin/python benchmarks/inprocess.py --auth sas --keys 500 --requests 2000
     callgrind_annotate /tmp/cg.out | head
 
 Without valgrind it prints the CPU time per request (``time.process_time``).
@@ -109,7 +113,7 @@ async def run_batches(requests: int, size: int) -> float:
         scratch.cleanup()
 
 
-async def run(auth: str, requests: int) -> float:
+async def run(auth: str, requests: int, keys_count: int = 1) -> float:
     """Preload, then time ``requests`` point reads; returns CPU µs per request."""
     scratch = tempfile.TemporaryDirectory(prefix="bench-inprocess-")
     settings = Settings(data_dir=Path(scratch.name), services=("table",), port=10002)
@@ -120,19 +124,26 @@ async def run(auth: str, requests: int) -> float:
         create = b'{"TableName": "%s"}' % TABLE.encode()
         tables = f"/{protocol.ACCOUNT}/Tables"
         await _call(app, "POST", tables, _headers(protocol.INSERT, tables, date, create, True), create)
-        entity = protocol.fill(protocol.entity_fragments(), "p000", "r000000").encode()
         insert = protocol.table_path(TABLE)
-        status = await _call(
-            app, "POST", insert, _headers(protocol.INSERT, insert, date, entity, True), entity
-        )
-        assert status == 201, status
-        target = protocol.entity_path(TABLE, "p000", "r000000")
-        if auth == "sas":
-            target += "?" + table_sas(TABLE, "r", protocol.API_VERSION)
-        headers = _headers(protocol.GET, target, date, b"", auth == "shared-key")
-        assert await _call(app, "GET", target, headers, b"") == 200
+        keys = [(f"p{i % 100:03d}", f"r{i // 100:06d}") for i in range(keys_count)]
+        for pk, rk in keys:
+            entity = protocol.fill(protocol.entity_fragments(), pk, rk).encode()
+            status = await _call(
+                app, "POST", insert, _headers(protocol.INSERT, insert, date, entity, True), entity
+            )
+            assert status == 201, status
+        sas = table_sas(TABLE, "r", protocol.API_VERSION) if auth == "sas" else ""
+        reads = []
+        for pk, rk in keys:
+            target = protocol.entity_path(TABLE, pk, rk)
+            if sas:
+                target += "?" + sas
+            headers = _headers(protocol.GET, target, date, b"", auth == "shared-key")
+            assert await _call(app, "GET", target, headers, b"") == 200
+            reads.append((target, headers))
         started = time.process_time()
-        for _ in range(requests):
+        for i in range(requests):
+            target, headers = reads[i % keys_count]
             await _call(app, "GET", target, headers, b"")
         return (time.process_time() - started) / requests * 1e6
     finally:
@@ -148,6 +159,7 @@ def main() -> None:
     parser.add_argument("--workload", choices=("read", "batch"), default="read")
     parser.add_argument("--auth", choices=("shared-key", "sas"), default="shared-key")
     parser.add_argument("--requests", type=int, default=None, help="20,000 reads or 200 batches")
+    parser.add_argument("--keys", type=int, default=1, help="distinct entities read in turn")
     parser.add_argument("--batch-size", type=int, default=100)
     args = parser.parse_args()
     if args.workload == "batch":
@@ -156,8 +168,11 @@ def main() -> None:
         print(f"batch: {per:.1f} µs CPU per entity (in process, {batches:,} batches of {args.batch_size})")
         return
     args.requests = args.requests or 20_000
-    per = asyncio.run(run(args.auth, args.requests))
-    print(f"{args.auth}: {per:.1f} µs CPU per point read (in process, {args.requests:,} reads)")
+    per = asyncio.run(run(args.auth, args.requests, args.keys))
+    print(
+        f"{args.auth}: {per:.1f} µs CPU per point read "
+        f"(in process, {args.requests:,} reads of {args.keys:,} keys)"
+    )
 
 
 if __name__ == "__main__":

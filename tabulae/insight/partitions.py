@@ -197,8 +197,24 @@ class _Stats:
         self.scanned += scanned
         self.throttled += throttled
         if query_class is not None:
-            self.queries[query_class] = self.queries.get(query_class, 0) + 1
-        self.window.add(second, written, read, scanned, throttled)
+            queries = self.queries
+            queries[query_class] = queries.get(query_class, 0) + 1
+        window = self.window
+        bucket = window._buckets[second % window._size]
+        if bucket[0] == second and second == window._sums_second:
+            # The common case, inlined (this runs three times per request): the second's
+            # bucket is current and so are the kept sums. Anything else takes _Window.add.
+            bucket[1] += written
+            bucket[2] += read
+            bucket[3] += scanned
+            bucket[4] += throttled
+            sums = window._sums
+            sums[0] += written
+            sums[1] += read
+            sums[2] += scanned
+            sums[3] += throttled
+        else:
+            window.add(second, written, read, scanned, throttled)
         self.last_seen = now
 
     def absorb(self, other: _Stats, second: int) -> None:
@@ -369,9 +385,17 @@ class Insight:
         delivered = read + returned
         examined = read + scanned
         refused = 1 if throttled else 0
-        tbl = self._table(account, table, now, second)
-        series = self._series(tbl, pk, second)
-        for stats in (self._account(account), tbl.stats, series):
+        # The lookups of a known table, partition and account are inlined: this runs per request.
+        tbl = self._tables.get((account, table.lower()))
+        if tbl is None:
+            tbl = self._table(account, table, now, second)
+        series = tbl.partitions.get(pk) if pk is not None else None
+        if series is None:
+            series = self._series(tbl, pk, second)
+        account_stats = self._accounts.get(account)
+        if account_stats is None:
+            account_stats = self._account(account)
+        for stats in (account_stats, tbl.stats, series):
             stats.add(now, second, written, delivered, examined, refused, query_class)
         if ok and written and pk is not None and op in INSERT_OPS:
             self._track_insert(tbl, pk, now)
@@ -380,15 +404,27 @@ class Insight:
             warning = self._density_warning(tbl)
             if warning is not None:
                 self._emit(warning, now)
-        if pk is not None and series is tbl.partitions.get(pk):
+        if (
+            pk is not None
+            and series is tbl.partitions.get(pk)
+            and self._near(series, self.partition_target, second)
+        ):
             warning = self._hot_warning(tbl, pk, series, second)
             if warning is not None:
                 self._emit(warning, now)
-        if self._muted("busy-account", account, "", now):
+        if not self._near(account_stats, self.account_target, second) or self._muted(
+            "busy-account", account, "", now
+        ):
             return
-        warning = self._account_warning(account, self._accounts[account], second)
+        warning = self._account_warning(account, account_stats, second)
         if warning is not None:
             self._emit(warning, now)
+
+    def _near(self, stats: _Stats, target: float, second: int) -> bool:
+        """Whether a series is near its target or has had requests throttled: only then can the
+        hot-partition or busy-account warning hold, so only then is it built."""
+        written, _read, scanned, throttled = stats.window.sums(second)
+        return throttled > 0 or (written + scanned) / self.window_seconds / target >= self.near_target
 
     def forget_table(self, account: str, table: str) -> None:
         """Drop a deleted table's series (its counts stay in the account's totals)."""

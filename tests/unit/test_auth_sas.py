@@ -797,3 +797,34 @@ def test_verified_signatures_skip_overlong_strings_to_sign() -> None:
     cache.add(("s", "x" * 10, (DEV_KEY,)))
     assert ("s", "x" * 11, (DEV_KEY,)) not in cache
     assert ("s", "x" * 10, (DEV_KEY,)) in cache
+
+
+# --------------------------------------------------------------------------- a verified token again
+
+
+def test_token_verified_before_is_still_checked_against_clock_request_and_keys() -> None:
+    """A table SAS that verified once keeps its grant, yet each later request is still held to
+    the window, the protocol, the source IP and the table, and a key change verifies it anew."""
+    token = _table_token(sip="10.0.0.1-10.0.0.9", spr="https", tn="cachedtable")
+    table = "cachedtable"
+    first = _verify(token, table=table, client_ip="10.0.0.5")
+    assert _verify(token, table=table, client_ip="10.0.0.5") is first  # the same grant, kept
+    assert first.permissions == frozenset("raud")
+    expired = _error(
+        lambda: _verify(token, table=table, client_ip="10.0.0.5", now=EXPIRY + timedelta(days=1))
+    )
+    assert expired.code == "AuthenticationFailed"
+    early = _error(lambda: _verify(token, table=table, client_ip="10.0.0.5", now=START - timedelta(hours=1)))
+    assert early.code == "AuthenticationFailed"
+    assert (
+        _error(lambda: _verify(token, table=table, client_ip="10.0.1.5")).code
+        == "AuthorizationSourceIPMismatch"
+    )
+    plain = _error(lambda: _verify(token, table=table, client_ip="10.0.0.5", is_https=False))
+    assert plain.code == "AuthorizationProtocolMismatch"
+    other = _error(lambda: _verify(token, table="othertable", client_ip="10.0.0.5"))
+    assert other.code == "AuthorizationResourceTypeMismatch"
+    rotated = _error(lambda: _verify(token, table=table, client_ip="10.0.0.5", keys=[OTHER_KEY]))
+    assert rotated.code == "AuthenticationFailed"
+    tampered = replace(token, sp="raudx")  # another token: verified on its own, and refused
+    assert _error(lambda: _verify(tampered, table=table, client_ip="10.0.0.5")).code == "AuthenticationFailed"
