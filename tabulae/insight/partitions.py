@@ -380,13 +380,11 @@ class Insight:
             warning = self._density_warning(tbl)
             if warning is not None:
                 self._emit(warning, now)
-        if pk is not None and series is tbl.partitions.get(pk) and not self._muted_partition(tbl, pk, now):
-            warning = self._hot_warning(tbl, pk, series, second)
+        if pk is not None and series is tbl.partitions.get(pk):
+            warning = self._hot_warning(tbl, pk, series, second, now)
             if warning is not None:
                 self._emit(warning, now)
-        if self._muted("busy-account", account, "", now):
-            return
-        warning = self._account_warning(account, self._accounts[account], second)
+        warning = self._account_warning(account, self._accounts[account], second, now)
         if warning is not None:
             self._emit(warning, now)
 
@@ -549,11 +547,18 @@ class Insight:
             ),
         }
 
-    def _hot_warning(self, tbl: _Table, pk: str, stats: _Stats, second: int) -> dict[str, Any] | None:
+    def _hot_warning(
+        self, tbl: _Table, pk: str, stats: _Stats, second: int, muted_at: float | None = None
+    ) -> dict[str, Any] | None:
+        """The partition's warning when it is near or over its target. With ``muted_at`` (the
+        time of a request being recorded) None also when the warning was logged within
+        ``log_interval``, so that a busy partition's message is not built on every request."""
         written, _read, scanned, throttled = stats.window.sums(second)
         rate = (written + scanned) / self.window_seconds
         ratio = rate / self.partition_target
         if ratio < self.near_target and not throttled:
+            return None
+        if muted_at is not None and self._muted_partition(tbl, pk, muted_at):
             return None
         over = ratio >= 1.0 or throttled > 0
         where = f"hot partition {_short(pk)} in {tbl.account}/{tbl.name}"
@@ -578,11 +583,17 @@ class Insight:
             "message": message,
         }
 
-    def _account_warning(self, account: str, stats: _Stats, second: int) -> dict[str, Any] | None:
+    def _account_warning(
+        self, account: str, stats: _Stats, second: int, muted_at: float | None = None
+    ) -> dict[str, Any] | None:
+        """The account's warning when it is near or over its target; with ``muted_at``, None
+        also while it is muted (as :meth:`_hot_warning`)."""
         written, _read, scanned, _throttled = stats.window.sums(second)
         rate = (written + scanned) / self.window_seconds
         ratio = rate / self.account_target
         if ratio < self.near_target:
+            return None
+        if muted_at is not None and self._muted("busy-account", account, "", muted_at):
             return None
         return {
             "kind": "busy-account",
