@@ -19,6 +19,11 @@ from tabulae.model.errors import TableError
 Grant = TypeVar("Grant")
 
 
+def is_bearer(authorization: str) -> bool:
+    """Whether an ``Authorization`` header carries a bearer token rather than a Shared Key one."""
+    return authorization.strip()[:7].lower() == "bearer "
+
+
 async def authenticate(
     authorization: str | None,
     query: Mapping[str, str],
@@ -36,7 +41,7 @@ async def authenticate(
     account key or a token (which may do anything).
     """
     if authorization is not None:
-        if authorization.strip()[:7].lower() == "bearer ":
+        if is_bearer(authorization):
             if not oauth:
                 raise TableError("InvalidAuthenticationInfo")
             verify_bearer(authorization, account, service=service)

@@ -404,27 +404,13 @@ class Insight:
             warning = self._density_warning(tbl)
             if warning is not None:
                 self._emit(warning, now)
-        if (
-            pk is not None
-            and series is tbl.partitions.get(pk)
-            and self._near(series, self.partition_target, second)
-        ):
-            warning = self._hot_warning(tbl, pk, series, second)
+        if pk is not None and series is tbl.partitions.get(pk):
+            warning = self._hot_warning(tbl, pk, series, second, now)
             if warning is not None:
                 self._emit(warning, now)
-        if not self._near(account_stats, self.account_target, second) or self._muted(
-            "busy-account", account, "", now
-        ):
-            return
-        warning = self._account_warning(account, account_stats, second)
+        warning = self._account_warning(account, account_stats, second, now)
         if warning is not None:
             self._emit(warning, now)
-
-    def _near(self, stats: _Stats, target: float, second: int) -> bool:
-        """Whether a series is near its target or has had requests throttled: only then can the
-        hot-partition or busy-account warning hold, so only then is it built."""
-        written, _read, scanned, throttled = stats.window.sums(second)
-        return throttled > 0 or (written + scanned) / self.window_seconds / target >= self.near_target
 
     def forget_table(self, account: str, table: str) -> None:
         """Drop a deleted table's series (its counts stay in the account's totals)."""
@@ -585,11 +571,18 @@ class Insight:
             ),
         }
 
-    def _hot_warning(self, tbl: _Table, pk: str, stats: _Stats, second: int) -> dict[str, Any] | None:
+    def _hot_warning(
+        self, tbl: _Table, pk: str, stats: _Stats, second: int, muted_at: float | None = None
+    ) -> dict[str, Any] | None:
+        """The partition's warning when it is near or over its target. With ``muted_at`` (the
+        time of a request being recorded) None also when the warning was logged within
+        ``log_interval``, so that a busy partition's message is not built on every request."""
         written, _read, scanned, throttled = stats.window.sums(second)
         rate = (written + scanned) / self.window_seconds
         ratio = rate / self.partition_target
         if ratio < self.near_target and not throttled:
+            return None
+        if muted_at is not None and self._muted_partition(tbl, pk, muted_at):
             return None
         over = ratio >= 1.0 or throttled > 0
         where = f"hot partition {_short(pk)} in {tbl.account}/{tbl.name}"
@@ -614,11 +607,17 @@ class Insight:
             "message": message,
         }
 
-    def _account_warning(self, account: str, stats: _Stats, second: int) -> dict[str, Any] | None:
+    def _account_warning(
+        self, account: str, stats: _Stats, second: int, muted_at: float | None = None
+    ) -> dict[str, Any] | None:
+        """The account's warning when it is near or over its target; with ``muted_at``, None
+        also while it is muted (as :meth:`_hot_warning`)."""
         written, _read, scanned, _throttled = stats.window.sums(second)
         rate = (written + scanned) / self.window_seconds
         ratio = rate / self.account_target
         if ratio < self.near_target:
+            return None
+        if muted_at is not None and self._muted("busy-account", account, "", muted_at):
             return None
         return {
             "kind": "busy-account",
@@ -638,6 +637,15 @@ class Insight:
         """Whether a warning of ``kind`` about this account or table (no partition) was logged
         within ``log_interval``: then it is not even built, which busy load would do per request."""
         last = self._logged.get((kind, account, table.lower(), ""))
+        return last is not None and now - last < self.log_interval
+
+    def _muted_partition(self, tbl: _Table, pk: str, now: float) -> bool:
+        """Whether the hot-partition warning about ``pk`` was logged within ``log_interval``: a
+        partition busy enough to warn about is read thousands of times a second, and building its
+        message on each request only for :meth:`_emit` to drop it cost a point read ~10% of its
+        CPU. Looked up with the key as given; a key that ``json_safe`` rewrites misses here and is
+        then muted by :meth:`_emit` as before."""
+        last = self._logged.get(("hot-partition", tbl.account, tbl.name.lower(), pk))
         return last is not None and now - last < self.log_interval
 
     def _emit(self, warning: dict[str, Any], now: float) -> None:

@@ -288,6 +288,31 @@ def test_warnings_are_logged_at_most_once_a_minute(
     assert len(caplog.records) == 4  # another subject has its own minute
 
 
+@pytest.mark.parametrize("pk", ["p", "p\ud800"])  # the second is rewritten by json_safe
+def test_a_muted_warning_still_counts_and_is_still_listed(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture, pk: str
+) -> None:
+    """Recording skips building a warning logged within the minute; the counts, the warning
+    listed in the snapshot and the next minute's log line are as when it was built."""
+    insight = Insight(clock, partition_target=10, account_target=10, window_seconds=1)
+    caplog.set_level(logging.WARNING, logger="tabulae.insight")
+    for step in range(61):
+        clock.now = 1000.0 + step
+        for table in ("t", "T"):  # one table, either case
+            insight.record("a", table, pk, op="get", read=1, query_class="point", status=200)
+            insight.record("a", table, pk, op="batch", written=20, status=202)
+    # per minute one line about the partition and one about the account: at 0 and 60 s
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        f"hot partition {pk!r} in a/t",
+        "account a",
+        f"hot partition {pk!r} in a/t",
+        "account a",
+    ]
+    assert kinds(insight) == [("busy-account", "over target"), ("hot-partition", "over target")]
+    (account,) = insight.snapshot()["accounts"]
+    assert (account["written"], account["read"]) == (61 * 2 * 20, 61 * 2)
+
+
 def test_throttled_partition_is_over_target(clock: FakeClock) -> None:
     insight = Insight(clock, partition_target=1000)
     insight.record("a", "t", "p", op="insert", throttled=True, status=503)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from tabulae.auth.flow import authenticate
+from tabulae.auth.flow import authenticate, is_bearer
 from tabulae.auth.sas import SasToken, StoredPolicy, stored_policies
 from tabulae.auth.shared_key import verify_authorization
 from tabulae.http.errors import XML_CONTENT_TYPE, error_json, error_xml
@@ -87,23 +87,20 @@ class TableApp(Frontend[Route]):
         return resolve(request.scheme, host, request.raw_path, self.options.accounts)
 
     async def authenticate(self, request: Request, route: Route) -> None:
-        """Shared Key, Shared Key Lite, bearer (when enabled) or SAS; anonymous requests get 401."""
+        """Shared Key, Shared Key Lite, bearer (when enabled) or SAS; anonymous requests get 401.
+
+        A Shared Key header, on nearly every request, is verified here directly: the order of the
+        checks is ``auth.flow.authenticate``'s, which the other cases go through, and skipping
+        its coroutine and the two closures it takes saves ~2% of a point read's instructions."""
         keys = self.options.accounts[route.account]
+        header = request.headers.get("authorization")
+        if header is not None and not is_bearer(header):
+            self._verify_shared_key(request, route, header, keys)
+            request.grant = None
+            return
 
         def shared_key(header: str) -> None:
-            verify_authorization(
-                header,
-                method=request.method,
-                raw_path=request.raw_path,
-                comp=request.query.get("comp"),
-                content_md5=request.headers.get("content-md5", ""),
-                content_type=request.headers.get("content-type", ""),
-                x_ms_date=request.headers.get("x-ms-date"),
-                date=request.headers.get("date"),
-                account=route.account,
-                keys=keys,
-                max_skew_seconds=self.options.clock_skew,
-            )
+            self._verify_shared_key(request, route, header, keys)
 
         async def sas(token: SasToken) -> SasGrant:
             policies: dict[str, StoredPolicy] = {}
@@ -125,13 +122,29 @@ class TableApp(Frontend[Route]):
             )
 
         request.grant = await authenticate(
-            request.headers.get("authorization"),
+            header,
             request.query,
             account=route.account,
             service="table",
             oauth=self.options.oauth,
             shared_key=shared_key,
             sas=sas,
+        )
+
+    def _verify_shared_key(self, request: Request, route: Route, header: str, keys: list[bytes]) -> None:
+        headers = request.headers
+        verify_authorization(
+            header,
+            method=request.method,
+            raw_path=request.raw_path,
+            comp=request.query.get("comp"),
+            content_md5=headers.get("content-md5", ""),
+            content_type=headers.get("content-type", ""),
+            x_ms_date=headers.get("x-ms-date"),
+            date=headers.get("date"),
+            account=route.account,
+            keys=keys,
+            max_skew_seconds=self.options.clock_skew,
         )
 
     async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
