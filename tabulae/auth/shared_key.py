@@ -206,18 +206,10 @@ def verify_authorization(
     scheme, header_account, mac = parse_authorization(header)
     primary = _primary_account(account)
     signed_date = x_ms_date or date
-    if comp is None and not raw_path.startswith(f"/{primary}{SECONDARY_SUFFIX}"):
-        # The common case, built in one step: one resource, nothing after the path.
-        resource = f"/{primary}{raw_path}"
-        if scheme == SCHEME_SHARED_KEY_LITE:
-            candidates = [f"{signed_date or ''}\n{resource}"]
-        else:
-            candidates = [f"{method}\n{content_md5}\n{content_type}\n{signed_date or ''}\n{resource}"]
-    else:
-        candidates = [
-            _string_to_sign(scheme, method, content_md5, content_type, signed_date or "", r)
-            for r in canonical_resources(primary, raw_path, comp)
-        ]
+    candidates = [
+        _string_to_sign(scheme, method, content_md5, content_type, signed_date or "", r)
+        for r in canonical_resources(primary, raw_path, comp)
+    ]
     _check_signature(header_account, primary, signed_date, mac, candidates, keys, now, max_skew_seconds)
 
 
