@@ -170,6 +170,21 @@ def _parse_changeset(payload: bytes, boundary: str) -> tuple[SubRequest, ...]:
     return operations
 
 
+def _crlf_block_end(body: bytes, start: int, end: int) -> int:
+    """Where the header block at ``body[start:end]`` ends (the ``\n`` before its blank line), when
+    it has the usual shape: it starts with a line, every line ends in CRLF up to a blank CRLF
+    line. Else -1, and the caller parses the part the general way."""
+    block_end = body.find(b"\n\r\n", start, end)
+    if (
+        block_end > start
+        and body[start] not in _EOL_BYTES
+        and body[block_end - 1] == _CR
+        and body.find(b"\n\n", start, block_end) < 0
+    ):
+        return block_end
+    return -1
+
+
 def _parse_operation_at(body: bytes, start: int, end: int) -> SubRequest:
     """Parse the operation part ``body[start:end]`` as :func:`_parse_operation_part` does.
 
@@ -177,21 +192,11 @@ def _parse_operation_at(body: bytes, start: int, end: int) -> SubRequest:
     whole body, with the two header blocks looked up in their caches; any other shape goes the
     general way, so both give the same answer for every input.
     """
-    mime_end = body.find(b"\n\r\n", start, end)
-    if (
-        mime_end > start
-        and body[start] not in _EOL_BYTES
-        and body[mime_end - 1] == _CR
-        and body.find(b"\n\n", start, mime_end) < 0
-    ):
+    mime_end = _crlf_block_end(body, start, end)
+    if mime_end > 0:
         request_start = mime_end + 3
-        request_end = body.find(b"\n\r\n", request_start, end)
-        if (
-            request_end > request_start
-            and body[request_start] not in _EOL_BYTES
-            and body[request_end - 1] == _CR
-            and body.find(b"\n\n", request_start, request_end) < 0
-        ):
+        request_end = _crlf_block_end(body, request_start, end)
+        if request_end > 0:
             content_id = _operation_part_head(body[start : mime_end - 1])
             method, target, fields = _parse_request_head(body[request_start : request_end - 1])
             request_body = body[request_end + 3 : end].strip(_BODY_WHITESPACE)
