@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -83,10 +85,14 @@ def _headers(
     return headers
 
 
-async def run_batches(requests: int, size: int) -> float:
-    """Send ``requests`` batches of ``size`` inserts; returns CPU µs per entity."""
-    scratch = tempfile.TemporaryDirectory(prefix="bench-inprocess-")
-    settings = Settings(data_dir=Path(scratch.name), services=("table",), port=10002)
+@contextlib.asynccontextmanager
+async def table_app(
+    *, durable: bool = True, prefix: str = "bench-inprocess-"
+) -> AsyncIterator[tuple[Any, str]]:
+    """The Table app on a SQLite store in a scratch directory, started, with the benchmark table
+    created; yields the app and the request date. ``durable=False`` skips fsync (``--in-memory``)."""
+    scratch = tempfile.TemporaryDirectory(prefix=prefix)
+    settings = Settings(data_dir=Path(scratch.name), services=("table",), port=10002, in_memory=not durable)
     app = build_gateway(settings)
     await app.startup()
     try:
@@ -94,6 +100,15 @@ async def run_batches(requests: int, size: int) -> float:
         create = b'{"TableName": "%s"}' % TABLE.encode()
         tables = f"/{protocol.ACCOUNT}/Tables"
         await _call(app, "POST", tables, _headers(protocol.INSERT, tables, date, create, True), create)
+        yield app, date
+    finally:
+        await app.shutdown()
+        scratch.cleanup()
+
+
+async def run_batches(requests: int, size: int) -> float:
+    """Send ``requests`` batches of ``size`` inserts; returns CPU µs per entity."""
+    async with table_app() as (app, date):
         template = protocol.BatchTemplate.create("127.0.0.1:10002", TABLE, date)
         shape = protocol.batch_shape(template.boundary)
         target = f"/{protocol.ACCOUNT}/$batch"
@@ -108,22 +123,11 @@ async def run_batches(requests: int, size: int) -> float:
         for body in bodies[1:]:
             await _call(app, "POST", target, headers, body)
         return (time.process_time() - started) / (requests * size) * 1e6
-    finally:
-        await app.shutdown()
-        scratch.cleanup()
 
 
 async def run(auth: str, requests: int, keys_count: int = 1) -> float:
     """Preload, then time ``requests`` point reads; returns CPU µs per request."""
-    scratch = tempfile.TemporaryDirectory(prefix="bench-inprocess-")
-    settings = Settings(data_dir=Path(scratch.name), services=("table",), port=10002)
-    app = build_gateway(settings)
-    await app.startup()
-    try:
-        date = http_date()
-        create = b'{"TableName": "%s"}' % TABLE.encode()
-        tables = f"/{protocol.ACCOUNT}/Tables"
-        await _call(app, "POST", tables, _headers(protocol.INSERT, tables, date, create, True), create)
+    async with table_app() as (app, date):
         insert = protocol.table_path(TABLE)
         keys = [(f"p{i % 100:03d}", f"r{i // 100:06d}") for i in range(keys_count)]
         for pk, rk in keys:
@@ -146,9 +150,6 @@ async def run(auth: str, requests: int, keys_count: int = 1) -> float:
             target, headers = reads[i % keys_count]
             await _call(app, "GET", target, headers, b"")
         return (time.process_time() - started) / requests * 1e6
-    finally:
-        await app.shutdown()
-        scratch.cleanup()
 
 
 def main() -> None:

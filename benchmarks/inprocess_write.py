@@ -22,31 +22,17 @@ import argparse
 import asyncio
 import cProfile
 import pstats
-import tempfile
 import time
-from pathlib import Path
 
 import protocol
-from inprocess import TABLE, _call, _headers
-from signing import http_date
-
-from tabulae.compose import build_gateway
-from tabulae.config import Settings
+from inprocess import TABLE, _call, _headers, table_app
 
 PARTITIONS = 100
 
 
 async def run(op: str, requests: int, concurrent: int, profile: bool, durable: bool) -> float:
     """Create the table, then time ``requests`` writes; returns CPU µs per request."""
-    scratch = tempfile.TemporaryDirectory(prefix="bench-inprocess-write-")
-    settings = Settings(data_dir=Path(scratch.name), services=("table",), port=10002, in_memory=not durable)
-    app = build_gateway(settings)
-    await app.startup()
-    try:
-        date = http_date()
-        create = b'{"TableName": "%s"}' % TABLE.encode()
-        tables = f"/{protocol.ACCOUNT}/Tables"
-        await _call(app, "POST", tables, _headers(protocol.INSERT, tables, date, create, True), create)
+    async with table_app(durable=durable, prefix="bench-inprocess-write-") as (app, date):
         frags = protocol.entity_fragments()
         insert_path = protocol.table_path(TABLE)
         insert_auth = _headers(protocol.INSERT, insert_path, date, b"", True)
@@ -85,9 +71,6 @@ async def run(op: str, requests: int, concurrent: int, profile: bool, durable: b
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(40)
         return (time.process_time() - started) / requests * 1e6
-    finally:
-        await app.shutdown()
-        scratch.cleanup()
 
 
 def main() -> None:
