@@ -27,7 +27,7 @@ compares two properties, which the service does not implement (501). The typed-l
 prefixes and suffixes are read in any case, as OData's lexer reads them.
 
 A JSON ``null`` is never stored (the service keeps no null properties), with or without an
-``@odata.type``.
+``@odata.type``; the annotation must still name one of the eight types.
 
 Every test runs against each store (the session server is parametrised over them).
 """
@@ -60,6 +60,7 @@ from tests.integration.rawhttp import (
     sdk_error_code,
 )
 from tests.integration.test_batch_raw import (
+    assert_failure,
     email_parts,
     insert,
     js_batch,
@@ -407,6 +408,22 @@ def test_typed_nulls_in_a_batch(raw: RawClient, table: TableClient) -> None:
     assert [part.status for part in js_parts(response)] == [204, 204]
     assert _user(raw, name, "i") == {"keep": 1}
     assert _user(raw, name, "m") == {"n0": "kept", "keep": 2}
+
+
+def test_a_null_with_an_unknown_type_is_refused(raw: RawClient, table: TableClient) -> None:
+    """The annotation is read whatever the value: an unknown type is 400, as with a value."""
+    name = table.table_name
+    for body in (
+        _entity("u", x=None, **{"x@odata.type": "Edm.Foo"}),
+        _entity("u", y=1, x=None, **{"x@odata.type": "Edm.Int16"}),
+    ):
+        assert_error(raw.insert(name, body), 400, "InvalidInput")
+        assert_error(raw.insert(name, {**body, "x": "v"}), 400, "InvalidInput")
+    merged = raw.request("MERGE", name + py_keys("p", "u"), {"x": None, "x@odata.type": "edm.string"})
+    assert_error(merged, 400, "InvalidInput")
+    op = insert(name, "b", x=None, **{"x@odata.type": "Edm.Foo"})
+    assert_failure(send(raw, js_batch(raw.endpoint, [op])), 0, 400, "InvalidInput")
+    assert list(table.list_entities()) == []
 
 
 # ------------------------------------------------------------------------------------ blob ETags
