@@ -289,6 +289,14 @@ def _to_binary(value: Any) -> bytes:
     return data
 
 
+def _check_null(annotation: str | None) -> None:
+    """A JSON null is not stored and does not remove a property on merge, typed or not (the
+    service keeps no nulls); its ``@odata.type`` must still name one of the eight types, as OData
+    reads the annotation before the value."""
+    if annotation is not None and annotation not in edm.ALL_TYPES:
+        raise _invalid()
+
+
 def typed_value(name: str, value: Any, annotation: str | None) -> Property:
     """Convert one JSON value (with its optional ``@odata.type``) into a typed property."""
     if annotation is None:
@@ -402,9 +410,10 @@ def entity_from_pairs(pairs: Iterable[tuple[str, Any]], url_keys: tuple[str, str
             if name in SYSTEM_NAMES:
                 continue
             check_property_name(name)
-        if value is None:
-            continue  # a null is not stored, and does not remove a property on merge
         annotation = annotations.get(name)
+        if value is None:
+            _check_null(annotation)
+            continue
         if type(value) is str and (annotation is None or annotation == edm.STRING):
             properties[name] = (edm.STRING, _check_string(value))  # the common case, inline
         else:
@@ -525,6 +534,7 @@ def _entity_by_shape(fields: dict[str, Any], shape: _Shape, url_keys: tuple[str,
                 properties[name] = (edm.BOOLEAN, value)
                 continue
         if value is None:
+            _check_null(annotation)
             continue
         properties[name] = typed_value(name, value, annotation)
     check_entity_size(pk, rk, properties)
