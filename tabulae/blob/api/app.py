@@ -19,9 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tabulae.admission.blobs import BlobAdmission
-from tabulae.auth.flow import authenticate
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
-from tabulae.auth.shared_key import verify_blob_queue_authorization
 from tabulae.blob.api import blobs, containers
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.operations import READ_ONLY, Operation, resolve_operation
@@ -84,6 +82,7 @@ class BlobApp(Frontend[Route]):
     """The ASGI callable of the Blob port, over a :class:`BlobService`."""
 
     server_header = SERVER_HEADER
+    service_name = "blob"
     exposed_headers = EXPOSED_HEADERS
 
     def __init__(
@@ -114,51 +113,35 @@ class BlobApp(Frontend[Route]):
                 route.refused = True
                 raise
         operation = route.operation = resolve_operation(route, request.method, request.query, request.headers)
-        authorization = request.headers.get("authorization")
-        if authorization is None and route.kind is not Kind.SERVICE and parse_sas(request.query) is None:
+        if (
+            request.headers.get("authorization") is None
+            and route.kind is not Kind.SERVICE
+            and parse_sas(request.query) is None
+        ):
             record = await self.service.store.get_container(route.account, route.container)
             if record is not None and anonymous_allowed(operation, record.public_access):
                 return
             raise TableError("ResourceNotFound")
-        keys = self.options.accounts[route.account]
+        await super().authenticate(request, route)
 
-        def shared_key(header: str) -> None:
-            verify_blob_queue_authorization(
-                header,
-                method=request.method,
-                raw_path=request.raw_path,
-                headers=request.headers,
-                query_pairs=request.query_pairs,
-                account=route.account,
-                keys=keys,
-                max_skew_seconds=self.options.clock_skew,
-            )
-
-        async def sas(token: SasToken) -> BlobGrant:
-            grant = verify_blob_sas(
-                token,
-                request.query,
-                account=route.account,
-                keys=keys,
-                container=route.container,
-                blob=route.blob,
-                policy_lookup=await self._policies(route, token),
-                is_https=request.scheme == "https",
-                client_ip=request.client_ip,
-                now=datetime.now(UTC),
-            )
-            grant.check(operation)
-            return grant
-
-        request.grant = await authenticate(
-            authorization,
+    async def verify_sas(
+        self, request: Request, route: Route, token: SasToken, keys: list[bytes]
+    ) -> BlobGrant:
+        grant = verify_blob_sas(
+            token,
             request.query,
             account=route.account,
-            service="blob",
-            oauth=self.options.oauth,
-            shared_key=shared_key,
-            sas=sas,
+            keys=keys,
+            container=route.container,
+            blob=route.blob,
+            policy_lookup=await self._policies(route, token),
+            is_https=request.scheme == "https",
+            client_ip=request.client_ip,
+            now=datetime.now(UTC),
         )
+        assert route.operation is not None  # resolved before authentication
+        grant.check(route.operation)
+        return grant
 
     async def _policies(self, route: Route, token: SasToken) -> Callable[[str], StoredPolicy | None] | None:
         """The stored access policies of the URL's container, when a service SAS names one (``si``)."""
