@@ -22,8 +22,8 @@ from tabulae.admission.blobs import BlobAdmission
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
 from tabulae.blob.api import blobs, containers
 from tabulae.blob.api.call import Call
-from tabulae.blob.api.operations import READ_ONLY, Operation, resolve_operation
-from tabulae.blob.api.routing import Kind, Route, resolve
+from tabulae.blob.api.operations import READ_ONLY, resolve_operation
+from tabulae.blob.api.routing import Kind, Operation, Route, resolve
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
 from tabulae.blob.service import BlobService
 from tabulae.http.errors import XML_CONTENT_TYPE, error_xml
