@@ -18,7 +18,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from tabulae.admission.blobs import BlobAdmission
+from tabulae.admission.blobs import BlobTicket
+from tabulae.admission.gate import Gate
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
 from tabulae.blob.api import blobs, containers
 from tabulae.blob.api.call import Call
@@ -31,6 +32,7 @@ from tabulae.http.frontend import Frontend
 from tabulae.http.messages import Request, Response, error_time
 from tabulae.http.options import FrontendOptions
 from tabulae.http.streaming import StreamedResponse
+from tabulae.insight.containers import ContainerCounters
 from tabulae.model.errors import TableError
 from tabulae.model.policies import CorsRule
 
@@ -86,17 +88,25 @@ class BlobApp(Frontend[Route]):
     exposed_headers = EXPOSED_HEADERS
 
     def __init__(
-        self, service: BlobService, options: FrontendOptions, admission: BlobAdmission | None = None
+        self,
+        service: BlobService,
+        options: FrontendOptions,
+        gate: Gate | None = None,
+        counters: ContainerCounters | None = None,
     ) -> None:
         super().__init__(options)
         self.service = service
-        self.admission = admission
+        self.gate = gate
+        self.counters = counters
 
     def route(self, request: Request) -> Route:
         host = request.headers.get("host", "127.0.0.1")
-        return resolve(
+        route = resolve(
             request.scheme, host, request.raw_path, self.options.accounts, request.query.get("restype")
         )
+        if self.counters is not None:
+            route.ticket = BlobTicket(self.counters, route.account, route.container)
+        return route
 
     async def receive_body(self, request: Request, receive: Any, route: Route) -> None:
         """Nothing is read here: handlers read documents whole and stream content."""
@@ -106,11 +116,11 @@ class BlobApp(Frontend[Route]):
         """Admission first (a refused request does nothing), then the operation, then who sent it:
         Shared Key or bearer (the account's full rights), a SAS (its grant, checked for this
         operation), or nobody, where the container's ACL lets anyone do the operation."""
-        if self.admission is not None:
+        if self.gate is not None and route.ticket is not None:
             try:
-                self.admission.admit(route.account, route.container)
+                self.gate.admit(route.ticket)
             except TableError:
-                route.refused = True
+                route.ticket = None  # refused, and counted as such by the gate
                 raise
         operation = route.operation = resolve_operation(route, request.method, request.query, request.headers)
         if (
@@ -163,20 +173,14 @@ class BlobApp(Frontend[Route]):
         return response
 
     def answered(self, request: Request, route: Route, response: Response) -> None:
-        if self.admission is None:
+        ticket = route.ticket
+        if ticket is None:
             return
         bytes_in = 0
         if request.method == "PUT" and response.status < 300:
             bytes_in = int(request.headers.get("content-length") or 0)
         sent = response.length if isinstance(response, StreamedResponse) and response.stream else 0
-        self.admission.record(
-            route.account,
-            route.container,
-            response.status,
-            throttled=route.refused,
-            bytes_in=bytes_in,
-            bytes_out=sent,
-        )
+        ticket.answered(response.status, bytes_in=bytes_in, bytes_out=sent)
 
     async def load_cors_rules(self, account: str) -> list[CorsRule]:
         return (await self.service.get_service_properties(account)).common.cors

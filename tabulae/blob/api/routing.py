@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tabulae.http.addressing import decode_segments, locate_account
+
+if TYPE_CHECKING:
+    from tabulae.admission.blobs import BlobTicket
 
 ROOT_CONTAINER = "$root"
 
@@ -68,7 +71,7 @@ class Route:
     blob: str = ""
     # Learnt about the request as it goes through the front-end (it is built per request):
     operation: Operation | None = None  # resolved once, before authentication needs it
-    refused: bool = False  # turned away by admission (counted as throttled)
+    ticket: BlobTicket | None = None  # what the request is counted by (None: not counted, or refused)
     receive: Any = None  # the ASGI receive channel: handlers stream the body from it
 
 
