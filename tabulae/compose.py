@@ -25,8 +25,8 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 from uvicorn.supervisors.multiprocess import Process
 
-from tabulae.admission.blobs import BlobAdmission
 from tabulae.admission.faults import FaultInjector
+from tabulae.admission.gate import Gate
 from tabulae.admission.guard import GuardedService
 from tabulae.admission.queue_guard import GuardedQueueService
 from tabulae.admission.throttle import Targets, Throttle
@@ -87,24 +87,14 @@ def faults_for(settings: Settings) -> FaultInjector | None:
     return FaultInjector(settings.faults, random.Random(seed))
 
 
-def table_service(
-    store: TableStore, settings: Settings, insight: Insight, throttle: Throttle | None = None
-) -> GuardedService:
-    """The Table service with targets (per worker, a share of each), faults and insight as configured."""
-    return GuardedService(
-        store,
-        page_time_budget=settings.page_time_budget,
-        insight=insight,
-        throttle=throttle,
-        faults=faults_for(settings),
-    )
+def table_service(store: TableStore, settings: Settings, insight: Insight, gate: Gate) -> GuardedService:
+    """The Table service behind the server's admission gate, with insight as configured."""
+    return GuardedService(store, page_time_budget=settings.page_time_budget, insight=insight, gate=gate)
 
 
-def queue_service(
-    store: QueueStore, settings: Settings, insight: QueueInsight, throttle: Throttle | None = None
-) -> GuardedQueueService:
-    """The Queue service with targets, faults and insight as configured."""
-    return GuardedQueueService(store, insight=insight, throttle=throttle, faults=faults_for(settings))
+def queue_service(store: QueueStore, insight: QueueInsight, gate: Gate) -> GuardedQueueService:
+    """The Queue service behind the server's admission gate, with insight as configured."""
+    return GuardedQueueService(store, insight=insight, gate=gate)
 
 
 class QueueFigures:
@@ -163,7 +153,7 @@ def build_gateway(settings: Settings) -> Gateway:
             queue_target=settings.queue_target, poison_threshold=settings.poison_threshold
         )
         containers = ContainerCounters()
-        throttle = throttle_for(settings)
+        gate = Gate(throttle_for(settings), faults_for(settings))  # one for every service and the console
         options = frontend_options(settings)
         ports = settings.ports()
         by_port: dict[int, AsgiApp] = {}
@@ -173,18 +163,17 @@ def build_gateway(settings: Settings) -> Gateway:
         queues: GuardedQueueService | None = None
         blobs: BlobsPage | None = None
         if "table" in ports:
-            table = table_service(stores.tables, settings, insight, throttle)
+            table = table_service(stores.tables, settings, insight, gate)
             by_port[ports["table"]] = TableApp(table, options)
         if "queue" in ports:
-            queues = queue_service(stores.queues, settings, queue_insight, throttle)
+            queues = queue_service(stores.queues, queue_insight, gate)
             by_port[ports["queue"]] = QueueApp(queues, options)
             figures = QueueFigures(queues, queue_insight)
             tasks.append(asyncio.get_running_loop().create_task(queues.keep_collecting()))
         if "blob" in ports:
-            admission = BlobAdmission(containers, throttle, faults_for(settings))
             blob_service = BlobService(stores.blobs)
-            by_port[ports["blob"]] = BlobApp(blob_service, options, admission)
-            blobs = BlobsPage(blob_service, admission)
+            by_port[ports["blob"]] = BlobApp(blob_service, options, gate, containers)
+            blobs = BlobsPage(blob_service, gate, containers)
             tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs)))
         extras: dict[str, AsgiApp] = {}
         if table is not None:

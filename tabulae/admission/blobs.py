@@ -1,40 +1,47 @@
-"""Admission for the Blob service: the account's scalability target, injected faults, counters.
+"""Admission for the Blob service: a Blob request's ticket for the :class:`~tabulae.admission.gate.Gate`.
 
 Azure's account target covers every service of the account, so a blob request takes one unit
 from the same account bucket the Table service uses (one :class:`Throttle` per process, shared
-by both): an account over its target gets 503 ServerBusy whichever service it calls. Faults are
-injected per container. The front-end asks before a request runs (:meth:`BlobAdmission.admit`,
-so a refused request does nothing) and reports when it is answered (:meth:`record`).
+by every service): an account over its target gets 503 ServerBusy whichever service it calls.
+Faults are injected per container. Blob traffic is counted in requests and bytes; the bytes are
+known once the content has streamed, so the Blob front-end and the console admit a request
+before it runs and record it when it is answered (:meth:`BlobTicket.answered`).
 """
 
 from __future__ import annotations
 
-from tabulae.admission.faults import FaultInjector
+from dataclasses import dataclass
+
 from tabulae.admission.throttle import Throttle
 from tabulae.insight.containers import ContainerCounters
 
 
-class BlobAdmission:
-    def __init__(
-        self,
-        counters: ContainerCounters,
-        throttle: Throttle | None = None,
-        faults: FaultInjector | None = None,
-    ) -> None:
-        self.counters = counters
-        self.throttle = throttle
-        self.faults = faults
+@dataclass(slots=True)
+class BlobTicket:
+    """A Blob request to one container (``""``: the account itself)."""
 
-    def admit(self, account: str, container: str) -> None:
-        """Refuse before any work: an injected fault first, then the account's target."""
-        if self.faults is not None:
-            self.faults.check(account, container or None, None)
-        if self.throttle is not None:
-            self.throttle.admit(account, container, None, 1)
+    counters: ContainerCounters
+    account: str
+    container: str
 
-    def record(
-        self, account: str, container: str, status: int, *, throttled: bool, bytes_in: int, bytes_out: int
+    def fault_scope(self) -> tuple[str, str | None, str | None]:
+        return self.account, self.container or None, None
+
+    def take(self, throttle: Throttle) -> None:
+        throttle.admit(self.account, self.container, None, 1)
+
+    def refused(self, status: int, *, throttled: bool) -> None:
+        self.answered(status, throttled=throttled)
+
+    def answered(
+        self, status: int, *, throttled: bool = False, bytes_in: int = 0, bytes_out: int = 0
     ) -> None:
+        """Count the request with the status it got and the bytes it carried."""
         self.counters.record(
-            account, container, status=status, throttled=throttled, bytes_in=bytes_in, bytes_out=bytes_out
+            self.account,
+            self.container,
+            status=status,
+            throttled=throttled,
+            bytes_in=bytes_in,
+            bytes_out=bytes_out,
         )

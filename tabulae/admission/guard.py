@@ -1,17 +1,19 @@
 """The service as the front-end sees it: scalability targets, injected faults and partition insight.
 
-:class:`GuardedService` wraps every operation of :class:`TableService` in the same three steps:
-refuse it up front if a fault is injected or the partition or account is over its target (so a
-refused request applies nothing), run it, and record what it cost in entities written, read and
-scanned — the unit Azure's targets are written in. Without ``--targets`` and ``--faults`` only
-the recording remains, which is a few dictionary updates per request.
+:class:`GuardedService` passes every operation of :class:`TableService` through the
+:class:`~tabulae.admission.gate.Gate` every service shares: refused up front if a fault is
+injected or the partition or account is over its target (so a refused request applies nothing),
+run, and what it cost recorded in entities written, read and scanned — the unit Azure's targets
+are written in. Without ``--targets`` and ``--faults`` only the recording remains.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from tabulae.admission.faults import FaultInjector
+from tabulae.admission.gate import Gate
 from tabulae.admission.throttle import Throttle
 from tabulae.insight.partitions import Insight
 from tabulae.model.entity import StoredEntity
@@ -19,9 +21,7 @@ from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.tables import TableStore
 from tabulae.table.query.index_plan import indexable_property
-from tabulae.table.query.parser import parse_filter
-from tabulae.table.query.plan import plan_query
-from tabulae.table.service import EntityPage, TableService, plan_partition
+from tabulae.table.service import EntityPage, ParsedQuery, TableService, parse_query, plan_partition
 
 _OPERATION_NAMES = {
     MutationKind.INSERT: "insert",
@@ -37,12 +37,30 @@ def _operation_name(mutation: Mutation) -> str:
     return _OPERATION_NAMES[mutation.kind]
 
 
-def query_partition(filter_text: str | None) -> str | None:
-    """The one PartitionKey a query is confined to, worked out before it runs (for admission)."""
-    try:
-        return plan_partition(plan_query(parse_filter(filter_text) if filter_text else None))
-    except TableError:
-        return None  # the query itself will report the error
+@dataclass(slots=True)
+class TableTicket:
+    """A Table request: entities of one partition (or of several, ``pk`` None) of one table."""
+
+    insight: Insight
+    account: str
+    table: str
+    pk: str | None
+    op: str
+    cost: int
+    query_class: str | None = None
+    query: bool = False
+
+    def fault_scope(self) -> tuple[str, str | None, str | None]:
+        return self.account, self.table, self.pk
+
+    def take(self, throttle: Throttle) -> None:
+        throttle.admit(self.account, self.table, self.pk, self.cost, query=self.query)
+
+    def refused(self, status: int, *, throttled: bool) -> None:
+        self.insight.record(
+            self.account, self.table, self.pk, op=self.op, query_class=self.query_class,
+            throttled=throttled, status=status,
+        )  # fmt: skip
 
 
 class GuardedService(TableService):
@@ -54,39 +72,16 @@ class GuardedService(TableService):
         *,
         page_time_budget: float,
         insight: Insight,
-        throttle: Throttle | None = None,
-        faults: FaultInjector | None = None,
+        gate: Gate,
     ) -> None:
         super().__init__(store, page_time_budget=page_time_budget)
         self.insight = insight
-        self.throttle = throttle
-        self.faults = faults
-
-    def _admit(
-        self, account: str, table: str, pk: str | None, cost: int, op: str, *, query: bool = False
-    ) -> None:
-        """Refuse before any work: an injected fault first, then the targets."""
-        if self.faults is not None:
-            try:
-                self.faults.check(account, table, pk)
-            except TableError as error:
-                self.insight.record(account, table, pk, op=op, status=error.status)
-                raise
-        if self.throttle is not None:
-            try:
-                self.throttle.admit(account, table, pk, cost, query=query)
-            except TableError as error:
-                self.insight.record(account, table, pk, op=op, throttled=True, status=error.status)
-                raise
+        self.gate = gate
 
     async def write(self, account: str, table: str, mutation: Mutation) -> StoredEntity | None:
         op = _operation_name(mutation)
-        self._admit(account, table, mutation.pk, 1, op)
-        try:
-            result = await super().write(account, table, mutation)
-        except TableError as error:
-            self.insight.record(account, table, mutation.pk, op=op, status=error.status)
-            raise
+        ticket = TableTicket(self.insight, account, table, mutation.pk, op, 1)
+        result = await self.gate.run(ticket, super().write(account, table, mutation))
         self.insight.record(account, table, mutation.pk, op=op, written=1, status=200)
         return result
 
@@ -94,22 +89,14 @@ class GuardedService(TableService):
         self, account: str, table: str, mutations: Sequence[Mutation]
     ) -> list[StoredEntity | None]:
         pk = mutations[0].pk if mutations else None
-        self._admit(account, table, pk, len(mutations), "batch")
-        try:
-            result = await super().submit_batch(account, table, mutations)
-        except TableError as error:
-            self.insight.record(account, table, pk, op="batch", status=error.status)
-            raise
+        ticket = TableTicket(self.insight, account, table, pk, "batch", len(mutations))
+        result = await self.gate.run(ticket, super().submit_batch(account, table, mutations))
         self.insight.record(account, table, pk, op="batch", written=len(mutations), status=202)
         return result
 
     async def get_entity(self, account: str, table: str, pk: str, rk: str) -> StoredEntity:
-        self._admit(account, table, pk, 1, "get")
-        try:
-            entity = await super().get_entity(account, table, pk, rk)
-        except TableError as error:
-            self.insight.record(account, table, pk, op="get", query_class="point", status=error.status)
-            raise
+        ticket = TableTicket(self.insight, account, table, pk, "get", 1, "point")
+        entity = await self.gate.run(ticket, super().get_entity(account, table, pk, rk))
         self.insight.record(account, table, pk, op="get", read=1, query_class="point", status=200)
         return entity
 
@@ -117,29 +104,28 @@ class GuardedService(TableService):
         self,
         account: str,
         table: str,
-        filter_text: str | None,
+        query: str | ParsedQuery | None,
         top: int | None,
         next_partition: str | None,
         next_row: str | None,
         key_range: tuple[str | None, str | None, str | None, str | None] | None = None,
     ) -> EntityPage:
-        # Parsing the filter twice is paid only when admission control needs the partition.
-        pk = query_partition(filter_text) if self.throttle or self.faults else None
-        self._admit(account, table, pk, 0, "query", query=True)
-        try:
-            page = await super().query_entities(
-                account, table, filter_text, top, next_partition, next_row, key_range
-            )
-        except TableError as error:
-            self.insight.record(account, table, pk, op="query", status=error.status)
-            raise
+        """The page, admitted by the one partition the query is confined to: the filter is
+        parsed and planned once, here, and handed on."""
+        if isinstance(query, str):
+            with contextlib.suppress(TableError):  # the query itself reports it, after admission
+                query = parse_query(query)
+        pk = plan_partition(query.plan) if isinstance(query, ParsedQuery) else None
+        ticket = TableTicket(self.insight, account, table, pk, "query", 0, query=True)
+        page = await self.gate.run(
+            ticket, super().query_entities(account, table, query, top, next_partition, next_row, key_range)
+        )
         pk = page.partition
-        if self.throttle is not None:
-            self.throttle.charge(account, table, pk, page.scanned)  # known only after the scan
-        # For insight's index suggestion; a table scan costs far more than parsing again.
+        if self.gate.throttle is not None:
+            self.gate.throttle.charge(account, table, pk, page.scanned)  # known only after the scan
         hint = None
-        if page.query_class == "table-scan" and filter_text:
-            hint = indexable_property(parse_filter(filter_text))
+        if page.query_class == "table-scan" and isinstance(query, ParsedQuery):
+            hint = indexable_property(query.node)  # for insight's index suggestion
         self.insight.record(
             account,
             table,
@@ -154,12 +140,10 @@ class GuardedService(TableService):
         return page
 
     async def create_table(self, account: str, name: str) -> str:
-        if self.faults is not None:
-            self.faults.check(account, name, None)
+        self.gate.check_faults(account, name)
         return await super().create_table(account, name)
 
     async def delete_table(self, account: str, name: str) -> None:
-        if self.faults is not None:
-            self.faults.check(account, name, None)
+        self.gate.check_faults(account, name)
         await super().delete_table(account, name)
         self.insight.forget_table(account, name)

@@ -6,8 +6,8 @@ Azure's List Blobs returns), so a container of a million blobs is walked a direc
 Both listings page with the service's own continuation markers, :data:`PAGE` items a page.
 
 Every action is a call to :class:`BlobService` as the signed-in account, admitted first by the
-same :class:`BlobAdmission` as a Blob request (the account's target, injected faults) and counted
-in the container counters after. Names travel in query strings and form fields, never in paths,
+same admission gate as a Blob request (the account's target, injected faults) and counted in
+the container counters after. Names travel in query strings and form fields, never in paths,
 so any blob name (``../``, ``?``, ``#``, markup) reaches the service exactly as typed; the page
 shows it escaped.
 
@@ -18,7 +18,7 @@ console's origin, an uploaded HTML or script file could run with the console's r
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -27,11 +27,13 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from tabulae.admission.blobs import BlobAdmission
+from tabulae.admission.blobs import BlobTicket
+from tabulae.admission.gate import Gate
 from tabulae.blob.rules.conditions import NONE, etag_of
 from tabulae.blob.service import BASE as CURRENT_VERSION
 from tabulae.blob.service import BLOCK_BLOB, BlobKey, BlobService, ContentProperties, Upload
 from tabulae.console.render import account_of, form_of, redirect, render
+from tabulae.insight.containers import ContainerCounters
 from tabulae.model import edm
 from tabulae.model.errors import TableError
 
@@ -90,9 +92,10 @@ class BlobsPage:
     slug = "blobs"
     title = "Blobs"
 
-    def __init__(self, service: BlobService, admission: BlobAdmission) -> None:
+    def __init__(self, service: BlobService, gate: Gate, counters: ContainerCounters) -> None:
         self.service = service
-        self.admission = admission
+        self.gate = gate
+        self.counters = counters
 
     def routes(self) -> list[BaseRoute]:
         return [
@@ -106,20 +109,13 @@ class BlobsPage:
         ]
 
     async def _admitted(
-        self, account: str, container: str, work: Callable[[], Awaitable[T]], *, bytes_in: int = 0
+        self, account: str, container: str, work: Coroutine[Any, Any, T], *, bytes_in: int = 0
     ) -> T:
-        """``work`` as a Blob request would run it: admitted first, counted after."""
-        try:
-            self.admission.admit(account, container)
-        except TableError as error:
-            self.admission.record(account, container, error.status, throttled=True, bytes_in=0, bytes_out=0)
-            raise
-        try:
-            result = await work()
-        except TableError as error:
-            self.admission.record(account, container, error.status, throttled=False, bytes_in=0, bytes_out=0)
-            raise
-        self.admission.record(account, container, 200, throttled=False, bytes_in=bytes_in, bytes_out=0)
+        """``work`` as a Blob request would run it, through the same gate: admitted first,
+        counted after."""
+        ticket = BlobTicket(self.counters, account, container)
+        result = await self.gate.run(ticket, work)
+        ticket.answered(200, bytes_in=bytes_in)
         return result
 
     # ------------------------------------------------------------------ containers
@@ -130,7 +126,7 @@ class BlobsPage:
         prefix = params.get("prefix", "").strip()
         marker = params.get("marker") or None
         found, next_marker = await self._admitted(
-            account, "", lambda: self.service.list_containers(account, prefix, marker, PAGE)
+            account, "", self.service.list_containers(account, prefix, marker, PAGE)
         )
         done = params.get("done")
         return render(
@@ -154,9 +150,7 @@ class BlobsPage:
         account = account_of(request)
         name = str(form_of(request).get("name", "")).strip()
         try:
-            await self._admitted(
-                account, name, lambda: self.service.create_container(account, name, {}, None)
-            )
+            await self._admitted(account, name, self.service.create_container(account, name, {}, None))
         except TableError as error:
             return await self.list_containers(request, error)
         return redirect("/blobs", done="created", name=name)
@@ -170,7 +164,7 @@ class BlobsPage:
             return await self.list_blobs(request, problem)
         try:
             await self._admitted(
-                account, container, lambda: self.service.delete_container(account, container, NONE, None)
+                account, container, self.service.delete_container(account, container, NONE, None)
             )
         except TableError as error:
             return await self.list_blobs(request, error)
@@ -184,13 +178,11 @@ class BlobsPage:
         prefix = params.get("prefix", "")
         flat = params.get("flat") == "1"
         marker = params.get("marker") or None
-        record = await self._admitted(
-            account, container, lambda: self.service.get_container(account, container)
-        )
+        record = await self._admitted(account, container, self.service.get_container(account, container))
         page = await self._admitted(
             account,
             container,
-            lambda: self.service.list_blobs(
+            self.service.list_blobs(
                 account,
                 container,
                 prefix=prefix,
@@ -260,7 +252,7 @@ class BlobsPage:
             await self._admitted(
                 account,
                 container,
-                lambda: self.service.put_blob(
+                self.service.put_blob(
                     key, BLOCK_BLOB, upload, ContentProperties(content_type=content_type), {}, NONE, None
                 ),
                 bytes_in=size,
@@ -273,14 +265,11 @@ class BlobsPage:
         account, container = account_of(request), request.path_params["container"]
         name = request.query_params.get("name", "")
         key = BlobKey(account, container, name)
-        try:
-            self.admission.admit(account, container)
-            record, extents = await self.service.get_blob(key, CURRENT_VERSION, NONE, None, content=True)
-        except TableError as error:
-            self.admission.record(account, container, error.status, throttled=False, bytes_in=0, bytes_out=0)
-            raise
+        ticket = BlobTicket(self.counters, account, container)
+        work = self.service.get_blob(key, CURRENT_VERSION, NONE, None, content=True)
+        record, extents = await self.gate.run(ticket, work)
         assert extents is not None
-        self.admission.record(account, container, 200, throttled=False, bytes_in=0, bytes_out=record.size)
+        ticket.answered(200, bytes_out=record.size)
         headers = {
             "content-disposition": attachment(name),
             "content-length": str(record.size),
@@ -302,7 +291,7 @@ class BlobsPage:
             await self._admitted(
                 account,
                 container,
-                lambda: self.service.delete_blob(key, CURRENT_VERSION, "include", NONE, None),
+                self.service.delete_blob(key, CURRENT_VERSION, "include", NONE, None),
             )
         except TableError as error:
             return await self.list_blobs(request, error)

@@ -9,16 +9,33 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tabulae.examples import catalogue
 
-if TYPE_CHECKING:
-    from tabulae.examples.runner import Result
-
 _MARK = "<!-- tabulae examples results: "
 _COLUMNS = ("operation", "requests", "query classes", "scanned", "returned", "5xx")
+
+
+@dataclass
+class Result:
+    """What one example did: its status, cost table, claims, warnings and notes, as plain data."""
+
+    name: str
+    title: str
+    status: str  # passed, failed, skipped
+    reason: str
+    seconds: float
+    operations: list[dict[str, Any]]
+    claims: list[str]
+    warnings: list[str]
+    notes: list[str]
+    counters: list[str] = field(default_factory=list)  # the server's figures per table
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 
 def _classes(classes: dict[str, int]) -> str:

@@ -13,8 +13,6 @@ import socket
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
 from azure.core.exceptions import HttpResponseError
@@ -22,27 +20,9 @@ from azure.data.tables import TableServiceClient
 
 from tabulae.examples import catalogue, report
 from tabulae.examples.harness import ClaimFailed, Example, SkipExample
+from tabulae.examples.report import Result
 
 __all__ = ["Result", "main", "run_one"]
-
-
-@dataclass
-class Result:
-    """What one example did: its status, cost table, claims, warnings and notes, as plain data."""
-
-    name: str
-    title: str
-    status: str  # passed, failed, skipped
-    reason: str
-    seconds: float
-    operations: list[dict[str, Any]]
-    claims: list[str]
-    warnings: list[str]
-    notes: list[str]
-    counters: list[str] = field(default_factory=list)  # the server's figures per table
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def run_one(name: str, connection_string: str, log: Callable[[str], None] = print) -> Result:

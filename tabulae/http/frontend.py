@@ -11,7 +11,9 @@ service's error body here, and only here; anything else is logged and answered 5
 A service's front-end (``table.api.app.TableApp``, ``queue.api.app.QueueApp``,
 ``blob.api.app.BlobApp``) subclasses :class:`Frontend` and supplies the steps that differ: how a
 URL is routed, how requests are authenticated and dispatched, where the account's CORS rules are
-kept, and the error format. The body is read whole under ``max_body_bytes`` unless the service
+kept, how its SAS is verified, and the error format. Authentication is wired here once: every
+service checks Shared Key, bearer and SAS in the same order, each with its own string-to-sign
+and SAS rules. The body is read whole under ``max_body_bytes`` unless the service
 reads it another way (the Blob service streams content from its handlers).
 """
 
@@ -22,6 +24,9 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any, Generic, Protocol, TypeVar
 
+from tabulae.auth.flow import authenticate, is_bearer
+from tabulae.auth.sas import SasToken
+from tabulae.auth.shared_key import verify_blob_queue_authorization
 from tabulae.http import cors
 from tabulae.http.exchange import log_request, read_body, send_response
 from tabulae.http.messages import SERVER_HEADER, Clock, Headers, Request, RequestIds, Response
@@ -47,6 +52,7 @@ class Frontend(ABC, Generic[RouteT]):
     """The ASGI callable of one service's port. ``RouteT`` is what the service's router returns."""
 
     server_header: tuple[bytes, bytes] = SERVER_HEADER
+    service_name = ""  # "table", "queue" or "blob": whom a bearer token must be for
     exposed_headers = ""  # response headers exposed to CORS callers besides a rule's own list
 
     def __init__(self, options: FrontendOptions) -> None:
@@ -142,9 +148,45 @@ class Frontend(ABC, Generic[RouteT]):
     def route(self, request: Request) -> RouteT:
         """The account and resource the request addresses; raises for a URL the service lacks."""
 
-    @abstractmethod
     async def authenticate(self, request: Request, route: RouteT) -> None:
-        """Check who sent the request (``auth.flow.authenticate``); a SAS grant goes to ``request.grant``."""
+        """Check who sent the request, in ``auth.flow``'s order: Shared Key or Shared Key Lite,
+        bearer (when enabled) or SAS; anonymous requests get 401. A SAS grant goes to
+        ``request.grant`` (None: the account's full rights). A Shared Key header, on nearly
+        every request, is verified here directly rather than through flow's coroutine; the
+        order of the checks is the same."""
+        keys = self.options.accounts[route.account]
+        header = request.headers.get("authorization")
+        if header is not None and not is_bearer(header):
+            self.verify_shared_key(request, route, header, keys)
+            request.grant = None
+            return
+        request.grant = await authenticate(
+            header,
+            request.query,
+            account=route.account,
+            service=self.service_name,
+            oauth=self.options.oauth,
+            shared_key=lambda signed: self.verify_shared_key(request, route, signed, keys),
+            sas=lambda token: self.verify_sas(request, route, token, keys),
+        )
+
+    def verify_shared_key(self, request: Request, route: RouteT, header: str, keys: list[bytes]) -> None:
+        """Verify a Shared Key (Lite) header; the Blob and Queue services' string-to-sign unless
+        the service signs another (the Table service does)."""
+        verify_blob_queue_authorization(
+            header,
+            method=request.method,
+            raw_path=request.raw_path,
+            headers=request.headers,
+            query_pairs=request.query_pairs,
+            account=route.account,
+            keys=keys,
+            max_skew_seconds=self.options.clock_skew,
+        )
+
+    @abstractmethod
+    async def verify_sas(self, request: Request, route: RouteT, token: SasToken, keys: list[bytes]) -> Any:
+        """Verify a SAS against the service's own rules (and its stored policies); return its grant."""
 
     @abstractmethod
     async def dispatch(self, request: Request, route: RouteT, request_id: str) -> Response:

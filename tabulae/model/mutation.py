@@ -15,7 +15,7 @@ class MutationKind(enum.Enum):
     DELETE = "delete"
 
 
-@dataclass(slots=True)  # not frozen: built on every request, and frozen ones cost ~3x to build
+@dataclass(slots=True)  # not frozen: built on every request; frozen ones build slower
 class Mutation:
     """One write of an atomic group.
 

@@ -85,6 +85,20 @@ def check_index_property(prop: str, edm_type: str) -> None:
         raise TableError("InvalidInput", f"An index type must be one of {allowed}.")
 
 
+@dataclass(frozen=True, slots=True)
+class ParsedQuery:
+    """A ``$filter`` parsed and planned once, to be handed on rather than parsed again."""
+
+    node: Node | None
+    plan: QueryPlan
+
+
+def parse_query(filter_text: str | None) -> ParsedQuery:
+    """Parse and plan ``filter_text`` (None: every entity); raises the filter's error."""
+    node = parse_filter(filter_text) if filter_text else None
+    return ParsedQuery(node, plan_query(node))
+
+
 def plan_partition(plan: QueryPlan) -> str | None:
     """The one PartitionKey a plan is confined to (point and row-range classes), else None."""
     if plan.query_class in ("point", "row-range") and plan.ranges and plan.ranges[0].lower is not None:
@@ -219,7 +233,7 @@ class TableService:
         self,
         account: str,
         table: str,
-        filter_text: str | None,
+        query: str | ParsedQuery | None,
         top: int | None,
         next_partition: str | None,
         next_row: str | None,
@@ -227,11 +241,12 @@ class TableService:
     ) -> EntityPage:
         """One page: at most ``top`` (≤ 1,000) matches, ending early after the time budget.
 
+        ``query`` is the ``$filter`` text, or that text already parsed (:func:`parse_query`).
         ``key_range`` (a SAS's spk, srk, epk, erk) clips the query: rows outside it are never seen.
         """
         check_table_name(table)
-        node = parse_filter(filter_text) if filter_text else None
-        plan: QueryPlan = plan_query(node)
+        parsed = query if isinstance(query, ParsedQuery) else parse_query(query)
+        node, plan = parsed.node, parsed.plan
         if key_range is not None and any(bound is not None for bound in key_range):
             plan = clip_to_range(plan, *key_range)
         after: tuple[str, str] | None = None

@@ -2,10 +2,9 @@
 
 The data tools use Microsoft's ``azure-data-tables`` for what makes them work against real Azure:
 endpoints, connection strings, Shared Key and SAS signing, the transport. Its entity layer is not
-used for bulk data, measured (``benchmarks/datatools.py``): ``submit_transaction`` builds and
-parses each multipart batch with the standard library's e-mail package (400 to 1,100 entities/s
-on the development machine, where the target is 30,000), and ``list_entities`` converts every
-property into Python objects and back (4,000 to 12,000 entities/s; the target is 50,000). So
+used for bulk data (``benchmarks/datatools.py`` measures why): ``submit_transaction`` builds and
+parses each multipart batch with the standard library's e-mail package, and ``list_entities``
+converts every property into Python objects and back, each far below the tools' targets. So
 the requests of the bulk paths, Query Entities pages and ``$batch`` bodies, are written here and
 sent with the SDK client's own ``send_request``, the request builder its batches use too: its
 policies sign them as they sign the SDK's own requests.

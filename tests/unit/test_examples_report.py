@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tabulae.examples import catalogue, report
-from tabulae.examples.runner import Result
+from tabulae.examples.report import Result
 
 
 def test_every_example_states_problem_design_and_trade_off() -> None:

@@ -18,14 +18,13 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from tabulae.admission.blobs import BlobAdmission
-from tabulae.auth.flow import authenticate
+from tabulae.admission.blobs import BlobTicket
+from tabulae.admission.gate import Gate
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
-from tabulae.auth.shared_key import verify_blob_queue_authorization
 from tabulae.blob.api import blobs, containers
 from tabulae.blob.api.call import Call
-from tabulae.blob.api.operations import READ_ONLY, Operation, resolve_operation
-from tabulae.blob.api.routing import Kind, Route, resolve
+from tabulae.blob.api.operations import READ_ONLY, resolve_operation
+from tabulae.blob.api.routing import Kind, Operation, Route, resolve
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
 from tabulae.blob.service import BlobService
 from tabulae.http.errors import XML_CONTENT_TYPE, error_xml
@@ -33,6 +32,7 @@ from tabulae.http.frontend import Frontend
 from tabulae.http.messages import Request, Response, error_time
 from tabulae.http.options import FrontendOptions
 from tabulae.http.streaming import StreamedResponse
+from tabulae.insight.containers import ContainerCounters
 from tabulae.model.errors import TableError
 from tabulae.model.policies import CorsRule
 
@@ -84,20 +84,29 @@ class BlobApp(Frontend[Route]):
     """The ASGI callable of the Blob port, over a :class:`BlobService`."""
 
     server_header = SERVER_HEADER
+    service_name = "blob"
     exposed_headers = EXPOSED_HEADERS
 
     def __init__(
-        self, service: BlobService, options: FrontendOptions, admission: BlobAdmission | None = None
+        self,
+        service: BlobService,
+        options: FrontendOptions,
+        gate: Gate | None = None,
+        counters: ContainerCounters | None = None,
     ) -> None:
         super().__init__(options)
         self.service = service
-        self.admission = admission
+        self.gate = gate
+        self.counters = counters
 
     def route(self, request: Request) -> Route:
         host = request.headers.get("host", "127.0.0.1")
-        return resolve(
+        route = resolve(
             request.scheme, host, request.raw_path, self.options.accounts, request.query.get("restype")
         )
+        if self.counters is not None:
+            route.ticket = BlobTicket(self.counters, route.account, route.container)
+        return route
 
     async def receive_body(self, request: Request, receive: Any, route: Route) -> None:
         """Nothing is read here: handlers read documents whole and stream content."""
@@ -107,58 +116,42 @@ class BlobApp(Frontend[Route]):
         """Admission first (a refused request does nothing), then the operation, then who sent it:
         Shared Key or bearer (the account's full rights), a SAS (its grant, checked for this
         operation), or nobody, where the container's ACL lets anyone do the operation."""
-        if self.admission is not None:
+        if self.gate is not None and route.ticket is not None:
             try:
-                self.admission.admit(route.account, route.container)
+                self.gate.admit(route.ticket)
             except TableError:
-                route.refused = True
+                route.ticket = None  # refused, and counted as such by the gate
                 raise
         operation = route.operation = resolve_operation(route, request.method, request.query, request.headers)
-        authorization = request.headers.get("authorization")
-        if authorization is None and route.kind is not Kind.SERVICE and parse_sas(request.query) is None:
+        if (
+            request.headers.get("authorization") is None
+            and route.kind is not Kind.SERVICE
+            and parse_sas(request.query) is None
+        ):
             record = await self.service.store.get_container(route.account, route.container)
             if record is not None and anonymous_allowed(operation, record.public_access):
                 return
             raise TableError("ResourceNotFound")
-        keys = self.options.accounts[route.account]
+        await super().authenticate(request, route)
 
-        def shared_key(header: str) -> None:
-            verify_blob_queue_authorization(
-                header,
-                method=request.method,
-                raw_path=request.raw_path,
-                headers=request.headers,
-                query_pairs=request.query_pairs,
-                account=route.account,
-                keys=keys,
-                max_skew_seconds=self.options.clock_skew,
-            )
-
-        async def sas(token: SasToken) -> BlobGrant:
-            grant = verify_blob_sas(
-                token,
-                request.query,
-                account=route.account,
-                keys=keys,
-                container=route.container,
-                blob=route.blob,
-                policy_lookup=await self._policies(route, token),
-                is_https=request.scheme == "https",
-                client_ip=request.client_ip,
-                now=datetime.now(UTC),
-            )
-            grant.check(operation)
-            return grant
-
-        request.grant = await authenticate(
-            authorization,
+    async def verify_sas(
+        self, request: Request, route: Route, token: SasToken, keys: list[bytes]
+    ) -> BlobGrant:
+        grant = verify_blob_sas(
+            token,
             request.query,
             account=route.account,
-            service="blob",
-            oauth=self.options.oauth,
-            shared_key=shared_key,
-            sas=sas,
+            keys=keys,
+            container=route.container,
+            blob=route.blob,
+            policy_lookup=await self._policies(route, token),
+            is_https=request.scheme == "https",
+            client_ip=request.client_ip,
+            now=datetime.now(UTC),
         )
+        assert route.operation is not None  # resolved before authentication
+        grant.check(route.operation)
+        return grant
 
     async def _policies(self, route: Route, token: SasToken) -> Callable[[str], StoredPolicy | None] | None:
         """The stored access policies of the URL's container, when a service SAS names one (``si``)."""
@@ -180,20 +173,14 @@ class BlobApp(Frontend[Route]):
         return response
 
     def answered(self, request: Request, route: Route, response: Response) -> None:
-        if self.admission is None:
+        ticket = route.ticket
+        if ticket is None:
             return
         bytes_in = 0
         if request.method == "PUT" and response.status < 300:
             bytes_in = int(request.headers.get("content-length") or 0)
         sent = response.length if isinstance(response, StreamedResponse) and response.stream else 0
-        self.admission.record(
-            route.account,
-            route.container,
-            response.status,
-            throttled=route.refused,
-            bytes_in=bytes_in,
-            bytes_out=sent,
-        )
+        ticket.answered(response.status, bytes_in=bytes_in, bytes_out=sent)
 
     async def load_cors_rules(self, account: str) -> list[CorsRule]:
         return (await self.service.get_service_properties(account)).common.cors

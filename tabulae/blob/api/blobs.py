@@ -24,8 +24,8 @@ from tabulae.blob.api.headers import (
     etag_headers,
     overrides_from,
 )
-from tabulae.blob.api.operations import Operation, invalid_parameter, unsupported_parameter
-from tabulae.blob.api.routing import Kind, resolve
+from tabulae.blob.api.operations import invalid_parameter, unsupported_parameter
+from tabulae.blob.api.routing import Kind, Operation, resolve
 from tabulae.blob.api.sas import anonymous_allowed, verify_blob_sas
 from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import Checksums, b64, decode_digest

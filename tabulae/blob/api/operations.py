@@ -10,45 +10,8 @@ gives for a parameter or header it does not support, never a half-done operation
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-from tabulae.blob.api.routing import Kind, Route
+from tabulae.blob.api.routing import Kind, Operation, Route
 from tabulae.model.errors import TableError
-
-
-class Operation(StrEnum):
-    """Every Blob operation Tabulae serves, named as the REST reference names them."""
-
-    LIST_CONTAINERS = "ListContainers"
-    GET_SERVICE_PROPERTIES = "GetBlobServiceProperties"
-    SET_SERVICE_PROPERTIES = "SetBlobServiceProperties"
-    GET_SERVICE_STATS = "GetBlobServiceStats"
-    GET_ACCOUNT_INFO = "GetAccountInformation"
-    CREATE_CONTAINER = "CreateContainer"
-    DELETE_CONTAINER = "DeleteContainer"
-    GET_CONTAINER_PROPERTIES = "GetContainerProperties"
-    GET_CONTAINER_METADATA = "GetContainerMetadata"
-    SET_CONTAINER_METADATA = "SetContainerMetadata"
-    GET_CONTAINER_ACL = "GetContainerACL"
-    SET_CONTAINER_ACL = "SetContainerACL"
-    LEASE_CONTAINER = "LeaseContainer"
-    LIST_BLOBS = "ListBlobs"
-    PUT_BLOB = "PutBlob"
-    PUT_BLOCK = "PutBlock"
-    PUT_BLOCK_LIST = "PutBlockList"
-    GET_BLOCK_LIST = "GetBlockList"
-    APPEND_BLOCK = "AppendBlock"
-    GET_BLOB = "GetBlob"
-    GET_BLOB_PROPERTIES = "GetBlobProperties"
-    SET_BLOB_PROPERTIES = "SetBlobProperties"
-    GET_BLOB_METADATA = "GetBlobMetadata"
-    SET_BLOB_METADATA = "SetBlobMetadata"
-    DELETE_BLOB = "DeleteBlob"
-    LEASE_BLOB = "LeaseBlob"
-    SNAPSHOT_BLOB = "SnapshotBlob"
-    COPY_BLOB = "CopyBlob"
-    ABORT_COPY = "AbortCopyBlob"
-
 
 # comp values of features Tabulae does not serve, on any resource.
 _UNSUPPORTED_COMP = frozenset(

@@ -1,4 +1,5 @@
-"""From a request's host and raw path to the account, container and blob it addresses.
+"""From a request's host and raw path to the account, container and blob it addresses, and the
+names of the operations a request to them may be (which one is :mod:`.operations`' decision).
 
 ``/{container}`` with ``restype=container`` (or ``restype=account``) names a container; any
 other one-segment path names a blob of the root container ``$root``; a longer path names the
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tabulae.http.addressing import decode_segments, locate_account
 
 if TYPE_CHECKING:
-    from tabulae.blob.api.operations import Operation
+    from tabulae.admission.blobs import BlobTicket
 
 ROOT_CONTAINER = "$root"
 
@@ -24,6 +25,40 @@ class Kind(enum.Enum):
     SERVICE = "service"
     CONTAINER = "container"
     BLOB = "blob"
+
+
+class Operation(enum.StrEnum):
+    """Every Blob operation Tabulae serves, named as the REST reference names them."""
+
+    LIST_CONTAINERS = "ListContainers"
+    GET_SERVICE_PROPERTIES = "GetBlobServiceProperties"
+    SET_SERVICE_PROPERTIES = "SetBlobServiceProperties"
+    GET_SERVICE_STATS = "GetBlobServiceStats"
+    GET_ACCOUNT_INFO = "GetAccountInformation"
+    CREATE_CONTAINER = "CreateContainer"
+    DELETE_CONTAINER = "DeleteContainer"
+    GET_CONTAINER_PROPERTIES = "GetContainerProperties"
+    GET_CONTAINER_METADATA = "GetContainerMetadata"
+    SET_CONTAINER_METADATA = "SetContainerMetadata"
+    GET_CONTAINER_ACL = "GetContainerACL"
+    SET_CONTAINER_ACL = "SetContainerACL"
+    LEASE_CONTAINER = "LeaseContainer"
+    LIST_BLOBS = "ListBlobs"
+    PUT_BLOB = "PutBlob"
+    PUT_BLOCK = "PutBlock"
+    PUT_BLOCK_LIST = "PutBlockList"
+    GET_BLOCK_LIST = "GetBlockList"
+    APPEND_BLOCK = "AppendBlock"
+    GET_BLOB = "GetBlob"
+    GET_BLOB_PROPERTIES = "GetBlobProperties"
+    SET_BLOB_PROPERTIES = "SetBlobProperties"
+    GET_BLOB_METADATA = "GetBlobMetadata"
+    SET_BLOB_METADATA = "SetBlobMetadata"
+    DELETE_BLOB = "DeleteBlob"
+    LEASE_BLOB = "LeaseBlob"
+    SNAPSHOT_BLOB = "SnapshotBlob"
+    COPY_BLOB = "CopyBlob"
+    ABORT_COPY = "AbortCopyBlob"
 
 
 @dataclass(slots=True)  # not frozen: built on every request
@@ -36,7 +71,7 @@ class Route:
     blob: str = ""
     # Learnt about the request as it goes through the front-end (it is built per request):
     operation: Operation | None = None  # resolved once, before authentication needs it
-    refused: bool = False  # turned away by admission (counted as throttled)
+    ticket: BlobTicket | None = None  # what the request is counted by (None: not counted, or refused)
     receive: Any = None  # the ASGI receive channel: handlers stream the body from it
 
 

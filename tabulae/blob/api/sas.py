@@ -25,7 +25,7 @@ from tabulae.auth.sas import (
     verify_account_sas,
     verify_signature,
 )
-from tabulae.blob.api.operations import Operation as Op
+from tabulae.blob.api.routing import Operation as Op
 from tabulae.model.errors import TableError
 
 # Versions from which the service SAS string-to-sign gained fields.

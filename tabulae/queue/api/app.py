@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from tabulae.auth.flow import authenticate
 from tabulae.auth.sas import SasToken, StoredPolicy, stored_policies
-from tabulae.auth.shared_key import verify_blob_queue_authorization
 from tabulae.http.errors import XML_CONTENT_TYPE, error_xml
 from tabulae.http.frontend import Frontend
 from tabulae.http.messages import NO_CACHE, Request, Response, error_time
@@ -56,6 +54,7 @@ class QueueApp(Frontend[Route]):
     """The ASGI callable of the Queue port, over a :class:`QueueService` (guarded or not)."""
 
     server_header = SERVER_HEADER
+    service_name = "queue"
     exposed_headers = ops.EXPOSED_HEADERS
 
     def __init__(self, service: QueueService, options: FrontendOptions) -> None:
@@ -66,48 +65,25 @@ class QueueApp(Frontend[Route]):
         host = request.headers.get("host", "127.0.0.1")
         return resolve(request.scheme, host, request.raw_path, self.options.accounts)
 
-    async def authenticate(self, request: Request, route: Route) -> None:
-        keys = self.options.accounts[route.account]
-
-        def shared_key(header: str) -> None:
-            verify_blob_queue_authorization(
-                header,
-                method=request.method,
-                raw_path=request.raw_path,
-                headers=request.headers,
-                query_pairs=request.query_pairs,
-                account=route.account,
-                keys=keys,
-                max_skew_seconds=self.options.clock_skew,
-            )
-
-        async def sas(token: SasToken) -> QueueGrant:
-            policies: dict[str, StoredPolicy] = {}
-            if token.si is not None and route.queue and not token.is_account:
-                try:
-                    identifiers = await self.service.get_acl(route.account, route.queue)
-                except TableError:
-                    identifiers = []
-                policies = stored_policies(identifiers)
-            return verify_sas(
-                token,
-                account=route.account,
-                keys=keys,
-                queue=route.queue,
-                policy_lookup=policies.get,
-                is_https=request.scheme == "https",
-                client_ip=request.client_ip,
-                now=datetime.now(UTC),
-            )
-
-        request.grant = await authenticate(
-            request.headers.get("authorization"),
-            request.query,
+    async def verify_sas(
+        self, request: Request, route: Route, token: SasToken, keys: list[bytes]
+    ) -> QueueGrant:
+        policies: dict[str, StoredPolicy] = {}
+        if token.si is not None and route.queue and not token.is_account:
+            try:
+                identifiers = await self.service.get_acl(route.account, route.queue)
+            except TableError:
+                identifiers = []
+            policies = stored_policies(identifiers)
+        return verify_sas(
+            token,
             account=route.account,
-            service="queue",
-            oauth=self.options.oauth,
-            shared_key=shared_key,
-            sas=sas,
+            keys=keys,
+            queue=route.queue,
+            policy_lookup=policies.get,
+            is_https=request.scheme == "https",
+            client_ip=request.client_ip,
+            now=datetime.now(UTC),
         )
 
     async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:

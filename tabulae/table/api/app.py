@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from tabulae.auth.flow import authenticate, is_bearer
 from tabulae.auth.sas import SasToken, StoredPolicy, stored_policies
 from tabulae.auth.shared_key import verify_authorization
 from tabulae.http.errors import XML_CONTENT_TYPE, error_json, error_xml
@@ -76,6 +75,7 @@ class TableApp(Frontend[Route]):
     The life of a request is :class:`Frontend`'s; errors are JSON for the OData operations and
     XML for the service-level and ``comp`` ones (and for preflights)."""
 
+    service_name = "table"
     exposed_headers = ops.EXPOSED_HEADERS
 
     def __init__(self, service: TableService, options: FrontendOptions) -> None:
@@ -86,52 +86,29 @@ class TableApp(Frontend[Route]):
         host = request.headers.get("host", "127.0.0.1")
         return resolve(request.scheme, host, request.raw_path, self.options.accounts)
 
-    async def authenticate(self, request: Request, route: Route) -> None:
-        """Shared Key, Shared Key Lite, bearer (when enabled) or SAS; anonymous requests get 401.
-
-        A Shared Key header, on nearly every request, is verified here directly: the order of the
-        checks is ``auth.flow.authenticate``'s, which the other cases go through, and skipping
-        its coroutine and the two closures it takes saves ~2% of a point read's instructions."""
-        keys = self.options.accounts[route.account]
-        header = request.headers.get("authorization")
-        if header is not None and not is_bearer(header):
-            self._verify_shared_key(request, route, header, keys)
-            request.grant = None
-            return
-
-        def shared_key(header: str) -> None:
-            self._verify_shared_key(request, route, header, keys)
-
-        async def sas(token: SasToken) -> SasGrant:
-            policies: dict[str, StoredPolicy] = {}
-            if token.si is not None and token.tn and not token.is_account:
-                try:
-                    identifiers = await self.service.get_acl(route.account, token.tn)
-                except TableError:
-                    identifiers = []
-                policies = stored_policies(identifiers)
-            return verify_sas(
-                token,
-                account=route.account,
-                keys=keys,
-                table=route.table,
-                policy_lookup=policies.get,
-                is_https=request.scheme == "https",
-                client_ip=request.client_ip,
-                now=datetime.now(UTC),
-            )
-
-        request.grant = await authenticate(
-            header,
-            request.query,
+    async def verify_sas(
+        self, request: Request, route: Route, token: SasToken, keys: list[bytes]
+    ) -> SasGrant:
+        policies: dict[str, StoredPolicy] = {}
+        if token.si is not None and token.tn and not token.is_account:
+            try:
+                identifiers = await self.service.get_acl(route.account, token.tn)
+            except TableError:
+                identifiers = []
+            policies = stored_policies(identifiers)
+        return verify_sas(
+            token,
             account=route.account,
-            service="table",
-            oauth=self.options.oauth,
-            shared_key=shared_key,
-            sas=sas,
+            keys=keys,
+            table=route.table,
+            policy_lookup=policies.get,
+            is_https=request.scheme == "https",
+            client_ip=request.client_ip,
+            now=datetime.now(UTC),
         )
 
-    def _verify_shared_key(self, request: Request, route: Route, header: str, keys: list[bytes]) -> None:
+    def verify_shared_key(self, request: Request, route: Route, header: str, keys: list[bytes]) -> None:
+        """The Table service's own string-to-sign (Shared Key and Shared Key Lite)."""
         headers = request.headers
         verify_authorization(
             header,

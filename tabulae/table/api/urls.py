@@ -25,7 +25,7 @@ from tabulae.model.errors import MSG_KEY_COUNT, TableError
 from tabulae.model.names import check_url_key
 
 
-@dataclass(slots=True)  # not frozen: built on every request, and frozen ones cost ~3x to build
+@dataclass(slots=True)  # not frozen: built on every request; frozen ones build slower
 class Segment:
     """A decoded last path segment: a name, whether it had parentheses, and the literals inside."""
 
