@@ -159,8 +159,8 @@ class Settings:
         900.0,
         flag="--clock-skew",
         help="refuse Shared Key requests dated more than this many seconds ago (403 "
-        "AuthenticationFailed, as Azure does after 15 minutes), so a captured request cannot be "
-        "replayed; 0 turns the check off, for replaying recorded requests",
+        "AuthenticationFailed, as Azure does after 15 minutes) or ahead, so a captured request "
+        "cannot be replayed; 0 turns the check off, for replaying recorded requests",
         type=float,
         metavar="SECONDS",
     )

@@ -155,8 +155,10 @@ def _check_skew(date: str, now: float | None, max_skew_seconds: float) -> None:
     captured request cannot be replayed for long ("Authorize with Shared Key"), and a date that is
     not an RFC 1123 date at all. Both are 403 ``AuthenticationFailed`` with Azure's detail texts.
 
-    A date in the future is not refused: Azure serves clients whose clock runs ahead (the
-    storage front-end compares the date with its own clock only on the "too old" side).
+    A date further ahead than the same skew is refused too, with a detail text of ours. Azure
+    serves those (it checks only the "too old" side), but a request signed for a date in the
+    future could be replayed until that date plus the skew: the replay window this check exists
+    to close. A client whose clock runs more than the skew ahead is the one that notices.
     """
     when = _date_seconds(date)
     if when is None:
@@ -166,6 +168,11 @@ def _check_skew(date: str, now: float | None, max_skew_seconds: float) -> None:
         raise TableError(
             "AuthenticationFailed",
             detail=f"Request date header too old: '{formatdate(when, usegmt=True)}'",
+        )
+    if when > current + max_skew_seconds:
+        raise TableError(
+            "AuthenticationFailed",
+            detail=f"Request date header too far in the future: '{formatdate(when, usegmt=True)}'",
         )
 
 

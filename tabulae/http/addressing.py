@@ -10,6 +10,7 @@ a known account. ``acct-secondary`` addresses the read-only secondary endpoint o
 from __future__ import annotations
 
 import ipaddress
+import re
 from urllib.parse import unquote
 
 from tabulae.model.errors import TableError
@@ -22,11 +23,16 @@ Addressed = tuple[str, bool, str, list[str]]
 
 
 _STYLE_CACHE: dict[str, bool] = {}
+_BAD_ESCAPE = re.compile("%(?![0-9A-Fa-f]{2})")
 
 
 def decode_segments(raw_path: str) -> list[str]:
     """Split a raw path on ``/`` and percent-decode each piece once (strict UTF-8); splitting
-    before decoding keeps an encoded ``%2F`` inside its segment."""
+    before decoding keeps an encoded ``%2F`` inside its segment. A ``%`` not followed by two hex
+    digits is malformed, as bytes that are not UTF-8 are: 400 ``InvalidUri`` (Azure's front end
+    refuses both as an invalid URL) rather than a name holding a literal ``%``."""
+    if "%" in raw_path and _BAD_ESCAPE.search(raw_path):
+        raise TableError("InvalidUri")
     try:
         return [unquote(piece, errors="strict") for piece in raw_path.split("/")]
     except UnicodeDecodeError as exc:

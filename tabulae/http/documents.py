@@ -2,7 +2,8 @@
 
 Parsing validates as the service does: malformed documents and too many elements are
 ``InvalidXmlDocument``; well-formed documents with a bad value are ``InvalidXmlNodeValue``.
-Document type declarations are refused outright, so entity expansion can't be abused.
+Every body is read by ``http.xmlparse``, which refuses document type declarations in any
+encoding and nesting deeper than any of these documents.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from xml.sax.saxutils import escape
 
+from tabulae.http.xmlparse import parse_xml
 from tabulae.model import edm
 from tabulae.model.errors import TableError
 from tabulae.model.policies import (
@@ -35,12 +37,7 @@ def parse_document(body: bytes, root: str) -> ET.Element | None:
     ``InvalidXmlDocument`` on anything malformed (document type declarations included)."""
     if not body.strip():
         return None
-    if b"<!DOCTYPE" in body or b"<!ENTITY" in body:
-        raise TableError("InvalidXmlDocument")
-    try:
-        element = ET.fromstring(body)
-    except (ET.ParseError, LookupError) as exc:  # LookupError: a declared encoding Python lacks
-        raise TableError("InvalidXmlDocument") from exc
+    element = parse_xml(body)
     if element.tag != root:
         raise TableError("InvalidXmlDocument")
     return element
@@ -200,9 +197,19 @@ def _cors_rule(element: ET.Element) -> CorsRule:
 
 def parse_service_properties(body: bytes, current: ServiceProperties) -> ServiceProperties:
     """Elements left out keep their current values; an empty ``<Cors/>`` removes every rule."""
+    return service_properties_of(properties_root(body), current)
+
+
+def properties_root(body: bytes) -> ET.Element:
+    """The ``StorageServiceProperties`` element of a Set Service Properties body (required)."""
     root = parse_document(body, "StorageServiceProperties")
     if root is None:
         raise TableError("InvalidXmlDocument")
+    return root
+
+
+def service_properties_of(root: ET.Element, current: ServiceProperties) -> ServiceProperties:
+    """The properties every service shares, read from a parsed document (see above)."""
     result = ServiceProperties(
         current.logging, current.hour_metrics, current.minute_metrics, list(current.cors)
     )

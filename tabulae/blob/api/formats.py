@@ -17,8 +17,9 @@ from tabulae.blob.rules.properties import BlobServiceProperties, DeleteRetention
 from tabulae.http.documents import (
     bool_text,
     parse_document,
-    parse_service_properties,
+    properties_root,
     render_service_properties,
+    service_properties_of,
     text_of,
     xml_bool,
 )
@@ -227,9 +228,8 @@ def parse_block_list(body: bytes) -> list[tuple[str, str]]:
 def parse_service_properties_blob(body: bytes, current: BlobServiceProperties) -> BlobServiceProperties:
     """The shared elements as every service parses them, then the Blob ones; elements left out
     keep their current values."""
-    common = parse_service_properties(body, current.common)
-    root = parse_document(body, "StorageServiceProperties")
-    assert root is not None  # parse_service_properties refused an empty body
+    root = properties_root(body)
+    common = service_properties_of(root, current.common)
     result = BlobServiceProperties(
         common, current.delete_retention, current.static_website, current.default_service_version
     )

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
-from urllib.parse import unquote
 
 import orjson
 
 from tabulae.auth.shared_key import verify_authorization
+from tabulae.http.addressing import decode_segments
 from tabulae.http.errors import error_json
 from tabulae.http.messages import Request, error_time
 from tabulae.http.options import FrontendOptions
@@ -91,7 +91,7 @@ class IndexAdmin:
 
     async def _handle(self, request: Request) -> tuple[int, bytes]:
         rest = request.raw_path[len(INDEX_ADMIN_PATH) :].strip("/")
-        segments = [unquote(segment) for segment in rest.split("/")] if rest else []
+        segments = decode_segments(rest) if rest else []
         if not segments or len(segments) > 3 or not all(segments):
             raise TableError("ResourceNotFound")
         account = segments[0]
