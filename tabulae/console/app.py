@@ -28,12 +28,12 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.datastructures import FormData
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tabulae.console.pages import ConsolePage
-from tabulae.console.render import BASE, ENV, form_of, redirect, render
+from tabulae.console.render import BASE, ENV, form_of, html_page, redirect, render
 from tabulae.console.session import COOKIE, Session, Sessions
 from tabulae.model.errors import TableError
 
@@ -191,7 +191,7 @@ class ConsoleGuard:
     @staticmethod
     async def _refuse(scope: dict[str, Any], receive: Any, send: Any, status: int, message: str) -> None:
         page = ENV.get_template("refused.html").render(status=status, message=message)
-        await HTMLResponse(page, status_code=status)(scope, receive, send)
+        await html_page(page, status)(scope, receive, send)
 
 
 def _text(value: Any) -> str | None:

@@ -22,9 +22,18 @@ from starlette.routing import BaseRoute, Route
 
 from tabulae.console.advice import QueryCost
 from tabulae.console.render import account_of, form_of, keys_of, redirect, render
-from tabulae.console.typed import TYPES, FieldRow, entity_from_rows, rows_from_form, rows_of, short_type
+from tabulae.console.typed import (
+    TYPES,
+    FieldRow,
+    entity_from_rows,
+    rows_from_form,
+    rows_of,
+    settle_rows,
+    short_type,
+)
 from tabulae.console.typed import value_text as typed_text
 from tabulae.insight.partitions import Insight
+from tabulae.model import edm
 from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
@@ -258,7 +267,7 @@ class TablesPage:
         account, table = account_of(request), request.path_params["table"]
         form = form_of(request)
         pk, rk = str(form.get("pk", "")), str(form.get("rk", ""))
-        rows = rows_from_form(form)
+        rows = settle_rows(rows_from_form(form), None)
         try:
             entity = entity_from_rows(pk, rk, rows)
             await self.service.write(
@@ -292,13 +301,24 @@ class TablesPage:
         etag = str(form.get("etag", "")) or "*"
         mode = "merge" if form.get("mode") == "merge" else "replace"
         kind = MutationKind.MERGE if mode == "merge" else MutationKind.REPLACE
-        rows = rows_from_form(form)
+        rows = settle_rows(rows_from_form(form), await self._shown_version(account, table, pk, rk, etag))
         try:
             entity = entity_from_rows(pk, rk, rows)
             await self.service.write(account, table, Mutation(kind, pk, rk, entity.properties, etag))
         except TableError as error:
             return await self._write_failed(request, error, pk, rk, etag, rows, mode)
         return redirect(f"/tables/{table}", done="saved")
+
+    async def _shown_version(
+        self, account: str, table: str, pk: str, rk: str, etag: str
+    ) -> edm.Properties | None:
+        """The properties of the version the form showed (its ETag), if it is still the current
+        one: values sent back unchanged are taken from it exactly (:func:`settle_rows`)."""
+        try:
+            current = await self.service.get_entity(account, table, pk, rk)
+        except TableError:
+            return None
+        return current.properties() if current.etag == etag else None
 
     async def delete_entity(self, request: Request) -> Response:
         account, table = account_of(request), request.path_params["table"]

@@ -16,7 +16,7 @@ from tabulae.console.blobs import attachment, crumbs
 from tabulae.console.insight import heat_level
 from tabulae.console.render import key_token, keys_of
 from tabulae.console.session import Sessions
-from tabulae.console.typed import FieldRow, entity_from_rows, rows_of, value_text
+from tabulae.console.typed import FieldRow, entity_from_rows, rows_of, settle_rows, value_text
 from tabulae.model import edm
 from tabulae.model.errors import TableError
 
@@ -151,3 +151,26 @@ def test_breadcrumbs_follow_the_delimiter() -> None:
     assert crumbs("") == [] and crumbs("logs") == []
     assert crumbs("logs/2026/") == [("logs", "logs/"), ("2026", "logs/2026/")]
     assert crumbs("a//b") == [("a", "a/"), ("(empty)", "a//")]
+
+
+def test_a_value_sent_back_unchanged_is_the_stored_one_exactly() -> None:
+    stored: edm.Properties = {
+        "crlf": (edm.STRING, "a\r\nb"),
+        "cr": (edm.STRING, "a\rb"),
+        "lead": (edm.STRING, "\nx"),
+        "n": (edm.INT32, 5),
+    }
+    # What a browser sends back for each, untouched: line breaks as CRLF, the leading one too.
+    sent = [
+        FieldRow("crlf", edm.STRING, "a\r\nb"),
+        FieldRow("cr", edm.STRING, "a\r\nb"),
+        FieldRow("lead", edm.STRING, "\r\nx"),
+        FieldRow("n", edm.STRING, "5"),  # its type changed: taken as typed
+    ]
+    settled = {row.name: row.text for row in settle_rows(sent, stored)}
+    assert settled == {"crlf": "a\r\nb", "cr": "a\rb", "lead": "\nx", "n": "5"}
+    edited = settle_rows(
+        [FieldRow("cr", edm.STRING, "b\r\nc"), FieldRow("crlf", edm.STRING, "c\r\nd")], stored
+    )
+    assert [row.text for row in edited] == ["b\nc", "c\r\nd"]  # LF, unless the stored value had CRLF
+    assert settle_rows([FieldRow("new", edm.STRING, "x\r\ny")], None)[0].text == "x\ny"
