@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import base64
 import math
+import time
 import urllib.parse
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -15,6 +17,7 @@ from tabulae.console.advice import QueryCost
 from tabulae.console.blobs import attachment, crumbs
 from tabulae.console.insight import heat_level
 from tabulae.console.render import key_token, keys_of
+from tabulae.console.revocations import COMPACT_LINES, Revocations
 from tabulae.console.session import Sessions
 from tabulae.console.typed import FieldRow, entity_from_rows, rows_of, settle_rows, value_text
 from tabulae.model import edm
@@ -174,3 +177,25 @@ def test_a_value_sent_back_unchanged_is_the_stored_one_exactly() -> None:
     )
     assert [row.text for row in edited] == ["b\nc", "c\r\nd"]  # LF, unless the stored value had CRLF
     assert settle_rows([FieldRow("new", edm.STRING, "x\r\ny")], None)[0].text == "x\ny"
+
+
+def test_a_sign_out_in_one_process_is_seen_by_another(tmp_path: Path) -> None:
+    one, other = Revocations(tmp_path), Revocations(tmp_path)  # two workers over one directory
+    assert not other.revoked("n1")
+    one.revoke("n1", int(time.time()) + 3600)
+    assert other.revoked("n1") and one.revoked("n1") and not other.revoked("n2")
+    with open(tmp_path / "signed-out", "a") as file:
+        file.write("99999999999 half")  # a line still being written counts once it is whole
+    assert not other.revoked("half")
+
+
+def test_expired_sign_outs_are_compacted_away_and_live_ones_kept(tmp_path: Path) -> None:
+    writer, reader = Revocations(tmp_path), Revocations(tmp_path)
+    now = int(time.time())
+    writer.revoke("live", now + 3600)
+    for number in range(COMPACT_LINES + 1):
+        writer.revoke(f"old{number}", now - 1)
+    assert reader.revoked("live") and not reader.revoked("old0")
+    assert len((tmp_path / "signed-out").read_text().splitlines()) < 10
+    writer.revoke("later", now + 3600)
+    assert reader.revoked("later") and reader.revoked("live")
