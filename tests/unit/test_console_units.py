@@ -19,6 +19,7 @@ from tabulae.console.insight import heat_level
 from tabulae.console.render import key_token, keys_of
 from tabulae.console.revocations import COMPACT_LINES, Revocations
 from tabulae.console.session import Sessions
+from tabulae.console.trail import MAX_TRAIL_CHARS, Trail
 from tabulae.console.typed import FieldRow, entity_from_rows, rows_of, settle_rows, value_text
 from tabulae.model import edm
 from tabulae.model.errors import TableError
@@ -199,3 +200,25 @@ def test_expired_sign_outs_are_compacted_away_and_live_ones_kept(tmp_path: Path)
     assert len((tmp_path / "signed-out").read_text().splitlines()) < 10
     writer.revoke("later", now + 3600)
     assert reader.revoked("later") and reader.revoked("live")
+
+
+def test_the_trail_leads_back_page_by_page_and_forgets_only_its_oldest_pages() -> None:
+    first = Trail.of({})
+    assert first.previous() is None
+    tokens = [(f"1!2!p{n % 10}", f"1!2!r{n % 10}") for n in range(400)]
+    params: dict[str, str] = {k: str(v) for k, v in first.next(tokens[0], 1000).items()}
+    trail = Trail.of(params)
+    assert (trail.here.number, trail.here.offset) == (2, 1000) and trail.previous() == {}
+    for number in range(1, 400):  # walk far: the trail stays under its cap
+        params = {k: str(v) for k, v in trail.next(tokens[number], 1000).items()}
+        trail = Trail.of(params)
+        assert len(params["back"]) <= MAX_TRAIL_CHARS
+    assert (trail.here.number, trail.here.offset) == (401, 400_000)
+    back = trail.previous()
+    assert back is not None and (back["pg"], back["o"], back["np"]) == (400, 399_000, tokens[398][0])
+    steps = 0
+    while (back := trail.previous()) is not None and back:
+        trail = Trail.of({k: str(v) for k, v in back.items()})
+        steps += 1
+    assert 100 < steps < 399 and trail.previous() is None  # its oldest pages were forgotten
+    assert Trail.of({"np": "1!2!p0", "nr": "1!2!r0", "back": "x,y,1,2"}).back == []  # not ours
