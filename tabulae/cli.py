@@ -44,12 +44,14 @@ def services_from(text: str) -> tuple[str, ...]:
 _FROM_FLAG: dict[str, Callable[[Any], Any]] = {
     "accounts": accounts_from,
     "services": services_from,
+    "console_hosts": tuple,
     "oauth": lambda value: value == "basic",
     "targets": lambda value: value == "azure",
 }
 # Command-line defaults that are not the setting's default (a choice's name, the environment).
 _FLAG_DEFAULTS: dict[str, Callable[[], Any]] = {
     "accounts": list,
+    "console_hosts": list,
     "oauth": lambda: "off",
     "targets": lambda: None,
     "store_url": lambda: os.environ.get(STORE_ENV),

@@ -15,8 +15,10 @@ import logging
 import os
 import random
 import secrets
+import shutil
 import signal
 import socket
+import tempfile
 import time
 from typing import Any
 
@@ -138,9 +140,30 @@ def console(
     if settings.loopback() and settings.accounts.get(DEV_ACCOUNT) == [base64.b64decode(DEV_KEY)]:
         prefill = (DEV_ACCOUNT, DEV_KEY)  # the emulator's well-known key: public, and local only
     secret = settings.console_secret or secrets.token_bytes(32)
+    hosts = list(settings.console_hosts)
+    if settings.host not in ("0.0.0.0", "::", ""):
+        hosts.append(settings.host)  # the address it listens on is a name the operator chose
     return build_console(
-        pages, accounts=settings.accounts, secret=secret, max_body=settings.max_body_bytes, prefill=prefill
+        pages,
+        accounts=settings.accounts,
+        secret=secret,
+        max_body=settings.max_body_bytes,
+        prefill=prefill,
+        hosts=hosts,
+        state_dir=settings.console_dir or None,
     )
+
+
+def on_one_port(port: int, app: AsgiApp, by_port: dict[int, AsgiApp]) -> AsgiApp:
+    """``app`` for requests that arrived on ``port``; on another service's port the path is
+    that service's to answer, as Azure answers a path it does not know."""
+
+    async def dispatch(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        server = scope.get("server")
+        other = by_port.get(server[1]) if server and server[1] != port else None
+        await (other or app)(scope, receive, send)
+
+    return dispatch
 
 
 def build_gateway(settings: Settings) -> Gateway:
@@ -179,7 +202,10 @@ def build_gateway(settings: Settings) -> Gateway:
         if table is not None:
             extras[INDEX_ADMIN_PATH] = IndexAdmin(table, options)
         if settings.console_on():
-            extras[CONSOLE_PATH] = console(settings, table, insight, queues, queue_insight, blobs)
+            # One port only (the Table port, else the first service's): one origin, one cookie.
+            console_port = next(iter(ports.values()))
+            app = console(settings, table, insight, queues, queue_insight, blobs)
+            extras[CONSOLE_PATH] = on_one_port(console_port, app, by_port)
 
         async def metrics(as_json: bool) -> tuple[bytes, bytes]:
             stats = await figures.stats() if figures is not None else []
@@ -273,9 +299,21 @@ class _SpreadMultiprocess(Multiprocess):
 
 def serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> None:
     """Run uvicorn over the sockets from :func:`bind` until SIGTERM or SIGINT."""
+    made = None
+    if settings.console_on():
+        if not settings.console_secret:
+            settings.console_secret = secrets.token_bytes(32)  # one for every worker: any may answer
+        if not settings.console_dir:
+            made = settings.console_dir = tempfile.mkdtemp(prefix="tabulae-console-")
+    try:
+        _serve(settings, worker_sockets)
+    finally:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+
+
+def _serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> None:
     AzureHttpProtocol.header_timeout = settings.body_timeout
-    if settings.console_on() and not settings.console_secret:
-        settings.console_secret = secrets.token_bytes(32)  # one for every worker: any of them may answer
     options: dict[str, Any] = {
         "loop": "uvloop",
         "http": AzureHttpProtocol,

@@ -227,8 +227,19 @@ class Settings:
         help="serve the web console at /-/console/ (default: on when listening on loopback, else off)",
         action=argparse.BooleanOptionalAction,
     )
+    console_hosts: tuple[str, ...] = setting(
+        (),
+        flag="--console-host",
+        help="a host name (or address) the console answers at besides localhost, 127.0.0.1 and "
+        "[::1], as a browser's address bar shows it; repeatable. Others get 403, so a site whose "
+        "name is pointed at this machine cannot reach the console",
+        metavar="NAME",
+        action="append",
+    )
     # Signs console sessions; made at start-up and shared by the worker processes (never printed).
     console_secret: bytes = setting(b"")
+    # Where the worker processes share the signed-out console sessions; made at start-up.
+    console_dir: str = setting("")
     max_body_bytes: int = setting(4 * 1024 * 1024)  # larger bodies get 413 RequestBodyTooLarge
     page_time_budget: float = setting(5.0)  # seconds a query page may scan before it ends with a token
 
@@ -278,5 +289,6 @@ class Settings:
         for name in ("data_dir", "cert_file", "key_file"):
             data[name] = Path(data[name]) if data[name] else None
         data["services"] = tuple(data["services"])
+        data["console_hosts"] = tuple(data["console_hosts"])
         data["console_secret"] = base64.b64decode(data["console_secret"])
         return cls(**data)

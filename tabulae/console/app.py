@@ -2,6 +2,10 @@
 
 Every request passes one door (:class:`ConsoleGuard`) before any page sees it:
 
+0. the ``Host`` it was sent to is a loopback name (``localhost``, ``127.x.x.x``, ``[::1]``) or
+   one the operator named (``--console-host``, and the address the server listens on), else
+   403 and nothing more: a page of another site whose name an attacker points at this machine
+   (DNS rebinding) is the same origin as its own pages, and would otherwise read the console;
 1. the session cookie is read and verified (:mod:`.session`); a visitor without one gets an
    anonymous session, so that even the sign-in form carries a CSRF token;
 2. anything but the sign-in page and the static files needs a signed-in session (GET: a redirect
@@ -20,20 +24,22 @@ the console exactly as to an SDK request made with that account's key.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Collection, MutableMapping, Sequence
 from importlib.resources import files
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.datastructures import FormData
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tabulae.console.pages import ConsolePage
-from tabulae.console.render import BASE, ENV, form_of, redirect, render
+from tabulae.console.render import BASE, ENV, form_of, html_page, redirect, render
+from tabulae.console.revocations import Revocations
 from tabulae.console.session import COOKIE, Session, Sessions
 from tabulae.model.errors import TableError
 
@@ -50,6 +56,7 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
 ]
+_NO_STORE = [("cache-control", "no-store"), ("x-content-type-options", "nosniff")]
 _STATIC = BASE + "/static/"
 _OPEN_PATHS = (BASE + "/signin", _STATIC)
 MAX_FORM_FIELDS = 3000  # an entity has at most 252 properties, 3 fields each
@@ -88,11 +95,37 @@ class SignIn:
         return redirect("/" + self.first_page)
 
     async def sign_out(self, request: Request) -> Response:
-        request.state.new_session = self.sessions.anonymous()
+        request.state.new_session = self.sessions.sign_out(request.state.session)
         return redirect("/signin")
 
     async def home(self, request: Request) -> Response:
         return redirect("/" + self.first_page)
+
+
+def host_name(header: str) -> str:
+    """The name a ``Host`` header gives, as compared: no port, no brackets, no trailing dot,
+    lower case (``[::1]:10002`` -> ``::1``)."""
+    if header.startswith("["):
+        end = header.find("]")
+        name = header[1:end] if end > 0 else ""
+    else:
+        name = header.rpartition(":")[0] if header.count(":") == 1 else header
+    return name.rstrip(".").lower()
+
+
+def is_loopback_name(name: str) -> bool:
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+_WRONG_HOST = (
+    b"This console answers only at localhost, 127.0.0.1 or [::1], and at the names its server "
+    b"was given with --console-host.\n"
+)
 
 
 class ConsoleGuard:
@@ -105,15 +138,29 @@ class ConsoleGuard:
         nav: list[tuple[str, str]],
         max_body: int,
         max_upload: int = MAX_UPLOAD_BYTES,
+        hosts: Collection[str] = (),
     ) -> None:
         self.app = app
         self.sessions = sessions
         self.nav = nav
         self.max_body = max_body
         self.max_upload = max_upload
+        self.hosts = frozenset(host_name(host) for host in hosts)
+
+    def _host_allowed(self, scope: dict[str, Any]) -> bool:
+        for name, value in scope["headers"]:
+            if name == b"host":
+                host = host_name(value.decode("latin-1"))
+                return is_loopback_name(host) or host in self.hosts
+        return False
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
+            return
+        if not self._host_allowed(scope):
+            await PlainTextResponse(_WRONG_HOST, status_code=403, headers=dict(_NO_STORE))(
+                scope, receive, send
+            )
             return
         request = Request(scope, receive)
         session = self.sessions.decode(request.cookies.get(COOKIE))
@@ -191,7 +238,7 @@ class ConsoleGuard:
     @staticmethod
     async def _refuse(scope: dict[str, Any], receive: Any, send: Any, status: int, message: str) -> None:
         page = ENV.get_template("refused.html").render(status=status, message=message)
-        await HTMLResponse(page, status_code=status)(scope, receive, send)
+        await html_page(page, status)(scope, receive, send)
 
 
 def _text(value: Any) -> str | None:
@@ -217,9 +264,13 @@ def build_console(
     secret: bytes,
     max_body: int,
     prefill: tuple[str, str] | None = None,
+    hosts: Collection[str] = (),
+    state_dir: str | None = None,
 ) -> ConsoleGuard:
-    """The console over ``pages`` (in navigation order), behind :class:`ConsoleGuard`."""
-    sessions = Sessions(secret, accounts)
+    """The console over ``pages`` (in navigation order), behind :class:`ConsoleGuard`; ``hosts``
+    are the names it answers at besides loopback ones, ``state_dir`` is where the worker
+    processes share the signed-out sessions (:mod:`.revocations`)."""
+    sessions = Sessions(secret, accounts, revocations=Revocations(state_dir))
     signin = SignIn(sessions, pages[0].slug if pages else "", prefill)
     routes: list[BaseRoute] = [*signin.routes()]
     for page in pages:
@@ -231,4 +282,4 @@ def build_console(
         exception_handlers={TableError: _table_error, 404: _not_found},
     )
     nav = [(page.slug, page.title) for page in pages]
-    return ConsoleGuard(app, sessions, nav, max_body)
+    return ConsoleGuard(app, sessions, nav, max_body, hosts=hosts)

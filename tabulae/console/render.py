@@ -4,6 +4,11 @@ Everything a page shows is escaped by the template engine (``autoescape``), enti
 keys included: they are user data, and ``<script>`` is a perfectly good PartitionKey. Lone
 surrogates (legal in a key, not in UTF-8) are shown as U+FFFD; links carry keys in an exact
 encoding of their own (:func:`key_token`), never as displayed text.
+
+The U+FFFD substitution is made once, on the finished page (:func:`html_page`), and never on
+the values the template engine is still assembling: there a plain ``str`` made from a macro's
+output (which is markup, already escaped) would be escaped a second time, and a form whose
+values were not ASCII came out as text instead of fields.
 """
 
 from __future__ import annotations
@@ -24,11 +29,13 @@ BASE = "/-/console"  # where the gateway mounts the console
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _finalize(value: Any) -> Any:
-    """Every rendered string passes here: a lone surrogate cannot be encoded as UTF-8."""
-    if isinstance(value, str) and not value.isascii():
-        return _SURROGATE.sub("\ufffd", value)
-    return value
+def html_page(page: str, status: int = 200) -> HTMLResponse:
+    """A rendered page as UTF-8; a lone surrogate (which UTF-8 cannot hold) becomes U+FFFD."""
+    try:
+        body = page.encode("utf-8")
+    except UnicodeEncodeError:
+        body = _SURROGATE.sub("\ufffd", page).encode("utf-8")
+    return HTMLResponse(body, status_code=status)
 
 
 def query_string(**params: Any) -> str:
@@ -65,7 +72,6 @@ def keys_of(token: str) -> tuple[str, str] | None:
 ENV = Environment(
     loader=PackageLoader("tabulae.console", "templates"),
     autoescape=select_autoescape(default=True, default_for_string=True),
-    finalize=_finalize,
     trim_blocks=True,
     lstrip_blocks=True,
 )
@@ -82,7 +88,7 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
         current=getattr(state, "current", None),
         **context,
     )
-    return HTMLResponse(page, status_code=status)
+    return html_page(page, status)
 
 
 def redirect(path: str, **params: Any) -> RedirectResponse:

@@ -1,8 +1,10 @@
 """Console sessions: a signed cookie, the CSRF token derived from it, and signing in with a key.
 
-The cookie holds no secret and no state lives on the server, so every worker process of the
-server accepts every session (they share the per-server ``secret``, made by the composition
-root when the server starts; restarting the server ends every session)::
+The cookie holds no secret, so every worker process of the server accepts every session (they
+share the per-server ``secret``, made by the composition root when the server starts;
+restarting the server ends every session). The one state on the server is the list of
+signed-out sessions (:mod:`.revocations`), which every worker reads: a copy of a cookie is
+worth nothing once its session has signed out::
 
     cookie = base64url(payload) "." base64url(HMAC-SHA256(secret, payload))
     payload = "1|" account "|" key-fingerprint "|" issued-at "|" nonce
@@ -29,6 +31,8 @@ import hmac
 import secrets
 import time
 from dataclasses import dataclass
+
+from tabulae.console.revocations import Revocations
 
 COOKIE = "tabulae_console"
 MAX_AGE = 8 * 3600  # seconds a session lasts after sign-in
@@ -59,12 +63,20 @@ def _unb64(text: str) -> bytes:
 class Sessions:
     """Issues and checks sessions against the server's accounts (name -> keys)."""
 
-    def __init__(self, secret: bytes, accounts: dict[str, list[bytes]], *, max_age: int = MAX_AGE) -> None:
+    def __init__(
+        self,
+        secret: bytes,
+        accounts: dict[str, list[bytes]],
+        *,
+        max_age: int = MAX_AGE,
+        revocations: Revocations | None = None,
+    ) -> None:
         if len(secret) < 16:
             raise ValueError("the console secret must have at least 16 bytes")
         self._secret = secret
         self._accounts = accounts
         self.max_age = max_age
+        self._revocations = revocations if revocations is not None else Revocations()
 
     def _mac(self, *parts: bytes) -> bytes:
         return hmac.new(self._secret, b"|".join(parts), hashlib.sha256).digest()
@@ -105,6 +117,8 @@ class Sessions:
         session = Session(account, fingerprint, issued, nonce)
         if session.signed_in and not self._key_still_valid(account, fingerprint):
             return None
+        if session.signed_in and self._revocations.revoked(nonce):
+            return None
         return session
 
     def _key_still_valid(self, account: str, fingerprint: str) -> bool:
@@ -129,6 +143,13 @@ class Sessions:
         if match is None or account not in self._accounts:
             return None
         return Session(account, self._fingerprint(match), int(time.time()), _b64(secrets.token_bytes(16)))
+
+    def sign_out(self, session: Session) -> Session:
+        """End ``session`` in every worker (any copy of its cookie too); the anonymous one that
+        follows it."""
+        if session.signed_in:
+            self._revocations.revoke(session.nonce, session.issued + self.max_age)
+        return self.anonymous()
 
     # --------------------------------------------------------------------------------- CSRF
 

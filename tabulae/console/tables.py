@@ -1,7 +1,8 @@
 """The tables page: tables, a paged grid of entities, typed editing with ETags, and the query box.
 
 Each grid page is one Query Entities page of the service (at most 1,000 entities, continuation
-tokens in the links), so a table of any size is browsed a page at a time; the table list pages
+tokens in the links, and the tokens of the pages before it for the way back: :mod:`.trail`), so a
+table of any size is browsed a page at a time, and never counted; the table list pages
 the same way (1,000 names, and a prefix box) for accounts with thousands of tables. Every query
 shows what it cost: its class and the entities it scanned, with the design guide's advice when
 it scanned far more than it returned (:mod:`.advice`), and the insight counters' warnings
@@ -21,10 +22,20 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from tabulae.console.advice import QueryCost
-from tabulae.console.render import account_of, form_of, keys_of, redirect, render
-from tabulae.console.typed import TYPES, FieldRow, entity_from_rows, rows_from_form, rows_of, short_type
+from tabulae.console.render import account_of, form_of, keys_of, query_string, redirect, render
+from tabulae.console.trail import Trail
+from tabulae.console.typed import (
+    TYPES,
+    FieldRow,
+    entity_from_rows,
+    rows_from_form,
+    rows_of,
+    settle_rows,
+    short_type,
+)
 from tabulae.console.typed import value_text as typed_text
 from tabulae.insight.partitions import Insight
+from tabulae.model import edm
 from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
@@ -32,6 +43,7 @@ from tabulae.table.service import INDEX_TYPES, MAX_PAGE, TableService, check_top
 
 GRID_CELL_CHARS = 80  # longer values are cut in the grid (the entity page shows them whole)
 BLANK_ROWS = 3  # empty property rows offered by an entity form (the script adds more)
+KEY_WIDTHS = (8, 16, 24, 32)  # the PartitionKey column's widths, in characters (console.css)
 
 DONE = {
     "created": "Table {name} created.",
@@ -56,6 +68,15 @@ def _cell(kind: str, value: Any) -> dict[str, Any]:
     text = typed_text(kind, value)
     shown = text if len(text) <= GRID_CELL_CHARS else text[: GRID_CELL_CHARS - 1] + "…"
     return {"text": shown, "type": short_type(kind), "full": len(shown) != len(text)}
+
+
+def key_width(rows: list[dict[str, Any]]) -> int:
+    """The width class (in characters) of the grid's PartitionKey column: the next step up from
+    the page's longest key (a longer key is cut, whole in its tooltip). A step of the style
+    sheet, as the column stays put beside the RowKey when the grid scrolls sideways, and the
+    page's policy allows no inline style."""
+    longest = max((len(row["pk"]) for row in rows), default=0)
+    return next((width for width in KEY_WIDTHS if longest <= width), KEY_WIDTHS[-1])
 
 
 def _grid(entities: list[StoredEntity], select: list[str] | None) -> tuple[list[str], list[dict[str, Any]]]:
@@ -180,12 +201,13 @@ class TablesPage:
         rows: list[dict[str, Any]] = []
         cost = None
         next_keys: tuple[str, str] | None = None
+        trail = Trail.of(params)
         try:
             await self.service.require_table(account, table)
             top = check_top(top_text)
             top = MAX_PAGE if top is None else top
             page = await self.service.query_entities(
-                account, table, filter_text or None, top, params.get("np") or None, params.get("nr") or None
+                account, table, filter_text or None, top, trail.here.np or None, trail.here.nr or None
             )
         except TableError as exc:
             if exc.code in ("TableNotFound", "InvalidResourceName", "OutOfRangeInput") and error is None:
@@ -202,6 +224,8 @@ class TablesPage:
             indexes = await self.service.list_indexes(account, table)
         except TableError:
             indexes = []
+        query = {"filter": filter_text, "select": select_text, "top": top_text}
+        back = trail.previous()
         return render(
             request,
             "table.html",
@@ -213,8 +237,11 @@ class TablesPage:
             columns=columns,
             rows=rows,
             cost=cost,
-            next_keys=next_keys,
-            paged=bool(params.get("np")),
+            first_href=query_string(**query) if not trail.here.first else None,
+            previous_href=query_string(**query, **back) if back is not None else None,
+            next_href=query_string(**query, **trail.next(next_keys, len(rows))) if next_keys else None,
+            here=trail.here,
+            key_width=key_width(rows),
             warnings=self._warnings(account, table),
             message=message.format(name=params.get("name", "")) if message else None,
             indexes=indexes,
@@ -258,7 +285,7 @@ class TablesPage:
         account, table = account_of(request), request.path_params["table"]
         form = form_of(request)
         pk, rk = str(form.get("pk", "")), str(form.get("rk", ""))
-        rows = rows_from_form(form)
+        rows = settle_rows(rows_from_form(form), None)
         try:
             entity = entity_from_rows(pk, rk, rows)
             await self.service.write(
@@ -292,13 +319,24 @@ class TablesPage:
         etag = str(form.get("etag", "")) or "*"
         mode = "merge" if form.get("mode") == "merge" else "replace"
         kind = MutationKind.MERGE if mode == "merge" else MutationKind.REPLACE
-        rows = rows_from_form(form)
+        rows = settle_rows(rows_from_form(form), await self._shown_version(account, table, pk, rk, etag))
         try:
             entity = entity_from_rows(pk, rk, rows)
             await self.service.write(account, table, Mutation(kind, pk, rk, entity.properties, etag))
         except TableError as error:
             return await self._write_failed(request, error, pk, rk, etag, rows, mode)
         return redirect(f"/tables/{table}", done="saved")
+
+    async def _shown_version(
+        self, account: str, table: str, pk: str, rk: str, etag: str
+    ) -> edm.Properties | None:
+        """The properties of the version the form showed (its ETag), if it is still the current
+        one: values sent back unchanged are taken from it exactly (:func:`settle_rows`)."""
+        try:
+            current = await self.service.get_entity(account, table, pk, rk)
+        except TableError:
+            return None
+        return current.properties() if current.etag == etag else None
 
     async def delete_entity(self, request: Request) -> Response:
         account, table = account_of(request), request.path_params["table"]

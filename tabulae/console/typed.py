@@ -15,6 +15,11 @@ Edm.DateTime  ISO 8601 in UTC with up to 7 fraction digits (100 ns)
 Edm.Guid      8-4-4-4-12 hexadecimal
 Edm.Binary    base64
 ============  =================================================================
+
+A browser does not hand a text area's value back exactly: the HTML parser turns CR and CRLF into
+LF, and the form sends every line break as CRLF. So a value the user left alone is taken from
+the stored entity, exactly (:func:`settle_rows`), and an edited string has LF line breaks (CRLF
+if the stored value had them).
 """
 
 from __future__ import annotations
@@ -50,6 +55,29 @@ def value_text(kind: str, value: Any) -> str:
     if kind == edm.BINARY:
         return base64.b64encode(value).decode("ascii")
     return str(value)
+
+
+def _as_a_form_returns(text: str) -> str:
+    """A text as it comes back from a text area that showed it, line breaks aside (made LF)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def settle_rows(rows: list[FieldRow], stored: edm.Properties | None) -> list[FieldRow]:
+    """The rows as the user meant them (the module docstring says why): a value shown from
+    ``stored`` and sent back unchanged is ``stored``'s exact text; an edited string's line breaks
+    are LF, or CRLF where the stored value used CRLF."""
+    settled = []
+    for row in rows:
+        found = stored.get(row.name) if stored is not None else None
+        exact = value_text(*found) if found is not None else None
+        unchanged = exact is not None and _as_a_form_returns(exact) == _as_a_form_returns(row.text)
+        if found is not None and exact is not None and found[0] == row.kind and unchanged:
+            settled.append(FieldRow(row.name, row.kind, exact))
+            continue
+        if row.kind == edm.STRING and not (exact is not None and "\r\n" in exact):
+            row = FieldRow(row.name, row.kind, row.text.replace("\r\n", "\n"))
+        settled.append(row)
+    return settled
 
 
 def short_type(kind: str) -> str:

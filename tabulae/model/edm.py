@@ -51,7 +51,8 @@ Properties = dict[str, Property]
 
 _DATETIME_RE = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?"
-    r"(Z|z|[+-]\d{2}:?\d{2})?"
+    r"(Z|z|[+-]\d{2}:?\d{2})?",
+    re.ASCII,  # digits of other scripts are not an ISO 8601 date (nor does Azure read them)
 )
 _GUID_D = r"([0-9a-fA-F]{8})-([0-9a-fA-F]{4})-([0-9a-fA-F]{4})-([0-9a-fA-F]{4})-([0-9a-fA-F]{12})"
 # The forms .NET's Guid(string) reads: 8-4-4-4-12 bare ("D"), in braces ("B") or parentheses ("P"),

@@ -120,6 +120,59 @@ def test_signing_out_ends_the_session(console: ConsoleClient) -> None:
     assert console.get("/tables").status == 303
 
 
+def test_a_signed_out_cookie_is_refused_by_every_worker(two_accounts: ServerProcess) -> None:
+    alice = ConsoleClient(two_accounts.port)
+    assert alice.sign_in("alice", OTHER_KEY).status == 303
+    saved = alice.cookie
+    assert alice.get("/tables").status == 200
+    assert alice.post("/signout", {}).status == 303
+    copy = ConsoleClient(two_accounts.port, cookie=saved)
+    for _ in range(12):  # a connection each: the kernel spreads them over both workers
+        refused = copy.get("/tables")
+        copy.cookie = saved
+        assert refused.status == 303 and refused.header("location") == "/-/console/signin"
+    # Signing in again is a new session, which works (and the old cookie still does not).
+    assert alice.sign_in("alice", OTHER_KEY).status == 303
+    assert alice.get("/tables").status == 200
+    assert ConsoleClient(two_accounts.port, cookie=saved).get("/tables").status == 303
+
+
+@pytest.mark.parametrize("host", ["localhost", "LOCALHOST.", "127.0.0.1", "127.3.2.1", "[::1]"])
+def test_the_console_answers_at_loopback_names(server: ServerProcess, host: str) -> None:
+    page = ConsoleClient(server.port).request("GET", "/signin", headers={"Host": f"{host}:{server.port}"})
+    assert page.status == 200 and DEV_KEY in page.text  # pre-filled: this is the machine itself
+
+
+@pytest.mark.parametrize(
+    "host", ["attacker.example", "localhost.attacker.example", "127.0.0.1.nip.io", "10.0.0.1", "", "[::2]"]
+)
+def test_other_host_names_get_403_and_no_page(server: ServerProcess, host: str) -> None:
+    """DNS rebinding: a name of the attacker's that resolves to 127.0.0.1 reaches this port."""
+    client = ConsoleClient(server.port)
+    for path in ("/signin", "/", "/static/console.css"):
+        answer = client.request("GET", path, headers={"Host": f"{host}:{server.port}" if host else ""})
+        assert answer.status == 403
+        assert DEV_KEY not in answer.text and "<form" not in answer.text and "csrf" not in answer.text
+        assert answer.header("set-cookie") is None
+    signed_in = ConsoleClient(server.port)
+    assert signed_in.sign_in(DEV_ACCOUNT, DEV_KEY).status == 303
+    signed_in.extra_headers["Host"] = f"{host}:{server.port}"
+    assert signed_in.get("/tables").status == 403  # a stolen cookie does not help either
+
+
+def test_the_console_is_on_the_table_port_only(server: ServerProcess) -> None:
+    table_port = ConsoleClient(server.port)
+    assert table_port.get("/signin").status == 200
+    assert table_port.get("/static/console.css").status == 200
+    for port in (server.queue_port, server.blob_port):
+        other = ConsoleClient(port)
+        for path in ("/", "/signin", "/static/console.css", "/tables"):
+            answer = other.get(path)  # the service's own error: no account is named "-"
+            assert answer.status in (400, 403, 404), (port, path, answer.status)
+            assert answer.header("set-cookie") is None and answer.header("x-ms-request-id")
+            assert b"<Error><Code>" in answer.body and b"<html" not in answer.body
+
+
 def test_user_data_is_escaped_everywhere_it_is_shown(
     console: ConsoleClient, server: ServerProcess, table_name: str
 ) -> None:
@@ -174,10 +227,14 @@ def test_no_console_unless_asked_off_loopback(tmp_path: Path) -> None:
     finally:
         wide.stop()
     asked = ServerProcess(
-        tmp_path / "asked", extra_args=["--host", "0.0.0.0", "--console", "--workers", "1"]
+        tmp_path / "asked",
+        extra_args=["--host", "0.0.0.0", "--console", "--workers", "1", "--console-host", "Console.Example"],
     ).start()
     try:
         page = ConsoleClient(asked.port).get("/signin")
         assert page.status == 200 and DEV_KEY not in page.text  # off loopback, nothing is pre-filled
+        for host, status in (("console.example", 200), ("CONSOLE.EXAMPLE.", 200), ("other.example", 403)):
+            answer = ConsoleClient(asked.port).request("GET", "/signin", headers={"Host": f"{host}:80"})
+            assert answer.status == status, host
     finally:
         asked.stop()

@@ -258,6 +258,18 @@ def test_request_value_forms(raw: RawClient, table: TableClient, prop: dict[str,
     assert_same_value(expected, table.get_entity("p", "r")["v"])
 
 
+@pytest.mark.parametrize(
+    "text", ["２０２４-01-01T00:00:00Z", "2024-01-01T00:00:00.１Z", "2024-01-01T00:00:00+０1:00"]
+)
+def test_a_datetime_with_digits_of_another_script_is_invalid_input(
+    raw: RawClient, table: TableClient, text: str
+) -> None:
+    body = {"PartitionKey": "p", "RowKey": "r", "v": text, "v@odata.type": "Edm.DateTime"}
+    response = raw.insert(table.table_name, body)
+    assert response.status == 400 and response.error_code == "InvalidInput"
+    assert list(table.list_entities()) == []
+
+
 # ------------------------------------------------------------------------------------------
 # Wire form of responses
 # ------------------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import base64
 import math
+import time
 import urllib.parse
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -15,8 +17,10 @@ from tabulae.console.advice import QueryCost
 from tabulae.console.blobs import attachment, crumbs
 from tabulae.console.insight import heat_level
 from tabulae.console.render import key_token, keys_of
+from tabulae.console.revocations import COMPACT_LINES, Revocations
 from tabulae.console.session import Sessions
-from tabulae.console.typed import FieldRow, entity_from_rows, rows_of, value_text
+from tabulae.console.trail import MAX_TRAIL_CHARS, Trail
+from tabulae.console.typed import FieldRow, entity_from_rows, rows_of, settle_rows, value_text
 from tabulae.model import edm
 from tabulae.model.errors import TableError
 
@@ -151,3 +155,70 @@ def test_breadcrumbs_follow_the_delimiter() -> None:
     assert crumbs("") == [] and crumbs("logs") == []
     assert crumbs("logs/2026/") == [("logs", "logs/"), ("2026", "logs/2026/")]
     assert crumbs("a//b") == [("a", "a/"), ("(empty)", "a//")]
+
+
+def test_a_value_sent_back_unchanged_is_the_stored_one_exactly() -> None:
+    stored: edm.Properties = {
+        "crlf": (edm.STRING, "a\r\nb"),
+        "cr": (edm.STRING, "a\rb"),
+        "lead": (edm.STRING, "\nx"),
+        "n": (edm.INT32, 5),
+    }
+    # What a browser sends back for each, untouched: line breaks as CRLF, the leading one too.
+    sent = [
+        FieldRow("crlf", edm.STRING, "a\r\nb"),
+        FieldRow("cr", edm.STRING, "a\r\nb"),
+        FieldRow("lead", edm.STRING, "\r\nx"),
+        FieldRow("n", edm.STRING, "5"),  # its type changed: taken as typed
+    ]
+    settled = {row.name: row.text for row in settle_rows(sent, stored)}
+    assert settled == {"crlf": "a\r\nb", "cr": "a\rb", "lead": "\nx", "n": "5"}
+    edited = settle_rows(
+        [FieldRow("cr", edm.STRING, "b\r\nc"), FieldRow("crlf", edm.STRING, "c\r\nd")], stored
+    )
+    assert [row.text for row in edited] == ["b\nc", "c\r\nd"]  # LF, unless the stored value had CRLF
+    assert settle_rows([FieldRow("new", edm.STRING, "x\r\ny")], None)[0].text == "x\ny"
+
+
+def test_a_sign_out_in_one_process_is_seen_by_another(tmp_path: Path) -> None:
+    one, other = Revocations(tmp_path), Revocations(tmp_path)  # two workers over one directory
+    assert not other.revoked("n1")
+    one.revoke("n1", int(time.time()) + 3600)
+    assert other.revoked("n1") and one.revoked("n1") and not other.revoked("n2")
+    with open(tmp_path / "signed-out", "a") as file:
+        file.write("99999999999 half")  # a line still being written counts once it is whole
+    assert not other.revoked("half")
+
+
+def test_expired_sign_outs_are_compacted_away_and_live_ones_kept(tmp_path: Path) -> None:
+    writer, reader = Revocations(tmp_path), Revocations(tmp_path)
+    now = int(time.time())
+    writer.revoke("live", now + 3600)
+    for number in range(COMPACT_LINES + 1):
+        writer.revoke(f"old{number}", now - 1)
+    assert reader.revoked("live") and not reader.revoked("old0")
+    assert len((tmp_path / "signed-out").read_text().splitlines()) < 10
+    writer.revoke("later", now + 3600)
+    assert reader.revoked("later") and reader.revoked("live")
+
+
+def test_the_trail_leads_back_page_by_page_and_forgets_only_its_oldest_pages() -> None:
+    first = Trail.of({})
+    assert first.previous() is None
+    tokens = [(f"1!2!p{n % 10}", f"1!2!r{n % 10}") for n in range(400)]
+    params: dict[str, str] = {k: str(v) for k, v in first.next(tokens[0], 1000).items()}
+    trail = Trail.of(params)
+    assert (trail.here.number, trail.here.offset) == (2, 1000) and trail.previous() == {}
+    for number in range(1, 400):  # walk far: the trail stays under its cap
+        params = {k: str(v) for k, v in trail.next(tokens[number], 1000).items()}
+        trail = Trail.of(params)
+        assert len(params["back"]) <= MAX_TRAIL_CHARS
+    assert (trail.here.number, trail.here.offset) == (401, 400_000)
+    back = trail.previous()
+    assert back is not None and (back["pg"], back["o"], back["np"]) == (400, 399_000, tokens[398][0])
+    steps = 0
+    while (back := trail.previous()) is not None and back:
+        trail = Trail.of({k: str(v) for k, v in back.items()})
+        steps += 1
+    assert 100 < steps < 399 and trail.previous() is None  # its oldest pages were forgotten
+    assert Trail.of({"np": "1!2!p0", "nr": "1!2!r0", "back": "x,y,1,2"}).back == []  # not ours
