@@ -262,6 +262,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     ),
     "BlobNotArchived": (409, "Blob is not in the archive tier."),
     "InvalidBlobTier": (400, "The specified blob tier is invalid."),
+    "AccessTierNotSupportedForBlobType": (400, "The access tier is not supported for this blob type."),
     # blob batch ("Blob Batch"; the code as the .NET SDK's recorded tests see it)
     "ExceedsMaxBatchRequestCount": (
         400,
