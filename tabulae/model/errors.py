@@ -263,7 +263,8 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "BlobNotArchived": (409, "Blob is not in the archive tier."),
     "InvalidBlobTier": (400, "The specified blob tier is invalid."),
     "AccessTierNotSupportedForBlobType": (400, "The access tier is not supported for this blob type."),
-    # blob batch ("Blob Batch"; the code as the .NET SDK's recorded tests see it)
+    # blob batch ("Blob Batch"; codes as the .NET and C++ SDKs' live tests see them)
+    "AllBatchSubRequestsShouldBeSameApi": (400, "All batch subrequests should be the same api."),
     "ExceedsMaxBatchRequestCount": (
         400,
         "The batch operation exceeds maximum number of allowed subrequests.",
