@@ -79,29 +79,36 @@ def test_listing_window_widens_to_pages_and_stops_at_the_size() -> None:
 Op = tuple[str, int, int]
 ops = st.lists(
     st.tuples(
-        st.sampled_from(["write", "clear", "truncate"]),
+        st.sampled_from(["write", "clear", "mark", "truncate"]),
         st.integers(0, SIZE),
         st.integers(0, SIZE),
     ),
     max_size=25,
 )
+# Per byte: ("w", source, offset) written, ("c", mark, offset) cleared with a tombstone, or None.
+Cell = tuple[str, object, int] | None
 
 
-def run(operations: list[Op]) -> tuple[PageMap, list[tuple[object, int] | None]]:
-    """Apply ``operations`` to a map and to the naive model: one (source, offset) or None per byte."""
-    page_map = PageMap()
-    model: list[tuple[object, int] | None] = [None] * SIZE
+def apply(
+    page_map: PageMap, model: list[Cell], operations: list[Op], prefix: str
+) -> tuple[PageMap, list[Cell]]:
+    """Apply ``operations`` to a map and to the naive model, one cell per byte."""
+    model = list(model)
     for number, (kind, a, b) in enumerate(operations):
         start, end = min(a, b), max(a, b)
+        name = f"{prefix}{number}"
         if kind == "write":
-            source = f"extent{number}"
-            page_map = page_map.write(start, end, source, 7)
+            page_map = page_map.write(start, end, name, 7)
             for position in range(start, end):
-                model[position] = (source, 7 + position - start)
+                model[position] = ("w", name, 7 + position - start)
         elif kind == "clear":
             page_map = page_map.clear(start, end)
             for position in range(start, end):
                 model[position] = None
+        elif kind == "mark":
+            page_map = page_map.clear(start, end, name)
+            for position in range(start, end):
+                model[position] = ("c", name, position - start)
         else:
             page_map = page_map.truncate(a)
             for position in range(a, SIZE):
@@ -109,12 +116,18 @@ def run(operations: list[Op]) -> tuple[PageMap, list[tuple[object, int] | None]]
     return page_map, model
 
 
-def model_ranges(
-    model: list[tuple[object, int] | None], start: int = 0, end: int = SIZE
-) -> list[tuple[int, int]]:
+def run(operations: list[Op]) -> tuple[PageMap, list[Cell]]:
+    return apply(PageMap(), [None] * SIZE, operations, "extent")
+
+
+def written(cell: Cell) -> bool:
+    return cell is not None and cell[0] == "w"
+
+
+def model_ranges(model: list[Cell], start: int = 0, end: int = SIZE) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for position in range(start, end):
-        if model[position] is None:
+        if not written(model[position]):
             continue
         if out and out[-1][1] == position:
             out[-1] = (out[-1][0], position + 1)
@@ -130,17 +143,20 @@ def test_map_agrees_with_a_byte_array(operations: list[Op]) -> None:
     segments = page_map.segments
     assert all(a.end <= b.start for a, b in itertools.pairwise(segments))
     assert all(s.start < s.end for s in segments)
-    assert page_map.written_bytes == sum(entry is not None for entry in model)
+    assert page_map.written_bytes == sum(written(entry) for entry in model)
+    assert page_map.compact().ranges() == page_map.ranges()
+    assert not any(segment.cleared for segment in page_map.compact().segments)
     assert page_map.ranges(0, SIZE) == model_ranges(model)
     for position in range(SIZE):
         found = [p for p in page_map.pieces(position, position + 1) if p.segment is not None]
         entry = model[position]
-        if entry is None:
+        if not written(entry):
             assert not found
         else:
+            assert entry is not None
             segment = found[0].segment
             assert segment is not None
-            assert (segment.source, segment.offset) == entry
+            assert (segment.source, segment.offset) == entry[1:]
 
 
 @settings(max_examples=200, deadline=None)
@@ -160,45 +176,47 @@ def test_pieces_tile_the_read_and_ranges_clip_to_it(operations: list[Op], a: int
 @given(ops, ops)
 def test_diff_reports_what_changed_since_the_snapshot(before: list[Op], after: list[Op]) -> None:
     older, old_model = run(before)
-    newer, new_model = run_from(older, old_model, after)
+    newer, new_model = apply(older, old_model, after, "later")
     changed = newer.diff(older)
-    expected_pages = [i for i in range(SIZE) if new_model[i] is not None and new_model[i] != old_model[i]]
-    expected_clears = [i for i in range(SIZE) if new_model[i] is None and old_model[i] is not None]
+    expected_pages = [i for i in range(SIZE) if written(new_model[i]) and new_model[i] != old_model[i]]
+    expected_clears = [
+        i
+        for i in range(SIZE)
+        if (new_model[i] is not None and not written(new_model[i]) and new_model[i] != old_model[i])
+        or (new_model[i] is None and written(old_model[i]))
+    ]
     assert bytes_of(changed, "page") == expected_pages
     assert bytes_of(changed, "clear") == expected_clears
     assert [item[0] for item in changed] == sorted(item[0] for item in changed)
     assert older.diff(older) == []
 
 
-def run_from(
-    page_map: PageMap, model: list[tuple[object, int] | None], operations: list[Op]
-) -> tuple[PageMap, list[tuple[object, int] | None]]:
-    model = list(model)
-    for number, (kind, a, b) in enumerate(operations):
-        start, end = min(a, b), max(a, b)
-        if kind == "write":
-            source = f"later{number}"
-            page_map = page_map.write(start, end, source)
-            for position in range(start, end):
-                model[position] = (source, position - start)
-        elif kind == "clear":
-            page_map = page_map.clear(start, end)
-            for position in range(start, end):
-                model[position] = None
-        else:
-            page_map = page_map.truncate(a)
-            for position in range(a, SIZE):
-                model[position] = None
-    return page_map, model
-
-
 def bytes_of(changes: list[tuple[int, int, str]], kind: str) -> list[int]:
     return [i for start, end, k in changes if k == kind for i in range(start, end)]
+
+
+def test_diff_as_azure_answered_it() -> None:
+    """azure-storage-blob's recorded test_get_page_ranges_diff: a 2048-byte blob, snapshot 1,
+    one write of 0-1535, snapshot 2, a clear of 512-1023."""
+    snapshot1 = PageMap()
+    snapshot2 = snapshot1.write(0, 1536, "put-page-1")
+    now = snapshot2.clear(512, 1024, "clear-page-1")
+    assert now.diff(snapshot1) == [(0, 512, "page"), (512, 1024, "clear"), (1024, 1536, "page")]
+    assert now.diff(snapshot2) == [(512, 1024, "clear")]
+    assert now.ranges() == [(0, 512), (1024, 1536)]
+    assert pages.page_of(now.diff(snapshot1), None, 2)[0] == [(0, 512, "page"), (512, 1024, "clear")]
+
+
+def test_listing_clips_to_the_window_as_azure_answered_it() -> None:
+    """The recorded test_list_page_ranges_offset: 0-1535 and 2048-2559 written, 1024-2047 asked."""
+    page_map = PageMap().write(0, 1536, "a").write(2048, 2560, "b")
+    assert page_map.ranges(*pages.listing_window(1024, 2047, 2560)) == [(1024, 1536)]
 
 
 def test_adjacent_writes_coalesce_in_listings_but_keep_their_sources() -> None:
     page_map = PageMap().write(0, 512, "a").write(512, 1024, "b").write(2048, 2560, "c")
     assert page_map.ranges() == [(0, 1024), (2048, 2560)]
+    assert page_map.ranges(coalesce=False) == [(0, 512), (512, 1024), (2048, 2560)]
     assert [s.source for s in page_map.segments] == ["a", "b", "c"]
 
 
@@ -228,6 +246,10 @@ def test_snapshot_shares_segments_so_an_untouched_blob_has_no_diff() -> None:
     assert base.diff(base) == []
     assert base.write(0, 512, "b").diff(base) == [(0, 512, "page")]
     assert base.clear(1024, 2048).diff(base) == [(1024, 2048, "clear")]
+    assert base.clear(1024, 2048, "c1").diff(base) == [(1024, 2048, "clear")]
+    marked = base.clear(1024, 2048, "c1")
+    assert marked.diff(marked) == []
+    assert marked.write(1024, 1536, "d").diff(marked) == [(1024, 1536, "page")]
 
 
 def test_overlapping_segments_are_refused() -> None:

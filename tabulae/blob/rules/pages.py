@@ -21,7 +21,9 @@ What Azure answers, and where it was found:
   value is 400; an increment past the largest number is 409 ``SequenceNumberIncrementTooLarge``
   ("Set Blob Properties", "Blob Storage error codes").
 - Get Page Ranges lists written ranges sorted, inclusive, non-overlapping; with ``prevsnapshot``
-  it lists ``PageRange`` (written since) and ``ClearRange`` (cleared since) ("Get Page Ranges").
+  it lists ``PageRange`` (written since) and ``ClearRange`` (cleared since) ("Get Page Ranges"),
+  both kinds counted together by ``maxresults`` (the recorded ``test_list_page_ranges_*`` tests
+  of azure-storage-blob, which pin the ranges Azure answered).
 """
 
 from __future__ import annotations
@@ -101,17 +103,23 @@ def listing_window(start: int | None, end: int | None, size: int) -> tuple[int, 
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """Bytes ``[start, end)`` of the blob are bytes ``[offset, offset + end - start)`` of ``source``."""
+    """Bytes ``[start, end)`` of the blob are bytes ``[offset, offset + end - start)`` of ``source``.
+
+    A ``cleared`` segment is a tombstone: its bytes read as zeros and take no space, and
+    ``source`` only names the Clear Page that made it, so that a ``prevsnapshot`` diff can tell
+    pages cleared since a snapshot from pages that were never written.
+    """
 
     start: int
     end: int
     source: Hashable
     offset: int = 0
+    cleared: bool = False
 
     def cut(self, start: int, end: int) -> Segment:
         """The part of this segment inside ``[start, end)`` (which must overlap it)."""
         begin, stop = max(start, self.start), min(end, self.end)
-        return Segment(begin, stop, self.source, self.offset + begin - self.start)
+        return Segment(begin, stop, self.source, self.offset + begin - self.start, self.cleared)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,10 +132,11 @@ class Piece:
 
 
 class PageMap:
-    """The written pages of a page blob, as sorted, non-overlapping, non-empty segments.
+    """The pages of a page blob, as sorted, non-overlapping, non-empty segments (written ones
+    and tombstones of clears).
 
     Immutable: every change returns a new map, so a snapshot keeps the map it was taken with.
-    Lookups bisect over the segments' starts.
+    Lookups bisect over the segments' starts; a change copies the tuple of segments.
     """
 
     __slots__ = ("_segments", "_starts")
@@ -156,7 +165,7 @@ class PageMap:
     @property
     def written_bytes(self) -> int:
         """The bytes the map keeps: what a sparse store needs on disk."""
-        return sum(s.end - s.start for s in self._segments)
+        return sum(s.end - s.start for s in self._segments if not s.cleared)
 
     def _span(self, start: int, end: int) -> tuple[int, int]:
         """Indexes ``[i, j)`` of the segments overlapping ``[start, end)``."""
@@ -179,9 +188,13 @@ class PageMap:
                 kept.append(last.cut(end, last.end))
         else:
             kept.extend(middle)
+        return PageMap._of((*self._segments[:i], *kept, *self._segments[j:]))
+
+    @staticmethod
+    def _of(segments: tuple[Segment, ...]) -> PageMap:
         result = PageMap.__new__(PageMap)
-        result._segments = (*self._segments[:i], *kept, *self._segments[j:])
-        result._starts = [s.start for s in result._segments]
+        result._segments = segments
+        result._starts = [s.start for s in segments]
         return result
 
     def write(self, start: int, end: int, source: Hashable, offset: int = 0) -> PageMap:
@@ -190,27 +203,41 @@ class PageMap:
             return self
         return self._replace(start, end, (Segment(start, end, source, offset),))
 
-    def clear(self, start: int, end: int) -> PageMap:
-        """Bytes ``[start, end)`` are no longer written (they read as zeros, take no space)."""
+    def clear(self, start: int, end: int, mark: Hashable | None = None) -> PageMap:
+        """Bytes ``[start, end)`` read as zeros and take no space (Clear Page).
+
+        With a ``mark`` (anything unique to this clear) the range is kept as a tombstone, which
+        a later ``prevsnapshot`` diff reports as cleared; without one it simply becomes unwritten.
+        """
         if end <= start:
             return self
-        return self._replace(start, end, ())
+        middle = () if mark is None else (Segment(start, end, mark, 0, cleared=True),)
+        return self._replace(start, end, middle)
 
     def truncate(self, size: int) -> PageMap:
-        """Resize to ``size``: pages at or past it are cleared ("Set Blob Properties"); growing
+        """Resize to ``size``: pages at or past it are dropped ("Set Blob Properties"); growing
         changes nothing, the new pages are unwritten."""
         if not self._segments or self._segments[-1].end <= size:
             return self
-        return self.clear(size, self._segments[-1].end)
+        return self._replace(size, self._segments[-1].end, ())
+
+    def compact(self) -> PageMap:
+        """The map without tombstones: what to keep once no snapshot can be diffed against."""
+        if not any(s.cleared for s in self._segments):
+            return self
+        return PageMap._of(tuple(s for s in self._segments if not s.cleared))
 
     def pieces(self, start: int, end: int) -> list[Piece]:
-        """What a read of ``[start, end)`` is made of, in order, gaps included as zero pieces."""
+        """What a read of ``[start, end)`` is made of, in order; zeros (never written, cleared)
+        are pieces without a segment, adjacent ones joined."""
         out: list[Piece] = []
         if end <= start:
             return out
         position = start
         i, j = self._span(start, end)
         for segment in self._segments[i:j]:
+            if segment.cleared:
+                continue
             part = segment.cut(start, end)
             if part.start > position:
                 out.append(Piece(position, part.start, None))
@@ -220,22 +247,29 @@ class PageMap:
             out.append(Piece(position, end, None))
         return out
 
-    def ranges(self, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
-        """Written ranges inside ``[start, end)``, half-open, adjacent ones coalesced whatever
-        their sources: Get Page Ranges reports pages, not writes."""
+    def ranges(
+        self, start: int = 0, end: int | None = None, *, coalesce: bool = True
+    ) -> list[tuple[int, int]]:
+        """Written ranges inside ``[start, end)``, half-open, clipped to it (the recorded
+        ``test_list_page_ranges_offset``). Adjacent ranges are joined unless ``coalesce`` is
+        False, which keeps the boundaries between writes as Azurite reports them; whether Azure
+        joins them is not recorded anywhere we found."""
         stop = self._segments[-1].end if end is None and self._segments else (end or 0)
         i, j = self._span(start, stop)
-        return _coalesce((max(s.start, start), min(s.end, stop)) for s in self._segments[i:j])
+        pieces = [(max(s.start, start), min(s.end, stop)) for s in self._segments[i:j] if not s.cleared]
+        return _coalesce(pieces) if coalesce else [p for p in pieces if p[1] > p[0]]
 
     def diff(
         self, older: PageMap, start: int = 0, end: int | None = None
     ) -> list[tuple[int, int, RangeKind]]:
-        """What changed since ``older`` (the ``prevsnapshot``), inside ``[start, end)``: ranges
-        written since (a byte whose source or offset differs, or that was unwritten) as ``page``,
-        ranges written then and unwritten now as ``clear``; sorted by start, each kind coalesced.
+        """What changed since ``older`` (the ``prevsnapshot``), inside ``[start, end)``, sorted by
+        start, each kind coalesced:
 
-        Assumed: a page written and cleared again after the snapshot is no change (Azure's
-        reference speaks of pages "updated or cleared" relative to the snapshot).
+        - ``page``: written now, and not with the same bytes then (another source or offset);
+        - ``clear``: a tombstone now that was not there then (even over pages that were never
+          written, as Azure answers: the recorded ``test_get_page_ranges_diff`` of
+          azure-storage-blob clears pages written after the snapshot and gets a ClearRange), or
+          nothing now where pages were written then (resized away, or cleared without a mark).
         """
         ends = [s.end for s in self._segments] + [s.end for s in older._segments]
         stop = (max(ends) if ends else 0) if end is None else end
@@ -249,14 +283,18 @@ class PageMap:
         cleared: list[tuple[int, int]] = []
         for begin, finish in itertools.pairwise(points):
             now, then = self._at(begin), older._at(begin)
-            if now is not None and (then is None or _origin(now, begin) != _origin(then, begin)):
-                updated.append((begin, finish))
-            elif now is None and then is not None:
+            same = now is not None and then is not None and _origin(now, begin) == _origin(then, begin)
+            if now is not None and not now.cleared:
+                if not same or then is None or then.cleared:
+                    updated.append((begin, finish))
+            elif now is not None:
+                if not (same and then is not None and then.cleared):
+                    cleared.append((begin, finish))
+            elif then is not None and not then.cleared:
                 cleared.append((begin, finish))
-        merged = [(a, b, "page") for a, b in _coalesce(updated)] + [
-            (a, b, "clear") for a, b in _coalesce(cleared)
-        ]
-        return sorted(merged)  # type: ignore[arg-type]
+        merged: list[tuple[int, int, RangeKind]] = [(a, b, "page") for a, b in _coalesce(updated)]
+        merged += [(a, b, "clear") for a, b in _coalesce(cleared)]
+        return sorted(merged)
 
     def _at(self, position: int) -> Segment | None:
         i = bisect.bisect_right(self._starts, position) - 1
@@ -268,8 +306,8 @@ class PageMap:
 RangeKind = Literal["page", "clear"]
 
 
-def _origin(segment: Segment, position: int) -> tuple[Hashable, int]:
-    return segment.source, segment.offset + position - segment.start
+def _origin(segment: Segment, position: int) -> tuple[Hashable, int, bool]:
+    return segment.source, segment.offset + position - segment.start, segment.cleared
 
 
 def _coalesce(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
