@@ -181,6 +181,14 @@ def test_if_tags_syntax_errors_are_invalid_header_values(text: str) -> None:
     assert error.fields == (("HeaderName", "x-ms-if-tags"), ("HeaderValue", text))
 
 
+def test_lengths_are_checked_in_where_only() -> None:
+    long_key, long_value = "k" * 129, "v" * 257
+    for text in (f"\"{long_key}\" = 'v'", f"{long_key} = 'v'", f"k = '{long_value}'"):
+        assert error_of(lambda text=text: tags.parse_filter(text)).code == "InvalidQueryParameterValue"
+        node = tags.parse_filter(text, header="x-ms-if-tags")
+        assert not tags.matches({"k": "v"}, node)
+
+
 def test_ten_distinct_keys_pass_and_ranges_on_one_key_are_fine() -> None:
     tags.parse_filter(" AND ".join(f"k{i} = 'v'" for i in range(10)))
     tags.parse_filter("\"Rank\" > '10' AND \"Rank\" <= '15'")

@@ -25,7 +25,9 @@ Blobs by Tags": not supported when the container is in the URI, nor in ``x-ms-if
 ``where`` expression at most 10 distinct tag keys may appear, and one key may not have two
 conditions on the same side (``"Rank" > '1' AND "Rank" >= '2'``) or an equality beside another
 condition ("Manage and find ... blob index tags"; Azurite's parser for the limit of 10).
-Comparisons are ordinal on strings; a blob without the key never matches (assumed, as SQL's NULL).
+Comparisons are ordinal on strings; a blob without the key never matches, ``<>`` included
+(assumed: SQL's NULL, and Azurite evaluates so). Lengths are checked in ``where`` only: an
+``x-ms-if-tags`` key no blob can have simply matches nothing (Azurite).
 
 A syntax error in ``where`` is 400 ``InvalidQueryParameterValue`` naming ``where`` with a
 message "Error parsing query at or near character position N: ..."; in ``x-ms-if-tags`` it is
@@ -223,7 +225,7 @@ class _Parser:
                 raise self.fail("expected a '\"' to close the tag name")
             key = self.text[start + 1 : end]
             self.position = end + 1
-            if not key or len(key) > MAX_KEY:
+            if not key or (len(key) > MAX_KEY and self.header is None):
                 raise self.fail("tag must be between 1 and 128 characters in length", start)
             if not TAG_CHARS.issuperset(key):
                 raise self.fail("character not permitted in tag name", start)
@@ -241,7 +243,7 @@ class _Parser:
             return key
         if not key:
             raise self.fail("expected a tag name", start)
-        if len(key) > MAX_KEY:
+        if len(key) > MAX_KEY and self.header is None:
             raise self.fail("tag must be between 1 and 128 characters in length", start)
         return key
 
@@ -255,7 +257,7 @@ class _Parser:
             raise self.fail("expected a ''' to close the tag value", start)
         value = self.text[start + 1 : end]
         self.position = end + 1
-        if len(value) > MAX_VALUE:
+        if len(value) > MAX_VALUE and self.header is None:
             raise self.fail("tag value must be between 0 and 256 characters in length", start)
         if not TAG_CHARS.issuperset(value):
             raise self.fail("character not permitted in tag value", start)
