@@ -112,3 +112,32 @@ def test_high_priority_rehydrates_sooner() -> None:
 def test_archived_blobs_refuse_reads_online_ones_do_not() -> None:
     assert error_of(lambda: tiers.check_readable(TierState(ARCHIVE), 0.0)).status == 409
     tiers.check_readable(TierState(COOL), 0.0)
+
+
+def test_rendered_properties() -> None:
+    def text(seconds: float) -> str:
+        return f"t{seconds:g}"
+
+    inferred = tiers.view(tiers.initial(None, HOT, 0.0), 0.0)
+    assert tiers.header_pairs(inferred, text) == [
+        ("x-ms-access-tier", HOT),
+        ("x-ms-access-tier-inferred", "true"),
+    ]
+    state, _ = tiers.set_tier(TierState(ARCHIVE, inferred=False, changed_at=3.0), COLD, 5.0, HIGH, DELAYS)
+    pending = tiers.view(state, 6.0)
+    assert tiers.header_pairs(pending, text) == [
+        ("x-ms-access-tier", ARCHIVE),
+        ("x-ms-archive-status", "rehydrate-pending-to-cold"),
+        ("x-ms-rehydrate-priority", HIGH),
+        ("x-ms-access-tier-change-time", "t3"),
+    ]
+    assert tiers.listing_pairs(pending, text) == [
+        ("AccessTier", ARCHIVE),
+        ("ArchiveStatus", "rehydrate-pending-to-cold"),
+        ("AccessTierChangeTime", "t3"),
+        ("RehydratePriority", HIGH),
+    ]
+    assert tiers.listing_pairs(tiers.view(state, 15.0), text) == [
+        ("AccessTier", COLD),
+        ("AccessTierChangeTime", "t15"),
+    ]

@@ -144,3 +144,34 @@ def view(state: TierState, now: float) -> TierView:
     state = settle(state, now)
     status = None if state.rehydrate_to is None else f"rehydrate-pending-to-{state.rehydrate_to.lower()}"
     return TierView(state.tier, state.inferred, status, state.priority, state.changed_at)
+
+
+def header_pairs(view: TierView, time_text: Callable[[float], str]) -> list[tuple[str, str]]:
+    """Get Blob Properties' tier headers ("Get Blob Properties"): the inferred flag only when
+    true, the archive status and priority only while a rehydration is pending, the change time
+    only once a tier was set. ``time_text`` writes an RFC 1123 date."""
+    pairs = [("x-ms-access-tier", view.access_tier)]
+    if view.inferred:
+        pairs.append(("x-ms-access-tier-inferred", "true"))
+    if view.archive_status is not None:
+        pairs.append(("x-ms-archive-status", view.archive_status))
+    if view.rehydrate_priority is not None:
+        pairs.append(("x-ms-rehydrate-priority", view.rehydrate_priority))
+    if view.changed_at is not None:
+        pairs.append(("x-ms-access-tier-change-time", time_text(view.changed_at)))
+    return pairs
+
+
+def listing_pairs(view: TierView, time_text: Callable[[float], str]) -> list[tuple[str, str]]:
+    """The same facts as List Blobs ``Properties`` elements, in the order of the service's own
+    schema (as azure-storage-blob's generated ``BlobPropertiesInternal`` lists them)."""
+    pairs = [("AccessTier", view.access_tier)]
+    if view.inferred:
+        pairs.append(("AccessTierInferred", "true"))
+    if view.archive_status is not None:
+        pairs.append(("ArchiveStatus", view.archive_status))
+    if view.changed_at is not None:
+        pairs.append(("AccessTierChangeTime", time_text(view.changed_at)))
+    if view.rehydrate_priority is not None:
+        pairs.append(("RehydratePriority", view.rehydrate_priority))
+    return pairs
