@@ -205,6 +205,12 @@ def test_whole_batch_errors(content_type: str | None, body: bytes, status: int, 
     assert (error.status, error.code) == (status, code)
 
 
+def test_bodies_over_4_mib_are_refused() -> None:
+    batch_codec.check_body_length(batch_codec.MAX_BODY)
+    error = error_of(lambda: batch_codec.check_body_length(batch_codec.MAX_BODY + 1))
+    assert (error.status, error.code) == (413, "RequestBodyTooLarge")
+
+
 def test_the_reference_sample_parses() -> None:
     body = b"\r\n".join(
         [

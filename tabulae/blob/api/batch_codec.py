@@ -53,18 +53,24 @@ from tabulae.http.multipart import (
 from tabulae.model.errors import TableError
 
 __all__ = [
+    "MAX_BODY",
     "MAX_SUBREQUESTS",
     "BatchPart",
     "BlobBatch",
     "SubRequest",
+    "check_body_length",
+    "error_part",
     "parse_blob_batch",
     "render_batch_error",
     "render_blob_batch_response",
     "subrequest_kind",
+    "target_parts",
 ]
 
 #: "Each batch request supports a maximum of 256 subrequests."
 MAX_SUBREQUESTS = 256
+#: "The size of the body for a batch request cannot exceed 4MB."
+MAX_BODY = 4 * 1024 * 1024
 #: Parts parsed before counting: enough to tell a batch of 257 from garbage, bounded all the same.
 _PARSE_CAP = 64 * MAX_SUBREQUESTS
 
@@ -90,6 +96,13 @@ class BatchPart:
     body: bytes = b""
     content_id: str | None = None
     reason: str | None = None
+
+
+def check_body_length(length: int) -> None:
+    """A batch body over 4 MiB is refused before it is read: 413 RequestBodyTooLarge (assumed
+    code: the reference states the limit only)."""
+    if length > MAX_BODY:
+        raise TableError("RequestBodyTooLarge")
 
 
 def _bad_content_type(value: str) -> TableError:
