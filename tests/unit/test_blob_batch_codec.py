@@ -334,3 +334,39 @@ def test_any_rendered_response_reads_back_through_the_sdk(parts: list[tuple[int,
     assert [r.status_code for r in read] == [p.status for p in rendered]
     assert [r.headers["x-ms-request-id"] for r in read] == [value for _, value, _ in parts]
     assert [r.body() for r in read] == [p.body for p in rendered]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(
+        ["multipart/mixed; boundary=b", 'multipart/mixed; boundary="b"', "multipart/mixed", None]
+    ),
+    st.lists(
+        st.sampled_from(
+            [
+                b"--b\r\n",
+                b"--b--\r\n",
+                b"Content-Type: application/http\r\n",
+                b"Content-ID: 1\r\n",
+                b"Content-Transfer-Encoding: base64\r\n",
+                b"\r\n",
+                b"\n",
+                b"DELETE /c/a HTTP/1.1\r\n",
+                b"PUT /c/a?comp=tier HTTP/1.1\r\n",
+                b"GET / HTTP/1.1\r\n",
+                b"x-ms-access-tier: Hot\r\n",
+                b"\xff\x00",
+                b" continued\r\n",
+            ]
+        ),
+        max_size=16,
+    ).map(b"".join),
+)
+def test_any_body_parses_or_is_refused_with_a_400(content_type: str | None, body: bytes) -> None:
+    try:
+        batch = batch_codec.parse_blob_batch(content_type, body)
+    except TableError as error:
+        assert error.status == 400
+    else:
+        assert 1 <= len(batch.subrequests) <= batch_codec.MAX_SUBREQUESTS
+        assert batch.kind in (batch_codec.DELETE, batch_codec.SET_TIER)

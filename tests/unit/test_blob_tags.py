@@ -278,3 +278,41 @@ small_values = st.text(alphabet="abAB0 ", max_size=3)
 def test_evaluator_agrees_with_a_model(blob: dict[str, str], node: Node) -> None:
     parsed = tags.parse_filter(tags.render_filter(node), header="x-ms-if-tags")
     assert tags.matches(blob, parsed) == model(blob, node)
+
+
+# ------------------------------------------------------------------------ fuzzing
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("\"'()<>=@ aAnNdDoOrR_kv1 -!\t")), max_size=40), st.booleans())
+def test_any_filter_text_parses_or_is_refused_with_azures_error(text: str, header: bool) -> None:
+    try:
+        node = tags.parse_filter(text, header="x-ms-if-tags" if header else None, allow_container=True)
+    except TableError as error:
+        assert error.status == 400
+        assert error.code == ("InvalidHeaderValue" if header else "InvalidQueryParameterValue")
+    else:
+        assert (
+            tags.parse_filter(tags.render_filter(node), header="x-ms-if-tags", allow_container=True)
+            is not None
+        )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+def test_any_tags_header_parses_or_is_refused(value: str) -> None:
+    try:
+        result = tags.parse_tags_header(value)
+    except TableError as error:
+        assert error.status == 400
+    else:
+        assert len(result) <= tags.MAX_TAGS
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=120) | st.text(alphabet="<>/TagsSetKeyVlu =\"'&;x", max_size=80).map(str.encode))
+def test_any_tags_document_parses_or_is_refused(body: bytes) -> None:
+    try:
+        parse_tags_document(body)
+    except TableError as error:
+        assert error.status == 400
