@@ -241,6 +241,34 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "LeaseNotPresentWithBlobOperation": (412, "There is currently no lease on the blob."),
     "LeaseNotPresentWithContainerOperation": (412, "There is currently no lease on the container."),
     "LeaseNotPresentWithLeaseOperation": (409, "There is currently no lease on the blob."),
+    # page blobs ("Blob Storage error codes")
+    "InvalidPageRange": (416, "The page range specified is invalid."),
+    "SequenceNumberConditionNotMet": (412, "The sequence number condition specified was not met."),
+    "SequenceNumberIncrementTooLarge": (
+        409,
+        "The sequence number increment cannot be performed because it would result in overflow "
+        "of the sequence number.",
+    ),
+    # blob index tags (Azure's texts as Azurite reproduces them)
+    "InvalidTag": (400, "The tags specified are invalid. It contains characters that are not permitted."),
+    "EmptyTagName": (400, "The name of one of the tag key-value pairs is empty."),
+    "DuplicateTagNames": (400, "The tags specified contain duplicate names."),
+    "TagsTooLarge": (400, "The tags specified exceed the maximum permissible limit."),
+    # access tiers ("Blob Storage error codes")
+    "BlobArchived": (409, "This operation is not permitted on an archived blob."),
+    "BlobBeingRehydrated": (
+        409,
+        "This operation is not permitted because the blob is being rehydrated.",
+    ),
+    "BlobNotArchived": (409, "Blob is not in the archive tier."),
+    "InvalidBlobTier": (400, "The specified blob tier is invalid."),
+    "AccessTierNotSupportedForBlobType": (400, "The access tier is not supported for this blob type."),
+    # blob batch ("Blob Batch"; codes as the .NET and C++ SDKs' live tests see them)
+    "AllBatchSubRequestsShouldBeSameApi": (400, "All batch subrequests should be the same api."),
+    "ExceedsMaxBatchRequestCount": (
+        400,
+        "The batch operation exceeds maximum number of allowed subrequests.",
+    ),
 }
 
 # Messages Azure uses for particular situations under a general code.

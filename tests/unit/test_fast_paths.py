@@ -1,7 +1,7 @@
 """The fast paths of the request path read exactly what the exact paths read.
 
 ``entity_from_body`` parses common bodies with orjson and falls back to the duplicate-preserving
-standard parser otherwise; ``batch._split_head`` finds the blank line with ``bytes.find`` where a
+standard parser otherwise; ``multipart.split_head`` finds the blank line with ``bytes.find`` where a
 regular expression used to. Each is checked against its exact counterpart on the fuzzers' inputs
 and on hand-picked bodies that sit on the boundary between the two paths.
 """
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tabulae.http import multipart
 from tabulae.model import entity as entity_module
 from tabulae.model.entity import Entity, entity_from_body, entity_from_pairs, parse_json_pairs
 from tabulae.model.errors import TableError
-from tabulae.table.api import batch
 from tests.unit.test_fuzz_parsers import (
     EDM_TYPES,
     FUZZ,
@@ -163,7 +163,7 @@ def _split_head_by_regex(data: bytes) -> tuple[bytes, bytes]:
 @given(st.lists(st.sampled_from([b"\r", b"\n", b"\r\n", b"a", b": ", b"X-H", b" "]), max_size=24))
 def test_head_splitter_matches_the_regex_reference(pieces: list[bytes]) -> None:
     data = b"".join(pieces)
-    assert batch._split_head(data) == _split_head_by_regex(data)
+    assert multipart.split_head(data) == _split_head_by_regex(data)
 
 
 def _operation_outcome(read: Any) -> tuple[str, Any]:
@@ -236,8 +236,8 @@ def test_an_operation_part_cut_by_index_reads_as_the_general_path(
 ) -> None:
     body = before + part + after
     start, end = len(before), len(before) + len(part)
-    by_index = _operation_outcome(lambda: batch._parse_operation_at(body, start, end))
-    assert by_index == _operation_outcome(lambda: batch._parse_operation_part(part))
+    by_index = _operation_outcome(lambda: multipart.parse_operation_at(body, start, end))
+    assert by_index == _operation_outcome(lambda: multipart.parse_operation_part(part))
 
 
 def test_the_usual_operation_part_is_cut_by_index() -> None:
@@ -247,19 +247,19 @@ def test_the_usual_operation_part_is_cut_by_index() -> None:
         b'{"PartitionKey": "a", "RowKey": "b"}\r\n'
     )
     body = b"--x\r\n" + part + b"--x--"
-    operation = batch._parse_operation_at(body, 5, 5 + len(part))
-    assert operation == batch._parse_operation_part(part)
+    operation = multipart.parse_operation_at(body, 5, 5 + len(part))
+    assert operation == multipart.parse_operation_part(part)
     assert (operation.method, operation.content_id) == ("POST", "3")
     assert operation.body == b'{"PartitionKey": "a", "RowKey": "b"}'
 
 
 def _request_head_read_whole(head: bytes) -> tuple[str, str, tuple[tuple[str, str], ...]]:
     """The reference: the head decoded and checked whole, then its first line matched."""
-    lines = batch._decode_head(head)
-    match = batch._REQUEST_LINE_RE.fullmatch(lines[0]) if lines else None
+    lines = multipart.decode_head(head)
+    match = multipart.REQUEST_LINE_RE.fullmatch(lines[0]) if lines else None
     if match is None:
-        raise batch._invalid("bad request line")
-    return match[1], match[2], batch._parse_fields(lines[1:])
+        raise multipart.invalid("bad request line")
+    return match[1], match[2], multipart.parse_fields(lines[1:])
 
 
 @st.composite
@@ -280,4 +280,4 @@ def _request_heads(draw: st.DrawFn) -> bytes:
 )
 def test_a_request_head_read_in_two_pieces_reads_as_the_whole(head: bytes) -> None:
     whole = _operation_outcome(lambda: _request_head_read_whole(head))
-    assert _operation_outcome(lambda: batch._parse_request_head(head)) == whole
+    assert _operation_outcome(lambda: multipart.parse_request_head(head)) == whole
