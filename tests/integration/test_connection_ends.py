@@ -30,7 +30,7 @@ CAP = 4
 
 @pytest.fixture
 def capped_server(tmp_path: Path) -> Iterator[ServerProcess]:
-    args = ["--workers", "1", *(["--max-connections-per-client", str(CAP)] if False else [])]
+    args = ["--workers", "1", "--max-connections-per-client", str(CAP)]
     server = ServerProcess(tmp_path / "data", extra_args=args).start()
     yield server
     server.stop()
