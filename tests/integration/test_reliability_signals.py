@@ -281,7 +281,7 @@ def test_an_idle_server_exits_at_once_despite_kept_alive_connections(tmp_path: P
         code = server.wait_exit(30)
         took = time.monotonic() - sent
         assert code == 0, server.log_tail()
-        assert took < 4.0, f"{took:.1f} s to exit"  # about a second; far from the runtime's 10 s
+        assert took < 5.0, f"{took:.1f} s to exit"  # about a second; far from the runtime's 10 s
         for sock in idle:  # closed by the server, not left hanging
             sock.settimeout(5)
             with contextlib.suppress(ConnectionResetError):
@@ -312,13 +312,13 @@ def test_in_flight_requests_finish_and_stalled_ones_are_cut_at_the_shutdown_time
         slow = SlowUpload(server.port, "POST", TABLE, body, "application/json")
         stalled = SlowUpload(server.port, "POST", TABLE, body, "application/json")
         sent = _sigterm(server)
-        time.sleep(1.0)  # the server is stopping: the slow client takes its time
+        time.sleep(0.5)  # the server is stopping: the slow client takes its time
         answer = slow.finish()
         assert answer.status == 201 and answer.header("etag"), answer
         code = server.wait_exit(30)
         took = time.monotonic() - sent
         assert code == 0, server.log_tail()
-        assert took < 7.0, f"{took:.1f} s to exit"  # 2 s for the stalled request, then out
+        assert took < 8.0, f"{took:.1f} s to exit"  # 2 s for the stalled request, then out
         stalled.sock.settimeout(5)
         with contextlib.suppress(ConnectionResetError):
             assert stalled.sock.recv(1) == b""  # cut, never answered
