@@ -182,6 +182,10 @@ def _check(settings: Settings) -> None:
         )
     if settings.clock_skew < 0:
         raise SystemExit("tabulae: --clock-skew must be 0 (off) or more seconds")
+    if settings.max_connections_per_client < 0:
+        raise SystemExit("tabulae: --max-connections-per-client must be 0 (no limit) or more")
+    if settings.shutdown_timeout < 0:
+        raise SystemExit("tabulae: --shutdown-timeout must be 0 or more seconds")
     if settings.store_url and settings.in_memory:
         raise SystemExit("tabulae: --in-memory and --store exclude each other")
     ports = list(settings.ports().values())

@@ -60,6 +60,8 @@ from tabulae.table.api.index_admin import INDEX_ADMIN_PATH, IndexAdmin
 
 PROMETHEUS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 GARBAGE_INTERVAL_SECONDS = 120.0  # how often each worker collects unreferenced blob content
+# After the shutdown timeout: time for handlers to unwind, then for a worker to close its stores.
+SHUTDOWN_MARGIN_SECONDS = 2.0
 log = logging.getLogger("tabulae")
 
 
@@ -249,8 +251,15 @@ async def collect_garbage(store: BlobStore) -> None:
 def create_app() -> Gateway:
     """Factory used by worker processes of ``tabulae serve --workers N``."""
     settings = Settings.from_json(os.environ[SETTINGS_ENV])
-    AzureHttpProtocol.header_timeout = settings.body_timeout  # this worker's own copy of the class
+    configure_protocol(settings)  # this worker's own copy of the class
     return build_gateway(settings)
+
+
+def configure_protocol(settings: Settings) -> None:
+    """The connection rules of :class:`AzureHttpProtocol`, which uvicorn builds without arguments."""
+    AzureHttpProtocol.header_timeout = settings.body_timeout
+    AzureHttpProtocol.max_per_client = settings.max_connections_per_client
+    AzureHttpProtocol.shutdown_timeout = settings.shutdown_timeout
 
 
 class BindError(Exception):
@@ -286,15 +295,30 @@ class _SpreadMultiprocess(Multiprocess):
     them: it serves its predecessor's share and competes for the others', which is correct,
     only less evenly spread."""
 
-    def __init__(self, config: uvicorn.Config, worker_sockets: list[list[socket.socket]]) -> None:
+    def __init__(
+        self, config: uvicorn.Config, worker_sockets: list[list[socket.socket]], stop_within: float
+    ) -> None:
         super().__init__(config, sockets=[sock for own in worker_sockets for sock in own])
         self._worker_sockets = worker_sockets
+        self._stop_within = stop_within
 
     def init_processes(self) -> None:
         for own in self._worker_sockets:
             process = Process(self.config, own)
             process.start()
             self.processes.append(process)
+
+    def join_all(self) -> None:
+        """Wait for the workers told to stop, each bounded by its own shutdown (uvicorn's waits for
+        ever): a worker still running after ``stop_within`` seconds is killed, so the server
+        exits well before a container runtime's kill."""
+        deadline = time.monotonic() + self._stop_within
+        for process in self.processes:
+            process.process.join(max(0.0, deadline - time.monotonic()))
+            if process.process.is_alive():
+                log.error("worker process %s did not stop in time; killing it", process.pid)
+                process.kill()
+                process.process.join()
 
 
 def serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> None:
@@ -313,7 +337,7 @@ def serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> None
 
 
 def _serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> None:
-    AzureHttpProtocol.header_timeout = settings.body_timeout
+    configure_protocol(settings)
     options: dict[str, Any] = {
         "loop": "uvloop",
         "http": AzureHttpProtocol,
@@ -325,7 +349,9 @@ def _serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> Non
         # No X-Forwarded-For rewriting: the client address feeds SAS IP checks (sip), so a local
         # client must not be able to choose it; and it is one middleware less per request.
         "proxy_headers": False,
-        "timeout_graceful_shutdown": 10,
+        # Our protocol cuts requests still in flight at shutdown_timeout; uvicorn cancels the
+        # tasks that have still not ended (a handler stuck in a store call) a little later.
+        "timeout_graceful_shutdown": settings.shutdown_timeout + SHUTDOWN_MARGIN_SECONDS,
         "timeout_keep_alive": KEEP_ALIVE_SECONDS,
         "ssl_certfile": str(settings.cert_file) if settings.cert_file else None,
         "ssl_keyfile": str(settings.key_file) if settings.key_file else None,
@@ -347,7 +373,8 @@ def _serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> Non
 
     os.environ[SETTINGS_ENV] = settings.to_json()
     config = uvicorn.Config("tabulae.compose:create_app", factory=True, workers=settings.workers, **options)
-    _SpreadMultiprocess(config, worker_sockets).run()
+    stop_within = settings.shutdown_timeout + 2 * SHUTDOWN_MARGIN_SECONDS
+    _SpreadMultiprocess(config, worker_sockets, stop_within).run()
 
 
 def exit_on_stop_signals() -> None:

@@ -203,9 +203,27 @@ class Settings:
     body_timeout: float = setting(
         30.0,
         flag="--request-timeout",
-        help="cut off a client that takes longer than this to send its headers, or pauses this long "
-        "in its body (500 OperationTimedOut, and the connection is closed), and close a connection "
+        help="cut off a client that takes longer than this to send its headers, pauses this long "
+        "in its body, or after this long sends its body slower than Azure's 10 minutes per MiB "
+        "on average (500 OperationTimedOut, and the connection is closed), and close a connection "
         "that sends nothing for this long; idle connections are closed 5 s after their last answer",
+        type=float,
+        metavar="SECONDS",
+    )
+    max_connections_per_client: int = setting(
+        256,
+        flag="--max-connections-per-client",
+        help="connections one client address may hold open to each worker process; one more is "
+        "answered 503 ServerBusy and closed (0: no limit). Per worker: the kernel spreads a "
+        "client's connections over the workers, so with --workers N it may hold up to N times this",
+        type=int,
+        metavar="N",
+    )
+    shutdown_timeout: float = setting(
+        5.0,
+        flag="--shutdown-timeout",
+        help="on SIGTERM or SIGINT, stop accepting connections, close idle ones, and give requests "
+        "in flight this long to finish before their connections are cut and the server exits",
         type=float,
         metavar="SECONDS",
     )

@@ -18,9 +18,32 @@ from tabulae.model.errors import TableError
 CONNECTION_CLOSE = (b"connection", b"close")
 
 
+# The slowest a body may arrive, on average, once its first ``timeout`` seconds are over: Azure
+# allows a write ten minutes per MiB, so a client that trickles a byte a second to hold a
+# connection is cut off, and a slow but steady upload of any size is not.
+MIN_BODY_RATE = 1024 * 1024 / 600
+
+
+async def receive_paced(receive: Any, started: float, received: int, timeout: float) -> Any:
+    """The next ASGI message of a body that began arriving at ``started`` (the loop's clock) and
+    has brought ``received`` bytes so far: 500 OperationTimedOut when the client pauses ``timeout``
+    seconds, or when the body falls behind :data:`MIN_BODY_RATE` after its first ``timeout``
+    seconds (each byte earns the client ``1 / MIN_BODY_RATE`` seconds more).
+
+    One timer per message, as a plain pause timeout needs: the rate only moves its deadline."""
+    now = asyncio.get_running_loop().time()
+    deadline = min(now + timeout, started + timeout + received / MIN_BODY_RATE)
+    try:
+        async with asyncio.timeout_at(deadline):  # a timer, not a task
+            return await receive()
+    except TimeoutError:
+        raise TableError("OperationTimedOut") from None  # a client too slow with its body
+
+
 async def read_body(request: Request, receive: Any, limit: int, timeout: float) -> None:
     """Read the whole body into ``request.body``: 413 past ``limit`` bytes (at once when the
-    declared length says so), 500 OperationTimedOut when the client pauses ``timeout`` seconds.
+    declared length says so), 500 OperationTimedOut when the client is too slow with it
+    (:func:`receive_paced`).
 
     Only a body read to its end marks ``request.body_read``; a response to a request whose body
     was refused or cut off closes the connection (:func:`send_response`): kept open, it would go
@@ -34,12 +57,9 @@ async def read_body(request: Request, receive: Any, limit: int, timeout: float) 
         raise TableError("RequestBodyTooLarge")
     chunks: list[bytes] = []
     size = 0
+    started = asyncio.get_running_loop().time()
     while True:
-        try:
-            async with asyncio.timeout(timeout):  # a timer, not a task
-                message = await receive()
-        except TimeoutError:
-            raise TableError("OperationTimedOut") from None  # a client too slow with its body
+        message = await receive_paced(receive, started, size, timeout)
         if message["type"] == "http.disconnect":
             raise TableError("InvalidInput")
         chunk = message.get("body", b"")

@@ -11,7 +11,7 @@ Accounts = dict[str, list[bytes]]  # account name -> its keys (one or two), neve
 class FrontendOptions:
     accounts: Accounts
     max_body_bytes: int  # larger bodies get 413 RequestBodyTooLarge
-    body_timeout: float  # seconds a client may pause while sending a body (500 OperationTimedOut)
+    body_timeout: float  # a body may pause this long, and is held to a minimum rate after it (500)
     oauth: bool = False  # accept bearer tokens (basic checks, no signature validation)
     clock_skew: float | None = None  # Shared Key requests dated further off than this are refused
     access_log: bool = False  # one JSON line per request on stderr

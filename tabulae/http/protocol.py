@@ -4,12 +4,19 @@ Requests that cannot be parsed never reach the application, so uvicorn would ans
 plain-text 400. Here they get the service's XML ``<Error>`` body and ``x-ms-error-code``, like
 every other error, and the request line and header block are capped (Azure accepts URLs of about
 32 KiB; we take twice that) so an endless line cannot grow a buffer without bound.
+
+How connections end matters as much: a connection answered before its request's body has all
+arrived (413, or any error found from the headers) is closed gently, so a client that writes its
+whole body before reading sees the answer rather than a reset (:class:`_Drain`); one client
+address may hold only so many connections at once; and a server stopping gives requests in
+flight a bounded time to finish.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -29,6 +36,13 @@ HEADER_TIMEOUT_SECONDS = 30.0  # a request line and headers arriving slower than
 # An idle keep-alive connection (one that has had its answer) is closed after this many seconds
 # by uvicorn's own timer; a connection that never sends a byte, after the header timeout.
 KEEP_ALIVE_SECONDS = 5.0
+# A connection closed while its client may still be sending (its answer came before the end of
+# the body) is half-closed and read to nothing for at most this long and this much, then closed.
+DRAIN_SECONDS = 5.0
+DRAIN_BYTES = 32 * 1024 * 1024
+
+
+_REASONS = {400: "Bad Request", 414: "URI Too Long", 500: "Internal Server Error", 503: "Service Unavailable"}
 
 
 class _TooLarge(Exception):
@@ -60,14 +74,25 @@ class CoalescingTransport:
     most of the request's own work. Writes are held here until the loop's next turn and then go
     out as one ``writelines`` (a single vectored write, no copy). Everything else is the
     transport's own; ``close`` first sends what is held, ``abort`` drops it.
+
+    ``close`` asks ``linger`` first: when it takes the connection over (the client may still be
+    sending, :class:`_Drain`), the socket stays open for a while, but to uvicorn the connection
+    is closing from then on; a second ``close`` closes it for good.
     """
 
-    __slots__ = ("_loop", "_pending", "_transport")
+    __slots__ = ("_closing", "_linger", "_loop", "_pending", "_transport")
 
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        loop: asyncio.AbstractEventLoop,
+        linger: Callable[[asyncio.Transport], bool] | None = None,
+    ) -> None:
         self._transport = transport
         self._loop = loop
         self._pending: list[bytes] = []
+        self._linger = linger
+        self._closing = False
 
     def write(self, data: bytes) -> None:
         if not self._pending:
@@ -83,14 +108,61 @@ class CoalescingTransport:
 
     def close(self) -> None:
         self.flush()
+        if not self._closing:
+            self._closing = True
+            if self._linger is not None and self._linger(self._transport):
+                return
         self._transport.close()
 
     def abort(self) -> None:
         self._pending = []
+        self._closing = True
         self._transport.abort()
+
+    def is_closing(self) -> bool:
+        return self._closing or self._transport.is_closing()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
+
+
+class _Drain(asyncio.Protocol):
+    """What a connection becomes once it has been answered while its client may still be sending.
+
+    Closing such a connection at once with unread bytes in its receive buffer makes the kernel
+    reset it, and a client that writes its whole body before it reads (the Node SDK, most HTTP
+    libraries for a body that fits their buffers) gets ``ECONNRESET`` instead of the answer
+    waiting for it. So the answer goes out, the write side is shut (the client reads the answer
+    and then end-of-stream, as from any closed connection), and what still arrives is read and
+    dropped until the client closes, or for :data:`DRAIN_SECONDS` and :data:`DRAIN_BYTES` at
+    most. The HTTP protocol hears of the end as usual (``connection_lost``).
+    """
+
+    __slots__ = ("_left", "_owner", "_timer", "_transport")
+
+    def __init__(self, owner: AzureHttpProtocol, transport: asyncio.Transport) -> None:
+        self._owner = owner
+        self._transport = transport
+        self._left = DRAIN_BYTES
+        self._timer = owner.loop.call_later(DRAIN_SECONDS, transport.close)
+        if transport.can_write_eof():  # not over TLS, which cannot half-close
+            transport.write_eof()
+        transport.resume_reading()
+
+    def data_received(self, data: bytes) -> None:
+        self._left -= len(data)
+        if self._left < 0:
+            self._transport.close()
+
+    def eof_received(self) -> bool:
+        return False  # the client has sent everything: the transport closes
+
+    def close(self) -> None:
+        self._transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._timer.cancel()
+        self._owner.connection_lost(exc)
 
 
 class AzureHttpProtocol(HttpToolsProtocol):
@@ -101,15 +173,40 @@ class AzureHttpProtocol(HttpToolsProtocol):
     ``header_timeout`` (uvicorn only times connections out between requests); a request whose
     line and headers take longer than that is answered 500 ``OperationTimedOut`` and closed; an
     idle one after an answer is closed by uvicorn's keep-alive timer (:data:`KEEP_ALIVE_SECONDS`).
+    (A body's own pace is the application's to judge: ``http.exchange.receive_paced``.)
+
+    A client address may hold ``max_per_client`` connections to a worker at once (0: any number);
+    one more is answered 503 ``ServerBusy`` at once, as an overloaded Azure front-end answers,
+    and closed: the SDKs retry that answer with back-off, and a refusal costs one small write,
+    no parsing and no timer of the header clock. When the server stops, a request in flight has
+    ``shutdown_timeout`` seconds to finish before its connection is aborted.
     """
 
     _error: TableError | None = None
     _header_bytes = 0
     _header_timer: asyncio.TimerHandle | None = None
+    _stop_timer: asyncio.TimerHandle | None = None
+    _drain: _Drain | None = None
+    _counted: str | None = None  # the client address this connection counts against
+    _gone = False
+    _refused = False
     header_timeout = HEADER_TIMEOUT_SECONDS
+    max_per_client = 0
+    shutdown_timeout = 5.0
+    # Open connections by client address, in this worker process (every connection of a worker
+    # runs on its one event loop, so a plain dict needs no lock).
+    _per_client: dict[str, int] = {}  # noqa: RUF012 - shared by the worker's connections on purpose
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(CoalescingTransport(transport, self.loop))  # type: ignore[arg-type]
+        super().connection_made(CoalescingTransport(transport, self.loop, self._linger))  # type: ignore[arg-type]
+        if self.max_per_client and self.client is not None:
+            address = self.client[0]
+            open_now = self._per_client.get(address, 0)
+            if open_now >= self.max_per_client:
+                self._answer_and_close(TableError("ServerBusy"))
+                return
+            self._per_client[address] = open_now + 1
+            self._counted = address
         self._header_timer = self.loop.call_later(self.header_timeout, self._silent_too_long)
 
     def on_message_begin(self) -> None:
@@ -124,13 +221,59 @@ class AzureHttpProtocol(HttpToolsProtocol):
         super().on_headers_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._gone = True
         self._disarm()
+        if self._stop_timer is not None:
+            self._stop_timer.cancel()
+        address = self._counted
+        if address is not None:
+            self._counted = None
+            left = self._per_client[address] - 1
+            if left:
+                self._per_client[address] = left
+            else:
+                del self._per_client[address]
         super().connection_lost(exc)
 
     def _disarm(self) -> None:
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
+
+    def _linger(self, transport: asyncio.Transport) -> bool:
+        """Asked by the transport on ``close``: when the client may still be sending (the request
+        in progress has not all arrived, or the connection was refused before reading anything),
+        hand the connection to a :class:`_Drain` and say so."""
+        if self._gone or self._drain is not None:
+            return False
+        cycle = self.cycle
+        if not self._refused and (cycle is None or not cycle.more_body):
+            return False
+        self._disarm()
+        self._drain = _Drain(self, transport)
+        transport.set_protocol(self._drain)
+        return True
+
+    def shutdown(self) -> None:
+        """The server is stopping: idle connections close now (uvicorn's own), one lingering
+        after its answer too, and one with a request in flight once that request is answered,
+        or after ``shutdown_timeout`` seconds, whichever comes first."""
+        if self._drain is not None:
+            self._drain.close()
+            return
+        super().shutdown()
+        if not self.transport.is_closing():
+            self._stop_timer = self.loop.call_later(self.shutdown_timeout, self._stop_now)
+
+    def _stop_now(self) -> None:
+        """A request still in flight when the server must stop: its client gets a reset (it retries;
+        a body that had not all arrived was never applied), and the application sees the client
+        gone, so its handler ends."""
+        self._stop_timer = None
+        if self._drain is not None:
+            self._drain.close()
+        elif not self._gone:
+            self.transport.abort()
 
     def _silent_too_long(self) -> None:
         """A connection that has not begun a request in time holds a socket for nothing: close it."""
@@ -173,15 +316,25 @@ class AzureHttpProtocol(HttpToolsProtocol):
 
     def send_400_response(self, msg: str) -> None:
         error = self._error or TableError("InvalidUri", "The request could not be parsed as HTTP/1.1.")
-        request_id = os.urandom(16).hex()
-        body = error_xml(error, request_id, error_time(), table_style=False)
-        reason = {400: "Bad Request", 414: "URI Too Long", 500: "Internal Server Error"}.get(
-            error.status, "Error"
-        )
-        head = (
-            f"HTTP/1.1 {error.status} {reason}\r\n"
-            f"content-type: application/xml\r\nx-ms-error-code: {error.code}\r\n"
-            f"x-ms-request-id: {request_id}\r\ncontent-length: {len(body)}\r\nconnection: close\r\n\r\n"
-        )
-        self.transport.write(head.encode("ascii") + body)
+        self.transport.write(error_answer(error))
         self.transport.close()
+
+    def _answer_and_close(self, error: TableError) -> None:
+        """Answer before any request has been read (a refused connection), then drain and close:
+        the client reads the answer after sending its request."""
+        self._refused = True
+        self.transport.write(error_answer(error))
+        self.transport.close()
+
+
+def error_answer(error: TableError) -> bytes:
+    """A whole response, head and XML ``<Error>`` body, that closes its connection: for what is
+    answered below the application (nothing routed the request to a service yet)."""
+    request_id = os.urandom(16).hex()
+    body = error_xml(error, request_id, error_time(), table_style=False)
+    head = (
+        f"HTTP/1.1 {error.status} {_REASONS.get(error.status, 'Error')}\r\n"
+        f"content-type: application/xml\r\nx-ms-error-code: {error.code}\r\n"
+        f"x-ms-request-id: {request_id}\r\ncontent-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body

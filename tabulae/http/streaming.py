@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from tabulae.http.exchange import add_standard_headers
+from tabulae.http.exchange import add_standard_headers, receive_paced
 from tabulae.http.messages import Clock, Request, Response
 from tabulae.model.errors import TableError
 
@@ -32,20 +32,20 @@ class StreamedResponse(Response):
 
 async def body_chunks(request: Request, receive: Any, timeout: float) -> AsyncIterator[bytes]:
     """The request body, chunk by chunk, as the client sends it; ``request.body_read`` once it
-    has all come (the connection can then serve another request). A client that pauses longer
-    than ``timeout`` gets 500 OperationTimedOut; one that goes away ends the request."""
+    has all come (the connection can then serve another request). A client too slow with it
+    gets 500 OperationTimedOut (:func:`receive_paced <tabulae.http.exchange.receive_paced>`);
+    one that goes away ends the request."""
+    started = asyncio.get_running_loop().time()
+    received = 0
     while True:
-        try:
-            async with asyncio.timeout(timeout):
-                message = await receive()
-        except TimeoutError:
-            raise TableError("OperationTimedOut") from None
+        message = await receive_paced(receive, started, received, timeout)
         if message["type"] == "http.disconnect":
             raise TableError(
                 "InvalidInput", "The client closed the connection before sending the whole body."
             )
         chunk = message.get("body", b"")
         if chunk:
+            received += len(chunk)
             yield chunk
         if not message.get("more_body", False):
             request.body_read = True

@@ -55,3 +55,16 @@ def test_every_operation_through_the_javascript_sdk(server: ServerProcess, node_
     )
     assert result.returncode == 0, result.stderr + result.stdout
     assert result.stdout.startswith("ok "), result.stdout
+
+
+def test_an_oversized_message_gets_413_not_a_reset(server: ServerProcess, node_modules: Path) -> None:
+    """The SDK writes its whole 16 MiB body before reading; the answer it finds is Azure's."""
+    result = subprocess.run(
+        ["node", str(SCRIPT.with_name("queue_oversized.js")), str(server.queue_port)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NODE_PATH": str(node_modules)},
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert result.stdout.strip() == "ok", result.stdout

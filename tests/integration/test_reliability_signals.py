@@ -22,6 +22,7 @@ process group with two workers (what Ctrl-C in a terminal does).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -242,5 +243,86 @@ def test_signal_drains_in_flight_requests_and_exits_cleanly(
         assert code == 0, f"exit code {code} after {sig.name}; server log:\n{log[-2000:]}"
         assert leftovers == [], f"processes outlived the server: {leftovers}"
         assert "Traceback" not in log, log[-3000:]
+    finally:
+        server.kill()
+
+
+# --------------------------------------------------------------------------------------------
+# How soon: a container runtime sends SIGTERM and kills 10 s later
+# --------------------------------------------------------------------------------------------
+
+
+def _sigterm(server: IsolatedServer) -> float:
+    """Send SIGTERM to the supervisor; the moment it was sent."""
+    assert server.process is not None
+    sent = time.monotonic()
+    server.process.send_signal(signal.SIGTERM)
+    return sent
+
+
+def _kept_alive(port: int) -> socket.socket:
+    """A connection that has had its answer and stays open (keep-alive), idle."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert read_response(sock).status == 200
+    return sock
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("workers", [1, 2], ids=["1-worker", "2-workers"])
+def test_an_idle_server_exits_at_once_despite_kept_alive_connections(tmp_path: Path, workers: int) -> None:
+    server = IsolatedServer(tmp_path / "data", ["--workers", str(workers)], log_path=tmp_path / "server.log")
+    server.start()
+    idle: list[socket.socket] = []
+    try:
+        wait_for_workers(server, workers)
+        idle = [_kept_alive(server.port) for _ in range(8)]
+        sent = _sigterm(server)
+        code = server.wait_exit(30)
+        took = time.monotonic() - sent
+        assert code == 0, server.log_tail()
+        assert took < 5.0, f"{took:.1f} s to exit"  # about a second; far from the runtime's 10 s
+        for sock in idle:  # closed by the server, not left hanging
+            sock.settimeout(5)
+            with contextlib.suppress(ConnectionResetError):
+                assert sock.recv(1) == b""
+        assert "Traceback" not in server.log_text(), server.log_tail()
+    finally:
+        for sock in idle:
+            sock.close()
+        server.kill()
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("workers", [1, 2], ids=["1-worker", "2-workers"])
+def test_in_flight_requests_finish_and_stalled_ones_are_cut_at_the_shutdown_timeout(
+    tmp_path: Path, workers: int
+) -> None:
+    """One request in flight finishes its body after the signal and gets its whole answer;
+    another never finishes its body and is cut when ``--shutdown-timeout`` (2 s here) runs out;
+    the server then exits 0, long before a container runtime would kill it."""
+    args = ["--workers", str(workers), "--shutdown-timeout", "2"]
+    server = IsolatedServer(tmp_path / "data", args, log_path=tmp_path / "server.log")
+    server.start()
+    try:
+        raw = server.raw()
+        assert raw.create_table(TABLE).status == 201
+        wait_for_workers(server, workers)
+        body = json.dumps({"PartitionKey": "p", "RowKey": "slow", "pad": "s" * 4000}).encode()
+        slow = SlowUpload(server.port, "POST", TABLE, body, "application/json")
+        stalled = SlowUpload(server.port, "POST", TABLE, body, "application/json")
+        sent = _sigterm(server)
+        time.sleep(0.5)  # the server is stopping: the slow client takes its time
+        answer = slow.finish()
+        assert answer.status == 201 and answer.header("etag"), answer
+        code = server.wait_exit(30)
+        took = time.monotonic() - sent
+        assert code == 0, server.log_tail()
+        assert took < 8.0, f"{took:.1f} s to exit"  # 2 s for the stalled request, then out
+        stalled.sock.settimeout(5)
+        with contextlib.suppress(ConnectionResetError):
+            assert stalled.sock.recv(1) == b""  # cut, never answered
+        stalled.abandon()
+        assert "Traceback" not in server.log_text(), server.log_tail()
     finally:
         server.kill()

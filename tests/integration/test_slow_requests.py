@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import select
 import socket
 import time
 from collections.abc import Iterator
@@ -11,6 +14,9 @@ import pytest
 
 from tests.backends import backend_names, database_url
 from tests.conftest import fresh_database
+from tests.integration.blobhttp import BlobHttp
+from tests.integration.rawhttp import RawClient
+from tests.integration.test_reliability_support import signed_request
 from tests.serverproc import ServerProcess
 
 
@@ -147,3 +153,112 @@ def test_idle_connections_are_closed_after_their_answer(timed_server: ServerProc
         answer, first, closed = _answer_and_close(sock)
     assert answer.startswith(b"HTTP/1.1 200 ")
     assert 4.0 < closed - first < 7.0, (first, closed)  # the documented 5 s keep-alive
+
+
+# ------------------------------------------------------------------------------------------
+# The pace of a body: after its first --request-timeout seconds, Azure's 10 minutes per MiB
+# ------------------------------------------------------------------------------------------
+
+MIN_RATE = 1024 * 1024 / 600  # bytes/s, as the server enforces it
+GRACE = 2.0  # --request-timeout of the paced server: longer than any pause of the clients below
+
+
+@pytest.fixture
+def paced_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    server = ServerProcess(tmp_path / "data", extra_args=["--request-timeout", str(GRACE), "--workers", "1"])
+    server.start()
+    yield server
+    server.stop()
+
+
+def _answered(sock: socket.socket) -> bool:
+    readable, _, _ = select.select([sock], [], [], 0)
+    return bool(readable)
+
+
+@pytest.mark.timeout(90)
+def test_tricklers_are_cut_off_after_the_grace_period(paced_server: ServerProcess) -> None:
+    """Twenty clients each send a byte a second: never a pause the pause rule would cut, far
+    below the minimum rate. All are answered 500 OperationTimedOut (the Table port's JSON
+    error) a little after the grace period, not when their 100,000-byte bodies would end."""
+    sockets = [socket.create_connection(("127.0.0.1", paced_server.port)) for _ in range(20)]
+    answers: dict[int, tuple[bytes, float]] = {}
+    started = time.monotonic()
+    try:
+        for sock in sockets:
+            sock.sendall(_body_start(100_000))
+        while len(answers) < len(sockets) and time.monotonic() - started < 30:
+            for index, sock in enumerate(sockets):
+                if index in answers:
+                    continue
+                if _answered(sock):
+                    answers[index] = (_read_all(sock), time.monotonic() - started)
+                else:
+                    with contextlib.suppress(OSError):
+                        sock.sendall(b" ")
+            time.sleep(1.0)
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert len(answers) == len(sockets), f"{len(sockets) - len(answers)} tricklers were never cut off"
+    for answer, when in answers.values():
+        assert answer.startswith(b"HTTP/1.1 500 "), answer
+        assert b"x-ms-error-code: OperationTimedOut" in answer
+        assert b'"code":"OperationTimedOut"' in answer
+        assert b"connection: close" in answer.lower()
+        assert GRACE - 0.5 < when < GRACE + 10, when
+
+
+def _paced_insert(port: int, table: str, rate: float, size: int) -> tuple[bytes, float]:
+    """Insert an entity whose JSON body of about ``size`` bytes is sent at ``rate`` bytes/s,
+    steadily (each tenth of a second brings the bytes due by then, so a late wake-up catches up);
+    the answer, and how long the exchange took."""
+    entity = {"PartitionKey": "p", "RowKey": f"r{rate:.0f}", "pad": "x" * size}
+    head, body = signed_request(port, "POST", table, json.dumps(entity).encode(), "application/json")
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(head)
+        started = time.monotonic()
+        sent = 0
+        while sent < len(body) and not _answered(sock):
+            due = min(len(body), int((time.monotonic() - started) * rate) + 1)
+            if due > sent:
+                sock.sendall(body[sent:due])
+                sent = due
+            time.sleep(0.1)
+        return _read_all(sock), time.monotonic() - started
+
+
+@pytest.mark.timeout(90)
+def test_a_steady_client_above_the_minimum_rate_is_served(paced_server: ServerProcess) -> None:
+    """A body sent at 1.5 times the minimum rate for about three times the grace period is
+    served; the same body at half the rate is cut off (the rule, not the pause rule, decides)."""
+    raw = RawClient(paced_server.port)
+    assert raw.create_table("paced").status == 201
+    size = int(3 * GRACE * 1.5 * MIN_RATE)
+    answer, took = _paced_insert(paced_server.port, "paced", 1.5 * MIN_RATE, size)
+    assert answer.startswith(b"HTTP/1.1 201 "), answer[:300]
+    assert took > 2 * GRACE, took  # it did run well past the grace period
+    answer, took = _paced_insert(paced_server.port, "paced", 0.5 * MIN_RATE, size)
+    assert answer.startswith(b"HTTP/1.1 500 ") and b"OperationTimedOut" in answer, answer[:300]
+    assert took < 3 * GRACE + 5, took  # where the budget of half the rate ends: 2 * GRACE
+
+
+@pytest.mark.timeout(90)
+def test_a_trickled_blob_upload_is_cut_off(paced_server: ServerProcess) -> None:
+    """Blob content is streamed to the store as it comes, under the same rule (the Blob port's
+    XML error)."""
+    blobs = BlobHttp(paced_server.blob_port)
+    assert blobs.request("PUT", "/slow?restype=container").status == 201
+    path = "/slow/b"
+    head = blobs.head_bytes("PUT", path, {"x-ms-blob-type": "BlockBlob", "Content-Length": "100000"})
+    with socket.create_connection(("127.0.0.1", paced_server.blob_port)) as sock:
+        sock.sendall(head)
+        started = time.monotonic()
+        while not _answered(sock) and time.monotonic() - started < 30:
+            sock.sendall(b"x")
+            time.sleep(1.0)
+        answer = _read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 500 "), answer
+    assert b"<Code>OperationTimedOut</Code>" in answer
+    assert time.monotonic() - started < GRACE + 10
+    assert blobs.request("GET", path).status == 404  # nothing was written
