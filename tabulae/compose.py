@@ -348,7 +348,7 @@ def serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> None
         except SystemExit as exc:
             if exc.code != STARTUP_FAILURE:
                 raise
-            server.should_exit = False  # uvicorn's exit for a failed start-up: said below
+            raise StartupFailed("the server could not start (the reason is logged above)") from None
         if not server.started and not server.should_exit:
             raise StartupFailed("the server could not start (the reason is logged above)")
         return
