@@ -1,9 +1,11 @@
-# Two entry points: `make run` (set up and start the server) and `make test` (set up and test).
+# Two entry points: `make run` (set up and start the server; flags in ARGS, as in
+# `make run ARGS="--port 20002"`) and `make test` (set up and test).
 # `make run` installs only what the server needs; `make test` adds the test toolchain (the
 # official SDKs, pytest, Hypothesis, ruff, mypy, import-linter).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+ARGS ?=
 
 .PHONY: run test setup setup-test
 
@@ -24,7 +26,7 @@ setup: $(VENV)/.installed-run
 setup-test: $(VENV)/.installed-test
 
 run: setup
-	$(BIN)/tabulae serve
+	$(BIN)/tabulae serve $(ARGS)
 
 test: setup-test
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/check

@@ -4,6 +4,9 @@
 the other commands are the client-side tools (``top``, ``stress``, the data tools ``table``,
 ``entity``, ``export``, ``import``, ``copy``, and the design guide's runnable patterns,
 ``examples``) and the store's maintenance (``db init``, ``backup``).
+
+Every command fails the same way: one line ``tabulae: CODE: message`` on standard error and a
+non-zero exit status (:mod:`tabulae.tools.failures`), told by :func:`main` alone.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from tabulae import __version__
 from tabulae.config import (
@@ -29,6 +32,20 @@ from tabulae.config import (
 )
 from tabulae.examples import command as examples
 from tabulae.tools import datacli, indexes, stress, top
+from tabulae.tools.failures import EXIT_INTERRUPTED, EXIT_START, EXIT_USAGE, Failure, describe, line
+
+DEBUG_ENV = "TABULAE_DEBUG"  # set: an unexpected error shows its traceback too
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, telling a usage error in the one-line form of every other failure."""
+
+    def error(self, message: str) -> NoReturn:
+        raise Failure("InvalidArguments", f"{message} (see {self.prog} --help)", EXIT_USAGE)
+
+
+def _usage(message: str) -> Failure:
+    return Failure("InvalidArguments", message, EXIT_USAGE)
 
 
 def services_from(text: str) -> tuple[str, ...]:
@@ -87,7 +104,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tabulae",
         description="A self-hosted Azure Table, Queue and Blob Storage server, and tools to move data.",
     )
@@ -143,24 +160,24 @@ def run_db_init(args: argparse.Namespace) -> None:
     from tabulae.storage.factory import StoreSetupError, init_database, is_postgres_url
 
     if not is_postgres_url(args.store):
-        raise SystemExit(f"tabulae: db init needs --store postgresql://… (or {STORE_ENV})")
+        raise _usage(f"db init needs --store postgresql://… (or {STORE_ENV})")
     try:
         done = asyncio.run(init_database(args.store, citus=args.citus))
     except StoreSetupError as exc:
-        raise SystemExit(f"tabulae: {exc}") from None
-    for line in done:
-        print(line)
+        raise Failure("StoreNotReady", str(exc)) from None
+    for step in done:
+        print(step)
 
 
 def run_backup(args: argparse.Namespace) -> None:
     from tabulae.storage.factory import backup_sqlite
 
     if not (args.data_dir / "tabulae.db").exists():
-        raise SystemExit(f"tabulae: no store in {args.data_dir}")
+        raise Failure("StoreNotFound", f"no store in {args.data_dir}")
     try:
         backup_sqlite(args.data_dir, args.dest)
     except (OSError, RuntimeError) as exc:
-        raise SystemExit(f"tabulae: backup failed: {exc}") from None
+        raise Failure("BackupFailed", f"backup failed: {exc}") from None
     print(f"backed up {args.data_dir} to {args.dest}")
 
 
@@ -173,39 +190,45 @@ def _memory_dir() -> Path:
 def _check(settings: Settings) -> None:
     """Settings that cannot work together; checked before anything is created or bound."""
     if (settings.cert_file is None) != (settings.key_file is None):
-        raise SystemExit("tabulae: --cert and --key go together")
+        raise _usage("--cert and --key go together")
     if settings.workers < 1:
-        raise SystemExit("tabulae: --workers must be at least 1")
+        raise _usage("--workers must be at least 1")
     if settings.oauth and settings.cert_file is None:
-        raise SystemExit(
-            "tabulae: --oauth basic needs --cert and --key: the SDKs send bearer tokens over HTTPS only"
-        )
+        raise _usage("--oauth basic needs --cert and --key: the SDKs send bearer tokens over HTTPS only")
     if settings.clock_skew < 0:
-        raise SystemExit("tabulae: --clock-skew must be 0 (off) or more seconds")
+        raise _usage("--clock-skew must be 0 (off) or more seconds")
     if settings.max_connections_per_client < 0:
-        raise SystemExit("tabulae: --max-connections-per-client must be 0 (no limit) or more")
+        raise _usage("--max-connections-per-client must be 0 (no limit) or more")
     if settings.shutdown_timeout < 0:
-        raise SystemExit("tabulae: --shutdown-timeout must be 0 or more seconds")
+        raise _usage("--shutdown-timeout must be 0 or more seconds")
     if settings.store_url and settings.in_memory:
-        raise SystemExit("tabulae: --in-memory and --store exclude each other")
+        raise _usage("--in-memory and --store exclude each other")
     ports = list(settings.ports().values())
     if len(set(ports)) != len(ports):
-        raise SystemExit("tabulae: two services cannot share a port (--port, --queue-port, --blob-port)")
+        raise _usage("two services cannot share a port (--port, --queue-port, --blob-port)")
 
 
 def _check_store(settings: Settings) -> None:
-    """A PostgreSQL store is checked (and an empty one given its schema) once, before any port
-    is bound or worker started, so a database that cannot be served stops the server with a
-    message saying what to run rather than failing in every worker."""
-    from tabulae.storage.factory import StoreSetupError, check_database, is_postgres_url
+    """The store is checked once, before any port is bound or worker started, so a store that
+    cannot be served stops the server with one line saying why rather than failing in every
+    worker after the banner: a PostgreSQL database (an empty one is given its schema), or the
+    SQLite data directory (a file, a read-only file system, no permission to write)."""
+    from tabulae.storage.factory import StoreSetupError, check_data_dir, check_database, is_postgres_url
 
-    if not is_postgres_url(settings.store_url):
+    if settings.in_memory:
         return
-    assert settings.store_url is not None
+    if not settings.store_url:
+        try:
+            check_data_dir(settings.data_dir)
+        except StoreSetupError as exc:
+            raise Failure("InvalidDataDir", f"{exc} (choose another with --data-dir)") from None
+        return
+    if not is_postgres_url(settings.store_url):
+        return  # the workers refuse it, naming the scheme
     try:
         asyncio.run(check_database(settings.store_url))
     except StoreSetupError as exc:
-        raise SystemExit(f"tabulae: {exc}") from None
+        raise Failure("StoreNotReady", str(exc)) from None
 
 
 def serve(args: argparse.Namespace) -> None:
@@ -214,14 +237,14 @@ def serve(args: argparse.Namespace) -> None:
     try:
         settings = settings_from(args)
     except ConfigError as exc:
-        raise SystemExit(f"tabulae: {exc}") from None
+        raise _usage(str(exc)) from None
     _check(settings)
     _check_store(settings)
     try:
         worker_sockets = compose.bind(settings)
         compose.exit_on_stop_signals()
     except compose.BindError as exc:
-        raise SystemExit(f"tabulae: {exc}") from None
+        raise Failure(exc.code, str(exc)) from None
     where = f"in {settings.data_dir}"
     if settings.in_memory:
         settings.data_dir = _memory_dir()
@@ -234,36 +257,67 @@ def serve(args: argparse.Namespace) -> None:
         f"{service.capitalize()} service on {scheme}://{settings.host}:{port}/{first}"
         for service, port in settings.ports().items()
     )
-    print(
+    lines = [
         f"Tabulae {__version__}: {endpoints}; accounts {', '.join(settings.accounts)}, "
-        f"{settings.workers} worker(s), data {where}",
-        flush=True,
-    )
+        f"{settings.workers} worker(s), data {where}"
+    ]
+    if settings.console_on():
+        console_port = settings.ports().get("table") or next(iter(settings.ports().values()))
+        lines.append(f"Console: {scheme}://{settings.host}:{console_port}/-/console/")
+    for account in settings.accounts:
+        lines.append(f"Connection string ({account}): {settings.connection_string(account)}")
+    print("\n".join(lines), flush=True)
     try:
         compose.serve(settings, worker_sockets)
+    except compose.StartupFailed as exc:
+        raise Failure("StartupFailed", str(exc), EXIT_START) from None
     finally:
         if settings.in_memory:
             shutil.rmtree(settings.data_dir, ignore_errors=True)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``tabulae`` console script."""
+def run(argv: list[str] | None = None) -> int:
+    """Run one command; its exit status (a failure raises)."""
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         serve(args)
-    elif args.command == "top":
-        sys.exit(top.main(args))
-    elif args.command == "stress":
-        sys.exit(stress.main(args))
-    elif args.command in ("table", "entity", "export", "import", "copy"):
-        sys.exit(datacli.main(args))
-    elif args.command == "examples":
-        sys.exit(examples.main(args))
-    elif args.command == "index":
-        sys.exit(indexes.main(args))
-    elif args.command == "db":
+        return 0
+    if args.command == "db":
         run_db_init(args)
-    elif args.command == "backup":
+        return 0
+    if args.command == "backup":
         run_backup(args)
-    else:  # pragma: no cover - argparse rejects unknown commands
-        sys.exit(2)
+        return 0
+    command = {
+        "top": top.main,
+        "stress": stress.main,
+        "table": datacli.main,
+        "entity": datacli.main,
+        "export": datacli.main,
+        "import": datacli.main,
+        "copy": datacli.main,
+        "examples": examples.main,
+        "index": indexes.main,
+    }[args.command]
+    return command(args)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``tabulae`` console script: every failure of every command becomes one
+    line ``tabulae: CODE: message`` and a non-zero exit status here; Ctrl-C exits 130 quietly."""
+    try:
+        status = run(argv)
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:  # the reader of our output went away (`… | head`): nothing to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV) and not isinstance(exc, Failure):
+            raise
+        failure = describe(exc)
+        if failure.code == "UnexpectedError":
+            failure.message += f" (set {DEBUG_ENV}=1 to see where)"
+        print(line(failure), file=sys.stderr, flush=True)
+        sys.exit(failure.status)
+    sys.exit(status)

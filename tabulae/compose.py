@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import errno
 import logging
 import os
 import random
@@ -24,6 +25,7 @@ from typing import Any
 
 import orjson
 import uvicorn
+from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 from uvicorn.supervisors.multiprocess import Process
 
@@ -263,7 +265,23 @@ def configure_protocol(settings: Settings) -> None:
 
 
 class BindError(Exception):
-    """A service's port could not be listened on; the message says which and why."""
+    """A service's port could not be listened on; the message says which and why, ``code`` what
+    kind of refusal it was."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class StartupFailed(Exception):
+    """A worker could not start (its own log line said why); the server has stopped."""
+
+
+_BIND_CODES = {
+    errno.EADDRINUSE: "AddressInUse",
+    errno.EACCES: "PermissionDenied",
+    errno.EADDRNOTAVAIL: "AddressNotAvailable",
+}
 
 
 def bind(settings: Settings) -> list[list[socket.socket]]:
@@ -279,7 +297,8 @@ def bind(settings: Settings) -> list[list[socket.socket]]:
                 flag = {"table": "--port", "queue": "--queue-port", "blob": "--blob-port"}[service]
                 raise BindError(
                     f"cannot listen on {settings.host}:{port} for the {service.capitalize()} service: "
-                    f"{exc.strerror or exc} (choose another with {flag}, or leave it out with --services)"
+                    f"{exc.strerror or exc} (choose another with {flag}, or leave it out with --services)",
+                    _BIND_CODES.get(exc.errno or 0, "CannotListen"),
                 ) from None
     except BaseException:
         for sockets in by_port:
@@ -293,7 +312,10 @@ class _SpreadMultiprocess(Multiprocess):
     """uvicorn's supervisor, starting each worker on its own listening sockets. A worker started
     later in place of one that died (or on SIGHUP) gets every worker's sockets, as uvicorn gives
     them: it serves its predecessor's share and competes for the others', which is correct,
-    only less evenly spread."""
+    only less evenly spread.
+
+    A worker that fails to start (uvicorn's status for it) stops the server, as uvicorn does;
+    ``failed`` then says so, for the server to exit non-zero instead of 0 as after a signal."""
 
     def __init__(
         self, config: uvicorn.Config, worker_sockets: list[list[socket.socket]], stop_within: float
@@ -301,6 +323,7 @@ class _SpreadMultiprocess(Multiprocess):
         super().__init__(config, sockets=[sock for own in worker_sockets for sock in own])
         self._worker_sockets = worker_sockets
         self._stop_within = stop_within
+        self.failed = False
 
     def init_processes(self) -> None:
         for own in self._worker_sockets:
@@ -319,6 +342,13 @@ class _SpreadMultiprocess(Multiprocess):
                 log.error("worker process %s did not stop in time; killing it", process.pid)
                 process.kill()
                 process.process.join()
+
+    def keep_subprocess_alive(self) -> None:
+        stopping = self.should_exit.is_set()
+        super().keep_subprocess_alive()
+        if not stopping and any(process.exitcode == STARTUP_FAILURE for process in self.processes):
+            self.failed = True
+            self.should_exit.set()
 
 
 def serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> None:
@@ -366,15 +396,23 @@ def _serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> Non
             server.should_exit = True
 
         _on_stop_signals(stop)
-        server.run(sockets=worker_sockets[0])
+        try:
+            server.run(sockets=worker_sockets[0])
+        except SystemExit as exc:
+            if exc.code != STARTUP_FAILURE:
+                raise
+            raise StartupFailed("the server could not start (the reason is logged above)") from None
         if not server.started and not server.should_exit:
-            raise SystemExit(3)  # start-up failed (uvicorn's own exit status for it); logged already
+            raise StartupFailed("the server could not start (the reason is logged above)")
         return
 
     os.environ[SETTINGS_ENV] = settings.to_json()
     config = uvicorn.Config("tabulae.compose:create_app", factory=True, workers=settings.workers, **options)
     stop_within = settings.shutdown_timeout + 2 * SHUTDOWN_MARGIN_SECONDS
-    _SpreadMultiprocess(config, worker_sockets, stop_within).run()
+    supervisor = _SpreadMultiprocess(config, worker_sockets, stop_within)
+    supervisor.run()
+    if supervisor.failed:
+        raise StartupFailed("a worker could not start (the reason is logged above); the server stopped")
 
 
 def exit_on_stop_signals() -> None:

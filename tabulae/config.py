@@ -266,6 +266,24 @@ class Settings:
         every = {"table": self.port, "queue": self.queue_port, "blob": self.blob_port}
         return {service: every[service] for service in self.services}
 
+    def connection_string(self, account: str) -> str:
+        """A connection string for ``account`` naming every endpoint this server serves. Only the
+        development account's well-known key (public, the emulators' own) is written out; any
+        other account gets ``<your key>`` in its place: keys are never printed."""
+        scheme = "https" if self.cert_file else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        well_known = account == DEV_ACCOUNT and self.accounts.get(account) == [base64.b64decode(DEV_KEY)]
+        parts = [
+            f"DefaultEndpointsProtocol={scheme}",
+            f"AccountName={account}",
+            f"AccountKey={DEV_KEY if well_known else '<your key>'}",
+        ]
+        ports = self.ports()
+        for service in ("blob", "queue", "table"):  # the order the SDKs' own strings use
+            if service in ports:
+                parts.append(f"{service.capitalize()}Endpoint={scheme}://{host}:{ports[service]}/{account}")
+        return ";".join(parts) + ";"
+
     def loopback(self) -> bool:
         """Whether the server listens on the loopback interface only."""
         if self.host == "localhost":

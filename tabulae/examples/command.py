@@ -10,6 +10,8 @@ import argparse
 import os
 from pathlib import Path
 
+from tabulae.tools.failures import EXIT_USAGE, Failure
+
 __all__ = ["add_arguments", "main"]
 
 
@@ -42,6 +44,9 @@ def main(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:
         if not (exc.name or "").startswith("azure"):
             raise
-        print(f"tabulae: the examples need Microsoft's SDKs ({exc.name}): pip install 'tabulae[examples]'")
-        return 2
+        raise Failure(
+            "MissingDependency",
+            f"the examples need Microsoft's SDKs ({exc.name}): pip install 'tabulae[examples]'",
+            EXIT_USAGE,
+        ) from None
     return runner.main(args)

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from azure.core.exceptions import HttpResponseError
-from azure.data.tables import TableServiceClient
 
 from tabulae.examples import catalogue, report
 from tabulae.examples.harness import ClaimFailed, Example, SkipExample
 from tabulae.examples.report import Result
+from tabulae.tools.endpoints import check_connection_string
+from tabulae.tools.failures import EXIT_USAGE, Failure, connection_code
 
 __all__ = ["Result", "main", "run_one"]
 
@@ -58,20 +59,21 @@ def run_one(name: str, connection_string: str, log: Callable[[str], None] = prin
     )
 
 
-def _unreachable(connection_string: str) -> str | None:
-    """Why the Table endpoint cannot be reached (nothing listening, a bad connection string), or
-    None: said once, instead of every example failing after the SDK's retries."""
-    try:
-        url = TableServiceClient.from_connection_string(connection_string).url
-    except ValueError as exc:
-        return f"the connection string is not usable: {exc}"
+def _check_reachable(connection_string: str) -> None:
+    """A :class:`Failure` when the Table endpoint cannot be reached (nothing listening, a bad
+    connection string): said once, instead of every example failing after the SDK's retries."""
+    url = check_connection_string(connection_string).url
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         with socket.create_connection((parts.hostname or "", port), timeout=5):
-            return None
+            return
     except OSError as exc:
-        return f"cannot reach the Table endpoint {url}: {exc.strerror or exc} (is the server running?)"
+        raise Failure(
+            connection_code(exc),
+            f"cannot reach the Table endpoint {url}: {exc.strerror or exc} (is the server running?)",
+            EXIT_USAGE,
+        ) from None
 
 
 def main(args: argparse.Namespace) -> int:
@@ -81,17 +83,17 @@ def main(args: argparse.Namespace) -> int:
         return 0
     unknown = [name for name in args.patterns if name not in catalogue.EXAMPLES]
     if unknown:
-        print(f"tabulae: unknown example(s): {', '.join(unknown)}; `tabulae examples --list` names them")
-        return 2
+        raise Failure(
+            "InvalidArguments",
+            f"unknown example(s): {', '.join(unknown)}; `tabulae examples --list` names them",
+            EXIT_USAGE,
+        )
     names = args.patterns or list(catalogue.EXAMPLES)
 
     def log(line: str) -> None:
         print(line, flush=True)
 
-    unreachable = _unreachable(args.connection_string)
-    if unreachable:
-        print(f"tabulae: {unreachable}")
-        return 2
+    _check_reachable(args.connection_string)
     results = []
     for name in names:
         result = run_one(name, args.connection_string, log=log)

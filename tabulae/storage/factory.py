@@ -52,6 +52,18 @@ async def open_stores(store_url: str | None, data_dir: Path, in_memory: bool) ->
     raise ValueError(f"unsupported store URL scheme {scheme!r}: use postgresql://… or no URL for SQLite")
 
 
+def check_data_dir(data_dir: Path) -> None:
+    """Before ``serve`` binds its ports: that the SQLite store can live in ``data_dir`` (created
+    if missing), or :class:`StoreSetupError` saying which path and why (a file, a read-only file
+    system, no permission), so no worker has to find out after the server has announced itself."""
+    from tabulae.storage.sqlite.directory import UnusableDirectory, check_directory
+
+    try:
+        check_directory(data_dir)
+    except UnusableDirectory as exc:
+        raise StoreSetupError(str(exc)) from None
+
+
 async def check_database(store_url: str) -> None:
     """Before ``serve`` binds its ports: make a PostgreSQL store ready to serve (the plain schema
     on an empty database) or raise :class:`StoreSetupError` saying what to run (Citus installed

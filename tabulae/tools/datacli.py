@@ -6,9 +6,9 @@ so they work against real Azure as against a local Tabulae. What a script can re
 * standard output carries data only (entities as JSON Lines, table names one a line); messages
   and the progress display go to standard error, and the display only on a terminal;
 * exit status 0 when the work is done; 1 when the service refused it or a file is not valid (the
-  message says ``tabulae: CODE: message`` with Azure's error code); 2 for a usage error; 3 when a
-  copy's final count check fails; 130 when interrupted (an import or copy then resumes where it
-  stopped when run again).
+  message says ``tabulae: CODE: message`` with Azure's error code, see :mod:`.failures`); 2 for a
+  usage error; 3 when a copy's final count check fails; 130 when interrupted (an import or copy
+  then resumes where it stopped when run again).
 """
 
 from __future__ import annotations
@@ -21,23 +21,18 @@ from pathlib import Path
 from typing import IO, Any
 
 import orjson
-from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsError
+from azure.core.exceptions import ResourceExistsError
 
 from tabulae.tools import transfer
-from tabulae.tools.endpoints import (
-    Endpoint,
-    EndpointError,
-    add_endpoint_arguments,
-    endpoint_from,
-    table_client,
-)
+from tabulae.tools.endpoints import Endpoint, add_endpoint_arguments, endpoint_from, table_client
+from tabulae.tools.failures import Failure
 from tabulae.tools.formats import CsvWriter, FormatError, clean, read_csv, read_jsonl, writable, write_jsonl
-from tabulae.tools.loader import Loader, LoadFailed
+from tabulae.tools.loader import Loader
 from tabulae.tools.progress import meter
 from tabulae.tools.transfer import FileSource, TableSource
-from tabulae.tools.wire import ServiceError, TableWire, with_retries
+from tabulae.tools.wire import TableWire, with_retries
 
-EXIT_FAILED, EXIT_USAGE, EXIT_COUNT, EXIT_INTERRUPTED = 1, 2, 3, 130
+EXIT_COUNT = 3
 
 
 def add_commands(commands: Any) -> None:
@@ -144,35 +139,15 @@ def _add_load_options(parser: argparse.ArgumentParser, default_resume: str) -> N
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run one data command; the exit status the module docstring lists."""
-    try:
-        handler = {
-            "table": run_table,
-            "entity": run_entity,
-            "export": run_export,
-            "import": run_import,
-            "copy": run_copy,
-        }[args.command]
-        return handler(args)
-    except (EndpointError, transfer.ResumeMismatch) as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    except (ServiceError, LoadFailed, FormatError) as exc:
-        return _fail(str(exc))
-    except HttpResponseError as exc:
-        code = getattr(exc, "error_code", None) or exc.status_code
-        code = getattr(code, "value", code)  # the SDK's error codes are an enum of Azure's strings
-        return _fail(f"{code}: {str(exc.message).splitlines()[0]}")
-    except AzureError as exc:
-        return _fail(f"cannot reach the service: {str(exc).splitlines()[0]}")
-    except FileNotFoundError as exc:
-        return _fail(f"{exc.filename}: no such file")
-    except KeyboardInterrupt:
-        return _fail("interrupted", EXIT_INTERRUPTED)
-
-
-def _fail(message: str, status: int = EXIT_FAILED) -> int:
-    print(f"tabulae: {message}", file=sys.stderr)
-    return status
+    """Run one data command; a failure propagates, for ``tabulae.cli`` to tell in one line."""
+    handler = {
+        "table": run_table,
+        "entity": run_entity,
+        "export": run_export,
+        "import": run_import,
+        "copy": run_copy,
+    }[args.command]
+    return handler(args)
 
 
 def _say(message: str) -> None:
@@ -211,6 +186,8 @@ def run_entity(args: argparse.Namespace) -> int:
             raise FormatError(f"the entity is not JSON ({exc})") from None
         if not isinstance(entity, dict):
             raise FormatError("the entity must be a JSON object")
+        if not isinstance(entity.get("PartitionKey"), str) or not isinstance(entity.get("RowKey"), str):
+            raise FormatError("the entity needs string PartitionKey and RowKey")
         etag = wire.write(writable(entity), args.mode, args.etag)
         _say(f"written, ETag {etag}")
     elif args.entity_command == "delete":
@@ -342,7 +319,8 @@ def run_copy(args: argparse.Namespace) -> int:
     if not args.no_check:
         found = transfer.count(dest)
         if found != loaded:
-            return _fail(
+            raise Failure(
+                "CountMismatch",
                 f"count check failed: {dest.table} holds {found:,} entities, {loaded:,} were copied "
                 f"(was it empty before? resume file kept: {resume.path})",
                 EXIT_COUNT,

@@ -17,6 +17,8 @@ through the SDK's pipeline carries it.
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -25,14 +27,42 @@ from urllib.parse import urlsplit
 from azure.core.credentials import AzureNamedKeyCredential, AzureSasCredential
 from azure.data.tables import TableClient, TableServiceClient
 
+from tabulae.tools.failures import EXIT_USAGE, Failure
+
 DEV_CONNECTION = "UseDevelopmentStorage=true"
 CONNECTION_ENV = "AZURE_STORAGE_CONNECTION_STRING"
+INVALID = "InvalidConnectionString"
 # Our own retries decide (with back-off and a count the user sees); the SDK's would hide them.
 CLIENT_OPTIONS: dict[str, Any] = {"retry_total": 0, "connection_timeout": 20, "read_timeout": 120}
 
 
-class EndpointError(ValueError):
-    """Connection options that cannot work together; the message says which (never a key)."""
+class EndpointError(Failure, ValueError):
+    """Connection options that cannot work (together); the message says which, never a key."""
+
+    def __init__(self, message: str, code: str = "InvalidArguments") -> None:
+        super().__init__(code, message, EXIT_USAGE)
+
+
+def check_connection_string(connection_string: str) -> TableServiceClient:
+    """The service client of ``connection_string``, or :class:`EndpointError`
+    (``InvalidConnectionString``) saying what is wrong with it: what the SDK cannot parse, and
+    an account key that is not base64 (which the SDK finds only when it signs a request)."""
+    try:
+        client = TableServiceClient.from_connection_string(connection_string, **CLIENT_OPTIONS)
+    except ValueError as exc:
+        raise EndpointError(f"the connection string is not usable: {exc}", INVALID) from None
+    for part in connection_string.split(";"):
+        name, _, value = part.strip().partition("=")
+        if name.lower() == "accountkey":
+            _check_key(value, "the AccountKey of the connection string", INVALID)
+    return client
+
+
+def _check_key(key: str, what: str, code: str) -> None:
+    try:
+        base64.b64decode(key, validate=True)
+    except (binascii.Error, ValueError):
+        raise EndpointError(f"{what} is not valid base64", code) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +77,7 @@ class Endpoint:
 
     def service(self) -> TableServiceClient:
         if self.url is None:
-            return TableServiceClient.from_connection_string(
-                self.connection_string or DEV_CONNECTION, **CLIENT_OPTIONS
-            )
+            return check_connection_string(self.connection_string or DEV_CONNECTION)
         return TableServiceClient(self.url, credential=self._credential(), **CLIENT_OPTIONS)
 
     def table(self, name: str) -> TableClient:
@@ -59,6 +87,7 @@ class Endpoint:
         if self.sas:
             return AzureSasCredential(self.sas.lstrip("?"))
         if self.account_name and self.account_key:
+            _check_key(self.account_key, "--account-key", "InvalidArguments")
             return AzureNamedKeyCredential(self.account_name, self.account_key)
         raise EndpointError("--endpoint needs --account-name and --account-key, or --sas")
 
@@ -66,7 +95,7 @@ class Endpoint:
         """Where this is, for messages: the endpoint URL, never a key or a SAS."""
         try:
             client = self.service()
-        except ValueError:
+        except EndpointError:
             return "(invalid connection string)"
         return client.url.split("?", 1)[0]
 

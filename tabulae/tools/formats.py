@@ -33,6 +33,8 @@ from typing import IO, Any
 
 import orjson
 
+from tabulae.tools.failures import Failure
+
 ANNOTATION = "@odata.type"
 DOUBLE = "Edm.Double"
 SPECIAL_DOUBLES = ("NaN", "Infinity", "-Infinity")
@@ -43,8 +45,11 @@ TYPES = (
 )  # fmt: skip
 
 
-class FormatError(ValueError):
+class FormatError(Failure, ValueError):
     """A record that is not an entity; the message names its line (or row) number."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("InvalidFormat", message)
 
 
 # ----------------------------------------------------------------------------- JSON form

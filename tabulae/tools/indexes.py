@@ -26,15 +26,15 @@ import orjson
 from azure.core.credentials import AzureNamedKeyCredential
 
 from tabulae.tools.endpoints import Endpoint, EndpointError, add_endpoint_arguments, endpoint_from
+from tabulae.tools.failures import EXIT_FAILED, Failure, connection_code
 
-EXIT_FAILED, EXIT_USAGE = 1, 2
 ADMIN_PATH = "/-/indexes"
 VERSION = "2019-02-02"
 POLL_SECONDS = 0.5
 
 
-class AdminError(Exception):
-    """The server refused a request; the text is ``CODE: message``."""
+class AdminError(Failure):
+    """The server refused a request (its Azure error code), or could not be reached."""
 
 
 def add_commands(commands: Any) -> None:
@@ -97,17 +97,18 @@ class AdminClient:
                 body = response.read()
                 return response.status, orjson.loads(body) if body else None
         except urllib.error.HTTPError as exc:
-            raise AdminError(_error_text(exc)) from None
+            raise _refusal(exc) from None
         except urllib.error.URLError as exc:
-            raise AdminError(f"cannot reach the service: {exc.reason}") from None
+            reason = getattr(exc.reason, "strerror", None) or exc.reason
+            raise AdminError(connection_code(exc), f"cannot reach {self.root}: {reason}") from None
 
 
-def _error_text(exc: urllib.error.HTTPError) -> str:
+def _refusal(exc: urllib.error.HTTPError) -> AdminError:
     try:
         error = orjson.loads(exc.read())["odata.error"]
-        return f"{error['code']}: {error['message']['value'].splitlines()[0]}"
-    except (ValueError, KeyError, TypeError):
-        return f"{exc.code}: {exc.reason}"
+        return AdminError(error["code"], error["message"]["value"].splitlines()[0])
+    except (ValueError, KeyError, TypeError, IndexError):
+        return AdminError(f"Http{exc.code}", str(exc.reason))
 
 
 def _line(index: dict[str, Any]) -> str:
@@ -134,14 +135,13 @@ def run_add(client: AdminClient, args: argparse.Namespace) -> int:
         _status, listing = client.call("GET", args.table)
         found = [i for i in listing["value"] if i["property"] == args.property]
         if not found:
-            raise AdminError("IndexNotFound: the index was dropped while it was being built")
+            raise AdminError("IndexNotFound", "the index was dropped while it was being built")
         index = found[0]
     if shown:
         print(file=sys.stderr)
     print(_line(index))
     if index["state"] == "failed":
-        print(f"tabulae: index build failed: {index.get('error')}", file=sys.stderr)
-        return EXIT_FAILED
+        raise Failure("IndexBuildFailed", f"index build failed: {index.get('error')}", EXIT_FAILED)
     return 0
 
 
@@ -158,20 +158,7 @@ def run_drop(client: AdminClient, args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run one ``index`` command; exit status as the module docstring says."""
-    try:
-        client = AdminClient(endpoint_from(args))
-        handler = {"add": run_add, "list": run_list, "drop": run_drop}[args.index_command]
-        return handler(client, args)
-    except EndpointError as exc:
-        print(f"tabulae: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ValueError as exc:  # a connection string the SDK cannot read
-        print(f"tabulae: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except AdminError as exc:
-        print(f"tabulae: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        print("tabulae: interrupted", file=sys.stderr)
-        return 130
+    """Run one ``index`` command; a failure propagates, for ``tabulae.cli`` to tell in one line."""
+    client = AdminClient(endpoint_from(args))
+    handler = {"add": run_add, "list": run_list, "drop": run_drop}[args.index_command]
+    return handler(client, args)

@@ -38,6 +38,7 @@ from typing import Any
 
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 
+from tabulae.tools.failures import Failure, connection_code
 from tabulae.tools.progress import Meter
 from tabulae.tools.wire import BATCH_BYTES, BATCH_OPERATIONS, ServiceError, TableWire, with_retries
 
@@ -46,8 +47,9 @@ SAVE_EVERY = 5_000  # acknowledged records between two writes of the resume file
 FRAMING = 300  # bytes of multipart framing per operation, counted against the 4 MiB of a batch
 
 
-class LoadFailed(Exception):
-    """A record the service refused for good; the message names the record and the error."""
+class LoadFailed(Failure):
+    """A record the service refused for good (Azure's code; the message names the record), or a
+    batch that got no answer however often it was sent."""
 
 
 @dataclass(slots=True)
@@ -215,9 +217,11 @@ class Loader:
             index = error.index
             where = batch[index].where if index is not None and index < len(batch) else None
             named = f"{where}: " if where else f"{batch[0].where} (a batch of {len(batch)}): "
-            raise LoadFailed(f"{named}{error.code or error.status}: {error.message}") from None
+            raise LoadFailed(error.code, f"{named}{error.message}") from None
         except (ServiceRequestError, ServiceResponseError) as error:
-            raise LoadFailed(f"{batch[0].where}: no answer from the service ({error})") from None
+            raise LoadFailed(
+                connection_code(error), f"{batch[0].where}: no answer from the service"
+            ) from None
 
     # ---------------------------------------------------------------------- acknowledgements
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
 from tabulae.config import DEFAULT_HOST, DEFAULT_PORT, DEV_ACCOUNT, DEV_KEY
+from tabulae.tools.failures import EXIT_USAGE, Failure, describe
 
 __all__ = [
     "SCHEMES",
@@ -266,7 +267,9 @@ async def stress(
         from azure.data.tables import UpdateMode
         from azure.data.tables.aio import TableClient
     except ImportError as exc:
-        raise SystemExit("tabulae stress needs the SDK: pip install 'tabulae[stress]'") from exc
+        raise Failure(
+            "MissingDependency", "tabulae stress needs the SDK: pip install 'tabulae[stress]'"
+        ) from exc
 
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
@@ -462,7 +465,12 @@ def main(args: argparse.Namespace) -> int:
         if len(weights) != 3 or min(weights) < 0 or sum(weights) <= 0:
             raise ValueError(args.mix)
     except ValueError:
-        raise SystemExit("tabulae stress: --mix takes three non-negative weights, e.g. 50,20,30") from None
+        raise Failure(
+            "InvalidArguments", "--mix takes three non-negative weights, e.g. 50,20,30", EXIT_USAGE
+        ) from None
+    from tabulae.tools.endpoints import check_connection_string
+
+    check_connection_string(connection_string)
     try:
         report = run_stress(
             connection_string,
@@ -481,6 +489,9 @@ def main(args: argparse.Namespace) -> int:
             out=sys.stdout,
         )
     except ValueError as exc:
-        raise SystemExit(f"tabulae stress: {exc}") from None
+        told = describe(exc)  # a service's refusal keeps its code (TableAlreadyExists)
+        if told.code == "UnexpectedError":
+            told = Failure("InvalidArguments", str(exc), EXIT_USAGE)
+        raise told from None
     sys.stdout.write("\n" + render_report(report))
     return 0

@@ -19,11 +19,13 @@ import sys
 import textwrap
 import time
 import unicodedata
+import urllib.error
 import urllib.request
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from tabulae.config import DEFAULT_HOST, DEFAULT_PORT
+from tabulae.tools.failures import Failure, connection_code
 
 __all__ = ["CLEAR", "add_arguments", "fetch_snapshot", "main", "metrics_url", "render_top", "run_top"]
 
@@ -220,8 +222,8 @@ def run_top(
 
     ``iterations`` bounds the number of draws (``None``: until interrupted). The screen is
     cleared before each draw when ``clear`` is true (default: when ``out`` is a terminal). A
-    server that cannot be read at the first poll ends the run at once with status 1 (a wrong
-    address, or no server); one that stops answering later is reported in place of the table and
+    server that cannot be read at the first poll ends the run at once with a :class:`Failure` (a
+    wrong address, or no server); one that stops answering later is reported in place of the table and
     polled again, and the status is 1 if the last poll failed, else 0.
     """
     stream = out if out is not None else sys.stdout
@@ -243,8 +245,7 @@ def run_top(
                 reason = getattr(exc, "reason", exc)
                 failed = True
                 if not drawn:
-                    sys.stderr.write(f"tabulae top: cannot read {url}: {reason}\n")
-                    return 1
+                    raise Failure(_code(exc), f"cannot read {url}: {reason}") from None
                 text = f"tabulae top: cannot read {url}: {reason}\n"
             stream.write((CLEAR if clear else "") + text)
             stream.flush()
@@ -252,6 +253,12 @@ def run_top(
     except KeyboardInterrupt:
         stream.write("\n")
     return 1 if failed else 0
+
+
+def _code(exc: Exception) -> str:
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"Http{exc.code}"
+    return connection_code(exc) if isinstance(exc, OSError) else "InvalidResponse"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -22,14 +22,18 @@ from typing import Any
 
 import orjson
 
+from tabulae.tools.failures import EXIT_USAGE, Failure
 from tabulae.tools.formats import upsert_body
 from tabulae.tools.loader import Item
 from tabulae.tools.progress import Meter
 from tabulae.tools.wire import Page, TableWire
 
 
-class ResumeMismatch(Exception):
+class ResumeMismatch(Failure):
     """A resume file that belongs to another source or destination."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("ResumeMismatch", message, EXIT_USAGE)
 
 
 # ------------------------------------------------------------------------------ resume file

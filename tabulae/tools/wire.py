@@ -29,6 +29,8 @@ from azure.core.exceptions import HttpResponseError, ServiceRequestError, Servic
 from azure.core.rest import HttpRequest, HttpResponse
 from azure.data.tables import TableClient
 
+from tabulae.tools.failures import Failure
+
 T = TypeVar("T")
 ACCEPT = "application/json;odata=minimalmetadata"
 BATCH_OPERATIONS = 100  # an entity group transaction holds at most 100 operations
@@ -42,21 +44,19 @@ _STATUS_LINE = re.compile(rb"HTTP/1\.1 (\d{3})")
 _INDEX = re.compile(r"^(\d+):")
 
 
-class ServiceError(Exception):
+class ServiceError(Failure):
     """A request the service refused: HTTP status, Azure error code and message (and, for a
     batch, the index of the operation that failed). ``transient`` errors are worth retrying."""
 
     def __init__(self, status: int, code: str, message: str, index: int | None = None) -> None:
-        super().__init__(f"{code or status}: {message}")
-        self.status = status
-        self.code = code
-        self.message = message
+        super().__init__(code or f"Http{status}", message)
+        self.http_status = status  # (``status`` is the exit status of a Failure)
         self.index = index
 
     @property
     def transient(self) -> bool:
         """500 and 503 (``ServerBusy``, ``OperationTimedOut``, ``InternalError``) pass; so may 408/429."""
-        return self.status in (408, 429, 500, 502, 503, 504)
+        return self.http_status in (408, 429, 500, 502, 503, 504)
 
 
 def transient(error: Exception) -> bool:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import base64
 import glob
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from azure.core.credentials import AccessToken
 from azure.data.tables import TableServiceClient
+from azure.storage.blob import BlobServiceClient
+from azure.storage.queue import QueueServiceClient
 
 from tests.serverproc import ServerProcess, free_port
 
@@ -37,7 +41,10 @@ def test_a_busy_port_is_reported_before_any_banner(tmp_path: Path) -> None:
         result = _serve("--port", str(port), "--services", "table", "--data-dir", str(tmp_path))
     assert result.returncode != 0
     assert result.stdout == ""  # no "Table service on ..." line for a server that never listened
-    assert result.stderr.startswith(f"tabulae: cannot listen on 127.0.0.1:{port} for the Table service")
+    assert result.stderr.startswith(
+        f"tabulae: AddressInUse: cannot listen on 127.0.0.1:{port} for the Table service"
+    )
+    assert result.stderr.count("\n") == 1
     assert "Traceback" not in result.stderr
     assert "--port" in result.stderr
 
@@ -110,7 +117,7 @@ def test_top_against_a_dead_server_fails(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "tabulae", "top", f"127.0.0.1:{free_port()}", "--iterations", "2"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=30)
     assert result.returncode == 1
-    assert "tabulae top: cannot read" in result.stderr
+    assert result.stderr.startswith("tabulae: ConnectionRefused: cannot read")
 
 
 def test_top_against_a_live_server_succeeds(server: ServerProcess) -> None:
@@ -138,5 +145,89 @@ def test_make_run_installs_the_server_without_the_test_toolchain(tmp_path: Path)
     run = plan("run")
     assert f"{venv}/bin/pip install --quiet -e ." in run and "[test]" not in run
     assert f"{venv}/bin/tabulae serve" in run
+    flagged = subprocess.run(
+        ["make", "-n", "-C", str(root), "run", f"VENV={venv}", "ARGS=--port 20002 --workers 1"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert f"{venv}/bin/tabulae serve --port 20002 --workers 1" in flagged
     test = plan("test")
     assert "-e '.[test]'" in test and "scripts/check" in test
+
+
+def _first_lines(process: subprocess.Popen[str], count: int, timeout: float = 60) -> list[str]:
+    """The first ``count`` lines the server prints, or fewer if it prints no more in time."""
+    lines: list[str] = []
+
+    def read() -> None:
+        assert process.stdout is not None
+        for _ in range(count):
+            lines.append(process.stdout.readline().rstrip("\n"))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return list(lines)
+
+
+def test_the_banner_gives_the_console_and_a_connection_string_that_works() -> None:
+    port = free_port()
+    queue_port, blob_port = free_port(), free_port()
+    command = [
+        sys.executable, "-m", "tabulae", "serve", "--port", str(port), "--queue-port", str(queue_port),
+        "--blob-port", str(blob_port), "--in-memory", "--workers", "1",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert process.stdout is not None
+        lines = _first_lines(process, 3)
+        assert lines[1] == f"Console: http://127.0.0.1:{port}/-/console/"
+        label, _, connection_string = lines[2].partition(": ")
+        assert label == "Connection string (devstoreaccount1)"
+        assert connection_string == (
+            "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
+            "AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"
+            f"BlobEndpoint=http://127.0.0.1:{blob_port}/devstoreaccount1;"
+            f"QueueEndpoint=http://127.0.0.1:{queue_port}/devstoreaccount1;"
+            f"TableEndpoint=http://127.0.0.1:{port}/devstoreaccount1;"
+        )
+        # Copied into an SDK, it reaches every service.
+        with TableServiceClient.from_connection_string(connection_string) as tables:
+            tables.create_table("banner")
+            assert [t.name for t in tables.list_tables()] == ["banner"]
+        with QueueServiceClient.from_connection_string(connection_string) as queues:
+            queues.create_queue("banner")
+            assert [q.name for q in queues.list_queues()] == ["banner"]
+        with BlobServiceClient.from_connection_string(connection_string) as blobs:
+            blobs.create_container("banner")
+            assert [c.name for c in blobs.list_containers()] == ["banner"]
+    finally:
+        process.terminate()
+        process.wait(15)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def test_the_banner_never_prints_the_key_of_an_account_of_ours() -> None:
+    key = base64.b64encode(b"a secret key of thirty-two bytes").decode()
+    command = [
+        sys.executable, "-m", "tabulae", "serve", "--port", str(free_port()),
+        "--queue-port", str(free_port()), "--blob-port", str(free_port()), "--in-memory",
+        "--workers", "1", "--services", "table,queue", "--account", f"myaccount:{key}", "--no-console",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert process.stdout is not None
+        banner = _first_lines(process, 2)
+    finally:
+        process.terminate()
+        process.wait(15)
+        if process.stdout is not None:
+            process.stdout.close()
+    assert banner[1].startswith(
+        "Connection string (myaccount): DefaultEndpointsProtocol=http;AccountName=myaccount;"
+        "AccountKey=<your key>;QueueEndpoint=http://127.0.0.1:"
+    )
+    assert "BlobEndpoint" not in banner[1] and "Console" not in "".join(banner)
+    assert key not in "".join(banner)

@@ -204,7 +204,12 @@ def test_a_bad_record_stops_the_import_and_names_its_line(
 
 
 def test_imports_ride_out_injected_503s_and_500s(tmp_path: Path) -> None:
-    faulty = ServerProcess(tmp_path / "data", extra_args=["--faults", "0.3", "--faults-seed", "7"]).start()
+    """A fifth of the requests fail, and a partition now and then goes offline for 1 to 3 s;
+    every batch must get through within its 10 tries. (At 0.3 a batch whose first tries fell
+    into an outage window could exhaust them, ending the import with the last injected error,
+    often OperationTimedOut: the faults are seeded by pid, so they differ on every run and the
+    test failed now and then.)"""
+    faulty = ServerProcess(tmp_path / "data", extra_args=["--faults", "0.2", "--faults-seed", "7"]).start()
     try:
         source = tmp_path / "source.jsonl"
         entities = [{"PartitionKey": f"p{i % 37}", "RowKey": f"{i:06d}", "n": i} for i in range(5000)]
@@ -212,7 +217,7 @@ def test_imports_ride_out_injected_503s_and_500s(tmp_path: Path) -> None:
         result = tool(faulty, "import", str(source), "faulty", "--concurrency", "8")
         assert result.returncode == 0, result.stderr
         retried = int(result.stderr.split("; ")[-1].split(" ")[0])
-        assert retried > 0
+        assert retried >= 5  # about a fifth of some 80 requests fail
         exported = tmp_path / "exported.jsonl"
         assert tool(faulty, "export", "faulty", str(exported)).returncode == 0  # its reads retry too
         assert lines_without_timestamps(exported) == lines_without_timestamps(source)

@@ -99,8 +99,10 @@ def test_every_example_passes(servers: Servers, tmp_path: Path) -> None:
 def test_unknown_example_and_unreachable_server_are_refused_at_once() -> None:
     run = examples("--connection-string", "UseDevelopmentStorage=true", "no-such-pattern")
     assert run.returncode == 2
-    assert "unknown example(s): no-such-pattern" in run.stdout
+    assert run.stderr.startswith("tabulae: InvalidArguments: unknown example(s): no-such-pattern")
     nobody = ServerProcess(Path("unused"))  # free ports, never started
     run = examples("--connection-string", nobody.connection_string, "log-tail")
     assert run.returncode == 2
-    assert f"cannot reach the Table endpoint {nobody.endpoint}" in run.stdout
+    assert run.stderr.startswith(
+        f"tabulae: ConnectionRefused: cannot reach the Table endpoint {nobody.endpoint}"
+    )

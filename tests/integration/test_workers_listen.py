@@ -101,7 +101,7 @@ def test_a_second_server_on_the_port_is_refused(two_workers: ServerProcess, tmp_
     assert result.returncode != 0
     assert result.stdout == ""
     assert result.stderr.startswith(
-        f"tabulae: cannot listen on 127.0.0.1:{two_workers.port} for the Table service"
+        f"tabulae: AddressInUse: cannot listen on 127.0.0.1:{two_workers.port} for the Table service"
     )
     assert "another Tabulae server" in result.stderr
     # The first server still answers, and on the same port a one-worker server is refused too.

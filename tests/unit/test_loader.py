@@ -112,5 +112,5 @@ def test_a_refused_record_is_named() -> None:
             raise ServiceError(400, "PropertyNameInvalid", "bad", index=1)
 
     source = [("p", "a", b"1"), ("p", "b", b"2")]
-    with pytest.raises(LoadFailed, match="line 2: PropertyNameInvalid"):
+    with pytest.raises(LoadFailed, match="PropertyNameInvalid: line 2: bad"):
         Loader(Refusing(), Meter(), None).run(items(source), lambda: {})  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ import pytest
 
 from tabulae.insight.partitions import Insight
 from tabulae.tools import top
+from tabulae.tools.failures import Failure
 from tabulae.tools.stress import (
     VERDICT_AT,
     VERDICT_CLIENT_BOUND,
@@ -169,14 +170,16 @@ def test_run_top_without_a_terminal_does_not_clear(metrics_server: tuple[str, li
     assert CLEAR not in out.getvalue()
 
 
-def test_run_top_fails_at_once_on_an_unreachable_server(capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_top_fails_at_once_on_an_unreachable_server() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, not listening: connections are refused
         out = io.StringIO()
-        assert run_top(f"127.0.0.1:{port}", interval=0, iterations=5, out=out) == 1
+        with pytest.raises(Failure) as refused:
+            run_top(f"127.0.0.1:{port}", interval=0, iterations=5, out=out)
     assert out.getvalue() == ""
-    assert f"tabulae top: cannot read http://127.0.0.1:{port}/metrics?format=json" in capsys.readouterr().err
+    assert refused.value.code == "ConnectionRefused"
+    assert refused.value.message.startswith(f"cannot read http://127.0.0.1:{port}/metrics?format=json")
 
 
 def test_run_top_keeps_polling_a_server_that_goes_away(metrics_server: tuple[str, list[str]]) -> None:
