@@ -18,9 +18,12 @@ a missing source is 404 ``SourcePathNotFound``; a missing destination parent 404
 ``RenameDestinationParentPathNotFound``; a destination inside the source directory, or the
 source directory itself, 409 ``InvalidRenameSourcePath``; a destination of the other type 409
 ``InvalidSourceOrDestinationResourceType``; a file replaces an existing file; a directory
-replaces an empty directory and refuses a non-empty one with 409 ``DirectoryNotEmpty``
-(POSIX rename; assumed); a file or directory in the way of a destination's parent chain is 409
-``InvalidDestinationPath``. Renaming a file onto itself changes nothing (assumed, as HDFS).
+replaces an empty directory, also in another file system of the account (the python SDK's live
+``test_rename_to_an_existing_directory_in_another_file_system``), and a non-empty one is refused
+(its ``test_rename_directory_to_non_empty_directory`` is skipped because Azure refuses it; the
+code, 409 ``DirectoryNotEmpty`` as POSIX's ENOTEMPTY, is assumed); a file in the way of a
+destination's parent chain is 409 ``InvalidDestinationPath``. Renaming a file onto itself
+changes nothing (assumed, as HDFS).
 """
 
 from __future__ import annotations
