@@ -114,6 +114,57 @@ READ_ONLY = frozenset(
 )  # fmt: skip
 
 
+# The SAS permissions each operation needs: every group of the tuple must be granted, by any one
+# of its letters. From the permission descriptions of the DFS SDK's SAS classes ("Create a
+# service SAS"): r reads content, properties and metadata; c creates; w writes content,
+# properties and metadata and leases; a appends; d deletes; l lists; m moves; e gets status and
+# ACL (and lets an owner set access control, which the caller decides); o sets owner and group;
+# p sets permissions and ACLs. Assumed: e or r for Get Status and Get Access Control, w for Set
+# Expiry and Undelete.
+_SAS_PERMISSIONS: dict[DfsOperation, tuple[str, ...]] = {
+    DfsOperation.LIST_FILESYSTEMS: ("l",),
+    DfsOperation.CREATE_FILESYSTEM: ("c",),
+    DfsOperation.DELETE_FILESYSTEM: ("d",),
+    DfsOperation.GET_FILESYSTEM_PROPERTIES: ("r",),
+    DfsOperation.SET_FILESYSTEM_PROPERTIES: ("w",),
+    DfsOperation.LIST_PATHS: ("l",),
+    DfsOperation.LIST_DELETED_PATHS: ("l",),
+    DfsOperation.CREATE_FILE: ("cw",),
+    DfsOperation.CREATE_DIRECTORY: ("cw",),
+    DfsOperation.RENAME: ("m",),
+    DfsOperation.APPEND: ("aw",),
+    DfsOperation.FLUSH: ("w",),
+    DfsOperation.SET_PROPERTIES: ("w",),
+    DfsOperation.SET_ACCESS_CONTROL_RECURSIVE: ("p",),
+    DfsOperation.READ: ("r",),
+    DfsOperation.GET_PROPERTIES: ("r",),
+    DfsOperation.GET_STATUS: ("er",),
+    DfsOperation.GET_ACCESS_CONTROL: ("er",),
+    DfsOperation.DELETE_PATH: ("d",),
+    DfsOperation.LEASE: ("w",),
+    DfsOperation.SET_EXPIRY: ("w",),
+    DfsOperation.UNDELETE: ("w",),
+}
+
+
+def sas_permissions(operation: DfsOperation, headers: Mapping[str, str]) -> tuple[str, ...]:
+    """What a SAS must grant for ``operation`` (see the table above); Set Access Control needs
+    o for ``x-ms-owner``/``x-ms-group`` and p for ``x-ms-permissions``/``x-ms-acl``."""
+    if operation is DfsOperation.SET_ACCESS_CONTROL:
+        needs = []
+        if "x-ms-owner" in headers or "x-ms-group" in headers:
+            needs.append("o")
+        if "x-ms-permissions" in headers or "x-ms-acl" in headers or not needs:
+            needs.append("p")
+        return tuple(needs)
+    return _SAS_PERMISSIONS[operation]
+
+
+def sas_allows(granted: str, needed: tuple[str, ...]) -> bool:
+    """Whether a SAS's ``sp`` letters cover every group of ``needed``."""
+    return all(any(letter in granted for letter in group) for group in needed)
+
+
 @dataclass(frozen=True, slots=True)
 class Location:
     """What a DFS URL names below the account: the account itself, a file system, or a path in

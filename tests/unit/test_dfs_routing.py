@@ -16,6 +16,8 @@ import pytest
 from azure.core.pipeline.transport import AsyncHttpTransport, HttpTransport
 from azure.storage.filedatalake import DataLakeServiceClient
 from azure.storage.filedatalake.aio import DataLakeServiceClient as AioDataLakeServiceClient
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tabulae.dfs import routing
 from tabulae.dfs.routing import DfsOperation, Location, Target, locate, resolve
@@ -405,3 +407,56 @@ def test_flag_and_count() -> None:
 def test_recursive_mode_and_lease_action() -> None:
     assert routing.recursive_mode({"mode": "modify"}) is routing.RecursiveMode.MODIFY
     assert routing.lease_action({"x-ms-lease-action": "break"}) == "break"
+
+
+def test_every_operation_has_sas_permissions() -> None:
+    for operation in DfsOperation:
+        assert routing.sas_permissions(operation, {})
+    acl_headers = {"x-ms-owner": "o", "x-ms-acl": "user::rwx,group::r-x,other::---"}
+    assert routing.sas_permissions(DfsOperation.SET_ACCESS_CONTROL, acl_headers) == ("o", "p")
+    assert routing.sas_permissions(DfsOperation.SET_ACCESS_CONTROL, {"x-ms-group": "g"}) == ("o",)
+    assert routing.sas_allows(
+        "rwdlacmeop", routing.sas_permissions(DfsOperation.SET_ACCESS_CONTROL, acl_headers)
+    )
+    assert not routing.sas_allows("o", ("o", "p"))
+    assert routing.sas_allows("c", routing.sas_permissions(DfsOperation.CREATE_FILE, {}))
+    assert routing.sas_allows("w", routing.sas_permissions(DfsOperation.CREATE_FILE, {}))
+    assert not routing.sas_allows("rw", routing.sas_permissions(DfsOperation.RENAME, {}))
+
+
+_NAMES = ["resource", "action", "mode", "position", "recursive", "comp", "restype", "showonly", "upn", "x"]
+_VALUES = [
+    "file", "directory", "filesystem", "account", "append", "flush", "setAccessControlRecursive",
+    "getStatus", "set", "legacy", "true", "list", "container", "deleted", "expiry", "undelete", "",
+]  # fmt: skip
+_HEADERS = ["x-ms-rename-source", "x-ms-lease-action", "x-ms-blob-type", "x-ms-acl", "x-ms-undelete-source"]
+
+
+@given(
+    st.sampled_from(["GET", "PUT", "HEAD", "DELETE", "PATCH", "POST", "OPTIONS", "MERGE"]),
+    st.lists(st.sampled_from(["", "fs", "fs/a", "fs/a/b/"]), max_size=1),
+    st.dictionaries(st.sampled_from(_NAMES), st.sampled_from(_VALUES), max_size=4),
+    st.dictionaries(
+        st.sampled_from(_HEADERS), st.sampled_from(["acquire", "/fs/x", "BlockBlob", ""]), max_size=3
+    ),
+)
+def test_resolve_decides_or_raises_a_dfs_error(
+    method: str, path: list[str], query: dict[str, str], headers: dict[str, str]
+) -> None:
+    location = locate(path[0].split("/") if path and path[0] else [])
+    try:
+        operation = resolve(location, method, query, headers)
+    except TableError as error:
+        assert error.code in {
+            "MissingRequiredQueryParameter", "InvalidQueryParameterValue", "UnsupportedHttpVerb",
+            "MissingRequiredHeader", "InvalidHeaderValue",
+        }  # fmt: skip
+        assert "comp" not in query or query["comp"] in ("expiry", "undelete", "list")
+    else:
+        if "comp" in query or "restype" in query:
+            assert operation in (
+                None,
+                DfsOperation.SET_EXPIRY,
+                DfsOperation.UNDELETE,
+                DfsOperation.LIST_DELETED_PATHS,
+            )
