@@ -280,7 +280,8 @@ def parse_permissions(text: str) -> int:
 
 def render_permissions(mode: int, *, extended: bool = False) -> str:
     """The ``x-ms-permissions`` (and List Paths ``permissions``) text of a mode: symbolic, with
-    ``t``/``T`` for the sticky bit and a ``+`` when the ACL is extended ("Path - Get Properties")."""
+    ``t``/``T`` for the sticky bit and a ``+`` when the ACL is extended (HDFS's spelling, which the
+    SDKs' permission parsers accept; no recording of it was found)."""
     text = render_triple(mode >> 6 & RWX) + render_triple(mode >> 3 & RWX) + render_triple(mode & RWX)
     if mode & STICKY:
         text = text[:8] + ("t" if mode & X else "T")
