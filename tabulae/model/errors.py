@@ -269,6 +269,64 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         400,
         "The batch operation exceeds maximum number of allowed subrequests.",
     ),
+    # Data Lake Storage Gen2 (the DFS REST reference's error list; the misspelt
+    # InvaldAccessControlList is Azure's own, as the .NET SDK's live tests see it)
+    "FilesystemNotFound": (404, "The specified filesystem does not exist."),
+    "FilesystemAlreadyExists": (409, "The specified filesystem already exists."),
+    "FilesystemBeingDeleted": (409, "The specified filesystem is being deleted."),
+    "PathNotFound": (404, "The specified path does not exist."),
+    "PathAlreadyExists": (409, "The specified path already exists."),
+    "PathConflict": (
+        409,
+        "The specified path, or an element of the path, exists and its resource type is invalid for "
+        "this operation.",
+    ),
+    "ResourceTypeMismatch": (
+        409,
+        "The resource type specified in the request does not match the type of the resource.",
+    ),
+    "DirectoryNotEmpty": (
+        409,
+        "The recursive query parameter value must be true to delete a non-empty directory.",
+    ),
+    "SourcePathNotFound": (404, "The source path for a rename operation does not exist."),
+    "RenameDestinationParentPathNotFound": (
+        404,
+        "The parent directory of the destination path does not exist.",
+    ),
+    "InvalidDestinationPath": (
+        409,
+        "The specified path, or an element of the path, exists and its resource type is invalid for "
+        "this operation.",
+    ),
+    "InvalidRenameSourcePath": (
+        409,
+        "The source directory cannot be the same as the destination directory, nor can the destination "
+        "be a subdirectory of the source directory.",
+    ),
+    "InvalidSourceOrDestinationResourceType": (
+        409,
+        "The source and destination resource type must be identical.",
+    ),
+    "SourcePathIsBeingDeleted": (409, "The specified source path is marked to be deleted."),
+    "DestinationPathIsBeingDeleted": (409, "The specified destination path is marked to be deleted."),
+    "InvalidSourceUri": (400, "The source URI is invalid."),
+    "InvalidFlushPosition": (
+        400,
+        "The uploaded data is not contiguous or the position query parameter value is not equal to the "
+        "length of the file after appending the uploaded data.",
+    ),
+    "InvalidFlushOperation": (
+        409,
+        "The resource was created or modified by the Blob Service API and cannot be written to by the "
+        "Data Lake Storage Service API.",
+    ),
+    "InvalidPropertyName": (400, "The property name contains invalid characters."),
+    "InvaldAccessControlList": (400, "The access control list value is invalid."),
+    "InvalidPermission": (400, "The permission value is invalid."),
+    "ContentLengthMustBeZero": (400, "The Content-Length request header must be zero."),
+    "LeaseNameMismatch": (409, "The lease name specified did not match the existing lease name."),
+    "LeaseIsAlreadyBroken": (409, "The lease has already been broken and cannot be broken again."),
 }
 
 # Messages Azure uses for particular situations under a general code.
