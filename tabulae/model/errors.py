@@ -191,6 +191,18 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     ),
     "InvalidOperation": (400, "Invalid operation against a blob snapshot."),
     "SnapshotsPresent": (409, "This operation is not permitted because the blob has snapshots."),
+    "BlobImmutableDueToPolicy": (
+        409,
+        "This operation is not permitted as the blob is immutable due to a policy.",
+    ),
+    "BlobImmutableDueToLegalHold": (
+        409,
+        "This operation is not permitted as the blob is immutable due to one or more legal holds.",
+    ),
+    "ImmutabilityPolicyDeleteOnLockedPolicy": (
+        409,
+        "This operation is not permitted as the immutability policy is locked.",
+    ),
     "AppendPositionConditionNotMet": (412, "The append position condition specified was not met."),
     "MaxBlobSizeConditionNotMet": (412, "The max blob size condition specified was not met."),
     "CannotVerifyCopySource": (404, "Could not verify the copy source within the specified time."),
