@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tabulae import __version__
+from tabulae import __version__, azurite_cli
 from tabulae.config import (
     DEFAULT_DATA_DIR,
     SERVICES,
@@ -114,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
         )
     )
     indexes.add_commands(commands)
+    for form in azurite_cli.FORMS:  # parsed by azurite_cli (see main); listed here for --help
+        commands.add_parser(form, add_help=False, help=f"run with Azurite's {form} command line")
     database = commands.add_parser(
         "db", help="manage a PostgreSQL store", description="Manage a PostgreSQL (or Citus) store."
     )
@@ -242,6 +244,10 @@ def serve(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``tabulae`` console script."""
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] and given[0] in azurite_cli.FORMS:  # Azurite's flags, not ours: parsed there
+        azurite_cli.main(given[0], given[1:], lambda serve_args: main(["serve", *serve_args]))
+        return
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         serve(args)

@@ -40,6 +40,7 @@ from tabulae.console.pages import ConsolePage
 from tabulae.console.queues import QueuesPage
 from tabulae.console.render import BASE as CONSOLE_PATH
 from tabulae.console.tables import TablesPage
+from tabulae.http.addressing import path_style_only
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.listeners import listen, per_worker
 from tabulae.http.options import FrontendOptions
@@ -69,6 +70,7 @@ def frontend_options(settings: Settings) -> FrontendOptions:
         oauth=settings.oauth,
         clock_skew=settings.clock_skew or None,
         access_log=settings.access_log,
+        skip_version_check=settings.skip_api_version_check,
     )
 
 
@@ -147,6 +149,7 @@ def build_gateway(settings: Settings) -> Gateway:
     """The ASGI app of one worker: its stores are opened when the worker starts."""
 
     async def start() -> Mounts:
+        path_style_only(settings.path_style_only)
         stores = await open_stores(settings.store_url, settings.data_dir, settings.in_memory)
         insight = Insight(partition_target=settings.partition_target, account_target=settings.account_target)
         queue_insight = QueueInsight(

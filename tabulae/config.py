@@ -227,6 +227,21 @@ class Settings:
         help="serve the web console at /-/console/ (default: on when listening on loopback, else off)",
         action=argparse.BooleanOptionalAction,
     )
+    skip_api_version_check: bool = setting(
+        False,
+        flag="--skip-api-version-check",
+        help="serve requests whatever x-ms-version they name, instead of refusing a version Azure does "
+        "not know (400 InvalidHeaderValue); Azurite's --skipApiVersionCheck",
+        action="store_true",
+    )
+    path_style_only: bool = setting(
+        False,
+        flag="--path-style-only",
+        help="always take the account from the first path segment, never from the host name (by default "
+        "a host whose first label is a known account, as acct.blob.example, names it); Azurite's "
+        "--disableProductStyleUrl",
+        action="store_true",
+    )
     # Signs console sessions; made at start-up and shared by the worker processes (never printed).
     console_secret: bytes = setting(b"")
     max_body_bytes: int = setting(4 * 1024 * 1024)  # larger bodies get 413 RequestBodyTooLarge

@@ -72,7 +72,8 @@ class Frontend(ABC, Generic[RouteT]):
                 rules = await self.load_cors_rules(route.account)
                 response = cors.preflight(rules, request.headers)
             else:
-                check_version(request.headers.get("x-ms-version"))
+                if not self.options.skip_version_check:
+                    check_version(request.headers.get("x-ms-version"))
                 await self.receive_body(request, receive, route)
                 await self.authenticate(request, route)
                 response = await self.dispatch(request, route, request_id)

@@ -15,3 +15,4 @@ class FrontendOptions:
     oauth: bool = False  # accept bearer tokens (basic checks, no signature validation)
     clock_skew: float | None = None  # Shared Key requests dated further off than this are refused
     access_log: bool = False  # one JSON line per request on stderr
+    skip_version_check: bool = False  # serve any x-ms-version (Azurite's --skipApiVersionCheck)
