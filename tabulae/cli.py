@@ -28,6 +28,7 @@ from tabulae.config import (
     accounts_from,
 )
 from tabulae.examples import command as examples
+from tabulae.migrate import command as migrate
 from tabulae.tools import datacli, indexes, stress, top
 
 
@@ -114,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
         )
     )
     indexes.add_commands(commands)
+    migrate.add_arguments(
+        commands.add_parser("migrate", help="move another emulator's workspace (Azurite's) into Tabulae")
+    )
     for form in azurite_cli.FORMS:  # parsed by azurite_cli (see main); listed here for --help
         commands.add_parser(form, add_help=False, help=f"run with Azurite's {form} command line")
     database = commands.add_parser(
@@ -261,6 +265,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(examples.main(args))
     elif args.command == "index":
         sys.exit(indexes.main(args))
+    elif args.command == "migrate":
+        sys.exit(migrate.main(args))
     elif args.command == "db":
         run_db_init(args)
     elif args.command == "backup":
