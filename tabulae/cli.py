@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tabulae import __version__, azurite_cli
+from tabulae import __version__, azurite_cli, config_file
 from tabulae.config import (
     DEFAULT_DATA_DIR,
     SERVICES,
@@ -99,6 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
         "and Blob (port 10000).",
     )
     add_setting_flags(serve)
+    serve.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="read settings from a TOML file (keys: these flags without dashes; [ports], [accounts], "
+        "[targets], [[cors]]); flags given here override it",
+    )
     top.add_arguments(commands.add_parser("top", help="show the hottest partitions of a server, live"))
     stress.add_arguments(
         commands.add_parser("stress", help="run the partition stress test of the design guide")
@@ -215,6 +222,7 @@ def serve(args: argparse.Namespace) -> None:
         settings = settings_from(args)
     except ConfigError as exc:
         raise SystemExit(f"tabulae: {exc}") from None
+    settings.cors_defaults = getattr(args, "cors_defaults", [])
     _check(settings)
     _check_store(settings)
     try:
@@ -246,6 +254,21 @@ def serve(args: argparse.Namespace) -> None:
             shutil.rmtree(settings.data_dir, ignore_errors=True)
 
 
+def _with_config_file(path: Path, argv: list[str]) -> argparse.Namespace:
+    """Parse ``serve`` again with the file's settings as defaults, so flags override the file."""
+    try:
+        defaults, cors = config_file.read(path)
+    except ConfigError as exc:
+        raise SystemExit(f"tabulae: {exc}") from None
+    parser = build_parser()
+    for action in parser._actions:  # the `serve` subcommand's parser takes the defaults
+        if isinstance(action, argparse._SubParsersAction):
+            action.choices["serve"].set_defaults(**defaults)
+    args = parser.parse_args(argv)
+    args.cors_defaults = cors
+    return args
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``tabulae`` console script."""
     given = sys.argv[1:] if argv is None else argv
@@ -253,6 +276,8 @@ def main(argv: list[str] | None = None) -> None:
         azurite_cli.main(given[0], given[1:], lambda serve_args: main(["serve", *serve_args]))
         return
     args = build_parser().parse_args(argv)
+    if args.command == "serve" and args.config is not None:
+        args = _with_config_file(args.config, given)
     if args.command == "serve":
         serve(args)
     elif args.command == "top":

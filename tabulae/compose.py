@@ -48,6 +48,7 @@ from tabulae.http.protocol import KEEP_ALIVE_SECONDS, AzureHttpProtocol
 from tabulae.insight.containers import ContainerCounters
 from tabulae.insight.partitions import Insight
 from tabulae.insight.queues import QueueInsight
+from tabulae.model.policies import CorsRule
 from tabulae.queue.api.app import QueueApp
 from tabulae.queue.service import now_us
 from tabulae.storage.blobs import BlobStore
@@ -71,6 +72,7 @@ def frontend_options(settings: Settings) -> FrontendOptions:
         clock_skew=settings.clock_skew or None,
         access_log=settings.access_log,
         skip_version_check=settings.skip_api_version_check,
+        default_cors=tuple(CorsRule(**rule) for rule in settings.cors_defaults),
     )
 
 

@@ -242,6 +242,9 @@ class Settings:
         "--disableProductStyleUrl",
         action="store_true",
     )
+    # Default CORS rules (``[[cors]]`` of ``--config``) for accounts that have set none of their
+    # own: the fields of model.policies.CorsRule, as plain data so that workers receive them.
+    cors_defaults: list[dict[str, Any]] = setting(default_factory=list)
     # Signs console sessions; made at start-up and shared by the worker processes (never printed).
     console_secret: bytes = setting(b"")
     max_body_bytes: int = setting(4 * 1024 * 1024)  # larger bodies get 413 RequestBodyTooLarge

@@ -59,6 +59,13 @@ class Frontend(ABC, Generic[RouteT]):
         self.options = options
         self._ids = RequestIds()
         self._clock = Clock()
+        if options.default_cors:  # `--config`'s rules for accounts that have set none
+            own_rules = self.load_cors_rules
+
+            async def rules_or_defaults(account: str) -> list[CorsRule]:
+                return (await own_rules(account)) or list(options.default_cors)
+
+            self.load_cors_rules = rules_or_defaults  # type: ignore[method-assign]
         self._cors_rules = cors.RulesCache(self.load_cors_rules)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
