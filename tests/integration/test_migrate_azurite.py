@@ -205,6 +205,7 @@ def _write_workload(connection_string: str) -> dict[str, Any]:
             )
         queues.create_queue("idle")
         expected["visible"] = Counter(texts[HIDDEN:])
+        expected["forever"] = {text for i, text in enumerate(texts) if i % 2}
     with BlobServiceClient.from_connection_string(connection_string) as blobs:
         container = blobs.create_container("data", metadata={"owner": "tests"}, public_access="blob")
         contents = _blobs()
@@ -264,6 +265,8 @@ def _check(server: ServerProcess, expected: dict[str, Any]) -> None:
             if not batch:
                 break
             received.update(message.content for message in batch)
+            for message in batch:  # the time to live moved with the message: "never" stays never
+                assert (message.expires_on.year == 9999) == (message.content in expected["forever"])
         assert received == expected["visible"]  # the hidden ones stay hidden
     with BlobServiceClient.from_connection_string(text) as blobs:
         assert sorted(c.name for c in blobs.list_containers()) == ["data", "private"]
