@@ -195,6 +195,13 @@ def _check(settings: Settings) -> None:
         raise SystemExit("tabulae: --clock-skew must be 0 (off) or more seconds")
     if settings.store_url and settings.in_memory:
         raise SystemExit("tabulae: --in-memory and --store exclude each other")
+    if settings.otel:  # the packages and the exporter, checked before any worker needs them
+        from tabulae.insight.tracing import TracingUnavailable, request_tracer
+
+        try:
+            request_tracer().shutdown()
+        except TracingUnavailable as exc:
+            raise SystemExit(f"tabulae: {exc}") from None
     ports = list(settings.ports().values())
     if len(set(ports)) != len(ports):
         raise SystemExit("tabulae: two services cannot share a port (--port, --queue-port, --blob-port)")

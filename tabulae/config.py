@@ -242,6 +242,13 @@ class Settings:
         "--disableProductStyleUrl",
         action="store_true",
     )
+    otel: bool = setting(
+        False,
+        flag="--otel",
+        help="emit an OpenTelemetry span per request (service, operation, account, status, storage time) "
+        "to the exporter OTEL_TRACES_EXPORTER names (otlp or console); needs pip install 'tabulae[otel]'",
+        action="store_true",
+    )
     # Default CORS rules (``[[cors]]`` of ``--config``) for accounts that have set none of their
     # own: the fields of model.policies.CorsRule, as plain data so that workers receive them.
     cors_defaults: list[dict[str, Any]] = setting(default_factory=list)

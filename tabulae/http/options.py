@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from tabulae.model.policies import CorsRule
 
@@ -19,3 +20,4 @@ class FrontendOptions:
     access_log: bool = False  # one JSON line per request on stderr
     skip_version_check: bool = False  # serve any x-ms-version (Azurite's --skipApiVersionCheck)
     default_cors: tuple[CorsRule, ...] = ()  # for accounts without CORS rules of their own
+    tracer: Any = None  # an insight.tracing.RequestTracer with --otel: a span per request
