@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from tabulae import __version__
+from tabulae import __version__, azurite_cli, config_file
 from tabulae.config import (
     DEFAULT_DATA_DIR,
     SERVICES,
@@ -31,6 +31,7 @@ from tabulae.config import (
     accounts_from,
 )
 from tabulae.examples import command as examples
+from tabulae.migrate import command as migrate
 from tabulae.tools import datacli, indexes, stress, top
 from tabulae.tools.failures import EXIT_INTERRUPTED, EXIT_START, EXIT_USAGE, Failure, describe, line
 
@@ -117,6 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
         "and Blob (port 10000).",
     )
     add_setting_flags(serve)
+    serve.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="read settings from a TOML file (keys: these flags without dashes; [ports], [accounts], "
+        "[targets], [[cors]]); flags given here override it",
+    )
     top.add_arguments(commands.add_parser("top", help="show the hottest partitions of a server, live"))
     stress.add_arguments(
         commands.add_parser("stress", help="run the partition stress test of the design guide")
@@ -133,6 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
         )
     )
     indexes.add_commands(commands)
+    migrate.add_arguments(
+        commands.add_parser("migrate", help="move another emulator's workspace (Azurite's) into Tabulae")
+    )
+    for form in azurite_cli.FORMS:  # parsed by azurite_cli (see main); listed here for --help
+        commands.add_parser(form, add_help=False, help=f"run with Azurite's {form} command line")
     database = commands.add_parser(
         "db", help="manage a PostgreSQL store", description="Manage a PostgreSQL (or Citus) store."
     )
@@ -203,6 +216,13 @@ def _check(settings: Settings) -> None:
         raise _usage("--shutdown-timeout must be 0 or more seconds")
     if settings.store_url and settings.in_memory:
         raise _usage("--in-memory and --store exclude each other")
+    if settings.otel:  # the packages and the exporter, checked before any worker needs them
+        from tabulae.insight.tracing import TracingUnavailable, request_tracer
+
+        try:
+            request_tracer().shutdown()
+        except TracingUnavailable as exc:
+            raise Failure("TracingUnavailable", str(exc)) from None
     ports = list(settings.ports().values())
     if len(set(ports)) != len(ports):
         raise _usage("two services cannot share a port (--port, --queue-port, --blob-port)")
@@ -238,6 +258,7 @@ def serve(args: argparse.Namespace) -> None:
         settings = settings_from(args)
     except ConfigError as exc:
         raise _usage(str(exc)) from None
+    settings.cors_defaults = getattr(args, "cors_defaults", [])
     _check(settings)
     _check_store(settings)
     try:
@@ -276,9 +297,38 @@ def serve(args: argparse.Namespace) -> None:
             shutil.rmtree(settings.data_dir, ignore_errors=True)
 
 
+def _serve_args(argv: list[str]) -> argparse.Namespace:
+    """``tabulae serve ARGV`` parsed, with a ``--config`` file's settings under the flags."""
+    args = build_parser().parse_args(["serve", *argv])
+    if args.config is not None:
+        args = _with_config_file(args.config, ["serve", *argv])
+    return args
+
+
+def _with_config_file(path: Path, argv: list[str]) -> argparse.Namespace:
+    """Parse ``serve`` again with the file's settings as defaults, so flags override the file."""
+    try:
+        defaults, cors = config_file.read(path)
+    except ConfigError as exc:
+        raise _usage(str(exc)) from None
+    parser = build_parser()
+    for action in parser._actions:  # the `serve` subcommand's parser takes the defaults
+        if isinstance(action, argparse._SubParsersAction):
+            action.choices["serve"].set_defaults(**defaults)
+    args = parser.parse_args(argv)
+    args.cors_defaults = cors
+    return args
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run one command; its exit status (a failure raises)."""
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] and given[0] in azurite_cli.FORMS:  # Azurite's flags, not ours: parsed there
+        azurite_cli.main(given[0], given[1:], lambda serve_args: serve(_serve_args(serve_args)))
+        return 0
     args = build_parser().parse_args(argv)
+    if args.command == "serve" and args.config is not None:
+        args = _with_config_file(args.config, given)
     if args.command == "serve":
         serve(args)
         return 0
@@ -298,6 +348,7 @@ def run(argv: list[str] | None = None) -> int:
         "copy": datacli.main,
         "examples": examples.main,
         "index": indexes.main,
+        "migrate": migrate.main,
     }[args.command]
     return command(args)
 

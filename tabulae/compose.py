@@ -44,6 +44,7 @@ from tabulae.console.pages import ConsolePage
 from tabulae.console.queues import QueuesPage
 from tabulae.console.render import BASE as CONSOLE_PATH
 from tabulae.console.tables import TablesPage
+from tabulae.http.addressing import path_style_only
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.listeners import listen, per_worker
 from tabulae.http.options import FrontendOptions
@@ -51,6 +52,8 @@ from tabulae.http.protocol import KEEP_ALIVE_SECONDS, AzureHttpProtocol
 from tabulae.insight.containers import ContainerCounters
 from tabulae.insight.partitions import Insight
 from tabulae.insight.queues import QueueInsight
+from tabulae.insight.tracing import RequestTracer, TimedStore, request_tracer
+from tabulae.model.policies import CorsRule
 from tabulae.queue.api.app import QueueApp
 from tabulae.queue.service import now_us
 from tabulae.storage.blobs import BlobStore
@@ -67,7 +70,7 @@ SHUTDOWN_MARGIN_SECONDS = 2.0
 log = logging.getLogger("tabulae")
 
 
-def frontend_options(settings: Settings) -> FrontendOptions:
+def frontend_options(settings: Settings, tracer: RequestTracer | None = None) -> FrontendOptions:
     return FrontendOptions(
         accounts=settings.accounts,
         max_body_bytes=settings.max_body_bytes,
@@ -75,6 +78,9 @@ def frontend_options(settings: Settings) -> FrontendOptions:
         oauth=settings.oauth,
         clock_skew=settings.clock_skew or None,
         access_log=settings.access_log,
+        skip_version_check=settings.skip_api_version_check,
+        default_cors=tuple(CorsRule(**rule) for rule in settings.cors_defaults),
+        tracer=tracer,
     )
 
 
@@ -174,14 +180,20 @@ def build_gateway(settings: Settings) -> Gateway:
     """The ASGI app of one worker: its stores are opened when the worker starts."""
 
     async def start() -> Mounts:
+        path_style_only(settings.path_style_only)
         stores = await open_stores(settings.store_url, settings.data_dir, settings.in_memory)
+        tracer = request_tracer() if settings.otel else None
+        if tracer is not None:  # each store call's time counts towards its request's span
+            stores.tables = TimedStore(stores.tables)  # type: ignore[assignment]
+            stores.queues = TimedStore(stores.queues)  # type: ignore[assignment]
+            stores.blobs = TimedStore(stores.blobs)  # type: ignore[assignment]
         insight = Insight(partition_target=settings.partition_target, account_target=settings.account_target)
         queue_insight = QueueInsight(
             queue_target=settings.queue_target, poison_threshold=settings.poison_threshold
         )
         containers = ContainerCounters()
         gate = Gate(throttle_for(settings), faults_for(settings))  # one for every service and the console
-        options = frontend_options(settings)
+        options = frontend_options(settings, tracer)
         ports = settings.ports()
         by_port: dict[int, AsgiApp] = {}
         tasks: list[asyncio.Task[None]] = []
@@ -233,6 +245,8 @@ def build_gateway(settings: Settings) -> Gateway:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await stores.close()
+            if tracer is not None:
+                tracer.shutdown()
 
         return Mounts(by_port, metrics, close, extras)
 

@@ -254,6 +254,31 @@ class Settings:
         metavar="NAME",
         action="append",
     )
+    skip_api_version_check: bool = setting(
+        False,
+        flag="--skip-api-version-check",
+        help="serve requests whatever x-ms-version they name, instead of refusing a version Azure does "
+        "not know (400 InvalidHeaderValue); Azurite's --skipApiVersionCheck",
+        action="store_true",
+    )
+    path_style_only: bool = setting(
+        False,
+        flag="--path-style-only",
+        help="always take the account from the first path segment, never from the host name (by default "
+        "a host whose first label is a known account, as acct.blob.example, names it); Azurite's "
+        "--disableProductStyleUrl",
+        action="store_true",
+    )
+    otel: bool = setting(
+        False,
+        flag="--otel",
+        help="emit an OpenTelemetry span per request (service, operation, account, status, storage time) "
+        "to the exporter OTEL_TRACES_EXPORTER names (otlp or console); needs pip install 'tabulae[otel]'",
+        action="store_true",
+    )
+    # Default CORS rules (``[[cors]]`` of ``--config``) for accounts that have set none of their
+    # own: the fields of model.policies.CorsRule, as plain data so that workers receive them.
+    cors_defaults: list[dict[str, Any]] = setting(default_factory=list)
     # Signs console sessions; made at start-up and shared by the worker processes (never printed).
     console_secret: bytes = setting(b"")
     # Where the worker processes share the signed-out console sessions; made at start-up.

@@ -24,6 +24,14 @@ Addressed = tuple[str, bool, str, list[str]]
 
 _STYLE_CACHE: dict[str, bool] = {}
 _BAD_ESCAPE = re.compile("%(?![0-9A-Fa-f]{2})")
+_PATH_STYLE_ONLY = [False]  # set once per worker at start-up (`--path-style-only`)
+
+
+def path_style_only(on: bool) -> None:
+    """Take the account from the path whatever the host says (Azurite's ``--disableProductStyleUrl``):
+    for a proxy or DNS name whose first label happens to be an account name."""
+    _PATH_STYLE_ONLY[0] = on
+    _STYLE_CACHE.clear()
 
 
 def decode_segments(raw_path: str) -> list[str]:
@@ -50,6 +58,8 @@ def is_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:
 
 
 def _compute_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:
+    if _PATH_STYLE_ONLY[0]:
+        return True
     hostname = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
     bare = hostname.strip("[]")
     try:

@@ -33,6 +33,7 @@ from tabulae.http.messages import SERVER_HEADER, Clock, Headers, Request, Reques
 from tabulae.http.options import FrontendOptions
 from tabulae.http.streaming import StreamedResponse, send_streamed
 from tabulae.http.versions import check_version
+from tabulae.insight.tracing import STORAGE_SECONDS
 from tabulae.model.errors import TableError
 from tabulae.model.policies import CorsRule
 
@@ -59,10 +60,22 @@ class Frontend(ABC, Generic[RouteT]):
         self.options = options
         self._ids = RequestIds()
         self._clock = Clock()
+        if options.default_cors:  # `--config`'s rules for accounts that have set none
+            own_rules = self.load_cors_rules
+
+            async def rules_or_defaults(account: str) -> list[CorsRule]:
+                return (await own_rules(account)) or list(options.default_cors)
+
+            self.load_cors_rules = rules_or_defaults  # type: ignore[method-assign]
         self._cors_rules = cors.RulesCache(self.load_cors_rules)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         started = time.perf_counter()
+        tracer = self.options.tracer
+        if tracer is not None:
+            started_ns = time.time_ns()
+            spent = [0.0]
+            STORAGE_SECONDS.set(spent)
         request = Request.from_scope(scope)
         request_id = self._ids.next()
         route: RouteT | None = None
@@ -72,7 +85,8 @@ class Frontend(ABC, Generic[RouteT]):
                 rules = await self.load_cors_rules(route.account)
                 response = cors.preflight(rules, request.headers)
             else:
-                check_version(request.headers.get("x-ms-version"))
+                if not self.options.skip_version_check:
+                    check_version(request.headers.get("x-ms-version"))
                 await self.receive_body(request, receive, route)
                 await self.authenticate(request, route)
                 response = await self.dispatch(request, route, request_id)
@@ -100,6 +114,17 @@ class Frontend(ABC, Generic[RouteT]):
             self.answered(request, route, response)
         if self.options.access_log:
             log_request(request, response.status, request_id, started)
+        if tracer is not None:
+            tracer.record(
+                service=self.service_name,
+                operation=request.operation,
+                account=route.account if route is not None else None,
+                method=request.method,
+                status=response.status,
+                start_ns=started_ns,
+                end_ns=time.time_ns(),
+                storage_seconds=spent[0],
+            )
 
     # ------------------------------------------------------------------------------ CORS
 

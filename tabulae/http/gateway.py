@@ -70,9 +70,14 @@ class Gateway:
             await self._lifespan(receive, send)
             return
         mounts = self.mounts
-        if kind != "http" or mounts is None:
+        if kind != "http":
             return
         path = scope["path"]
+        if path in _PROBES:
+            await _probe(path, mounts is not None, scope, send)
+            return
+        if mounts is None:
+            return
         if path.startswith("/-/"):
             await self._extra(mounts, scope, receive, send)
             return
@@ -100,3 +105,21 @@ class Gateway:
         headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"9")]
         await send({"type": "http.response.start", "status": 404, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+# Orchestrators' probes, unauthenticated and answered before anything else on every port: alive
+# (the process answers) and ready (the stores are open and their schema migrated, which is what
+# the worker's start-up does before it serves).
+_PROBES = ("/-/health", "/-/ready")
+
+
+async def _probe(path: str, ready: bool, scope: dict[str, Any], send: Any) -> None:
+    ok = ready or path == "/-/health"
+    body = b'{"status":"ok"}' if ok else b'{"status":"starting"}'
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+    ]
+    await send({"type": "http.response.start", "status": 200 if ok else 503, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})

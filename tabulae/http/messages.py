@@ -49,6 +49,7 @@ class Request:
     _pairs: list[tuple[str, str]] | None = field(default=None, repr=False)
     _query: dict[str, str] | None = field(default=None, repr=False)
     body_read: bool = False  # the whole body has been received (or there was none)
+    operation: str = ""  # the operation's REST name once the service has resolved it (for tracing)
 
     @classmethod
     def from_scope(cls, scope: dict[str, Any]) -> Request:

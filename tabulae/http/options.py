@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from tabulae.model.policies import CorsRule
 
 Accounts = dict[str, list[bytes]]  # account name -> its keys (one or two), never printed
 
@@ -15,3 +18,6 @@ class FrontendOptions:
     oauth: bool = False  # accept bearer tokens (basic checks, no signature validation)
     clock_skew: float | None = None  # Shared Key requests dated further off than this are refused
     access_log: bool = False  # one JSON line per request on stderr
+    skip_version_check: bool = False  # serve any x-ms-version (Azurite's --skipApiVersionCheck)
+    default_cors: tuple[CorsRule, ...] = ()  # for accounts without CORS rules of their own
+    tracer: Any = None  # an insight.tracing.RequestTracer with --otel: a span per request

@@ -123,6 +123,7 @@ class BlobApp(Frontend[Route]):
                 route.ticket = None  # refused, and counted as such by the gate
                 raise
         operation = route.operation = resolve_operation(route, request.method, request.query, request.headers)
+        request.operation = operation
         if (
             request.headers.get("authorization") is None
             and route.kind is not Kind.SERVICE

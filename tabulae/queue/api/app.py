@@ -95,6 +95,7 @@ class QueueApp(Frontend[Route]):
             restype=query.get("restype"),
             peekonly=query.get("peekonly"),
         )
+        request.operation = operation
         if route.secondary and operation not in READ_OPERATIONS:
             raise TableError("AuthorizationFailure")
         grant: QueueGrant | None = request.grant

@@ -137,6 +137,7 @@ class TableApp(Frontend[Route]):
             restype=query.get("restype") if resource is Resource.SERVICE else None,
             conditional="if-match" in request.headers,
         )
+        request.operation = operation
         if operation is Operation.GET_SERVICE_STATS and not route.secondary:
             raise TableError("InvalidQueryParameterValue")  # stats exist on the secondary endpoint only
         grant: SasGrant | None = request.grant

@@ -1,0 +1,1 @@
+"""Moving another emulator's workspace into Tabulae (``tabulae migrate azurite``)."""
