@@ -44,20 +44,21 @@ class Ledger:
             raise ValueError("slots must be a power of two")
         self.slots = slots
         self._mask = slots - 1
-        self._files: list[BinaryIO] = []
+        self._file: BinaryIO | None = None  # this worker's file, kept open: its lock
         maps: list[mmap.mmap] = []
         own: int | None = None
         for index in range(workers):
-            file = open(directory / f"ledger-{index}.bin", "a+b")  # noqa: SIM115 (kept open: the lock)
+            file = open(directory / f"ledger-{index}.bin", "a+b")  # noqa: SIM115 (closed below or in close)
             os.ftruncate(file.fileno(), slots * _WORD)  # the same size whoever gets here first
+            maps.append(mmap.mmap(file.fileno(), slots * _WORD))
             if own is None:
                 try:
                     fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    own = index
+                    own, self._file = index, file
+                    continue
                 except BlockingIOError:
                     pass
-            self._files.append(file)
-            maps.append(mmap.mmap(file.fileno(), slots * _WORD))
+            file.close()
         if own is None:  # more processes than workers (a replacement racing its predecessor's exit)
             maps.append(mmap.mmap(-1, slots * _WORD))  # counts only here: the others throttle alone
             own = len(maps) - 1
@@ -80,5 +81,7 @@ class Ledger:
 
     def close(self) -> None:
         """Let a worker started in this one's place claim its file (the lock goes with the file)."""
-        for file in self._files:
-            file.close()
+        if self._file is not None:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)  # the map holds a copy of the descriptor
+            self._file.close()
+            self._file = None

@@ -262,9 +262,7 @@ class Example:
             if entry.get("table", "").lower() == table.lower():
                 figures: dict[str, Any] = entry
                 return figures
-        raise ClaimFailed(
-            f"the server's counters do not know table {table}: is it Tabulae, started with --workers 1?"
-        )
+        raise ClaimFailed(f"the server's counters do not know table {table}: is it Tabulae?")
 
     def counters(self) -> list[str]:
         """What the server counted for each table this example still has, one line each (empty
