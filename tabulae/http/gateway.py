@@ -29,8 +29,8 @@ class Mounts:
     by_port: dict[int, AsgiApp]
     metrics: AsgiApp  # GET /metrics, on metrics_port only
     close: Callable[[], Awaitable[None]]
-    metrics_port: int | None = None  # the Table port (else the first service's)
     extras: dict[str, AsgiApp] = field(default_factory=dict)  # e.g. "/-/console" -> the console
+    metrics_port: int | None = None  # the Table port (else the first service's)
 
 
 class Gateway:

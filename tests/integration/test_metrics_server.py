@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -189,3 +191,25 @@ def test_hashed_keys_hide_partition_keys_and_names(launch: Launcher) -> None:
     assert sum(p["written"] for p in document["partitions"]) == 60
     assert {p["partition"] for p in snapshot(server)["partitions"]} == hashes  # stable
     assert all(re.fullmatch(r"#[0-9a-f]{12}", t["table"]) for t in document["tables"])
+
+
+def test_counts_of_a_worker_that_died_stay_in_the_sums(launch: Launcher) -> None:
+    """Counters never go back: a worker killed outright leaves its last published counts (every
+    /metrics makes the workers publish), and the worker started in its place counts on."""
+    server = launch("--workers", "2")
+    write_over_fresh_connections(server, "orders", 100)
+    document = snapshot(server)
+    assert written(document, "orders") == 100
+    victim = document["frontend"]["processes"][0]["pid"]
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until uvicorn has started a replacement that answers
+        pids = [p["pid"] for p in snapshot(server)["frontend"]["processes"]]
+        if len(pids) == 3:
+            break
+        time.sleep(0.5)
+    assert victim in pids and len(pids) == 3, pids
+    write_over_fresh_connections(server, "more", 50)
+    for _ in range(4):
+        document = snapshot(server)
+        assert written(document, "orders") == 100 and written(document, "more") == 50
