@@ -145,7 +145,7 @@ def console(
     as the front-ends (so the same admission control and counters apply)."""
     pages: list[ConsolePage] = []
     if table is not None:
-        pages.append(TablesPage(table, insight.tables))
+        pages.append(TablesPage(table, insight_warnings(insight)))
     if queues is not None:
         pages.append(QueuesPage(queues, queue_insight))
     if blobs is not None:
@@ -284,6 +284,15 @@ def insight_snapshot(server: ServerInsight) -> Any:
         return (await server.view()).tables.snapshot()
 
     return snapshot
+
+
+def insight_warnings(server: ServerInsight) -> Any:
+    """The warnings the console's table page shows: from the front-end's summed counters."""
+
+    async def warnings() -> list[dict[str, Any]]:
+        return (await server.view()).tables.warnings()
+
+    return warnings
 
 
 async def collect_garbage(store: BlobStore) -> None:
