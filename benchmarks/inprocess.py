@@ -37,6 +37,7 @@ from tabulae.compose import build_gateway
 from tabulae.config import Settings
 
 TABLE = "bench"
+OVERRIDES: dict[str, Any] = {}  # settings the command line changed (--targets)
 
 
 async def _call(app: Any, method: str, target: str, headers: list[tuple[str, str]], body: bytes) -> int:
@@ -93,6 +94,10 @@ async def table_app(
     created; yields the app and the request date. ``durable=False`` skips fsync (``--in-memory``)."""
     scratch = tempfile.TemporaryDirectory(prefix=prefix)
     settings = Settings(data_dir=Path(scratch.name), services=("table",), port=10002, in_memory=not durable)
+    for name, value in OVERRIDES.items():
+        setattr(settings, name, value)
+    if settings.workers > 1:  # as `serve` does for its workers: the directory they share
+        settings.peers_dir = scratch.name
     app = build_gateway(settings)
     await app.startup()
     try:
@@ -162,7 +167,17 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=None, help="20,000 reads or 200 batches")
     parser.add_argument("--keys", type=int, default=1, help="distinct entities read in turn")
     parser.add_argument("--batch-size", type=int, default=100)
+    parser.add_argument(
+        "--targets",
+        choices=("off", "worker", "server"),
+        default="off",
+        help="enforce targets high enough never to refuse: 'worker' a bucket per process, 'server' the "
+        "buckets two workers share (the ledger)",
+    )
     args = parser.parse_args()
+    if args.targets != "off":
+        OVERRIDES.update(targets=True, partition_target=1e12, account_target=1e12)
+        OVERRIDES["workers"] = 2 if args.targets == "server" else 1
     if args.workload == "batch":
         batches = args.requests or 200
         per = asyncio.run(run_batches(batches, args.batch_size))

@@ -136,8 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="run the design guide's patterns against a server and show what each costs",
             description="Run the table design guide's patterns and anti-patterns (tabulae/examples) "
             "against the endpoints of a connection string, print each one's cost table and claims, "
-            "and end with 'N passed, M failed'. Starts nothing: point it at a running server "
-            "(`tabulae serve --workers 1` gives one set of counters).",
+            "and end with 'N passed, M failed'. Starts nothing: point it at a running server.",
         )
     )
     indexes.add_commands(commands)

@@ -21,6 +21,7 @@ import signal
 import socket
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -32,6 +33,7 @@ from uvicorn.supervisors.multiprocess import Process
 from tabulae.admission.faults import FaultInjector
 from tabulae.admission.gate import Gate
 from tabulae.admission.guard import GuardedService
+from tabulae.admission.ledger import Ledger
 from tabulae.admission.queue_guard import GuardedQueueService
 from tabulae.admission.throttle import Targets, Throttle
 from tabulae.blob.api.app import BlobApp
@@ -50,8 +52,9 @@ from tabulae.http.listeners import listen, per_worker
 from tabulae.http.options import FrontendOptions
 from tabulae.http.protocol import KEEP_ALIVE_SECONDS, AzureHttpProtocol
 from tabulae.insight.containers import ContainerCounters
-from tabulae.insight.partitions import Insight
+from tabulae.insight.partitions import Insight, escape_label_value
 from tabulae.insight.queues import QueueInsight
+from tabulae.insight.server import ServerInsight
 from tabulae.insight.tracing import RequestTracer, TimedStore, request_tracer
 from tabulae.model.policies import CorsRule
 from tabulae.queue.api.app import QueueApp
@@ -62,6 +65,7 @@ from tabulae.storage.queues import QueueStats, QueueStore
 from tabulae.storage.tables import TableStore
 from tabulae.table.api.app import TableApp
 from tabulae.table.api.index_admin import INDEX_ADMIN_PATH, IndexAdmin
+from tabulae.table.api.metrics import MetricsEndpoint
 
 PROMETHEUS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 GARBAGE_INTERVAL_SECONDS = 120.0  # how often each worker collects unreferenced blob content
@@ -84,12 +88,13 @@ def frontend_options(settings: Settings, tracer: RequestTracer | None = None) ->
     )
 
 
-def throttle_for(settings: Settings) -> Throttle | None:
-    """One throttle per worker, shared by every service: the account's target covers them all."""
+def throttle_for(settings: Settings, ledger: Ledger | None = None) -> Throttle | None:
+    """One throttle per worker, shared by every service: the account's target covers them all.
+    With a ledger the workers drain each other's buckets (the targets are the server's)."""
     if not settings.targets:
         return None
     targets = Targets(settings.partition_target, settings.account_target, queue_rate=settings.queue_target)
-    return Throttle(targets, workers=settings.workers)
+    return Throttle(targets, workers=settings.workers, ledger=ledger)
 
 
 def faults_for(settings: Settings) -> FaultInjector | None:
@@ -131,7 +136,7 @@ class QueueFigures:
 def console(
     settings: Settings,
     table: GuardedService | None,
-    insight: Insight,
+    insight: ServerInsight,
     queues: GuardedQueueService | None,
     queue_insight: QueueInsight,
     blobs: BlobsPage | None = None,
@@ -140,12 +145,12 @@ def console(
     as the front-ends (so the same admission control and counters apply)."""
     pages: list[ConsolePage] = []
     if table is not None:
-        pages.append(TablesPage(table, insight))
+        pages.append(TablesPage(table, insight_warnings(insight)))
     if queues is not None:
         pages.append(QueuesPage(queues, queue_insight))
     if blobs is not None:
         pages.append(blobs)
-    pages.append(InsightPage(insight))
+    pages.append(InsightPage(insight_snapshot(insight)))
     prefill = None
     if settings.loopback() and settings.accounts.get(DEV_ACCOUNT) == [base64.b64decode(DEV_KEY)]:
         prefill = (DEV_ACCOUNT, DEV_KEY)  # the emulator's well-known key: public, and local only
@@ -192,7 +197,17 @@ def build_gateway(settings: Settings) -> Gateway:
             queue_target=settings.queue_target, poison_threshold=settings.poison_threshold
         )
         containers = ContainerCounters()
-        gate = Gate(throttle_for(settings), faults_for(settings))  # one for every service and the console
+        peers_dir = Path(settings.peers_dir) if settings.peers_dir else None
+        server = ServerInsight(
+            insight,
+            queue_insight,
+            containers,
+            peers_dir=peers_dir,
+            frontend=settings.frontend,
+            secret=settings.metrics_secret,
+        )
+        ledger = Ledger(peers_dir, settings.workers) if peers_dir is not None and settings.targets else None
+        gate = Gate(throttle_for(settings, ledger), faults_for(settings))  # every service's and the console's
         options = frontend_options(settings, tracer)
         ports = settings.ports()
         by_port: dict[int, AsgiApp] = {}
@@ -220,26 +235,47 @@ def build_gateway(settings: Settings) -> Gateway:
         if settings.console_on():
             # One port only (the Table port, else the first service's): one origin, one cookie.
             console_port = next(iter(ports.values()))
-            app = console(settings, table, insight, queues, queue_insight, blobs)
+            app = console(settings, table, server, queues, queue_insight, blobs)
             extras[CONSOLE_PATH] = on_one_port(console_port, app, by_port)
 
         async def metrics(as_json: bool) -> tuple[bytes, bytes]:
-            stats = await figures.stats() if figures is not None else []
+            view = await server.view(hashed=settings.metrics_keys == "hashed")
+            stats = server.queue_stats(await figures.stats(), view) if figures is not None else []
+            frontend = {
+                "frontend": settings.frontend,
+                "workers": settings.workers,
+                "reporting": view.workers,
+                "processes": view.processes,
+            }
             if as_json:
-                snapshot = insight.snapshot()
-                snapshot["containers"] = containers.snapshot()
+                snapshot = view.tables.snapshot()
+                snapshot["containers"] = view.containers.snapshot()
                 if figures is not None:
-                    queue_snapshot = queue_insight.snapshot(stats, now_us())
+                    queue_snapshot = view.queues.snapshot(stats, now_us())
                     snapshot["queues"] = queue_snapshot["queues"]
                     snapshot["queue_target"] = queue_snapshot["queue_target"]
                     snapshot["warnings"].extend(queue_snapshot["warnings"])
+                snapshot["frontend"] = frontend
                 return b"application/json", orjson.dumps(snapshot)
-            text = insight.prometheus() + containers.prometheus()
+            text = view.tables.prometheus() + view.containers.prometheus()
             if figures is not None:
-                text += queue_insight.prometheus(stats, now_us())
+                text += view.queues.prometheus(stats, now_us())
+            text += frontend_prometheus(frontend)
             return PROMETHEUS_TYPE, text.encode()
 
+        endpoint = MetricsEndpoint(
+            metrics,
+            accounts=settings.accounts,
+            open_access=settings.loopback(),
+            token=settings.metrics_token,
+            clock_skew=settings.clock_skew or None,
+        )
+        server.start()
+
         async def close() -> None:
+            server.close()
+            if ledger is not None:
+                ledger.close()
             for task in tasks:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -248,9 +284,46 @@ def build_gateway(settings: Settings) -> Gateway:
             if tracer is not None:
                 tracer.shutdown()
 
-        return Mounts(by_port, metrics, close, extras)
+        metrics_port = ports.get("table", next(iter(ports.values())))
+        return Mounts(by_port, endpoint, close, extras=extras, metrics_port=metrics_port)
 
     return Gateway(start)
+
+
+def frontend_prometheus(frontend: dict[str, Any]) -> str:
+    """Whose counts ``/metrics`` shows: one front-end (``host:pid``), with how many of its workers
+    answered; several front-ends over one database each show their own."""
+    label = f'frontend="{escape_label_value(frontend["frontend"])}"'
+    return (
+        "# HELP tabulae_frontend_workers Worker processes of this front-end whose counts are in the sums.\n"
+        "# TYPE tabulae_frontend_workers gauge\n"
+        f"tabulae_frontend_workers{{{label}}} {frontend['reporting']}\n"
+        "# HELP tabulae_frontend_process_requests_total Requests counted by each worker process.\n"
+        "# TYPE tabulae_frontend_process_requests_total counter\n"
+        + "".join(
+            f'tabulae_frontend_process_requests_total{{{label},pid="{p["pid"]}"}} {p["requests"]}\n'
+            for p in frontend["processes"]
+        )
+    )
+
+
+def insight_snapshot(server: ServerInsight) -> Any:
+    """What the console's Insight page draws: the front-end's summed counters, keys as they are
+    (the page shows the signed-in account's own data)."""
+
+    async def snapshot() -> dict[str, Any]:
+        return (await server.view()).tables.snapshot()
+
+    return snapshot
+
+
+def insight_warnings(server: ServerInsight) -> Any:
+    """The warnings the console's table page shows: from the front-end's summed counters."""
+
+    async def warnings() -> list[dict[str, Any]]:
+        return (await server.view()).tables.warnings()
+
+    return warnings
 
 
 async def collect_garbage(store: BlobStore) -> None:
@@ -373,6 +446,9 @@ def serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> None
             settings.console_secret = secrets.token_bytes(32)  # one for every worker: any may answer
         if not settings.console_dir:
             made = settings.console_dir = tempfile.mkdtemp(prefix="tabulae-console-")
+    if not settings.metrics_secret:
+        settings.metrics_secret = secrets.token_bytes(32)  # one hash of a key in every worker
+    settings.frontend = f"{socket.gethostname()}:{os.getpid()}"
     try:
         _serve(settings, worker_sockets)
     finally:
@@ -420,13 +496,27 @@ def _serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> Non
             raise StartupFailed("the server could not start (the reason is logged above)")
         return
 
-    os.environ[SETTINGS_ENV] = settings.to_json()
-    config = uvicorn.Config("tabulae.compose:create_app", factory=True, workers=settings.workers, **options)
-    stop_within = settings.shutdown_timeout + 2 * SHUTDOWN_MARGIN_SECONDS
-    supervisor = _SpreadMultiprocess(config, worker_sockets, stop_within)
-    supervisor.run()
+    settings.peers_dir = shared_directory()
+    try:
+        os.environ[SETTINGS_ENV] = settings.to_json()
+        config = uvicorn.Config(
+            "tabulae.compose:create_app", factory=True, workers=settings.workers, **options
+        )
+        stop_within = settings.shutdown_timeout + 2 * SHUTDOWN_MARGIN_SECONDS
+        supervisor = _SpreadMultiprocess(config, worker_sockets, stop_within)
+        supervisor.run()
+    finally:
+        shutil.rmtree(settings.peers_dir, ignore_errors=True)
     if supervisor.failed:
         raise StartupFailed("a worker could not start (the reason is logged above); the server stopped")
+
+
+def shared_directory() -> str:
+    """A new private directory for the workers to share counters through (``insight.peers``,
+    ``admission.ledger``): in memory (``/dev/shm``) where the system has it."""
+    memory = "/dev/shm"
+    parent = memory if os.path.isdir(memory) and os.access(memory, os.W_OK) else None
+    return tempfile.mkdtemp(prefix="tabulae-", dir=parent)
 
 
 def exit_on_stop_signals() -> None:

@@ -189,6 +189,20 @@ class Settings:
         type=int,
         metavar="N",
     )
+    metrics_token: str | None = setting(
+        None,
+        flag="--metrics-token",
+        help="also let requests with 'Authorization: Bearer TOKEN' read /metrics (off loopback, "
+        "/metrics needs this or a request signed with an account key; on loopback it is open)",
+        metavar="TOKEN",
+    )
+    metrics_keys: str = setting(
+        "plain",
+        flag="--metrics-keys",
+        help="'hashed': /metrics shows PartitionKeys and table, queue and container names as a keyed "
+        "hash (stable while the server runs) instead of their values",
+        choices=["plain", "hashed"],
+    )
     faults: float = setting(
         0.0,
         flag="--faults",
@@ -283,6 +297,11 @@ class Settings:
     console_secret: bytes = setting(b"")
     # Where the worker processes share the signed-out console sessions; made at start-up.
     console_dir: str = setting("")
+    # Keys the --metrics-keys hash; made at start-up, shared by the workers (never printed).
+    metrics_secret: bytes = setting(b"")
+    # The directory the workers of one server share their counters through (made by serve).
+    peers_dir: str = setting("")
+    frontend: str = setting("")  # "host:pid" of the serving process: /metrics covers this front-end
     max_body_bytes: int = setting(4 * 1024 * 1024)  # larger bodies get 413 RequestBodyTooLarge
     page_time_budget: float = setting(5.0)  # seconds a query page may scan before it ends with a token
 
@@ -352,4 +371,5 @@ class Settings:
         data["services"] = tuple(data["services"])
         data["console_hosts"] = tuple(data["console_hosts"])
         data["console_secret"] = base64.b64decode(data["console_secret"])
+        data["metrics_secret"] = base64.b64decode(data["metrics_secret"])
         return cls(**data)

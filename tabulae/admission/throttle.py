@@ -33,12 +33,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from tabulae.admission.ledger import Ledger
 from tabulae.model.errors import TableError
 
 __all__ = [
     "ACCOUNT_LIMIT_MESSAGE",
     "AZURE_TARGETS",
     "Clock",
+    "SharedBucket",
     "Targets",
     "Throttle",
     "TokenBucket",
@@ -120,6 +122,37 @@ class TokenBucket:
         return self.available() >= self.capacity
 
 
+class SharedBucket(TokenBucket):
+    """A token bucket that every worker of the server shares, in the ledger (see
+    :mod:`tabulae.admission.ledger` for the representation: the time the bucket is busy until).
+
+    The target is the server's (Azure's are per partition, not per process), so the bucket has
+    the full rate and burst, and every worker's takes drain it.
+    """
+
+    __slots__ = ("_ledger", "_slot")
+
+    def __init__(self, rate: float, burst: float, clock: Clock, ledger: Ledger, key: str) -> None:
+        super().__init__(rate, burst, clock)
+        self._ledger = ledger
+        self._slot = ledger.slot(key)
+
+    def available(self) -> float:
+        tokens = self.rate * (self._clock() - self._ledger.busy_until(self._slot))
+        return min(self.capacity, tokens)
+
+    def try_take(self, n: float) -> bool:
+        if not self.can_take(n):
+            return False
+        self.take(n)
+        return True
+
+    def take(self, n: float) -> None:
+        now = self._clock()
+        busy = max(self._ledger.busy_until(self._slot), now - self.capacity / self.rate)
+        self._ledger.own[self._slot] = busy + n / self.rate
+
+
 @dataclass(frozen=True, slots=True)
 class Targets:
     """Entities per second allowed to one partition and to one account.
@@ -180,8 +213,10 @@ class Throttle:
         clock: Clock = time.monotonic,
         workers: int = 1,
         retry_after: bool = False,
+        ledger: Ledger | None = None,
     ) -> None:
-        self.targets = targets.divide(workers)
+        self.targets = targets if ledger is not None else targets.divide(workers)
+        self._ledger = ledger
         self.retry_after = retry_after
         self._clock = clock
         self._accounts: dict[str, TokenBucket] = {}
@@ -192,8 +227,12 @@ class Throttle:
 
     # --------------------------------------------------------------------------- buckets
 
-    def _bucket(self, rate: float) -> TokenBucket:
-        return TokenBucket(rate, rate * self.targets.burst_seconds, self._clock)
+    def _bucket(self, rate: float, key: str) -> TokenBucket:
+        """A bucket for ``key`` (unique per scope): a shared one when the workers share a ledger."""
+        burst = rate * self.targets.burst_seconds
+        if self._ledger is not None:
+            return SharedBucket(rate, burst, self._clock, self._ledger, key)
+        return TokenBucket(rate, burst, self._clock)
 
     def _account_bucket(self, account: str) -> TokenBucket | None:
         rate = self.targets.account_rate
@@ -201,7 +240,7 @@ class Throttle:
             return None
         bucket = self._accounts.get(account)
         if bucket is None:
-            bucket = self._accounts[account] = self._bucket(rate)
+            bucket = self._accounts[account] = self._bucket(rate, "a\0" + account)
         return bucket
 
     def _partition_bucket(self, account: str, table: str, pk: str | None) -> TokenBucket | None:
@@ -213,7 +252,7 @@ class Throttle:
         if bucket is None:
             if len(self._partitions) >= self._sweep_at:
                 self._sweep()
-            bucket = self._partitions[key] = self._bucket(rate)
+            bucket = self._partitions[key] = self._bucket(rate, "p\0" + "\0".join(key))
         return bucket
 
     def _queue_bucket(self, account: str, queue: str) -> TokenBucket | None:
@@ -226,7 +265,7 @@ class Throttle:
             if len(self._queues) >= self._queue_sweep_at:
                 self._queues = {k: b for k, b in self._queues.items() if not b.is_full()}
                 self._queue_sweep_at = max(_MIN_SWEEP, 2 * len(self._queues))
-            bucket = self._queues[key] = self._bucket(rate)
+            bucket = self._queues[key] = self._bucket(rate, "q\0" + "\0".join(key))
         return bucket
 
     def _sweep(self) -> None:

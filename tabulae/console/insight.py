@@ -5,13 +5,14 @@ returns), restricted to the signed-in account: a cell per tracked partition, in 
 that append-only or prepend-only key schemes show as a hot edge, shaded by the entities it cost
 (written plus scanned), and outlined when its recent rate is near or over the partition target;
 then the warnings (hot partitions, append-only and prepend-only inserts, low-density scans, a busy
-account) and the query classes each table was read with. Counters belong to the worker process
-that served the requests (``--workers 1`` gives one exact set), and start at zero on start-up.
+account) and the query classes each table was read with. Counters are the whole front-end's
+(every worker's, summed: ``insight.server``), and start at zero on start-up.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -19,7 +20,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from tabulae.console.render import account_of, render
-from tabulae.insight.partitions import QUERY_CLASSES, Insight
+from tabulae.insight.partitions import QUERY_CLASSES
 from tabulae.model.edm import utf16_sort_key
 
 HEAT_LEVELS = 10  # shades of the heat map (CSS classes heat-0 .. heat-9)
@@ -70,15 +71,15 @@ class InsightPage:
     slug = "insight"
     title = "Insight"
 
-    def __init__(self, insight: Insight) -> None:
-        self.insight = insight
+    def __init__(self, snapshot: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        self.snapshot = snapshot  # the server's summed Insight.snapshot()
 
     def routes(self) -> list[BaseRoute]:
         return [Route("/insight", self.show, methods=["GET"])]
 
     async def show(self, request: Request) -> Response:
         account = account_of(request)
-        snapshot = self.insight.snapshot()
+        snapshot = await self.snapshot()
         warnings = [w for w in snapshot["warnings"] if w["account"] == account]
         return render(
             request,

@@ -15,6 +15,7 @@ newer version beside the user's edits, instead of being overwritten.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -34,7 +35,6 @@ from tabulae.console.typed import (
     short_type,
 )
 from tabulae.console.typed import value_text as typed_text
-from tabulae.insight.partitions import Insight
 from tabulae.model import edm
 from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
@@ -105,9 +105,11 @@ class TablesPage:
     slug = "tables"
     title = "Tables"
 
-    def __init__(self, service: TableService, insight: Insight | None = None) -> None:
+    def __init__(
+        self, service: TableService, warnings: Callable[[], Awaitable[list[dict[str, Any]]]] | None = None
+    ) -> None:
         self.service = service
-        self.insight = insight
+        self.warnings = warnings  # the server's insight warnings (every worker's counts)
 
     def routes(self) -> list[BaseRoute]:
         return [
@@ -242,19 +244,19 @@ class TablesPage:
             next_href=query_string(**query, **trail.next(next_keys, len(rows))) if next_keys else None,
             here=trail.here,
             key_width=key_width(rows),
-            warnings=self._warnings(account, table),
+            warnings=await self._warnings(account, table),
             message=message.format(name=params.get("name", "")) if message else None,
             indexes=indexes,
             index_types=INDEX_TYPES,
             error=error,
         )
 
-    def _warnings(self, account: str, table: str) -> list[dict[str, Any]]:
-        if self.insight is None:
+    async def _warnings(self, account: str, table: str) -> list[dict[str, Any]]:
+        if self.warnings is None:
             return []
         return [
             warning
-            for warning in self.insight.warnings()
+            for warning in await self.warnings()
             if warning["account"] == account and (warning["table"] or "").lower() == table.lower()
         ]
 

@@ -3,8 +3,9 @@
 A worker listens on each service's port (Table 10002 and Queue 10001 by default) and this
 gateway hands a request to the front-end of the port it arrived on. It also owns what is not any
 one service's: the lifespan (the composition root's ``start`` opens the stores and builds the
-front-ends, in the serving process, on its event loop), ``GET /metrics``, and the apps under
-``/-/`` (console, admin).
+front-ends, in the serving process, on its event loop), ``GET /metrics`` on the Table port (the
+first service's when there is no Table service; ``table.api.metrics`` says who may read it), and the
+apps under ``/-/`` (console, admin).
 """
 
 from __future__ import annotations
@@ -26,14 +27,14 @@ class Mounts:
     with an account) by path prefix, and how to close it all."""
 
     by_port: dict[int, AsgiApp]
-    metrics: Callable[[bool], Awaitable[tuple[bytes, bytes]]]  # as JSON? -> (content type, body)
+    metrics: AsgiApp  # GET /metrics, on metrics_port only
     close: Callable[[], Awaitable[None]]
     extras: dict[str, AsgiApp] = field(default_factory=dict)  # e.g. "/-/console" -> the console
+    metrics_port: int | None = None  # the Table port (else the first service's)
 
 
 class Gateway:
-    """Dispatch by local port; ``/metrics`` on every port (unauthenticated, like any Prometheus
-    endpoint: the server listens on loopback by default)."""
+    """Dispatch by local port; ``/metrics`` on one port."""
 
     def __init__(self, start: Callable[[], Awaitable[Mounts]]) -> None:
         self._start = start
@@ -81,16 +82,14 @@ class Gateway:
         if path.startswith("/-/"):
             await self._extra(mounts, scope, receive, send)
             return
-        if path == "/metrics" and scope["method"] == "GET":
-            content_type, body = await mounts.metrics(b"format=json" in scope["query_string"])
-            headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
-            return
         server = scope.get("server")
-        app = mounts.by_port.get(server[1]) if server else None
+        port = server[1] if server else None
+        app = mounts.by_port.get(port) if port is not None else None
         if app is None:  # a socket handed over without a known port (tests, unix sockets)
             app = next(iter(mounts.by_port.values()))
+            port = mounts.metrics_port
+        if path == "/metrics" and scope["method"] == "GET" and port == mounts.metrics_port:
+            app = mounts.metrics
         await app(scope, receive, send)
 
     @staticmethod

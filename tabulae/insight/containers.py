@@ -79,6 +79,18 @@ class ContainerCounters:
             other = self._series.setdefault((key[0], OTHER), _Series())
             other.absorb(series)
 
+    def state(self) -> list[tuple[str, str, list[int]]]:
+        """This process's counters as plain data, for :meth:`absorb` in another (``insight.peers``)."""
+        return [(a, c, [getattr(s, name) for name in _FIELDS]) for (a, c), s in self._series.items()]
+
+    def absorb(self, state: list[tuple[str, str, list[int]]], rename: Callable[[str], str] = str) -> None:
+        """Add another process's :meth:`state`; ``rename`` maps container names (``--metrics-keys``)."""
+        for account, container, values in state:
+            key = (account, container if container in ("", OTHER) else rename(container))
+            series = self._series.setdefault(key, _Series())
+            for name, value in zip(_FIELDS, values, strict=True):
+                setattr(series, name, getattr(series, name) + value)
+
     def snapshot(self) -> list[dict[str, Any]]:
         return [
             {"account": account, "container": container, **{name: getattr(s, name) for name in _FIELDS}}

@@ -71,6 +71,9 @@ INSERT_OPS = frozenset({"insert", "upsert", "batch"})
 OTHER = "(other)"
 TABLE_WIDE = "(table)"
 
+_QUIET = logging.getLogger("tabulae.insight.view")
+_QUIET.disabled = True  # a summed view reports; the processes that counted have logged already
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _MESSAGE_KEY_CHARS = 64
 
@@ -231,6 +234,30 @@ class _Stats:
     def recent_load(self, second: int) -> int:
         written, _read, scanned, _throttled = self.window.sums(second)
         return written + scanned
+
+    def state(self) -> tuple[Any, ...]:
+        """Plain data (for another process to :meth:`absorb_state`)."""
+        buckets = [list(b) for b in self.window._buckets if b[0] >= 0]
+        return (self.requests, self.written, self.read, self.scanned, self.throttled, dict(self.queries),
+                buckets, self.last_seen)  # fmt: skip
+
+    def absorb_state(self, state: tuple[Any, ...]) -> None:
+        """Add another process's counts (from :meth:`state`) to these."""
+        requests, written, read, scanned, throttled, queries, buckets, last_seen = state
+        self.requests += requests
+        self.written += written
+        self.read += read
+        self.scanned += scanned
+        self.throttled += throttled
+        for name, count in queries.items():
+            self.queries[name] = self.queries.get(name, 0) + count
+        for bucket in buckets:
+            self.window.add(bucket[0], bucket[1], bucket[2], bucket[3], bucket[4])
+        self.last_seen = max(self.last_seen, last_seen)
+
+
+def _keep(name: str) -> str:
+    return name
 
 
 class _Table:
@@ -679,6 +706,86 @@ class Insight:
                 if warning is not None:
                     found.append(warning)
         return found
+
+    # ------------------------------------------------------------------------------ sharing
+
+    def state(self) -> dict[str, Any]:
+        """This process's counters and detectors as plain data (lists, dicts, strings, numbers),
+        for :meth:`absorb` in the process that answers ``/metrics`` (see ``insight.peers``)."""
+        tables = []
+        for tbl in self._tables.values():
+            tables.append(
+                {
+                    "account": tbl.account,
+                    "name": tbl.name,
+                    "stats": tbl.stats.state(),
+                    "partitions": {pk: stats.state() for pk, stats in tbl.partitions.items()},
+                    "other": None if tbl.other is None else tbl.other.state(),
+                    "wide": None if tbl.wide is None else tbl.wide.state(),
+                    "last_pk": tbl.last_pk if tbl.last_key is not None else None,
+                    "direction": tbl.direction,
+                    "run": tbl.run,
+                    "scans": list(tbl.scans),
+                }
+            )
+        return {"accounts": {name: stats.state() for name, stats in self._accounts.items()}, "tables": tables}
+
+    def view(self) -> Insight:
+        """An empty instance with the same targets and limits, which logs nothing: the sum of
+        several processes' :meth:`state` is built in one, then reported as usual."""
+        return Insight(
+            self._clock,
+            window_seconds=self.window_seconds,
+            partition_target=self.partition_target,
+            account_target=self.account_target,
+            near_target=self.near_target,
+            max_partitions=self.max_partitions,
+            max_tables=self.max_tables,
+            monotonic_run=self.monotonic_run,
+            scan_history=self.scan_history,
+            low_density=self.low_density,
+            low_density_min_scanned=self.low_density_min_scanned,
+            logger=_QUIET,
+        )
+
+    def absorb(
+        self,
+        state: dict[str, Any],
+        rename: Callable[[str], str] = _keep,
+        rename_table: Callable[[str], str] | None = None,
+    ) -> None:
+        """Add another process's :meth:`state`. ``rename`` maps PartitionKeys and, unless
+        ``rename_table`` is given, table names (``--metrics-keys hashed``); folded series keep their
+        labels. Nothing is folded here: the sum of a few bounded processes is bounded."""
+        rename_table = rename_table or rename
+        for name, stats in state["accounts"].items():
+            self._account(name).absorb_state(stats)
+        for entry in state["tables"]:
+            name = entry["name"]
+            if name != OTHER:
+                name = rename_table(name)
+            key = (entry["account"], name.lower())
+            tbl = self._tables.get(key)
+            if tbl is None:
+                tbl = self._tables[key] = _Table(
+                    entry["account"], name, self.window_seconds, self.scan_history
+                )
+            tbl.stats.absorb_state(entry["stats"])
+            for pk, stats in entry["partitions"].items():
+                series = tbl.partitions.setdefault(rename(pk), _Stats(self.window_seconds))
+                series.absorb_state(stats)
+            if entry["other"] is not None:
+                tbl.other = tbl.other or _Stats(self.window_seconds)
+                tbl.other.absorb_state(entry["other"])
+            if entry["wide"] is not None:
+                tbl.wide = tbl.wide or _Stats(self.window_seconds)
+                tbl.wide.absorb_state(entry["wide"])
+            if entry["last_pk"] is not None and entry["run"] > tbl.run:
+                tbl.last_pk = rename(entry["last_pk"])
+                tbl.last_key = utf16_sort_key(tbl.last_pk)
+                tbl.direction, tbl.run = entry["direction"], entry["run"]
+            tbl.scans.extend(tuple(scan) for scan in entry["scans"])
+        self._partition_count = sum(len(tbl.partitions) for tbl in self._tables.values())
 
     # ------------------------------------------------------------------------------ reporting
 

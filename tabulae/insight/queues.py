@@ -29,6 +29,14 @@ from tabulae.storage.queues import QueueStats
 
 Clock = Callable[[], float]
 
+_QUIET = logging.getLogger("tabulae.insight.view")
+_QUIET.disabled = True  # a summed view reports; the processes that counted have logged already
+
+
+def _keep(name: str) -> str:
+    return name
+
+
 OPS = ("put", "get", "peek", "update", "delete")
 OTHER = "(other)"
 _RATED = ("put", "get", "delete", "throttled")  # the windowed rates
@@ -76,6 +84,27 @@ class _Series:
         for op, count in other.counts.items():
             self.counts[op] += count
         self.last_seen = max(self.last_seen, other.last_seen)
+
+    def state(self) -> tuple[Any, ...]:
+        buckets = [list(b) for b in self.buckets if b[0] >= 0]
+        return self.requests, self.throttled, dict(self.counts), buckets, self.last_seen
+
+    def absorb_state(self, state: tuple[Any, ...]) -> None:
+        """Add another process's counts (from :meth:`state`), per-second sums included."""
+        requests, throttled, counts, buckets, last_seen = state
+        self.requests += requests
+        self.throttled += throttled
+        for op, count in counts.items():
+            self.counts[op] = self.counts.get(op, 0) + count
+        for second, *sums in buckets:
+            bucket = self.buckets[second % len(self.buckets)]
+            if bucket[0] != second:
+                if bucket[0] > second:
+                    continue
+                bucket[:] = [second, 0, 0, 0, 0]
+            for index, value in enumerate(sums):
+                bucket[1 + index] += value
+        self.last_seen = max(self.last_seen, last_seen)
 
 
 class QueueInsight:
@@ -171,6 +200,39 @@ class QueueInsight:
             folded = self._series.pop(key)
             sink = self._series.setdefault((key[0], OTHER), _Series(self.window_seconds))
             sink.absorb(folded)
+
+    # ------------------------------------------------------------------------------ sharing
+
+    def state(self) -> dict[str, Any]:
+        """This process's counters as plain data, for :meth:`absorb` in another (``insight.peers``)."""
+        return {
+            "series": [(account, queue, s.state()) for (account, queue), s in self._series.items()],
+            "poison": [(account, queue, n) for (account, queue), n in self._poison_seen.items()],
+        }
+
+    def view(self) -> QueueInsight:
+        """An empty instance with the same settings, logging nothing, to sum states in."""
+        return QueueInsight(
+            self._clock,
+            window_seconds=self.window_seconds,
+            queue_target=self.queue_target,
+            poison_threshold=self.poison_threshold,
+            near_target=self.near_target,
+            max_queues=self.max_queues,
+            logger=_QUIET,
+        )
+
+    def absorb(self, state: dict[str, Any], rename: Callable[[str], str] = _keep) -> None:
+        """Add another process's :meth:`state`; ``rename`` maps queue names (``--metrics-keys``)."""
+        for account, queue, series in state["series"]:
+            key = (account, queue if queue == OTHER else rename(queue))
+            target = self._series.get(key)
+            if target is None:
+                target = self._series[key] = _Series(self.window_seconds)
+            target.absorb_state(series)
+        for account, queue, count in state["poison"]:
+            key = (account, rename(queue))
+            self._poison_seen[key] = self._poison_seen.get(key, 0) + count
 
     # ------------------------------------------------------------------------------ warnings
 

@@ -1,10 +1,12 @@
 """``tabulae top``: the hottest partitions of a running server, redrawn in the terminal.
 
 It polls the server's ``GET /metrics?format=json`` (the :meth:`Insight.snapshot
-<tabulae.insight.partitions.Insight.snapshot>` document) and draws a table: the partitions taking
-the most load, how close each is to its target, and the warnings the server has raised. Drawing
-is a pure function of the snapshot (:func:`render_top`), so it is tested without a terminal; the
-loop only fetches, clears the screen with ANSI codes (no curses) and writes.
+<tabulae.insight.partitions.Insight.snapshot>` document, summed over the server's workers), signed
+with an account key (the connection options, by default the development account) or sent with
+``--metrics-token``, as a server that does not listen on loopback only requires, and draws a table:
+the partitions taking the most load, how close each is to its target, and the warnings the server
+has raised. Drawing is a pure function of the snapshot (:func:`render_top`), so it is tested
+without a terminal; the loop only fetches, clears the screen with ANSI codes (no curses) and writes.
 
 Partition keys are user data and may hold control characters: they are shown escaped, so a key
 can never move the cursor or recolour the terminal.
@@ -13,7 +15,11 @@ can never move the cursor or recolour the terminal.
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
+import hmac
 import json
+import os
 import shutil
 import sys
 import textwrap
@@ -21,13 +27,30 @@ import time
 import unicodedata
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
+from email.utils import formatdate
 from typing import Any, TextIO
 from urllib.parse import urlsplit
+
+from azure.core.credentials import AzureNamedKeyCredential
+from azure.data.tables import TableServiceClient
 
 from tabulae.config import DEFAULT_HOST, DEFAULT_PORT
 from tabulae.tools.failures import Failure, connection_code
 
-__all__ = ["CLEAR", "add_arguments", "fetch_snapshot", "main", "metrics_url", "render_top", "run_top"]
+__all__ = [
+    "CLEAR",
+    "add_arguments",
+    "fetch_snapshot",
+    "main",
+    "metrics_headers",
+    "metrics_url",
+    "render_top",
+    "run_top",
+]
+
+CONNECTION_ENV = "AZURE_STORAGE_CONNECTION_STRING"
+VERSION = "2019-02-02"
 
 CLEAR = "\x1b[H\x1b[2J"
 """Cursor home, then erase the screen."""
@@ -55,9 +78,35 @@ def metrics_url(endpoint: str) -> str:
     return f"{parts.scheme}://{parts.netloc}/metrics?format=json"
 
 
-def fetch_snapshot(url: str, timeout: float = 5.0) -> dict[str, Any]:
-    """One unauthenticated GET of the JSON metrics."""
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+def metrics_headers(
+    url: str, *, connection_string: str | None = None, token: str | None = None
+) -> dict[str, str]:
+    """The headers that let a request read ``url`` (the server's ``/metrics``): the bearer
+    ``token`` when given, else a Shared Key signature with the key of ``connection_string``
+    (signed as a Table request for ``/{account}/metrics``; a SAS connection string signs nothing:
+    only a key or the token opens ``/metrics`` off loopback)."""
+    if token:
+        return {"Authorization": f"Bearer {token}"}
+    client = TableServiceClient.from_connection_string(connection_string or "UseDevelopmentStorage=true")
+    credential = client.credential
+    if not isinstance(credential, AzureNamedKeyCredential):
+        return {}
+    account, key = credential.named_key
+    date = formatdate(usegmt=True)
+    to_sign = f"GET\n\n\n{date}\n/{account}{urlsplit(url).path}"
+    signature = base64.b64encode(hmac.digest(base64.b64decode(key), to_sign.encode(), hashlib.sha256))
+    return {
+        "x-ms-date": date,
+        "x-ms-version": VERSION,
+        "Authorization": f"SharedKey {account}:{signature.decode()}",
+    }
+
+
+def fetch_snapshot(
+    url: str, timeout: float = 5.0, headers: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """One GET of the JSON metrics, with ``headers`` (:func:`metrics_headers`) when given."""
+    request = urllib.request.Request(url, headers={"Accept": "application/json", **(headers or {})})
     with urllib.request.urlopen(request, timeout=timeout) as response:
         document = json.loads(response.read())
     if not isinstance(document, dict):
@@ -217,6 +266,8 @@ def run_top(
     out: TextIO | None = None,
     clear: bool | None = None,
     limit: int | None = None,
+    connection_string: str | None = None,
+    token: str | None = None,
 ) -> int:
     """Poll ``{endpoint}/metrics?format=json`` every ``interval`` s and redraw; Ctrl-C ends it.
 
@@ -239,7 +290,8 @@ def run_top(
             size = shutil.get_terminal_size((100, 24))
             rows = limit if limit is not None else max(5, size.lines - 12)
             try:
-                text = render_top(fetch_snapshot(url), size.columns, limit=rows)
+                headers = metrics_headers(url, connection_string=connection_string, token=token)
+                text = render_top(fetch_snapshot(url, headers=headers), size.columns, limit=rows)
                 failed = False
             except (OSError, ValueError) as exc:  # URLError is an OSError; bad JSON a ValueError
                 reason = getattr(exc, "reason", exc)
@@ -274,8 +326,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", type=int, default=None, help="partitions to show (default: fit the terminal)"
     )
+    parser.add_argument(
+        "--connection-string",
+        metavar="CS",
+        help=f"sign with this connection string's account key (default: ${CONNECTION_ENV}, else the "
+        "development account); needed when the server does not listen on loopback only",
+    )
+    parser.add_argument(
+        "--metrics-token", metavar="TOKEN", help="the server's --metrics-token, instead of a key"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
     """Run ``tabulae top`` from parsed arguments."""
-    return run_top(args.endpoint, args.interval, args.iterations, limit=args.limit)
+    return run_top(
+        args.endpoint,
+        args.interval,
+        args.iterations,
+        limit=args.limit,
+        connection_string=args.connection_string or os.environ.get(CONNECTION_ENV),
+        token=args.metrics_token,
+    )

@@ -37,15 +37,17 @@ def all_names() -> list[str]:
 
 
 class Servers:
-    """Starts ``--workers 1`` servers (one set of counters) on one store, each on a fresh database."""
+    """Starts servers of ``workers`` processes on one store, each on a fresh database (with two,
+    the counters the examples read and the targets they meet must be the whole server's)."""
 
-    def __init__(self, backend: str, tmp: pytest.TempPathFactory) -> None:
+    def __init__(self, backend: str, tmp: pytest.TempPathFactory, workers: int = 1) -> None:
         self.backend = backend
         self.tmp = tmp
+        self.workers = workers
         self.started: list[ServerProcess] = []
 
     def start(self, *flags: str) -> ServerProcess:
-        extra = ["--workers", "1", *flags]
+        extra = ["--workers", str(self.workers), *flags]
         if self.backend == "postgres":
             extra += ["--store", fresh_database(database_url("postgres"))]
         process = ServerProcess(self.tmp.mktemp("examples"), extra_args=extra).start()
@@ -57,9 +59,12 @@ class Servers:
             process.stop()
 
 
-@pytest.fixture(params=[name for name in backend_names() if name != "citus"])
+@pytest.fixture(
+    params=[(name, 1) for name in backend_names() if name != "citus"] + [("sqlite", 2)],
+    ids=lambda param: f"{param[0]}-{param[1]}-workers",
+)
 def servers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
-    started = Servers(request.param, tmp_path_factory)
+    started = Servers(*request.param[:1], tmp_path_factory, workers=request.param[1])
     yield started
     started.stop()
 

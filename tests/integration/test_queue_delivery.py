@@ -236,7 +236,7 @@ def test_metrics_show_depth_rates_age_and_poison(started: list[ServerProcess], t
     good = queue.receive_message(visibility_timeout=60)
     assert good.content == "m0"
     queue.delete_message(good)
-    base = f"http://127.0.0.1:{server.queue_port}"
+    base = f"http://127.0.0.1:{server.port}"  # /metrics is on the Table port
     text = urllib.request.urlopen(f"{base}/metrics").read().decode()
     families = {family.name: family for family in text_string_to_metric_families(text)}
     labels = {"account": "devstoreaccount1", "queue": "watched"}

@@ -188,9 +188,9 @@ def test_run_top_keeps_polling_a_server_that_goes_away(metrics_server: tuple[str
     answers = iter([True, False, False])
     real_fetch = top.fetch_snapshot
 
-    def flaky(url: str, timeout: float = 5.0) -> dict[str, Any]:
+    def flaky(url: str, timeout: float = 5.0, headers: Any = None) -> dict[str, Any]:
         if next(answers):
-            return real_fetch(url, timeout)
+            return real_fetch(url, timeout, headers)
         raise urllib.error.URLError("connection refused")
 
     out = io.StringIO()
