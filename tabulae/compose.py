@@ -44,7 +44,7 @@ from tabulae.console.blobs import BlobsPage
 from tabulae.console.insight import InsightPage
 from tabulae.console.pages import ConsolePage
 from tabulae.console.queues import QueuesPage
-from tabulae.console.render import BASE as CONSOLE_PATH
+from tabulae.console.render import CONSOLE_PATH
 from tabulae.console.tables import TablesPage
 from tabulae.http.addressing import path_style_only
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts

@@ -38,7 +38,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tabulae.console.pages import ConsolePage
-from tabulae.console.render import BASE, ENV, form_of, html_page, redirect, render
+from tabulae.console.render import CONSOLE_PATH, ENV, form_of, html_page, redirect, render
 from tabulae.console.revocations import Revocations
 from tabulae.console.session import COOKIE, Session, Sessions
 from tabulae.model.errors import TableError
@@ -57,8 +57,8 @@ SECURITY_HEADERS = [
     (b"cache-control", b"no-store"),
 ]
 _NO_STORE = [("cache-control", "no-store"), ("x-content-type-options", "nosniff")]
-_STATIC = BASE + "/static/"
-_OPEN_PATHS = (BASE + "/signin", _STATIC)
+_STATIC = CONSOLE_PATH + "/static/"
+_OPEN_PATHS = (CONSOLE_PATH + "/signin", _STATIC)
 MAX_FORM_FIELDS = 3000  # an entity has at most 252 properties, 3 fields each
 MAX_UPLOAD_BYTES = 256 * 1024 * 1024  # a file uploaded through the console (larger: use an SDK)
 UPLOAD_SUFFIX = "/upload"
@@ -170,7 +170,7 @@ class ConsoleGuard:
         state = scope.setdefault("state", {})
         state.update(session=session, csrf=self.sessions.csrf_token(session), nav=self.nav)
         path: str = scope["path"]
-        state["current"] = path[len(BASE) + 1 :].split("/", 1)[0]
+        state["current"] = path[len(CONSOLE_PATH) + 1 :].split("/", 1)[0]
         secure = scope.get("scheme") == "https"
         static = path.startswith(_STATIC)  # a page's files: they never start a session
 
@@ -188,7 +188,8 @@ class ConsoleGuard:
         method = scope["method"]
         if not session.signed_in and not is_open:
             if method in ("GET", "HEAD"):
-                await RedirectResponse(BASE + "/signin", status_code=303)(scope, receive, send_guarded)
+                to_signin = RedirectResponse(CONSOLE_PATH + "/signin", status_code=303)
+                await to_signin(scope, receive, send_guarded)
             else:
                 await self._refuse(scope, receive, send_guarded, 403, "Sign in first.")
             return
@@ -231,7 +232,8 @@ class ConsoleGuard:
     def _cookie(self, session: Session, secure: bool) -> bytes:
         value = self.sessions.encode(session)
         attributes = (
-            f"{COOKIE}={value}; Path={BASE}; HttpOnly; SameSite=Strict; Max-Age={self.sessions.max_age}"
+            f"{COOKIE}={value}; Path={CONSOLE_PATH}; HttpOnly; SameSite=Strict;"
+            f" Max-Age={self.sessions.max_age}"
         )
         return (attributes + ("; Secure" if secure else "")).encode("ascii")
 
@@ -278,7 +280,7 @@ def build_console(
     static = StaticFiles(directory=str(files("tabulae.console") / "static"))
     routes.append(Mount("/static", app=static, name="static"))
     app = Starlette(
-        routes=[Mount(BASE, routes=routes)],
+        routes=[Mount(CONSOLE_PATH, routes=routes)],
         exception_handlers={TableError: _table_error, 404: _not_found},
     )
     nav = [(page.slug, page.title) for page in pages]

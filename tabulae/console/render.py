@@ -24,7 +24,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
 
-BASE = "/-/console"  # where the gateway mounts the console
+CONSOLE_PATH = "/-/console"  # where the gateway mounts the console
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -75,7 +75,7 @@ ENV = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-ENV.globals.update(base=BASE, qs=query_string, key_token=key_token)
+ENV.globals.update(base=CONSOLE_PATH, qs=query_string, key_token=key_token)
 
 
 def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -93,7 +93,7 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
 
 def redirect(path: str, **params: Any) -> RedirectResponse:
     """303 See Other to a console path (after a POST, so a reload never repeats it)."""
-    return RedirectResponse(BASE + path + query_string(**params), status_code=303)
+    return RedirectResponse(CONSOLE_PATH + path + query_string(**params), status_code=303)
 
 
 def form_of(request: Request) -> FormData:
