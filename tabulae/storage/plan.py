@@ -16,11 +16,17 @@ which a :class:`Dialect` renders (once per distinct text, then cached):
   becomes ``dkey = :dkey AND`` (the distribution column, which Citus routes on), on SQLite
   nothing; ``{key,}`` and ``{:key,}`` do the same in an INSERT's column and value lists;
 - ``{lock}`` ends a read whose rows the transaction goes on to change: ``FOR UPDATE`` on
-  PostgreSQL, nothing on SQLite, whose one writer already excludes every other.
+  PostgreSQL, nothing on SQLite, whose one writer already excludes every other; ``{skip locked}``
+  does the same for a queue's take, skipping rows another transaction is taking;
+- ``{now}`` is the database's clock as a stored time (``now()`` on PostgreSQL, epoch seconds on
+  SQLite), and ``{::uuid}`` follows a parameter that PostgreSQL must read as a ``uuid``.
+
+A store may add markers of its own (``Dialect(markers)``) for a condition only one engine needs.
 
 Anything an engine does differently beyond that (SQLite's blob content files, PostgreSQL's
-chunk rows, advisory locks, Citus routing) is a step kind or an engine method, not a branch in
-the plan.
+chunk rows, advisory locks, Citus routing) is a step kind, a sub-plan or a statement the engine passes
+in, not a branch in the plan. A plan raises :class:`Restart` when it met a concurrent change it
+cannot resolve in place; an engine that runs transactions side by side runs it again.
 """
 
 from __future__ import annotations
@@ -54,17 +60,27 @@ Plan = Generator[Sql, Any, T]
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
+class Restart(Exception):
+    """The transaction met a concurrent change it cannot resolve in place; run it again."""
+
+
 class Dialect:
-    """How one engine spells the plan notation. Subclasses set what the markers become (in the
-    plan's notation: parameters stay ``:name``) and may rewrite the result; the default is
-    SQLite's, where every marker is empty and parameters are native."""
+    """How one engine spells the plan notation: ``markers`` maps each marker to its text (in the
+    plan's notation: parameters stay ``:name``), and a subclass may rewrite the result. The
+    default is SQLite's, where the markers are (nearly) empty and parameters are native."""
 
-    key_condition = ""  # what ``{key=}`` becomes
-    key_column = ""  # what ``{key,}`` becomes
-    key_value = ""  # what ``{:key,}`` becomes
-    lock = ""  # what ``{lock}`` becomes
+    MARKERS: Mapping[str, str] = {
+        "{key=}": "",  # the distribution key's condition
+        "{key,}": "",  # its column in an INSERT
+        "{:key,}": "",  # and its value
+        "{lock}": "",
+        "{skip locked}": "",
+        "{::uuid}": "",
+        "{now}": "((julianday('now') - 2440587.5) * 86400.0)",
+    }
 
-    def __init__(self) -> None:
+    def __init__(self, markers: Mapping[str, str] | None = None) -> None:
+        self._markers = {**(markers or {}), **self.MARKERS}  # a store's own may use the common ones
         self._rendered: dict[str, str] = {}
 
     def render(self, text: str) -> str:
@@ -75,12 +91,9 @@ class Dialect:
         return done
 
     def _render(self, text: str) -> str:
-        return (
-            text.replace("{key=}", self.key_condition)
-            .replace("{key,}", self.key_column)
-            .replace("{:key,}", self.key_value)
-            .replace("{lock}", self.lock)
-        )
+        for marker, spelling in self._markers.items():
+            text = text.replace(marker, spelling)
+        return text
 
 
 class SqliteDialect(Dialect):
@@ -91,10 +104,15 @@ class PostgresDialect(Dialect):
     """psycopg takes ``%(name)s``; rows carry the distribution column ``dkey``, and a read whose
     rows the transaction changes next locks them."""
 
-    key_condition = "dkey = :dkey AND"
-    key_column = "dkey,"
-    key_value = ":dkey,"
-    lock = "FOR UPDATE"
+    MARKERS: Mapping[str, str] = {
+        "{key=}": "dkey = :dkey AND",
+        "{key,}": "dkey,",
+        "{:key,}": ":dkey,",
+        "{lock}": "FOR UPDATE",
+        "{skip locked}": "FOR UPDATE SKIP LOCKED",
+        "{::uuid}": "::uuid",
+        "{now}": "now()",
+    }
 
     def _render(self, text: str) -> str:
         return _PARAM.sub(r"%(\1)s", super()._render(text).replace("%", "%%"))

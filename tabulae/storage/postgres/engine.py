@@ -22,6 +22,9 @@ from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from tabulae.model.errors import TableError
+from tabulae.storage.plan import Plan, PostgresDialect, Restart, run_async
+
+__all__ = ["MAX_ATTEMPTS", "PostgresDatabase", "Restart", "Schema"]
 
 if TYPE_CHECKING:
     Connection = psycopg.AsyncConnection[tuple[Any, ...]]
@@ -44,10 +47,6 @@ class Schema:
     @property
     def tables(self) -> tuple[str, ...]:
         return (*self.reference, *self.distributed)
-
-
-class Restart(Exception):
-    """The transaction met a concurrent change it cannot resolve in place; run it again."""
 
 
 _RETRYABLE: tuple[type[Exception], ...] = (
@@ -243,6 +242,7 @@ class PostgresDatabase:
 
     def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
         self.pool = pool
+        self.dialect = PostgresDialect()
 
     @classmethod
     async def open(cls, url: str, *, min_size: int = 1, max_size: int = 16) -> PostgresDatabase:
@@ -312,3 +312,27 @@ class PostgresDatabase:
             except psycopg.Error as exc:
                 raise database_error(exc) from exc
         raise AssertionError("unreachable")
+
+    async def run_plan(
+        self,
+        make: Callable[[], Plan[T]],
+        *,
+        retry: bool = False,
+        idempotent: bool = False,
+        transaction: bool = False,
+        isolation: str | None = None,
+    ) -> T:
+        """Run the plan ``make()`` returns as :meth:`run` runs a function (a fresh plan each try),
+        in one transaction when asked (at ``isolation`` when given, e.g. ``REPEATABLE READ`` for
+        reads that must see one snapshot), else statement by statement in autocommit."""
+        dialect = self.dialect
+
+        async def fn(conn: Connection) -> T:
+            if not transaction:
+                return await run_async(make(), conn, dialect)
+            async with conn.transaction():
+                if isolation is not None:
+                    await conn.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}")
+                return await run_async(make(), conn, dialect)
+
+        return await self.run(fn, retry=retry, idempotent=idempotent)

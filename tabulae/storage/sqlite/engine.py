@@ -30,10 +30,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tabulae.model.errors import TableError
+from tabulae.storage.plan import Plan, SqliteDialect, run_sync
 from tabulae.storage.sqlite.mapped_reader import MappedReader
+
+T = TypeVar("T")
 
 GROUP_LIMIT = 512  # writes committed together at most
 BUSY_TIMEOUT_MS = 30_000
@@ -107,6 +110,7 @@ class SqliteDatabase:
         self._last_checkpoint = time.monotonic()
         # Long scans read through a memory map of their own (see mapped_reader).
         self.scan_reader = MappedReader(lambda: _connect(self.path, durable))
+        self.dialect = SqliteDialect()
 
     # ----------------------------------------------------------------------------- writer side
 
@@ -119,6 +123,22 @@ class SqliteDatabase:
         if self._flusher is None:
             self._flusher = loop.create_task(self._flush())
         return await future
+
+    async def write_plan(self, plan: Plan[T], *, savepoint: bool = True) -> T:
+        """Run ``plan`` as a write job of the next group (see :meth:`write`)."""
+        result: T = await self.write(_run_plan, plan, self.dialect, savepoint=savepoint)
+        return result
+
+    def read_plan(self, plan: Plan[T], *, snapshot: bool = False) -> T:
+        """Run ``plan`` on the reader; with ``snapshot`` in one read transaction, so that all its
+        statements see the same state of the database."""
+        if not snapshot:
+            return run_sync(plan, self.reader, self.dialect)
+        self.reader.execute("BEGIN")
+        try:
+            return run_sync(plan, self.reader, self.dialect)
+        finally:
+            self.reader.execute("COMMIT")
 
     async def _flush(self) -> None:
         """Commit waiting writes, group after group, until none wait. The first group forms
@@ -256,6 +276,10 @@ class SqliteDatabase:
         self.scan_reader.close()
         os.close(self._lock_fd)
         os.close(self._checkpoint_lock_fd)
+
+
+def _run_plan(conn: sqlite3.Connection, plan: Plan[T], dialect: SqliteDialect) -> T:
+    return run_sync(plan, conn, dialect)
 
 
 def _set_account_document(conn: sqlite3.Connection, table: str, account: str, document: bytes) -> None:
