@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tabulae.model.blobs import Extent
+from tabulae.storage.blobplan import garbage
 from tabulae.storage.blobplan.reads import At, committed, container_id, load_state
 from tabulae.storage.blobs import BlobState, BlobWrite, Decide, Needs, encode_blob
 from tabulae.storage.plan import Plan, Restart, Sql
@@ -27,10 +28,6 @@ _INSERT_BLOB = (
     " VALUES ({:key,} :c, :name, :version, :committed, :ticks, :size, :doc)"
 )
 _EXTENT_COLUMNS = "INSERT INTO blob_extents ({key,} container_id, name, version, seq, ref, length, block_id)"
-REFERENCED = (
-    "SELECT EXISTS (SELECT 1 FROM blob_extents WHERE {key=} ref = :ref)"
-    " OR EXISTS (SELECT 1 FROM blob_blocks WHERE {key=} ref = :ref)"
-)
 
 
 def write_blob(
@@ -157,16 +154,5 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
         )
         referenced.add(block.ref)
     for ref in dropped - referenced:
-        yield from drop(at.dkey, ref)
+        yield from garbage.drop(at.dkey, ref)
     return referenced
-
-
-def drop(dkey: int, ref: str) -> Plan[None]:
-    """An extent lost a reference: if no row names it any more, it becomes garbage."""
-    row = yield Sql(REFERENCED, {"dkey": dkey, "ref": ref}, "one")
-    if not row[0]:
-        yield Sql(
-            "INSERT INTO blob_garbage ({key,} ref, dropped) VALUES ({:key,} :ref, {now})"
-            " ON CONFLICT ({key,} ref) DO UPDATE SET dropped = excluded.dropped",
-            {"dkey": dkey, "ref": ref},
-        )

@@ -33,29 +33,26 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import random
 import secrets
 import struct
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
 
 from tabulae.model.errors import TableError
-from tabulae.storage.blobplan import containers, reads
+from tabulae.storage.blobplan import containers
+from tabulae.storage.blobplan.garbage import collect
 from tabulae.storage.blobplan.reads import At
-from tabulae.storage.blobplan.writes import REFERENCED, write_blob
+from tabulae.storage.blobplan.store import PlannedBlobs
+from tabulae.storage.blobplan.writes import write_blob
 from tabulae.storage.blobs import (
-    BASE,
     GARBAGE_GRACE_SECONDS,
     NO_NEEDS,
     BlobKey,
-    BlobListing,
-    BlobRecord,
-    BlobStore,
     ContainerRecord,
     Decide,
     Digest,
@@ -65,12 +62,13 @@ from tabulae.storage.blobs import (
     extent_offsets,
     stored_version,
 )
-from tabulae.storage.plan import Plan, PostgresDialect, Sql, run_async
-from tabulae.storage.postgres.engine import MAX_ATTEMPTS, PostgresDatabase, Restart, Schema, database_error
+from tabulae.storage.plan import Plan, Sql
+from tabulae.storage.postgres.engine import PostgresDatabase, Schema, database_error
 
 if TYPE_CHECKING:
     from tabulae.storage.postgres.engine import Connection
 
+T = TypeVar("T")
 CHUNK_BYTES = 4 * 1024 * 1024
 MAX_CONTAINER_ID = 2**63 - 1
 
@@ -188,13 +186,6 @@ def at(key: BlobKey) -> At:
     return At(key, dkey_of(key))
 
 
-def _guard(key: BlobKey, *, shared: bool) -> Sql:
-    """The container's transaction advisory lock: shared by writes into it, exclusive for its
-    deletion, so a container cannot be deleted under a write (see the module docstring)."""
-    function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
-    return Sql(f"SELECT {function}(:lock)", {"lock": container_lock(key.account, key.container)})
-
-
 def copy_extent(source: int, dkey: int, extent: Extent) -> Plan[Extent]:
     """Copy one extent's chunks to the destination blob's shard, under a new ref."""
     ref = str(uuid.uuid4())
@@ -218,12 +209,29 @@ class PgStaged(Staged):
         self.dkey = dkey
 
 
-class PostgresBlobs(BlobStore):
+class PostgresBlobs(PlannedBlobs):
     """The :class:`BlobStore` contract over a :class:`PostgresDatabase`."""
 
     def __init__(self, database: PostgresDatabase) -> None:
         self._db = database
         self._run = database.run
+
+    async def _read(self, make: Callable[[], Plan[T]], *, snapshot: bool = False) -> T:
+        return await self._db.run_plan(
+            make, idempotent=True, transaction=snapshot, isolation="REPEATABLE READ"
+        )
+
+    async def _write(self, make: Callable[[], Plan[T]]) -> T:
+        return await self._db.run_plan(make, retry=True, transaction=True)
+
+    def _at(self, key: BlobKey) -> At:
+        return at(key)
+
+    def _guard(self, account: str, container: str, *, shared: bool) -> Sql | None:
+        """The container's transaction advisory lock: shared by writes into it, exclusive for its
+        deletion, so a container cannot be deleted under a write (see the module docstring)."""
+        function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        return Sql(f"SELECT {function}(:lock)", {"lock": container_lock(account, container)})
 
     # ------------------------------------------------------------------ containers
 
@@ -236,31 +244,6 @@ class PostgresBlobs(BlobStore):
                 if not isinstance(exc.__cause__, pg_errors.UniqueViolation):
                     raise  # else a random id met an existing one: draw again
         raise TableError("InternalError", detail="could not draw a free container id")
-
-    async def get_container(self, account: str, name: str) -> ContainerRecord | None:
-        return await self._db.run_plan(lambda: containers.get(account, name), idempotent=True)
-
-    async def update_container(
-        self, account: str, name: str, decide: Callable[[ContainerRecord, int], tuple[ContainerRecord, Any]]
-    ) -> Any:
-        return await self._db.run_plan(
-            lambda: containers.update(account, name, decide), retry=True, transaction=True
-        )
-
-    async def delete_container(
-        self, account: str, name: str, check: Callable[[ContainerRecord], None]
-    ) -> None:
-        guard = _guard(BlobKey(account, name, ""), shared=False)
-        await self._db.run_plan(
-            lambda: containers.delete(account, name, check, guard), retry=True, transaction=True
-        )
-
-    async def list_containers(
-        self, account: str, prefix: str, start: str | None, limit: int
-    ) -> list[ContainerRecord]:
-        return await self._db.run_plan(
-            lambda: containers.page(account, prefix, start, limit), idempotent=True
-        )
 
     async def get_service_properties(self, account: str) -> bytes | None:
         return await self._db.account_document("blob_service_properties", account)
@@ -360,21 +343,10 @@ class PostgresBlobs(BlobStore):
 
     # ------------------------------------------------------------------ blobs
 
-    async def get_blob(
-        self, key: BlobKey, snapshot: str = BASE, *, content: bool = False
-    ) -> tuple[BlobRecord, list[Extent] | None] | None:
-        version = stored_version(snapshot)
-        return await self._db.run_plan(
-            lambda: reads.committed(at(key), version, content),
-            idempotent=True,
-            transaction=content,
-            isolation="REPEATABLE READ",
-        )
-
     async def write_blob(
         self, key: BlobKey, decide: Decide, *, needs: Needs = NO_NEEDS, staged: Staged | None = None
     ) -> Any:
-        guard = _guard(key, shared=True)
+        guard = self._guard(key.account, key.container, shared=True)
 
         def plan() -> Plan[tuple[Any, set[str]]]:
             return write_blob(at(key), decide, needs, guard=guard)
@@ -387,29 +359,15 @@ class PostgresBlobs(BlobStore):
         staged.conn = None
         committed = False
         try:
-            result, _named = await self._with_savepoints(conn, plan)
+            result, _named = await self._db.run_plan_in(conn, plan)
             committed = True
         finally:
             await self._give_back(conn, commit=committed)
         return result
 
-    async def _with_savepoints(self, conn: Any, plan: Callable[[], Plan[Any]]) -> Any:
-        """Run ``plan`` in a savepoint of the upload's transaction, again on conflicts."""
-        for attempt in range(MAX_ATTEMPTS):
-            try:
-                async with conn.transaction():
-                    return await run_async(plan(), conn, self._db.dialect)
-            except (pg_errors.SerializationFailure, pg_errors.DeadlockDetected, Restart):
-                if attempt == MAX_ATTEMPTS - 1:
-                    raise TableError("ServerBusy", detail="too many concurrent changes") from None
-                await asyncio.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
-            except pg_errors.Error as exc:
-                raise database_error(exc) from exc
-        raise AssertionError("unreachable")
-
     async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:
         origin = (at(source), stored_version(snapshot))
-        guard = _guard(dest, shared=True)
+        guard = self._guard(dest.account, dest.container, shared=True)
 
         def plan() -> Plan[tuple[Any, set[str]]]:
             return write_blob(at(dest), decide, Needs(), source=origin, guard=guard, copy=copy_extent)
@@ -417,53 +375,19 @@ class PostgresBlobs(BlobStore):
         result, _named = await self._db.run_plan(plan, retry=True, transaction=True)
         return result
 
-    async def list_blocks(self, key: BlobKey) -> tuple[BlobRecord | None, list[Extent], list[Extent]]:
-        return await self._db.run_plan(
-            lambda: reads.list_blocks(at(key)), idempotent=True, transaction=True, isolation="REPEATABLE READ"
-        )
-
-    async def list_blobs(
-        self,
-        account: str,
-        container: str,
-        *,
-        prefix: str,
-        start: tuple[str, str] | None,
-        limit: int,
-        snapshots: bool,
-        uncommitted: bool,
-    ) -> BlobListing:
-        return await self._db.run_plan(
-            lambda: reads.list_blobs(account, container, prefix, start, limit, snapshots, uncommitted),
-            idempotent=True,
-        )
-
     # ------------------------------------------------------------------ maintenance
 
     async def collect_garbage(self) -> int:
         """Delete garbage older than the grace period that nothing references again. Several
         front-ends may run this at once: each garbage row is taken (deleted) by one of them.
         Plain multi-shard DELETE … RETURNING, which Citus runs on every shard."""
-
-        async def run(conn: Connection) -> int:
-            async with conn.transaction():
-                cursor = await conn.execute(
-                    "DELETE FROM blob_garbage WHERE dropped < now() - make_interval(secs => %s)"
-                    " RETURNING dkey, ref",
-                    (GARBAGE_GRACE_SECONDS,),
-                )
-                taken = await cursor.fetchall()
-                for dkey, ref in taken:
-                    referenced = await (
-                        await conn.execute(_REFERENCED, {"dkey": dkey, "ref": ref})
-                    ).fetchone()
-                    if referenced is not None and not referenced[0]:
-                        await conn.execute(
-                            "DELETE FROM blob_chunks WHERE dkey = %s AND ref = %s", (dkey, ref)
-                        )
-                return len(taken)
-
-        return await self._run(run, retry=True)
+        return await self._db.run_plan(_collect, retry=True, transaction=True)
 
 
-_REFERENCED = PostgresDialect().render(REFERENCED)
+def _collect() -> Plan[int]:
+    taken, free = yield from collect(
+        "dropped < now() - make_interval(secs => :grace)", {"grace": GARBAGE_GRACE_SECONDS}
+    )
+    for dkey, ref in free:
+        yield Sql("DELETE FROM blob_chunks WHERE dkey = :dkey AND ref = :ref", {"dkey": dkey, "ref": ref})
+    return taken

@@ -303,7 +303,7 @@ class PostgresDatabase:
                 if last:
                     # Still contended: the client should retry later (503), not see a failure.
                     raise TableError("ServerBusy", detail="too many concurrent changes") from exc
-                await asyncio.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
+                await _pause(attempt)
             except PoolTimeout as exc:
                 raise database_error(exc) from exc
             except psycopg.OperationalError as exc:
@@ -336,3 +336,23 @@ class PostgresDatabase:
                 return await run_async(make(), conn, dialect)
 
         return await self.run(fn, retry=retry, idempotent=idempotent)
+
+    async def run_plan_in(self, conn: Connection, make: Callable[[], Plan[T]]) -> T:
+        """Run a plan in a savepoint of the transaction open on ``conn`` (an upload's, whose chunks
+        it commits), again on conflicts as :meth:`run` does, without starting that transaction over."""
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                async with conn.transaction():
+                    return await run_async(make(), conn, self.dialect)
+            except _RETRYABLE:
+                if attempt == MAX_ATTEMPTS - 1:
+                    raise TableError("ServerBusy", detail="too many concurrent changes") from None
+                await _pause(attempt)
+            except psycopg.Error as exc:
+                raise database_error(exc) from exc
+        raise AssertionError("unreachable")
+
+
+async def _pause(attempt: int) -> None:
+    """A short random pause before another try, longer after each conflict."""
+    await asyncio.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))

@@ -17,20 +17,18 @@ import sqlite3
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tabulae.model.errors import TableError
-from tabulae.storage.blobplan import containers, reads
+from tabulae.storage.blobplan import containers
+from tabulae.storage.blobplan.garbage import REFERENCED, collect
 from tabulae.storage.blobplan.reads import At
-from tabulae.storage.blobplan.writes import REFERENCED, write_blob
+from tabulae.storage.blobplan.store import PlannedBlobs
+from tabulae.storage.blobplan.writes import write_blob
 from tabulae.storage.blobs import (
-    BASE,
     GARBAGE_GRACE_SECONDS,
     NO_NEEDS,
     BlobKey,
-    BlobListing,
-    BlobRecord,
-    BlobStore,
     ContainerRecord,
     Decide,
     Digest,
@@ -40,7 +38,7 @@ from tabulae.storage.blobs import (
     extent_offsets,
     stored_version,
 )
-from tabulae.storage.plan import SqliteDialect, run_sync
+from tabulae.storage.plan import Plan, Sql, SqliteDialect, run_sync
 from tabulae.storage.sqlite.blob_files import (
     CONTENT_DIR,
     ContentFiles,
@@ -51,6 +49,7 @@ from tabulae.storage.sqlite.blob_files import (
 )
 from tabulae.storage.sqlite.engine import SqliteDatabase
 
+T = TypeVar("T")
 __all__ = ["CONTENT_DIR", "SCHEMA", "SqliteBlobs", "collector_paused", "copy_content"]
 
 SCHEMA = """
@@ -113,7 +112,7 @@ _DIALECT = SqliteDialect()
 _REFERENCED = _DIALECT.render(REFERENCED)
 
 
-class SqliteBlobs(BlobStore):
+class SqliteBlobs(PlannedBlobs):
     """The :class:`BlobStore` contract over a :class:`SqliteDatabase` and a content directory."""
 
     def __init__(self, database: SqliteDatabase, directory: Path, *, durable: bool = True) -> None:
@@ -123,28 +122,16 @@ class SqliteBlobs(BlobStore):
     async def close(self) -> None:
         self._files.close()
 
+    async def _read(self, make: Callable[[], Plan[T]], *, snapshot: bool = False) -> T:
+        return self._db.read_plan(make(), snapshot=snapshot)
+
+    async def _write(self, make: Callable[[], Plan[T]]) -> T:
+        return await self._db.write_plan(make())
+
     # ------------------------------------------------------------------ containers
 
     async def create_container(self, account: str, record: ContainerRecord) -> None:
         await self._db.write_plan(containers.create(account, record, None), savepoint=False)
-
-    async def get_container(self, account: str, name: str) -> ContainerRecord | None:
-        return self._db.read_plan(containers.get(account, name))
-
-    async def update_container(
-        self, account: str, name: str, decide: Callable[[ContainerRecord, int], tuple[ContainerRecord, Any]]
-    ) -> Any:
-        return await self._db.write_plan(containers.update(account, name, decide))
-
-    async def delete_container(
-        self, account: str, name: str, check: Callable[[ContainerRecord], None]
-    ) -> None:
-        await self._db.write_plan(containers.delete(account, name, check))
-
-    async def list_containers(
-        self, account: str, prefix: str, start: str | None, limit: int
-    ) -> list[ContainerRecord]:
-        return self._db.read_plan(containers.page(account, prefix, start, limit))
 
     async def get_service_properties(self, account: str) -> bytes | None:
         return self._db.account_document("blob_service_properties", account)
@@ -178,13 +165,6 @@ class SqliteBlobs(BlobStore):
 
     # ------------------------------------------------------------------ blobs
 
-    async def get_blob(
-        self, key: BlobKey, snapshot: str = BASE, *, content: bool = False
-    ) -> tuple[BlobRecord, list[Extent] | None] | None:
-        return self._db.read_plan(
-            reads.committed(At(key), stored_version(snapshot), content), snapshot=content
-        )
-
     async def write_blob(
         self, key: BlobKey, decide: Decide, *, needs: Needs = NO_NEEDS, staged: Staged | None = None
     ) -> Any:
@@ -205,24 +185,6 @@ class SqliteBlobs(BlobStore):
         )
         return result
 
-    async def list_blocks(self, key: BlobKey) -> tuple[BlobRecord | None, list[Extent], list[Extent]]:
-        return self._db.read_plan(reads.list_blocks(At(key)), snapshot=True)
-
-    async def list_blobs(
-        self,
-        account: str,
-        container: str,
-        *,
-        prefix: str,
-        start: tuple[str, str] | None,
-        limit: int,
-        snapshots: bool,
-        uncommitted: bool,
-    ) -> BlobListing:
-        return self._db.read_plan(
-            reads.list_blobs(account, container, prefix, start, limit, snapshots, uncommitted)
-        )
-
     # ------------------------------------------------------------------ maintenance
 
     async def collect_garbage(self) -> int:
@@ -232,7 +194,7 @@ class SqliteBlobs(BlobStore):
         with self._files.collecting() as mine:
             if not mine:
                 return 0
-            files = await self._db.write(_collect_job, time.time() - GARBAGE_GRACE_SECONDS)
+            files = await self._db.write_plan(_collect(time.time() - GARBAGE_GRACE_SECONDS))
             removed = await self._files.unlink(files)
             return removed + await self._files.collect_orphans(self._db.path, _unreferenced)
 
@@ -275,16 +237,14 @@ def copy_content(root: Path, destination: Path, database: Path) -> None:
     copy_files(root, destination, refs)
 
 
-def _collect_job(conn: sqlite3.Connection, before: float) -> list[str]:
-    """Delete garbage dropped before ``before`` that is still unreferenced: inline rows here,
-    files (returned) once this commits."""
+def _collect(before: float) -> Plan[list[str]]:
+    """Take garbage dropped before ``before``: inline rows go here, files (returned) once this
+    commits."""
+    _taken, free = yield from collect("dropped < :before", {"before": before})
     files: list[str] = []
-    for (ref,) in conn.execute("SELECT ref FROM blob_garbage WHERE dropped < ?", (before,)).fetchall():
-        conn.execute("DELETE FROM blob_garbage WHERE ref = ?", (ref,))
-        if conn.execute(_REFERENCED, {"ref": ref}).fetchone()[0]:
-            continue
+    for _dkey, ref in free:
         if is_inline(ref):
-            conn.execute("DELETE FROM blob_data WHERE ref = ?", (ref,))
+            yield Sql("DELETE FROM blob_data WHERE ref = :ref", {"ref": ref})
         else:
             files.append(ref)
     return files
