@@ -1,6 +1,6 @@
 """The part of a blob store that is nothing but its plans: an engine subclasses
-:class:`PlannedBlobs`, says how it runs a read and a write, and adds what only it does (content,
-container ids, the write of staged bytes, garbage collection)."""
+:class:`PlannedBlobs`, says how it runs a read and a write and commits staged bytes, and adds what
+only it does (content, container ids, garbage collection)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from tabulae.model.blobs import BASE, BlobKey, BlobRecord, ContainerRecord, Extent
-from tabulae.storage.blobplan import containers, reads
+from tabulae.storage.blobplan import containers, reads, writes
 from tabulae.storage.blobplan.reads import At
-from tabulae.storage.blobs import BlobListing, BlobStore, stored_version
+from tabulae.storage.blobplan.writes import CopyExtent
+from tabulae.storage.blobs import NO_NEEDS, BlobListing, BlobStore, Decide, Needs, Staged, stored_version
 from tabulae.storage.plan import Plan, Sql
 
 T = TypeVar("T")
@@ -28,6 +29,14 @@ class PlannedBlobs(BlobStore):
     async def _write(self, make: Callable[[], Plan[T]]) -> T:
         """Run a write atomically and durably (``make`` may be called again to retry it)."""
 
+    @abstractmethod
+    async def _commit(self, make: Callable[[], Plan[tuple[Any, set[str]]]], staged: Staged | None) -> Any:
+        """Run a write as :meth:`_write` does, consuming ``staged`` (see :meth:`write_blob`): the
+        plan returns the write's result and the refs it named."""
+
+    copy_extent: CopyExtent | None = None
+    """How the engine copies an extent to another blob's distribution key, if it has one."""
+
     def _at(self, key: BlobKey) -> At:
         """How this engine addresses a blob (its distribution key)."""
         return At(key)
@@ -35,6 +44,20 @@ class PlannedBlobs(BlobStore):
     def _guard(self, account: str, container: str, *, shared: bool) -> Sql | None:
         """A statement a write into (``shared``) or the deletion of a container runs first."""
         return None
+
+    async def write_blob(
+        self, key: BlobKey, decide: Decide, *, needs: Needs = NO_NEEDS, staged: Staged | None = None
+    ) -> Any:
+        at, guard = self._at(key), self._guard(key.account, key.container, shared=True)
+        return await self._commit(lambda: writes.write_blob(at, decide, needs, guard=guard), staged)
+
+    async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:
+        origin = (self._at(source), stored_version(snapshot))
+        at, guard = self._at(dest), self._guard(dest.account, dest.container, shared=True)
+        result, _named = await self._write(
+            lambda: writes.write_blob(at, decide, Needs(), source=origin, guard=guard, copy=self.copy_extent)
+        )
+        return result
 
     async def get_container(self, account: str, name: str) -> ContainerRecord | None:
         return await self._read(lambda: containers.get(account, name))

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import secrets
 import struct
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
@@ -41,26 +40,20 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
-from psycopg import errors as pg_errors
 
 from tabulae.model.errors import TableError
 from tabulae.storage.blobplan import containers
 from tabulae.storage.blobplan.garbage import collect
 from tabulae.storage.blobplan.reads import At
 from tabulae.storage.blobplan.store import PlannedBlobs
-from tabulae.storage.blobplan.writes import write_blob
 from tabulae.storage.blobs import (
     GARBAGE_GRACE_SECONDS,
-    NO_NEEDS,
     BlobKey,
     ContainerRecord,
-    Decide,
     Digest,
     Extent,
-    Needs,
     Staged,
     extent_offsets,
-    stored_version,
 )
 from tabulae.storage.plan import Plan, Sql
 from tabulae.storage.postgres.engine import PostgresDatabase, Schema, database_error
@@ -233,17 +226,26 @@ class PostgresBlobs(PlannedBlobs):
         function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
         return Sql(f"SELECT {function}(:lock)", {"lock": container_lock(account, container)})
 
+    async def _commit(self, make: Callable[[], Plan[tuple[Any, set[str]]]], staged: Staged | None) -> Any:
+        if staged is None:
+            result, _named = await self._write(make)
+            return result
+        assert isinstance(staged, PgStaged)
+        conn, staged.conn = staged.conn, None
+        committed = False
+        try:
+            result, _named = await self._db.run_plan_in(conn, make)
+            committed = True
+        finally:
+            await self._give_back(conn, commit=committed)
+        return result
+
+    copy_extent = staticmethod(copy_extent)
+
     # ------------------------------------------------------------------ containers
 
     async def create_container(self, account: str, record: ContainerRecord) -> None:
-        for _ in range(3):
-            cid = secrets.randbelow(MAX_CONTAINER_ID) + 1
-            try:
-                return await self._db.run_plan(partial(containers.create, account, record, cid))
-            except TableError as exc:
-                if not isinstance(exc.__cause__, pg_errors.UniqueViolation):
-                    raise  # else a random id met an existing one: draw again
-        raise TableError("InternalError", detail="could not draw a free container id")
+        await self._db.run_with_new_id(partial(containers.create, account, record), limit=MAX_CONTAINER_ID)
 
     async def get_service_properties(self, account: str) -> bytes | None:
         return await self._db.account_document("blob_service_properties", account)
@@ -342,38 +344,6 @@ class PostgresBlobs(PlannedBlobs):
         return await self._run(run, idempotent=True)
 
     # ------------------------------------------------------------------ blobs
-
-    async def write_blob(
-        self, key: BlobKey, decide: Decide, *, needs: Needs = NO_NEEDS, staged: Staged | None = None
-    ) -> Any:
-        guard = self._guard(key.account, key.container, shared=True)
-
-        def plan() -> Plan[tuple[Any, set[str]]]:
-            return write_blob(at(key), decide, needs, guard=guard)
-
-        if staged is None:
-            result, _named = await self._db.run_plan(plan, retry=True, transaction=True)
-            return result
-        assert isinstance(staged, PgStaged)
-        conn = staged.conn
-        staged.conn = None
-        committed = False
-        try:
-            result, _named = await self._db.run_plan_in(conn, plan)
-            committed = True
-        finally:
-            await self._give_back(conn, commit=committed)
-        return result
-
-    async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:
-        origin = (at(source), stored_version(snapshot))
-        guard = self._guard(dest.account, dest.container, shared=True)
-
-        def plan() -> Plan[tuple[Any, set[str]]]:
-            return write_blob(at(dest), decide, Needs(), source=origin, guard=guard, copy=copy_extent)
-
-        result, _named = await self._db.run_plan(plan, retry=True, transaction=True)
-        return result
 
     # ------------------------------------------------------------------ maintenance
 

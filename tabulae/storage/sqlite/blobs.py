@@ -22,21 +22,15 @@ from typing import Any, TypeVar
 from tabulae.model.errors import TableError
 from tabulae.storage.blobplan import containers
 from tabulae.storage.blobplan.garbage import REFERENCED, collect
-from tabulae.storage.blobplan.reads import At
 from tabulae.storage.blobplan.store import PlannedBlobs
-from tabulae.storage.blobplan.writes import write_blob
 from tabulae.storage.blobs import (
     GARBAGE_GRACE_SECONDS,
-    NO_NEEDS,
     BlobKey,
     ContainerRecord,
-    Decide,
     Digest,
     Extent,
-    Needs,
     Staged,
     extent_offsets,
-    stored_version,
 )
 from tabulae.storage.plan import Plan, Sql, SqliteDialect, run_sync
 from tabulae.storage.sqlite.blob_files import (
@@ -128,6 +122,18 @@ class SqliteBlobs(PlannedBlobs):
     async def _write(self, make: Callable[[], Plan[T]]) -> T:
         return await self._db.write_plan(make())
 
+    async def _commit(self, make: Callable[[], Plan[tuple[Any, set[str]]]], staged: Staged | None) -> Any:
+        assert staged is None or isinstance(staged, SqliteStaged)
+        try:
+            result, used = await self._db.write(_commit_job, make(), staged)
+        except BaseException:
+            if staged is not None:
+                staged.release(remove=True)
+            raise
+        if staged is not None:
+            staged.release(remove=not used)
+        return result
+
     # ------------------------------------------------------------------ containers
 
     async def create_container(self, account: str, record: ContainerRecord) -> None:
@@ -165,26 +171,6 @@ class SqliteBlobs(PlannedBlobs):
 
     # ------------------------------------------------------------------ blobs
 
-    async def write_blob(
-        self, key: BlobKey, decide: Decide, *, needs: Needs = NO_NEEDS, staged: Staged | None = None
-    ) -> Any:
-        assert staged is None or isinstance(staged, SqliteStaged)
-        try:
-            result, used = await self._db.write(_write_job, key, decide, needs, staged, None)
-        except BaseException:
-            if staged is not None:
-                staged.release(remove=True)
-            raise
-        if staged is not None:
-            staged.release(remove=not used)
-        return result
-
-    async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:
-        result, _used = await self._db.write(
-            _write_job, dest, decide, Needs(), None, (At(source), stored_version(snapshot))
-        )
-        return result
-
     # ------------------------------------------------------------------ maintenance
 
     async def collect_garbage(self) -> int:
@@ -199,17 +185,11 @@ class SqliteBlobs(PlannedBlobs):
             return removed + await self._files.collect_orphans(self._db.path, _unreferenced)
 
 
-def _write_job(
-    conn: sqlite3.Connection,
-    key: BlobKey,
-    decide: Decide,
-    needs: Needs,
-    staged: SqliteStaged | None,
-    source: tuple[At, str] | None,
+def _commit_job(
+    conn: sqlite3.Connection, plan: Plan[tuple[Any, set[str]]], staged: SqliteStaged | None
 ) -> tuple[Any, bool]:
-    """The shared write plan in a savepoint of the group commit; an inline upload's bytes go in
-    with the write that names them. Returns the result and whether ``staged`` was named."""
-    plan = write_blob(At(key), decide, needs, source=source)
+    """A write plan in a savepoint of the group commit; an inline upload's bytes go in with the
+    write that names them. Returns the result and whether ``staged`` was named."""
     result, referenced = run_sync(plan, conn, _DIALECT)
     used = staged is not None and staged.extent.ref in referenced
     if used and staged is not None and staged.data is not None:

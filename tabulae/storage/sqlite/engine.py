@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tabulae.model.errors import TableError
-from tabulae.storage.plan import Plan, SqliteDialect, run_sync
+from tabulae.storage.plan import Dialect, Plan, SqliteDialect, run_sync
 from tabulae.storage.sqlite.mapped_reader import MappedReader
 
 T = TypeVar("T")
@@ -124,19 +124,21 @@ class SqliteDatabase:
             self._flusher = loop.create_task(self._flush())
         return await future
 
-    async def write_plan(self, plan: Plan[T], *, savepoint: bool = True) -> T:
-        """Run ``plan`` as a write job of the next group (see :meth:`write`)."""
-        result: T = await self.write(_run_plan, plan, self.dialect, savepoint=savepoint)
+    async def write_plan(self, plan: Plan[T], *, savepoint: bool = True, dialect: Dialect | None = None) -> T:
+        """Run ``plan`` as a write job of the next group (see :meth:`write`), in ``dialect`` (a
+        store's own, with markers of its own) or the engine's."""
+        result: T = await self.write(_run_plan, plan, dialect or self.dialect, savepoint=savepoint)
         return result
 
-    def read_plan(self, plan: Plan[T], *, snapshot: bool = False) -> T:
+    def read_plan(self, plan: Plan[T], *, snapshot: bool = False, dialect: Dialect | None = None) -> T:
         """Run ``plan`` on the reader; with ``snapshot`` in one read transaction, so that all its
         statements see the same state of the database."""
+        spelling = dialect or self.dialect
         if not snapshot:
-            return run_sync(plan, self.reader, self.dialect)
+            return run_sync(plan, self.reader, spelling)
         self.reader.execute("BEGIN")
         try:
-            return run_sync(plan, self.reader, self.dialect)
+            return run_sync(plan, self.reader, spelling)
         finally:
             self.reader.execute("COMMIT")
 
@@ -278,7 +280,7 @@ class SqliteDatabase:
         os.close(self._checkpoint_lock_fd)
 
 
-def _run_plan(conn: sqlite3.Connection, plan: Plan[T], dialect: SqliteDialect) -> T:
+def _run_plan(conn: sqlite3.Connection, plan: Plan[T], dialect: Dialect) -> T:
     return run_sync(plan, conn, dialect)
 
 
