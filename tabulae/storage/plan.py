@@ -33,22 +33,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 T = TypeVar("T")
 
 Fetch = Literal["none", "one", "all", "rowcount"]
 
 
-@dataclass(frozen=True, slots=True)
-class Sql:
+_NO_PARAMS: Mapping[str, Any] = {}  # shared by every statement without parameters: never changed
+
+
+class Sql(NamedTuple):
     """One statement of a plan. ``fetch`` says what the plan receives back: nothing, the first
     row (or None), every row, or the number of rows changed. ``rows`` makes it an
-    ``executemany`` over those parameter mappings (``params`` is then ignored)."""
+    ``executemany`` over those parameter mappings (``params`` is then ignored).
+
+    A named tuple: a plan makes one per statement on the request path, and a tuple is the
+    cheapest thing Python makes (and unpacks)."""
 
     text: str
-    params: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, Any] = _NO_PARAMS
     fetch: Fetch = "none"
     rows: Sequence[Mapping[str, Any]] | None = None
 
@@ -81,13 +85,13 @@ class Dialect:
 
     def __init__(self, markers: Mapping[str, str] | None = None) -> None:
         self._markers = {**(markers or {}), **self.MARKERS}  # a store's own may use the common ones
-        self._rendered: dict[str, str] = {}
+        self.rendered: dict[str, str] = {}  # plan text -> the engine's, read by the runners directly
 
     def render(self, text: str) -> str:
         """The statement as this engine's driver takes it; the same text renders once."""
-        done = self._rendered.get(text)
+        done = self.rendered.get(text)
         if done is None:
-            done = self._rendered[text] = self._render(text)
+            done = self.rendered[text] = self._render(text)
         return done
 
     def _render(self, text: str) -> str:
@@ -118,54 +122,51 @@ class PostgresDialect(Dialect):
         return _PARAM.sub(r"%(\1)s", super()._render(text).replace("%", "%%"))
 
 
-def _result(fetch: Fetch, cursor: Any) -> Any:
-    if fetch == "one":
-        return cursor.fetchone()
-    if fetch == "all":
-        return cursor.fetchall()
-    if fetch == "rowcount":
-        return cursor.rowcount
-    return None
-
-
 def run_sync(plan: Plan[T], conn: Any, dialect: Dialect) -> T:
-    """Run ``plan`` on a DB-API connection whose calls block (``sqlite3``), step by step."""
+    """Run ``plan`` on a DB-API connection whose calls block (``sqlite3``), step by step. It
+    runs for every statement of every request, so it is written flat: no call it can avoid."""
+    send, execute, rendered = plan.send, conn.execute, dialect.rendered
     reply: Any = None
     try:
         while True:
-            step = plan.send(reply)
-            text = dialect.render(step.text)
-            if step.rows is not None:
-                conn.executemany(text, step.rows)
+            text, params, fetch, rows = send(reply)
+            text = rendered.get(text) or dialect.render(text)
+            if rows is not None:
+                conn.executemany(text, rows)
                 reply = None
+            elif fetch == "one":
+                reply = execute(text, params).fetchone()
+            elif fetch == "all":
+                reply = execute(text, params).fetchall()
+            elif fetch == "rowcount":
+                reply = execute(text, params).rowcount
             else:
-                reply = _result(step.fetch, conn.execute(text, step.params))
+                execute(text, params)
+                reply = None
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
 
-async def _result_async(fetch: Fetch, cursor: Any) -> Any:
-    if fetch == "one":
-        return await cursor.fetchone()
-    if fetch == "all":
-        return await cursor.fetchall()
-    if fetch == "rowcount":
-        return cursor.rowcount
-    return None
-
-
 async def run_async(plan: Plan[T], conn: Any, dialect: Dialect) -> T:
     """Run ``plan`` on an async connection (psycopg's ``AsyncConnection``), step by step."""
+    send, execute, rendered = plan.send, conn.execute, dialect.rendered
     reply: Any = None
     try:
         while True:
-            step = plan.send(reply)
-            text = dialect.render(step.text)
-            if step.rows is not None:
+            text, params, fetch, rows = send(reply)
+            text = rendered.get(text) or dialect.render(text)
+            if rows is not None:
                 async with conn.cursor() as cursor:
-                    await cursor.executemany(text, step.rows)
+                    await cursor.executemany(text, rows)
                 reply = None
+            elif fetch == "one":
+                reply = await (await execute(text, params)).fetchone()
+            elif fetch == "all":
+                reply = await (await execute(text, params)).fetchall()
+            elif fetch == "rowcount":
+                reply = (await execute(text, params)).rowcount
             else:
-                reply = await _result_async(step.fetch, await conn.execute(text, step.params))
+                await execute(text, params)
+                reply = None
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]

@@ -4,8 +4,7 @@ write decides over."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tabulae.model.blobs import BlobKey, BlobRecord, Extent
 from tabulae.storage.blobs import (
@@ -30,9 +29,9 @@ _COMMITTED = (
 _ROW = "{key=} container_id = :c AND name = :name AND version = :version"
 
 
-@dataclass(frozen=True, slots=True)
-class At:
-    """A blob as the engine addresses it: its key and its distribution key."""
+class At(NamedTuple):
+    """A blob as the engine addresses it: its key and its distribution key (a named tuple: one
+    is made per request)."""
 
     key: BlobKey
     dkey: int = 0

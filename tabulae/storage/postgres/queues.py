@@ -99,6 +99,8 @@ TOMBSTONE_AGE = "1 minute"  # longer than any transaction that could still write
 # The rows to take are picked once, in a materialized CTE: a plain ``id IN (SELECT … LIMIT n)``
 # may be evaluated again for each row the UPDATE visits, and then takes more than ``n`` rows.
 STATEMENTS = QueueStatements(
+    put="INSERT INTO queue_messages (queue_id, id, inserted, expires, visible, dequeues, receipt, body)"
+    " SELECT :q, :id::uuid, :inserted, :expires, :visible, :dequeues, :receipt, :body WHERE TRUE{alive}",
     take="WITH picked AS MATERIALIZED (SELECT id FROM queue_messages WHERE queue_id = :q"
     " AND visible <= :now AND expires > :now ORDER BY visible, seq LIMIT :n {skip locked})"
     " UPDATE queue_messages m SET visible = :visible, dequeues = m.dequeues + 1, receipt = :receipt"

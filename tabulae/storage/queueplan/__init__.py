@@ -19,6 +19,10 @@ ALIVE = " AND EXISTS (SELECT 1 FROM queues WHERE id = :q AND NOT deleting)"
 class QueueStatements:
     """The statements an engine writes its own way, in the plan notation."""
 
+    put: str
+    """Insert a message (``:id``, ``:inserted``, ``:expires``, ``:visible``, ``:dequeues``,
+    ``:receipt``, ``:body``) into queue ``:q``; PostgreSQL's only while the queue is live."""
+
     take: str
     """Up to ``:n`` visible, unexpired messages of queue ``:q`` from its front (``:now``) get
     TimeNextVisible ``:visible``, one more dequeue and receipt ``:receipt``; returns ``seq``

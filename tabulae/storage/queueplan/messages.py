@@ -5,8 +5,7 @@ a message is taken only while visible, changed or deleted only with its current 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from tabulae.model.errors import TableError
 from tabulae.model.queues import QueueMessage
@@ -21,11 +20,11 @@ _VISIBLE = "queue_id = :q AND visible <= :now AND expires > :now{alive}"
 _MESSAGE = "queue_id = :q AND id = :id{::uuid}"
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
-    """The queue a message operation is for. ``hint`` is an id the engine remembers for it;
-    ``settled`` says an id the plan looked up stays right to its end (the plan runs in one
-    transaction), so a result that found nothing needs no second look."""
+class Target(NamedTuple):
+    """The queue a message operation is for (a named tuple: one is made per request). ``hint``
+    is an id the engine remembers for it; ``settled`` says an id the plan looked up stays right
+    to its end (the plan runs in one transaction), so a result that found nothing needs no
+    second look."""
 
     account: str
     name: str
@@ -67,18 +66,12 @@ def on_queue(target: Target, op: Callable[[int], Plan[T]], done: Callable[[T], b
     raise Restart
 
 
-def put(target: Target, m: QueueMessage) -> Plan[tuple[int, int]]:
+def put(target: Target, sql: QueueStatements, m: QueueMessage) -> Plan[tuple[int, int]]:
     values = {"id": m.id, "inserted": m.inserted, "expires": m.expires, "visible": m.visible,
               "dequeues": m.dequeue_count, "receipt": m.receipt, "body": m.text}  # fmt: skip
 
     def op(queue_id: int) -> Plan[int]:
-        inserted: int = yield Sql(
-            "INSERT INTO queue_messages (queue_id, id, inserted, expires, visible, dequeues, receipt, body)"
-            " SELECT :q, :id{::uuid}, :inserted, :expires, :visible, :dequeues, :receipt, :body"
-            " WHERE TRUE{alive}",
-            {**values, "q": queue_id},
-            "rowcount",
-        )
+        inserted: int = yield Sql(sql.put, {**values, "q": queue_id}, "rowcount")
         return inserted
 
     return (yield from on_queue(target, op, bool))

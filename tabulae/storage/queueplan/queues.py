@@ -9,7 +9,8 @@ from tabulae.model.queues import QueueEntry, QueueStats
 from tabulae.storage.plan import Plan, Restart, Sql
 from tabulae.storage.queueplan import QueueStatements
 
-LIVE = "SELECT id FROM queues WHERE account = :account AND name = :name AND NOT deleting"
+_LIVE_WHERE = "account = :account AND name = :name AND NOT deleting"
+LIVE = f"SELECT id FROM queues WHERE {_LIVE_WHERE}"
 CREATE_ATTEMPTS = 8
 
 
@@ -70,40 +71,32 @@ def delete(sql: QueueStatements, account: str, name: str, limit: int) -> Plan[No
         yield Sql("UPDATE queues SET deleting = TRUE, acl = NULL WHERE id = :q", {"q": queue_id})
 
 
-def get(account: str, name: str) -> Plan[tuple[bytes, int]]:
-    """The queue's metadata and its message count."""
-    row = yield Sql(
-        "SELECT id, metadata FROM queues WHERE account = :account AND name = :name AND NOT deleting",
-        _named(account, name),
-        "one",
-    )
+def _live(columns: str, account: str, name: str) -> Plan[Any]:
+    """The live queue's ``columns``. Raises ``QueueNotFound``."""
+    row = yield Sql(f"SELECT {columns} FROM queues WHERE {_LIVE_WHERE}", _named(account, name), "one")
     if row is None:
         raise not_found()
+    return row
+
+
+def get(account: str, name: str) -> Plan[tuple[bytes, int]]:
+    """The queue's metadata and its message count."""
+    row = yield from _live("id, metadata", account, name)
     count = yield Sql("SELECT count(*) FROM queue_messages WHERE queue_id = :q", {"q": row[0]}, "one")
     return bytes(row[1]), int(count[0])
+
+
+def get_acl(account: str, name: str) -> Plan[bytes | None]:
+    row = yield from _live("acl", account, name)
+    return None if row[0] is None else bytes(row[0])
 
 
 def set_column(account: str, name: str, column: str, value: bytes) -> Plan[None]:
     """Replace the queue's ``metadata`` or ``acl``."""
     assert column in ("metadata", "acl")
-    changed = yield Sql(
-        f"UPDATE queues SET {column} = :value WHERE account = :account AND name = :name AND NOT deleting",
-        {**_named(account, name), "value": value},
-        "rowcount",
-    )
-    if not changed:
+    params = {**_named(account, name), "value": value}
+    if not (yield Sql(f"UPDATE queues SET {column} = :value WHERE {_LIVE_WHERE}", params, "rowcount")):
         raise not_found()
-
-
-def get_acl(account: str, name: str) -> Plan[bytes | None]:
-    row = yield Sql(
-        "SELECT acl FROM queues WHERE account = :account AND name = :name AND NOT deleting",
-        _named(account, name),
-        "one",
-    )
-    if row is None:
-        raise not_found()
-    return None if row[0] is None else bytes(row[0])
 
 
 def page(account: str, prefix: str, start: str | None, limit: int) -> Plan[list[QueueEntry]]:

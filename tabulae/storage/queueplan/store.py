@@ -88,7 +88,7 @@ class PlannedQueues(QueueStore):
     # ----------------------------------------------------------------------------- messages
 
     async def put_message(self, account: str, name: str, message: QueueMessage) -> None:
-        await self._on_queue(account, name, lambda q: messages.put(q, message))
+        await self._on_queue(account, name, lambda q: messages.put(q, self.statements, message))
 
     async def take_messages(
         self, account: str, name: str, limit: int, now: int, visible: int, receipt: str

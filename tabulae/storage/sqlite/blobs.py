@@ -20,13 +20,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tabulae.model.errors import TableError
-from tabulae.storage.blobplan import containers
 from tabulae.storage.blobplan.garbage import REFERENCED, collect
 from tabulae.storage.blobplan.store import PlannedBlobs
 from tabulae.storage.blobs import (
     GARBAGE_GRACE_SECONDS,
     BlobKey,
-    ContainerRecord,
     Digest,
     Extent,
     Staged,
@@ -135,9 +133,6 @@ class SqliteBlobs(PlannedBlobs):
         return result
 
     # ------------------------------------------------------------------ containers
-
-    async def create_container(self, account: str, record: ContainerRecord) -> None:
-        await self._db.write_plan(containers.create(account, record, None), savepoint=False)
 
     async def get_service_properties(self, account: str) -> bytes | None:
         return self._db.account_document("blob_service_properties", account)

@@ -1,12 +1,11 @@
 """The Queue store on SQLite: queues and messages in the engine's database.
 
 Every operation is a shared plan (:mod:`tabulae.storage.queueplan`). Every change is a job for
-the engine's group-commit writer, so it runs inside the writer's
-transaction while this process holds the database's write lock: a job that takes messages reads
-and updates them with no other writer, of any worker process, in between. That lock, not any lock
-of ours, is what keeps two consumers from taking the same message; the acknowledgement waits for
-the group's fsync, like every table write. Reads (peek, metadata, listings) run on the reader
-connection.
+the engine's group-commit writer, so it runs inside the writer's transaction while this process
+holds the database's write lock: a job that takes messages reads and updates them with no other
+writer, of any worker process, in between. That lock, not any lock of ours, is what keeps two
+consumers from taking the same message; the acknowledgement waits for the group's fsync, like
+every table write. Reads (peek, metadata, listings) run on the reader connection.
 
 Messages are a rowid table: ``seq`` (the rowid) is the insertion order, and the index
 ``(queue_id, visible, seq)`` is the order of the queue, so taking the front of a queue is an index
@@ -58,6 +57,9 @@ CREATE INDEX IF NOT EXISTS queue_messages_expiry ON queue_messages (expires);
 
 # The front of the queue by rowid, and the one writer needs no row locks.
 STATEMENTS = QueueStatements(
+    # VALUES: SQLite runs an INSERT … SELECT far slower, and its writer needs no condition here.
+    put=f"INSERT INTO queue_messages (queue_id, {COLUMNS}) VALUES"
+    " (:q, :id, :inserted, :expires, :visible, :dequeues, :receipt, :body)",
     take="UPDATE queue_messages SET visible = :visible, dequeues = dequeues + 1, receipt = :receipt"
     " WHERE seq IN (SELECT seq FROM queue_messages WHERE queue_id = :q AND visible <= :now AND expires > :now"
     f" ORDER BY visible, seq LIMIT :n) RETURNING seq, {COLUMNS}",
