@@ -27,6 +27,10 @@ _COMMITTED = (
     " AND b.container_id = (SELECT id FROM blob_containers WHERE account = :account AND name = :container)"
 )
 _ROW = "{key=} container_id = :c AND name = :name AND version = :version"
+# Statements are constants, not f-strings built per call: the runners look each text up by value.
+_EXTENTS = "SELECT ref, length, block_id FROM blob_extents WHERE " + _ROW + " ORDER BY seq"
+_VERSION = f"SELECT {BLOB_COLUMNS} FROM blobs WHERE " + _ROW
+_BASE_LOCKED = f"SELECT {BLOB_COLUMNS}, staged, staged_id_length FROM blobs WHERE " + _ROW + " {lock}"
 
 
 class At(NamedTuple):
@@ -60,7 +64,7 @@ def container_id(account: str, name: str) -> Plan[int]:
 
 def extents(at: At, cid: int, version: str = STORED_BASE) -> Plan[list[Extent]]:
     rows = yield Sql(
-        f"SELECT ref, length, block_id FROM blob_extents WHERE {_ROW} ORDER BY seq",
+        _EXTENTS,
         at.row(cid, version),
         "all",
     )
@@ -92,7 +96,7 @@ def committed(at: At, version: str, content: bool) -> Plan[tuple[BlobRecord, lis
 
 def list_blocks(at: At) -> Plan[tuple[BlobRecord | None, list[Extent], list[Extent]]]:
     cid = yield from container_id(at.key.account, at.key.container)
-    row = yield Sql(f"SELECT {BLOB_COLUMNS} FROM blobs WHERE {_ROW}", at.row(cid), "one")
+    row = yield Sql(_VERSION, at.row(cid), "one")
     if row is None:
         return None, [], []
     content = yield from extents(at, cid)
@@ -130,7 +134,7 @@ def list_blobs(
 def load_state(at: At, cid: int, needs: Needs) -> Plan[BlobState]:
     """The base record, locked for the write, its counts, and what ``needs`` asks for."""
     row = yield Sql(
-        f"SELECT {BLOB_COLUMNS}, staged, staged_id_length FROM blobs WHERE {_ROW} {{lock}}",
+        _BASE_LOCKED,
         at.row(cid),
         "one",
     )
@@ -152,8 +156,6 @@ def load_state(at: At, cid: int, needs: Needs) -> Plan[BlobState]:
     if needs.staged:
         state.staged = yield from staged(at, cid)
     if needs.snapshot is not None:
-        target = yield Sql(
-            f"SELECT {BLOB_COLUMNS} FROM blobs WHERE {_ROW}", at.row(cid, needs.snapshot), "one"
-        )
+        target = yield Sql(_VERSION, at.row(cid, needs.snapshot), "one")
         state.target = blob_of(target) if target else None
     return state

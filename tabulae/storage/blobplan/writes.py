@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from tabulae.model.blobs import Extent
@@ -28,6 +29,33 @@ _INSERT_BLOB = (
     " VALUES ({:key,} :c, :name, :version, :committed, :ticks, :size, :doc)"
 )
 _EXTENT_COLUMNS = "INSERT INTO blob_extents ({key,} container_id, name, version, seq, ref, length, block_id)"
+# Statements are constants, not f-strings built per call: the runners look each text up by value.
+_OTHER_VERSIONS = _BLOB + " AND version <> :version"
+_EXTENT_REFS = "SELECT ref FROM blob_extents WHERE " + _ROW
+_DELETE_EXTENTS = "DELETE FROM blob_extents WHERE " + _ROW
+_BLOCK_REFS = "SELECT ref FROM blob_blocks WHERE " + _BLOB
+_DELETE_BLOCKS = "DELETE FROM blob_blocks WHERE " + _BLOB
+_UPDATE_BLOB = (
+    "UPDATE blobs SET committed = :committed, ticks = :ticks, size = :size, doc = :doc WHERE " + _ROW
+)
+_INSERT_EXTENT = _EXTENT_COLUMNS + " VALUES ({:key,} :c, :name, :version, :seq, :ref, :length, :block_id)"
+_APPEND_EXTENT = (
+    _EXTENT_COLUMNS + " SELECT {:key,} :c, :name, :version, coalesce(max(seq) + 1, 0), :ref{::uuid}, :length,"
+    " :block_id FROM blob_extents WHERE " + _ROW
+)
+_SNAPSHOT_EXTENTS = (
+    _EXTENT_COLUMNS + " SELECT {key,} container_id, name, :snapshot, seq, ref, length, block_id"
+    " FROM blob_extents WHERE " + _ROW
+)
+_NO_STAGED = "UPDATE blobs SET staged = 0, staged_id_length = NULL WHERE " + _ROW
+_BLOCK_REF = _BLOCK_REFS + " AND block_id = :block_id"
+_COUNT_STAGED = "UPDATE blobs SET staged = staged + :added, staged_id_length = :length WHERE " + _ROW
+_STAGE_BLOCK = (
+    "INSERT INTO blob_blocks ({key,} container_id, name, block_id, seq, ref, length)"
+    " VALUES ({:key,} :c, :name, :block_id, :seq, :ref, :length)"
+    " ON CONFLICT ({key,} container_id, name, block_id)"
+    " DO UPDATE SET seq = excluded.seq, ref = excluded.ref, length = excluded.length"
+)
 
 
 def write_blob(
@@ -68,11 +96,21 @@ def _refs(text: str, params: dict[str, Any]) -> Plan[set[str]]:
     return {str(row[0]) for row in rows}
 
 
-def _delete_version(text: str, params: dict[str, Any]) -> Plan[set[str]]:
-    """Delete versions matching ``text`` with their extents; the refs they named."""
-    dropped = yield from _refs(f"SELECT ref FROM blob_extents WHERE {text}", params)
-    yield Sql(f"DELETE FROM blob_extents WHERE {text}", params)
-    yield Sql(f"DELETE FROM blobs WHERE {text}", params)
+@cache
+def _version_statements(where: str) -> tuple[str, str, str]:
+    return (
+        f"SELECT ref FROM blob_extents WHERE {where}",
+        f"DELETE FROM blob_extents WHERE {where}",
+        f"DELETE FROM blobs WHERE {where}",
+    )
+
+
+def _delete_version(where: str, params: dict[str, Any]) -> Plan[set[str]]:
+    """Delete the versions ``where`` matches with their extents; the refs they named."""
+    refs, extents, versions = _version_statements(where)
+    dropped = yield from _refs(refs, params)
+    yield Sql(extents, params)
+    yield Sql(versions, params)
     return dropped
 
 
@@ -82,42 +120,34 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
     dropped: set[str] = set()
     base = at.row(cid)
     if write.delete_snapshots:
-        dropped |= yield from _delete_version(f"{_BLOB} AND version <> :version", base)
+        dropped |= yield from _delete_version(_OTHER_VERSIONS, base)
     if write.delete_snapshot is not None:
         dropped |= yield from _delete_version(_ROW, at.row(cid, write.delete_snapshot))
     if write.snapshot is not None:
         frozen = write.snapshot
         yield Sql(_INSERT_BLOB, {**at.row(cid, frozen.snapshot), "committed": True, "ticks": frozen.ticks,
                                  "size": frozen.size, "doc": encode_blob(frozen)})  # fmt: skip
-        yield Sql(
-            f"{_EXTENT_COLUMNS} SELECT {{key,}} container_id, name, :snapshot, seq, ref, length, block_id"
-            f" FROM blob_extents WHERE {_ROW}",
-            {**base, "snapshot": frozen.snapshot},
-        )
+        yield Sql(_SNAPSHOT_EXTENTS, {**base, "snapshot": frozen.snapshot})
     if write.delete_base:
-        dropped |= yield from _refs(f"SELECT ref FROM blob_blocks WHERE {_BLOB}", base)
-        yield Sql(f"DELETE FROM blob_blocks WHERE {_BLOB}", base)
+        dropped |= yield from _refs(_BLOCK_REFS, base)
+        yield Sql(_DELETE_BLOCKS, base)
         dropped |= yield from _delete_version(_ROW, base)
     if write.base is not None:
         record = write.base
         values = {**base, "committed": record.committed, "ticks": record.ticks, "size": record.size,
                   "doc": encode_blob(record)}  # fmt: skip
         if existed and not write.delete_base:  # its row is locked by this transaction
-            yield Sql(
-                "UPDATE blobs SET committed = :committed, ticks = :ticks, size = :size, doc = :doc"
-                f" WHERE {_ROW}",
-                values,
-            )
+            yield Sql(_UPDATE_BLOB, values)
         elif not (yield Sql(_INSERT_BLOB + " ON CONFLICT DO NOTHING", values, "rowcount")):
             raise Restart  # a concurrent write created the blob: decide again
     referenced: set[str] = set()
     if write.content is not None:
         if existed:
-            dropped |= yield from _refs(f"SELECT ref FROM blob_extents WHERE {_ROW}", base)
-            yield Sql(f"DELETE FROM blob_extents WHERE {_ROW}", base)
+            dropped |= yield from _refs(_EXTENT_REFS, base)
+            yield Sql(_DELETE_EXTENTS, base)
         if write.content:
             yield Sql(
-                f"{_EXTENT_COLUMNS} VALUES ({{:key,}} :c, :name, :version, :seq, :ref, :length, :block_id)",
+                _INSERT_EXTENT,
                 rows=[{**base, "seq": seq, "ref": e.ref, "length": e.length, "block_id": e.block_id}
                       for seq, e in enumerate(write.content)],
             )  # fmt: skip
@@ -125,33 +155,20 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
     if write.append is not None:
         extent = write.append
         yield Sql(
-            f"{_EXTENT_COLUMNS} SELECT {{:key,}} :c, :name, :version, coalesce(max(seq) + 1, 0),"
-            f" :ref{{::uuid}}, :length, :block_id FROM blob_extents WHERE {_ROW}",
-            {**base, "ref": extent.ref, "length": extent.length, "block_id": extent.block_id},
+            _APPEND_EXTENT, {**base, "ref": extent.ref, "length": extent.length, "block_id": extent.block_id}
         )
         referenced.add(extent.ref)
     if write.drop_staged and state.staged_count:
-        dropped |= yield from _refs(f"SELECT ref FROM blob_blocks WHERE {_BLOB}", base)
-        yield Sql(f"DELETE FROM blob_blocks WHERE {_BLOB}", base)
-        yield Sql(f"UPDATE blobs SET staged = 0, staged_id_length = NULL WHERE {_ROW}", base)
+        dropped |= yield from _refs(_BLOCK_REFS, base)
+        yield Sql(_DELETE_BLOCKS, base)
+        yield Sql(_NO_STAGED, base)
     if write.stage_block is not None:
         block = write.stage_block
         one = {**base, "block_id": block.block_id}
-        replaced = yield from _refs(
-            f"SELECT ref FROM blob_blocks WHERE {_BLOB} AND block_id = :block_id", one
-        )
+        replaced = yield from _refs(_BLOCK_REF, one)
         dropped |= replaced
-        yield Sql(
-            f"UPDATE blobs SET staged = staged + :added, staged_id_length = :length WHERE {_ROW}",
-            {**base, "added": 0 if replaced else 1, "length": len(block.block_id or "")},
-        )
-        yield Sql(
-            "INSERT INTO blob_blocks ({key,} container_id, name, block_id, seq, ref, length)"
-            " VALUES ({:key,} :c, :name, :block_id, :seq, :ref, :length)"
-            " ON CONFLICT ({key,} container_id, name, block_id)"
-            " DO UPDATE SET seq = excluded.seq, ref = excluded.ref, length = excluded.length",
-            {**one, "seq": time.time_ns(), "ref": block.ref, "length": block.length},
-        )
+        yield Sql(_COUNT_STAGED, {**base, "added": 0 if replaced else 1, "length": len(block.block_id or "")})
+        yield Sql(_STAGE_BLOCK, {**one, "seq": time.time_ns(), "ref": block.ref, "length": block.length})
         referenced.add(block.ref)
     for ref in dropped - referenced:
         yield from garbage.drop(at.dkey, ref)

@@ -18,6 +18,14 @@ T = TypeVar("T")
 ATTEMPTS = 8  # times a message operation follows a queue's changing id before giving up
 _VISIBLE = "queue_id = :q AND visible <= :now AND expires > :now{alive}"
 _MESSAGE = "queue_id = :q AND id = :id{::uuid}"
+# Statements are constants, not f-strings built per call: the runners look each text up by value.
+_PEEK = f"SELECT {COLUMNS} FROM queue_messages WHERE {_VISIBLE} ORDER BY visible, seq LIMIT :n"
+_EXISTS = f"SELECT 1 FROM queue_messages WHERE {_MESSAGE} AND expires > :now"
+_UPDATE = (
+    "UPDATE queue_messages SET visible = :visible, receipt = :new, body = coalesce(:text, body)"
+    f" WHERE {_MESSAGE} AND receipt = :receipt AND expires > :now{{alive}} RETURNING {COLUMNS}"
+)
+_DELETE = f"DELETE FROM queue_messages WHERE {_MESSAGE} AND receipt = :receipt AND expires > :now{{alive}}"
 
 
 class Target(NamedTuple):
@@ -93,7 +101,7 @@ def take(
 def peek(target: Target, limit: int, now: int) -> Plan[tuple[list[QueueMessage], int]]:
     def op(queue_id: int) -> Plan[list[QueueMessage]]:
         rows = yield Sql(
-            f"SELECT {COLUMNS} FROM queue_messages WHERE {_VISIBLE} ORDER BY visible, seq LIMIT :n",
+            _PEEK,
             {"q": queue_id, "now": now, "n": limit},
             "all",
         )
@@ -105,7 +113,7 @@ def peek(target: Target, limit: int, now: int) -> Plan[tuple[list[QueueMessage],
 def _miss(queue_id: int, message_id: str, now: int) -> Plan[TableError]:
     """Why a conditional write to a live queue's message changed nothing."""
     row = yield Sql(
-        f"SELECT 1 FROM queue_messages WHERE {_MESSAGE} AND expires > :now",
+        _EXISTS,
         {"q": queue_id, "id": message_id, "now": now},
         "one",
     )
@@ -126,8 +134,7 @@ def update(
 
     def op(queue_id: int) -> Plan[QueueMessage | None]:
         row = yield Sql(
-            "UPDATE queue_messages SET visible = :visible, receipt = :new, body = coalesce(:text, body)"
-            f" WHERE {_MESSAGE} AND receipt = :receipt AND expires > :now{{alive}} RETURNING {COLUMNS}",
+            _UPDATE,
             {**values, "q": queue_id},
             "one",
         )
@@ -144,7 +151,7 @@ def delete(target: Target, message_id: str, receipt: str, now: int) -> Plan[tupl
 
     def op(queue_id: int) -> Plan[int]:
         deleted: int = yield Sql(
-            f"DELETE FROM queue_messages WHERE {_MESSAGE} AND receipt = :receipt AND expires > :now{{alive}}",
+            _DELETE,
             {**values, "q": queue_id},
             "rowcount",
         )
