@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -117,8 +117,8 @@ class SqliteBlobs(PlannedBlobs):
     async def _read(self, make: Callable[[], Plan[T]], *, snapshot: bool = False) -> T:
         return self._db.read_plan(make(), snapshot=snapshot)
 
-    async def _write(self, make: Callable[[], Plan[T]]) -> T:
-        return await self._db.write_plan(make())
+    def _write(self, make: Callable[[], Plan[T]]) -> Coroutine[Any, Any, T]:
+        return self._db.write_plan(make())  # the writer's coroutine itself: one layer less
 
     async def _commit(self, make: Callable[[], Plan[tuple[Any, set[str]]]], staged: Staged | None) -> Any:
         assert staged is None or isinstance(staged, SqliteStaged)

@@ -27,7 +27,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -124,11 +124,13 @@ class SqliteDatabase:
             self._flusher = loop.create_task(self._flush())
         return await future
 
-    async def write_plan(self, plan: Plan[T], *, savepoint: bool = True, dialect: Dialect | None = None) -> T:
+    def write_plan(
+        self, plan: Plan[T], *, savepoint: bool = True, dialect: Dialect | None = None
+    ) -> Coroutine[Any, Any, T]:
         """Run ``plan`` as a write job of the next group (see :meth:`write`), in ``dialect`` (a
-        store's own, with markers of its own) or the engine's."""
-        result: T = await self.write(_run_plan, plan, dialect or self.dialect, savepoint=savepoint)
-        return result
+        store's own, with markers of its own) or the engine's. (It hands back :meth:`write`'s
+        coroutine rather than awaiting it in one of its own: one layer less per write.)"""
+        return self.write(_run_plan, plan, dialect or self.dialect, savepoint=savepoint)
 
     def read_plan(self, plan: Plan[T], *, snapshot: bool = False, dialect: Dialect | None = None) -> T:
         """Run ``plan`` on the reader; with ``snapshot`` in one read transaction, so that all its
