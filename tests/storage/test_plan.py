@@ -54,3 +54,20 @@ def test_postgres_rendering_keeps_casts_and_literal_percent() -> None:
     rendered = PostgresDialect().render("SELECT :a::text, 'x%' WHERE {key=} b = :b {lock}")
     assert rendered == "SELECT %(a)s::text, 'x%%' WHERE dkey = %(dkey)s AND b = %(b)s FOR UPDATE"
     assert SqliteDialect().render("SELECT :a WHERE {key=} b = :b {lock}") == "SELECT :a WHERE  b = :b "
+
+
+def test_sqlite_runs_positional_parameters_taken_from_the_mapping() -> None:
+    dialect = SqliteDialect()
+    text, convert = dialect.prepare("SELECT :a, :b, :a WHERE {key=} c = :c")
+    assert text == "SELECT ?, ?, ? WHERE  c = ?"
+    assert convert is not None and convert({"a": 1, "b": 2, "c": 3, "dkey": 9}) == (1, 2, 1, 3)
+    one_text, one = dialect.prepare("SELECT :only")
+    assert one_text == "SELECT ?" and one is not None and one({"only": 5}) == (5,)
+    conn = sqlite3.connect(":memory:")
+
+    def plan() -> Plan[tuple[int, int]]:
+        row = yield Sql("SELECT :x + :y, :x", {"x": 2, "y": 3}, "one")
+        none = yield Sql("SELECT 7", fetch="one")
+        return row[0] + none[0], row[1]
+
+    assert run_sync(plan(), conn, dialect) == (12, 2)
