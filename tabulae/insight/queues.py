@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tabulae.insight.partitions import escape_label_value
-from tabulae.storage.queues import QueueStats
+from tabulae.model.queues import QueueStats
 
 Clock = Callable[[], float]
 

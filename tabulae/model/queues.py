@@ -1,5 +1,5 @@
-"""Queue messages and the limits of the Queue service ("Put Message", "Get Messages", "Scalability
-and performance targets for Queue Storage").
+"""Queue messages, queues as listed and measured, and the limits of the Queue service ("Put
+Message", "Get Messages", "Scalability and performance targets for Queue Storage").
 
 Times are integers: microseconds since the Unix epoch, UTC. Azure shows them to the second.
 """
@@ -33,3 +33,23 @@ class QueueMessage:
     dequeue_count: int
     receipt: str
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEntry:
+    """A queue as listed: its name and stored metadata (``model.metadata`` encodes it)."""
+
+    name: str
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """What ``/metrics`` shows of one queue, read in one pass over its messages."""
+
+    account: str
+    queue: str
+    messages: int  # stored, expired ones not yet collected included
+    visible: int  # visible and unexpired now
+    oldest_visible: int | None  # insertion time of the message at the front of the queue
+    poison: int  # messages dequeued more than the threshold

@@ -26,16 +26,23 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 import orjson
 
+from tabulae.model.blobs import BASE as BASE  # the records live in the model, shared with the service
+from tabulae.model.blobs import BlobKey as BlobKey
+from tabulae.model.blobs import BlobRecord as BlobRecord
+from tabulae.model.blobs import ContainerRecord as ContainerRecord
+from tabulae.model.blobs import ContentProperties as ContentProperties
+from tabulae.model.blobs import CopyState as CopyState
+from tabulae.model.blobs import Extent as Extent
+from tabulae.model.blobs import Lease as Lease
 from tabulae.model.edm import now_ticks
 from tabulae.model.errors import TableError
 from tabulae.model.policies import SignedIdentifier
 
-BASE = ""  # the snapshot value of a blob's current version (snapshots carry their timestamp)
 STORED_BASE = "~"  # how engines store BASE: after every timestamp, so snapshots list first
 GARBAGE_GRACE_SECONDS = 300.0  # unreferenced extents stay readable this long for running downloads
 MAX_UNCOMMITTED_BLOCKS = 100_000
@@ -47,86 +54,6 @@ def stored_version(snapshot: str) -> str:
 
 def public_version(version: str) -> str:
     return BASE if version == STORED_BASE else version
-
-
-@dataclass(frozen=True, slots=True)
-class BlobKey:
-    account: str
-    container: str
-    name: str
-
-
-@dataclass(slots=True)
-class Lease:
-    """A lease as stored. ``state`` is ``available``, ``leased``, ``breaking`` or ``broken``; a
-    leased one past ``ends`` reads as expired and a breaking one as broken (``rules.leases``)."""
-
-    state: str = "available"
-    lease_id: str | None = None
-    duration: int = -1  # seconds of a fixed lease; -1 for an infinite one
-    ends: float = 0.0  # epoch seconds: a fixed lease's expiry, or when a breaking lease breaks
-
-
-@dataclass(slots=True)
-class ContainerRecord:
-    name: str
-    ticks: int  # ETag and Last-Modified
-    metadata: dict[str, str] = field(default_factory=dict)
-    public_access: str | None = None  # "container", "blob" or None (private)
-    acl: list[SignedIdentifier] = field(default_factory=list)
-    lease: Lease = field(default_factory=Lease)
-
-
-@dataclass(slots=True)
-class ContentProperties:
-    """The standard HTTP properties a blob keeps and answers reads with."""
-
-    content_type: str | None = None
-    content_encoding: str | None = None
-    content_language: str | None = None
-    content_disposition: str | None = None
-    cache_control: str | None = None
-    content_md5: str | None = None  # Base64
-
-
-@dataclass(slots=True)
-class CopyState:
-    copy_id: str
-    source: str
-    progress: str  # "copied/total"
-    completed: int  # ticks
-    status: str = "success"
-
-
-@dataclass(slots=True)
-class BlobRecord:
-    """A blob version: the base blob (``snapshot`` is ``BASE``) or one of its snapshots.
-
-    ``committed`` is False for a blob that so far has only staged blocks: it exists for Put
-    Block List and for listings with uncommitted blobs, and for nothing else."""
-
-    name: str
-    snapshot: str
-    blob_type: str  # "BlockBlob" or "AppendBlob"
-    size: int
-    ticks: int  # ETag and Last-Modified
-    created: int  # ticks
-    committed: bool = True
-    properties: ContentProperties = field(default_factory=ContentProperties)
-    metadata: dict[str, str] = field(default_factory=dict)
-    lease: Lease = field(default_factory=Lease)
-    copy: CopyState | None = None
-    block_count: int = 0  # committed blocks (Append Blob reports it)
-
-
-@dataclass(frozen=True, slots=True)
-class Extent:
-    """One stored object of bytes: ``ref`` is the engine's name for it. ``block_id`` is the
-    block id (Base64, as the client sent it) when the extent is or was a staged block."""
-
-    ref: str
-    length: int
-    block_id: str | None = None
 
 
 @dataclass(slots=True)

@@ -24,29 +24,10 @@ Every engine implements it over its one database and passes the same conformance
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 
+from tabulae.model.queues import QueueEntry as QueueEntry  # shared with the service and insight
 from tabulae.model.queues import QueueMessage
-
-
-@dataclass(frozen=True, slots=True)
-class QueueEntry:
-    """A queue as listed: its name and stored metadata (``model.metadata`` encodes it)."""
-
-    name: str
-    metadata: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class QueueStats:
-    """What ``/metrics`` shows of one queue, read in one pass over its messages."""
-
-    account: str
-    queue: str
-    messages: int  # stored, expired ones not yet collected included
-    visible: int  # visible and unexpired now
-    oldest_visible: int | None  # insertion time of the message at the front of the queue
-    poison: int  # messages dequeued more than the threshold
+from tabulae.model.queues import QueueStats as QueueStats
 
 
 class QueueStore(ABC):

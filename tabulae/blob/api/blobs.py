@@ -34,8 +34,8 @@ from tabulae.blob.service import BLOB_TYPES, parse_snapshot
 from tabulae.http.messages import Headers, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.http.streaming import StreamedResponse
+from tabulae.model.blobs import BASE, BlobKey
 from tabulae.model.errors import TableError
-from tabulae.storage.blobs import BASE, BlobKey
 
 MAX_RANGE_CHECKSUM = 4 * MIB  # x-ms-range-get-content-md5 only for ranges up to this size
 SMALL_RESPONSE = 64 * 1024  # content up to this size is sent as one body rather than streamed

@@ -18,8 +18,8 @@ from tabulae.http.messages import Request
 from tabulae.http.options import FrontendOptions
 from tabulae.http.streaming import body_chunks
 from tabulae.http.versions import DEFAULT_VERSION
+from tabulae.model.blobs import BlobKey
 from tabulae.model.errors import TableError
-from tabulae.storage.blobs import BlobKey
 
 
 @dataclass(slots=True)

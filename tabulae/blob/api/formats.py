@@ -24,8 +24,8 @@ from tabulae.http.documents import (
     xml_bool,
 )
 from tabulae.model import edm
+from tabulae.model.blobs import BlobRecord, ContainerRecord, Extent
 from tabulae.model.errors import TableError
-from tabulae.storage.blobs import BlobRecord, ContainerRecord, Extent
 
 DECLARATION = '<?xml version="1.0" encoding="utf-8"?>'
 _FIXED_CONTAINER_PROPERTIES = (

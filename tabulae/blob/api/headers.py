@@ -11,8 +11,8 @@ from tabulae.blob.api.formats import LeaseView, http_date
 from tabulae.blob.rules.conditions import Conditions, etag_of
 from tabulae.http.messages import Headers
 from tabulae.http.metadata import metadata_headers
+from tabulae.model.blobs import BlobRecord, ContentProperties
 from tabulae.model.errors import TableError
-from tabulae.storage.blobs import BlobRecord, ContentProperties
 
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)")
 

@@ -13,8 +13,8 @@ import binascii
 from collections.abc import Sequence
 
 from tabulae.blob.rules.limits import MAX_BLOCK_ID_BYTES, MAX_BLOCK_LIST
+from tabulae.model.blobs import Extent
 from tabulae.model.errors import TableError
-from tabulae.storage.blobs import Extent
 
 COMMITTED, UNCOMMITTED, LATEST = "Committed", "Uncommitted", "Latest"
 KINDS = frozenset({COMMITTED, UNCOMMITTED, LATEST})

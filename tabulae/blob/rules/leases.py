@@ -1,7 +1,7 @@
 """Leases on blobs and containers ("Lease Blob", "Lease Container"): the state machine of the
 five lease actions, and what a lease means for the operations that present (or omit) an id.
 
-A lease is stored with absolute times (:class:`~tabulae.storage.blobs.Lease`), and its state is
+A lease is stored with absolute times (:class:`~tabulae.model.blobs.Lease`), and its state is
 worked out against the clock when it is read: a fixed lease past its end is *expired*, a
 breaking lease past its break time is *broken*. So no timer runs, and every process agrees.
 """
@@ -12,8 +12,8 @@ import math
 import uuid
 from dataclasses import replace
 
+from tabulae.model.blobs import Lease
 from tabulae.model.errors import TableError
-from tabulae.storage.blobs import Lease
 
 INFINITE = -1
 MIN_DURATION, MAX_DURATION = 15, 60

@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
@@ -22,6 +24,9 @@ from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from tabulae.model.errors import TableError
+from tabulae.storage.plan import Dialect, Plan, PostgresDialect, Restart, run_async
+
+__all__ = ["MAX_ATTEMPTS", "PostgresDatabase", "Restart", "Schema"]
 
 if TYPE_CHECKING:
     Connection = psycopg.AsyncConnection[tuple[Any, ...]]
@@ -44,10 +49,6 @@ class Schema:
     @property
     def tables(self) -> tuple[str, ...]:
         return (*self.reference, *self.distributed)
-
-
-class Restart(Exception):
-    """The transaction met a concurrent change it cannot resolve in place; run it again."""
 
 
 _RETRYABLE: tuple[type[Exception], ...] = (
@@ -243,6 +244,7 @@ class PostgresDatabase:
 
     def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
         self.pool = pool
+        self.dialect = PostgresDialect()
 
     @classmethod
     async def open(cls, url: str, *, min_size: int = 1, max_size: int = 16) -> PostgresDatabase:
@@ -303,7 +305,7 @@ class PostgresDatabase:
                 if last:
                     # Still contended: the client should retry later (503), not see a failure.
                     raise TableError("ServerBusy", detail="too many concurrent changes") from exc
-                await asyncio.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
+                await _pause(attempt)
             except PoolTimeout as exc:
                 raise database_error(exc) from exc
             except psycopg.OperationalError as exc:
@@ -312,3 +314,68 @@ class PostgresDatabase:
             except psycopg.Error as exc:
                 raise database_error(exc) from exc
         raise AssertionError("unreachable")
+
+    async def run_plan(
+        self,
+        make: Callable[[], Plan[T]],
+        *,
+        retry: bool = False,
+        idempotent: bool = False,
+        transaction: bool = False,
+        isolation: str | None = None,
+        dialect: Dialect | None = None,
+    ) -> T:
+        """Run the plan ``make()`` returns as :meth:`run` runs a function (a fresh plan each try),
+        in one transaction when asked (at ``isolation`` when given, e.g. ``REPEATABLE READ`` for
+        reads that must see one snapshot), else statement by statement in autocommit. ``dialect``
+        is a store's own (with markers of its own), else the engine's."""
+        spelling = dialect or self.dialect
+
+        async def fn(conn: Connection) -> T:
+            if not transaction:
+                return await run_async(make(), conn, spelling)
+            async with conn.transaction():
+                if isolation is not None:
+                    await conn.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}")
+                return await run_async(make(), conn, spelling)
+
+        return await self.run(fn, retry=retry, idempotent=idempotent)
+
+    async def run_with_new_id(
+        self,
+        make: Callable[[int], Plan[T]],
+        *,
+        limit: int,
+        retry: bool = False,
+        dialect: Dialect | None = None,
+    ) -> tuple[T, int]:
+        """Run ``make(id)`` with a random id from 1 to ``limit`` for a new row (ids are random so
+        that no sequence is shared by Citus nodes); a unique violation draws another id."""
+        for _ in range(3):
+            new_id = secrets.randbelow(limit) + 1
+            try:
+                return await self.run_plan(partial(make, new_id), retry=retry, dialect=dialect), new_id
+            except TableError as exc:
+                if not isinstance(exc.__cause__, pg_errors.UniqueViolation):
+                    raise  # else the id met an existing one: draw again
+        raise TableError("InternalError", detail="could not draw a free id")
+
+    async def run_plan_in(self, conn: Connection, make: Callable[[], Plan[T]]) -> T:
+        """Run a plan in a savepoint of the transaction open on ``conn`` (an upload's, whose chunks
+        it commits), again on conflicts as :meth:`run` does, without starting that transaction over."""
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                async with conn.transaction():
+                    return await run_async(make(), conn, self.dialect)
+            except _RETRYABLE:
+                if attempt == MAX_ATTEMPTS - 1:
+                    raise TableError("ServerBusy", detail="too many concurrent changes") from None
+                await _pause(attempt)
+            except psycopg.Error as exc:
+                raise database_error(exc) from exc
+        raise AssertionError("unreachable")
+
+
+async def _pause(attempt: int) -> None:
+    """A short random pause before another try, longer after each conflict."""
+    await asyncio.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))

@@ -27,13 +27,16 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tabulae.model.errors import TableError
+from tabulae.storage.plan import Dialect, Plan, SqliteDialect, run_sync
 from tabulae.storage.sqlite.mapped_reader import MappedReader
+
+T = TypeVar("T")
 
 GROUP_LIMIT = 512  # writes committed together at most
 BUSY_TIMEOUT_MS = 30_000
@@ -107,6 +110,7 @@ class SqliteDatabase:
         self._last_checkpoint = time.monotonic()
         # Long scans read through a memory map of their own (see mapped_reader).
         self.scan_reader = MappedReader(lambda: _connect(self.path, durable))
+        self.dialect = SqliteDialect()
 
     # ----------------------------------------------------------------------------- writer side
 
@@ -119,6 +123,26 @@ class SqliteDatabase:
         if self._flusher is None:
             self._flusher = loop.create_task(self._flush())
         return await future
+
+    def write_plan(
+        self, plan: Plan[T], *, savepoint: bool = True, dialect: Dialect | None = None
+    ) -> Coroutine[Any, Any, T]:
+        """Run ``plan`` as a write job of the next group (see :meth:`write`), in ``dialect`` (a
+        store's own, with markers of its own) or the engine's. (It hands back :meth:`write`'s
+        coroutine rather than awaiting it in one of its own: one layer less per write.)"""
+        return self.write(_run_plan, plan, dialect or self.dialect, savepoint=savepoint)
+
+    def read_plan(self, plan: Plan[T], *, snapshot: bool = False, dialect: Dialect | None = None) -> T:
+        """Run ``plan`` on the reader; with ``snapshot`` in one read transaction, so that all its
+        statements see the same state of the database."""
+        spelling = dialect or self.dialect
+        if not snapshot:
+            return run_sync(plan, self.reader, spelling)
+        self.reader.execute("BEGIN")
+        try:
+            return run_sync(plan, self.reader, spelling)
+        finally:
+            self.reader.execute("COMMIT")
 
     async def _flush(self) -> None:
         """Commit waiting writes, group after group, until none wait. The first group forms
@@ -256,6 +280,10 @@ class SqliteDatabase:
         self.scan_reader.close()
         os.close(self._lock_fd)
         os.close(self._checkpoint_lock_fd)
+
+
+def _run_plan(conn: sqlite3.Connection, plan: Plan[T], dialect: Dialect) -> T:
+    return run_sync(plan, conn, dialect)
 
 
 def _set_account_document(conn: sqlite3.Connection, table: str, account: str, document: bytes) -> None:

@@ -1,0 +1,96 @@
+"""Plans over containers: create, read, change and delete them, and list an account's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tabulae.model.blobs import ContainerRecord
+from tabulae.model.errors import TableError
+from tabulae.storage.blobs import (
+    container_missing,
+    decode_container,
+    encode_container,
+    next_ticks,
+    prefix_end,
+)
+from tabulae.storage.plan import Plan, Sql
+
+_BY_NAME = "account = :account AND name = :name"
+
+
+def create(account: str, record: ContainerRecord, cid: int | None) -> Plan[None]:
+    """Insert the container under id ``cid`` (None: the engine numbers it). Raises
+    ``ContainerAlreadyExists``."""
+    inserted = yield Sql(
+        "INSERT INTO blob_containers (account, name, id, ticks, doc)"
+        " VALUES (:account, :name, :id, :ticks, :doc) ON CONFLICT (account, name) DO NOTHING",
+        {"account": account, "name": record.name, "id": cid, "ticks": record.ticks,
+         "doc": encode_container(record)},
+        "rowcount",
+    )  # fmt: skip
+    if not inserted:
+        raise TableError("ContainerAlreadyExists")
+
+
+def get(account: str, name: str) -> Plan[ContainerRecord | None]:
+    row = yield Sql(
+        f"SELECT ticks, doc FROM blob_containers WHERE {_BY_NAME}", {"account": account, "name": name}, "one"
+    )
+    return decode_container(name, row[0], bytes(row[1])) if row else None
+
+
+def update(
+    account: str, name: str, decide: Callable[[ContainerRecord, int], tuple[ContainerRecord, Any]]
+) -> Plan[Any]:
+    """Replace the record with what ``decide`` makes of it; its second item is the result."""
+    where = {"account": account, "name": name}
+    row = yield Sql(f"SELECT ticks, doc FROM blob_containers WHERE {_BY_NAME} {{lock}}", where, "one")
+    if row is None:
+        raise container_missing()
+    record, result = decide(decode_container(name, row[0], bytes(row[1])), next_ticks(row[0]))
+    yield Sql(
+        f"UPDATE blob_containers SET ticks = :ticks, doc = :doc WHERE {_BY_NAME}",
+        {**where, "ticks": record.ticks, "doc": encode_container(record)},
+    )
+    return result
+
+
+def delete(
+    account: str, name: str, check: Callable[[ContainerRecord], None], guard: Sql | None = None
+) -> Plan[None]:
+    """Delete the container and everything in it if ``check`` passes; every extent it named
+    becomes garbage (the collector checks again that nothing else names one). ``guard`` runs
+    first (an engine's container lock)."""
+    if guard is not None:
+        yield guard
+    row = yield Sql(
+        f"SELECT id, ticks, doc FROM blob_containers WHERE {_BY_NAME} {{lock}}",
+        {"account": account, "name": name},
+        "one",
+    )
+    if row is None:
+        raise container_missing()
+    check(decode_container(name, row[1], bytes(row[2])))
+    cid = {"c": row[0]}
+    yield Sql(
+        "INSERT INTO blob_garbage ({key,} ref, dropped)"
+        " SELECT {key,} ref, {now} FROM blob_extents WHERE container_id = :c"
+        " UNION SELECT {key,} ref, {now} FROM blob_blocks WHERE container_id = :c"
+        " ON CONFLICT ({key,} ref) DO UPDATE SET dropped = excluded.dropped",
+        cid,
+    )
+    for table in ("blob_extents", "blob_blocks", "blobs"):
+        yield Sql(f"DELETE FROM {table} WHERE container_id = :c", cid)
+    yield Sql("DELETE FROM blob_containers WHERE id = :c", cid)
+
+
+def page(account: str, prefix: str, start: str | None, limit: int) -> Plan[list[ContainerRecord]]:
+    """Up to ``limit`` containers from ``start`` on whose names start with ``prefix``."""
+    sql = "SELECT name, ticks, doc FROM blob_containers WHERE account = :account AND name >= :low"
+    if prefix:
+        sql += " AND name < :high"
+    high = prefix_end(prefix) if prefix else ""
+    params = {"account": account, "low": max(prefix, start or ""), "high": high, "n": limit}
+    rows = yield Sql(sql + " ORDER BY name LIMIT :n", params, "all")
+    return [decode_container(row[0], row[1], bytes(row[2])) for row in rows]

@@ -1,0 +1,161 @@
+"""Plans that read blobs: records, their extents and staged blocks, listings, and the state a
+write decides over."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from tabulae.model.blobs import BlobKey, BlobRecord, Extent
+from tabulae.storage.blobs import (
+    STORED_BASE,
+    BlobListing,
+    BlobState,
+    Needs,
+    container_missing,
+    decode_blob,
+    listing_start,
+    next_ticks,
+    prefix_end,
+)
+from tabulae.storage.plan import Plan, Sql
+
+BLOB_COLUMNS = "name, version, ticks, size, committed, doc"
+_COMMITTED = (
+    "SELECT b.container_id, b.name, b.version, b.ticks, b.size, b.committed, b.doc FROM blobs b"
+    " WHERE {key=} b.name = :name AND b.version = :version AND b.committed"
+    " AND b.container_id = (SELECT id FROM blob_containers WHERE account = :account AND name = :container)"
+)
+_ROW = "{key=} container_id = :c AND name = :name AND version = :version"
+# Statements are constants, not f-strings built per call: the runners look each text up by value.
+_EXTENTS = "SELECT ref, length, block_id FROM blob_extents WHERE " + _ROW + " ORDER BY seq"
+_VERSION = f"SELECT {BLOB_COLUMNS} FROM blobs WHERE " + _ROW
+_BASE_LOCKED = f"SELECT {BLOB_COLUMNS}, staged, staged_id_length FROM blobs WHERE " + _ROW + " {lock}"
+
+
+class At(NamedTuple):
+    """A blob as the engine addresses it: its key and its distribution key (a named tuple: one
+    is made per request)."""
+
+    key: BlobKey
+    dkey: int = 0
+
+    def row(self, cid: int, version: str = STORED_BASE) -> dict[str, Any]:
+        """The parameters naming one of this blob's versions in container ``cid``."""
+        return {"dkey": self.dkey, "c": cid, "name": self.key.name, "version": version}
+
+
+def blob_of(row: Sequence[Any]) -> BlobRecord:
+    name, version, ticks, size, committed, doc = row[:6]
+    return decode_blob(name, version, ticks, size, committed, bytes(doc))
+
+
+def container_id(account: str, name: str) -> Plan[int]:
+    """The container's id. Raises ``ContainerNotFound``."""
+    row = yield Sql(
+        "SELECT id FROM blob_containers WHERE account = :account AND name = :name",
+        {"account": account, "name": name},
+        "one",
+    )
+    if row is None:
+        raise container_missing()
+    return int(row[0])
+
+
+def extents(at: At, cid: int, version: str = STORED_BASE) -> Plan[list[Extent]]:
+    rows = yield Sql(
+        _EXTENTS,
+        at.row(cid, version),
+        "all",
+    )
+    return [Extent(str(ref), length, block_id) for ref, length, block_id in rows]
+
+
+def staged(at: At, cid: int) -> Plan[dict[str, Extent]]:
+    """The blob's staged blocks by id, in staging order."""
+    rows = yield Sql(
+        "SELECT block_id, ref, length FROM blob_blocks WHERE {key=} container_id = :c AND name = :name"
+        " ORDER BY seq, block_id",
+        at.row(cid),
+        "all",
+    )
+    return {block_id: Extent(str(ref), length, block_id) for block_id, ref, length in rows}
+
+
+def committed(at: At, version: str, content: bool) -> Plan[tuple[BlobRecord, list[Extent] | None] | None]:
+    """A committed version and, with ``content``, its extents; None when it or its container is
+    missing."""
+    key = at.key
+    params = {"dkey": at.dkey, "name": key.name, "version": version, "account": key.account,
+              "container": key.container}  # fmt: skip
+    row = yield Sql(_COMMITTED, params, "one")
+    if row is None:
+        return None
+    return blob_of(row[1:]), ((yield from extents(at, row[0], version)) if content else None)
+
+
+def list_blocks(at: At) -> Plan[tuple[BlobRecord | None, list[Extent], list[Extent]]]:
+    cid = yield from container_id(at.key.account, at.key.container)
+    row = yield Sql(_VERSION, at.row(cid), "one")
+    if row is None:
+        return None, [], []
+    content = yield from extents(at, cid)
+    blocks = yield from staged(at, cid)
+    return blob_of(row), content, list(blocks.values())
+
+
+def list_blobs(
+    account: str,
+    container: str,
+    prefix: str,
+    start: tuple[str, str] | None,
+    limit: int,
+    snapshots: bool,
+    uncommitted: bool,
+) -> Plan[BlobListing]:
+    """A page of a container's blobs: a range scan of every shard, in (name, version) order."""
+    cid = yield from container_id(account, container)
+    low_name, low_version = listing_start(prefix, start)
+    where = "container_id = :c AND (name, version) >= (:name, :version)"
+    if prefix:
+        where += " AND name < :end"
+    if not snapshots:
+        where += f" AND version = '{STORED_BASE}'"
+    if not uncommitted:
+        where += " AND committed"
+    params = {"c": cid, "name": low_name, "version": low_version, "end": prefix_end(prefix) if prefix else "",
+              "n": limit + 1}  # fmt: skip
+    rows = yield Sql(
+        f"SELECT {BLOB_COLUMNS} FROM blobs WHERE {where} ORDER BY name, version LIMIT :n", params, "all"
+    )
+    return BlobListing([blob_of(row) for row in rows[:limit]], len(rows) > limit)
+
+
+def load_state(at: At, cid: int, needs: Needs) -> Plan[BlobState]:
+    """The base record, locked for the write, its counts, and what ``needs`` asks for."""
+    row = yield Sql(
+        _BASE_LOCKED,
+        at.row(cid),
+        "one",
+    )
+    base = blob_of(row) if row else None
+    state = BlobState(base=base, ticks=next_ticks(base.ticks if base else None))
+    if row is None:
+        return state
+    state.staged_count, state.staged_id_length = int(row[6]), row[7]
+    if needs.snapshots:
+        count = yield Sql(
+            "SELECT count(*) FROM blobs WHERE {key=} container_id = :c AND name = :name"
+            " AND version <> :version",
+            at.row(cid),
+            "one",
+        )
+        state.snapshots = int(count[0])
+    if needs.content:
+        state.content = yield from extents(at, cid)
+    if needs.staged:
+        state.staged = yield from staged(at, cid)
+    if needs.snapshot is not None:
+        target = yield Sql(_VERSION, at.row(cid, needs.snapshot), "one")
+        state.target = blob_of(target) if target else None
+    return state

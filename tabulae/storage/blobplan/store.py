@@ -1,0 +1,108 @@
+"""The part of a blob store that is nothing but its plans: an engine subclasses
+:class:`PlannedBlobs`, says how it runs a read and a write and commits staged bytes, and adds what
+only it does (content, container ids, garbage collection)."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from tabulae.model.blobs import BASE, BlobKey, BlobRecord, ContainerRecord, Extent
+from tabulae.storage.blobplan import containers, reads, writes
+from tabulae.storage.blobplan.reads import At
+from tabulae.storage.blobplan.writes import CopyExtent
+from tabulae.storage.blobs import NO_NEEDS, BlobListing, BlobStore, Decide, Needs, Staged, stored_version
+from tabulae.storage.plan import Plan, Sql
+
+T = TypeVar("T")
+
+
+class PlannedBlobs(BlobStore):
+    """The :class:`BlobStore` operations that an engine only runs."""
+
+    @abstractmethod
+    async def _read(self, make: Callable[[], Plan[T]], *, snapshot: bool = False) -> T:
+        """Run a read; with ``snapshot`` all its statements see one state of the database."""
+
+    @abstractmethod
+    async def _write(self, make: Callable[[], Plan[T]]) -> T:
+        """Run a write atomically and durably (``make`` may be called again to retry it)."""
+
+    @abstractmethod
+    async def _commit(self, make: Callable[[], Plan[tuple[Any, set[str]]]], staged: Staged | None) -> Any:
+        """Run a write as :meth:`_write` does, consuming ``staged`` (see :meth:`write_blob`): the
+        plan returns the write's result and the refs it named."""
+
+    copy_extent: CopyExtent | None = None
+    """How the engine copies an extent to another blob's distribution key, if it has one."""
+
+    def _at(self, key: BlobKey) -> At:
+        """How this engine addresses a blob (its distribution key)."""
+        return At(key)
+
+    def _guard(self, account: str, container: str, *, shared: bool) -> Sql | None:
+        """A statement a write into (``shared``) or the deletion of a container runs first."""
+        return None
+
+    async def write_blob(
+        self, key: BlobKey, decide: Decide, *, needs: Needs = NO_NEEDS, staged: Staged | None = None
+    ) -> Any:
+        at, guard = self._at(key), self._guard(key.account, key.container, shared=True)
+        return await self._commit(lambda: writes.write_blob(at, decide, needs, guard=guard), staged)
+
+    async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:
+        origin = (self._at(source), stored_version(snapshot))
+        at, guard = self._at(dest), self._guard(dest.account, dest.container, shared=True)
+        result, _named = await self._write(
+            lambda: writes.write_blob(at, decide, Needs(), source=origin, guard=guard, copy=self.copy_extent)
+        )
+        return result
+
+    async def create_container(self, account: str, record: ContainerRecord) -> None:
+        """An engine that numbers containers itself; one with ids of its own overrides this."""
+        await self._write(lambda: containers.create(account, record, None))
+
+    async def get_container(self, account: str, name: str) -> ContainerRecord | None:
+        return await self._read(lambda: containers.get(account, name))
+
+    async def update_container(
+        self, account: str, name: str, decide: Callable[[ContainerRecord, int], tuple[ContainerRecord, Any]]
+    ) -> Any:
+        return await self._write(lambda: containers.update(account, name, decide))
+
+    async def delete_container(
+        self, account: str, name: str, check: Callable[[ContainerRecord], None]
+    ) -> None:
+        guard = self._guard(account, name, shared=False)
+        await self._write(lambda: containers.delete(account, name, check, guard))
+
+    async def list_containers(
+        self, account: str, prefix: str, start: str | None, limit: int
+    ) -> list[ContainerRecord]:
+        return await self._read(lambda: containers.page(account, prefix, start, limit))
+
+    async def get_blob(
+        self, key: BlobKey, snapshot: str = BASE, *, content: bool = False
+    ) -> tuple[BlobRecord, list[Extent] | None] | None:
+        at, version = self._at(key), stored_version(snapshot)
+        return await self._read(lambda: reads.committed(at, version, content), snapshot=content)
+
+    async def list_blocks(self, key: BlobKey) -> tuple[BlobRecord | None, list[Extent], list[Extent]]:
+        at = self._at(key)
+        return await self._read(lambda: reads.list_blocks(at), snapshot=True)
+
+    async def list_blobs(
+        self,
+        account: str,
+        container: str,
+        *,
+        prefix: str,
+        start: tuple[str, str] | None,
+        limit: int,
+        snapshots: bool,
+        uncommitted: bool,
+    ) -> BlobListing:
+        return await self._read(
+            lambda: reads.list_blobs(account, container, prefix, start, limit, snapshots, uncommitted)
+        )

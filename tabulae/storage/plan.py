@@ -1,0 +1,206 @@
+"""Store operations written once: a plan says what to read, decide and write; an engine runs it.
+
+A *plan* is a generator. It yields :class:`Sql` steps (one statement each, in the plan's own
+notation) and receives each step's result; it returns the operation's answer. The plan holds
+every decision of the operation, and no database: the same plan runs on SQLite's writer thread
+(:func:`run_sync`, plain calls on a ``sqlite3`` connection) and on PostgreSQL's async pool
+(:func:`run_async`, awaited calls on a psycopg connection). A sub-plan is composed with
+``yield from``, so a helper that reads a blob's extents is written once and used by both.
+
+The notation is the SQL both engines understand, with three things an engine spells its own way,
+which a :class:`Dialect` renders (once per distinct text, then cached):
+
+- parameters are named, ``:name``, and passed as a mapping (SQLite's own style; PostgreSQL's
+  ``%(name)s`` is rendered from it, with literal ``%`` doubled);
+- ``{key=}`` stands before the first condition on a row of a distributed table: on PostgreSQL it
+  becomes ``dkey = :dkey AND`` (the distribution column, which Citus routes on), on SQLite
+  nothing; ``{key,}`` and ``{:key,}`` do the same in an INSERT's column and value lists;
+- ``{lock}`` ends a read whose rows the transaction goes on to change: ``FOR UPDATE`` on
+  PostgreSQL, nothing on SQLite, whose one writer already excludes every other; ``{skip locked}``
+  does the same for a queue's take, skipping rows another transaction is taking;
+- ``{now}`` is the database's clock as a stored time (``now()`` on PostgreSQL, epoch seconds on
+  SQLite), and ``{::uuid}`` follows a parameter that PostgreSQL must read as a ``uuid``.
+
+A store may add markers of its own (``Dialect(markers)``) for a condition only one engine needs.
+
+Anything an engine does differently beyond that (SQLite's blob content files, PostgreSQL's
+chunk rows, advisory locks, Citus routing) is a step kind, a sub-plan or a statement the engine passes
+in, not a branch in the plan. A plan raises :class:`Restart` when it met a concurrent change it
+cannot resolve in place; an engine that runs transactions side by side runs it again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Generator, Mapping, Sequence
+from operator import itemgetter
+from typing import Any, Literal, NamedTuple, TypeVar
+
+T = TypeVar("T")
+
+Fetch = Literal["none", "one", "all", "rowcount"]
+
+
+_NO_PARAMS: Mapping[str, Any] = {}  # shared by every statement without parameters: never changed
+
+
+class Sql(NamedTuple):
+    """One statement of a plan. ``fetch`` says what the plan receives back: nothing, the first
+    row (or None), every row, or the number of rows changed. ``rows`` makes it an
+    ``executemany`` over those parameter mappings (``params`` is then ignored).
+
+    A named tuple: a plan makes one per statement on the request path, and a tuple is the
+    cheapest thing Python makes (and unpacks)."""
+
+    text: str
+    params: Mapping[str, Any] = _NO_PARAMS
+    fetch: Fetch = "none"
+    rows: Sequence[Mapping[str, Any]] | None = None
+
+
+Plan = Generator[Sql, Any, T]
+"""A store operation: yields statements, is sent their results, returns the answer."""
+
+
+_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+class Restart(Exception):
+    """The transaction met a concurrent change it cannot resolve in place; run it again."""
+
+
+class Dialect:
+    """How one engine spells the plan notation: ``markers`` maps each marker to its text (in the
+    plan's notation: parameters stay ``:name``), and a subclass may rewrite the result. The
+    default is SQLite's, where the markers are (nearly) empty and parameters are native."""
+
+    MARKERS: Mapping[str, str] = {
+        "{key=}": "",  # the distribution key's condition
+        "{key,}": "",  # its column in an INSERT
+        "{:key,}": "",  # and its value
+        "{lock}": "",
+        "{skip locked}": "",
+        "{::uuid}": "",
+        "{now}": "((julianday('now') - 2440587.5) * 86400.0)",
+    }
+
+    def __init__(self, markers: Mapping[str, str] | None = None) -> None:
+        self._markers = {**(markers or {}), **self.MARKERS}  # a store's own may use the common ones
+        self._rendered: dict[str, str] = {}
+        # plan text -> (the driver's text, what turns a plan's parameters into the driver's, or
+        # None when it takes them as they are): read by the runners directly
+        self.prepared: dict[str, tuple[str, Callable[[Mapping[str, Any]], Any] | None]] = {}
+
+    def render(self, text: str) -> str:
+        """The statement with this engine's markers, parameters still named; renders once."""
+        done = self._rendered.get(text)
+        if done is None:
+            done = self._rendered[text] = self._render(text)
+        return done
+
+    def prepare(self, text: str) -> tuple[str, Callable[[Mapping[str, Any]], Any] | None]:
+        """The statement as the driver takes it, and how its parameters are passed; once a text."""
+        done = self.prepared.get(text)
+        if done is None:
+            done = self.prepared[text] = self._prepare(self.render(text))
+        return done
+
+    def _prepare(self, rendered: str) -> tuple[str, Callable[[Mapping[str, Any]], Any] | None]:
+        return rendered, None
+
+    def _render(self, text: str) -> str:
+        for marker, spelling in self._markers.items():
+            text = text.replace(marker, spelling)
+        return text
+
+
+class SqliteDialect(Dialect):
+    """SQLite has no distribution column or row locks. It takes ``:name`` parameters itself, but
+    binds a mapping's by looking each name up from C, several times the cost of a position; so
+    statements are run with ``?`` and a tuple that :func:`operator.itemgetter` takes from the
+    mapping."""
+
+    def _prepare(self, rendered: str) -> tuple[str, Callable[[Mapping[str, Any]], Any] | None]:
+        names = _PARAM.findall(rendered)
+        text = _PARAM.sub("?", rendered)
+        if not names:
+            return text, _no_parameters
+        if len(names) == 1:
+            (name,) = names
+            return text, lambda params: (params[name],)
+        return text, itemgetter(*names)
+
+
+class PostgresDialect(Dialect):
+    """psycopg takes ``%(name)s``; rows carry the distribution column ``dkey``, and a read whose
+    rows the transaction changes next locks them."""
+
+    MARKERS: Mapping[str, str] = {
+        "{key=}": "dkey = :dkey AND",
+        "{key,}": "dkey,",
+        "{:key,}": ":dkey,",
+        "{lock}": "FOR UPDATE",
+        "{skip locked}": "FOR UPDATE SKIP LOCKED",
+        "{::uuid}": "::uuid",
+        "{now}": "now()",
+    }
+
+    def _render(self, text: str) -> str:
+        return _PARAM.sub(r"%(\1)s", super()._render(text).replace("%", "%%"))
+
+
+def _no_parameters(params: Mapping[str, Any]) -> tuple[()]:
+    return ()
+
+
+def run_sync(plan: Plan[T], conn: Any, dialect: Dialect) -> T:
+    """Run ``plan`` on a DB-API connection whose calls block (``sqlite3``), step by step. It
+    runs for every statement of every request, so it is written flat: no call it can avoid."""
+    send, execute, prepared = plan.send, conn.execute, dialect.prepared
+    reply: Any = None
+    try:
+        while True:
+            text, params, fetch, rows = send(reply)
+            text, convert = prepared.get(text) or dialect.prepare(text)
+            if rows is not None:
+                conn.executemany(text, rows if convert is None else map(convert, rows))
+                reply = None
+                continue
+            if convert is not None:
+                params = convert(params)
+            if fetch == "one":
+                reply = execute(text, params).fetchone()
+            elif fetch == "all":
+                reply = execute(text, params).fetchall()
+            elif fetch == "rowcount":
+                reply = execute(text, params).rowcount
+            else:
+                execute(text, params)
+                reply = None
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def run_async(plan: Plan[T], conn: Any, dialect: Dialect) -> T:
+    """Run ``plan`` on an async connection (psycopg's ``AsyncConnection``), step by step."""
+    send, execute, prepared = plan.send, conn.execute, dialect.prepared
+    reply: Any = None
+    try:
+        while True:
+            text, params, fetch, rows = send(reply)
+            text, _convert = prepared.get(text) or dialect.prepare(text)  # psycopg takes mappings
+            if rows is not None:
+                async with conn.cursor() as cursor:
+                    await cursor.executemany(text, rows)
+                reply = None
+            elif fetch == "one":
+                reply = await (await execute(text, params)).fetchone()
+            elif fetch == "all":
+                reply = await (await execute(text, params)).fetchall()
+            elif fetch == "rowcount":
+                reply = (await execute(text, params)).rowcount
+            else:
+                await execute(text, params)
+                reply = None
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
