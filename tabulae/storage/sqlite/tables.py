@@ -9,13 +9,15 @@ writer; reads run on its reader connection.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, TypeVar
 
 from tabulae.model import edm
 from tabulae.model.entity import StoredEntity, encode_properties
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
+from tabulae.storage.plan import Plan
 from tabulae.storage.pushdown import Fragment, translate
 from tabulae.storage.rules import (
     KeyColumns,
@@ -25,11 +27,15 @@ from tabulae.storage.rules import (
     ranges_to_scan,
     written_properties,
 )
+from tabulae.storage.sqlite import planned
 from tabulae.storage.sqlite.engine import SqliteDatabase
 from tabulae.storage.sqlite.indexes import SCHEMA as INDEXES_SCHEMA
-from tabulae.storage.sqlite.indexes import SqliteIndexes, drop_table_indexes
+from tabulae.storage.sqlite.indexes import SqliteIndexes
 from tabulae.storage.sqlite.pushdown import SqliteDialect
-from tabulae.storage.tables import Condition, KeyRange, ScanChunk, TableStore
+from tabulae.storage.table_plans import EntityLayout, PlannedTables, TableIds, scan_rows
+from tabulae.storage.tables import Condition, KeyRange, ScanChunk
+
+T = TypeVar("T")
 
 _key = edm.utf16_sort_key
 _text = edm.from_utf16_sort_key
@@ -64,52 +70,27 @@ CREATE TABLE IF NOT EXISTS entities (
 _COLUMNS = KeyColumns(partition="pk", row="rk", placeholder="?", partition_value=_key)
 
 
-class SqliteTables(TableStore):
-    """The :class:`TableStore` contract over a :class:`SqliteDatabase`."""
+class SqliteTables(PlannedTables):
+    """The :class:`TableStore` contract over a :class:`SqliteDatabase`: the plans of
+    :mod:`tabulae.storage.table_plans`, and SQLite's own point read, filtered scan and writes."""
 
     def __init__(self, database: SqliteDatabase) -> None:
+        layout = EntityLayout()
+        super().__init__(layout, TableIds(limit=0))  # a lookup is a local read: nothing to remember
         self._db = database
-        self.indexes = SqliteIndexes(database)
+        self.indexes = SqliteIndexes(database, layout)
 
-    # ----------------------------------------------------------------------------- tables
+    async def _read(self, make: Callable[[], Plan[T]]) -> T:
+        return planned.read(self._db, make)
 
-    async def create_table(self, account: str, name: str) -> None:
-        await self._db.write(_create_table, account, name)
-
-    async def delete_table(self, account: str, name: str) -> None:
-        await self._db.write(_delete_table, account, name)
-
-    async def get_table(self, account: str, name: str) -> str | None:
-        row = self._db.reader.execute(
-            "SELECT name FROM tables WHERE account = ? AND name_key = ?", (account, name.lower())
-        ).fetchone()
-        return row[0] if row else None
-
-    async def list_tables(self, account: str, after: str | None, limit: int) -> list[str]:
-        rows = self._db.reader.execute(
-            "SELECT name FROM tables WHERE account = ? AND name_key > ? ORDER BY name_key LIMIT ?",
-            (account, after or "", limit),
-        ).fetchall()
-        return [row[0] for row in rows]
-
-    async def get_acl(self, account: str, table: str) -> bytes | None:
-        row = self._db.reader.execute(
-            "SELECT acl FROM tables WHERE account = ? AND name_key = ?", (account, table.lower())
-        ).fetchone()
-        if row is None:
-            raise TableError("TableNotFound")
-        return row[0]
-
-    async def set_acl(self, account: str, table: str, acl: bytes) -> None:
-        await self._db.write(_set_acl, account, table, acl)
+    async def _write(self, make: Callable[[], Plan[T]], transaction: bool = True) -> T:
+        return await planned.write(self._db, make, savepoint=transaction)
 
     async def get_service_properties(self, account: str) -> bytes | None:
         return self._db.account_document("service_properties", account)
 
     async def set_service_properties(self, account: str, properties: bytes) -> None:
         await self._db.set_account_document("service_properties", account, properties)
-
-    # ----------------------------------------------------------------------------- entities
 
     def _table_id(self, account: str, table: str) -> int:
         row = self._db.reader.execute(
@@ -120,6 +101,9 @@ class SqliteTables(TableStore):
         return int(row[0])
 
     async def get_entity(self, account: str, table: str, pk: str, rk: str) -> StoredEntity | None:
+        """The hottest path of all, kept off the plan: one statement joining the table's row,
+        where the plan looks the table up first and runs through a generator (see
+        benchmarks/README.md, issue 30)."""
         row = self._db.reader.execute(
             "SELECT e.ticks, e.props FROM tables t JOIN entities e ON e.table_id = t.id"
             " WHERE t.account = ? AND t.name_key = ? AND e.pk = ? AND e.rk = ?",
@@ -129,37 +113,6 @@ class SqliteTables(TableStore):
             self._table_id(account, table)
             return None
         return StoredEntity(pk, rk, row[0], row[1])
-
-    def _scan_rows(
-        self,
-        table_id: int,
-        ranges: Sequence[KeyRange],
-        after: tuple[str, str] | None,
-        limit: int,
-    ) -> list[tuple[bytes, bytes, int, bytes]]:
-        """Up to ``limit`` raw rows ``(pk, rk, ticks, props)`` of the ranges, in key order."""
-        rows: list[tuple[bytes, bytes, int, bytes]] = []
-        for key_range in ranges_to_scan(ranges, after):
-            args: list[Any] = [table_id]
-            sql = "SELECT pk, rk, ticks, props FROM entities WHERE table_id = ?"
-            sql += range_sql(_COLUMNS, key_range, after, args)
-            sql += " ORDER BY pk, rk LIMIT ?"
-            args.append(limit - len(rows))
-            rows.extend(self._db.reader.execute(sql, args))
-            if len(rows) >= limit:
-                break
-        return rows
-
-    async def scan(
-        self,
-        account: str,
-        table: str,
-        ranges: Sequence[KeyRange],
-        after: tuple[str, str] | None,
-        limit: int,
-    ) -> list[StoredEntity]:
-        rows = self._scan_rows(self._table_id(account, table), ranges, after, limit)
-        return [StoredEntity(_text(pk), _text(rk), ticks, props) for pk, rk, ticks, props in rows]
 
     async def scan_filtered(
         self,
@@ -184,8 +137,9 @@ class SqliteTables(TableStore):
         where = translation.where
         table_id = self._table_id(account, table)
         if where is True:
-            rows = self._scan_rows(table_id, ranges, after, min(examine, want))
-            found = [StoredEntity(_text(pk), _text(rk), ticks, props) for pk, rk, ticks, props in rows]
+            found = planned.read(
+                self._db, partial(scan_rows, self._layout, table_id, ranges, after, min(examine, want))
+            )
             last = (found[-1].pk, found[-1].rk) if found else None
             return ScanChunk(found, len(found), last, len(found) < min(examine, want), translation.exact)
         mapped = self._db.scan_reader
@@ -235,37 +189,11 @@ class SqliteTables(TableStore):
 # These run on the event loop's thread inside the group's transaction (and a savepoint, where asked).
 
 
-def _create_table(conn: sqlite3.Connection, account: str, name: str) -> None:
-    try:
-        conn.execute(
-            "INSERT INTO tables (account, name_key, name) VALUES (?, ?, ?)", (account, name.lower(), name)
-        )
-    except sqlite3.IntegrityError as exc:
-        raise TableError("TableAlreadyExists") from exc
-
-
 def _writer_table_id(conn: sqlite3.Connection, account: str, table: str) -> int | None:
     row = conn.execute(
         "SELECT id FROM tables WHERE account = ? AND name_key = ?", (account, table.lower())
     ).fetchone()
     return int(row[0]) if row else None
-
-
-def _delete_table(conn: sqlite3.Connection, account: str, name: str) -> None:
-    table_id = _writer_table_id(conn, account, name)
-    if table_id is None:
-        raise TableError("ResourceNotFound")
-    drop_table_indexes(conn, table_id)
-    conn.execute("DELETE FROM entities WHERE table_id = ?", (table_id,))
-    conn.execute("DELETE FROM tables WHERE id = ?", (table_id,))
-
-
-def _set_acl(conn: sqlite3.Connection, account: str, table: str, acl: bytes) -> None:
-    cursor = conn.execute(
-        "UPDATE tables SET acl = ? WHERE account = ? AND name_key = ?", (acl, account, table.lower())
-    )
-    if cursor.rowcount == 0:
-        raise TableError("TableNotFound")
 
 
 _INSERT_SQL = "INSERT INTO entities (table_id, pk, rk, ticks, props) VALUES (?, ?, ?, ?, ?)"
