@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -23,8 +24,9 @@ from tabulae.model import edm
 from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
 from tabulae.storage.plan import Plan, Sql
+from tabulae.storage.pushdown import Dialect, Fragment, Translation, translate
 from tabulae.storage.rules import ranges_to_scan
-from tabulae.storage.tables import KeyBound, KeyRange, TableStore
+from tabulae.storage.tables import Condition, KeyBound, KeyRange, ScanChunk, TableStore
 
 T = TypeVar("T")
 
@@ -64,6 +66,10 @@ class EntityLayout:
     def entity(self, row: Sequence[Any]) -> StoredEntity:
         """An entity of a row ``(partition, rk, ticks, props)``."""
         return StoredEntity(edm.from_utf16_sort_key(row[0]), edm.from_utf16_sort_key(row[1]), row[2], row[3])
+
+    def key(self, row: Sequence[Any]) -> tuple[str, str]:
+        """The (PartitionKey, RowKey) of a row ``(partition, rk, …)``."""
+        return edm.from_utf16_sort_key(row[0]), edm.from_utf16_sort_key(row[1])
 
 
 class TableIds:
@@ -287,6 +293,86 @@ def scan_rows(
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class Matching:
+    """A pushed-down condition as an engine runs it (:mod:`.pushdown`): the ``FROM`` item of
+    the rows read (aliased ``e``), the condition with its parameters, whether the condition
+    decides every row exactly, and a check of each row returned where some may be undecided."""
+
+    source: str
+    condition: str
+    params: dict[str, Any]
+    exact: bool
+    row_exact: Callable[[bytes], bool] | None = None
+
+
+def named(sql: str, params: Sequence[Any], marker: str) -> tuple[str, dict[str, Any]]:
+    """A pushdown fragment's positional parameters (``marker``) as the plan's named ones."""
+    parts = sql.split(marker)
+    text = parts[0] + "".join(f":w{index}{part}" for index, part in enumerate(parts[1:]))
+    return text, {f"w{index}": value for index, value in enumerate(params)}
+
+
+def scan_matching(
+    layout: EntityLayout,
+    table: int,
+    ranges: Sequence[KeyRange],
+    after: tuple[str, str] | None,
+    want: int,
+    matching: Matching,
+    window: int | None,
+) -> Plan[ScanChunk]:
+    """Up to ``want`` rows that pass ``matching``, each range in one statement, and how many rows
+    of the ranges were examined to find them (an index-only count of the same key range).
+
+    With a ``window`` the call examines at most that many rows: the window's last key is found
+    first (a walk of the key order that reads no JSON) and bounds the filtered query, so one
+    call stays short where the database's work is the caller's (SQLite runs on the event loop).
+    """
+    found: list[StoredEntity] = []
+    exact = matching.exact
+    examined = 0
+    for key_range in ranges_to_scan(ranges, after):
+        params = dict(matching.params)
+        within = layout.table_where(table, params, "e.") + layout.route(table, key_range, params, "e.")
+        within += range_sql(layout, table, key_range, after, params, "e.") + layout.alive
+        params["tid"] = table
+        keys = f"e.{layout.partition}, e.rk"
+        edge = None
+        if window is not None:
+            params["offset"] = window - examined - 1
+            edge = yield Sql(
+                f"SELECT {keys} FROM entities e WHERE {within} ORDER BY {keys} LIMIT 1 OFFSET :offset",
+                params,
+                "one",
+            )
+            if edge is not None:
+                within += f" AND ({keys}) <= (:edge_p, :edge_r)"
+                params.update(edge_p=edge[0], edge_r=edge[1])
+        if matching.condition:
+            params["need"] = want - len(found)
+            rows = yield Sql(
+                f"SELECT {keys}, e.ticks, e.props FROM {matching.source}"
+                f" WHERE {within} AND {matching.condition} ORDER BY {keys} LIMIT :need",
+                params,
+                "all",
+            )
+            for row in rows:
+                entity = layout.entity(row)
+                exact = exact and (matching.row_exact is None or matching.row_exact(entity.blob))
+                found.append(entity)
+        count = f"SELECT count(*) FROM entities e WHERE {within}"
+        if len(found) >= want:  # stopped at a match: count the rows up to it
+            last = found[-1]
+            params.update(last_p=layout.partition_value(table, last.pk), last_r=edm.utf16_sort_key(last.rk))
+            counted = yield Sql(f"{count} AND ({keys}) <= (:last_p, :last_r)", params, "one")
+            return ScanChunk(found, examined + int(counted[0]), (last.pk, last.rk), False, exact)
+        if window is not None and edge is not None:
+            return ScanChunk(found, window, layout.key(edge), False, exact)
+        examined += int((yield Sql(count, params, "one"))[0])
+    return ScanChunk(found, examined, None, True, exact)
+
+
 def _bound_sql(
     layout: EntityLayout, table: int, bound: KeyBound, end: str, params: dict[str, Any], alias: str
 ) -> str:
@@ -328,15 +414,51 @@ class PlannedTables(TableStore):
     runner: ``_read`` runs a plan on a connection that reads, ``_write`` as a write (with
     ``transaction=False`` when its one write statement needs no transaction of its own)."""
 
-    def __init__(self, layout: EntityLayout, ids: TableIds) -> None:
+    def __init__(self, layout: EntityLayout, ids: TableIds, pushdown: Dialect) -> None:
         self._layout = layout
         self._ids = ids
+        self._pushdown = pushdown
 
     @abstractmethod
     async def _read(self, make: Callable[[], Plan[T]]) -> T: ...
 
     @abstractmethod
     async def _write(self, make: Callable[[], Plan[T]], transaction: bool = True) -> T: ...
+
+    async def _read_long(self, make: Callable[[], Plan[T]], resumed: bool) -> T:
+        """Run a read that may examine many rows (``resumed``: a scan that continues)."""
+        return await self._read(make)
+
+    window = False  # whether a filtered scan examines at most ``examine`` rows per call
+
+    @abstractmethod
+    def _matching(self, where: Fragment | bool, translation: Translation) -> Matching:
+        """The engine's form of a pushed-down condition (``where`` False: nothing passes)."""
+
+    async def scan_filtered(
+        self,
+        account: str,
+        table: str,
+        ranges: Sequence[KeyRange],
+        after: tuple[str, str] | None,
+        examine: int,
+        want: int,
+        condition: Condition,
+    ) -> ScanChunk:
+        """The condition runs in the database (:mod:`.pushdown`): rows that fail never leave it."""
+        translation = translate(self._pushdown, condition)
+        if translation.where is True:
+            found = await self.scan(account, table, ranges, after, min(examine, want))
+            last = (found[-1].pk, found[-1].rk) if found else None
+            return ScanChunk(found, len(found), last, len(found) < min(examine, want), translation.exact)
+        matching = self._matching(translation.where, translation)
+        window = examine if self.window else None
+
+        def read(current: int) -> Plan[ScanChunk]:
+            return scan_matching(self._layout, current, ranges, after, want, matching, window)
+
+        plan = partial(in_table, self._ids, account, table, read, lambda chunk: not chunk.examined)
+        return await self._read_long(plan, after is not None)
 
     async def create_table(self, account: str, name: str) -> None:
         await self._write(partial(create_table, self._layout, account, name), transaction=False)

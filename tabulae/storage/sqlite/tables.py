@@ -11,34 +11,25 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from tabulae.model import edm
 from tabulae.model.entity import StoredEntity, encode_properties
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
-from tabulae.storage.plan import Plan
-from tabulae.storage.pushdown import Fragment, translate
-from tabulae.storage.rules import (
-    KeyColumns,
-    check_condition,
-    group_ticks,
-    range_sql,
-    ranges_to_scan,
-    written_properties,
-)
+from tabulae.storage.plan import Plan, run_sync
+from tabulae.storage.pushdown import Fragment, Translation
+from tabulae.storage.rules import check_condition, group_ticks, written_properties
 from tabulae.storage.sqlite import planned
 from tabulae.storage.sqlite.engine import SqliteDatabase
 from tabulae.storage.sqlite.indexes import SCHEMA as INDEXES_SCHEMA
 from tabulae.storage.sqlite.indexes import SqliteIndexes
 from tabulae.storage.sqlite.pushdown import SqliteDialect
-from tabulae.storage.table_plans import EntityLayout, PlannedTables, TableIds, scan_rows
-from tabulae.storage.tables import Condition, KeyRange, ScanChunk
+from tabulae.storage.table_plans import EntityLayout, Matching, PlannedTables, TableIds, named, table_id
 
 T = TypeVar("T")
 
 _key = edm.utf16_sort_key
-_text = edm.from_utf16_sort_key
 
 SCHEMA = (
     """
@@ -67,16 +58,13 @@ CREATE TABLE IF NOT EXISTS entities (
 )
 
 
-_COLUMNS = KeyColumns(partition="pk", row="rk", placeholder="?", partition_value=_key)
-
-
 class SqliteTables(PlannedTables):
     """The :class:`TableStore` contract over a :class:`SqliteDatabase`: the plans of
     :mod:`tabulae.storage.table_plans`, and SQLite's own point read, filtered scan and writes."""
 
     def __init__(self, database: SqliteDatabase) -> None:
         layout = EntityLayout()
-        super().__init__(layout, TableIds(limit=0))  # a lookup is a local read: nothing to remember
+        super().__init__(layout, TableIds(limit=0), SqliteDialect())  # lookups are local: none kept
         self._db = database
         self.indexes = SqliteIndexes(database, layout)
 
@@ -92,14 +80,6 @@ class SqliteTables(PlannedTables):
     async def set_service_properties(self, account: str, properties: bytes) -> None:
         await self._db.set_account_document("service_properties", account, properties)
 
-    def _table_id(self, account: str, table: str) -> int:
-        row = self._db.reader.execute(
-            "SELECT id FROM tables WHERE account = ? AND name_key = ?", (account, table.lower())
-        ).fetchone()
-        if row is None:
-            raise TableError("TableNotFound")
-        return int(row[0])
-
     async def get_entity(self, account: str, table: str, pk: str, rk: str) -> StoredEntity | None:
         """The hottest path of all, kept off the plan: one statement joining the table's row,
         where the plan looks the table up first and runs through a generator (see
@@ -110,70 +90,23 @@ class SqliteTables(PlannedTables):
             (account, table.lower(), _key(pk), _key(rk)),
         ).fetchone()
         if row is None:
-            self._table_id(account, table)
+            planned.read(self._db, partial(table_id, self._ids, account, table))  # or TableNotFound
             return None
         return StoredEntity(pk, rk, row[0], row[1])
 
-    async def scan_filtered(
-        self,
-        account: str,
-        table: str,
-        ranges: Sequence[KeyRange],
-        after: tuple[str, str] | None,
-        examine: int,
-        want: int,
-        condition: Condition,
-    ) -> ScanChunk:
-        """The condition runs in SQLite (:mod:`.pushdown`): rows that fail never leave it.
+    window = True  # reads run on the event loop: one call examines at most ``examine`` rows
 
-        The work of one call is bounded by a window of ``examine`` rows, whose last key is
-        found first (a walk of the key order that reads no JSON); the filtered query then runs
-        inside the window. Reads run on the event loop, so the window keeps one call short.
-        A scan that continues (``after`` given) reads through the engine's memory-mapped scan
-        reader (about a third less CPU per row, see :mod:`.mapped_reader`); a query that ends in its
-        first window never opens it.
-        """
-        translation = translate(SqliteDialect(), condition)
-        where = translation.where
-        table_id = self._table_id(account, table)
-        if where is True:
-            found = planned.read(
-                self._db, partial(scan_rows, self._layout, table_id, ranges, after, min(examine, want))
-            )
-            last = (found[-1].pk, found[-1].rk) if found else None
-            return ScanChunk(found, len(found), last, len(found) < min(examine, want), translation.exact)
+    def _matching(self, where: Fragment | bool, translation: Translation) -> Matching:
+        if isinstance(where, bool):
+            return Matching("entities e", "", {}, translation.exact)
+        return Matching("entities e", *named(where.sql, where.params, "?"), translation.exact)
+
+    async def _read_long(self, make: Callable[[], Plan[T]], resumed: bool) -> T:
+        """A scan that continues reads through the engine's memory-mapped scan reader (less CPU
+        per row, see :mod:`.mapped_reader`); a query that ends in its first window never opens it."""
         mapped = self._db.scan_reader
-        reader = mapped.connection() if after is not None or mapped.is_open else self._db.reader
-        found = []
-        examined = 0
-        for key_range in ranges_to_scan(ranges, after):
-            args: list[Any] = [table_id]
-            within = "table_id = ?" + range_sql(_COLUMNS, key_range, after, args)
-            window = examine - examined
-            edge = reader.execute(
-                f"SELECT pk, rk FROM entities WHERE {within} ORDER BY pk, rk LIMIT 1 OFFSET ?",
-                [*args, window - 1],
-            ).fetchone()
-            if edge is not None:
-                within += " AND (pk, rk) <= (?, ?)"
-                args.extend(edge)
-            if isinstance(where, Fragment):
-                sql = f"SELECT pk, rk, ticks, props FROM entities WHERE {within} AND {where.sql}"
-                sql += " ORDER BY pk, rk LIMIT ?"
-                matched = reader.execute(sql, [*args, *where.params, want - len(found)]).fetchall()
-                found.extend(
-                    StoredEntity(_text(pk), _text(rk), ticks, props) for pk, rk, ticks, props in matched
-                )
-            if len(found) >= want:  # stopped at a match: count the rows up to it
-                pk, rk = _key(found[-1].pk), _key(found[-1].rk)
-                count_sql = f"SELECT count(*) FROM entities WHERE {within} AND (pk, rk) <= (?, ?)"
-                examined += reader.execute(count_sql, [*args, pk, rk]).fetchone()[0]
-                return ScanChunk(found, examined, (found[-1].pk, found[-1].rk), False, translation.exact)
-            if edge is not None:
-                examined += window
-                return ScanChunk(found, examined, (_text(edge[0]), _text(edge[1])), False, translation.exact)
-            examined += reader.execute(f"SELECT count(*) FROM entities WHERE {within}", args).fetchone()[0]
-        return ScanChunk(found, examined, None, True, translation.exact)
+        reader = mapped.connection() if resumed or mapped.is_open else self._db.reader
+        return run_sync(make(), reader, planned.DIALECT)
 
     async def apply(
         self, account: str, table: str, mutations: Sequence[Mutation]
