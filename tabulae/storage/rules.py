@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tabulae.model import edm
-from tabulae.model.entity import check_merged, decode_properties, encode_properties
+from tabulae.model.entity import StoredEntity, check_merged, decode_properties, encode_properties
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.tables import KeyBound, KeyRange
@@ -74,6 +74,36 @@ def written_properties(mutation: Mutation, existing: Stored | None) -> bytes | N
         check_merged(mutation.pk, mutation.rk, merged)
         properties = merged
     return encode_properties(properties)
+
+
+def decide(
+    mutations: Sequence[Mutation], keys: Sequence[Any], state: dict[Any, Stored | None], ticks: int
+) -> list[tuple[Stored | None, bytes | None]]:
+    """A write group decided before anything is written: per mutation, the entity it finds
+    (as the group's earlier mutations leave it: ``state`` holds each key's stored entity and is
+    updated here) and what it writes (``None``: a delete). The first mutation that fails raises
+    its error tagged with its index, so the group is undone and that operation reported."""
+    decisions: list[tuple[Stored | None, bytes | None]] = []
+    for index, (mutation, key) in enumerate(zip(mutations, keys, strict=True)):
+        existing = state.get(key)
+        try:
+            check_condition(mutation, existing)
+            blob = written_properties(mutation, existing)
+        except TableError as exc:
+            raise exc.at(index) from None
+        state[key] = None if blob is None else (ticks, blob)
+        decisions.append((existing, blob))
+    return decisions
+
+
+def written(
+    mutations: Sequence[Mutation], blobs: Iterable[bytes | None], ticks: int
+) -> list[StoredEntity | None]:
+    """The group's answer: each entity as stored (``None`` for a delete)."""
+    return [
+        None if blob is None else StoredEntity(mutation.pk, mutation.rk, ticks, blob)
+        for mutation, blob in zip(mutations, blobs, strict=True)
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,7 @@ from tabulae.storage.postgres.engine import PostgresDatabase, Restart, Schema, r
 from tabulae.storage.postgres.indexes import PostgresIndexes
 from tabulae.storage.postgres.pushdown import NUL_ESCAPE, UNDECIDED, PostgresDialect, record_sql
 from tabulae.storage.pushdown import Fragment, Translation
-from tabulae.storage.rules import check_condition, group_ticks, written_properties
+from tabulae.storage.rules import decide, group_ticks, written
 from tabulae.storage.table_plans import EntityLayout, Matching, PlannedTables, TableIds, named
 from tabulae.storage.tables import KeyRange
 
@@ -265,36 +265,24 @@ class PostgresTables(PlannedTables):
             raise TableError("TableNotFound")
         if table_id != cached:
             locks = await self._lock(conn, table_id, mutations)
-        state: dict[tuple[bytes, bytes], tuple[int, bytes] | None] = {}
+        state: dict[Any, tuple[int, bytes] | None] = {}
         partitions = sorted({m.pk for m in mutations}, key=edm.utf16_sort_key)
         for cursor, pk in zip(locks, partitions, strict=True):
             for rk, ticks, props in await cursor.fetchall():
-                state[(_dist(table_id, pk), bytes(rk))] = (int(ticks), bytes(props))
-
+                state[(pk, bytes(rk))] = (int(ticks), bytes(props))
         ticks = group_ticks(state.values())
-        results: list[StoredEntity | None] = []
+        keys = [(mutation.pk, _key(mutation.rk)) for mutation in mutations]
+        decisions = decide(mutations, keys, state, ticks)
         writes: list[tuple[int, bool, Cursor]] = []  # (index, was an insert, cursor)
-        for index, mutation in enumerate(mutations):
-            row_key = (_dist(table_id, mutation.pk), _key(mutation.rk))
-            existing = state.get(row_key)
-            try:
-                check_condition(mutation, existing)
-                blob = written_properties(mutation, existing)
-            except TableError as exc:
-                raise exc.at(index) from None
-            if mutation.kind is MutationKind.DELETE:
-                assert existing is not None  # check_condition guarantees it
+        for index, ((pk, rk), (existing, blob)) in enumerate(zip(keys, decisions, strict=True)):
+            row_key = (_dist(table_id, pk), rk)
+            if blob is None:
+                assert existing is not None  # a delete needs the entity
                 cursor = await conn.execute(_DELETE, (*row_key, existing[0]))
-                state[row_key] = None
-                results.append(None)
+            elif existing is None:
+                cursor = await conn.execute(_INSERT, (*row_key, ticks, blob))
             else:
-                assert blob is not None
-                if existing is None:
-                    cursor = await conn.execute(_INSERT, (*row_key, ticks, blob))
-                else:
-                    cursor = await conn.execute(_UPDATE, (ticks, blob, *row_key, existing[0]))
-                state[row_key] = (ticks, blob)
-                results.append(StoredEntity(mutation.pk, mutation.rk, ticks, blob))
+                cursor = await conn.execute(_UPDATE, (ticks, blob, *row_key, existing[0]))
             writes.append((index, existing is None, cursor))
 
         await pipeline.sync()
@@ -303,4 +291,4 @@ class PostgresTables(PlannedTables):
                 if inserted and mutations[index].kind is MutationKind.INSERT:
                     raise TableError("EntityAlreadyExists").at(index)
                 raise Restart
-        return results
+        return written(mutations, (blob for _existing, blob in decisions), ticks)

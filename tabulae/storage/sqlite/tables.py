@@ -19,7 +19,7 @@ from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.plan import Plan, run_sync
 from tabulae.storage.pushdown import Fragment, Translation
-from tabulae.storage.rules import check_condition, group_ticks, written_properties
+from tabulae.storage.rules import decide, group_ticks, written
 from tabulae.storage.sqlite import planned
 from tabulae.storage.sqlite.engine import SqliteDatabase
 from tabulae.storage.sqlite.indexes import SCHEMA as INDEXES_SCHEMA
@@ -145,38 +145,24 @@ def _apply(
         return _insert_all(conn, table_id, mutations)
     current = _current_rows(conn, table_id, mutations)
     ticks = group_ticks(current)
-    if len(mutations) == 1 or len({(m.pk, m.rk) for m in mutations}) < len(mutations):
-        results: list[StoredEntity | None] = []  # one by one, in order
-        for index, (mutation, existing) in enumerate(zip(mutations, current, strict=True)):
-            try:
-                results.append(_apply_one(conn, table_id, mutation, existing, ticks))
-            except TableError as exc:
-                raise exc.at(index) from None
-        return results
-    # A group: every condition is decided, and every row worked out, before anything is written
-    # (a failure anywhere undoes the group, so the first failing operation is the one reported);
-    # then one statement writes all the rows and one deletes (the keys are distinct: order
-    # between them does not matter).
-    results = []
-    writes: list[tuple[int, bytes, bytes, int, bytes]] = []
-    deletes: list[tuple[int, bytes, bytes]] = []
-    for index, (mutation, existing) in enumerate(zip(mutations, current, strict=True)):
-        try:
-            check_condition(mutation, existing)
-            blob = written_properties(mutation, existing)
-        except TableError as exc:
-            raise exc.at(index) from None
-        if blob is None:
-            deletes.append((table_id, _key(mutation.pk), _key(mutation.rk)))
-            results.append(None)
-        else:
-            writes.append((table_id, _key(mutation.pk), _key(mutation.rk), ticks, blob))
-            results.append(StoredEntity(mutation.pk, mutation.rk, ticks, blob))
-    if deletes:
-        conn.executemany(_DELETE_SQL, deletes)
-    if writes:
-        conn.executemany(_REPLACE_SQL, writes)
-    return results
+    keys = [(mutation.pk, mutation.rk) for mutation in mutations]
+    decisions = decide(mutations, keys, dict(zip(keys, current, strict=True)), ticks)
+    rows = [
+        (_key(mutation.pk), _key(mutation.rk), blob)
+        for mutation, (_existing, blob) in zip(mutations, decisions, strict=True)
+    ]
+    if len(set(keys)) == len(keys):  # distinct keys: order does not matter, one statement a kind
+        if deletes := [(table_id, pk, rk) for pk, rk, blob in rows if blob is None]:
+            conn.executemany(_DELETE_SQL, deletes)
+        if writes := [(table_id, pk, rk, ticks, blob) for pk, rk, blob in rows if blob is not None]:
+            conn.executemany(_REPLACE_SQL, writes)
+    else:  # one by one, in order
+        for pk, rk, blob in rows:
+            if blob is None:
+                conn.execute(_DELETE_SQL, (table_id, pk, rk))
+            else:
+                conn.execute(_REPLACE_SQL, (table_id, pk, rk, ticks, blob))
+    return written(mutations, (blob for _row, blob in decisions), ticks)
 
 
 def _current_rows(
@@ -225,20 +211,3 @@ def _insert_all(
     except sqlite3.IntegrityError:
         raise TableError("EntityAlreadyExists").at(conn.total_changes - before) from None
     return stored
-
-
-def _apply_one(
-    conn: sqlite3.Connection,
-    table_id: int,
-    mutation: Mutation,
-    existing: tuple[int, bytes] | None,
-    ticks: int,
-) -> StoredEntity | None:
-    check_condition(mutation, existing)
-    pk, rk = _key(mutation.pk), _key(mutation.rk)
-    blob = written_properties(mutation, existing)
-    if blob is None:
-        conn.execute(_DELETE_SQL, (table_id, pk, rk))
-        return None
-    conn.execute(_REPLACE_SQL, (table_id, pk, rk, ticks, blob))
-    return StoredEntity(mutation.pk, mutation.rk, ticks, blob)
