@@ -46,9 +46,35 @@ class IndexSql:
         """The ``FROM`` item of a lookup through index ``name``."""
         return "entities"
 
+    not_null = True  # a range says ``key IS NOT NULL`` even when bounded (else only when open)
+
     @abstractmethod
+    def point_keys(self, family: str, edm_type: str, value: Any) -> list[Any]:
+        """The keys an entity equal to an ``eq`` literal may be indexed under."""
+
+    @abstractmethod
+    def bound_key(self, family: str, bound: tuple[str, Any], down: bool) -> Any:
+        """The key of a range's bound (``down``: the lower one), which may widen the range."""
+
+    def widened(self, family: str, condition: str, key: str, params: dict[str, Any]) -> str:
+        """A range's condition with the keys it must take in besides."""
+        return condition
+
     def conditions(self, family: str, probe: IndexProbe, key: str) -> list[tuple[str, dict[str, Any]]]:
-        """One condition per point (each a stream in key order), or one for the range."""
+        """One condition per point key (each a stream in key order), or one for the range."""
+        if probe.points:
+            keys = dict.fromkeys(
+                k for kind, value in probe.points for k in self.point_keys(family, kind, value)
+            )
+            return [(f"{key} = :ix", {"ix": point}) for point in keys]
+        parts, params = [], {}
+        for name, bound, op in (("ix_lo", probe.lower, ">="), ("ix_hi", probe.upper, "<=")):
+            if bound is not None:
+                parts.append(f"{key} {op} :{name}")
+                params[name] = self.bound_key(family, bound, down=name == "ix_lo")
+        if self.not_null or not parts:
+            parts.insert(0, f"{key} IS NOT NULL")
+        return [(self.widened(family, " AND ".join(parts), key, params), params)]
 
 
 def declare(account: str, table: str, prop: str, edm_type: str, spelled: IndexSql) -> Plan[None]:

@@ -38,7 +38,6 @@ import psycopg
 from tabulae.model import edm
 from tabulae.model.indexes import FAILED, READY, family_of
 from tabulae.storage.index_plans import IndexSql, PlannedIndexes
-from tabulae.storage.indexes import IndexProbe
 from tabulae.storage.plan import Plan
 from tabulae.storage.postgres import planned
 from tabulae.storage.postgres.engine import PostgresDatabase, Schema
@@ -171,25 +170,6 @@ def _bytea(data: bytes) -> str:
     return f"'\\x{data.hex()}'::bytea"
 
 
-def key_sql(family: str, prop: str) -> str:
-    return f"tabulae_ix_{family}(props, {_quote(prop)})"
-
-
-def partial_sql(table_id: int) -> str:
-    """The index's predicate, its table's keys; queries repeat it verbatim so the planner can
-    prove it. (Not also ``key IS NOT NULL``: every write would run the key function twice.)"""
-    low, high = _ID.pack(table_id), _ID.pack(table_id + 1)
-    return f"dist >= {_bytea(low)} AND dist < {_bytea(high)}"
-
-
-def create_sql(table_id: int, prop: str, edm_type: str) -> str:
-    key = key_sql(family_of(edm_type), prop)
-    return (
-        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(table_id, prop)}"
-        f" ON entities (({key}), dist, rk) WHERE {partial_sql(table_id)}"
-    )
-
-
 def _datetime_key(ticks: int) -> bytes:
     seconds, fraction = divmod(ticks, edm.TICKS_PER_SECOND)
     return (edm.format_datetime(seconds * edm.TICKS_PER_SECOND)[:19] + f"{fraction:07d}").encode("ascii")
@@ -197,35 +177,6 @@ def _datetime_key(ticks: int) -> bytes:
 
 def _decimal(value: float) -> Decimal:
     return Decimal(repr(value)) if math.isfinite(value) else Decimal(value)
-
-
-def point_keys(family: str, value: Any) -> list[Any]:
-    """The keys under which an entity equal to an ``eq`` literal may be indexed."""
-    if family == "string":
-        return [value.encode("utf-8", "surrogatepass"), UNKEYABLE]
-    if family == "datetime":
-        return [_datetime_key(value)]
-    if family == "guid":
-        return [value.encode("ascii", "replace")]
-    if family == "boolean":
-        return [bool(value)]
-    if isinstance(value, float):
-        return [_decimal(value)]
-    keys = [Decimal(value)]
-    as_float = float(value)
-    if as_float == value:
-        keys.append(_decimal(as_float))  # a Double equal to the integer, under its shortest text
-    return keys
-
-
-def bound_key(family: str, bound: tuple[str, Any], down: bool) -> Any:
-    value = bound[1]
-    if family == "number":
-        as_float = float(value)
-        if math.isinf(as_float):
-            return Decimal(as_float)
-        return _decimal(math.nextafter(as_float, -math.inf if down else math.inf))
-    return point_keys(family, value)[0]
 
 
 class PostgresIndexSql(IndexSql):
@@ -238,39 +189,65 @@ class PostgresIndexSql(IndexSql):
         " LEFT JOIN pg_stat_progress_create_index p"
         " ON i.state = 'building' AND p.index_relid = to_regclass(i.index_name)",
     )
+    not_null = False
 
     def key_sql(self, family: str, prop: str) -> str:
-        return key_sql(family, prop)
+        return f"tabulae_ix_{family}(props, {_quote(prop)})"
 
     def partial(self, table: int) -> str:
-        return partial_sql(table)
+        """Its table's keys, which queries repeat verbatim so the planner can prove them. (Not
+        also ``key IS NOT NULL``: every write would run the key function twice.)"""
+        return f"dist >= {_bytea(_ID.pack(table))} AND dist < {_bytea(_ID.pack(table + 1))}"
 
-    def conditions(self, family: str, probe: IndexProbe, key: str) -> list[tuple[str, dict[str, Any]]]:
-        if probe.points:
-            keys: dict[Any, None] = {}
-            for _type, value in probe.points:
-                for point in point_keys(family, value):
-                    keys[point] = None
-            return [(f"{key} = :ix", {"ix": point}) for point in keys]
-        parts, params = [], {}
-        if probe.lower is not None:
-            parts.append(f"{key} >= :ix_lo")
-            params["ix_lo"] = bound_key(family, probe.lower, down=True)
-        if probe.upper is not None:
-            parts.append(f"{key} <= :ix_hi")
-            params["ix_hi"] = bound_key(family, probe.upper, down=False)
-        condition = " AND ".join(parts) or f"{key} IS NOT NULL"
+    def create(self, table: int, prop: str, edm_type: str) -> str:
+        key = self.key_sql(family_of(edm_type), prop)
+        return (
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(table, prop)}"
+            f" ON entities (({key}), dist, rk) WHERE {self.partial(table)}"
+        )
+
+    def point_keys(self, family: str, edm_type: str, value: Any) -> list[Any]:
         if family == "string":
-            condition = f"(({condition}) OR {key} = :ix_unkeyable)"
-            params["ix_unkeyable"] = UNKEYABLE
-        return [(condition, params)]
+            return [value.encode("utf-8", "surrogatepass"), UNKEYABLE]
+        if family == "datetime":
+            return [_datetime_key(value)]
+        if family == "guid":
+            return [value.encode("ascii", "replace")]
+        if family == "boolean":
+            return [bool(value)]
+        if isinstance(value, float):
+            return [_decimal(value)]
+        keys = [Decimal(value)]
+        as_float = float(value)
+        if as_float == value:
+            keys.append(_decimal(as_float))  # a Double equal to the integer, under its shortest text
+        return keys
+
+    def bound_key(self, family: str, bound: tuple[str, Any], down: bool) -> Any:
+        """Numbers one ulp wider (a Double's key is its shortest decimal text)."""
+        if family != "number":
+            return self.point_keys(family, *bound)[0]
+        as_float = float(bound[1])
+        if math.isinf(as_float):
+            return Decimal(as_float)
+        return _decimal(math.nextafter(as_float, -math.inf if down else math.inf))
+
+    def widened(self, family: str, condition: str, key: str, params: dict[str, Any]) -> str:
+        """A String range takes in the key of Strings no key expresses (see the module docstring)."""
+        if family != "string":
+            return condition
+        params["ix_unkeyable"] = UNKEYABLE
+        return f"(({condition}) OR {key} = :ix_unkeyable)"
+
+
+SPELLED = PostgresIndexSql()
 
 
 class PostgresIndexes(PlannedIndexes):
     """Index declarations, builds and lookups for the PostgreSQL table store."""
 
     def __init__(self, database: PostgresDatabase, layout: EntityLayout) -> None:
-        super().__init__(layout, PostgresIndexSql())
+        super().__init__(layout, SPELLED)
         self._db = database
         self._ready: dict[tuple[str, str], tuple[float, dict[str, str]]] = {}
 
@@ -290,14 +267,14 @@ class PostgresIndexes(PlannedIndexes):
 
         async def run(conn: Connection) -> None:
             try:
-                await conn.execute(create_sql(table_id, prop, edm_type))
+                await conn.execute(SPELLED.create(table_id, prop, edm_type))
                 cursor = await conn.execute(
                     "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (name,)
                 )
                 row = await cursor.fetchone()
                 if row is None or not row[0]:  # an invalid index of an earlier, failed build
                     await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
-                    await conn.execute(create_sql(table_id, prop, edm_type))
+                    await conn.execute(SPELLED.create(table_id, prop, edm_type))
                 await conn.execute("ANALYZE entities")  # statistics for the new expression
                 await conn.execute(
                     _SET_STATE,

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from tabulae.model import edm
 from tabulae.model.indexes import FAILED, READY, family_of
 from tabulae.storage.index_plans import IndexSql, PlannedIndexes
-from tabulae.storage.indexes import IndexProbe, IndexUnavailable
+from tabulae.storage.indexes import IndexUnavailable
 from tabulae.storage.plan import Plan
 from tabulae.storage.sqlite import planned
 from tabulae.storage.sqlite.engine import BUSY_TIMEOUT_MS, SqliteDatabase
@@ -113,36 +113,6 @@ def datetime_key(ticks: int) -> str:
     return edm.format_datetime(seconds * edm.TICKS_PER_SECOND)[:19] + f"{fraction:07d}"
 
 
-def _number_bound(value: Any, down: bool) -> float:
-    """A numeric bound one ulp wider, so a rounding comparison never drops a candidate."""
-    as_float = float(value)
-    if math.isinf(as_float):
-        return as_float
-    return math.nextafter(as_float, -math.inf if down else math.inf)
-
-
-def point_key(family: str, edm_type: str, value: Any) -> Any:
-    """The key an ``eq`` literal is looked up under (SQLite compares INTEGER and REAL keys by
-    value, so Int32 5, Int64 5 and Double 5.0 share the key 5)."""
-    if family == "boolean":
-        return 1 if value else 0
-    if family == "datetime":
-        return datetime_key(value)
-    return value
-
-
-def create_sql(table_id: int, prop: str, edm_type: str) -> str:
-    key = key_sql(family_of(edm_type), prop)
-    name = index_name(table_id, prop)
-    return f'CREATE INDEX IF NOT EXISTS "{name}" ON entities ({key}, pk, rk) WHERE {_partial(table_id)}'
-
-
-def _partial(table_id: int) -> str:
-    """The index's condition: its table. (Not also ``key IS NOT NULL``: SQLite would compute
-    the key twice per write, and each computation parses the entity's JSON.)"""
-    return f"table_id = {int(table_id)}"
-
-
 class SqliteIndexSql(IndexSql):
     """Keys are SQLite values (INTEGER and REAL compare by value, so Int32 5, Int64 5 and Double
     5.0 share the key 5); a lookup names its index, which SQLite needs for a partial one."""
@@ -151,29 +121,32 @@ class SqliteIndexSql(IndexSql):
         return key_sql(family, prop)
 
     def partial(self, table: int) -> str:
-        return _partial(table)
+        """The index's condition: its table. (Not also ``key IS NOT NULL``: SQLite would compute
+        the key twice per write, and each computation parses the entity's JSON.)"""
+        return f"table_id = {int(table)}"
 
     def source(self, name: str) -> str:
         return f'entities INDEXED BY "{name}"'
 
-    def conditions(self, family: str, probe: IndexProbe, key: str) -> list[tuple[str, dict[str, Any]]]:
-        if probe.points:
-            keys = sorted({point_key(family, t, v) for t, v in probe.points}, key=repr)
-            return [(f"{key} = :ix", {"ix": k}) for k in keys]
-        sql, params = f"{key} IS NOT NULL", {}
-        if probe.lower is not None:
-            sql += f" AND {key} >= :ix_lo"
-            params["ix_lo"] = _bound(family, probe.lower, down=True)
-        if probe.upper is not None:
-            sql += f" AND {key} <= :ix_hi"
-            params["ix_hi"] = _bound(family, probe.upper, down=False)
-        return [(sql, params)]
+    def point_keys(self, family: str, edm_type: str, value: Any) -> list[Any]:
+        if family == "boolean":
+            return [1 if value else 0]
+        return [datetime_key(value) if family == "datetime" else value]
+
+    def bound_key(self, family: str, bound: tuple[str, Any], down: bool) -> Any:
+        """Numbers one ulp wider, so a rounding comparison never drops a candidate."""
+        if family != "number":
+            return self.point_keys(family, *bound)[0]
+        as_float = float(bound[1])
+        return as_float if math.isinf(as_float) else math.nextafter(as_float, -math.inf if down else math.inf)
+
+    def create(self, table: int, prop: str, edm_type: str) -> str:
+        key = key_sql(family_of(edm_type), prop)
+        name = index_name(table, prop)
+        return f'CREATE INDEX IF NOT EXISTS "{name}" ON entities ({key}, pk, rk) WHERE {self.partial(table)}'
 
 
-def _bound(family: str, bound: tuple[str, Any], down: bool) -> Any:
-    if family == "number":
-        return _number_bound(bound[1], down)
-    return point_key(family, bound[0], bound[1])
+SPELLED = SqliteIndexSql()
 
 
 def _build(path: str, lock_path: str, table_id: int, prop: str, edm_type: str) -> tuple[str, str | None]:
@@ -196,7 +169,7 @@ def _build(path: str, lock_path: str, table_id: int, prop: str, edm_type: str) -
                 if row is None or row[0] != edm_type:
                     conn.execute("ROLLBACK")
                     return "gone", None
-                conn.execute(create_sql(table_id, prop, edm_type))
+                conn.execute(SPELLED.create(table_id, prop, edm_type))
                 conn.execute(
                     "UPDATE property_indexes SET state = ?, total = ?, error = NULL"
                     " WHERE table_id = ? AND property = ?",
@@ -223,7 +196,7 @@ class SqliteIndexes(PlannedIndexes):
     """Index declarations, builds and lookups for :class:`~tabulae.storage.sqlite.tables.SqliteTables`."""
 
     def __init__(self, database: SqliteDatabase, layout: EntityLayout) -> None:
-        super().__init__(layout, SqliteIndexSql())
+        super().__init__(layout, SPELLED)
         self._db = database
         self._lock_path = str(Path(database.path).with_name("tabulae.lock"))
 
