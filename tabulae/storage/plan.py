@@ -51,6 +51,7 @@ Plan = Generator[Sql, Any, T]
 """A store operation: yields statements, is sent their results, returns the answer."""
 
 
+RENDERED_LIMIT = 4096  # rendered texts a dialect keeps
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
@@ -71,6 +72,8 @@ class Dialect:
         """The statement as this engine's driver takes it; the same text renders once."""
         done = self._rendered.get(text)
         if done is None:
+            if len(self._rendered) >= RENDERED_LIMIT:  # texts built per query (filters) come and go
+                self._rendered.clear()
             done = self._rendered[text] = self._render(text)
         return done
 

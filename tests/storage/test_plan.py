@@ -8,7 +8,15 @@ import uuid
 
 import psycopg
 
-from tabulae.storage.plan import Plan, PostgresDialect, Sql, SqliteDialect, run_async, run_sync
+from tabulae.storage.plan import (
+    RENDERED_LIMIT,
+    Plan,
+    PostgresDialect,
+    Sql,
+    SqliteDialect,
+    run_async,
+    run_sync,
+)
 from tests.backends import database_url
 
 
@@ -54,3 +62,11 @@ def test_postgres_rendering_keeps_casts_and_literal_percent() -> None:
     rendered = PostgresDialect().render("SELECT :a::text, 'x%' WHERE {key=} b = :b {lock}")
     assert rendered == "SELECT %(a)s::text, 'x%%' WHERE dkey = %(dkey)s AND b = %(b)s FOR UPDATE"
     assert SqliteDialect().render("SELECT :a WHERE {key=} b = :b {lock}") == "SELECT :a WHERE  b = :b "
+
+
+def test_rendered_texts_are_bounded() -> None:
+    """Filtered scans build a text per filter: a dialect keeps a bounded number of renderings."""
+    dialect = PostgresDialect()
+    for n in range(RENDERED_LIMIT + 10):
+        assert dialect.render(f"SELECT :a + {n}") == f"SELECT %(a)s + {n}"
+    assert len(dialect._rendered) <= RENDERED_LIMIT
