@@ -276,16 +276,10 @@ class PostgresIndexes(PlannedIndexes):
                     await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
                     await conn.execute(SPELLED.create(table_id, prop, edm_type))
                 await conn.execute("ANALYZE entities")  # statistics for the new expression
-                await conn.execute(
-                    _SET_STATE,
-                    (READY, None, table_id, prop),
-                )
+                await conn.execute(_SET_STATE, (READY, None, table_id, prop))
             except psycopg.Error as exc:
                 await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
-                await conn.execute(
-                    _SET_STATE,
-                    (FAILED, type(exc).__name__, table_id, prop),
-                )
+                await conn.execute(_SET_STATE, (FAILED, type(exc).__name__, table_id, prop))
 
         await self._db.run(run)
         self._ready.clear()

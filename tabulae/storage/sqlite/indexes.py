@@ -149,7 +149,7 @@ class SqliteIndexSql(IndexSql):
 SPELLED = SqliteIndexSql()
 
 
-def _build(path: str, lock_path: str, table_id: int, prop: str, edm_type: str) -> tuple[str, str | None]:
+def _build(path: str, lock_path: str, table_id: int, prop: str, edm_type: str) -> None:
     """Create the index and mark it ready in one transaction, under the writers' file lock
     (its own descriptor: flock locks belong to an open file). Runs on a helper thread."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -167,8 +167,8 @@ def _build(path: str, lock_path: str, table_id: int, prop: str, edm_type: str) -
                     (table_id, prop),
                 ).fetchone()
                 if row is None or row[0] != edm_type:
-                    conn.execute("ROLLBACK")
-                    return "gone", None
+                    conn.execute("ROLLBACK")  # dropped, or declared again with another type
+                    return
                 conn.execute(SPELLED.create(table_id, prop, edm_type))
                 conn.execute(
                     "UPDATE property_indexes SET state = ?, total = ?, error = NULL"
@@ -183,10 +183,8 @@ def _build(path: str, lock_path: str, table_id: int, prop: str, edm_type: str) -
                     "UPDATE property_indexes SET state = ?, error = ? WHERE table_id = ? AND property = ?",
                     (FAILED, str(exc), table_id, prop),
                 )
-                return FAILED, str(exc)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
-        return READY, None
     finally:
         os.close(fd)
         conn.close()
