@@ -200,12 +200,32 @@ class PostgresTables(PlannedTables):
     async def apply(
         self, account: str, table: str, mutations: Sequence[Mutation]
     ) -> list[StoredEntity | None]:
-        """An engine-specific write: pipelined, in three round trips (see :meth:`_apply`)."""
+        """An atomic group, each try in three pipelined round trips.
+
+        1. ``BEGIN``, look the table up and lock the touched rows (with the cached table id; the
+           lookup in the same round trip tells whether it was right).
+        2. Knowing the stored state, check every condition here, then send the writes. Each is
+           conditional on the state that was read (``ticks = old``, or ``ON CONFLICT DO NOTHING``
+           for a key that was missing); a zero row count means a concurrent transaction got
+           there first, and the group is rolled back and restarted.
+        3. ``COMMIT``.
+
+        BEGIN and COMMIT are sent by hand (the pool's connections are in autocommit mode)
+        because psycopg's transaction block would wait for the server at both ends.
+        """
         key = (account, table.lower())
         group = tuple(mutations)
 
         async def run(conn: Connection) -> list[StoredEntity | None]:
-            return await self._apply(conn, key, group)
+            try:
+                async with conn.pipeline() as pipeline:
+                    await conn.execute("BEGIN")
+                    results = await self._apply_in_transaction(conn, pipeline, key, group)
+                    await conn.execute("COMMIT")
+            except BaseException:
+                await rollback(conn)
+                raise
+            return results
 
         return await self._db.run(run, retry=True)
 
@@ -221,32 +241,6 @@ class PostgresTables(PlannedTables):
             rks = sorted(_key(rk) for rk in by_pk[pk])
             cursors.append(await conn.execute(_LOCK, (_dist(table_id, pk), rks), binary=True))
         return cursors
-
-    async def _apply(
-        self, conn: Connection, key: tuple[str, str], mutations: tuple[Mutation, ...]
-    ) -> list[StoredEntity | None]:
-        """One try of an atomic group, in three pipelined round trips.
-
-        1. ``BEGIN``, look the table up and lock the touched rows (with the cached table id; the
-           lookup in the same round trip tells whether it was right).
-        2. Knowing the stored state, check every condition here, then send the writes. Each is
-           conditional on the state that was read (``ticks = old``, or ``ON CONFLICT DO NOTHING``
-           for a key that was missing); a zero row count means a concurrent transaction got
-           there first, and the group is rolled back and restarted.
-        3. ``COMMIT``.
-
-        BEGIN and COMMIT are sent by hand (the pool's connections are in autocommit mode)
-        because psycopg's transaction block would wait for the server at both ends.
-        """
-        try:
-            async with conn.pipeline() as pipeline:
-                await conn.execute("BEGIN")
-                results = await self._apply_in_transaction(conn, pipeline, key, mutations)
-                await conn.execute("COMMIT")
-        except BaseException:
-            await rollback(conn)
-            raise
-        return results
 
     async def _apply_in_transaction(
         self,
