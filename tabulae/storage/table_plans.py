@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
@@ -63,9 +63,10 @@ class EntityLayout:
         statement (Citus); empty where it would only add work."""
         return ""
 
-    def entity(self, row: Sequence[Any]) -> StoredEntity:
-        """An entity of a row ``(partition, rk, ticks, props)``."""
-        return StoredEntity(edm.from_utf16_sort_key(row[0]), edm.from_utf16_sort_key(row[1]), row[2], row[3])
+    def entities(self, rows: Iterable[Sequence[Any]]) -> list[StoredEntity]:
+        """The entities of rows ``(partition, rk, ticks, props)``."""
+        text = edm.from_utf16_sort_key
+        return [StoredEntity(text(pk), text(rk), ticks, props) for pk, rk, ticks, props in rows]
 
     def key(self, row: Sequence[Any]) -> tuple[str, str]:
         """The (PartitionKey, RowKey) of a row ``(partition, rk, …)``."""
@@ -289,7 +290,7 @@ def scan_rows(
             )
         if conditions and len(conditions) > 1:
             batch.sort(key=lambda row: (bytes(row[0]), bytes(row[1])))
-        found.extend(layout.entity(row) for row in batch[:need])
+        found.extend(layout.entities(batch[:need]))
     return found
 
 
@@ -357,10 +358,10 @@ def scan_matching(
                 params,
                 "all",
             )
-            for row in rows:
-                entity = layout.entity(row)
-                exact = exact and (matching.row_exact is None or matching.row_exact(entity.blob))
-                found.append(entity)
+            matched = layout.entities(rows)
+            if matching.row_exact is not None:
+                exact = exact and all(matching.row_exact(entity.blob) for entity in matched)
+            found.extend(matched)
         count = f"SELECT count(*) FROM entities e WHERE {within}"
         if len(found) >= want:  # stopped at a match: count the rows up to it
             last = found[-1]

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import secrets
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
@@ -148,8 +148,11 @@ class PostgresLayout(EntityLayout):
         params["route"] = _dist(table_id, partition)
         return f" AND {alias}dist = :route"
 
-    def entity(self, row: Sequence[Any]) -> StoredEntity:
-        return StoredEntity(_text(bytes(row[0][8:])), _text(bytes(row[1])), int(row[2]), bytes(row[3]))
+    def entities(self, rows: Iterable[Sequence[Any]]) -> list[StoredEntity]:
+        return [
+            StoredEntity(_text(bytes(dist[8:])), _text(bytes(rk)), int(ticks), bytes(props))
+            for dist, rk, ticks, props in rows
+        ]
 
     def key(self, row: Sequence[Any]) -> tuple[str, str]:
         return _text(bytes(row[0][8:])), _text(bytes(row[1]))
