@@ -102,24 +102,8 @@ _key = edm.utf16_sort_key
 _text = edm.from_utf16_sort_key
 
 
-def _prefix(table_id: int) -> bytes:
-    """The first bytes of every ``dist`` of a table; ``_prefix(id + 1)`` bounds the table above."""
-    return _ID.pack(table_id)
-
-
 def _dist(table_id: int, pk: str) -> bytes:
     return _ID.pack(table_id) + _key(pk)
-
-
-def _single_partition(key_range: KeyRange) -> str | None:
-    """The PartitionKey every key of the range has, if there is one: such a scan names its
-    ``dist`` exactly, so Citus routes it to one shard instead of asking all of them."""
-    lower, upper = key_range.lower, key_range.upper
-    if lower is None or upper is None or lower.pk != upper.pk:
-        return None
-    if (lower.rk is None and not lower.inclusive) or (upper.rk is None and not upper.inclusive):
-        return None
-    return lower.pk
 
 
 class PostgresLayout(EntityLayout):
@@ -135,17 +119,22 @@ class PostgresLayout(EntityLayout):
         return secrets.randbelow(MAX_TABLE_ID) + 1
 
     def table_where(self, table_id: int, params: dict[str, Any], alias: str = "") -> str:
-        params.update(lo=_prefix(table_id), hi=_prefix(table_id + 1))
+        """The table's ``dist`` range: its id's 8 bytes up to the next id's."""
+        params.update(lo=_ID.pack(table_id), hi=_ID.pack(table_id + 1))
         return f"{alias}dist >= :lo AND {alias}dist < :hi"
 
     def partition_value(self, table_id: int, pk: str) -> bytes:
         return _dist(table_id, pk)
 
     def route(self, table_id: int, key_range: KeyRange, params: dict[str, Any], alias: str = "") -> str:
-        partition = _single_partition(key_range)
-        if partition is None:
+        """A range within one PartitionKey names its ``dist`` exactly, so Citus routes the scan
+        to one shard instead of asking all of them."""
+        lower, upper = key_range.lower, key_range.upper
+        if lower is None or upper is None or lower.pk != upper.pk:
             return ""
-        params["route"] = _dist(table_id, partition)
+        if (lower.rk is None and not lower.inclusive) or (upper.rk is None and not upper.inclusive):
+            return ""
+        params["route"] = _dist(table_id, lower.pk)
         return f" AND {alias}dist = :route"
 
     def entities(self, rows: Iterable[Sequence[Any]]) -> list[StoredEntity]:
