@@ -31,50 +31,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tabulae.model import edm
+from tabulae.model.indexes import BUILDING, FAILED, FAMILIES, FAMILY_TYPES, READY, IndexInfo, family_of
+
+__all__ = [
+    "BUILDING",
+    "FAILED",
+    "FAMILIES",
+    "FAMILY_TYPES",
+    "READY",
+    "IndexEngine",
+    "IndexInfo",
+    "IndexProbe",
+    "IndexUnavailable",
+    "family_of",
+]
 
 if TYPE_CHECKING:  # storage.tables imports this module
     from tabulae.storage.tables import KeyRange, ScanChunk
-
-FAMILIES: dict[str, str] = {
-    edm.STRING: "string",
-    edm.INT32: "number",
-    edm.INT64: "number",
-    edm.DOUBLE: "number",
-    edm.BOOLEAN: "boolean",
-    edm.DATETIME: "datetime",
-    edm.GUID: "guid",
-}
-"""The Edm types an index may be declared with, and the family each one indexes."""
-
-FAMILY_TYPES: dict[str, frozenset[str]] = {
-    family: frozenset(t for t, f in FAMILIES.items() if f == family) for family in set(FAMILIES.values())
-}
-
-BUILDING, READY, FAILED = "building", "ready", "failed"
-
-
-def family_of(edm_type: str) -> str:
-    """The family of an index declared with ``edm_type`` (a key of :data:`FAMILIES`)."""
-    return FAMILIES[edm_type]
-
-
-@dataclass(frozen=True, slots=True)
-class IndexInfo:
-    """One declared index as users see it.
-
-    ``state`` is ``building`` until the engine's index is complete (only then do queries use
-    it), ``ready`` after, or ``failed`` (``error`` says why; adding it again retries).
-    ``done``/``total`` are entities processed so far and in all, where the engine reports them.
-    """
-
-    table: str
-    property: str
-    edm_type: str
-    state: str
-    done: int | None = None
-    total: int | None = None
-    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,7 @@ Plan = Generator[Sql, Any, T]
 """A store operation: yields statements, is sent their results, returns the answer."""
 
 
+RENDERED_LIMIT = 4096  # rendered texts a dialect keeps
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
@@ -95,6 +96,8 @@ class Dialect:
         """The statement with this engine's markers, parameters still named; renders once."""
         done = self._rendered.get(text)
         if done is None:
+            if len(self._rendered) >= RENDERED_LIMIT:  # texts built per query (filters) come and go
+                self._rendered.clear()
             done = self._rendered[text] = self._render(text)
         return done
 
@@ -102,6 +105,8 @@ class Dialect:
         """The statement as the driver takes it, and how its parameters are passed; once a text."""
         done = self.prepared.get(text)
         if done is None:
+            if len(self.prepared) >= RENDERED_LIMIT:  # as for renderings: per-query texts come and go
+                self.prepared.clear()
             done = self.prepared[text] = self._prepare(self.render(text))
         return done
 

@@ -2,20 +2,19 @@
 
 An engine module holds only what is specific to its SQL: these functions decide what a write
 does to an entity (existence and ETag checks, the next Timestamp, the merged and checked
-properties) and how a key range becomes a ``WHERE`` clause over its key columns.
+properties) and which ranges a scan still reads (their SQL is in :mod:`.table_plans`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from tabulae.model import edm
-from tabulae.model.entity import check_merged, decode_properties, encode_properties
+from tabulae.model.entity import StoredEntity, check_merged, decode_properties, encode_properties
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
-from tabulae.storage.tables import KeyBound, KeyRange
+from tabulae.storage.tables import KeyRange
 
 # What an engine has read of an entity before writing it: (Timestamp ticks, stored properties).
 Stored = tuple[int, bytes]
@@ -76,41 +75,31 @@ def written_properties(mutation: Mutation, existing: Stored | None) -> bytes | N
     return encode_properties(properties)
 
 
-@dataclass(frozen=True, slots=True)
-class KeyColumns:
-    """How an engine's SQL names the composite key: its partition and row columns, its parameter
-    placeholder, and the stored value of a PartitionKey (which may carry a prefix of its own)."""
-
-    partition: str
-    row: str
-    placeholder: str
-    partition_value: Callable[[str], bytes]
-
-
-def _bound_sql(columns: KeyColumns, bound: KeyBound, lower: bool, args: list[Any]) -> str:
-    """One end of a range. With ``rk`` None the bound is a partition edge: comparing the partition
-    column alone includes or excludes the whole partition."""
-    op = (">" if lower else "<") + ("=" if bound.inclusive else "")
-    mark = columns.placeholder
-    if bound.rk is None:
-        args.append(columns.partition_value(bound.pk))
-        return f" AND {columns.partition} {op} {mark}"
-    args.extend((columns.partition_value(bound.pk), edm.utf16_sort_key(bound.rk)))
-    return f" AND ({columns.partition}, {columns.row}) {op} ({mark}, {mark})"
+def decide(
+    mutations: Sequence[Mutation], keys: Sequence[Any], state: dict[Any, Stored | None], ticks: int
+) -> list[tuple[Stored | None, bytes | None]]:
+    """A write group decided before anything is written: per mutation, the entity it finds
+    (as the group's earlier mutations leave it: ``state`` holds each key's stored entity and is
+    updated here) and what it writes (``None``: a delete). The first mutation that fails raises
+    its error tagged with its index, so the group is undone and that operation reported."""
+    decisions: list[tuple[Stored | None, bytes | None]] = []
+    for index, (mutation, key) in enumerate(zip(mutations, keys, strict=True)):
+        existing = state.get(key)
+        try:
+            check_condition(mutation, existing)
+            blob = written_properties(mutation, existing)
+        except TableError as exc:
+            raise exc.at(index) from None
+        state[key] = None if blob is None else (ticks, blob)
+        decisions.append((existing, blob))
+    return decisions
 
 
-def range_sql(
-    columns: KeyColumns, key_range: KeyRange, after: tuple[str, str] | None, args: list[Any]
-) -> str:
-    """``AND …`` conditions selecting the keys of ``key_range`` strictly after ``after``; their
-    parameters are appended to ``args``. Every condition is a range on the clustered key."""
-    sql = ""
-    if key_range.lower is not None:
-        sql += _bound_sql(columns, key_range.lower, True, args)
-    if key_range.upper is not None:
-        sql += _bound_sql(columns, key_range.upper, False, args)
-    if after is not None:
-        mark = columns.placeholder
-        sql += f" AND ({columns.partition}, {columns.row}) > ({mark}, {mark})"
-        args.extend((columns.partition_value(after[0]), edm.utf16_sort_key(after[1])))
-    return sql
+def written(
+    mutations: Sequence[Mutation], blobs: Iterable[bytes | None], ticks: int
+) -> list[StoredEntity | None]:
+    """The group's answer: each entity as stored (``None`` for a delete)."""
+    return [
+        None if blob is None else StoredEntity(mutation.pk, mutation.rk, ticks, blob)
+        for mutation, blob in zip(mutations, blobs, strict=True)
+    ]

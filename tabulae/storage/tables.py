@@ -189,7 +189,7 @@ class TableStore(ABC):
         or a limit error of a merged result), in which case nothing was applied.
         """
 
-    # Small per-table and per-account documents, stored as opaque bytes (model.settings encodes them).
+    # Small per-table and per-account documents, stored as opaque bytes (model.policies encodes them).
 
     @abstractmethod
     async def get_acl(self, account: str, table: str) -> bytes | None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from tabulae.model.entity import SYSTEM_NAMES, StoredEntity, check_property_name
 from tabulae.model.errors import MSG_BATCH_TOO_MANY, TableError
+from tabulae.model.indexes import FAMILIES, READY, IndexInfo
 from tabulae.model.mutation import Mutation
 from tabulae.model.names import check_table_name
 from tabulae.model.policies import (
@@ -26,7 +27,7 @@ from tabulae.model.policies import (
     encode_acl,
     encode_service_properties,
 )
-from tabulae.storage.indexes import FAMILIES, READY, IndexInfo, IndexUnavailable
+from tabulae.storage.indexes import IndexUnavailable
 from tabulae.storage.tables import KeyRange, ScanChunk, TableStore
 from tabulae.table.paging import decode_token, encode_token
 from tabulae.table.query.conditions import to_condition

@@ -8,7 +8,15 @@ import uuid
 
 import psycopg
 
-from tabulae.storage.plan import Plan, PostgresDialect, Sql, SqliteDialect, run_async, run_sync
+from tabulae.storage.plan import (
+    RENDERED_LIMIT,
+    Plan,
+    PostgresDialect,
+    Sql,
+    SqliteDialect,
+    run_async,
+    run_sync,
+)
 from tests.backends import database_url
 
 
@@ -71,3 +79,14 @@ def test_sqlite_runs_positional_parameters_taken_from_the_mapping() -> None:
         return row[0] + none[0], row[1]
 
     assert run_sync(plan(), conn, dialect) == (12, 2)
+
+
+def test_rendered_texts_are_bounded() -> None:
+    """Filtered scans build a text per filter: a dialect keeps a bounded number of renderings."""
+    dialect = PostgresDialect()
+    for n in range(RENDERED_LIMIT + 10):
+        assert dialect.render(f"SELECT :a + {n}") == f"SELECT %(a)s + {n}"
+    assert len(dialect._rendered) <= RENDERED_LIMIT
+    for n in range(RENDERED_LIMIT + 10):
+        dialect.prepare(f"SELECT :a + {n}")
+    assert len(dialect.prepared) <= RENDERED_LIMIT

@@ -117,21 +117,21 @@ def test_serialization_failures_and_deadlocks_are_retried(pg_url: str) -> None:
                     raise pg_errors.DeadlockDetected("simulated")
                 return "done"
 
-            assert await store._run(flaky, retry=True) == "done"
+            assert await store._db.run(flaky, retry=True) == "done"
             assert calls == 3
 
             async def hopeless(conn: object) -> None:
                 raise pg_errors.SerializationFailure("simulated")
 
             with pytest.raises(TableError) as info:
-                await store._run(hopeless, retry=True)
+                await store._db.run(hopeless, retry=True)
             assert info.value.code == "ServerBusy"
 
             async def broken(conn: object) -> None:
                 raise pg_errors.UndefinedTable("simulated")
 
             with pytest.raises(TableError) as info:
-                await store._run(broken, retry=True)
+                await store._db.run(broken, retry=True)
             assert info.value.code == "InternalError"
 
     asyncio.run(main())
@@ -283,7 +283,9 @@ def test_a_point_read_never_returns_a_row_left_under_a_deleted_tables_id(name: s
             await one.tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "r", {})])
             assert await two.tables.get_entity(account, table, "p", "r") is not None  # two caches the id
             async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-                dist = postgres._dist(two.tables._ids[(account, table.lower())], "p")
+                remembered = two.tables._ids.get((account, table.lower()))
+                assert remembered is not None
+                dist = postgres._dist(remembered, "p")
                 cursor = await conn.execute("SELECT rk, ticks, props FROM entities WHERE dist = %s", (dist,))
                 leftover = await cursor.fetchone()
                 await one.tables.delete_table(account, table)

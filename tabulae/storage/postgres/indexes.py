@@ -26,36 +26,27 @@ reads the shards' plans).
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import math
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
 from tabulae.model import edm
-from tabulae.model.entity import StoredEntity
-from tabulae.model.errors import TableError
-from tabulae.storage.indexes import (
-    BUILDING,
-    FAILED,
-    READY,
-    IndexEngine,
-    IndexInfo,
-    IndexProbe,
-    IndexUnavailable,
-    family_of,
-)
+from tabulae.model.indexes import FAILED, READY, family_of
+from tabulae.storage.index_plans import IndexSql, PlannedIndexes
+from tabulae.storage.plan import Plan
+from tabulae.storage.postgres import planned
 from tabulae.storage.postgres.engine import PostgresDatabase, Schema
-from tabulae.storage.rules import KeyColumns, range_sql, ranges_to_scan
-from tabulae.storage.tables import KeyRange, ScanChunk
+from tabulae.storage.table_plans import EntityLayout, index_name
 
 if TYPE_CHECKING:
     from tabulae.storage.postgres.engine import Connection
+
+T = TypeVar("T")
 
 _FUNCTIONS = {
     "string": """
@@ -169,7 +160,6 @@ UNKEYABLE = b"\xff"  # the key of a String holding U+0000 (see the module docstr
 READY_CACHE_SECONDS = 1.0  # how long a front-end trusts its list of a table's ready indexes
 _ID = struct.Struct(">q")
 _SET_STATE = "UPDATE property_indexes SET state = %s, error = %s WHERE table_id = %s AND property = %s"
-_text = edm.from_utf16_sort_key
 
 
 def _quote(text: str) -> str:
@@ -178,29 +168,6 @@ def _quote(text: str) -> str:
 
 def _bytea(data: bytes) -> str:
     return f"'\\x{data.hex()}'::bytea"
-
-
-def key_sql(family: str, prop: str) -> str:
-    return f"tabulae_ix_{family}(props, {_quote(prop)})"
-
-
-def index_name(table_id: int, prop: str) -> str:
-    return f"px_{table_id}_{hashlib.sha1(prop.encode('utf-8')).hexdigest()[:16]}"
-
-
-def partial_sql(table_id: int) -> str:
-    """The index's predicate, its table's keys; queries repeat it verbatim so the planner can
-    prove it. (Not also ``key IS NOT NULL``: every write would run the key function twice.)"""
-    low, high = _ID.pack(table_id), _ID.pack(table_id + 1)
-    return f"dist >= {_bytea(low)} AND dist < {_bytea(high)}"
-
-
-def create_sql(table_id: int, prop: str, edm_type: str) -> str:
-    key = key_sql(family_of(edm_type), prop)
-    return (
-        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(table_id, prop)}"
-        f" ON entities (({key}), dist, rk) WHERE {partial_sql(table_id)}"
-    )
 
 
 def _datetime_key(ticks: int) -> bytes:
@@ -212,140 +179,86 @@ def _decimal(value: float) -> Decimal:
     return Decimal(repr(value)) if math.isfinite(value) else Decimal(value)
 
 
-def point_keys(family: str, value: Any) -> list[Any]:
-    """The keys under which an entity equal to an ``eq`` literal may be indexed."""
-    if family == "string":
-        return [value.encode("utf-8", "surrogatepass"), UNKEYABLE]
-    if family == "datetime":
-        return [_datetime_key(value)]
-    if family == "guid":
-        return [value.encode("ascii", "replace")]
-    if family == "boolean":
-        return [bool(value)]
-    if isinstance(value, float):
-        return [_decimal(value)]
-    keys = [Decimal(value)]
-    as_float = float(value)
-    if as_float == value:
-        keys.append(_decimal(as_float))  # a Double equal to the integer, under its shortest text
-    return keys
+class PostgresIndexSql(IndexSql):
+    """Keys are the ``tabulae_ix_*`` functions' values; a declaration names its index, whose
+    build progress PostgreSQL reports."""
 
+    declared = (", index_name", ", :name")
+    progress = (
+        "p.tuples_done, p.tuples_total",
+        " LEFT JOIN pg_stat_progress_create_index p"
+        " ON i.state = 'building' AND p.index_relid = to_regclass(i.index_name)",
+    )
+    not_null = False
 
-def bound_key(family: str, bound: tuple[str, Any], down: bool) -> Any:
-    value = bound[1]
-    if family == "number":
+    def key_sql(self, family: str, prop: str) -> str:
+        return f"tabulae_ix_{family}(props, {_quote(prop)})"
+
+    def partial(self, table: int) -> str:
+        """Its table's keys, which queries repeat verbatim so the planner can prove them. (Not
+        also ``key IS NOT NULL``: every write would run the key function twice.)"""
+        return f"dist >= {_bytea(_ID.pack(table))} AND dist < {_bytea(_ID.pack(table + 1))}"
+
+    def create(self, table: int, prop: str, edm_type: str) -> str:
+        key = self.key_sql(family_of(edm_type), prop)
+        return (
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(table, prop)}"
+            f" ON entities (({key}), dist, rk) WHERE {self.partial(table)}"
+        )
+
+    def point_keys(self, family: str, edm_type: str, value: Any) -> list[Any]:
+        if family == "string":
+            return [value.encode("utf-8", "surrogatepass"), UNKEYABLE]
+        if family == "datetime":
+            return [_datetime_key(value)]
+        if family == "guid":
+            return [value.encode("ascii", "replace")]
+        if family == "boolean":
+            return [bool(value)]
+        if isinstance(value, float):
+            return [_decimal(value)]
+        keys = [Decimal(value)]
         as_float = float(value)
+        if as_float == value:
+            keys.append(_decimal(as_float))  # a Double equal to the integer, under its shortest text
+        return keys
+
+    def bound_key(self, family: str, bound: tuple[str, Any], down: bool) -> Any:
+        """Numbers one ulp wider (a Double's key is its shortest decimal text)."""
+        if family != "number":
+            return self.point_keys(family, *bound)[0]
+        as_float = float(bound[1])
         if math.isinf(as_float):
             return Decimal(as_float)
         return _decimal(math.nextafter(as_float, -math.inf if down else math.inf))
-    return point_keys(family, value)[0]
+
+    def widened(self, family: str, condition: str, key: str, params: dict[str, Any]) -> str:
+        """A String range takes in the key of Strings no key expresses (see the module docstring)."""
+        if family != "string":
+            return condition
+        params["ix_unkeyable"] = UNKEYABLE
+        return f"(({condition}) OR {key} = :ix_unkeyable)"
 
 
-def _columns(table_id: int) -> KeyColumns:
-    return KeyColumns(
-        partition="dist",
-        row="rk",
-        placeholder="%s",
-        partition_value=lambda pk: _ID.pack(table_id) + edm.utf16_sort_key(pk),
-    )
+SPELLED = PostgresIndexSql()
 
 
-class PostgresIndexes(IndexEngine):
+class PostgresIndexes(PlannedIndexes):
     """Index declarations, builds and lookups for the PostgreSQL table store."""
 
-    def __init__(self, database: PostgresDatabase) -> None:
+    def __init__(self, database: PostgresDatabase, layout: EntityLayout) -> None:
+        super().__init__(layout, SPELLED)
         self._db = database
-        self._ready: dict[tuple[str, str], tuple[float, int, dict[str, str]]] = {}
-        self._builds: dict[tuple[int, str], asyncio.Future[None]] = {}
+        self._ready: dict[tuple[str, str], tuple[float, dict[str, str]]] = {}
 
-    async def _table(self, conn: Connection, account: str, table: str) -> tuple[int, str]:
-        cursor = await conn.execute(
-            "SELECT id, name FROM tables WHERE account = %s AND name_key = %s", (account, table.lower())
-        )
-        row = await cursor.fetchone()
-        if row is None:
-            raise TableError("TableNotFound")
-        return int(row[0]), str(row[1])
+    async def _read(self, make: Callable[[], Plan[T]]) -> T:
+        return await planned.read(self._db, make)
 
-    async def create(self, account: str, table: str, prop: str, edm_type: str) -> IndexInfo:
-        family_of(edm_type)
-
-        async def run(conn: Connection) -> None:
-            async with conn.transaction():
-                table_id, _name = await self._table(conn, account, table)
-                cursor = await conn.execute(
-                    "SELECT edm_type, state FROM property_indexes WHERE table_id = %s AND property = %s",
-                    (table_id, prop),
-                )
-                row = await cursor.fetchone()
-                if row is None:
-                    await conn.execute(
-                        "INSERT INTO property_indexes (table_id, property, edm_type, index_name, state)"
-                        " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                        (table_id, prop, edm_type, index_name(table_id, prop), BUILDING),
-                    )
-                elif row[0] != edm_type:
-                    raise TableError("IndexAlreadyExists")
-                elif row[1] == FAILED:
-                    await conn.execute(
-                        "UPDATE property_indexes SET state = %s, error = NULL"
-                        " WHERE table_id = %s AND property = %s",
-                        (BUILDING, table_id, prop),
-                    )
-
-        await self._db.run(run, retry=True)
-        return await self._info(account, table, prop)
-
-    async def _info(self, account: str, table: str, prop: str) -> IndexInfo:
-        for info in await self.listing(account, table):
-            if info.property == prop:
-                return info
-        raise TableError("IndexNotFound")
-
-    async def listing(self, account: str, table: str | None) -> list[IndexInfo]:
-        async def run(conn: Connection) -> list[IndexInfo]:
-            sql = (
-                "SELECT t.id, t.name, i.property, i.edm_type, i.state, i.error, p.tuples_done, p.tuples_total"
-                " FROM tables t JOIN property_indexes i ON i.table_id = t.id"
-                " LEFT JOIN pg_stat_progress_create_index p"
-                " ON i.state = 'building' AND p.index_relid = to_regclass(i.index_name)"
-                " WHERE t.account = %s"
-            )
-            args: list[Any] = [account]
-            if table is not None:
-                await self._table(conn, account, table)
-                sql += " AND t.name_key = %s"
-                args.append(table.lower())
-            cursor = await conn.execute(sql + " ORDER BY t.name_key, i.property", args)
-            return [
-                IndexInfo(name, prop, edm_type, state, done, total, error)
-                for _id, name, prop, edm_type, state, error, done, total in await cursor.fetchall()
-            ]
-
-        return await self._db.run(run, idempotent=True)
-
-    async def build(self, account: str, table: str, prop: str) -> IndexInfo:
-        async def lookup(conn: Connection) -> tuple[int, str | None, str | None]:
-            table_id, _name = await self._table(conn, account, table)
-            cursor = await conn.execute(
-                "SELECT edm_type, state FROM property_indexes WHERE table_id = %s AND property = %s",
-                (table_id, prop),
-            )
-            row = await cursor.fetchone()
-            return table_id, (row[0] if row else None), (row[1] if row else None)
-
-        table_id, edm_type, state = await self._db.run(lookup, idempotent=True)
-        if edm_type is None:
-            raise TableError("IndexNotFound")
-        if state != READY:
-            key = (table_id, prop)
-            future = self._builds.get(key)
-            if future is None:
-                future = asyncio.ensure_future(self._build(table_id, prop, edm_type))
-                self._builds[key] = future
-                future.add_done_callback(lambda _f: self._builds.pop(key, None))
-            await asyncio.shield(future)
-        return await self._info(account, table, prop)
+    async def _write(self, make: Callable[[], Plan[T]], transaction: bool = True) -> T:
+        try:
+            return await planned.write(self._db, make, transaction=transaction)
+        finally:
+            self._ready.clear()
 
     async def _build(self, table_id: int, prop: str, edm_type: str) -> None:
         """``CREATE INDEX CONCURRENTLY`` on a connection of the pool (autocommit, as it must be),
@@ -354,180 +267,32 @@ class PostgresIndexes(IndexEngine):
 
         async def run(conn: Connection) -> None:
             try:
-                await conn.execute(create_sql(table_id, prop, edm_type))
+                await conn.execute(SPELLED.create(table_id, prop, edm_type))
                 cursor = await conn.execute(
                     "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (name,)
                 )
                 row = await cursor.fetchone()
                 if row is None or not row[0]:  # an invalid index of an earlier, failed build
                     await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
-                    await conn.execute(create_sql(table_id, prop, edm_type))
+                    await conn.execute(SPELLED.create(table_id, prop, edm_type))
                 await conn.execute("ANALYZE entities")  # statistics for the new expression
-                await conn.execute(
-                    _SET_STATE,
-                    (READY, None, table_id, prop),
-                )
+                await conn.execute(_SET_STATE, (READY, None, table_id, prop))
             except psycopg.Error as exc:
                 await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
-                await conn.execute(
-                    _SET_STATE,
-                    (FAILED, type(exc).__name__, table_id, prop),
-                )
-
-        await self._db.run(run)
-        self._ready.clear()
-
-    async def drop(self, account: str, table: str, prop: str) -> None:
-        async def run(conn: Connection) -> None:
-            table_id, _name = await self._table(conn, account, table)
-            cursor = await conn.execute(
-                "DELETE FROM property_indexes WHERE table_id = %s AND property = %s", (table_id, prop)
-            )
-            if cursor.rowcount == 0:
-                raise TableError("IndexNotFound")
-            await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(table_id, prop)}")
+                await conn.execute(_SET_STATE, (FAILED, type(exc).__name__, table_id, prop))
 
         await self._db.run(run)
         self._ready.clear()
 
     async def ready(self, account: str, table: str) -> dict[str, str]:
+        """Remembered for a moment: a query asks before every plan."""
         key = (account, table.lower())
         cached = self._ready.get(key)
         now = time.monotonic()
         if cached is not None and now - cached[0] < READY_CACHE_SECONDS:
-            return cached[2]
-
-        async def run(conn: Connection) -> tuple[int, dict[str, str]]:
-            cursor = await conn.execute(
-                "SELECT t.id, i.property, i.edm_type FROM tables t"
-                " JOIN property_indexes i ON i.table_id = t.id"
-                " WHERE t.account = %s AND t.name_key = %s AND i.state = %s",
-                (account, table.lower(), READY),
-            )
-            rows = await cursor.fetchall()
-            return (int(rows[0][0]) if rows else 0), {str(r[1]): str(r[2]) for r in rows}
-
-        table_id, found = await self._db.run(run, idempotent=True)
+            return cached[1]
+        found = await super().ready(account, table)
         if len(self._ready) > 10_000:
             self._ready.clear()
-        self._ready[key] = (now, table_id, found)
+        self._ready[key] = (now, found)
         return found
-
-    def _table_of(self, account: str, table: str, probe: IndexProbe) -> int:
-        cached = self._ready.get((account, table.lower()))
-        if cached is None or probe.property not in cached[2]:
-            raise IndexUnavailable(probe.property)
-        return cached[1]
-
-    async def _confirm(self, conn: Connection, account: str, table: str, table_id: int) -> None:
-        """The cached id is still the table's (it may have been deleted and created again)."""
-        current, _name = await self._table(conn, account, table)
-        if current != table_id:
-            self._ready.clear()
-            raise IndexUnavailable(table)
-
-    @staticmethod
-    def _conditions(family: str, probe: IndexProbe, key: str) -> list[tuple[str, list[Any]]]:
-        if probe.points:
-            keys: dict[Any, None] = {}
-            for _type, value in probe.points:
-                for point in point_keys(family, value):
-                    keys[point] = None
-            return [(f"{key} = %s", [point]) for point in keys]
-        parts, args = [], []
-        if probe.lower is not None:
-            parts.append(f"{key} >= %s")
-            args.append(bound_key(family, probe.lower, down=True))
-        if probe.upper is not None:
-            parts.append(f"{key} <= %s")
-            args.append(bound_key(family, probe.upper, down=False))
-        condition = " AND ".join(parts) or f"{key} IS NOT NULL"
-        if family == "string":
-            condition = f"(({condition}) OR {key} = %s)"
-            args.append(UNKEYABLE)
-        return [(condition, args)]
-
-    async def scan(
-        self,
-        account: str,
-        table: str,
-        probe: IndexProbe,
-        ranges: Sequence[KeyRange],
-        after: tuple[str, str] | None,
-        limit: int,
-    ) -> ScanChunk:
-        table_id = self._table_of(account, table, probe)
-        family = family_of(probe.index_type)
-        key = key_sql(family, probe.property)
-        columns = _columns(table_id)
-
-        async def run(conn: Connection) -> list[tuple[bytes, bytes, int, bytes]]:
-            await self._confirm(conn, account, table, table_id)
-            found: list[tuple[bytes, bytes, int, bytes]] = []
-            for key_range in ranges_to_scan(ranges, after):
-                need = limit - len(found)
-                if need <= 0:
-                    break
-                batch: list[tuple[bytes, bytes, int, bytes]] = []
-                for condition, condition_args in self._conditions(family, probe, key):
-                    args: list[Any] = [*condition_args]
-                    sql = (
-                        f"SELECT dist, rk, ticks, props FROM entities WHERE {partial_sql(table_id)}"
-                        f" AND {condition}"
-                    )
-                    sql += range_sql(columns, key_range, after, args)
-                    sql += " AND EXISTS (SELECT 1 FROM tables WHERE id = %s) ORDER BY dist, rk LIMIT %s"
-                    args.extend((table_id, need))
-                    cursor = await conn.execute(sql, args, binary=True)
-                    batch.extend(
-                        (bytes(d), bytes(r), int(t), bytes(p)) for d, r, t, p in await cursor.fetchall()
-                    )
-                batch.sort(key=lambda row: (row[0], row[1]))
-                found.extend(batch[:need])
-            return found
-
-        found = await self._db.run(run, idempotent=True)
-        rows: list[StoredEntity] = [
-            StoredEntity(edm.from_utf16_sort_key(d[8:]), edm.from_utf16_sort_key(r), t, p)
-            for d, r, t, p in found
-        ]
-        last = (
-            (edm.from_utf16_sort_key(found[-1][0][8:]), edm.from_utf16_sort_key(found[-1][1]))
-            if found
-            else None
-        )
-        return ScanChunk(rows, len(rows), last, len(rows) < limit, False)
-
-    async def count(
-        self, account: str, table: str, probe: IndexProbe, ranges: Sequence[KeyRange], cap: int
-    ) -> int:
-        table_id = self._table_of(account, table, probe)
-        family = family_of(probe.index_type)
-        key = key_sql(family, probe.property)
-
-        async def run(conn: Connection) -> int:
-            await self._confirm(conn, account, table, table_id)
-            total = 0
-            for condition, condition_args in self._conditions(family, probe, key):
-                sql = (
-                    f"SELECT count(*) FROM (SELECT 1 FROM entities WHERE {partial_sql(table_id)}"
-                    f" AND {condition} LIMIT %s) AS candidates"
-                )
-                cursor = await conn.execute(sql, [*condition_args, cap - total])
-                row = await cursor.fetchone()
-                total += int(row[0]) if row else 0
-                if total >= cap:
-                    break
-            return total
-
-        return await self._db.run(run, idempotent=True)
-
-
-async def drop_table_indexes(conn: Connection, table_id: int) -> None:
-    """After a Delete Table committed: its indexes go too (outside the transaction, as DROP
-    INDEX CONCURRENTLY must; a crash in between leaves an index on rows that no longer exist)."""
-    cursor = await conn.execute(
-        "DELETE FROM property_indexes WHERE table_id = %s RETURNING property", (table_id,)
-    )
-    for (prop,) in await cursor.fetchall():
-        await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(table_id, prop)}")

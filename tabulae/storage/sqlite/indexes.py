@@ -7,8 +7,8 @@ to the index's family, and NULL otherwise (see :mod:`tabulae.storage.indexes` an
 SQLite keeps it in every write's own transaction. A lookup of one key reads the index in
 (pk, rk) order, so an ``eq`` page is a bounded index range scan with no sort.
 
-Queries name the index (``INDEXED BY``) and repeat the exact expression and partial condition,
-which SQLite requires before it will use a partial expression index. The build runs
+Lookups (:mod:`..index_plans`) name the index (``INDEXED BY``) and repeat the exact expression
+and partial condition, which SQLite requires before it will use a partial expression index. The build runs
 ``CREATE INDEX`` on a connection of its own in a helper thread, holding the writers' file lock:
 reads go on meanwhile, writes wait for the lock (off the event loop) and then proceed, and the
 index is marked ready in the same transaction that creates it.
@@ -18,31 +18,24 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import hashlib
 import math
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tabulae.model import edm
-from tabulae.model.entity import StoredEntity
-from tabulae.model.errors import TableError
-from tabulae.storage.indexes import (
-    BUILDING,
-    FAILED,
-    READY,
-    IndexEngine,
-    IndexInfo,
-    IndexProbe,
-    IndexUnavailable,
-    family_of,
-)
-from tabulae.storage.rules import KeyColumns, range_sql, ranges_to_scan
+from tabulae.model.indexes import FAILED, READY, family_of
+from tabulae.storage.index_plans import IndexSql, PlannedIndexes
+from tabulae.storage.indexes import IndexUnavailable
+from tabulae.storage.plan import Plan
+from tabulae.storage.sqlite import planned
 from tabulae.storage.sqlite.engine import BUSY_TIMEOUT_MS, SqliteDatabase
 from tabulae.storage.sqlite.pushdown import PROPS
-from tabulae.storage.tables import KeyRange, ScanChunk
+from tabulae.storage.table_plans import EntityLayout, index_name
+
+T = TypeVar("T")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS property_indexes (
@@ -55,10 +48,6 @@ CREATE TABLE IF NOT EXISTS property_indexes (
     PRIMARY KEY (table_id, property)
 );
 """
-
-_key = edm.utf16_sort_key
-_text = edm.from_utf16_sort_key
-_COLUMNS = KeyColumns(partition="pk", row="rk", placeholder="?", partition_value=_key)
 
 
 def _quote(text: str) -> str:
@@ -124,91 +113,43 @@ def datetime_key(ticks: int) -> str:
     return edm.format_datetime(seconds * edm.TICKS_PER_SECOND)[:19] + f"{fraction:07d}"
 
 
-def _number_bound(value: Any, down: bool) -> float:
-    """A numeric bound one ulp wider, so a rounding comparison never drops a candidate."""
-    as_float = float(value)
-    if math.isinf(as_float):
-        return as_float
-    return math.nextafter(as_float, -math.inf if down else math.inf)
+class SqliteIndexSql(IndexSql):
+    """Keys are SQLite values (INTEGER and REAL compare by value, so Int32 5, Int64 5 and Double
+    5.0 share the key 5); a lookup names its index, which SQLite needs for a partial one."""
+
+    def key_sql(self, family: str, prop: str) -> str:
+        return key_sql(family, prop)
+
+    def partial(self, table: int) -> str:
+        """The index's condition: its table. (Not also ``key IS NOT NULL``: SQLite would compute
+        the key twice per write, and each computation parses the entity's JSON.)"""
+        return f"table_id = {int(table)}"
+
+    def source(self, name: str) -> str:
+        return f'entities INDEXED BY "{name}"'
+
+    def point_keys(self, family: str, edm_type: str, value: Any) -> list[Any]:
+        if family == "boolean":
+            return [1 if value else 0]
+        return [datetime_key(value) if family == "datetime" else value]
+
+    def bound_key(self, family: str, bound: tuple[str, Any], down: bool) -> Any:
+        """Numbers one ulp wider, so a rounding comparison never drops a candidate."""
+        if family != "number":
+            return self.point_keys(family, *bound)[0]
+        as_float = float(bound[1])
+        return as_float if math.isinf(as_float) else math.nextafter(as_float, -math.inf if down else math.inf)
+
+    def create(self, table: int, prop: str, edm_type: str) -> str:
+        key = key_sql(family_of(edm_type), prop)
+        name = index_name(table, prop)
+        return f'CREATE INDEX IF NOT EXISTS "{name}" ON entities ({key}, pk, rk) WHERE {self.partial(table)}'
 
 
-def point_key(family: str, edm_type: str, value: Any) -> Any:
-    """The key an ``eq`` literal is looked up under (SQLite compares INTEGER and REAL keys by
-    value, so Int32 5, Int64 5 and Double 5.0 share the key 5)."""
-    if family == "boolean":
-        return 1 if value else 0
-    if family == "datetime":
-        return datetime_key(value)
-    return value
+SPELLED = SqliteIndexSql()
 
 
-def index_name(table_id: int, prop: str) -> str:
-    digest = hashlib.sha1(prop.encode("utf-8")).hexdigest()[:16]
-    return f"px_{table_id}_{digest}"
-
-
-def _partial(table_id: int, key: str) -> str:
-    """The index's condition: its table. (Not also ``key IS NOT NULL``: SQLite would compute
-    the key twice per write, and each computation parses the entity's JSON.)"""
-    return f"table_id = {int(table_id)}"
-
-
-def create_sql(table_id: int, prop: str, edm_type: str) -> str:
-    key = key_sql(family_of(edm_type), prop)
-    name = index_name(table_id, prop)
-    return f'CREATE INDEX IF NOT EXISTS "{name}" ON entities ({key}, pk, rk) WHERE {_partial(table_id, key)}'
-
-
-# ------------------------------------------------------------------------------- write jobs
-
-
-def _table_id(conn: sqlite3.Connection, account: str, table: str) -> tuple[int, str]:
-    row = conn.execute(
-        "SELECT id, name FROM tables WHERE account = ? AND name_key = ?", (account, table.lower())
-    ).fetchone()
-    if row is None:
-        raise TableError("TableNotFound")
-    return int(row[0]), str(row[1])
-
-
-def _declare(conn: sqlite3.Connection, account: str, table: str, prop: str, edm_type: str) -> None:
-    table_id, _name = _table_id(conn, account, table)
-    row = conn.execute(
-        "SELECT edm_type, state FROM property_indexes WHERE table_id = ? AND property = ?", (table_id, prop)
-    ).fetchone()
-    if row is None:
-        conn.execute(
-            "INSERT INTO property_indexes (table_id, property, edm_type, state) VALUES (?, ?, ?, ?)",
-            (table_id, prop, edm_type, BUILDING),
-        )
-    elif row[0] != edm_type:
-        raise TableError("IndexAlreadyExists")
-    elif row[1] == FAILED:
-        conn.execute(
-            "UPDATE property_indexes SET state = ?, error = NULL WHERE table_id = ? AND property = ?",
-            (BUILDING, table_id, prop),
-        )
-
-
-def _drop(conn: sqlite3.Connection, account: str, table: str, prop: str) -> None:
-    table_id, _name = _table_id(conn, account, table)
-    cursor = conn.execute(
-        "DELETE FROM property_indexes WHERE table_id = ? AND property = ?", (table_id, prop)
-    )
-    if cursor.rowcount == 0:
-        raise TableError("IndexNotFound")
-    conn.execute(f'DROP INDEX IF EXISTS "{index_name(table_id, prop)}"')
-
-
-def drop_table_indexes(conn: sqlite3.Connection, table_id: int) -> None:
-    """Inside a Delete Table: its indexes go with it, in the same transaction."""
-    rows = conn.execute("SELECT property FROM property_indexes WHERE table_id = ?", (table_id,)).fetchall()
-    for (prop,) in rows:
-        conn.execute(f'DROP INDEX IF EXISTS "{index_name(table_id, prop)}"')
-    conn.execute("DELETE FROM property_indexes WHERE table_id = ?", (table_id,))
-
-
-def _build(path: str, lock_path: str, table_id: int, prop: str, edm_type: str) -> tuple[str, str | None]:
+def _build(path: str, lock_path: str, table_id: int, prop: str, edm_type: str) -> None:
     """Create the index and mark it ready in one transaction, under the writers' file lock
     (its own descriptor: flock locks belong to an open file). Runs on a helper thread."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -226,9 +167,9 @@ def _build(path: str, lock_path: str, table_id: int, prop: str, edm_type: str) -
                     (table_id, prop),
                 ).fetchone()
                 if row is None or row[0] != edm_type:
-                    conn.execute("ROLLBACK")
-                    return "gone", None
-                conn.execute(create_sql(table_id, prop, edm_type))
+                    conn.execute("ROLLBACK")  # dropped, or declared again with another type
+                    return
+                conn.execute(SPELLED.create(table_id, prop, edm_type))
                 conn.execute(
                     "UPDATE property_indexes SET state = ?, total = ?, error = NULL"
                     " WHERE table_id = ? AND property = ?",
@@ -242,177 +183,32 @@ def _build(path: str, lock_path: str, table_id: int, prop: str, edm_type: str) -
                     "UPDATE property_indexes SET state = ?, error = ? WHERE table_id = ? AND property = ?",
                     (FAILED, str(exc), table_id, prop),
                 )
-                return FAILED, str(exc)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
-        return READY, None
     finally:
         os.close(fd)
         conn.close()
 
 
-# --------------------------------------------------------------------------------- the store
-
-
-class SqliteIndexes(IndexEngine):
+class SqliteIndexes(PlannedIndexes):
     """Index declarations, builds and lookups for :class:`~tabulae.storage.sqlite.tables.SqliteTables`."""
 
-    def __init__(self, database: SqliteDatabase) -> None:
+    def __init__(self, database: SqliteDatabase, layout: EntityLayout) -> None:
+        super().__init__(layout, SPELLED)
         self._db = database
         self._lock_path = str(Path(database.path).with_name("tabulae.lock"))
-        self._builds: dict[tuple[int, str], asyncio.Future[tuple[str, str | None]]] = {}
 
-    def _reader_table(self, account: str, table: str) -> tuple[int, str]:
-        return _table_id(self._db.reader, account, table)
-
-    async def create(self, account: str, table: str, prop: str, edm_type: str) -> IndexInfo:
-        family_of(edm_type)
-        await self._db.write(_declare, account, table, prop, edm_type)
-        return await self._info(account, table, prop)
-
-    async def build(self, account: str, table: str, prop: str) -> IndexInfo:
-        table_id, _name = self._reader_table(account, table)
-        row = self._db.reader.execute(
-            "SELECT edm_type, state FROM property_indexes WHERE table_id = ? AND property = ?",
-            (table_id, prop),
-        ).fetchone()
-        if row is None:
-            raise TableError("IndexNotFound")
-        if row[1] != READY:
-            key = (table_id, prop)
-            future = self._builds.get(key)
-            if future is None:
-                loop = asyncio.get_running_loop()
-                future = loop.run_in_executor(
-                    None, _build, self._db.path, self._lock_path, table_id, prop, str(row[0])
-                )
-                self._builds[key] = future
-                future.add_done_callback(lambda _f: self._builds.pop(key, None))
-            await asyncio.shield(future)
-        return await self._info(account, table, prop)
-
-    async def _info(self, account: str, table: str, prop: str) -> IndexInfo:
-        for info in await self.listing(account, table):
-            if info.property == prop:
-                return info
-        raise TableError("IndexNotFound")
-
-    async def listing(self, account: str, table: str | None) -> list[IndexInfo]:
-        sql = (
-            "SELECT t.id, t.name, i.property, i.edm_type, i.state, i.total, i.error"
-            " FROM tables t JOIN property_indexes i ON i.table_id = t.id WHERE t.account = ?"
-        )
-        args: list[Any] = [account]
-        if table is not None:
-            self._reader_table(account, table)
-            sql += " AND t.name_key = ?"
-            args.append(table.lower())
-        rows = self._db.reader.execute(sql + " ORDER BY t.name_key, i.property", args).fetchall()
-        return [
-            IndexInfo(name, prop, edm_type, state, total if state == READY else None, total, error)
-            for _id, name, prop, edm_type, state, total, error in rows
-        ]
-
-    async def drop(self, account: str, table: str, prop: str) -> None:
-        await self._db.write(_drop, account, table, prop)
-
-    async def ready(self, account: str, table: str) -> dict[str, str]:
-        rows = self._db.reader.execute(
-            "SELECT i.property, i.edm_type FROM tables t JOIN property_indexes i ON i.table_id = t.id"
-            " WHERE t.account = ? AND t.name_key = ? AND i.state = ?",
-            (account, table.lower(), READY),
-        ).fetchall()
-        return {str(prop): str(edm_type) for prop, edm_type in rows}
-
-    # ---------------------------------------------------------------------------- lookups
-
-    def _index(self, account: str, table: str, probe: IndexProbe) -> tuple[int, str, str]:
-        """(table id, index name, key expression), checking the index is ready for the probe."""
-        table_id, _name = self._reader_table(account, table)
-        row = self._db.reader.execute(
-            "SELECT edm_type, state FROM property_indexes WHERE table_id = ? AND property = ?",
-            (table_id, probe.property),
-        ).fetchone()
-        if row is None or row[1] != READY or family_of(row[0]) != family_of(probe.index_type):
-            raise IndexUnavailable(probe.property)
-        family = family_of(probe.index_type)
-        return table_id, index_name(table_id, probe.property), key_sql(family, probe.property)
-
-    def _conditions(self, family: str, probe: IndexProbe, key: str) -> list[tuple[str, list[Any]]]:
-        """One SQL condition per point (each a key-ordered stream), or one for the range."""
-        if probe.points:
-            keys = {point_key(family, t, v) for t, v in probe.points}
-            return [(f"{key} = ?", [k]) for k in sorted(keys, key=repr)]
-        sql, args = f"{key} IS NOT NULL", []
-        if probe.lower is not None:
-            sql += f" AND {key} >= ?"
-            args.append(self._bound(family, probe.lower, down=True))
-        if probe.upper is not None:
-            sql += f" AND {key} <= ?"
-            args.append(self._bound(family, probe.upper, down=False))
-        return [(sql, args)]
-
-    @staticmethod
-    def _bound(family: str, bound: tuple[str, Any], down: bool) -> Any:
-        if family == "number":
-            return _number_bound(bound[1], down)
-        return point_key(family, bound[0], bound[1])
-
-    def _run(self, sql: str, args: list[Any]) -> list[Any]:
+    async def _read(self, make: Callable[[], Plan[T]]) -> T:
         try:
-            return self._db.reader.execute(sql, args).fetchall()
-        except sqlite3.OperationalError as exc:
+            return planned.read(self._db, make)
+        except sqlite3.OperationalError as exc:  # dropped between the check and the lookup
             if "no such index" in str(exc) or "no query solution" in str(exc):
                 raise IndexUnavailable(str(exc)) from exc
             raise
 
-    async def scan(
-        self,
-        account: str,
-        table: str,
-        probe: IndexProbe,
-        ranges: Sequence[KeyRange],
-        after: tuple[str, str] | None,
-        limit: int,
-    ) -> ScanChunk:
-        table_id, name, key = self._index(account, table, probe)
-        family = family_of(probe.index_type)
-        found: list[tuple[bytes, bytes, int, bytes]] = []
-        for key_range in ranges_to_scan(ranges, after):
-            need = limit - len(found)
-            if need <= 0:
-                break
-            batch: list[tuple[bytes, bytes, int, bytes]] = []
-            for condition, condition_args in self._conditions(family, probe, key):
-                args: list[Any] = [*condition_args]
-                sql = (
-                    f'SELECT pk, rk, ticks, props FROM entities INDEXED BY "{name}"'
-                    f" WHERE {_partial(table_id, key)} AND {condition}"
-                )
-                sql += range_sql(_COLUMNS, key_range, after, args)
-                sql += " ORDER BY pk, rk LIMIT ?"
-                args.append(need)
-                batch.extend(self._run(sql, args))
-            batch.sort(key=lambda row: (row[0], row[1]))
-            found.extend(batch[:need])
-        rows: list[StoredEntity] = [
-            StoredEntity(_text(pk), _text(rk), ticks, props) for pk, rk, ticks, props in found
-        ]
-        last = (_text(found[-1][0]), _text(found[-1][1])) if found else None
-        return ScanChunk(rows, len(rows), last, len(rows) < limit, False)
+    async def _write(self, make: Callable[[], Plan[T]], transaction: bool = True) -> T:
+        return await planned.write(self._db, make)
 
-    async def count(
-        self, account: str, table: str, probe: IndexProbe, ranges: Sequence[KeyRange], cap: int
-    ) -> int:
-        table_id, name, key = self._index(account, table, probe)
-        family = family_of(probe.index_type)
-        total = 0
-        for condition, condition_args in self._conditions(family, probe, key):
-            sql = (
-                f'SELECT count(*) FROM (SELECT 1 FROM entities INDEXED BY "{name}"'
-                f" WHERE {_partial(table_id, key)} AND {condition} LIMIT ?)"
-            )
-            total += int(self._run(sql, [*condition_args, cap - total])[0][0])
-            if total >= cap:
-                break
-        return total
+    async def _build(self, table: int, prop: str, edm_type: str) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, _build, self._db.path, self._lock_path, table, prop, edm_type)

@@ -27,7 +27,7 @@ from tabulae.http.errors import error_json
 from tabulae.http.messages import Request, error_time
 from tabulae.http.options import FrontendOptions
 from tabulae.model.errors import TableError
-from tabulae.storage.indexes import READY, IndexInfo
+from tabulae.model.indexes import READY, IndexInfo
 from tabulae.table.service import TableService
 
 INDEX_ADMIN_PATH = "/-/indexes"

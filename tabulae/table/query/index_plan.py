@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tabulae.model import edm
-from tabulae.storage.indexes import FAMILIES, FAMILY_TYPES, IndexProbe, family_of
+from tabulae.model.indexes import FAMILIES, FAMILY_TYPES, family_of
+from tabulae.storage.indexes import IndexProbe
 from tabulae.table.query.evaluate import COMPATIBLE, SYSTEM_PROPERTIES
 from tabulae.table.query.nodes import (
     EQ,

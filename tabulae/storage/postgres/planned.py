@@ -1,0 +1,50 @@
+"""PostgreSQL runs a plan (:mod:`tabulae.storage.plan`) on a pooled connection: a read as one
+idempotent try (again on a fresh connection if the first was lost), a write as one transaction
+retried on serialization failures and deadlocks, or statement by statement where it must run
+outside a transaction (``CREATE``/``DROP INDEX CONCURRENTLY``). Rows come back in binary format,
+so ``bytea`` is not hex-encoded on the wire."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from tabulae.storage.plan import Plan, PostgresDialect, run_async
+from tabulae.storage.postgres.engine import PostgresDatabase
+
+if TYPE_CHECKING:
+    from tabulae.storage.postgres.engine import Connection
+
+T = TypeVar("T")
+
+DIALECT = PostgresDialect()
+
+
+class _Binary:
+    """The connection as :func:`run_async` uses it, asking for binary rows."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    async def execute(self, text: str, params: Any) -> Any:
+        return await self._conn.execute(text, params, binary=True)
+
+    def cursor(self) -> Any:
+        return self._conn.cursor(binary=True)
+
+
+async def read(database: PostgresDatabase, make: Callable[[], Plan[T]]) -> T:
+    async def run(conn: Connection) -> T:
+        return await run_async(make(), _Binary(conn), DIALECT)
+
+    return await database.run(run, idempotent=True)
+
+
+async def write(database: PostgresDatabase, make: Callable[[], Plan[T]], *, transaction: bool = True) -> T:
+    async def run(conn: Connection) -> T:
+        if not transaction:
+            return await run_async(make(), _Binary(conn), DIALECT)
+        async with conn.transaction():
+            return await run_async(make(), _Binary(conn), DIALECT)
+
+    return await database.run(run, retry=transaction)
