@@ -18,8 +18,8 @@ from tabulae.model.errors import TableError
 from tabulae.model.indexes import BUILDING, FAILED, READY, IndexInfo, family_of
 from tabulae.storage.indexes import IndexEngine, IndexProbe, IndexUnavailable
 from tabulae.storage.plan import Plan, Sql
+from tabulae.storage.scans import KeyRange, ScanChunk
 from tabulae.storage.table_plans import EntityLayout, TableIds, index_name, scan_rows, table_id
-from tabulae.storage.tables import KeyRange, ScanChunk
 
 T = TypeVar("T")
 

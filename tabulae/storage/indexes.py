@@ -29,9 +29,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tabulae.model.indexes import BUILDING, FAILED, FAMILIES, FAMILY_TYPES, READY, IndexInfo, family_of
+from tabulae.storage.scans import KeyRange, ScanChunk
 
 __all__ = [
     "BUILDING",
@@ -45,9 +46,6 @@ __all__ = [
     "IndexUnavailable",
     "family_of",
 ]
-
-if TYPE_CHECKING:  # storage.tables imports this module
-    from tabulae.storage.tables import KeyRange, ScanChunk
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""A row :class:`~tabulae.storage.tables.Condition` as one SQL condition, for every engine.
+"""A row :class:`~tabulae.storage.scans.Condition` as one SQL condition, for every engine.
 
 A filtered scan is fastest when rows that fail never leave the database. This module turns a
 condition tree into SQL that decides each row *exactly* as the service's ``$filter`` evaluator
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tabulae.model import edm
-from tabulae.storage.tables import NULL, AllOf, AnyOf, Condition, Negation, PropertyTest
+from tabulae.storage.scans import NULL, AllOf, AnyOf, Condition, Negation, PropertyTest
 
 __all__ = ["DOUBLE_SPECIAL", "Dialect", "Fragment", "Translation", "translate"]
 

@@ -14,7 +14,7 @@ from tabulae.model import edm
 from tabulae.model.entity import StoredEntity, check_merged, decode_properties, encode_properties
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
-from tabulae.storage.tables import KeyRange
+from tabulae.storage.scans import KeyRange
 
 # What an engine has read of an entity before writing it: (Timestamp ticks, stored properties).
 Stored = tuple[int, bytes]

@@ -26,7 +26,8 @@ from tabulae.model.errors import TableError
 from tabulae.storage.plan import Plan, Sql
 from tabulae.storage.pushdown import Dialect, Fragment, Translation, translate
 from tabulae.storage.rules import ranges_to_scan
-from tabulae.storage.tables import Condition, KeyBound, KeyRange, ScanChunk, TableStore
+from tabulae.storage.scans import Condition, KeyBound, KeyRange, ScanChunk
+from tabulae.storage.tables import TableStore
 
 T = TypeVar("T")
 

@@ -28,7 +28,8 @@ from tabulae.model.policies import (
     encode_service_properties,
 )
 from tabulae.storage.indexes import IndexUnavailable
-from tabulae.storage.tables import KeyRange, ScanChunk, TableStore
+from tabulae.storage.scans import KeyRange, ScanChunk
+from tabulae.storage.tables import TableStore
 from tabulae.table.paging import decode_token, encode_token
 from tabulae.table.query.conditions import to_condition
 from tabulae.table.query.evaluate import (

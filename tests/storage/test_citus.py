@@ -29,7 +29,7 @@ from tabulae.storage.blobs import BASE, BlobKey, BlobRecord, BlobState, BlobWrit
 from tabulae.storage.indexes import IndexProbe
 from tabulae.storage.postgres import PostgresStores
 from tabulae.storage.postgres.engine import CITUS_SETTINGS
-from tabulae.storage.tables import FULL_RANGE, KeyBound, KeyRange
+from tabulae.storage.scans import FULL_RANGE, KeyBound, KeyRange
 from tabulae.table.service import TableService
 from tests.backends import CITUS_ENV
 from tests.conftest import fresh_citus_store

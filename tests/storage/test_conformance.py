@@ -19,7 +19,7 @@ from tabulae.model.edm import Properties
 from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import TableError
 from tabulae.model.mutation import Mutation, MutationKind
-from tabulae.storage.tables import FULL_RANGE, KeyBound, KeyRange
+from tabulae.storage.scans import FULL_RANGE, KeyBound, KeyRange
 from tabulae.storage.tables import TableStore as Store
 from tests.storage.conftest import Backend
 

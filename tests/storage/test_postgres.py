@@ -23,8 +23,8 @@ from tabulae.storage.factory import is_postgres_url, open_stores
 from tabulae.storage.postgres import PostgresStores, init_schema
 from tabulae.storage.postgres import tables as postgres
 from tabulae.storage.postgres.tables import PostgresTables
+from tabulae.storage.scans import FULL_RANGE
 from tabulae.storage.sqlite import SqliteStores
-from tabulae.storage.tables import FULL_RANGE
 from tests.backends import database_backends, database_url
 
 

@@ -26,8 +26,9 @@ from hypothesis import strategies as st
 from tabulae.model import edm
 from tabulae.model.edm import Properties
 from tabulae.model.mutation import Mutation, MutationKind
+from tabulae.storage.scans import FULL_RANGE, AllOf, Condition, PropertyTest
 from tabulae.storage.stores import Stores
-from tabulae.storage.tables import FULL_RANGE, AllOf, Condition, PropertyTest, TableStore
+from tabulae.storage.tables import TableStore
 from tabulae.table.query.conditions import to_condition
 from tabulae.table.query.evaluate import compile_predicate
 from tabulae.table.query.nodes import FALSE, NULL, TRUE, And, Comparison, Literal, Node, Not, Or, Property

@@ -14,9 +14,9 @@ import pytest
 
 from tabulae.model import edm
 from tabulae.model.mutation import Mutation, MutationKind
+from tabulae.storage.scans import FULL_RANGE, PropertyTest
 from tabulae.storage.sqlite import SqliteStores, mapped_reader
 from tabulae.storage.sqlite.tables import SqliteTables
-from tabulae.storage.tables import FULL_RANGE, PropertyTest
 
 ROWS = 300
 WINDOW = 40  # rows examined per store call, as the service's scan window but small

@@ -16,9 +16,9 @@ import pytest
 
 from tabulae.model import edm
 from tabulae.model.mutation import Mutation, MutationKind
+from tabulae.storage.scans import FULL_RANGE
 from tabulae.storage.sqlite import SqliteStores
 from tabulae.storage.sqlite import engine as sqlite_engine
-from tabulae.storage.tables import FULL_RANGE
 
 LIMIT = 1024 * 1024
 

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from tabulae.model import edm
 from tabulae.model.edm import Properties
-from tabulae.storage.tables import FULL_RANGE, KeyBound, KeyRange
+from tabulae.storage.scans import FULL_RANGE, KeyBound, KeyRange
 from tabulae.table.query.evaluate import compile_predicate
 from tabulae.table.query.nodes import FALSE, TRUE, And, Comparison, Literal, Node, Not, Or, Property
 from tabulae.table.query.parser import parse_filter

@@ -46,8 +46,8 @@ from tabulae.storage.postgres.indexes import PostgresIndexes
 from tabulae.storage.postgres.pushdown import NUL_ESCAPE, UNDECIDED, PostgresDialect, record_sql
 from tabulae.storage.pushdown import Fragment, Translation
 from tabulae.storage.rules import decide, group_ticks, written
+from tabulae.storage.scans import KeyRange
 from tabulae.storage.table_plans import EntityLayout, Matching, PlannedTables, TableIds, named
-from tabulae.storage.tables import KeyRange
 
 if TYPE_CHECKING:
     from tabulae.storage.postgres.engine import Connection, Cursor

@@ -1,7 +1,7 @@
 """A `$filter` residual in storage's terms: the tree a store may run in its own SQL.
 
 Storage never sees ``$filter`` syntax (nodes, operand order, bare boolean terms); it gets a
-:class:`~tabulae.storage.tables.Condition` with the same meaning: comparisons with the property
+:class:`~tabulae.storage.scans.Condition` with the same meaning: comparisons with the property
 on the left, ``X`` written as ``X eq true``, constants as ``bool`` and chains of ``and``/``or``
 flattened. The evaluator (:mod:`.evaluate`) and a store's translation must agree on every row;
 ``tests/storage/test_pushdown.py`` checks that they do.
@@ -10,7 +10,7 @@ flattened. The evaluator (:mod:`.evaluate`) and a store's translation must agree
 from __future__ import annotations
 
 from tabulae.model import edm
-from tabulae.storage.tables import AllOf, AnyOf, Condition, Negation, PropertyTest
+from tabulae.storage.scans import AllOf, AnyOf, Condition, Negation, PropertyTest
 from tabulae.table.query.nodes import And, Comparison, Literal, Node, Not, Or, Property
 
 __all__ = ["to_condition"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal as TypingLiteral
 
 from tabulae.model import edm
-from tabulae.storage.tables import FULL_RANGE, KeyBound, KeyRange
+from tabulae.storage.scans import FULL_RANGE, KeyBound, KeyRange
 from tabulae.table.query.nodes import (
     EQ,
     GE,
