@@ -55,7 +55,7 @@ async def _open(engine: str, data: Path, pg_url: str | None) -> Any:
 
 
 async def _load(engine: str, data: Path, pg_url: str | None, rows: int) -> None:
-    from tabulae.model.errors import TableError
+    from tabulae.model.errors import ServiceError
     from tabulae.model.mutation import Mutation, MutationKind
 
     stores = await _open(engine, data, pg_url)
@@ -64,7 +64,7 @@ async def _load(engine: str, data: Path, pg_url: str | None, rows: int) -> None:
         table = f"{TABLE}{rows}"
         try:
             await store.create_table(ACCOUNT, table)
-        except TableError:
+        except ServiceError:
             return  # loaded by an earlier run
         started = time.monotonic()
         for start in range(0, rows, 1000):

@@ -23,7 +23,7 @@ import random
 import time
 from collections.abc import Callable
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 __all__ = ["TRANSIENT_CODES", "FaultInjector"]
 
@@ -101,7 +101,7 @@ class FaultInjector:
             return
         if table is not None and pk is not None:
             if self.offline(account, table, pk):
-                raise TableError("ServerBusy")
+                raise ServiceError("ServerBusy")
             if self._rng.random() < self.probability * _MOVE_SHARE:
                 now = self._clock()
                 if len(self._outages) >= 1024:
@@ -109,10 +109,10 @@ class FaultInjector:
                 low, high = self.outage_seconds
                 self._outages[(account, table.lower(), pk)] = now + self._rng.uniform(low, high)
                 self.moves += 1
-                raise TableError("ServerBusy")
+                raise ServiceError("ServerBusy")
         if self._rng.random() < self.probability:
             self.injected += 1
-            raise TableError(self._pick_code())
+            raise ServiceError(self._pick_code())
 
     def _pick_code(self) -> str:
         draw = self._rng.random()

@@ -17,7 +17,7 @@ from typing import Any, Protocol, TypeVar
 
 from tabulae.admission.faults import FaultInjector
 from tabulae.admission.throttle import Throttle
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 T = TypeVar("T")
 
@@ -48,13 +48,13 @@ class Gate:
         if self.faults is not None:
             try:
                 self.faults.check(*ticket.fault_scope())
-            except TableError as error:
+            except ServiceError as error:
                 ticket.refused(error.status, throttled=False)
                 raise
         if self.throttle is not None:
             try:
                 ticket.take(self.throttle)
-            except TableError as error:
+            except ServiceError as error:
                 ticket.refused(error.status, throttled=True)
                 raise
 
@@ -69,11 +69,11 @@ class Gate:
         whose counts only it knows."""
         try:
             self.admit(ticket)
-        except TableError:
+        except ServiceError:
             work.close()  # refused: it never runs, and is not reported as never awaited
             raise
         try:
             return await work
-        except TableError as error:
+        except ServiceError as error:
             ticket.refused(error.status, throttled=False)
             raise

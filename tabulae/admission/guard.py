@@ -17,7 +17,7 @@ from tabulae.admission.gate import Gate
 from tabulae.admission.throttle import Throttle
 from tabulae.insight.partitions import Insight
 from tabulae.model.entity import StoredEntity
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.tables import TableStore
 from tabulae.table.query.index_plan import indexable_property
@@ -113,7 +113,7 @@ class GuardedService(TableService):
         """The page, admitted by the one partition the query is confined to: the filter is
         parsed and planned once, here, and handed on."""
         if isinstance(query, str):
-            with contextlib.suppress(TableError):  # the query itself reports it, after admission
+            with contextlib.suppress(ServiceError):  # the query itself reports it, after admission
                 query = parse_query(query)
         pk = plan_partition(query.plan) if isinstance(query, ParsedQuery) else None
         ticket = TableTicket(self.insight, account, table, pk, "query", 0, query=True)

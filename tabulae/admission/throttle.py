@@ -23,7 +23,7 @@ keep it faithful and safe:
   otherwise a batch of 100 could never pass a partition target of 50/s.
 
 The module is pure: no HTTP, no I/O, an injectable clock. The HTTP layer turns the
-``TableError`` it raises into Azure's exact error body.
+``ServiceError`` it raises into Azure's exact error body.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from tabulae.admission.ledger import Ledger
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 __all__ = [
     "ACCOUNT_LIMIT_MESSAGE",
@@ -285,12 +285,12 @@ class Throttle:
 
     # --------------------------------------------------------------------------- admission
 
-    def _refusal(self, code: str, message: str | None, bucket: TokenBucket, cost: int) -> TableError:
+    def _refusal(self, code: str, message: str | None, bucket: TokenBucket, cost: int) -> ServiceError:
         headers: list[tuple[bytes, bytes]] | None = None
         if self.retry_after:
             seconds = min(_MAX_RETRY_AFTER, max(1, math.ceil(bucket.seconds_until(cost))))
             headers = [(b"retry-after", str(seconds).encode())]
-        return TableError(code, message, headers=headers)
+        return ServiceError(code, message, headers=headers)
 
     def admit(self, account: str, table: str, pk: str | None, cost: int, *, query: bool = False) -> None:
         """Admit a request of ``cost`` entities, or raise the error Azure would give.

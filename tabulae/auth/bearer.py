@@ -13,7 +13,7 @@ import time
 
 import orjson
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 _ISSUERS = (
     "https://sts.windows.net/",
@@ -58,7 +58,7 @@ def verify_bearer(header: str, account: str, now: float | None = None, *, servic
     try:
         claims = _claims(token)
     except (ValueError, binascii.Error, orjson.JSONDecodeError) as exc:
-        raise TableError("InvalidAuthenticationInfo", headers=challenge) from exc
+        raise ServiceError("InvalidAuthenticationInfo", headers=challenge) from exc
     moment = time.time() if now is None else now
     audience = claims.get("aud")
     issuer = claims.get("iss")
@@ -73,4 +73,4 @@ def verify_bearer(header: str, account: str, now: float | None = None, *, servic
         or moment + _SKEW_SECONDS < not_before
         or moment - _SKEW_SECONDS >= expires
     ):
-        raise TableError("AuthenticationFailed", headers=challenge)
+        raise ServiceError("AuthenticationFailed", headers=challenge)

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from tabulae.auth.bearer import CHALLENGE, verify_bearer
 from tabulae.auth.sas import SasToken, parse_sas
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 Grant = TypeVar("Grant")
 
@@ -43,12 +43,12 @@ async def authenticate(
     if authorization is not None:
         if is_bearer(authorization):
             if not oauth:
-                raise TableError("InvalidAuthenticationInfo")
+                raise ServiceError("InvalidAuthenticationInfo")
             verify_bearer(authorization, account, service=service)
             return None
         shared_key(authorization)
         return None
     token = parse_sas(query)
     if token is None:
-        raise TableError("NoAuthenticationInformation", headers=[(b"www-authenticate", CHALLENGE)])
+        raise ServiceError("NoAuthenticationInformation", headers=[(b"www-authenticate", CHALLENGE)])
     return await sas(token)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.policies import SignedIdentifier
 
 # Clock skew tolerated on the start time only: a freshly minted token used from a machine whose
@@ -114,7 +114,7 @@ def parse_sas(query: Mapping[str, str]) -> SasToken | None:
         if lowered not in _TOKEN_FIELDS:
             continue
         if lowered in found:
-            raise TableError("AuthenticationFailed", detail=f"The SAS parameter '{lowered}' is repeated.")
+            raise ServiceError("AuthenticationFailed", detail=f"The SAS parameter '{lowered}' is repeated.")
         found[lowered] = value
     if "sig" not in found:
         return None
@@ -210,24 +210,24 @@ def verify_account_sas(
     """Authenticate an account SAS for ``service`` (its ``ss`` letter: ``b``, ``q`` or ``t``)."""
     require_version(token)
     if not token.ss or not token.srt or not token.sp:
-        raise TableError("AuthenticationFailed", detail="An account SAS needs ss, srt and sp.")
+        raise ServiceError("AuthenticationFailed", detail="An account SAS needs ss, srt and sp.")
     verify_signature(token.sig, account_sas_string_to_sign(token, account), keys)
     check_window(token.st, token.se, now)
     check_protocol(token.spr, is_https)
     check_ip(token.sip, client_ip)
     if service not in token.ss:
-        raise TableError("AuthorizationServiceMismatch")
+        raise ServiceError("AuthorizationServiceMismatch")
     return AccountSas(permissions=frozenset(token.sp), resource_types=frozenset(token.srt))
 
 
 def require_version(token: SasToken) -> None:
     if token.sv is None or not _VERSION.fullmatch(token.sv):
-        raise TableError("AuthenticationFailed", detail="The signed version (sv) is missing or malformed.")
+        raise ServiceError("AuthenticationFailed", detail="The signed version (sv) is missing or malformed.")
 
 
 def verify_signature(sig: str, string_to_sign: str, keys: Sequence[bytes]) -> None:
     if not signature_matches(sig, string_to_sign, keys):
-        raise TableError(
+        raise ServiceError(
             "AuthenticationFailed",
             detail=f"Signature did not match. String to sign used was {string_to_sign}",
         )
@@ -244,18 +244,20 @@ def apply_policy(
     if token.si is not None:
         policy = policy_lookup(token.si) if policy_lookup is not None else None
         if policy is None:
-            raise TableError("AuthenticationFailed", detail="The specified signed identifier does not exist.")
+            raise ServiceError(
+                "AuthenticationFailed", detail="The specified signed identifier does not exist."
+            )
         sp = _merge_field("sp", sp, policy.permission)
         st = _merge_field("st", st, policy.start)
         se = _merge_field("se", se, policy.expiry)
     if not sp:
-        raise TableError("AuthenticationFailed", detail="The signed permission (sp) is missing.")
+        raise ServiceError("AuthenticationFailed", detail="The signed permission (sp) is missing.")
     return sp, st, se
 
 
 def _merge_field(name: str, in_token: str | None, in_policy: str | None) -> str | None:
     if in_token and in_policy:
-        raise TableError(
+        raise ServiceError(
             "AuthenticationFailed",
             detail=f"The field '{name}' is given both in the SAS and in the stored access policy.",
         )
@@ -265,16 +267,16 @@ def _merge_field(name: str, in_token: str | None, in_policy: str | None) -> str 
 def check_window(st: str | None, se: str | None, now: datetime) -> None:
     """st - 5 min <= now <= se; ``se`` is mandatory once the stored policy has been merged in."""
     if not se:
-        raise TableError("AuthenticationFailed", detail="The signed expiry (se) is missing.")
+        raise ServiceError("AuthenticationFailed", detail="The signed expiry (se) is missing.")
     expiry = parse_iso8601(se, "se")
     start = parse_iso8601(st, "st") if st else None
     current = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
     if start is not None and start >= expiry:
-        raise TableError(
+        raise ServiceError(
             "AuthenticationFailed", detail=f"Signed expiry time [{se}] must be after signed start time [{st}]"
         )
     if (start is not None and current + START_SKEW < start) or current > expiry:
-        raise TableError(
+        raise ServiceError(
             "AuthenticationFailed",
             detail=(
                 f"Signature not valid in the specified time frame: Start [{st or ''}] - "
@@ -304,8 +306,8 @@ def parse_iso8601(value: str, name: str = "time") -> datetime:
     return parsed
 
 
-def _bad_time(name: str) -> TableError:
-    return TableError("AuthenticationFailed", detail=f"The value of '{name}' is not a valid ISO 8601 time.")
+def _bad_time(name: str) -> ServiceError:
+    return ServiceError("AuthenticationFailed", detail=f"The value of '{name}' is not a valid ISO 8601 time.")
 
 
 def _zone(zone: str | None) -> timezone:
@@ -322,9 +324,9 @@ def check_protocol(spr: str | None, is_https: bool) -> None:
         return
     allowed = {p.strip().lower() for p in spr.split(",")}
     if not allowed or not allowed <= {"http", "https"} or "https" not in allowed:
-        raise TableError("AuthenticationFailed", detail="The signed protocol (spr) is not valid.")
+        raise ServiceError("AuthenticationFailed", detail="The signed protocol (spr) is not valid.")
     if not is_https and "http" not in allowed:
-        raise TableError("AuthorizationProtocolMismatch")
+        raise ServiceError("AuthorizationProtocolMismatch")
 
 
 def check_ip(sip: str | None, client_ip: str | None) -> None:
@@ -334,7 +336,7 @@ def check_ip(sip: str | None, client_ip: str | None) -> None:
     low, high = _parse_ip_range(sip)
     client = _parse_client_ip(client_ip)
     if client is None or client.version != low.version or not low <= client <= high:  # type: ignore[operator]
-        raise TableError(
+        raise ServiceError(
             "AuthorizationSourceIPMismatch",
             "This request is not authorized to perform this operation using this source IP "
             f"{client_ip or ''}.",
@@ -352,9 +354,9 @@ def _parse_ip_range(sip: str) -> tuple[_Address, _Address]:
         low = ipaddress.ip_address(first.strip())
         high = ipaddress.ip_address(last.strip()) if dash else low
     except ValueError:
-        raise TableError("AuthenticationFailed", detail="The signed IP (sip) is not valid.") from None
+        raise ServiceError("AuthenticationFailed", detail="The signed IP (sip) is not valid.") from None
     if low.version != high.version or low > high:  # type: ignore[operator]
-        raise TableError("AuthenticationFailed", detail="The signed IP (sip) is not valid.")
+        raise ServiceError("AuthenticationFailed", detail="The signed IP (sip) is not valid.")
     return low, high
 
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from email.utils import formatdate
 from functools import lru_cache
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.names import SECONDARY_SUFFIX
 
 SCHEME_SHARED_KEY = "SharedKey"
@@ -115,16 +115,16 @@ def parse_authorization(header: str) -> tuple[str, str, bytes]:
     """
     parts = header.strip().split(None, 1)
     if len(parts) != 2:
-        raise TableError("InvalidAuthenticationInfo")
+        raise ServiceError("InvalidAuthenticationInfo")
     scheme = _SCHEMES.get(parts[0].lower())
     account, colon, signature = parts[1].partition(":")
     account, signature = account.strip(), signature.strip()
     if scheme is None or not colon or not account or not signature:
-        raise TableError("InvalidAuthenticationInfo")
+        raise ServiceError("InvalidAuthenticationInfo")
     try:
         mac = base64.b64decode(signature, validate=True)
     except (binascii.Error, ValueError):
-        raise TableError("InvalidAuthenticationInfo") from None
+        raise ServiceError("InvalidAuthenticationInfo") from None
     return scheme, account, mac
 
 
@@ -162,15 +162,15 @@ def _check_skew(date: str, now: float | None, max_skew_seconds: float) -> None:
     """
     when = _date_seconds(date)
     if when is None:
-        raise TableError("AuthenticationFailed", detail=_BAD_DATE)
+        raise ServiceError("AuthenticationFailed", detail=_BAD_DATE)
     current = time.time() if now is None else now
     if when < current - max_skew_seconds:
-        raise TableError(
+        raise ServiceError(
             "AuthenticationFailed",
             detail=f"Request date header too old: '{formatdate(when, usegmt=True)}'",
         )
     if when > current + max_skew_seconds:
-        raise TableError(
+        raise ServiceError(
             "AuthenticationFailed",
             detail=f"Request date header too far in the future: '{formatdate(when, usegmt=True)}'",
         )
@@ -203,7 +203,7 @@ def verify_authorization(
     now: float | None = None,
     max_skew_seconds: float | None = None,
 ) -> None:
-    """Verify a SharedKey / SharedKeyLite ``Authorization`` header; return None or raise TableError.
+    """Verify a SharedKey / SharedKeyLite ``Authorization`` header; return None or raise ServiceError.
 
     ``account`` is the account the URL addresses, ``keys`` its decoded keys (primary, secondary):
     a signature made with either is accepted, so keys can be rotated. The date checked for skew is
@@ -236,7 +236,7 @@ def _check_signature(
     if _primary_account(header_account) != primary:
         raise _mac_mismatch(candidates[0])
     if not signed_date:
-        raise TableError("AuthenticationFailed", detail="The x-ms-date or Date header is required.")
+        raise ServiceError("AuthenticationFailed", detail="The x-ms-date or Date header is required.")
     if max_skew_seconds is not None:
         _check_skew(signed_date, now, max_skew_seconds)
     if not _any_match(mac, candidates, keys):
@@ -261,9 +261,9 @@ def _any_match(mac: bytes, strings_to_sign: Sequence[str], keys: Sequence[bytes]
     return False
 
 
-def _mac_mismatch(string_to_sign: str) -> TableError:
+def _mac_mismatch(string_to_sign: str) -> ServiceError:
     """Azure's failure detail, minus the received signature (kept out of logs on purpose)."""
-    return TableError(
+    return ServiceError(
         "AuthenticationFailed",
         detail=(
             "The MAC signature found in the HTTP request is not the same as any computed signature. "
@@ -387,7 +387,7 @@ def verify_blob_queue_authorization(
     now: float | None = None,
     max_skew_seconds: float | None = None,
 ) -> None:
-    """Verify a Blob or Queue service Shared Key / Shared Key Lite header; raise TableError.
+    """Verify a Blob or Queue service Shared Key / Shared Key Lite header; raise ServiceError.
 
     As for tables, path-style requests sign the account twice (``/acct/acct/queue``) and
     secondary requests sign the primary account, so every candidate path is tried.

@@ -24,7 +24,7 @@ from tabulae.blob.rules.limits import MAX_COMMITTED_BLOCKS
 from tabulae.blob.rules.names import check_blob_name, check_container_name
 from tabulae.blob.rules.properties import BlobServiceProperties
 from tabulae.model import edm
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.policies import SignedIdentifier
 from tabulae.storage.blobs import (
     BASE,
@@ -97,7 +97,7 @@ def parse_snapshot(value: str | None) -> str:
         return BASE
     ticks = edm.parse_datetime(value)
     if ticks is None or not value[:1].isdigit():
-        raise TableError(
+        raise ServiceError(
             "InvalidQueryParameterValue",
             fields=(("QueryParameterName", "snapshot"), ("QueryParameterValue", value)),
         )
@@ -115,7 +115,7 @@ def decode_marker(marker: str) -> tuple[str, str]:
         if not newline:
             raise ValueError("not a marker")
     except (binascii.Error, ValueError, UnicodeError):
-        raise TableError(
+        raise ServiceError(
             "InvalidQueryParameterValue",
             fields=(("QueryParameterName", "marker"), ("QueryParameterValue", marker)),
         ) from None
@@ -125,7 +125,7 @@ def decode_marker(marker: str) -> tuple[str, str]:
 def _require_base(state: BlobState, *, committed: bool = True) -> BlobRecord:
     base = state.base
     if base is None or (committed and not base.committed):
-        raise TableError("BlobNotFound")
+        raise ServiceError("BlobNotFound")
     return base
 
 
@@ -165,7 +165,7 @@ class BlobService:
     async def get_container(self, account: str, name: str, lease_id: str | None = None) -> ContainerRecord:
         record = await self.store.get_container(account, name)
         if record is None:
-            raise TableError("ContainerNotFound")
+            raise ServiceError("ContainerNotFound")
         leases.check_container_access(record.lease, self._clock(), lease_id, required=False)
         return record
 
@@ -242,8 +242,8 @@ class BlobService:
         found = await self.store.get_blob(key, snapshot, content=content)
         if found is None:
             if await self.store.get_container(key.account, key.container) is None:
-                raise TableError("ContainerNotFound")
-            raise TableError("BlobNotFound")
+                raise ServiceError("ContainerNotFound")
+            raise ServiceError("BlobNotFound")
         record, extents = found
         if snapshot == BASE:
             leases.check_blob_access(record.lease, self._clock(), lease_id, write=False)
@@ -263,13 +263,13 @@ class BlobService:
         if snapshot != BASE:
             found = await self.store.get_blob(key, snapshot, content=True)
             if found is None:
-                raise TableError("BlobNotFound")
+                raise ServiceError("BlobNotFound")
             return found[0], found[1] or [], []
         base, committed, staged = await self.store.list_blocks(key)
         if base is None:
-            raise TableError("BlobNotFound")
+            raise ServiceError("BlobNotFound")
         if base.blob_type != BLOCK_BLOB:
-            raise TableError("InvalidBlobType")
+            raise ServiceError("InvalidBlobType")
         if base.committed:
             leases.check_blob_access(base.lease, self._clock(), lease_id, write=False)
         return base, committed, staged
@@ -289,7 +289,7 @@ class BlobService:
         """One page: records and prefixes in name order, ``limit`` of them at most, and the marker
         of the first item not on the page (so a page that ends on a prefix resumes after it)."""
         if delimiter and snapshots:
-            raise TableError(
+            raise ServiceError(
                 "InvalidQueryParameterValue",
                 fields=(("QueryParameterName", "include"), ("QueryParameterValue", "snapshots")),
             )
@@ -350,13 +350,13 @@ class BlobService:
         if upload.length > PRECHECK_BYTES:
             found = await self.store.get_blob(key)
             if found is None and await self.store.get_container(key.account, key.container) is None:
-                raise TableError("ContainerNotFound")
+                raise ServiceError("ContainerNotFound")
             base = found[0] if found is not None else None
             check_state(BlobState(base=base, ticks=next_ticks(base.ticks if base else None)))
         staged = await self.store.stage(key, upload.chunks, checksums)
         try:
             checksums.verify(upload.md5, upload.crc64)
-        except TableError:
+        except ServiceError:
             await self.store.discard(staged)
             raise
         return await self.store.write_blob(key, lambda state: decide(state, checksums, staged), staged=staged)
@@ -413,17 +413,17 @@ class BlobService:
         def check_state(state: BlobState) -> None:
             base = state.base
             if base is not None and base.blob_type != BLOCK_BLOB:
-                raise TableError("InvalidBlobType")
+                raise ServiceError("InvalidBlobType")
             if base is not None and base.committed:
                 leases.check_blob_access(base.lease, now, lease_id, write=True)
             elif lease_id is not None:
-                raise TableError("LeaseNotPresentWithBlobOperation")
+                raise ServiceError("LeaseNotPresentWithBlobOperation")
 
         def decide(state: BlobState, sums: Checksums, staged: Staged) -> BlobWrite:
             check_state(state)
             blocks.check_same_length(block_id, state.staged_id_length)
             if state.staged_count >= MAX_UNCOMMITTED_BLOCKS:
-                raise TableError(
+                raise ServiceError(
                     "BlockCountExceedsLimit",
                     "The uncommitted block count cannot exceed the maximum limit of 100,000 blocks.",
                 )
@@ -454,7 +454,7 @@ class BlobService:
             base = state.base
             committed = base if base is not None and base.committed else None
             if committed is not None and committed.blob_type != BLOCK_BLOB:
-                raise TableError("InvalidBlobType")
+                raise ServiceError("InvalidBlobType")
             _check_replace(committed, conditions, lease_id, now)
             content = blocks.resolve(entries, state.content or [], state.staged or {})
             record = BlobRecord(
@@ -489,7 +489,7 @@ class BlobService:
         def check_state(state: BlobState) -> None:
             base = _require_base(state)
             if base.blob_type != APPEND_BLOB:
-                raise TableError("InvalidBlobType")
+                raise ServiceError("InvalidBlobType")
             leases.check_blob_access(base.lease, now, lease_id, write=True)
             check(conditions, base.ticks, read=False)
             if max_size is not None and base.size + upload.length > max_size:
@@ -497,7 +497,7 @@ class BlobService:
             if append_position is not None and base.size != append_position:
                 raise not_met(412, "AppendPositionConditionNotMet")
             if base.block_count >= MAX_COMMITTED_BLOCKS:
-                raise TableError("BlockCountExceedsLimit")
+                raise ServiceError("BlockCountExceedsLimit")
 
         def decide(state: BlobState, sums: Checksums, staged: Staged) -> BlobWrite:
             check_state(state)
@@ -565,14 +565,14 @@ class BlobService:
         now = self._clock()
         if snapshot != BASE:
             if delete_snapshots is not None:
-                raise TableError(
+                raise ServiceError(
                     "InvalidQueryParameterValue",
                     fields=(("QueryParameterName", "snapshot"), ("QueryParameterValue", snapshot)),
                 )
 
             def delete_one(state: BlobState) -> BlobWrite:
                 if state.target is None:
-                    raise TableError("BlobNotFound")
+                    raise ServiceError("BlobNotFound")
                 check(conditions, state.target.ticks, read=False)
                 return BlobWrite(delete_snapshot=snapshot)
 
@@ -586,7 +586,7 @@ class BlobService:
             if delete_snapshots == "only":
                 return BlobWrite(delete_snapshots=True)
             if state.snapshots and delete_snapshots != "include":
-                raise TableError("SnapshotsPresent")
+                raise ServiceError("SnapshotsPresent")
             return BlobWrite(delete_snapshots=True, delete_base=True)
 
         await self.store.write_blob(key, decide, needs=Needs(snapshots=True))
@@ -643,18 +643,18 @@ class BlobService:
         def decide(state: BlobState) -> BlobWrite:
             origin = state.source
             if origin is None:
-                raise TableError("CannotVerifyCopySource", "The specified blob does not exist.")
+                raise ServiceError("CannotVerifyCopySource", "The specified blob does not exist.")
             try:
                 check(source_conditions, origin.ticks, read=False)
-            except TableError:
+            except ServiceError:
                 raise not_met(412, "SourceConditionNotMet") from None
             base = state.base if state.base is not None and state.base.committed else None
             if base is not None:
                 if base.blob_type != origin.blob_type:
-                    raise TableError("InvalidBlobType")
+                    raise ServiceError("InvalidBlobType")
                 leases.check_blob_access(base.lease, now, lease_id, write=True)
             elif lease_id is not None:
-                raise TableError("LeaseNotPresentWithBlobOperation")
+                raise ServiceError("LeaseNotPresentWithBlobOperation")
             check(conditions, base.ticks if base else None, read=False)
             copy = CopyState(str(uuid.uuid4()), source_url, f"{origin.size}/{origin.size}", state.ticks)
             record = BlobRecord(
@@ -680,8 +680,8 @@ class BlobService:
         409 CopyIdMismatch for another copy's id, else 409 NoPendingCopyOperation."""
         record, _ = await self.get_blob(key, BASE, NONE, lease_id, content=False)
         if record.copy is not None and record.copy.copy_id != copy_id:
-            raise TableError("CopyIdMismatch")
-        raise TableError("NoPendingCopyOperation")
+            raise ServiceError("CopyIdMismatch")
+        raise ServiceError("NoPendingCopyOperation")
 
 
 def _check_replace(base: BlobRecord | None, conditions: Conditions, lease_id: str | None, now: float) -> None:
@@ -692,10 +692,10 @@ def _check_replace(base: BlobRecord | None, conditions: Conditions, lease_id: st
     create_only = conditions.if_none_match == ("*",) and conditions.if_match is None
     if base is not None:
         if create_only and lease_id is None:
-            raise TableError("BlobAlreadyExists")
+            raise ServiceError("BlobAlreadyExists")
         leases.check_blob_access(base.lease, now, lease_id, write=True)
     elif lease_id is not None:
-        raise TableError("LeaseNotPresentWithBlobOperation")
+        raise ServiceError("LeaseNotPresentWithBlobOperation")
     check(
         replace(conditions, if_none_match=None) if create_only else conditions,
         base.ticks if base else None,
@@ -710,11 +710,11 @@ def _lease_action(lease: Lease, now: float, request: LeaseRequest) -> tuple[Leas
     if action == "break":
         return leases.break_lease(lease, now, request.break_period)
     if request.lease_id is None:
-        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-lease-id"),))
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-lease-id"),))
     if action == "renew":
         return leases.renew(lease, now, request.lease_id), 0
     if action == "release":
         return leases.release(lease, now, request.lease_id), 0
     if request.proposed_id is None:
-        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-proposed-lease-id"),))
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-proposed-lease-id"),))
     return leases.change(lease, now, request.lease_id, request.proposed_id), 0

@@ -41,7 +41,7 @@ from tabulae.console.pages import ConsolePage
 from tabulae.console.render import CONSOLE_PATH, ENV, form_of, html_page, redirect, render
 from tabulae.console.revocations import Revocations
 from tabulae.console.session import COOKIE, Session, Sessions
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 log = logging.getLogger("tabulae.console")
 
@@ -247,9 +247,9 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-async def _table_error(request: Request, exc: Exception) -> Response:
+async def _service_error(request: Request, exc: Exception) -> Response:
     """A service error no page handled: its code and message, with the status Azure gives it."""
-    assert isinstance(exc, TableError)
+    assert isinstance(exc, ServiceError)
     return render(request, "error.html", status=exc.status, code=exc.code, message=exc.message)
 
 
@@ -281,7 +281,7 @@ def build_console(
     routes.append(Mount("/static", app=static, name="static"))
     app = Starlette(
         routes=[Mount(CONSOLE_PATH, routes=routes)],
-        exception_handlers={TableError: _table_error, 404: _not_found},
+        exception_handlers={ServiceError: _service_error, 404: _not_found},
     )
     nav = [(page.slug, page.title) for page in pages]
     return ConsoleGuard(app, sessions, nav, max_body, hosts=hosts)

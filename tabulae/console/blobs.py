@@ -35,7 +35,7 @@ from tabulae.blob.service import BLOCK_BLOB, BlobKey, BlobService, ContentProper
 from tabulae.console.render import account_of, form_of, redirect, render
 from tabulae.insight.containers import ContainerCounters
 from tabulae.model import edm
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 PAGE = 1000  # containers or blobs (and virtual directories) a page
 DELIMITER = "/"
@@ -120,7 +120,7 @@ class BlobsPage:
 
     # ------------------------------------------------------------------ containers
 
-    async def list_containers(self, request: Request, error: TableError | None = None) -> Response:
+    async def list_containers(self, request: Request, error: ServiceError | None = None) -> Response:
         account = account_of(request)
         params = request.query_params
         prefix = params.get("prefix", "").strip()
@@ -151,14 +151,14 @@ class BlobsPage:
         name = str(form_of(request).get("name", "")).strip()
         try:
             await self._admitted(account, name, self.service.create_container(account, name, {}, None))
-        except TableError as error:
+        except ServiceError as error:
             return await self.list_containers(request, error)
         return redirect("/blobs", done="created", name=name)
 
     async def delete_container(self, request: Request) -> Response:
         account, container = account_of(request), request.path_params["container"]
         if str(form_of(request).get("confirm", "")) != container:
-            problem = TableError(
+            problem = ServiceError(
                 "InvalidInput", f"Type the container's name, {container}, to confirm deleting it."
             )
             return await self.list_blobs(request, problem)
@@ -166,13 +166,13 @@ class BlobsPage:
             await self._admitted(
                 account, container, self.service.delete_container(account, container, NONE, None)
             )
-        except TableError as error:
+        except ServiceError as error:
             return await self.list_blobs(request, error)
         return redirect("/blobs", done="deleted", name=container)
 
     # ------------------------------------------------------------------ blobs
 
-    async def list_blobs(self, request: Request, error: TableError | None = None) -> Response:
+    async def list_blobs(self, request: Request, error: ServiceError | None = None) -> Response:
         account, container = account_of(request), request.path_params["container"]
         params = request.query_params
         prefix = params.get("prefix", "")
@@ -241,7 +241,7 @@ class BlobsPage:
         file = form.get("file")
         prefix = str(form.get("prefix", ""))
         if not isinstance(file, UploadFile) or not file.filename:
-            return await self.list_blobs(request, TableError("InvalidInput", "Choose a file to upload."))
+            return await self.list_blobs(request, ServiceError("InvalidInput", "Choose a file to upload."))
         name = str(form.get("name", "")).strip() or prefix + file.filename
         size = file.size or 0
         content_type = file.content_type or "application/octet-stream"
@@ -257,7 +257,7 @@ class BlobsPage:
                 ),
                 bytes_in=size,
             )
-        except TableError as error:
+        except ServiceError as error:
             return await self.list_blobs(request, error)
         return redirect(f"/blobs/{container}", prefix=prefix, done="uploaded", name=name)
 
@@ -293,6 +293,6 @@ class BlobsPage:
                 container,
                 self.service.delete_blob(key, CURRENT_VERSION, "include", NONE, None),
             )
-        except TableError as error:
+        except ServiceError as error:
             return await self.list_blobs(request, error)
         return redirect(f"/blobs/{container}", prefix=prefix, done="removed", name=name)

@@ -18,7 +18,7 @@ from starlette.routing import BaseRoute, Route
 from tabulae.admission.queue_guard import GuardedQueueService
 from tabulae.console.render import account_of, form_of, redirect, render
 from tabulae.insight.queues import QueueInsight
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 PEEK = 32  # the most messages Peek Messages returns
 DONE = {
@@ -59,7 +59,7 @@ class QueuesPage:
         warnings = [w for w in self.insight.warnings(stats) if w["account"] == account]
         return {s.queue: s for s in stats}, warnings
 
-    async def list_queues(self, request: Request, error: TableError | None = None) -> Response:
+    async def list_queues(self, request: Request, error: ServiceError | None = None) -> Response:
         account = account_of(request)
         params = request.query_params
         prefix = params.get("prefix", "").strip()
@@ -83,11 +83,11 @@ class QueuesPage:
         name = str(form_of(request).get("name", "")).strip()
         try:
             await self.service.create_queue(account_of(request), name, {})
-        except TableError as error:
+        except ServiceError as error:
             return await self.list_queues(request, error)
         return redirect("/queues", done="created", name=name)
 
-    async def show_queue(self, request: Request, error: TableError | None = None) -> Response:
+    async def show_queue(self, request: Request, error: ServiceError | None = None) -> Response:
         account, queue = account_of(request), request.path_params["queue"]
         metadata, count = await self.service.get_queue_properties(account, queue)
         messages = await self.service.peek_messages(account, queue, PEEK)
@@ -129,8 +129,8 @@ class QueuesPage:
             delay = int(delay_text) if delay_text else None
             await self.service.put_message(account, queue, str(form.get("text", "")), delay, ttl)
         except ValueError:
-            return await self.show_queue(request, TableError("InvalidInput", "Seconds are whole numbers."))
-        except TableError as error:
+            return await self.show_queue(request, ServiceError("InvalidInput", "Seconds are whole numbers."))
+        except ServiceError as error:
             return await self.show_queue(request, error)
         return redirect(f"/queues/{queue}", done="put")
 
@@ -142,7 +142,7 @@ class QueuesPage:
     async def delete_queue(self, request: Request) -> Response:
         account, queue = account_of(request), request.path_params["queue"]
         if str(form_of(request).get("confirm", "")) != queue:
-            error = TableError("InvalidInput", f"Type the queue's name, {queue}, to confirm deleting it.")
+            error = ServiceError("InvalidInput", f"Type the queue's name, {queue}, to confirm deleting it.")
             return await self.show_queue(request, error)
         await self.service.delete_queue(account, queue)
         return redirect("/queues", done="deleted", name=queue)

@@ -37,7 +37,7 @@ from tabulae.console.typed import (
 from tabulae.console.typed import value_text as typed_text
 from tabulae.model import edm
 from tabulae.model.entity import StoredEntity
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.table.service import INDEX_TYPES, MAX_PAGE, TableService, check_top
 
@@ -128,14 +128,14 @@ class TablesPage:
 
     # ------------------------------------------------------------------------------- tables
 
-    async def list_tables(self, request: Request, error: TableError | None = None) -> Response:
+    async def list_tables(self, request: Request, error: ServiceError | None = None) -> Response:
         account = account_of(request)
         prefix = request.query_params.get("prefix", "").strip()
         token = request.query_params.get("next") or None
         names: list[str] = []
         next_token = None
         if prefix and not prefix.isalnum():
-            error = error or TableError("InvalidInput", "A table name prefix has only letters and digits.")
+            error = error or ServiceError("InvalidInput", "A table name prefix has only letters and digits.")
         else:
             page = await self.service.query_tables(account, _prefix_filter(prefix), None, token)
             names, next_token = page.names, page.next_token
@@ -157,14 +157,14 @@ class TablesPage:
         name = str(form_of(request).get("name", "")).strip()
         try:
             await self.service.create_table(account_of(request), name)
-        except TableError as error:
+        except ServiceError as error:
             return await self.list_tables(request, error)
         return redirect("/tables", done="created", name=name)
 
     async def delete_table(self, request: Request) -> Response:
         table = request.path_params["table"]
         if str(form_of(request).get("confirm", "")) != table:
-            error = TableError("InvalidInput", f"Type the table's name, {table}, to confirm deleting it.")
+            error = ServiceError("InvalidInput", f"Type the table's name, {table}, to confirm deleting it.")
             return await self.grid(request, error)
         await self.service.delete_table(account_of(request), table)
         return redirect("/tables", done="deleted", name=table)
@@ -178,7 +178,7 @@ class TablesPage:
             await self.service.add_index(
                 account_of(request), table, prop, str(form.get("type", "Edm.String")), wait=False
             )
-        except TableError as error:
+        except ServiceError as error:
             return await self.grid(request, error)
         return redirect(f"/tables/{table}", done="indexed", name=prop)
 
@@ -186,13 +186,13 @@ class TablesPage:
         table, prop = request.path_params["table"], request.path_params["prop"]
         try:
             await self.service.drop_index(account_of(request), table, prop)
-        except TableError as error:
+        except ServiceError as error:
             return await self.grid(request, error)
         return redirect(f"/tables/{table}", done="unindexed", name=prop)
 
     # ------------------------------------------------------------------------------ the grid
 
-    async def grid(self, request: Request, error: TableError | None = None) -> Response:
+    async def grid(self, request: Request, error: ServiceError | None = None) -> Response:
         account = account_of(request)
         table = request.path_params["table"]
         params = request.query_params
@@ -211,7 +211,7 @@ class TablesPage:
             page = await self.service.query_entities(
                 account, table, filter_text or None, top, trail.here.np or None, trail.here.nr or None
             )
-        except TableError as exc:
+        except ServiceError as exc:
             if exc.code in ("TableNotFound", "InvalidResourceName", "OutOfRangeInput") and error is None:
                 raise
             error = error or exc
@@ -224,7 +224,7 @@ class TablesPage:
         message = DONE.get(done) if done in ("inserted", "saved", "removed", "indexed", "unindexed") else None
         try:
             indexes = await self.service.list_indexes(account, table)
-        except TableError:
+        except ServiceError:
             indexes = []
         query = {"filter": filter_text, "select": select_text, "top": top_text}
         back = trail.previous()
@@ -293,7 +293,7 @@ class TablesPage:
             await self.service.write(
                 account, table, Mutation(MutationKind.INSERT, entity.pk, entity.rk, entity.properties)
             )
-        except TableError as error:
+        except ServiceError as error:
             return self._entity_page(
                 request, error.status, new=True, pk=pk, rk=rk, etag="", rows=rows, error=error
             )
@@ -302,7 +302,7 @@ class TablesPage:
     def _keys(self, request: Request) -> tuple[str, str]:
         keys = keys_of(request.path_params["key"])
         if keys is None:
-            raise TableError("ResourceNotFound")
+            raise ServiceError("ResourceNotFound")
         return keys
 
     async def show_entity(self, request: Request) -> Response:
@@ -325,7 +325,7 @@ class TablesPage:
         try:
             entity = entity_from_rows(pk, rk, rows)
             await self.service.write(account, table, Mutation(kind, pk, rk, entity.properties, etag))
-        except TableError as error:
+        except ServiceError as error:
             return await self._write_failed(request, error, pk, rk, etag, rows, mode)
         return redirect(f"/tables/{table}", done="saved")
 
@@ -336,7 +336,7 @@ class TablesPage:
         one: values sent back unchanged are taken from it exactly (:func:`settle_rows`)."""
         try:
             current = await self.service.get_entity(account, table, pk, rk)
-        except TableError:
+        except ServiceError:
             return None
         return current.properties() if current.etag == etag else None
 
@@ -346,14 +346,14 @@ class TablesPage:
         etag = str(form_of(request).get("etag", "")) or "*"
         try:
             await self.service.write(account, table, Mutation(MutationKind.DELETE, pk, rk, None, etag))
-        except TableError as error:
+        except ServiceError as error:
             return await self._write_failed(request, error, pk, rk, etag, None, "replace")
         return redirect(f"/tables/{table}", done="removed")
 
     async def _write_failed(
         self,
         request: Request,
-        error: TableError,
+        error: ServiceError,
         pk: str,
         rk: str,
         etag: str,
@@ -366,7 +366,7 @@ class TablesPage:
         if error.code in ("UpdateConditionNotSatisfied", "ResourceNotFound") or rows is None:
             try:
                 current = await self.service.get_entity(account, table, pk, rk)
-            except TableError:
+            except ServiceError:
                 current = None
         conflict = None
         if error.code == "UpdateConditionNotSatisfied":

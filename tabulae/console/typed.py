@@ -31,7 +31,7 @@ from typing import Any
 
 from tabulae.model import edm
 from tabulae.model.entity import ANNOTATION, Entity, entity_from_pairs
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 TYPES = (edm.STRING, edm.INT32, edm.INT64, edm.DOUBLE, edm.BOOLEAN, edm.DATETIME, edm.GUID, edm.BINARY)
 
@@ -116,11 +116,11 @@ def rows_from_form(form: Any) -> list[FieldRow]:
 
 def entity_from_rows(pk: str, rk: str, rows: list[FieldRow]) -> Entity:
     """A validated entity from form rows, by the rules of a request body; bad input raises
-    :class:`TableError` with the service's own code (``PropertyNameInvalid``, ``InvalidInput``...)."""
+    :class:`ServiceError` with the service's own code (``PropertyNameInvalid``, ``InvalidInput``...)."""
     pairs: list[tuple[str, Any]] = [("PartitionKey", pk), ("RowKey", rk)]
     for row in rows:
         if row.name in ("PartitionKey", "RowKey", "Timestamp") or "@" in row.name or "." in row.name:
-            raise TableError("PropertyNameInvalid", f"'{row.name}' cannot be used as a property name.")
+            raise ServiceError("PropertyNameInvalid", f"'{row.name}' cannot be used as a property name.")
         text = row.text.strip() if row.kind != edm.STRING else row.text
         if row.kind == edm.BOOLEAN:
             text = text.lower()

@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 R, W, X = 4, 2, 1
 RWX = 7
@@ -79,12 +79,12 @@ class Entry:
         return (self.default, self.kind, self.qualifier)
 
 
-def bad_acl() -> TableError:
-    return TableError("InvaldAccessControlList")
+def bad_acl() -> ServiceError:
+    return ServiceError("InvaldAccessControlList")
 
 
-def bad_permission() -> TableError:
-    return TableError("InvalidPermission")
+def bad_permission() -> ServiceError:
+    return ServiceError("InvalidPermission")
 
 
 # --- permissions triples -----------------------------------------------------------------------
@@ -291,7 +291,7 @@ def render_permissions(mode: int, *, extended: bool = False) -> str:
 def parse_umask(text: str) -> int:
     """``x-ms-umask``: 4-digit octal ("Path - Create"); else 400 ``InvalidHeaderValue`` (assumed)."""
     if not re.fullmatch(r"[0-7]{4}", text):
-        raise TableError("InvalidHeaderValue", fields=(("HeaderName", "x-ms-umask"), ("HeaderValue", text)))
+        raise ServiceError("InvalidHeaderValue", fields=(("HeaderName", "x-ms-umask"), ("HeaderValue", text)))
     return int(text, 8)
 
 

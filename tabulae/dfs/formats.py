@@ -36,7 +36,7 @@ from email.utils import format_datetime, parsedate_to_datetime
 import orjson
 
 from tabulae.http.errors import error_text
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 JSON_CONTENT_TYPE = b"application/json; charset=utf-8"
 CONTINUATION = b"x-ms-continuation"
@@ -171,7 +171,7 @@ def acl_recursive_result(
     )
 
 
-def error_body(error: TableError, request_id: str, time_text: str) -> bytes:
+def error_body(error: ServiceError, request_id: str, time_text: str) -> bytes:
     """The DFS error body; the message ends with the RequestId and Time lines as for the other
     services."""
     return orjson.dumps({"error": {"code": error.code, "message": error_text(error, request_id, time_text)}})
@@ -192,14 +192,14 @@ def parse_properties(text: str) -> dict[str, str]:
     for piece in text.split(","):
         name, sep, encoded = piece.strip().partition("=")
         if not name or not sep:
-            raise TableError("InvalidPropertyName", "A property name cannot be empty.")
+            raise ServiceError("InvalidPropertyName", "A property name cannot be empty.")
         if not _PROPERTY_NAME.fullmatch(name) or name.lower() in seen:
-            raise TableError("InvalidPropertyName")
+            raise ServiceError("InvalidPropertyName")
         seen.add(name.lower())
         try:
             value = base64.b64decode(encoded, validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
-            raise TableError(
+            raise ServiceError(
                 "InvalidHeaderValue", fields=(("HeaderName", "x-ms-properties"), ("HeaderValue", text))
             ) from exc
         properties[name] = value
@@ -248,7 +248,7 @@ def decode_continuation(token: str, name: str = "continuation") -> str:
     try:
         return base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
-        raise TableError(
+        raise ServiceError(
             "InvalidQueryParameterValue",
             fields=(("QueryParameterName", name), ("QueryParameterValue", token)),
         ) from exc
@@ -265,8 +265,8 @@ def expiry(option: str, value: str | None, *, now: datetime, created: datetime) 
     ``RelativeToNow`` with milliseconds (captured). Bad values are 400 ``InvalidHeaderValue``
     (assumed)."""
 
-    def bad(name: str, text: str) -> TableError:
-        return TableError("InvalidHeaderValue", fields=(("HeaderName", name), ("HeaderValue", text)))
+    def bad(name: str, text: str) -> ServiceError:
+        return ServiceError("InvalidHeaderValue", fields=(("HeaderName", name), ("HeaderValue", text)))
 
     if option not in EXPIRY_OPTIONS:
         raise bad("x-ms-expiry-option", option)
@@ -275,7 +275,7 @@ def expiry(option: str, value: str | None, *, now: datetime, created: datetime) 
             raise bad("x-ms-expiry-time", value)
         return None
     if value is None:
-        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-expiry-time"),))
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-expiry-time"),))
     if option == "Absolute":
         try:
             moment = parsedate_to_datetime(value)

@@ -35,7 +35,7 @@ from urllib.parse import parse_qsl
 
 from tabulae.blob.rules.names import check_blob_name
 from tabulae.http.addressing import decode_segments
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 _INVALID_NAME = "The specified resource name contains invalid characters."
 
@@ -45,7 +45,7 @@ def normalize(path: str) -> str:
     the Blob API's name errors and 400 ``InvalidResourceName`` for ``.``/``..`` segments."""
     segments = [segment for segment in path.split("/") if segment]
     if any(segment in (".", "..") for segment in segments):
-        raise TableError("InvalidResourceName", _INVALID_NAME)
+        raise ServiceError("InvalidResourceName", _INVALID_NAME)
     canonical = "/".join(segments)
     if canonical:
         check_blob_name(canonical)
@@ -117,11 +117,11 @@ def parse_rename_source(value: str) -> RenameSource:
             raise ValueError(value)
         segments = decode_segments(location.removeprefix("/"))
         sas = dict(parse_qsl(query, keep_blank_values=True, errors="strict")) if query else {}
-    except (TableError, UnicodeDecodeError, ValueError) as exc:
-        raise TableError("InvalidSourceUri") from exc
+    except (ServiceError, UnicodeDecodeError, ValueError) as exc:
+        raise ServiceError("InvalidSourceUri") from exc
     filesystem, rest = segments[0], "/".join(segments[1:])
     if not filesystem or not rest.strip("/"):
-        raise TableError("InvalidSourceUri")
+        raise ServiceError("InvalidSourceUri")
     return RenameSource(filesystem, normalize(rest), sas)
 
 
@@ -160,22 +160,22 @@ def check_rename(
     (module docstring). ``destination_parent`` is what is at the destination's parent path; None
     when nothing is there (the root always exists: pass a directory)."""
     if source_found is None:
-        raise TableError("SourcePathNotFound")
+        raise ServiceError("SourcePathNotFound")
     same_filesystem = source_filesystem == destination_filesystem
     if same_filesystem and source_found.kind is Kind.DIRECTORY and is_within(destination, source):
-        raise TableError("InvalidRenameSourcePath")
+        raise ServiceError("InvalidRenameSourcePath")
     if same_filesystem and source == destination:
         return RenameEffect.NOTHING
     if destination_parent is None:
-        raise TableError("RenameDestinationParentPathNotFound")
+        raise ServiceError("RenameDestinationParentPathNotFound")
     if destination_parent.kind is not Kind.DIRECTORY:
-        raise TableError("InvalidDestinationPath")
+        raise ServiceError("InvalidDestinationPath")
     if destination_found is None:
         return RenameEffect.MOVE
     if destination_found.kind is not source_found.kind:
-        raise TableError("InvalidSourceOrDestinationResourceType")
+        raise ServiceError("InvalidSourceOrDestinationResourceType")
     if destination_found.kind is Kind.DIRECTORY and destination_found.has_children:
-        raise TableError("DirectoryNotEmpty")
+        raise ServiceError("DirectoryNotEmpty")
     return RenameEffect.REPLACE
 
 
@@ -185,11 +185,11 @@ def check_create(kind: Kind, found: Existing | None, blocking_ancestor: bool) ->
     as a write). An ancestor that is a file, or an existing path of the other kind, is 409
     ``PathConflict`` (the reference's message for both; assumed)."""
     if blocking_ancestor:
-        raise TableError("PathConflict")
+        raise ServiceError("PathConflict")
     if found is None:
         return True
     if found.kind is not kind:
-        raise TableError("PathConflict")
+        raise ServiceError("PathConflict")
     return kind is Kind.FILE
 
 
@@ -198,9 +198,9 @@ def check_delete(found: Existing | None, recursive: bool | None) -> None:
     ``DirectoryNotEmpty`` ("Path - Delete"; the SDK always sends ``recursive=true`` for
     directories and nothing for files, captured)."""
     if found is None:
-        raise TableError("PathNotFound")
+        raise ServiceError("PathNotFound")
     if found.kind is Kind.DIRECTORY and found.has_children and not recursive:
-        raise TableError("DirectoryNotEmpty")
+        raise ServiceError("DirectoryNotEmpty")
 
 
 # --- walking a tree in pieces ------------------------------------------------------------------

@@ -38,7 +38,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 
 class Target(enum.Enum):
@@ -188,12 +188,12 @@ def locate(segments: Sequence[str]) -> Location:
     return Location(Target.PATH, filesystem, rest)
 
 
-def missing_parameter(name: str) -> TableError:
-    return TableError("MissingRequiredQueryParameter", fields=(("QueryParameterName", name),))
+def missing_parameter(name: str) -> ServiceError:
+    return ServiceError("MissingRequiredQueryParameter", fields=(("QueryParameterName", name),))
 
 
-def invalid_parameter(name: str, value: str) -> TableError:
-    return TableError(
+def invalid_parameter(name: str, value: str) -> ServiceError:
+    return ServiceError(
         "InvalidQueryParameterValue", fields=(("QueryParameterName", name), ("QueryParameterValue", value))
     )
 
@@ -232,7 +232,7 @@ def is_dfs(method: str, query: Mapping[str, str], headers: Mapping[str, str]) ->
 def _verb(method: str, table: Mapping[str, DfsOperation]) -> DfsOperation:
     operation = table.get(method)
     if operation is None:
-        raise TableError("UnsupportedHttpVerb")
+        raise ServiceError("UnsupportedHttpVerb")
     return operation
 
 
@@ -357,9 +357,9 @@ def lease_action(headers: Mapping[str, str]) -> str:
     """``x-ms-lease-action`` of Path Lease: required, one of :data:`LEASE_ACTIONS`."""
     action = headers.get("x-ms-lease-action")
     if action is None:
-        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-lease-action"),))
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-lease-action"),))
     if action not in LEASE_ACTIONS:
-        raise TableError(
+        raise ServiceError(
             "InvalidHeaderValue", fields=(("HeaderName", "x-ms-lease-action"), ("HeaderValue", action))
         )
     return action
@@ -391,7 +391,7 @@ def count(query: Mapping[str, str], name: str, *, minimum: int = 0, maximum: int
         raise invalid_parameter(name, value)
     number = int(value)
     if number < minimum or (maximum is not None and number > maximum):
-        raise TableError(
+        raise ServiceError(
             "OutOfRangeQueryParameterValue",
             fields=(("QueryParameterName", name), ("QueryParameterValue", value)),
         )

@@ -13,7 +13,7 @@ import ipaddress
 import re
 from urllib.parse import unquote
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.names import SECONDARY_SUFFIX
 
 # (account, secondary?, base, segments): ``base`` is {scheme}://{host}[/{account}], the endpoint as
@@ -40,11 +40,11 @@ def decode_segments(raw_path: str) -> list[str]:
     digits is malformed, as bytes that are not UTF-8 are: 400 ``InvalidUri`` (Azure's front end
     refuses both as an invalid URL) rather than a name holding a literal ``%``."""
     if "%" in raw_path and _BAD_ESCAPE.search(raw_path):
-        raise TableError("InvalidUri")
+        raise ServiceError("InvalidUri")
     try:
         return [unquote(piece, errors="strict") for piece in raw_path.split("/")]
     except UnicodeDecodeError as exc:
-        raise TableError("InvalidUri") from exc
+        raise ServiceError("InvalidUri") from exc
 
 
 def is_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:
@@ -79,7 +79,9 @@ def split_account(segment: str, accounts: dict[str, list[bytes]]) -> tuple[str, 
         return segment, False
     if segment.endswith(SECONDARY_SUFFIX) and segment[: -len(SECONDARY_SUFFIX)] in accounts:
         return segment[: -len(SECONDARY_SUFFIX)], True
-    raise TableError("AuthenticationFailed", detail="The account in the request is not known to this server.")
+    raise ServiceError(
+        "AuthenticationFailed", detail="The account in the request is not known to this server."
+    )
 
 
 def locate_account(
@@ -89,7 +91,7 @@ def locate_account(
     one); a trailing empty segment (a final ``/``) is dropped."""
     if is_path_style(host, accounts):
         if not segments or not segments[0]:
-            raise TableError("InvalidUri")
+            raise ServiceError("InvalidUri")
         account, secondary = split_account(segments[0], accounts)
         base = f"{scheme}://{host}/{segments[0]}"
         segments = segments[1:]

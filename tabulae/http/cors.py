@@ -6,7 +6,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from tabulae.http.messages import Headers, Response
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.policies import CorsRule
 
 
@@ -49,13 +49,13 @@ def preflight(rules: list[CorsRule], request_headers: dict[str, str]) -> Respons
     origin = request_headers.get("origin")
     method = request_headers.get("access-control-request-method")
     if not origin or not method:
-        raise TableError("InvalidHeaderValue", "A required CORS header is not present.")
+        raise ServiceError("InvalidHeaderValue", "A required CORS header is not present.")
     requested = [
         h.strip() for h in request_headers.get("access-control-request-headers", "").split(",") if h.strip()
     ]
     rule = match_rule(rules, origin, method, requested)
     if rule is None:
-        raise TableError("CorsPreflightFailure")
+        raise ServiceError("CorsPreflightFailure")
     headers = _allow_origin(rule, origin)
     headers.append((b"access-control-allow-methods", method.upper().encode("latin-1")))
     if requested:

@@ -13,7 +13,7 @@ from xml.sax.saxutils import escape
 
 from tabulae.http.xmlparse import parse_xml
 from tabulae.model import edm
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.policies import (
     CORS_METHODS,
     MAX_CORS_RULES,
@@ -39,7 +39,7 @@ def parse_document(body: bytes, root: str) -> ET.Element | None:
         return None
     element = parse_xml(body)
     if element.tag != root:
-        raise TableError("InvalidXmlDocument")
+        raise ServiceError("InvalidXmlDocument")
     return element
 
 
@@ -50,7 +50,7 @@ def text_of(parent: ET.Element, tag: str) -> str | None:
 
 def xml_bool(value: str | None) -> bool:
     if value is None or value.lower() not in ("true", "false"):
-        raise TableError("InvalidXmlNodeValue")
+        raise ServiceError("InvalidXmlNodeValue")
     return value.lower() == "true"
 
 
@@ -67,7 +67,7 @@ def _acl_time(value: str | None) -> str | None:
         return None
     ticks = edm.parse_datetime(value)
     if ticks is None or not 0 <= ticks <= edm.MAX_DATETIME_TICKS:
-        raise TableError("InvalidXmlNodeValue")
+        raise ServiceError("InvalidXmlNodeValue")
     seconds, fraction = divmod(ticks, edm.TICKS_PER_SECOND)
     whole = edm.format_datetime(seconds * edm.TICKS_PER_SECOND)[:-1]
     return f"{whole}.{fraction:07d}Z"
@@ -81,12 +81,12 @@ def parse_acl(body: bytes, permissions: str = TABLE_PERMISSIONS) -> list[SignedI
         return []
     elements = list(root)
     if len(elements) > MAX_IDENTIFIERS or any(e.tag != "SignedIdentifier" for e in elements):
-        raise TableError("InvalidXmlDocument")
+        raise ServiceError("InvalidXmlDocument")
     identifiers: list[SignedIdentifier] = []
     for element in elements:
         identifier = text_of(element, "Id")
         if not identifier or len(identifier) > 64 or any(i.id == identifier for i in identifiers):
-            raise TableError("InvalidXmlNodeValue")
+            raise ServiceError("InvalidXmlNodeValue")
         policy = element.find("AccessPolicy")
         if policy is None:
             identifiers.append(SignedIdentifier(identifier, has_policy=False))
@@ -95,7 +95,7 @@ def parse_acl(body: bytes, permissions: str = TABLE_PERMISSIONS) -> list[SignedI
         if permission and (
             any(c not in permissions for c in permission) or len(set(permission)) != len(permission)
         ):
-            raise TableError("InvalidXmlNodeValue")
+            raise ServiceError("InvalidXmlNodeValue")
         identifiers.append(
             SignedIdentifier(
                 identifier,
@@ -144,7 +144,7 @@ def _retention(parent: ET.Element) -> RetentionPolicy:
         or not days_text.isdigit()
         or not 1 <= int(days_text[:4]) <= 365
     ):
-        raise TableError("InvalidXmlNodeValue")
+        raise ServiceError("InvalidXmlNodeValue")
     return RetentionPolicy(True, int(days_text))
 
 
@@ -162,7 +162,7 @@ def _metrics(element: ET.Element) -> Metrics:
     enabled = xml_bool(text_of(element, "Enabled"))
     include = text_of(element, "IncludeAPIs")
     if enabled and include is None:
-        raise TableError("InvalidXmlNodeValue")
+        raise ServiceError("InvalidXmlNodeValue")
     return Metrics(
         version=text_of(element, "Version") or "1.0",
         enabled=enabled,
@@ -185,7 +185,7 @@ def _cors_rule(element: ET.Element) -> CorsRule:
         or not origins
         or not (max_age.isascii() and max_age.isdigit() and len(max_age) <= 10 and int(max_age) <= 2**31 - 1)
     ):
-        raise TableError("InvalidXmlNodeValue")
+        raise ServiceError("InvalidXmlNodeValue")
     return CorsRule(
         allowed_origins=origins,
         allowed_methods=methods,
@@ -204,7 +204,7 @@ def properties_root(body: bytes) -> ET.Element:
     """The ``StorageServiceProperties`` element of a Set Service Properties body (required)."""
     root = parse_document(body, "StorageServiceProperties")
     if root is None:
-        raise TableError("InvalidXmlDocument")
+        raise ServiceError("InvalidXmlDocument")
     return root
 
 
@@ -226,7 +226,7 @@ def service_properties_of(root: ET.Element, current: ServiceProperties) -> Servi
     if element is not None:
         rules = list(element)
         if len(rules) > MAX_CORS_RULES or any(rule.tag != "CorsRule" for rule in rules):
-            raise TableError("InvalidXmlDocument")
+            raise ServiceError("InvalidXmlDocument")
         result.cors = [_cors_rule(rule) for rule in rules]
     return result
 

@@ -1,4 +1,4 @@
-"""Rendering a ``TableError`` at the edge: JSON for OData operations, XML for the rest."""
+"""Rendering a ``ServiceError`` at the edge: JSON for OData operations, XML for the rest."""
 
 from __future__ import annotations
 
@@ -6,19 +6,19 @@ from xml.sax.saxutils import escape
 
 import orjson
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 XML_CONTENT_TYPE = b"application/xml"
 _METADATA_NS = "http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"
 
 
-def error_text(error: TableError, request_id: str, time_text: str) -> str:
+def error_text(error: ServiceError, request_id: str, time_text: str) -> str:
     """The message value: index prefix inside a batch, then RequestId and Time lines as Azure does."""
     prefix = f"{error.index}:" if error.index is not None else ""
     return f"{prefix}{error.message}\nRequestId:{request_id}\nTime:{time_text}"
 
 
-def error_json(error: TableError, request_id: str, time_text: str) -> bytes:
+def error_json(error: ServiceError, request_id: str, time_text: str) -> bytes:
     """Compact, one-line JSON: the .NET batch regex and the JS batch parser both rely on it."""
     return orjson.dumps(
         {
@@ -30,7 +30,7 @@ def error_json(error: TableError, request_id: str, time_text: str) -> bytes:
     )
 
 
-def error_xml(error: TableError, request_id: str, time_text: str, *, table_style: bool) -> bytes:
+def error_xml(error: ServiceError, request_id: str, time_text: str, *, table_style: bool) -> bytes:
     """``m:error`` for table-level XML operations (ACL), the generic ``<Error>`` otherwise."""
     message = escape(error_text(error, request_id, time_text))
     if table_style:

@@ -13,7 +13,7 @@ import orjson
 
 from tabulae.http.messages import SERVER_HEADER, Clock, Headers, Request, Response, error_time
 from tabulae.http.versions import response_version
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 CONNECTION_CLOSE = (b"connection", b"close")
 
@@ -37,7 +37,7 @@ async def receive_paced(receive: Any, started: float, received: int, timeout: fl
         async with asyncio.timeout_at(deadline):  # a timer, not a task
             return await receive()
     except TimeoutError:
-        raise TableError("OperationTimedOut") from None  # a client too slow with its body
+        raise ServiceError("OperationTimedOut") from None  # a client too slow with its body
 
 
 async def read_body(request: Request, receive: Any, limit: int, timeout: float) -> None:
@@ -54,18 +54,18 @@ async def read_body(request: Request, receive: Any, limit: int, timeout: float) 
             request.body_read = True
             return  # HTTP/1.1 framing: no length and no chunking means no body to wait for
     elif declared.isdigit() and int(declared) > limit:
-        raise TableError("RequestBodyTooLarge")
+        raise ServiceError("RequestBodyTooLarge")
     chunks: list[bytes] = []
     size = 0
     started = asyncio.get_running_loop().time()
     while True:
         message = await receive_paced(receive, started, size, timeout)
         if message["type"] == "http.disconnect":
-            raise TableError("InvalidInput")
+            raise ServiceError("InvalidInput")
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            raise TableError("RequestBodyTooLarge")
+            raise ServiceError("RequestBodyTooLarge")
         chunks.append(chunk)
         if not message.get("more_body", False):
             break

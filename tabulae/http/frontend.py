@@ -4,7 +4,7 @@ ASGI scope → :class:`Request` → the service's route (account and resource) �
 CORS preflight, otherwise the ``x-ms-version`` check, the body, authentication and the service's
 dispatch → the :class:`Response` with the headers every Azure response carries, the CORS headers
 of an actual request, and the access-log line; a ``StreamedResponse`` (blob content) goes out
-piece by piece as the client takes it. A ``TableError`` raised anywhere below becomes the
+piece by piece as the client takes it. A ``ServiceError`` raised anywhere below becomes the
 service's error body here, and only here; anything else is logged and answered 500
 ``InternalError``.
 
@@ -34,7 +34,7 @@ from tabulae.http.options import FrontendOptions
 from tabulae.http.streaming import StreamedResponse, send_streamed
 from tabulae.http.versions import check_version
 from tabulae.insight.tracing import STORAGE_SECONDS
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.policies import CorsRule
 
 log = logging.getLogger("tabulae")
@@ -90,11 +90,11 @@ class Frontend(ABC, Generic[RouteT]):
                 await self.receive_body(request, receive, route)
                 await self.authenticate(request, route)
                 response = await self.dispatch(request, route, request_id)
-        except TableError as error:
+        except ServiceError as error:
             response = self.error_response(request, route, error, request_id)
         except Exception:
             log.exception("unexpected error handling %s request", request.method)
-            response = self.error_response(request, route, TableError("InternalError"), request_id)
+            response = self.error_response(request, route, ServiceError("InternalError"), request_id)
         if route is not None and request.method != "OPTIONS":
             cors_headers = self._cached_cors_headers(route, request)
             if cors_headers is None:
@@ -105,7 +105,7 @@ class Frontend(ABC, Generic[RouteT]):
                 await send_streamed(
                     send, receive, request, response, request_id, self._clock, self.server_header
                 )
-            except TableError as error:  # the content failed after its headers went out
+            except ServiceError as error:  # the content failed after its headers went out
                 log.warning("response ended early: %s", error.detail or error.message)
                 return
         else:
@@ -152,7 +152,7 @@ class Frontend(ABC, Generic[RouteT]):
                 rules = await self.load_cors_rules(route.account)
             else:
                 rules = await self._cors_rules.get(route.account)
-        except TableError:
+        except ServiceError:
             return []
         return cors.actual_headers(rules, origin or None, request.method, self.exposed_headers)
 
@@ -223,6 +223,6 @@ class Frontend(ABC, Generic[RouteT]):
 
     @abstractmethod
     def error_response(
-        self, request: Request, route: RouteT | None, error: TableError, request_id: str
+        self, request: Request, route: RouteT | None, error: ServiceError, request_id: str
     ) -> Response:
         """The error as the service writes it (``route`` is None when routing itself failed)."""

@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, quote
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -119,7 +119,7 @@ def _parse_query(text: str) -> list[tuple[str, str]]:
     try:
         return parse_qsl(text, keep_blank_values=True, errors="strict")
     except UnicodeDecodeError as exc:
-        raise TableError("InvalidQueryParameterValue") from exc
+        raise ServiceError("InvalidQueryParameterValue") from exc
 
 
 @lru_cache(maxsize=QUERY_CACHE_SIZE)

@@ -3,7 +3,7 @@ Table service's ``$batch`` and the Blob service's ``comp=batch`` share.
 
 Both carry requests as ``application/http`` MIME parts and answer with responses the same way;
 every SDK writes these bodies a little differently, so the parser follows RFC 2046 but
-tolerates what real clients send. Every malformed input raises ``TableError("InvalidInput")``
+tolerates what real clients send. Every malformed input raises ``ServiceError("InvalidInput")``
 and nothing else (the code both services answer for a body they cannot parse). The structure
 above the parts (a Table changeset, a Blob batch's limits) is each service's own codec's job.
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from http import HTTPStatus
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 #: Parts allowed at one multipart level unless the caller says otherwise: a bound that only
 #: stops pathological bodies early (each service reports its own, smaller, limit).
@@ -93,9 +93,9 @@ _CR = ord("\r")
 _BINARY_ENCODINGS = frozenset({"binary", "7bit", "8bit"})
 
 
-def invalid(reason: str) -> TableError:
+def invalid(reason: str) -> ServiceError:
     """Build the one error this module raises; ``reason`` only helps whoever reads the logs."""
-    return TableError("InvalidInput", detail=f"Malformed batch body: {reason}.")
+    return ServiceError("InvalidInput", detail=f"Malformed batch body: {reason}.")
 
 
 def _crlf_block_end(body: bytes, start: int, end: int) -> int:

@@ -23,7 +23,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from tabulae.http.errors import error_xml
 from tabulae.http.messages import HEADER_CASE, META_NAMES_EXTENSION, error_time
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 # A request body is buffered up to this much before reading pauses (uvicorn pauses at 64 KiB):
 # a large upload then reaches the application in a few large pieces rather than many small
@@ -182,7 +182,7 @@ class AzureHttpProtocol(HttpToolsProtocol):
     ``shutdown_timeout`` seconds to finish before its connection is aborted.
     """
 
-    _error: TableError | None = None
+    _error: ServiceError | None = None
     _header_bytes = 0
     _header_timer: asyncio.TimerHandle | None = None
     _stop_timer: asyncio.TimerHandle | None = None
@@ -203,7 +203,7 @@ class AzureHttpProtocol(HttpToolsProtocol):
             address = self.client[0]
             open_now = self._per_client.get(address, 0)
             if open_now >= self.max_per_client:
-                self._answer_and_close(TableError("ServerBusy"))
+                self._answer_and_close(ServiceError("ServerBusy"))
                 return
             self._per_client[address] = open_now + 1
             self._counted = address
@@ -285,7 +285,7 @@ class AzureHttpProtocol(HttpToolsProtocol):
         """A client trickling its headers holds a connection; answer and close it (slowloris)."""
         self._header_timer = None
         if not self.transport.is_closing():
-            self._error = TableError("OperationTimedOut")
+            self._error = ServiceError("OperationTimedOut")
             self.send_400_response("slow request")
 
     def on_body(self, body: bytes) -> None:
@@ -301,13 +301,13 @@ class AzureHttpProtocol(HttpToolsProtocol):
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
         if len(self.url) > MAX_URL_BYTES:
-            self._error = TableError("RequestUrlTooLong")
+            self._error = ServiceError("RequestUrlTooLong")
             raise _TooLarge
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_bytes += len(name) + len(value) + 4
         if self._header_bytes > MAX_HEADER_BYTES:
-            self._error = TableError("RequestHeaderTooLarge")
+            self._error = ServiceError("RequestHeaderTooLarge")
             raise _TooLarge
         if name[:10].lower() == b"x-ms-meta-":  # metadata names keep the case they were sent in
             extensions: dict[str, Any] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]
@@ -315,11 +315,11 @@ class AzureHttpProtocol(HttpToolsProtocol):
         super().on_header(name, value)
 
     def send_400_response(self, msg: str) -> None:
-        error = self._error or TableError("InvalidUri", "The request could not be parsed as HTTP/1.1.")
+        error = self._error or ServiceError("InvalidUri", "The request could not be parsed as HTTP/1.1.")
         self.transport.write(error_answer(error))
         self.transport.close()
 
-    def _answer_and_close(self, error: TableError) -> None:
+    def _answer_and_close(self, error: ServiceError) -> None:
         """Answer before any request has been read (a refused connection), then drain and close:
         the client reads the answer after sending its request."""
         self._refused = True
@@ -327,7 +327,7 @@ class AzureHttpProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-def error_answer(error: TableError) -> bytes:
+def error_answer(error: ServiceError) -> bytes:
     """A whole response, head and XML ``<Error>`` body, that closes its connection: for what is
     answered below the application (nothing routed the request to a service yet)."""
     request_id = os.urandom(16).hex()

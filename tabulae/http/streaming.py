@@ -18,7 +18,7 @@ from typing import Any
 
 from tabulae.http.exchange import add_standard_headers, receive_paced
 from tabulae.http.messages import Clock, Request, Response
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 
 @dataclass(slots=True)
@@ -40,7 +40,7 @@ async def body_chunks(request: Request, receive: Any, timeout: float) -> AsyncIt
     while True:
         message = await receive_paced(receive, started, received, timeout)
         if message["type"] == "http.disconnect":
-            raise TableError(
+            raise ServiceError(
                 "InvalidInput", "The client closed the connection before sending the whole body."
             )
         chunk = message.get("body", b"")

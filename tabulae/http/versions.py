@@ -11,7 +11,7 @@ send (azure-storage-blob and azure-storage-queue 12.x send 2026-10-06; azure-dat
 
 from __future__ import annotations
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 DEFAULT_VERSION = "2019-02-02"  # echoed as x-ms-version when a request names none
 
@@ -38,7 +38,7 @@ def check_version(value: str | None) -> None:
     """
     if value is None or value in KNOWN_VERSIONS:
         return
-    raise TableError("InvalidHeaderValue", fields=(("HeaderName", "x-ms-version"), ("HeaderValue", value)))
+    raise ServiceError("InvalidHeaderValue", fields=(("HeaderName", "x-ms-version"), ("HeaderValue", value)))
 
 
 def response_version(value: str | None) -> bytes | None:

@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 from typing import NoReturn
 from xml.parsers import expat
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 MAX_DEPTH = 32  # Azure's documents are under 10 deep
 
@@ -63,4 +63,4 @@ def parse_xml(body: bytes) -> ET.Element:
         return builder.close()
     except (expat.ExpatError, _Refused, LookupError, ValueError) as exc:
         # LookupError, ValueError: a declared encoding Python lacks or cannot decode with
-        raise TableError("InvalidXmlDocument") from exc
+        raise ServiceError("InvalidXmlDocument") from exc

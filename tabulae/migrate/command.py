@@ -15,7 +15,7 @@ from tabulae.migrate.azurite import Migration, MigrationError, Progress, account
 from tabulae.migrate.workspace import Workspace, WorkspaceError
 from tabulae.testing.server import ServerError, TabulaeServer, start
 from tabulae.tools.transfer import ResumeFile, ResumeMismatch
-from tabulae.tools.wire import ServiceError
+from tabulae.tools.wire import RefusedRequest
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,7 +75,7 @@ def main(args: argparse.Namespace) -> int:
     except (WorkspaceError, MigrationError, ServerError, ResumeMismatch) as exc:
         print(f"tabulae: migrate: {exc}", file=sys.stderr)
         return 1
-    except (HttpResponseError, ServiceError) as exc:  # the target refused something: say what, stop
+    except (HttpResponseError, RefusedRequest) as exc:  # the target refused something: say what, stop
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"tabulae: migrate: the target refused a write: {first} (run again to resume)", file=sys.stderr)
         return 1

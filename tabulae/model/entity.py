@@ -25,7 +25,7 @@ import orjson
 
 from tabulae.model import edm
 from tabulae.model.edm import Properties, Property
-from tabulae.model.errors import MSG_REQUEST_NOT_VALID, TableError
+from tabulae.model.errors import MSG_REQUEST_NOT_VALID, ServiceError
 from tabulae.model.names import check_body_key
 
 MAX_PROPERTIES = 255  # including PartitionKey, RowKey and Timestamp
@@ -86,9 +86,9 @@ def parse_json_pairs(body: bytes) -> list[tuple[str, Any]]:
             parse_constant=_reject_constant,
         )
     except (ValueError, RecursionError) as exc:
-        raise TableError("InvalidInput", MSG_REQUEST_NOT_VALID) from exc
+        raise ServiceError("InvalidInput", MSG_REQUEST_NOT_VALID) from exc
     if not isinstance(value, _Pairs):
-        raise TableError("InvalidInput", MSG_REQUEST_NOT_VALID)
+        raise ServiceError("InvalidInput", MSG_REQUEST_NOT_VALID)
     return value
 
 
@@ -192,21 +192,21 @@ class StoredEntity:
         return decode_properties(self.blob, only)
 
 
-def _invalid() -> TableError:
-    return TableError("InvalidInput", MSG_REQUEST_NOT_VALID)
+def _invalid() -> ServiceError:
+    return ServiceError("InvalidInput", MSG_REQUEST_NOT_VALID)
 
 
 def _check_string(value: str) -> str:
     if value.isascii():
         if len(value) > MAX_STRING_UTF16:
-            raise TableError("PropertyValueTooLarge")
+            raise ServiceError("PropertyValueTooLarge")
         return value
     try:
         units = len(value.encode("utf-16-le")) // 2
     except UnicodeEncodeError as exc:  # a lone surrogate escaped in the JSON
         raise _invalid() from exc
     if units > MAX_STRING_UTF16:
-        raise TableError("PropertyValueTooLarge")
+        raise ServiceError("PropertyValueTooLarge")
     return value
 
 
@@ -273,7 +273,7 @@ def _to_datetime(name: str, value: Any) -> int:
         if ticks < 0:
             raise _invalid()
         shown = edm.format_datetime_legacy(min(ticks, edm.MAX_DATETIME_TICKS))
-        raise TableError("OutOfRangeInput", f"The '{name}' parameter of value '{shown}' is out of range.")
+        raise ServiceError("OutOfRangeInput", f"The '{name}' parameter of value '{shown}' is out of range.")
     return ticks
 
 
@@ -285,7 +285,7 @@ def _to_binary(value: Any) -> bytes:
     except (binascii.Error, ValueError) as exc:
         raise _invalid() from exc
     if len(data) > MAX_BINARY_BYTES:
-        raise TableError("PropertyValueTooLarge")
+        raise ServiceError("PropertyValueTooLarge")
     return data
 
 
@@ -345,16 +345,16 @@ def check_property_name(name: str) -> None:
     if name in _CHECKED_NAMES:
         return
     if not name or not (name[0].isalpha() or name[0] == "_") or not name.isidentifier():
-        raise TableError("PropertyNameInvalid")
+        raise ServiceError("PropertyNameInvalid")
     if len(name) > MAX_NAME_LENGTH:
-        raise TableError("PropertyNameTooLong")
+        raise ServiceError("PropertyNameTooLong")
     if len(_CHECKED_NAMES) < _CHECKED_NAMES_LIMIT and name not in SYSTEM_NAMES:
         _CHECKED_NAMES.add(name)
 
 
 def _body_key(which: str, values: dict[str, Any], annotations: dict[str, str]) -> str:
     if annotations.get(which, edm.STRING) != edm.STRING:
-        raise TableError("PropertiesNeedValue")
+        raise ServiceError("PropertiesNeedValue")
     return _key_value(which, values)
 
 
@@ -362,7 +362,7 @@ def _key_value(which: str, values: dict[str, Any]) -> str:
     """A key from the body: a plain JSON string (``_FloatText`` is number text, so not one)."""
     value = values.get(which)
     if type(value) is not str:
-        raise TableError("PropertiesNeedValue")
+        raise ServiceError("PropertiesNeedValue")
     check_body_key(which, value)
     return value
 
@@ -379,14 +379,14 @@ def entity_from_pairs(pairs: Iterable[tuple[str, Any]], url_keys: tuple[str, str
     for name, value in pairs:
         if "@" not in name and not name.startswith("odata."):
             if name in values:
-                raise TableError("DuplicatePropertiesSpecified")
+                raise ServiceError("DuplicatePropertiesSpecified")
             values[name] = value
         elif name.endswith(ANNOTATION):
             base = name[: -len(ANNOTATION)]
             if "@" in base:
                 continue  # an annotation's own annotation ("X@odata.type@odata.type"): ignored
             if base in annotations:
-                raise TableError("DuplicatePropertiesSpecified")
+                raise ServiceError("DuplicatePropertiesSpecified")
             if not isinstance(value, str):
                 raise _invalid()
             annotations[base] = value
@@ -403,7 +403,7 @@ def entity_from_pairs(pairs: Iterable[tuple[str, Any]], url_keys: tuple[str, str
         pk, rk = url_keys
     system = ("PartitionKey" in values) + ("RowKey" in values) + ("Timestamp" in values)
     if len(values) - system + 3 > MAX_PROPERTIES:
-        raise TableError("TooManyProperties")
+        raise ServiceError("TooManyProperties")
     properties: Properties = {}
     for name, value in values.items():
         if name not in _CHECKED_NAMES:
@@ -471,7 +471,7 @@ def _plan_shape(fields: dict[str, Any]) -> _Shape | None:
             continue
         try:
             check_property_name(name)
-        except TableError:
+        except ServiceError:
             return None
         properties.append((name, annotations.get(name)))
     keys_are_strings = all(annotations.get(key, edm.STRING) == edm.STRING for key in _KEY_NAMES)
@@ -503,10 +503,10 @@ def _entity_by_shape(fields: dict[str, Any], shape: _Shape, url_keys: tuple[str,
         pk = fields.get("PartitionKey")
         rk = fields.get("RowKey")
         if type(pk) is not str:
-            raise TableError("PropertiesNeedValue")
+            raise ServiceError("PropertiesNeedValue")
         check_body_key("PartitionKey", pk)
         if type(rk) is not str:
-            raise TableError("PropertiesNeedValue")
+            raise ServiceError("PropertiesNeedValue")
         check_body_key("RowKey", rk)
     else:
         pk, rk = url_keys
@@ -565,13 +565,13 @@ def check_entity_size(pk: str, rk: str, properties: Properties) -> None:
     if len(properties) * (8 + 2 * MAX_NAME_LENGTH + 4 + 2 * MAX_STRING_UTF16) < MAX_ENTITY_BYTES - 8192:
         return
     if entity_size(pk, rk, properties) > MAX_ENTITY_BYTES:
-        raise TableError("EntityTooLarge")
+        raise ServiceError("EntityTooLarge")
 
 
 def check_merged(pk: str, rk: str, properties: Properties) -> None:
     """Limits that apply to the result of a merge, not only to the request."""
     if len(properties) + 3 > MAX_PROPERTIES:
-        raise TableError("TooManyProperties")
+        raise ServiceError("TooManyProperties")
     check_entity_size(pk, rk, properties)
 
 

@@ -1,6 +1,6 @@
 """The Azure Table error catalogue, and the one exception every layer raises.
 
-Errors are data: the core raises ``TableError(code)`` and only the HTTP layer turns it into a
+Errors are data: the core raises ``ServiceError(code)`` and only the HTTP layer turns it into a
 JSON or XML body, the ``x-ms-error-code`` header and, inside a batch, the ``N:`` index prefix.
 Status and default message come from this catalogue, so a code can never travel with the wrong
 status. Messages are Azure's own texts ("Table service error codes"), including its misspelling "specifed".
@@ -351,8 +351,9 @@ MSG_NAME_LENGTH = "The specified resource name length is not within the permissi
 MSG_BATCH_TOO_MANY = "The batch request operation exceeds the maximum 100 changes per change set."
 
 
-class TableError(Exception):
-    """An Azure error: a catalogue code, optionally a more precise message and a batch index.
+class ServiceError(Exception):
+    """The error any of the account's services (Table, Queue, Blob, Data Lake) answers with: a
+    catalogue code, optionally a more precise message and a batch index.
 
     ``status`` defaults to the catalogue's; ``index`` is the zero-based operation of a batch that
     failed (rendered as the ``N:`` prefix); ``detail`` is extra text for XML bodies (for example
@@ -383,7 +384,7 @@ class TableError(Exception):
         self.fields = fields
         super().__init__(f"{code}: {self.message}")
 
-    def at(self, index: int) -> TableError:
+    def at(self, index: int) -> ServiceError:
         """Return this error tagged with the batch operation index it belongs to."""
         self.index = index
         return self

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 import orjson
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 MAX_METADATA_BYTES = 8 * 1024
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -32,17 +32,17 @@ def check_metadata(pairs: Iterable[tuple[str, str]]) -> Metadata:
     size = 0
     for name, value in pairs:
         if not name:
-            raise TableError("EmptyMetadataKey")
+            raise ServiceError("EmptyMetadataKey")
         if not _IDENTIFIER.fullmatch(name) or not value.isascii():
-            raise TableError("InvalidMetadata")
+            raise ServiceError("InvalidMetadata")
         folded = name.lower()
         if folded in seen:
-            raise TableError("InvalidMetadata")
+            raise ServiceError("InvalidMetadata")
         seen.add(folded)
         size += len(name) + len(value)
         metadata[name] = value
     if size > MAX_METADATA_BYTES:
-        raise TableError("MetadataTooLarge")
+        raise ServiceError("MetadataTooLarge")
     return metadata
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from tabulae.model.edm import utf16_length
-from tabulae.model.errors import MSG_NAME_LENGTH, MSG_QUERY_SYNTAX, TableError
+from tabulae.model.errors import MSG_NAME_LENGTH, MSG_QUERY_SYNTAX, ServiceError
 
 SECONDARY_SUFFIX = "-secondary"  # ``acct-secondary`` names the read-only secondary endpoint of ``acct``
 
@@ -21,20 +21,20 @@ _FORBIDDEN_KEY_CHARS = re.compile(r"[/\\#?\x00-\x1f\x7f-\x9f]")
 def check_table_name(name: str) -> None:
     """Reject a table name the way Azure does: characters first, then length, then ``tables``."""
     if not _TABLE_CHARS.fullmatch(name):
-        raise TableError("InvalidResourceName")
+        raise ServiceError("InvalidResourceName")
     if not 3 <= len(name) <= 63:
-        raise TableError("OutOfRangeInput", MSG_NAME_LENGTH)
+        raise ServiceError("OutOfRangeInput", MSG_NAME_LENGTH)
     if name.lower() == "tables":
-        raise TableError("InvalidInput")
+        raise ServiceError("InvalidInput")
 
 
 def check_lower_dns_name(name: str) -> None:
     """Reject a queue (or blob container) name: 3-63 characters first, then lower-case letters,
     digits and single inner hyphens (``OutOfRangeInput``, ``InvalidResourceName``)."""
     if not 3 <= len(name) <= 63:
-        raise TableError("OutOfRangeInput", MSG_NAME_LENGTH)
+        raise ServiceError("OutOfRangeInput", MSG_NAME_LENGTH)
     if not _LOWER_DNS_NAME.fullmatch(name):
-        raise TableError("InvalidResourceName")
+        raise ServiceError("InvalidResourceName")
 
 
 def check_body_key(which: str, value: str) -> None:
@@ -44,11 +44,11 @@ def check_body_key(which: str, value: str) -> None:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:  # a lone surrogate escaped in the JSON
-            raise TableError("InvalidInput") from exc
+            raise ServiceError("InvalidInput") from exc
     if _FORBIDDEN_KEY_CHARS.search(value):
-        raise TableError("OutOfRangeInput", f"The '{which}' parameter of value '{value}' is out of range.")
+        raise ServiceError("OutOfRangeInput", f"The '{which}' parameter of value '{value}' is out of range.")
     if (len(value) if ascii_only else utf16_length(value)) > MAX_KEY_UTF16:
-        raise TableError("PropertyValueTooLarge")
+        raise ServiceError("PropertyValueTooLarge")
 
 
 def check_url_key(value: str) -> None:
@@ -57,7 +57,7 @@ def check_url_key(value: str) -> None:
     if match:
         char = match.group()
         if char in "/\\":
-            raise TableError("InvalidInput", MSG_QUERY_SYNTAX)
-        raise TableError("OutOfRangeInput")
+            raise ServiceError("InvalidInput", MSG_QUERY_SYNTAX)
+        raise ServiceError("OutOfRangeInput")
     if utf16_length(value) > MAX_KEY_UTF16:
-        raise TableError("PropertyValueTooLarge")
+        raise ServiceError("PropertyValueTooLarge")

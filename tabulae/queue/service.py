@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.metadata import Metadata, decode_metadata, encode_metadata, same_metadata
 from tabulae.model.names import check_lower_dns_name
 from tabulae.model.policies import (
@@ -84,8 +84,8 @@ class QueuePage:
 # ------------------------------------------------------------------------------ parameters
 
 
-def out_of_range(name: str, value: int | str, low: int, high: int) -> TableError:
-    return TableError(
+def out_of_range(name: str, value: int | str, low: int, high: int) -> ServiceError:
+    return ServiceError(
         "OutOfRangeQueryParameterValue",
         fields=(
             ("QueryParameterName", name),
@@ -96,8 +96,8 @@ def out_of_range(name: str, value: int | str, low: int, high: int) -> TableError
     )
 
 
-def invalid_parameter(name: str, value: str, reason: str) -> TableError:
-    return TableError(
+def invalid_parameter(name: str, value: str, reason: str) -> ServiceError:
+    return ServiceError(
         "InvalidQueryParameterValue",
         fields=(("QueryParameterName", name), ("QueryParameterValue", value), ("Reason", reason)),
     )
@@ -144,7 +144,7 @@ def canonical_message_id(text: str) -> str:
     try:
         return str(uuid.UUID(text))
     except ValueError:
-        raise TableError("MessageNotFound") from None
+        raise ServiceError("MessageNotFound") from None
 
 
 def with_receipt(message: QueueMessage) -> QueueMessage:
@@ -180,7 +180,7 @@ class QueueService:
         if marker:
             head = f"/{account}/"
             if not marker.startswith(head) or len(marker) == len(head):
-                raise TableError("InvalidMarker")
+                raise ServiceError("InvalidMarker")
             start = marker[len(head) :]
         entries = await self.store.list_queues(account, prefix, start, limit + 1)
         next_marker = f"/{account}/{entries[limit].name}" if len(entries) > limit else None
@@ -194,7 +194,7 @@ class QueueService:
             return True
         if same_metadata(decode_metadata(existing), metadata):
             return False
-        raise TableError("QueueAlreadyExists")
+        raise ServiceError("QueueAlreadyExists")
 
     async def delete_queue(self, account: str, name: str) -> None:
         check_lower_dns_name(name)
@@ -301,7 +301,7 @@ class QueueService:
                 new_nonce(),
                 text,
             )
-        except TableError as error:
+        except ServiceError as error:
             raise _stale(error) from None
         return with_receipt(updated)
 
@@ -311,7 +311,7 @@ class QueueService:
         nonce = await self._receipt_for(account, name, message_id, receipt)
         try:
             await self.store.delete_message(account, name, message_id, nonce, self.clock())
-        except TableError as error:
+        except ServiceError as error:
             raise _stale(error) from None
 
     async def _receipt_for(self, account: str, name: str, message_id: str, receipt: str) -> str:
@@ -323,7 +323,7 @@ class QueueService:
         nonce, tag = read_receipt(receipt)
         if tag != _message_tag(message_id):
             await self.store.delete_message(account, name, message_id, "", self.clock())
-            raise TableError("PopReceiptMismatch")  # not reached: the store raised already
+            raise ServiceError("PopReceiptMismatch")  # not reached: the store raised already
         return nonce
 
     async def clear_messages(self, account: str, name: str) -> None:
@@ -333,7 +333,7 @@ class QueueService:
         deadline = time.monotonic() + CLEAR_BUDGET
         while not await self.store.clear_messages(account, name, DELETE_CHUNK):
             if time.monotonic() > deadline:
-                raise TableError("OperationTimedOut")
+                raise ServiceError("OperationTimedOut")
 
     # ------------------------------------------------------------------------------- upkeep
 
@@ -353,16 +353,16 @@ class QueueService:
             await asyncio.sleep(interval * random.uniform(0.5, 1.5))
             try:
                 await self.collect_garbage()
-            except TableError as error:
+            except ServiceError as error:
                 log.warning("queue garbage collection failed (retried later): %s", error)
 
     async def stats(self, poison_threshold: int, limit: int = 1000) -> list[QueueStats]:
         return await self.store.queue_stats(self.clock(), poison_threshold, limit)
 
 
-def _stale(error: TableError) -> TableError:
+def _stale(error: ServiceError) -> ServiceError:
     """A receipt of this message that is no longer its current one: 404, as Azure answers."""
-    return TableError("MessageNotFound") if error.code == "PopReceiptMismatch" else error
+    return ServiceError("MessageNotFound") if error.code == "PopReceiptMismatch" else error
 
 
 def check_ttl(ttl: int | None, version: str) -> int | None:
@@ -387,6 +387,6 @@ def check_text(text: str, version: str) -> None:
     size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
     if version < LARGE_MESSAGE_VERSION:
         if size > LEGACY_MAX_MESSAGE_BYTES:
-            raise TableError("MessageTooLarge")
+            raise ServiceError("MessageTooLarge")
     elif size > MAX_MESSAGE_BYTES:
-        raise TableError("RequestBodyTooLarge", fields=_MESSAGE_TOO_LARGE_FIELDS)
+        raise ServiceError("RequestBodyTooLarge", fields=_MESSAGE_TOO_LARGE_FIELDS)

@@ -10,7 +10,7 @@ current :class:`BlobState`, calls the service's pure ``decide`` function, and ap
 :class:`BlobWrite` it returns, atomically and durably, before returning. ``decide`` holds every
 rule (conditions, leases, limits, block lists); the engine only stores. ``decide`` may run more
 than once (engines retry on conflicts), so it must not have side effects; it raises
-``TableError`` to refuse, and then nothing is applied.
+``ServiceError`` to refuse, and then nothing is applied.
 
 New bytes arrive through :meth:`BlobStore.stage`, which stores a stream as one extent before any
 record names it (on disk and synced, or inside the transaction that will commit it) and returns
@@ -40,7 +40,7 @@ from tabulae.model.blobs import CopyState as CopyState
 from tabulae.model.blobs import Extent as Extent
 from tabulae.model.blobs import Lease as Lease
 from tabulae.model.edm import now_ticks
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.policies import SignedIdentifier
 
 STORED_BASE = "~"  # how engines store BASE: after every timestamp, so snapshots list first
@@ -325,8 +325,8 @@ def prefix_end(prefix: str) -> str:
     return prefix[:-1] + chr(last + 1) if last < 0x10FFFF else prefix + "\U0010ffff"
 
 
-def container_missing() -> TableError:
-    return TableError("ContainerNotFound")
+def container_missing() -> ServiceError:
+    return ServiceError("ContainerNotFound")
 
 
 def extent_offsets(extents: Sequence[Extent], start: int, end: int) -> list[tuple[Extent, int, int]]:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.indexes import BUILDING, FAILED, READY, IndexInfo, family_of
 from tabulae.storage.indexes import IndexEngine, IndexProbe, IndexUnavailable
 from tabulae.storage.plan import Plan, Sql
@@ -90,7 +90,7 @@ def declare(account: str, table: str, prop: str, edm_type: str, spelled: IndexSq
             params,
         )
     elif row[0] != edm_type:
-        raise TableError("IndexAlreadyExists")
+        raise ServiceError("IndexAlreadyExists")
     elif row[1] == FAILED:
         yield Sql(f"UPDATE property_indexes SET state = :state, error = NULL WHERE {_IS_ONE}", params)
 
@@ -98,7 +98,7 @@ def declare(account: str, table: str, prop: str, edm_type: str, spelled: IndexSq
 def drop(account: str, table: str, prop: str, layout: EntityLayout) -> Plan[None]:
     tid = yield from table_id(NO_IDS, account, table)
     if not (yield Sql(f"DELETE {_ONE}", {"tid": tid, "prop": prop}, "rowcount")):
-        raise TableError("IndexNotFound")
+        raise ServiceError("IndexNotFound")
     yield Sql(layout.index_drop.format(name=index_name(tid, prop)))
 
 
@@ -136,7 +136,7 @@ def declared(account: str, table: str, prop: str) -> Plan[tuple[int, str, str]]:
     tid = yield from table_id(NO_IDS, account, table)
     row = yield Sql(f"SELECT edm_type, state {_ONE}", {"tid": tid, "prop": prop}, "one")
     if row is None:
-        raise TableError("IndexNotFound")
+        raise ServiceError("IndexNotFound")
     return tid, str(row[0]), str(row[1])
 
 
@@ -150,7 +150,7 @@ def usable(account: str, table: str, probe: IndexProbe) -> Plan[int]:
         "one",
     )
     if row is None:
-        raise TableError("TableNotFound")
+        raise ServiceError("TableNotFound")
     if row[2] != READY or family_of(row[1]) != family_of(probe.index_type):
         raise IndexUnavailable(probe.property)
     return int(row[0])
@@ -236,7 +236,7 @@ class PlannedIndexes(IndexEngine):
         for info in await self.listing(account, table):
             if info.property == prop:
                 return info
-        raise TableError("IndexNotFound")
+        raise ServiceError("IndexNotFound")
 
     async def listing(self, account: str, table: str | None) -> list[IndexInfo]:
         return await self._read(partial(listing, account, table, self._spelled))

@@ -12,7 +12,7 @@ from typing import Any
 
 from tabulae.model import edm
 from tabulae.model.entity import StoredEntity, check_merged, decode_properties, encode_properties
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.scans import KeyRange
 
@@ -43,15 +43,15 @@ def check_condition(mutation: Mutation, existing: Stored | None) -> None:
     """The existence and ETag rules of one write, given the stored (ticks, properties) or None."""
     if mutation.kind is MutationKind.INSERT:
         if existing is not None:
-            raise TableError("EntityAlreadyExists")
+            raise ServiceError("EntityAlreadyExists")
         return
     condition = mutation.if_match
     if condition is None and mutation.kind is not MutationKind.DELETE:
         return  # an upsert
     if existing is None:
-        raise TableError("ResourceNotFound")
+        raise ServiceError("ResourceNotFound")
     if condition not in (None, "*") and edm.etag_for(edm.format_datetime(existing[0])) != condition:
-        raise TableError("UpdateConditionNotSatisfied")
+        raise ServiceError("UpdateConditionNotSatisfied")
 
 
 def group_ticks(existing: Iterable[Stored | None]) -> int:
@@ -88,7 +88,7 @@ def decide(
         try:
             check_condition(mutation, existing)
             blob = written_properties(mutation, existing)
-        except TableError as exc:
+        except ServiceError as exc:
             raise exc.at(index) from None
         state[key] = None if blob is None else (ticks, blob)
         decisions.append((existing, blob))

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from tabulae.model import edm
 from tabulae.model.entity import StoredEntity
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.storage.plan import Plan, Sql
 from tabulae.storage.pushdown import Dialect, Fragment, Translation, translate
 from tabulae.storage.rules import ranges_to_scan
@@ -110,7 +110,7 @@ def table_id(ids: TableIds, account: str, table: str) -> Plan[int]:
     """The table's current id; raises ``TableNotFound``."""
     found = yield from lookup(ids, account, table)
     if found is None:
-        raise TableError("TableNotFound")
+        raise ServiceError("TableNotFound")
     return found
 
 
@@ -128,7 +128,7 @@ def in_table(
             return result
         if (yield from table_id(ids, account, table)) == current:
             return result
-    raise TableError("ServerBusy", detail="the table was deleted and created again while read")
+    raise ServiceError("ServerBusy", detail="the table was deleted and created again while read")
 
 
 # ----------------------------------------------------------------------------------- tables
@@ -150,8 +150,8 @@ def create_table(layout: EntityLayout, account: str, name: str) -> Plan[None]:
         if added:
             return
         if (yield Sql(f"SELECT 1 {_TABLE}", params, "one")) is not None:
-            raise TableError("TableAlreadyExists")
-    raise TableError("InternalError", detail="could not draw a free table id")
+            raise ServiceError("TableAlreadyExists")
+    raise ServiceError("InternalError", detail="could not draw a free table id")
 
 
 def delete_table(layout: EntityLayout, account: str, name: str) -> Plan[int]:
@@ -159,7 +159,7 @@ def delete_table(layout: EntityLayout, account: str, name: str) -> Plan[int]:
     returns the table's id. Raises ``ResourceNotFound``."""
     row = yield Sql(f"DELETE {_TABLE} RETURNING id", _names(account, name), "one")
     if row is None:
-        raise TableError("ResourceNotFound")
+        raise ServiceError("ResourceNotFound")
     deleted = int(row[0])
     params: dict[str, Any] = {}
     yield Sql(f"DELETE FROM entities WHERE {layout.table_where(deleted, params)}", params)
@@ -200,7 +200,7 @@ def list_tables(account: str, after: str | None, limit: int) -> Plan[list[str]]:
 def get_acl(account: str, table: str) -> Plan[bytes | None]:
     row = yield Sql(f"SELECT acl {_TABLE}", _names(account, table), "one")
     if row is None:
-        raise TableError("TableNotFound")
+        raise ServiceError("TableNotFound")
     return None if row[0] is None else bytes(row[0])
 
 
@@ -211,7 +211,7 @@ def set_acl(account: str, table: str, acl: bytes) -> Plan[None]:
         "rowcount",
     )
     if not changed:
-        raise TableError("TableNotFound")
+        raise ServiceError("TableNotFound")
 
 
 # ---------------------------------------------------------------------------------- entities

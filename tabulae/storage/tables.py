@@ -2,7 +2,7 @@
 
 A backend stores tables per account and entities clustered by (table, PartitionKey, RowKey)
 in the service's ordinal UTF-16 order. It knows nothing of HTTP, OData or ``$filter``: the
-table layer hands it key ranges and mutations, and gets rows and ``TableError``\\ s back.
+table layer hands it key ranges and mutations, and gets rows and ``ServiceError``\\ s back.
 
 Every engine implements it over its one database (``storage/sqlite``, ``storage/postgres``)
 and passes the same conformance suite (``tests/storage``).
@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from tabulae.model.entity import StoredEntity
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation
 from tabulae.storage.indexes import IndexEngine, IndexInfo, IndexProbe
 from tabulae.storage.scans import Condition, KeyRange, ScanChunk
@@ -124,7 +124,7 @@ class TableStore(ABC):
 
     def _index_engine(self) -> IndexEngine:
         if self.indexes is None:
-            raise TableError("NotImplemented")
+            raise ServiceError("NotImplemented")
         return self.indexes
 
     async def create_index(self, account: str, table: str, prop: str, edm_type: str) -> IndexInfo:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 _PREFIX = "1!"
 
@@ -34,4 +34,4 @@ def decode_token(token: str) -> str:
             raise ValueError(token)
         return raw.decode("utf-8", "surrogatepass")
     except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
-        raise TableError("InvalidInput") from exc
+        raise ServiceError("InvalidInput") from exc

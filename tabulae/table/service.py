@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from tabulae.model.entity import SYSTEM_NAMES, StoredEntity, check_property_name
-from tabulae.model.errors import MSG_BATCH_TOO_MANY, TableError
+from tabulae.model.errors import MSG_BATCH_TOO_MANY, ServiceError
 from tabulae.model.indexes import FAMILIES, READY, IndexInfo
 from tabulae.model.mutation import Mutation
 from tabulae.model.names import check_table_name
@@ -80,11 +80,13 @@ class TablePage:
 def check_index_property(prop: str, edm_type: str) -> None:
     """An index is on a user property (a valid name, not a key or Timestamp) of an indexable type."""
     if prop in SYSTEM_NAMES:
-        raise TableError("InvalidInput", f"'{prop}' is a system property: only user properties are indexed.")
+        raise ServiceError(
+            "InvalidInput", f"'{prop}' is a system property: only user properties are indexed."
+        )
     check_property_name(prop)
     if edm_type not in FAMILIES:
         allowed = ", ".join(sorted(FAMILIES))
-        raise TableError("InvalidInput", f"An index type must be one of {allowed}.")
+        raise ServiceError("InvalidInput", f"An index type must be one of {allowed}.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +115,7 @@ def check_top(top: str | None) -> int | None:
     if top is None or top == "":
         return None
     if not (top.isascii() and top.isdigit()) or len(top) > 4 or int(top) > MAX_PAGE:
-        raise TableError("InvalidInput")
+        raise ServiceError("InvalidInput")
     return int(top)
 
 
@@ -140,7 +142,7 @@ class TableService:
         check_table_name(name)
         stored = await self.store.get_table(account, name)
         if stored is None:
-            raise TableError("ResourceNotFound")
+            raise ServiceError("ResourceNotFound")
         return stored
 
     async def query_tables(
@@ -194,7 +196,7 @@ class TableService:
         check_table_name(table)
         entity = await self.store.get_entity(account, table, pk, rk)
         if entity is None:
-            raise TableError("ResourceNotFound")
+            raise ServiceError("ResourceNotFound")
         return entity
 
     async def write(self, account: str, table: str, mutation: Mutation) -> StoredEntity | None:
@@ -202,7 +204,7 @@ class TableService:
         check_table_name(table)
         try:
             results = await self.store.apply(account, table, [mutation])
-        except TableError as exc:
+        except ServiceError as exc:
             exc.index = None  # only batch failures carry the operation index
             raise
         return results[0]
@@ -212,21 +214,21 @@ class TableService:
     ) -> list[StoredEntity | None]:
         """An entity group transaction: at most 100 changes, one partition, no key twice; one apply."""
         if not mutations:
-            raise TableError("InvalidInput", index=0)
+            raise ServiceError("InvalidInput", index=0)
         if len(mutations) > MAX_BATCH_OPERATIONS:
-            raise TableError("InvalidInput", MSG_BATCH_TOO_MANY, index=MAX_BATCH_OPERATIONS - 1)
+            raise ServiceError("InvalidInput", MSG_BATCH_TOO_MANY, index=MAX_BATCH_OPERATIONS - 1)
         check_table_name(table)
         partition = mutations[0].pk
         seen: set[str] = set()
         for index, mutation in enumerate(mutations):
             if mutation.pk != partition:
-                raise TableError("CommandsInBatchActOnDifferentPartitions", index=index)
+                raise ServiceError("CommandsInBatchActOnDifferentPartitions", index=index)
             if mutation.rk in seen:
-                raise TableError("InvalidDuplicateRow", index=index)
+                raise ServiceError("InvalidDuplicateRow", index=index)
             seen.add(mutation.rk)
         try:
             return await self.store.apply(account, table, mutations)
-        except TableError as exc:
+        except ServiceError as exc:
             if exc.index is None and exc.status < 500:
                 exc.index = 0  # a table-level failure (TableNotFound) is reported at operation 0
             raise
@@ -254,7 +256,7 @@ class TableService:
         after: tuple[str, str] | None = None
         if next_partition or next_row:
             if not (next_partition and next_row):
-                raise TableError("InvalidInput")
+                raise ServiceError("InvalidInput")
             after = (decode_token(next_partition), decode_token(next_row))
         limit = MAX_PAGE if top is None else top
         if limit == 0 or not plan.ranges:
@@ -337,7 +339,7 @@ class TableService:
         """Raise ``TableNotFound`` early, so it wins over body errors as on Azure."""
         check_table_name(table)
         if await self.store.get_table(account, table) is None:
-            raise TableError("TableNotFound")
+            raise ServiceError("TableNotFound")
 
     async def _scan_page(
         self,

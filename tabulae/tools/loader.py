@@ -40,7 +40,7 @@ from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 
 from tabulae.tools.failures import Failure, connection_code
 from tabulae.tools.progress import Meter
-from tabulae.tools.wire import BATCH_BYTES, BATCH_OPERATIONS, ServiceError, TableWire, with_retries
+from tabulae.tools.wire import BATCH_BYTES, BATCH_OPERATIONS, RefusedRequest, TableWire, with_retries
 
 MAX_BUFFERED = 128 * 1024 * 1024  # bytes of entity bodies held back to fill batches
 SAVE_EVERY = 5_000  # acknowledged records between two writes of the resume file
@@ -213,7 +213,7 @@ class Loader:
         bodies = [(item.pk, item.rk, item.body) for item in batch]
         try:
             with_retries(lambda: self.wire.upsert_batch(bodies), self.meter.retried, self.sleep)
-        except ServiceError as error:
+        except RefusedRequest as error:
             index = error.index
             where = batch[index].where if index is not None and index < len(batch) else None
             named = f"{where}: " if where else f"{batch[0].where} (a batch of {len(batch)}): "

@@ -44,7 +44,7 @@ _STATUS_LINE = re.compile(rb"HTTP/1\.1 (\d{3})")
 _INDEX = re.compile(r"^(\d+):")
 
 
-class ServiceError(Failure):
+class RefusedRequest(Failure):
     """A request the service refused: HTTP status, Azure error code and message (and, for a
     batch, the index of the operation that failed). ``transient`` errors are worth retrying."""
 
@@ -63,7 +63,7 @@ def transient(error: Exception) -> bool:
     """Worth trying again: no answer at all, or a status the service uses for passing trouble."""
     if isinstance(error, (ServiceRequestError, ServiceResponseError)):
         return True
-    if isinstance(error, ServiceError):
+    if isinstance(error, RefusedRequest):
         return error.transient
     return isinstance(error, HttpResponseError) and error.status_code in (408, 429, 500, 502, 503, 504)
 
@@ -87,7 +87,7 @@ def with_retries(
     raise AssertionError("unreachable")
 
 
-def _error(status: int, body: bytes) -> ServiceError:
+def _error(status: int, body: bytes) -> RefusedRequest:
     """The error of a JSON (or XML) error body, as Azure writes them."""
     code, message = "", body[:200].decode("utf-8", "replace")
     try:
@@ -103,7 +103,7 @@ def _error(status: int, body: bytes) -> ServiceError:
     head = _INDEX.match(message)
     if head:
         index = int(head.group(1))
-    return ServiceError(status, code, message.split("\n", 1)[0], index)
+    return RefusedRequest(status, code, message.split("\n", 1)[0], index)
 
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_.~-]*")  # what percent-encoding leaves as it is
@@ -234,7 +234,7 @@ class TableWire:
     def upsert_batch(self, bodies: list[tuple[str, str, bytes]]) -> None:
         """One entity group transaction of Insert Or Replace operations: ``(pk, rk, json body)``
         of one partition, at most 100. All are applied or none; a failure raises
-        :class:`ServiceError` with the index of the operation the service refused."""
+        :class:`RefusedRequest` with the index of the operation the service refused."""
         batch = f"batch_{uuid.uuid4()}"
         changeset = f"changeset_{uuid.uuid4()}"
         head = f"--{batch}\r\nContent-Type: multipart/mixed; boundary={changeset}\r\n\r\n".encode()

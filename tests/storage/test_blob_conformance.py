@@ -13,7 +13,7 @@ import pytest
 
 import tabulae.storage.postgres.blobs as pg_blobs
 import tabulae.storage.sqlite.blobs as sqlite_blobs
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.storage.blobs import (
     BASE,
     BlobKey,
@@ -96,13 +96,13 @@ def test_refused_write_changes_nothing(backend: Backend, tmp_path: Path) -> None
         staged = await store.stage(key, chunks(os.urandom(300_000)), None)
 
         def refuse(state: BlobState) -> BlobWrite:
-            raise TableError("ConditionNotMet")
+            raise ServiceError("ConditionNotMet")
 
-        with pytest.raises(TableError):
+        with pytest.raises(ServiceError):
             await store.write_blob(key, refuse, staged=staged)
         assert await read_all(store, key) == b"original"
         missing = BlobKey(account, "nobox", "x")
-        with pytest.raises(TableError) as raised:
+        with pytest.raises(ServiceError) as raised:
             await store.write_blob(missing, lambda state: BlobWrite())
         assert raised.value.code == "ContainerNotFound"
 
@@ -252,7 +252,7 @@ def test_garbage_is_collected_after_the_grace_period(
         monkeypatch.setattr(pg_blobs, "GARBAGE_GRACE_SECONDS", -1.0)
         assert await store.collect_garbage() >= 1
         # ... and after it they are gone, while the current content is untouched.
-        with pytest.raises(TableError):
+        with pytest.raises(ServiceError):
             b"".join([p async for p in store.read(key, old_extents, 0, len(first))])
         assert await read_all(store, key) == b"second"
 
@@ -317,7 +317,7 @@ def test_delete_container_during_writes_leaves_no_blob_behind(backend: Backend) 
                 for n in range(10):
                     try:
                         await put(store, BlobKey(account, "box", f"w{index}-{n}"), b"x")
-                    except TableError as error:
+                    except ServiceError as error:
                         refused.append(error.code)
                         return
 

@@ -17,7 +17,7 @@ import pytest
 from tabulae.model import edm
 from tabulae.model.edm import Properties
 from tabulae.model.entity import StoredEntity
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.scans import FULL_RANGE, KeyBound, KeyRange
 from tabulae.storage.tables import TableStore as Store
@@ -44,9 +44,9 @@ def insert(pk: str, rk: str, **values: Any) -> Mutation:
     return Mutation(INSERT, pk, rk, props(**values))
 
 
-async def raises(code: str, operation: Awaitable[Any], index: int | None = None) -> TableError:
+async def raises(code: str, operation: Awaitable[Any], index: int | None = None) -> ServiceError:
     """Await ``operation`` and check it fails with ``code`` (and batch ``index`` when given)."""
-    with pytest.raises(TableError) as info:
+    with pytest.raises(ServiceError) as info:
         await operation
     assert info.value.code == code, info.value
     if index is not None:
@@ -554,7 +554,7 @@ def test_concurrent_if_match_increments_lose_no_update(backend: Backend) -> None
                     try:
                         await store.apply(a, TABLE, [update])
                         return
-                    except TableError as exc:
+                    except ServiceError as exc:
                         assert exc.code == "UpdateConditionNotSatisfied"
                         conflicts += 1
 
@@ -583,7 +583,7 @@ def test_concurrent_writers_of_one_key(backend: Backend) -> None:
                 try:
                     await stores[i % 2].apply(a, TABLE, [insert("p", "once", who=i)])
                     return True
-                except TableError as exc:
+                except ServiceError as exc:
                     assert exc.code == "EntityAlreadyExists" and exc.index == 0
                     return False
 

@@ -202,7 +202,7 @@ def test_index_is_used_for_eq_ranges_and_not_for_ne(backend: Backend) -> None:
 
 def test_index_admin_rules(backend: Backend) -> None:
     async def body(store: TableStore) -> None:
-        from tabulae.model.errors import TableError
+        from tabulae.model.errors import ServiceError
 
         service = TableService(store)
         account = backend.account
@@ -224,11 +224,11 @@ def test_index_admin_rules(backend: Backend) -> None:
         ]:
             try:
                 await service.add_index(account, "things", prop, edm_type, wait=True)
-            except TableError as exc:
+            except ServiceError as exc:
                 assert exc.code == code, (prop, exc.code)
             else:
                 raise AssertionError(f"{prop} {edm_type} was accepted")
-        with pytest.raises(TableError) as missing:
+        with pytest.raises(ServiceError) as missing:
             await service.add_index(account, "nosuch", "Email", edm.STRING, wait=True)
         assert missing.value.code == "TableNotFound"
         assert [i.property for i in await service.list_indexes(account, None)] == ["Email"]

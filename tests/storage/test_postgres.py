@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from psycopg import errors as pg_errors
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.factory import is_postgres_url, open_stores
 from tabulae.storage.postgres import PostgresStores, init_schema
@@ -92,7 +92,7 @@ def test_rows_under_a_dead_table_id_are_never_read(pg_url: str) -> None:
             # Delete only the table row, as if the entities had been written after the deletion.
             async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
                 await conn.execute("DELETE FROM tables WHERE account = %s", (account,))
-            with pytest.raises(TableError, match="TableNotFound"):
+            with pytest.raises(ServiceError, match="TableNotFound"):
                 await store.get_entity(account, "T", "p", "r")
             await other.create_table(account, "T")
             assert await store.get_entity(account, "T", "p", "r") is None
@@ -123,14 +123,14 @@ def test_serialization_failures_and_deadlocks_are_retried(pg_url: str) -> None:
             async def hopeless(conn: object) -> None:
                 raise pg_errors.SerializationFailure("simulated")
 
-            with pytest.raises(TableError) as info:
+            with pytest.raises(ServiceError) as info:
                 await store._db.run(hopeless, retry=True)
             assert info.value.code == "ServerBusy"
 
             async def broken(conn: object) -> None:
                 raise pg_errors.UndefinedTable("simulated")
 
-            with pytest.raises(TableError) as info:
+            with pytest.raises(ServiceError) as info:
                 await store._db.run(broken, retry=True)
             assert info.value.code == "InternalError"
 
@@ -292,7 +292,7 @@ def test_a_point_read_never_returns_a_row_left_under_a_deleted_tables_id(name: s
                 await conn.execute(
                     "INSERT INTO entities (dist, rk, ticks, props) VALUES (%s, %s, %s, %s)", (dist, *leftover)
                 )  # what the raced write leaves behind
-            with pytest.raises(TableError) as refused:
+            with pytest.raises(ServiceError) as refused:
                 await two.tables.get_entity(account, table, "p", "r")
             assert refused.value.code == "TableNotFound"
             await one.tables.create_table(account, table)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.queues import NEVER_EXPIRES, QueueMessage
 from tabulae.storage.queues import QueueStore as Store
 from tests.storage.conftest import Backend
@@ -24,7 +24,7 @@ S = 1_000_000  # one second
 
 
 async def raises(code: str, operation: Awaitable[Any]) -> None:
-    with pytest.raises(TableError) as info:
+    with pytest.raises(ServiceError) as info:
         await operation
     assert info.value.code == code, info.value
 

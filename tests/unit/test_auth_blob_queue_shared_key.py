@@ -20,7 +20,7 @@ from azure.storage.queue._shared.authentication import SharedKeyCredentialPolicy
 from azure.storage.queue._shared.authentication import compare
 
 from tabulae.auth.shared_key import _header_order, verify_blob_queue_authorization
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 ACCOUNT = "devstoreaccount1"
 KEY_B64 = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -108,18 +108,18 @@ def test_changing_a_signed_part_is_refused(
         {**sent, "x-ms-meta-extra": "1"},
         {**sent, "content-type": "application/evil"},
     ):
-        with pytest.raises(TableError) as info:
+        with pytest.raises(ServiceError) as info:
             verify(method, url, tampered)
         assert info.value.code == "AuthenticationFailed"
-    with pytest.raises(TableError):
+    with pytest.raises(ServiceError):
         verify("DELETE", url, sent)
-    with pytest.raises(TableError):
+    with pytest.raises(ServiceError):
         verify(method, url + ("&" if "?" in url else "?") + "timeout=30", sent)
 
 
 def test_the_other_account_is_refused() -> None:
     method, url = "GET", "http://127.0.0.1:10001/devstoreaccount1?comp=list"
-    with pytest.raises(TableError):
+    with pytest.raises(ServiceError):
         verify(method, url, signed(QueuePolicy, method, url, {}), account="otheraccount")
 
 

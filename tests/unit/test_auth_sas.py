@@ -31,7 +31,7 @@ from tabulae.auth.sas import (
     parse_iso8601,
     parse_sas,
 )
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.table.api.operations import Operation
 from tabulae.table.api.sas import SasGrant, table_sas_string_to_sign, verify_sas
 
@@ -87,8 +87,8 @@ def _verify(token: SasToken | str, **overrides: Any) -> SasGrant:
     return verify_sas(_token(token) if isinstance(token, str) else token, **kwargs)
 
 
-def _error(call: Callable[[], object]) -> TableError:
-    with pytest.raises(TableError) as info:
+def _error(call: Callable[[], object]) -> ServiceError:
+    with pytest.raises(ServiceError) as info:
         call()
     return info.value
 

@@ -24,7 +24,7 @@ from tabulae.auth.shared_key import (
     string_to_sign_shared_key_lite,
     verify_authorization,
 )
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 DEV_ACCOUNT = "devstoreaccount1"
 DEV_KEY_B64 = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -198,7 +198,7 @@ def test_path_is_signed_raw_not_decoded() -> None:
     decoded_sts = string_to_sign_shared_key(
         "GET", "", "", DATE, "/devstoreaccount1/devstoreaccount1/mytable(PartitionKey='a b',RowKey='ü')"
     )
-    with pytest.raises(TableError) as info:
+    with pytest.raises(ServiceError) as info:
         _verify(_header(decoded_sts), raw_path=raw_path)
     assert info.value.code == "AuthenticationFailed"
     raw_sts = string_to_sign_shared_key("GET", "", "", DATE, f"/devstoreaccount1{raw_path}")
@@ -371,8 +371,8 @@ def test_sdk_signs_with_secondary_key_too() -> None:
 STS = string_to_sign_shared_key("GET", "", "", DATE, "/devstoreaccount1/devstoreaccount1/mytable()")
 
 
-def _code(header: str, **overrides: Any) -> TableError:
-    with pytest.raises(TableError) as info:
+def _code(header: str, **overrides: Any) -> ServiceError:
+    with pytest.raises(ServiceError) as info:
         _verify(header, **overrides)
     return info.value
 

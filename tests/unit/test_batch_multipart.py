@@ -22,7 +22,7 @@ from azure.data.tables import TableClient, TableTransactionError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.table.api.batch import (
     MAX_PARTS,
     BatchRequest,
@@ -552,7 +552,7 @@ _MALFORMED: list[Any] = [
 
 @pytest.mark.parametrize(("content_type", "body"), _MALFORMED)
 def test_malformed_input_is_invalid_input(content_type: str, body: bytes) -> None:
-    with pytest.raises(TableError) as caught:
+    with pytest.raises(ServiceError) as caught:
         parse_batch(content_type, body)
     assert caught.value.code == "InvalidInput"
     assert caught.value.status == 400
@@ -560,14 +560,14 @@ def test_malformed_input_is_invalid_input(content_type: str, body: bytes) -> Non
 
 def test_part_cap_is_enforced_in_changeset() -> None:
     body = _changeset_body(*[INSERT] * (MAX_PARTS + 1))
-    with pytest.raises(TableError) as caught:
+    with pytest.raises(ServiceError) as caught:
         parse_batch(SIMPLE_CT, body)
     assert caught.value.code == "InvalidInput"
 
 
 def test_part_cap_is_enforced_at_top_level() -> None:
     body = b"--b1\r\n\r\n" * (MAX_PARTS + 5)
-    with pytest.raises(TableError):
+    with pytest.raises(ServiceError):
         parse_batch(SIMPLE_CT, body)
 
 
@@ -589,7 +589,7 @@ def test_exactly_max_parts_are_accepted() -> None:
 def test_pathological_bodies_are_answered(body: bytes) -> None:
     try:
         batch = parse_batch(SIMPLE_CT, body)
-    except TableError as error:
+    except ServiceError as error:
         assert error.code == "InvalidInput"
     else:
         assert len(batch.operations) == 1
@@ -668,10 +668,10 @@ def test_round_trip_with_bare_lf(batch: BatchRequest) -> None:
 
 
 def _expect_batch_or_invalid_input(content_type: str, body: bytes) -> None:
-    """The fuzz contract: a BatchRequest, or TableError("InvalidInput"), nothing else."""
+    """The fuzz contract: a BatchRequest, or ServiceError("InvalidInput"), nothing else."""
     try:
         result = parse_batch(content_type, body)
-    except TableError as error:
+    except ServiceError as error:
         assert error.code == "InvalidInput"
     else:
         assert isinstance(result, BatchRequest)

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from tabulae.blob.api import batch_codec
 from tabulae.blob.api.batch_codec import BatchPart
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 ACCOUNT = "devstoreaccount1"
 KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -79,8 +79,8 @@ def sent_batch(transport: Loopback) -> tuple[str, bytes, str]:
     return request.headers["Content-Type"], bytes(request.body), request.url
 
 
-def error_of(action: Callable[[], object]) -> TableError:
-    with pytest.raises(TableError) as caught:
+def error_of(action: Callable[[], object]) -> ServiceError:
+    with pytest.raises(ServiceError) as caught:
         action()
     return caught.value
 
@@ -260,7 +260,7 @@ def deleted(content_id: str) -> BatchPart:
 
 def test_the_sdk_reads_our_response_parts() -> None:
     missing = batch_codec.error_part(
-        TableError("BlobNotFound"), "r2", "2026-11-27T05:00:00.0000000Z", VERSION, "2"
+        ServiceError("BlobNotFound"), "r2", "2026-11-27T05:00:00.0000000Z", VERSION, "2"
     )
     transport = Loopback(answer_with([deleted("0"), deleted("1"), missing]))
     parts = list(container(transport).delete_blobs("a", "b", "c", raise_on_any_failure=False))
@@ -272,7 +272,7 @@ def test_the_sdk_reads_our_response_parts() -> None:
 
 
 def test_a_failed_part_raises_the_sdks_partial_failure() -> None:
-    missing = batch_codec.error_part(TableError("BlobNotFound"), "r1", "t", VERSION, "1")
+    missing = batch_codec.error_part(ServiceError("BlobNotFound"), "r1", "t", VERSION, "1")
     transport = Loopback(answer_with([deleted("0"), missing]))
     with pytest.raises(PartialBatchErrorException) as caught:
         container(transport).delete_blobs("a", "b")
@@ -281,7 +281,7 @@ def test_a_failed_part_raises_the_sdks_partial_failure() -> None:
 
 def test_a_whole_batch_error_is_one_400_part_without_content_id() -> None:
     content_type, body = batch_codec.render_batch_error(
-        TableError("ExceedsMaxBatchRequestCount"), "r", "t", VERSION
+        ServiceError("ExceedsMaxBatchRequestCount"), "r", "t", VERSION
     )
     assert b"Content-ID" not in body
     assert b"HTTP/1.1 400 The batch operation exceeds maximum number of allowed subrequests.\r\n" in body
@@ -365,7 +365,7 @@ def test_any_rendered_response_reads_back_through_the_sdk(parts: list[tuple[int,
 def test_any_body_parses_or_is_refused_with_a_400(content_type: str | None, body: bytes) -> None:
     try:
         batch = batch_codec.parse_blob_batch(content_type, body)
-    except TableError as error:
+    except ServiceError as error:
         assert error.status == 400
     else:
         assert 1 <= len(batch.subrequests) <= batch_codec.MAX_SUBREQUESTS

@@ -10,14 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tabulae.blob.rules import immutability as im
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 H = timedelta(hours=1)
 
 
 def code(fn: Callable[..., object], *args: object) -> tuple[int, str]:
-    with pytest.raises(TableError) as caught:
+    with pytest.raises(ServiceError) as caught:
         fn(*args)
     return caught.value.status, caught.value.code
 
@@ -102,7 +102,7 @@ def test_a_locked_policy_never_ends_early(steps: list[tuple[str, int]]) -> None:
                 p = im.set_legal_hold(p, False)
             else:
                 now += hours * H
-        except TableError:
+        except ServiceError:
             pass
         if p.policy is not None and p.policy.mode == im.LOCKED and p.policy.active(now):
             floor = p.policy.until if floor is None or floor < now else max(floor, p.policy.until)

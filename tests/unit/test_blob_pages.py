@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 
 from tabulae.blob.rules import pages
 from tabulae.blob.rules.pages import PageMap, SequenceConditions
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 SIZE = 48  # the model works on bytes; the map itself does not care about page alignment
 
 
-def error_of(action: object) -> TableError:
-    with pytest.raises(TableError) as caught:
+def error_of(action: object) -> ServiceError:
+    with pytest.raises(ServiceError) as caught:
         action()  # type: ignore[operator]
     return caught.value
 

@@ -17,7 +17,7 @@ from tabulae.blob.rules.limits import MIB, max_append, max_block, max_put_blob
 from tabulae.blob.rules.names import check_blob_name, check_container_name
 from tabulae.blob.service import decode_marker, encode_marker, parse_snapshot, snapshot_time
 from tabulae.model.edm import TICKS_PER_SECOND, UNIX_EPOCH_TICKS
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.storage.blobs import Extent, Lease, extent_offsets, prefix_end
 
 A = "00000000-0000-0000-0000-00000000000a"
@@ -28,7 +28,7 @@ NOW = 1_000_000.0
 def code_of(action: object) -> str | None:
     try:
         action()  # type: ignore[operator]
-    except TableError as error:
+    except ServiceError as error:
         return error.code
     return None
 
@@ -68,7 +68,7 @@ def test_time_moves_leases_on() -> None:
 def test_acquire(lease: Lease, proposed: str | None, outcome: str) -> None:
     try:
         result = leases.acquire(lease, NOW, 15, proposed)
-    except TableError as error:
+    except ServiceError as error:
         assert error.code == outcome
         return
     assert result.state == outcome and result.ends == NOW + 15
@@ -150,7 +150,7 @@ SECOND = modified_second(TICKS)
 def status_of(conditions: Conditions, read: bool, ticks: int | None = TICKS) -> int | None:
     try:
         check(conditions, ticks, read=read)
-    except TableError as error:
+    except ServiceError as error:
         return error.status
     return None
 
@@ -274,7 +274,7 @@ def test_checksums_chain(data: bytes, cut: int) -> None:
 def test_checksum_mismatches_name_both_values() -> None:
     sums = Checksums(md5=True, crc64=True)
     sums.update(b"Hello World!")
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         sums.verify(None, bytes(range(1, 9)))
     assert raised.value.code == "Crc64Mismatch"
     assert dict(raised.value.fields) == {

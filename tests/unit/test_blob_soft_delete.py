@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tabulae.blob.rules import softdelete as sd
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 T0 = datetime(2026, 1, 1, 12, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -22,7 +22,7 @@ def test_policy_days_in_range(text: str, days: int) -> None:
 
 @pytest.mark.parametrize("text", [None, "", "0", "366", "-1", "1.5", "seven", "٣", "99999999999"])
 def test_policy_days_out_of_range_are_invalid_xml_node_value(text: str | None) -> None:
-    with pytest.raises(TableError) as caught:
+    with pytest.raises(ServiceError) as caught:
         sd.retention_days(True, text)
     assert (caught.value.status, caught.value.code) == (400, "InvalidXmlNodeValue")
 
@@ -94,7 +94,7 @@ def test_restore_container_picks_the_named_version() -> None:
 def test_restore_container_errors(
     destination: str, name: str | None, version: str | None, live: bool, later: int, status: int, code: str
 ) -> None:
-    with pytest.raises(TableError) as caught:
+    with pytest.raises(ServiceError) as caught:
         sd.restore_container(
             destination, name, version, [_deleted("c", "01")], live=live, now=T0 + later * DAY
         )

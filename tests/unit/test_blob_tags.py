@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from tabulae.blob.api.tag_formats import parse_tags_document, render_found_blobs, render_tags_document
 from tabulae.blob.rules import tags
 from tabulae.blob.rules.tags import AllOf, AnyOf, Comparison, Node
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 
-def error_of(action: object) -> TableError:
-    with pytest.raises(TableError) as caught:
+def error_of(action: object) -> ServiceError:
+    with pytest.raises(ServiceError) as caught:
         action()  # type: ignore[operator]
     return caught.value
 
@@ -288,7 +288,7 @@ def test_evaluator_agrees_with_a_model(blob: dict[str, str], node: Node) -> None
 def test_any_filter_text_parses_or_is_refused_with_azures_error(text: str, header: bool) -> None:
     try:
         node = tags.parse_filter(text, header="x-ms-if-tags" if header else None, allow_container=True)
-    except TableError as error:
+    except ServiceError as error:
         assert error.status == 400
         assert error.code == ("InvalidHeaderValue" if header else "InvalidQueryParameterValue")
     else:
@@ -303,7 +303,7 @@ def test_any_filter_text_parses_or_is_refused_with_azures_error(text: str, heade
 def test_any_tags_header_parses_or_is_refused(value: str) -> None:
     try:
         result = tags.parse_tags_header(value)
-    except TableError as error:
+    except ServiceError as error:
         assert error.status == 400
     else:
         assert len(result) <= tags.MAX_TAGS
@@ -314,5 +314,5 @@ def test_any_tags_header_parses_or_is_refused(value: str) -> None:
 def test_any_tags_document_parses_or_is_refused(body: bytes) -> None:
     try:
         parse_tags_document(body)
-    except TableError as error:
+    except ServiceError as error:
         assert error.status == 400

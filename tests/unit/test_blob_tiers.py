@@ -7,13 +7,13 @@ import pytest
 
 from tabulae.blob.rules import tiers
 from tabulae.blob.rules.tiers import ARCHIVE, COLD, COOL, HIGH, HOT, STANDARD, TierState
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 DELAYS = {STANDARD: 100.0, HIGH: 10.0}.__getitem__
 
 
-def error_of(action: object) -> TableError:
-    with pytest.raises(TableError) as caught:
+def error_of(action: object) -> ServiceError:
+    with pytest.raises(ServiceError) as caught:
         action()  # type: ignore[operator]
     return caught.value
 

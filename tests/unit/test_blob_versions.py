@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tabulae.blob.rules import versions
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 T0 = datetime(2021, 1, 1, tzinfo=UTC)
 moments = st.datetimes(
@@ -56,7 +56,7 @@ def test_ids_strictly_increase_whatever_the_clock_does(steps: list[timedelta]) -
     ],
 )
 def test_bad_version_ids_are_400(bad: str) -> None:
-    with pytest.raises(TableError) as caught:
+    with pytest.raises(ServiceError) as caught:
         versions.parse(bad)
     assert (caught.value.status, caught.value.code) == (400, "InvalidQueryParameterValue")
 

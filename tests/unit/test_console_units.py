@@ -22,7 +22,7 @@ from tabulae.console.session import Sessions
 from tabulae.console.trail import MAX_TRAIL_CHARS, Trail
 from tabulae.console.typed import FieldRow, entity_from_rows, rows_of, settle_rows, value_text
 from tabulae.model import edm
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 KEY = b"k" * 64
 SECRET = b"s" * 32
@@ -100,10 +100,10 @@ def test_nan_and_typing_mistakes() -> None:
     entity = entity_from_rows("p", "r", [FieldRow("v", edm.DOUBLE, "NaN")])
     assert math.isnan(entity.properties["v"][1])
     for kind, text in ((edm.INT32, "2147483648"), (edm.INT64, "1.5"), (edm.GUID, "nope"), (edm.BINARY, "@@")):
-        with pytest.raises(TableError):
+        with pytest.raises(ServiceError):
             entity_from_rows("p", "r", [FieldRow("v", kind, text)])
     for name in ("PartitionKey", "Timestamp", "a@odata.type", "1abc"):
-        with pytest.raises(TableError):
+        with pytest.raises(ServiceError):
             entity_from_rows("p", "r", [FieldRow(name, edm.STRING, "x")])
 
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tabulae.dfs import acl
 from tabulae.dfs.acl import SUPER, Entry, Kind, Need, Principal
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 OID = "3c2e7c5e-0000-4000-8000-000000000001"
 GID = "9a1b2c3d-0000-4000-8000-000000000002"
@@ -51,7 +51,7 @@ def test_set_acl_recursive_recording_round_trips() -> None:
 )
 def test_malformed_acl_is_invald_access_control_list(bad: str) -> None:
     """.NET FileClientTests.SetAccessControlAsync_Error: ``asdf`` is 400 InvaldAccessControlList."""
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         acl.parse_acl(bad)
     assert raised.value.code == "InvaldAccessControlList"
     assert raised.value.status == 400
@@ -63,7 +63,7 @@ def test_malformed_acl_is_invald_access_control_list(bad: str) -> None:
 )
 def test_malformed_permissions_are_invalid_permission(bad: str) -> None:
     """.NET FileClientTests.SetPermissionsAsync_Error: ``asdf`` is 400 InvalidPermission."""
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         acl.parse_permissions(bad)
     assert raised.value.code == "InvalidPermission"
     assert raised.value.message == "The permission value is invalid."
@@ -96,15 +96,15 @@ def test_acl_is_returned_in_azures_order() -> None:
     ],
 )
 def test_bad_acl_entries(bad: str) -> None:
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         acl.parse_acl(bad)
     assert raised.value.code == "InvaldAccessControlList"
 
 
 def test_files_take_no_default_acl() -> None:
-    with pytest.raises(TableError):
+    with pytest.raises(ServiceError):
         acl.parse_acl("user::rwx,group::r-x,other::---,default:user::rwx", directory=False)
-    with pytest.raises(TableError):
+    with pytest.raises(ServiceError):
         acl.modify(acl.minimal_acl(0o640), acl.parse_acl("default:user:x:r--", full=False), directory=False)
 
 
@@ -130,9 +130,9 @@ def test_modify_and_remove() -> None:
     assert acl.render_acl(removed) == "user::rwx,group::r-x,other::r--"
     with_default = acl.complete(acl.parse_acl("user::rwx,group::r-x,other::---,default:user::rwx"))
     assert acl.default_entries(acl.remove(with_default, acl.parse_removal("default:user:"))) == ()
-    with pytest.raises(TableError):
+    with pytest.raises(ServiceError):
         acl.parse_removal("user:")  # the owning user's entry cannot go
-    with pytest.raises(TableError):
+    with pytest.raises(ServiceError):
         acl.parse_removal("other")
 
 
@@ -175,7 +175,7 @@ def test_acl_parser_only_raises_azures_error(text: str) -> None:
         acl.parse_acl(text)
         acl.parse_acl(text, full=False)
         acl.parse_removal(text)
-    except TableError as error:
+    except ServiceError as error:
         assert error.code == "InvaldAccessControlList"
 
 
@@ -204,7 +204,7 @@ def test_sticky_bit_spellings() -> None:
 def test_permission_parser_only_raises_azures_error(text: str) -> None:
     try:
         mode = acl.parse_permissions(text)
-    except TableError as error:
+    except ServiceError as error:
         assert error.code == "InvalidPermission"
     else:
         assert 0 <= mode <= 0o1777
@@ -213,7 +213,7 @@ def test_permission_parser_only_raises_azures_error(text: str) -> None:
 def test_umask() -> None:
     assert acl.parse_umask("0027") == 0o027
     for bad in ("027", "0028", "00027", "rwx", ""):
-        with pytest.raises(TableError) as raised:
+        with pytest.raises(ServiceError) as raised:
             acl.parse_umask(bad)
         assert raised.value.code == "InvalidHeaderValue"
 
@@ -251,7 +251,7 @@ def test_default_acl_becomes_the_childs_acl_and_the_umask_is_ignored() -> None:
 def test_explicit_acl_on_create() -> None:
     new = acl.for_new_path((), directory=True, acl=acl.parse_acl(f"user:{OID}:r-x", full=False))
     assert acl.render_acl(new.acl) == f"user::rwx,user:{OID}:r-x,group::r-x,mask::r-x,other::---"
-    with pytest.raises(TableError):
+    with pytest.raises(ServiceError):
         acl.for_new_path((), directory=False, acl=acl.parse_acl("default:user::rwx", full=False))
 
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tabulae.dfs import formats
 from tabulae.dfs.formats import AclFailure, FilesystemItem, PathItem
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 ENDPOINT = "http://127.0.0.1:10000/devstoreaccount1"
@@ -186,7 +186,7 @@ def test_the_sdk_reads_acl_recursive_counts_and_failures() -> None:
 
 
 def test_error_body_is_azures_and_the_sdk_reads_its_code() -> None:
-    error = TableError("PathAlreadyExists")
+    error = ServiceError("PathAlreadyExists")
     body = formats.error_body(error, "14400e54-401f-0021-0460-f528af000000", "2020-03-08T15:46:42.1944872Z")
     # a JS SDK recording of Create Path on an existing file, byte for byte
     assert body == (
@@ -247,7 +247,7 @@ def test_properties_as_the_sdk_sends_them() -> None:
     ],
 )
 def test_bad_properties(text: str, code: str, message: str | None) -> None:
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         formats.parse_properties(text)
     assert raised.value.code == code
     assert raised.value.status == 400
@@ -268,7 +268,7 @@ def test_properties_round_trip(properties: dict[str, str]) -> None:
 def test_properties_parser_only_raises_azures_errors(text: str) -> None:
     try:
         formats.parse_properties(text)
-    except TableError as error:
+    except ServiceError as error:
         assert error.code in ("InvalidPropertyName", "InvalidHeaderValue")
 
 
@@ -283,7 +283,7 @@ def test_continuation_round_trips(marker: str) -> None:
 
 
 def test_bad_continuation() -> None:
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         formats.decode_continuation("/w")
     assert raised.value.code == "InvalidQueryParameterValue"
 
@@ -305,10 +305,10 @@ def test_expiry_options() -> None:
         ("Absolute", "tomorrow"),
         ("RelativeToNow", "9" * 30),
     ]:
-        with pytest.raises(TableError) as raised:
+        with pytest.raises(ServiceError) as raised:
             formats.expiry(option, value, now=now, created=created)
         assert raised.value.code == "InvalidHeaderValue"
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         formats.expiry("RelativeToNow", None, now=now, created=created)
     assert raised.value.code == "MissingRequiredHeader"
 
@@ -319,7 +319,7 @@ def test_resource_type_header() -> None:
 
 
 def test_sdk_error_is_an_http_response_error() -> None:
-    body = formats.error_body(TableError("InvalidFlushPosition"), "r", "t")
+    body = formats.error_body(ServiceError("InvalidFlushPosition"), "r", "t")
     transport = _Canned(
         400,
         [(b"Content-Type", formats.JSON_CONTENT_TYPE), (b"x-ms-error-code", b"InvalidFlushPosition")],

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tabulae.dfs import paths
 from tabulae.dfs.paths import Existing, Kind, RenameEffect
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 FILE = Existing(Kind.FILE)
 EMPTY_DIR = Existing(Kind.DIRECTORY)
@@ -36,20 +36,20 @@ def test_normalize(raw: str, canonical: str) -> None:
 
 @pytest.mark.parametrize("raw", ["a/../b", "./a", "a/.", ".."])
 def test_dot_segments_are_refused(raw: str) -> None:
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         paths.normalize(raw)
     assert raised.value.code == "InvalidResourceName"
     assert raised.value.status == 400
 
 
 def test_blob_name_rules_apply() -> None:
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         paths.normalize("a" * 1025)
     assert raised.value.code == "OutOfRangeInput"
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         paths.normalize("a\x01b")
     assert raised.value.code == "InvalidResourceName"
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         paths.normalize("/".join(["d"] * 255))
     assert raised.value.code == "InvalidResourceName"
     assert paths.normalize("/".join(["d"] * 254)) == "/".join(["d"] * 254)
@@ -114,7 +114,7 @@ def test_rename_source_as_the_sdk_sends_it() -> None:
 
 @pytest.mark.parametrize("bad", ["", "/", "/fs1", "/fs1/", "//a", "/fs1/%ff", "/fs1/%zz%", "/fs1/é"])
 def test_bad_rename_source(bad: str) -> None:
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         paths.parse_rename_source(bad)
     assert raised.value.code == "InvalidSourceUri"
     assert raised.value.status == 400
@@ -131,7 +131,7 @@ def test_rename_source_round_trips_through_the_sdks_encoding(segments: list[str]
 def test_rename_source_parser_only_raises_azures_errors(value: str) -> None:
     try:
         paths.parse_rename_source(value)
-    except TableError as error:
+    except ServiceError as error:
         assert error.code in ("InvalidSourceUri", "InvalidResourceName", "OutOfRangeInput")
 
 
@@ -175,7 +175,7 @@ def test_rename_moves_and_replaces() -> None:
     ],
 )
 def test_rename_refusals(args: tuple, code: str, status: int) -> None:  # type: ignore[type-arg]
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         _rename(*args)
     assert (raised.value.code, raised.value.status) == (code, status)
 
@@ -189,7 +189,7 @@ def test_create_rules() -> None:
     assert paths.check_create(Kind.FILE, FILE, False) is True  # overwritten
     assert paths.check_create(Kind.DIRECTORY, EMPTY_DIR, False) is False  # already there
     for args in ((Kind.FILE, EMPTY_DIR, False), (Kind.DIRECTORY, FILE, False), (Kind.FILE, None, True)):
-        with pytest.raises(TableError) as raised:
+        with pytest.raises(ServiceError) as raised:
             paths.check_create(*args)
         assert raised.value.code == "PathConflict"
 
@@ -198,13 +198,13 @@ def test_delete_rules() -> None:
     paths.check_delete(FILE, None)
     paths.check_delete(EMPTY_DIR, False)
     paths.check_delete(FULL_DIR, True)
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         paths.check_delete(FULL_DIR, False)
     assert raised.value.code == "DirectoryNotEmpty"
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         paths.check_delete(FULL_DIR, None)
     assert raised.value.code == "DirectoryNotEmpty"
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         paths.check_delete(None, True)
     assert (raised.value.code, raised.value.status) == ("PathNotFound", 404)
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from tabulae.dfs import routing
 from tabulae.dfs.routing import DfsOperation, Location, Target, locate, resolve
 from tabulae.http.addressing import decode_segments
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 CONNECTION = (
@@ -370,7 +370,7 @@ BAD: list[tuple[str, str, dict[str, str], dict[str, str], str, str | None]] = [
 def test_bad_dfs_requests_get_azures_errors(
     method: str, path: str, query: dict[str, str], headers: dict[str, str], code: str, parameter: str | None
 ) -> None:
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         resolve(locate(path.split("/") if path else []), method, query, headers)
     assert raised.value.code == code
     if parameter is not None:
@@ -390,16 +390,16 @@ def test_flag_and_count() -> None:
     assert routing.flag({"recursive": "TRUE"}, "recursive") is True
     assert routing.flag({"recursive": "false"}, "recursive") is False
     assert routing.flag({}, "recursive", default=False) is False
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         routing.flag({"recursive": "yes"}, "recursive")
     assert raised.value.code == "InvalidQueryParameterValue"
     assert routing.count({"position": "0"}, "position") == 0
     assert routing.count({}, "position") is None
     for bad in ("-1", "1.5", "", " 1", "١"):
-        with pytest.raises(TableError) as raised:
+        with pytest.raises(ServiceError) as raised:
             routing.count({"position": bad}, "position")
         assert raised.value.code == "InvalidQueryParameterValue"
-    with pytest.raises(TableError) as raised:
+    with pytest.raises(ServiceError) as raised:
         routing.count({"maxResults": "0"}, "maxResults", minimum=1)
     assert raised.value.code == "OutOfRangeQueryParameterValue"
 
@@ -446,7 +446,7 @@ def test_resolve_decides_or_raises_a_dfs_error(
     location = locate(path[0].split("/") if path and path[0] else [])
     try:
         operation = resolve(location, method, query, headers)
-    except TableError as error:
+    except ServiceError as error:
         assert error.code in {
             "MissingRequiredQueryParameter", "InvalidQueryParameterValue", "UnsupportedHttpVerb",
             "MissingRequiredHeader", "InvalidHeaderValue",

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tabulae.http import multipart
 from tabulae.model import entity as entity_module
 from tabulae.model.entity import Entity, entity_from_body, entity_from_pairs, parse_json_pairs
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tests.unit.test_fuzz_parsers import (
     EDM_TYPES,
     FUZZ,
@@ -34,7 +34,7 @@ from tests.unit.test_fuzz_parsers import (
 def _outcome(read: Any) -> tuple[str, Any]:
     try:
         entity: Entity = read()
-    except TableError as error:
+    except ServiceError as error:
         return "error", (error.code, error.message)
     properties = {
         name: (kind, "NaN" if isinstance(value, float) and math.isnan(value) else value)
@@ -94,7 +94,7 @@ def test_fast_entity_path_reads_boundary_bodies_as_the_exact_path(
 
 
 def test_repeated_name_is_still_reported() -> None:
-    with pytest.raises(TableError) as caught:
+    with pytest.raises(ServiceError) as caught:
         entity_from_body(b'{"PartitionKey":"p","RowKey":"r","a":1,"a":2}')
     assert caught.value.code == "DuplicatePropertiesSpecified"
 
@@ -169,7 +169,7 @@ def test_head_splitter_matches_the_regex_reference(pieces: list[bytes]) -> None:
 def _operation_outcome(read: Any) -> tuple[str, Any]:
     try:
         return "ok", read()
-    except TableError as error:
+    except ServiceError as error:
         return "error", (error.code, error.message)
 
 

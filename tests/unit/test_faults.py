@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from tabulae.admission.faults import TRANSIENT_CODES, FaultInjector
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 
 class FakeClock:
@@ -38,7 +38,7 @@ class ScriptedRandom(random.Random):
 def outcome(injector: FaultInjector, pk: str | None = "p", table: str = "t") -> str | None:
     try:
         injector.check("acct", table, pk)
-    except TableError as error:
+    except ServiceError as error:
         return error.code
     return None
 
@@ -77,7 +77,7 @@ def test_injected_errors_carry_azure_statuses() -> None:
     for _ in range(200):
         try:
             injector.check("acct", None, None)
-        except TableError as error:
+        except ServiceError as error:
             statuses[error.code] = error.status
     assert statuses == {"ServerBusy": 503, "InternalError": 500, "OperationTimedOut": 500}
     assert [code for code, _share in TRANSIENT_CODES] == ["ServerBusy", "InternalError", "OperationTimedOut"]

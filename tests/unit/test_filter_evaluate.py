@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tabulae.model import edm
 from tabulae.model.edm import Properties
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.table.query.evaluate import (
     compile_predicate,
     compile_table_predicate,
@@ -265,7 +265,7 @@ def test_table_predicate() -> None:
     "text", ["PartitionKey eq 'a'", "Name eq 'x'", "TableName eq 'a' or Other", "IsActive"]
 )
 def test_table_predicate_rejects_other_properties(text: str) -> None:
-    with pytest.raises(TableError) as info:
+    with pytest.raises(ServiceError) as info:
         compile_table_predicate(parse_filter(text))
     assert info.value.code == "InvalidInput"
 

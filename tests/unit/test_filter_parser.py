@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabulae.model import edm
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.table.query.nodes import (
     FALSE,
     MAX_COMPARISONS,
@@ -38,8 +38,8 @@ def literal_of(text: str) -> Literal:
     return node.right
 
 
-def error_of(text: str) -> TableError:
-    with pytest.raises(TableError) as info:
+def error_of(text: str) -> ServiceError:
+    with pytest.raises(ServiceError) as info:
         parse_filter(text)
     return info.value
 
@@ -365,7 +365,7 @@ def test_large_inputs_parse_without_blowing_up() -> None:
     node = parse_filter("X eq '" + "a''" * 200_000 + "'")
     assert isinstance(node, Comparison) and node.right == Literal(edm.STRING, "a'" * 200_000)
     for text in ["'" * 200_001, "X eq '" + "''" * 200_000, "X " * 200_000, "(" * 200_000 + ")" * 200_000]:
-        with pytest.raises(TableError):
+        with pytest.raises(ServiceError):
             parse_filter(text)
 
 
@@ -436,10 +436,10 @@ FUZZ_TEXT = st.one_of(
 
 @settings(max_examples=500, deadline=None)
 @given(FUZZ_TEXT)
-def test_random_text_gives_a_node_or_a_table_error(text: str) -> None:
+def test_random_text_gives_a_node_or_a_service_error(text: str) -> None:
     try:
         node = parse_filter(text)
-    except TableError as error:
+    except ServiceError as error:
         assert error.code in {"InvalidInput", "NotImplemented"}
         return
     assert depth(node) <= MAX_DEPTH

@@ -1,5 +1,5 @@
 """Hostile input, in process (issue #7): every parser that reads network bytes answers with a
-``TableError`` (an Azure error code) or a result, and nothing else ever escapes.
+``ServiceError`` (an Azure error code) or a result, and nothing else ever escapes.
 
 Any other exception reaches the ASGI app's catch-all and becomes a 500 ``InternalError``, which
 SDKs retry three times, for a request that can never succeed. Targets, 300 cases each:
@@ -52,7 +52,7 @@ from tabulae.http.addressing import decode_segments
 from tabulae.http.documents import parse_acl, parse_service_properties
 from tabulae.http.messages import Request
 from tabulae.model.entity import encode_properties, entity_from_pairs, parse_json_pairs
-from tabulae.model.errors import CATALOGUE, TableError
+from tabulae.model.errors import CATALOGUE, ServiceError
 from tabulae.model.names import check_table_name
 from tabulae.model.policies import ServiceProperties, encode_service_properties
 from tabulae.table.api.batch import parse_batch
@@ -81,16 +81,16 @@ FUZZ = settings(
 
 
 # --------------------------------------------------------------------------------------------
-# Running a target: only TableError may escape
+# Running a target: only ServiceError may escape
 # --------------------------------------------------------------------------------------------
 
 
 @contextmanager
-def only_table_errors() -> Iterator[None]:
-    """Let a ``TableError`` with a catalogued code pass; any other exception fails the case."""
+def only_service_errors() -> Iterator[None]:
+    """Let a ``ServiceError`` with a catalogued code pass; any other exception fails the case."""
     try:
         yield
-    except TableError as error:
+    except ServiceError as error:
         assert error.code in CATALOGUE
         assert error.status == CATALOGUE[error.code][0]
 
@@ -1366,13 +1366,13 @@ def test_fuzz_resource_paths(capsys: pytest.CaptureFixture[str]) -> None:
     @given(raw_paths(), hosts, st.sampled_from(["http", "https"]), key_predicates())
     def check(raw_path: str, host: str, scheme: str, fragment: str) -> None:
         count[0] += 1
-        with only_table_errors():
+        with only_service_errors():
             for segment in decode_segments(raw_path):
-                with only_table_errors():
+                with only_service_errors():
                     parse_segment(segment)
-        with only_table_errors():
+        with only_service_errors():
             parse_key_predicate(fragment.strip("()"))
-        with only_table_errors():
+        with only_service_errors():
             route = resolve(scheme, host, raw_path, ACCOUNTS)
             assert isinstance(route.resource, Resource)
             assert route.account == ACCOUNT
@@ -1418,7 +1418,7 @@ def test_fuzz_entity_json(capsys: pytest.CaptureFixture[str]) -> None:
     @given(json_bodies, st.one_of(st.none(), st.tuples(short_text, short_text)))
     def check(body: bytes, url_keys: tuple[str, str] | None) -> None:
         count[0] += 1
-        with only_table_errors():
+        with only_service_errors():
             entity = entity_from_pairs(parse_json_pairs(body), url_keys)
             encode_properties(entity.properties)  # what the store then does with it
 
@@ -1434,18 +1434,18 @@ def test_fuzz_batch_bodies(capsys: pytest.CaptureFixture[str]) -> None:
     def check(request: tuple[str, bytes]) -> None:
         count[0] += 1
         content_type, body = request
-        with only_table_errors():
+        with only_service_errors():
             batch = parse_batch(content_type, body)
             for operation in batch.operations:
                 path = operation.target.split("://", 1)[-1]
                 path = path[path.find("/") :] if "/" in path else "/"
-                with only_table_errors():
+                with only_service_errors():
                     resolve("http", "127.0.0.1:10002", path.split("?", 1)[0], ACCOUNTS)
-                with only_table_errors():
+                with only_service_errors():
                     entity_from_pairs(parse_json_pairs(operation.body), None)
                 for name, value in operation.headers:
                     if name == "accept":
-                        with only_table_errors():
+                        with only_service_errors():
                             metadata_level(value, None)
 
     run_counted("$batch bodies", check, count, capsys)
@@ -1462,7 +1462,7 @@ def test_fuzz_filters(capsys: pytest.CaptureFixture[str]) -> None:
     @given(filter_texts, st.tuples(*[st.one_of(st.none(), short_text)] * 4))
     def check(text: str, key_range: tuple[str | None, str | None, str | None, str | None]) -> None:
         count[0] += 1
-        with only_table_errors():
+        with only_service_errors():
             node = parse_filter(text)
             plan = plan_query(node)
             clip_to_range(plan, *key_range)
@@ -1473,7 +1473,7 @@ def test_fuzz_filters(capsys: pytest.CaptureFixture[str]) -> None:
                 residual = compile_predicate(plan.residual)
                 for pk, rk, ticks, properties in entities:
                     residual(pk, rk, ticks, properties)
-        with only_table_errors():
+        with only_service_errors():
             table_predicate = compile_table_predicate(parse_filter(text))
             for name in ("fuzztable", "", "Ünï"):
                 table_predicate(name)
@@ -1527,10 +1527,10 @@ def test_fuzz_sas(capsys: pytest.CaptureFixture[str]) -> None:
     ) -> None:
         count[0] += 1
         request = Request("GET", "/", wire(raw_query), {}, "http", None)
-        with only_table_errors():
+        with only_service_errors():
             parse_sas(request.query)
             request.query_ci("sig")
-        with only_table_errors():
+        with only_service_errors():
             token = parse_sas(query)
             assert token is not None
             lookup = {name: StoredPolicy(*fields) for name, fields in policies.items()}
@@ -1563,9 +1563,9 @@ def test_fuzz_xml_bodies(capsys: pytest.CaptureFixture[str]) -> None:
     @given(acl_bodies, properties_bodies)
     def check(acl: bytes, properties: bytes) -> None:
         count[0] += 1
-        with only_table_errors():
+        with only_service_errors():
             parse_acl(acl)
-        with only_table_errors():
+        with only_service_errors():
             parsed = parse_service_properties(properties, ServiceProperties())
             encode_service_properties(parsed)  # what Set Service Properties stores
 
@@ -1579,7 +1579,7 @@ def test_fuzz_shared_key_headers(capsys: pytest.CaptureFixture[str]) -> None:
     @given(authorization_cases())
     def check(case: dict[str, Any]) -> None:
         count[0] += 1
-        with only_table_errors():
+        with only_service_errors():
             verify_authorization(
                 case["header"],
                 method=case["method"],
@@ -1606,13 +1606,13 @@ def test_fuzz_header_and_query_values(capsys: pytest.CaptureFixture[str]) -> Non
     @given(header_values, st.one_of(st.none(), header_values), header_values, header_values, header_values)
     def check(accept: str, format_param: str | None, top: str, token: str, name: str) -> None:
         count[0] += 1
-        with only_table_errors():
+        with only_service_errors():
             metadata_level(accept, format_param)
-        with only_table_errors():
+        with only_service_errors():
             check_top(top)
-        with only_table_errors():
+        with only_service_errors():
             decode_token(token)
-        with only_table_errors():
+        with only_service_errors():
             check_table_name(name)
 
     run_counted("Accept, $format, $top, continuation tokens, table names", check, count, capsys)

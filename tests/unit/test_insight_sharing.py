@@ -22,7 +22,7 @@ from tabulae.insight.containers import ContainerCounters
 from tabulae.insight.partitions import Insight
 from tabulae.insight.queues import QueueInsight
 from tabulae.insight.server import ServerInsight
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 
 class FakeClock:
@@ -120,7 +120,7 @@ def test_workers_share_the_buckets_through_the_ledger(tmp_path: Path) -> None:
     ledgers = [Ledger(tmp_path, 2) for _ in range(2)]
     first, second = (Throttle(targets, clock=clock, workers=2, ledger=ledger) for ledger in ledgers)
     first.admit("acct", "t", "p", 100)  # a full bucket (20) admits a batch of 100: 80 owed
-    with pytest.raises(TableError) as refused:
+    with pytest.raises(ServiceError) as refused:
         second.admit("acct", "t", "p", 1)  # the other worker sees the debt
     assert refused.value.code == "ServerBusy"
     second.admit("acct", "t", "other", 20)  # other partitions are not affected
@@ -128,7 +128,7 @@ def test_workers_share_the_buckets_through_the_ledger(tmp_path: Path) -> None:
     assert second.available("acct", "t", "p") == pytest.approx(0.0)
     clock.now += 1.0
     second.admit("acct", "t", "p", 20)  # five seconds repaid it, whichever worker asks
-    with pytest.raises(TableError):
+    with pytest.raises(ServiceError):
         first.admit("acct", "t", "p", 1)
     assert second.targets.partition_rate == 20  # the server's target, not a worker's share
     for ledger in ledgers:

@@ -16,7 +16,7 @@ import pytest
 
 from tabulae.tools.loader import Item, Loader, LoadFailed
 from tabulae.tools.progress import Meter
-from tabulae.tools.wire import ServiceError
+from tabulae.tools.wire import RefusedRequest
 
 
 class Crash(Exception):
@@ -39,7 +39,7 @@ class FakeTable:
         with self.lock:
             self.calls += 1
             if self.busy_every and self.calls % self.busy_every == 0:
-                raise ServiceError(503, "ServerBusy", "busy")
+                raise RefusedRequest(503, "ServerBusy", "busy")
             if self.crash_after is not None and len(self.batches) >= self.crash_after:
                 raise Crash()
             keys = {(pk, rk) for pk, rk, _ in bodies}
@@ -109,7 +109,7 @@ def test_a_crash_then_a_resume_from_the_watermark_gives_the_uninterrupted_table(
 def test_a_refused_record_is_named() -> None:
     class Refusing(FakeTable):
         def upsert_batch(self, bodies: list[tuple[str, str, bytes]]) -> None:
-            raise ServiceError(400, "PropertyNameInvalid", "bad", index=1)
+            raise RefusedRequest(400, "PropertyNameInvalid", "bad", index=1)
 
     source = [("p", "a", b"1"), ("p", "b", b"2")]
     with pytest.raises(LoadFailed, match="PropertyNameInvalid: line 2: bad"):

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tabulae.http.messages import QUERY_CACHE_LENGTH, Request
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 SAS_QUERY = "se=2026-11-26T21%3A28%3A00Z&sp=r&sv=2019-02-02&tn=bench&sig=a%2Bb%2Fc%3D&x=1&x=2&empty="
 
@@ -50,7 +50,7 @@ def test_a_request_changing_its_parse_does_not_change_the_next_one() -> None:
 
 def test_undecodable_query_is_refused_every_time() -> None:
     for _ in range(2):
-        with pytest.raises(TableError) as caught:
+        with pytest.raises(ServiceError) as caught:
             _ = _request("sig=%ff%fe").query
         assert caught.value.code == "InvalidQueryParameterValue"
 

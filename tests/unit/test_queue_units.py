@@ -15,7 +15,7 @@ from tabulae.admission.throttle import Targets, Throttle
 from tabulae.auth.sas import parse_sas
 from tabulae.http.protocol import restore_header_case
 from tabulae.insight.queues import QueueInsight
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.metadata import check_metadata, same_metadata
 from tabulae.model.names import check_lower_dns_name
 from tabulae.queue.api.operations import Operation, resolve_operation
@@ -28,7 +28,7 @@ KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr
 
 
 def code(call: object, *args: object) -> str:
-    with pytest.raises(TableError) as error:
+    with pytest.raises(ServiceError) as error:
         call(*args)  # type: ignore[operator]
     return error.value.code
 
@@ -161,7 +161,7 @@ def test_queue_targets_share_the_account_bucket() -> None:
     assert code(throttle.admit_queue, "acct", "q", 1) == "ServerBusy"  # the queue's own target
     for _ in range(6):
         throttle.admit("acct", "t", "p", 1)  # tables spend what the queue left of the account
-    with pytest.raises(TableError) as error:
+    with pytest.raises(ServiceError) as error:
         throttle.admit_queue("acct", "other", 1)
     assert "account limit" in error.value.message
     clock.now += 1.0

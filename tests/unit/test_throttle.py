@@ -15,7 +15,7 @@ from tabulae.admission.throttle import (
     Throttle,
     TokenBucket,
 )
-from tabulae.model.errors import CATALOGUE, TableError
+from tabulae.model.errors import CATALOGUE, ServiceError
 
 
 class FakeClock:
@@ -164,8 +164,8 @@ def test_targets_reject_nonpositive_rates() -> None:
 # ---------------------------------------------------------------------------------- Throttle
 
 
-def _refusal(throttle: Throttle, *args: object, **kwargs: object) -> TableError:
-    with pytest.raises(TableError) as caught:
+def _refusal(throttle: Throttle, *args: object, **kwargs: object) -> ServiceError:
+    with pytest.raises(ServiceError) as caught:
         throttle.admit(*args, **kwargs)  # type: ignore[arg-type]
     return caught.value
 

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tabulae.http.xmlparse import MAX_DEPTH, parse_xml
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 DOCUMENTS = [
     b"<BlockList><Latest>YWFh</Latest><Committed>YmJi</Committed></BlockList>",
@@ -29,7 +29,7 @@ def test_the_tree_is_elementtrees(body: bytes) -> None:
 
 
 def _refused(body: bytes) -> None:
-    with pytest.raises(TableError) as caught:
+    with pytest.raises(ServiceError) as caught:
         parse_xml(body)
     assert caught.value.code == "InvalidXmlDocument"
 

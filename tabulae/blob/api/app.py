@@ -33,7 +33,7 @@ from tabulae.http.messages import Request, Response, error_time
 from tabulae.http.options import FrontendOptions
 from tabulae.http.streaming import StreamedResponse
 from tabulae.insight.containers import ContainerCounters
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.policies import CorsRule
 
 SERVER_HEADER = (b"server", b"Tabulae/0.1 (Windows-Azure-Blob/1.0 compatible)")
@@ -119,7 +119,7 @@ class BlobApp(Frontend[Route]):
         if self.gate is not None and route.ticket is not None:
             try:
                 self.gate.admit(route.ticket)
-            except TableError:
+            except ServiceError:
                 route.ticket = None  # refused, and counted as such by the gate
                 raise
         operation = route.operation = resolve_operation(route, request.method, request.query, request.headers)
@@ -132,7 +132,7 @@ class BlobApp(Frontend[Route]):
             record = await self.service.store.get_container(route.account, route.container)
             if record is not None and anonymous_allowed(operation, record.public_access):
                 return
-            raise TableError("ResourceNotFound")
+            raise ServiceError("ResourceNotFound")
         await super().authenticate(request, route)
 
     async def verify_sas(
@@ -165,7 +165,7 @@ class BlobApp(Frontend[Route]):
         operation = route.operation
         assert operation is not None  # resolved in authenticate
         if route.secondary and operation not in READ_ONLY:
-            raise TableError("AuthorizationFailure")
+            raise ServiceError("AuthorizationFailure")
         grant = request.grant if isinstance(request.grant, BlobGrant) else None
         call = Call(self.service, request, route, route.receive, self.options, grant)
         response = await HANDLERS[operation](call)
@@ -187,7 +187,7 @@ class BlobApp(Frontend[Route]):
         return (await self.service.get_service_properties(account)).common.cors
 
     def error_response(
-        self, request: Request, route: Route | None, error: TableError, request_id: str
+        self, request: Request, route: Route | None, error: ServiceError, request_id: str
     ) -> Response:
         """Azure's XML ``<Error>``; a HEAD request or a 304 gets the code header alone."""
         headers = [(b"x-ms-error-code", error.code.encode())]

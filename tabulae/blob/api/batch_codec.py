@@ -50,7 +50,7 @@ from tabulae.http.multipart import (
     reason,
     render_fields,
 )
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 __all__ = [
     "MAX_BODY",
@@ -102,30 +102,30 @@ def check_body_length(length: int) -> None:
     """A batch body over 4 MiB is refused before it is read: 413 RequestBodyTooLarge (assumed
     code: the reference states the limit only)."""
     if length > MAX_BODY:
-        raise TableError("RequestBodyTooLarge")
+        raise ServiceError("RequestBodyTooLarge")
 
 
-def _bad_content_type(value: str) -> TableError:
-    return TableError("InvalidHeaderValue", fields=(("HeaderName", "Content-Type"), ("HeaderValue", value)))
+def _bad_content_type(value: str) -> ServiceError:
+    return ServiceError("InvalidHeaderValue", fields=(("HeaderName", "Content-Type"), ("HeaderValue", value)))
 
 
 def parse_blob_batch(content_type: str | None, body: bytes) -> BlobBatch:
     """Parse a ``comp=batch`` request body, or raise the error Azure answers for the whole batch."""
     if not content_type:
-        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "Content-Type"),))
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "Content-Type"),))
     media, params = parse_media_type(content_type)
     boundary = params.get("boundary", "")
     if media != "multipart/mixed" or not boundary or len(boundary) > 200 or not boundary.isprintable():
         raise _bad_content_type(content_type)
     spans = part_spans(bytes(body), boundary, _PARSE_CAP)
     if not spans:
-        raise TableError("InvalidInput", detail="Malformed batch body: no sub-request.")
+        raise ServiceError("InvalidInput", detail="Malformed batch body: no sub-request.")
     if len(spans) > MAX_SUBREQUESTS:
-        raise TableError("ExceedsMaxBatchRequestCount")
+        raise ServiceError("ExceedsMaxBatchRequestCount")
     subrequests = tuple(parse_operation_at(body, start, end) for start, end in spans)
     kinds = {subrequest_kind(sub) for sub in subrequests}
     if len(kinds) > 1:
-        raise TableError("AllBatchSubRequestsShouldBeSameApi")
+        raise ServiceError("AllBatchSubRequestsShouldBeSameApi")
     return BlobBatch(boundary, subrequests, kinds.pop())
 
 
@@ -145,7 +145,7 @@ def subrequest_kind(subrequest: SubRequest) -> str:
         return DELETE
     if subrequest.method == "PUT" and query.get("comp") == "tier":
         return SET_TIER
-    raise TableError("InvalidInput", detail="A batch may only hold Delete Blob or Set Blob Tier requests.")
+    raise ServiceError("InvalidInput", detail="A batch may only hold Delete Blob or Set Blob Tier requests.")
 
 
 # ---------------------------------------------------------------------------- rendering
@@ -176,7 +176,7 @@ def render_blob_batch_response(parts: Sequence[BatchPart], boundary: str | None 
 
 
 def error_part(
-    error: TableError,
+    error: ServiceError,
     request_id: str,
     time_text: str,
     version: str,
@@ -195,6 +195,8 @@ def error_part(
     return BatchPart(error.status, headers, body, content_id, error.message)
 
 
-def render_batch_error(error: TableError, request_id: str, time_text: str, version: str) -> tuple[str, bytes]:
+def render_batch_error(
+    error: ServiceError, request_id: str, time_text: str, version: str
+) -> tuple[str, bytes]:
     """The 202 answer to a batch refused as a whole: one part, no Content-ID, the error."""
     return render_blob_batch_response([error_part(error, request_id, time_text, version)])

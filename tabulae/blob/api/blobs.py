@@ -35,7 +35,7 @@ from tabulae.http.messages import Headers, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.http.streaming import StreamedResponse
 from tabulae.model.blobs import BASE, BlobKey
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 MAX_RANGE_CHECKSUM = 4 * MIB  # x-ms-range-get-content-md5 only for ranges up to this size
 SMALL_RESPONSE = 64 * 1024  # content up to this size is sent as one body rather than streamed
@@ -53,7 +53,7 @@ def _snapshot(call: Call) -> str:
 def _no_snapshot(call: Call) -> None:
     """Snapshots are read-only: a write naming one is 400 InvalidOperation."""
     if "snapshot" in call.request.query:
-        raise TableError("InvalidOperation")
+        raise ServiceError("InvalidOperation")
 
 
 def _overrides(call: Call) -> ContentOverrides:
@@ -97,7 +97,7 @@ async def get_blob(call: Call) -> Response:
         return StreamedResponse(200, response_headers, stream=stream, length=size)
     start, last = wanted
     if start >= size:
-        raise TableError("InvalidRange", headers=[(b"content-range", f"bytes */{size}".encode())])
+        raise ServiceError("InvalidRange", headers=[(b"content-range", f"bytes */{size}".encode())])
     end = size if last is None or last >= size else last + 1
     response_headers = blob_headers(record, lease, _overrides(call), whole=False, properties=False)
     response_headers.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
@@ -107,7 +107,7 @@ async def get_blob(call: Call) -> Response:
     if want_md5 or want_crc:
         if end - start > MAX_RANGE_CHECKSUM:
             name = "x-ms-range-get-content-md5" if want_md5 else "x-ms-range-get-content-crc64"
-            raise TableError("OutOfRangeInput", fields=(("HeaderName", name), ("HeaderValue", "true")))
+            raise ServiceError("OutOfRangeInput", fields=(("HeaderName", name), ("HeaderValue", "true")))
         data = b"".join([chunk async for chunk in stream])  # at most 4 MiB
         sums = Checksums(md5=want_md5, crc64=want_crc)
         sums.update(data)
@@ -187,9 +187,9 @@ async def put_blob(call: Call) -> Response:
     headers = call.request.headers
     blob_type = headers.get("x-ms-blob-type")
     if blob_type is None:
-        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-blob-type"),))
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-blob-type"),))
     if blob_type == "PageBlob":
-        raise TableError("BlobTypeNotSupported")
+        raise ServiceError("BlobTypeNotSupported")
     if blob_type not in BLOB_TYPES:
         raise bad_header("x-ms-blob-type", blob_type)
     if blob_type == "AppendBlob":
@@ -254,7 +254,7 @@ def _digest_or_none(value: str | None) -> bytes | None:
     """A Base64 MD5, or None when the value is not one (then it is only stored)."""
     try:
         return decode_digest(value, 16, "Content-MD5")
-    except TableError:
+    except ServiceError:
         return None
 
 
@@ -368,10 +368,10 @@ def _copy_source(call: Call, url: str) -> tuple[BlobKey, str, dict[str, str]]:
         raise bad_header("x-ms-copy-source", url)
     try:
         source = resolve(parts.scheme, parts.netloc, parts.path, call.options.accounts, None)
-    except TableError:
-        raise TableError("CannotVerifyCopySource", "The specified resource does not exist.") from None
+    except ServiceError:
+        raise ServiceError("CannotVerifyCopySource", "The specified resource does not exist.") from None
     if source.account != call.route.account:
-        raise TableError("CopyAcrossAccountsNotSupported")
+        raise ServiceError("CopyAcrossAccountsNotSupported")
     if source.kind is not Kind.BLOB:
         raise bad_header("x-ms-copy-source", url)
     container, blob = source.container, source.blob
@@ -408,7 +408,7 @@ async def _authorize_source(call: Call, source: BlobKey, query: dict[str, str]) 
         return
     record = await call.service.store.get_container(source.account, source.container)
     if record is None or not anonymous_allowed(Operation.GET_BLOB, record.public_access):
-        raise TableError("CannotVerifyCopySource", "The specified resource does not exist.")
+        raise ServiceError("CannotVerifyCopySource", "The specified resource does not exist.")
 
 
 async def abort_copy(call: Call) -> Response:
@@ -418,6 +418,6 @@ async def abort_copy(call: Call) -> Response:
         raise bad_header("x-ms-copy-action", headers.get("x-ms-copy-action", ""))
     copy_id = call.request.query.get("copyid")
     if not copy_id:
-        raise TableError("MissingRequiredQueryParameter", fields=(("QueryParameterName", "copyid"),))
+        raise ServiceError("MissingRequiredQueryParameter", fields=(("QueryParameterName", "copyid"),))
     await call.service.abort_copy(call.key, copy_id, call.lease_id)
     return Response(204)

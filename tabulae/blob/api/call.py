@@ -19,7 +19,7 @@ from tabulae.http.options import FrontendOptions
 from tabulae.http.streaming import body_chunks
 from tabulae.http.versions import DEFAULT_VERSION
 from tabulae.model.blobs import BlobKey
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 
 @dataclass(slots=True)
@@ -54,12 +54,12 @@ class Call:
         headers = self.request.headers
         declared = headers.get("content-length")
         if declared is None:
-            raise TableError("MissingContentLengthHeader")
+            raise ServiceError("MissingContentLengthHeader")
         if not declared.isdigit():
             raise bad_header("Content-Length", declared)
         length = int(declared)
         if length > limit:
-            raise TableError(
+            raise ServiceError(
                 "RequestBodyTooLarge",
                 "The request body is too large and exceeds the maximum permissible limit.",
                 fields=(("MaxLimit", str(limit)),),

@@ -14,7 +14,7 @@ from tabulae.http.documents import BLOB_PERMISSIONS, parse_acl, render_acl, rend
 from tabulae.http.errors import XML_CONTENT_TYPE
 from tabulae.http.messages import Headers, Request, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 _PUBLIC_ACCESS = ("container", "blob")
 _LEASE_ACTIONS = ("acquire", "renew", "change", "release", "break")
@@ -49,7 +49,7 @@ def max_results(query: dict[str, str]) -> int:
     except ValueError:
         raise invalid_parameter("maxresults", value) from None
     if number <= 0:
-        raise TableError(
+        raise ServiceError(
             "OutOfRangeQueryParameterValue",
             fields=(("QueryParameterName", "maxresults"), ("QueryParameterValue", value)),
         )
@@ -80,7 +80,7 @@ def lease_request(request: Request) -> LeaseRequest:
     headers = request.headers
     action = headers.get("x-ms-lease-action")
     if action is None:
-        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-lease-action"),))
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-lease-action"),))
     if action.lower() not in _LEASE_ACTIONS:
         raise bad_header("x-ms-lease-action", action)
     action = action.lower()

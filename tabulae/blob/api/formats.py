@@ -25,7 +25,7 @@ from tabulae.http.documents import (
 )
 from tabulae.model import edm
 from tabulae.model.blobs import BlobRecord, ContainerRecord, Extent
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 DECLARATION = '<?xml version="1.0" encoding="utf-8"?>'
 _FIXED_CONTAINER_PROPERTIES = (
@@ -213,11 +213,11 @@ def parse_block_list(body: bytes) -> list[tuple[str, str]]:
     """``<BlockList><Latest>id</Latest>…</BlockList>`` → [(kind, id)] in document order."""
     root = parse_document(body, "BlockList")
     if root is None:
-        raise TableError("InvalidXmlDocument")
+        raise ServiceError("InvalidXmlDocument")
     entries: list[tuple[str, str]] = []
     for element in root:
         if element.tag not in KINDS:
-            raise TableError("InvalidXmlNodeValue")
+            raise ServiceError("InvalidXmlNodeValue")
         entries.append((element.tag, (element.text or "").strip()))
     return entries
 
@@ -238,7 +238,7 @@ def parse_service_properties_blob(body: bytes, current: BlobServiceProperties) -
         enabled = xml_bool(text_of(element, "Enabled"))
         days = text_of(element, "Days")
         if enabled and (days is None or not days.isdigit() or not 1 <= int(days[:4]) <= 365):
-            raise TableError("InvalidXmlNodeValue")
+            raise ServiceError("InvalidXmlNodeValue")
         allow = text_of(element, "AllowPermanentDelete")
         result.delete_retention = DeleteRetention(
             enabled, int(days) if enabled and days else None, xml_bool(allow) if allow is not None else False

@@ -12,13 +12,13 @@ from tabulae.blob.rules.conditions import Conditions, etag_of
 from tabulae.http.messages import Headers
 from tabulae.http.metadata import metadata_headers
 from tabulae.model.blobs import BlobRecord, ContentProperties
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)")
 
 
-def bad_header(name: str, value: str) -> TableError:
-    return TableError("InvalidHeaderValue", fields=(("HeaderName", name), ("HeaderValue", value)))
+def bad_header(name: str, value: str) -> ServiceError:
+    return ServiceError("InvalidHeaderValue", fields=(("HeaderName", name), ("HeaderValue", value)))
 
 
 def _etags(value: str | None) -> tuple[str, ...] | None:

@@ -11,7 +11,7 @@ gives for a parameter or header it does not support, never a half-done operation
 from __future__ import annotations
 
 from tabulae.blob.api.routing import Kind, Operation, Route
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 # comp values of features Tabulae does not serve, on any resource.
 _UNSUPPORTED_COMP = frozenset(
@@ -32,18 +32,18 @@ _UNSUPPORTED_HEADERS = (
 )
 
 
-def unsupported_parameter(name: str, value: str) -> TableError:
-    return TableError(
+def unsupported_parameter(name: str, value: str) -> ServiceError:
+    return ServiceError(
         "UnsupportedQueryParameter", fields=(("QueryParameterName", name), ("QueryParameterValue", value))
     )
 
 
-def unsupported_header(name: str, value: str) -> TableError:
-    return TableError("UnsupportedHeader", fields=(("HeaderName", name), ("HeaderValue", value)))
+def unsupported_header(name: str, value: str) -> ServiceError:
+    return ServiceError("UnsupportedHeader", fields=(("HeaderName", name), ("HeaderValue", value)))
 
 
-def invalid_parameter(name: str, value: str) -> TableError:
-    return TableError(
+def invalid_parameter(name: str, value: str) -> ServiceError:
+    return ServiceError(
         "InvalidQueryParameterValue", fields=(("QueryParameterName", name), ("QueryParameterValue", value))
     )
 
@@ -51,7 +51,7 @@ def invalid_parameter(name: str, value: str) -> TableError:
 def _verb(method: str, table: dict[str, Operation]) -> Operation:
     operation = table.get(method)
     if operation is None:
-        raise TableError("UnsupportedHttpVerb")
+        raise ServiceError("UnsupportedHttpVerb")
     return operation
 
 
@@ -67,7 +67,7 @@ def _service(method: str, restype: str | None, comp: str | None) -> Operation:
     if restype == "account" and comp == "properties":
         return _verb(method, {"GET": Operation.GET_ACCOUNT_INFO, "HEAD": Operation.GET_ACCOUNT_INFO})
     if comp is None and restype is None:
-        raise TableError("InvalidUri")
+        raise ServiceError("InvalidUri")
     if comp is not None:
         raise invalid_parameter("comp", comp)
     raise invalid_parameter("restype", restype or "")

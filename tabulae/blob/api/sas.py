@@ -26,7 +26,7 @@ from tabulae.auth.sas import (
     verify_signature,
 )
 from tabulae.blob.api.routing import Operation as Op
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 # Versions from which the service SAS string-to-sign gained fields.
 RESOURCE_FIELD_VERSION = "2018-11-09"  # sr and the snapshot time
@@ -117,15 +117,15 @@ class BlobGrant:
         if self.resource_types is not None:
             resource_type, needed = _ACCOUNT_RULES.get(operation, ("", ()))
             if not resource_type or resource_type not in self.resource_types:
-                raise TableError("AuthorizationResourceTypeMismatch")
+                raise ServiceError("AuthorizationResourceTypeMismatch")
         else:
             table = _CONTAINER_PERMISSIONS if self.scope == "c" else _BLOB_PERMISSIONS
             if operation not in table:
-                raise TableError("AuthorizationResourceTypeMismatch")
+                raise ServiceError("AuthorizationResourceTypeMismatch")
             needed = table[operation]
         for group in needed:
             if not self.permissions.intersection(group):
-                raise TableError("AuthorizationPermissionMismatch")
+                raise ServiceError("AuthorizationPermissionMismatch")
 
     @property
     def create_only(self) -> bool:
@@ -179,12 +179,12 @@ def verify_blob_sas(
         )
         return BlobGrant(granted.permissions, granted.resource_types, overrides=pairs)
     if any(name in query for name in _DELEGATION_FIELDS):
-        raise TableError(
+        raise ServiceError(
             "AuthenticationFailed", detail="User delegation SAS is not supported by this server."
         )
     sr = query.get("sr", "")
     if sr not in ("c", "b", "bs") or not container or (sr != "c" and not blob):
-        raise TableError(
+        raise ServiceError(
             "AuthenticationFailed", detail=f"The signed resource (sr) '{sr}' does not fit the URL."
         )
     resource = f"/blob/{account}/{container}" + (f"/{blob}" if sr != "c" else "")

@@ -14,7 +14,7 @@ from xml.sax.saxutils import escape
 
 from tabulae.blob.rules.tags import check_tags
 from tabulae.http.documents import parse_document
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 DECLARATION = '<?xml version="1.0" encoding="utf-8"?>'
 
@@ -27,12 +27,12 @@ def parse_tags_document(body: bytes) -> dict[str, str]:
     tag_set = root.find("TagSet")
     if tag_set is None:
         if len(root):
-            raise TableError("InvalidXmlDocument")
+            raise ServiceError("InvalidXmlDocument")
         return {}
     pairs: list[tuple[str, str]] = []
     for element in tag_set:
         if element.tag != "Tag":
-            raise TableError("InvalidXmlDocument")
+            raise ServiceError("InvalidXmlDocument")
         key = element.find("Key")
         value = element.find("Value")
         pairs.append(("" if key is None else key.text or "", "" if value is None else value.text or ""))

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from tabulae.blob.rules.limits import MAX_BLOCK_ID_BYTES, MAX_BLOCK_LIST
 from tabulae.model.blobs import Extent
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 COMMITTED, UNCOMMITTED, LATEST = "Committed", "Uncommitted", "Latest"
 KINDS = frozenset({COMMITTED, UNCOMMITTED, LATEST})
@@ -23,13 +23,13 @@ KINDS = frozenset({COMMITTED, UNCOMMITTED, LATEST})
 def check_block_id(block_id: str | None) -> str:
     """Valid Base64 of 1 to 64 bytes, else 400 InvalidQueryParameterValue naming ``blockid``."""
     if block_id is None:
-        raise TableError("MissingRequiredQueryParameter", fields=(("QueryParameterName", "blockid"),))
+        raise ServiceError("MissingRequiredQueryParameter", fields=(("QueryParameterName", "blockid"),))
     try:
         decoded = base64.b64decode(block_id, validate=True)
     except (binascii.Error, ValueError):
         decoded = b""
     if not decoded or len(decoded) > MAX_BLOCK_ID_BYTES:
-        raise TableError(
+        raise ServiceError(
             "InvalidQueryParameterValue",
             fields=(
                 ("QueryParameterName", "blockid"),
@@ -43,7 +43,7 @@ def check_block_id(block_id: str | None) -> str:
 def check_same_length(block_id: str, staged_length: int | None) -> None:
     """All staged blocks of a blob have ids of one length (400 InvalidBlobOrBlock)."""
     if staged_length is not None and staged_length != len(block_id):
-        raise TableError("InvalidBlobOrBlock")
+        raise ServiceError("InvalidBlobOrBlock")
 
 
 def resolve(
@@ -52,7 +52,7 @@ def resolve(
     """The extents of the new content, for ``(kind, id)`` entries; a block that is not where an
     entry looks for it is 400 InvalidBlockList."""
     if len(entries) > MAX_BLOCK_LIST:
-        raise TableError("BlockListTooLong")
+        raise ServiceError("BlockListTooLong")
     by_id: dict[str, Extent] = {}
     for extent in committed:
         if extent.block_id is not None:
@@ -67,6 +67,6 @@ def resolve(
         else:
             found = staged.get(block_id) or by_id.get(block_id)
         if found is None:
-            raise TableError("InvalidBlockList")
+            raise ServiceError("InvalidBlockList")
         content.append(found)
     return content

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from azure.storage.extensions.checksums import crc64
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 
 def decode_digest(value: str | None, size: int, header: str) -> bytes | None:
@@ -28,8 +28,8 @@ def decode_digest(value: str | None, size: int, header: str) -> bytes | None:
         digest = b""
     if len(digest) != size:
         if header == "Content-MD5":
-            raise TableError("InvalidMd5")
-        raise TableError("InvalidHeaderValue", fields=(("HeaderName", header), ("HeaderValue", value)))
+            raise ServiceError("InvalidMd5")
+        raise ServiceError("InvalidHeaderValue", fields=(("HeaderName", header), ("HeaderValue", value)))
     return digest
 
 
@@ -76,13 +76,13 @@ class Checksums:
         """Raise Md5Mismatch or Crc64Mismatch, naming both values, when the bytes differ."""
         md5 = self.md5
         if expected_md5 is not None and md5 is not None and md5 != expected_md5:
-            raise TableError(
+            raise ServiceError(
                 "Md5Mismatch",
                 fields=(("UserSpecifiedMd5", b64(expected_md5)), ("ServerCalculatedMd5", b64(md5))),
             )
         crc = self.crc64
         if expected_crc64 is not None and crc is not None and crc != expected_crc64:
-            raise TableError(
+            raise ServiceError(
                 "Crc64Mismatch",
                 fields=(("UserSpecifiedCrc", b64(expected_crc64)), ("ServerCalculatedCrc", b64(crc))),
             )

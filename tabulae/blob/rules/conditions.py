@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tabulae.model.edm import TICKS_PER_SECOND, UNIX_EPOCH_TICKS
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +51,8 @@ def _matches(tags: tuple[str, ...], etag: str) -> bool:
     return any(tag == "*" or tag == etag for tag in tags)
 
 
-def not_met(status: int = 412, code: str = "ConditionNotMet") -> TableError:
-    error = TableError(code)
+def not_met(status: int = 412, code: str = "ConditionNotMet") -> ServiceError:
+    error = ServiceError(code)
     error.status = status
     return error
 
@@ -89,7 +89,7 @@ def check_dates_only(conditions: Conditions, ticks: int, *, allow_unmodified: bo
     If-Modified-Since); another condition header there is 400 UnsupportedHeader."""
     if conditions.if_match is not None or conditions.if_none_match is not None:
         name = "If-Match" if conditions.if_match is not None else "If-None-Match"
-        raise TableError("UnsupportedHeader", fields=(("HeaderName", name),))
+        raise ServiceError("UnsupportedHeader", fields=(("HeaderName", name),))
     if not allow_unmodified and conditions.if_unmodified_since is not None:
-        raise TableError("UnsupportedHeader", fields=(("HeaderName", "If-Unmodified-Since"),))
+        raise ServiceError("UnsupportedHeader", fields=(("HeaderName", "If-Unmodified-Since"),))
     check(conditions, ticks, read=False)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 UNLOCKED, LOCKED, MUTABLE = "Unlocked", "Locked", "Mutable"
 
@@ -78,14 +78,14 @@ class Protection:
 def set_policy(current: Protection, until: datetime, mode: str, now: datetime) -> Protection:
     """Set Blob Immutability Policy: the protection after it, or Azure's error."""
     if mode not in (UNLOCKED, LOCKED):
-        raise TableError("InvalidHeaderValue", fields=(("HeaderName", "x-ms-immutability-policy-mode"),))
+        raise ServiceError("InvalidHeaderValue", fields=(("HeaderName", "x-ms-immutability-policy-mode"),))
     if until <= now:
-        raise TableError(
+        raise ServiceError(
             "InvalidHeaderValue", fields=(("HeaderName", "x-ms-immutability-policy-until-date"),)
         )
     old = current.policy
     if old is not None and old.active(now) and old.mode == LOCKED and (mode != LOCKED or until < old.until):
-        raise TableError("BlobImmutableDueToPolicy")
+        raise ServiceError("BlobImmutableDueToPolicy")
     return replace(current, policy=Policy(until, mode))
 
 
@@ -93,7 +93,7 @@ def delete_policy(current: Protection, now: datetime) -> Protection:
     """Delete Blob Immutability Policy: refused while a locked policy is in force."""
     old = current.policy
     if old is not None and old.active(now) and old.mode == LOCKED:
-        raise TableError("ImmutabilityPolicyDeleteOnLockedPolicy")
+        raise ServiceError("ImmutabilityPolicyDeleteOnLockedPolicy")
     return replace(current, policy=None)
 
 
@@ -110,7 +110,7 @@ def check(operation: str, protection: Protection, now: datetime) -> None:
         return
     append = operation in APPENDS
     if protection.legal_hold and not (append and protection.appends_under_hold):
-        raise TableError("BlobImmutableDueToLegalHold")
+        raise ServiceError("BlobImmutableDueToLegalHold")
     policy = protection.policy
     if policy is not None and policy.active(now) and not (append and protection.allow_protected_appends):
-        raise TableError("BlobImmutableDueToPolicy")
+        raise ServiceError("BlobImmutableDueToPolicy")

@@ -13,7 +13,7 @@ import uuid
 from dataclasses import replace
 
 from tabulae.model.blobs import Lease
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 INFINITE = -1
 MIN_DURATION, MAX_DURATION = 15, 60
@@ -51,7 +51,7 @@ def parse_lease_id(value: str | None, header: str) -> str | None:
     try:
         uuid.UUID(value)
     except ValueError:
-        raise TableError(
+        raise ServiceError(
             "InvalidHeaderValue", fields=(("HeaderName", header), ("HeaderValue", value))
         ) from None
     return value
@@ -59,13 +59,13 @@ def parse_lease_id(value: str | None, header: str) -> str | None:
 
 def parse_duration(value: str | None) -> int:
     if value is None:
-        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-lease-duration"),))
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-lease-duration"),))
     try:
         duration = int(value)
     except ValueError:
         duration = 0
     if duration != INFINITE and not MIN_DURATION <= duration <= MAX_DURATION:
-        raise TableError(
+        raise ServiceError(
             "InvalidHeaderValue", fields=(("HeaderName", "x-ms-lease-duration"), ("HeaderValue", value))
         )
     return duration
@@ -75,7 +75,7 @@ def parse_break_period(value: str | None) -> int | None:
     if value is None:
         return None
     if not value.isdigit() or int(value) > MAX_BREAK_PERIOD:
-        raise TableError(
+        raise ServiceError(
             "InvalidHeaderValue", fields=(("HeaderName", "x-ms-lease-break-period"), ("HeaderValue", value))
         )
     return int(value)
@@ -88,9 +88,9 @@ def _same(a: str | None, b: str | None) -> bool:
 def acquire(lease: Lease, now: float, duration: int, proposed: str | None) -> Lease:
     lease = current(lease, now)
     if lease.state == "breaking":
-        raise TableError("LeaseIsBreakingAndCannotBeAcquired")
+        raise ServiceError("LeaseIsBreakingAndCannotBeAcquired")
     if lease.state == "leased" and not _same(lease.lease_id, proposed):
-        raise TableError("LeaseAlreadyPresent")
+        raise ServiceError("LeaseAlreadyPresent")
     lease_id = proposed or str(uuid.uuid4())
     ends = 0.0 if duration == INFINITE else now + duration
     return Lease("leased", lease_id, duration, ends)
@@ -99,11 +99,11 @@ def acquire(lease: Lease, now: float, duration: int, proposed: str | None) -> Le
 def renew(lease: Lease, now: float, lease_id: str) -> Lease:
     lease = current(lease, now)
     if lease.state == "available":
-        raise TableError("LeaseNotPresentWithLeaseOperation")
+        raise ServiceError("LeaseNotPresentWithLeaseOperation")
     if not _same(lease.lease_id, lease_id):
-        raise TableError("LeaseIdMismatchWithLeaseOperation")
+        raise ServiceError("LeaseIdMismatchWithLeaseOperation")
     if lease.state in ("breaking", "broken"):
-        raise TableError("LeaseIsBrokenAndCannotBeRenewed")
+        raise ServiceError("LeaseIsBrokenAndCannotBeRenewed")
     ends = 0.0 if lease.duration == INFINITE else now + lease.duration
     return Lease("leased", lease.lease_id, lease.duration, ends)
 
@@ -111,22 +111,22 @@ def renew(lease: Lease, now: float, lease_id: str) -> Lease:
 def change(lease: Lease, now: float, lease_id: str, proposed: str) -> Lease:
     lease = current(lease, now)
     if lease.state == "available":
-        raise TableError("LeaseNotPresentWithLeaseOperation")
+        raise ServiceError("LeaseNotPresentWithLeaseOperation")
     if not (_same(lease.lease_id, lease_id) or _same(lease.lease_id, proposed)):
-        raise TableError("LeaseIdMismatchWithLeaseOperation")
+        raise ServiceError("LeaseIdMismatchWithLeaseOperation")
     if lease.state == "breaking":
-        raise TableError("LeaseIsBreakingAndCannotBeChanged")
+        raise ServiceError("LeaseIsBreakingAndCannotBeChanged")
     if lease.state != "leased":
-        raise TableError("LeaseNotPresentWithLeaseOperation")
+        raise ServiceError("LeaseNotPresentWithLeaseOperation")
     return replace(lease, lease_id=proposed)
 
 
 def release(lease: Lease, now: float, lease_id: str) -> Lease:
     lease = current(lease, now)
     if lease.state == "available":
-        raise TableError("LeaseNotPresentWithLeaseOperation")
+        raise ServiceError("LeaseNotPresentWithLeaseOperation")
     if not _same(lease.lease_id, lease_id):
-        raise TableError("LeaseIdMismatchWithLeaseOperation")
+        raise ServiceError("LeaseIdMismatchWithLeaseOperation")
     return Lease()
 
 
@@ -135,7 +135,7 @@ def break_lease(lease: Lease, now: float, period: int | None) -> tuple[Lease, in
     have ended. Returns the lease and the whole seconds until it is broken (``x-ms-lease-time``)."""
     lease = current(lease, now)
     if lease.state == "available":
-        raise TableError("LeaseNotPresentWithLeaseOperation")
+        raise ServiceError("LeaseNotPresentWithLeaseOperation")
     if lease.state in ("broken", "expired"):
         return replace(lease, state="broken", ends=now), 0
     if lease.state == "leased":
@@ -161,14 +161,14 @@ def check_blob_access(lease: Lease, now: float, lease_id: str | None, *, write: 
     lease = current(lease, now)
     if lease_id is None:
         if write and lease.state in ("leased", "breaking"):
-            raise TableError("LeaseIdMissing")
+            raise ServiceError("LeaseIdMissing")
         return
     if lease.state == "available":
-        raise TableError("LeaseNotPresentWithBlobOperation")
+        raise ServiceError("LeaseNotPresentWithBlobOperation")
     if lease.state in ("expired", "broken"):
-        raise TableError("LeaseLost")
+        raise ServiceError("LeaseLost")
     if not _same(lease.lease_id, lease_id):
-        raise TableError("LeaseIdMismatchWithBlobOperation")
+        raise ServiceError("LeaseIdMismatchWithBlobOperation")
 
 
 def check_container_access(lease: Lease, now: float, lease_id: str | None, *, required: bool) -> None:
@@ -178,16 +178,16 @@ def check_container_access(lease: Lease, now: float, lease_id: str | None, *, re
     active = lease.state in ("leased", "breaking")
     if lease_id is None:
         if required and active:
-            raise TableError(
+            raise ServiceError(
                 "LeaseIdMissing",
                 "There is currently a lease on the container and no lease ID was specified in the request.",
             )
         return
     if not active:
         if lease.state in ("expired", "broken"):
-            raise TableError(
+            raise ServiceError(
                 "LeaseLost", "A lease ID was specified, but the lease for the container has expired."
             )
-        raise TableError("LeaseNotPresentWithContainerOperation")
+        raise ServiceError("LeaseNotPresentWithContainerOperation")
     if not _same(lease.lease_id, lease_id):
-        raise TableError("LeaseIdMismatchWithContainerOperation")
+        raise ServiceError("LeaseIdMismatchWithContainerOperation")

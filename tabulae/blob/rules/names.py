@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from tabulae.model.errors import MSG_NAME_LENGTH, TableError
+from tabulae.model.errors import MSG_NAME_LENGTH, ServiceError
 
 SPECIAL_CONTAINERS = frozenset({"$root", "$logs", "$web"})
 MAX_BLOB_NAME = 1024
@@ -25,13 +25,13 @@ def check_container_name(name: str) -> None:
     if name in SPECIAL_CONTAINERS:
         return
     if not 3 <= len(name) <= 63:
-        raise TableError("OutOfRangeInput", MSG_NAME_LENGTH)
+        raise ServiceError("OutOfRangeInput", MSG_NAME_LENGTH)
     if not _CONTAINER.fullmatch(name):
-        raise TableError("InvalidResourceName")
+        raise ServiceError("InvalidResourceName")
 
 
 def check_blob_name(name: str) -> None:
     if not name or len(name) > MAX_BLOB_NAME:
-        raise TableError("OutOfRangeInput", MSG_NAME_LENGTH)
+        raise ServiceError("OutOfRangeInput", MSG_NAME_LENGTH)
     if _BAD_BLOB_CHARS.search(name) or name.count("/") >= MAX_SEGMENTS:
-        raise TableError("InvalidResourceName")
+        raise ServiceError("InvalidResourceName")

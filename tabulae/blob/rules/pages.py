@@ -34,7 +34,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 PAGE = 512
 MAX_PAGE_WRITE = 4 * 1024 * 1024
@@ -46,8 +46,8 @@ SEQUENCE_ACTIONS = ("max", "update", "increment")
 # ----------------------------------------------------------------------------------- checks
 
 
-def _bad_header(name: str, value: str) -> TableError:
-    return TableError("InvalidHeaderValue", fields=(("HeaderName", name), ("HeaderValue", value)))
+def _bad_header(name: str, value: str) -> ServiceError:
+    return ServiceError("InvalidHeaderValue", fields=(("HeaderName", name), ("HeaderValue", value)))
 
 
 def check_blob_size(size: int, header: str = "x-ms-blob-content-length") -> int:
@@ -70,11 +70,11 @@ def check_update(
     """Put Page (update): aligned, at most 4 MiB, the body as long as the range, inside the blob."""
     begin, stop = check_aligned(start, end, header)
     if stop - begin > MAX_PAGE_WRITE:
-        raise TableError("RequestBodyTooLarge")
+        raise ServiceError("RequestBodyTooLarge")
     if content_length != stop - begin:
         raise _bad_header("Content-Length", str(content_length))
     if stop > size:
-        raise TableError("InvalidPageRange")
+        raise ServiceError("InvalidPageRange")
     return begin, stop
 
 
@@ -86,7 +86,7 @@ def check_clear(
     if content_length != 0:
         raise _bad_header("Content-Length", str(content_length))
     if stop > size:
-        raise TableError("InvalidPageRange")
+        raise ServiceError("InvalidPageRange")
     return begin, stop
 
 
@@ -325,8 +325,8 @@ def _coalesce(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 # ------------------------------------------------------------------------------- paging
 
 
-def _bad_marker(marker: str) -> TableError:
-    return TableError(
+def _bad_marker(marker: str) -> ServiceError:
+    return ServiceError(
         "InvalidQueryParameterValue",
         fields=(("QueryParameterName", "marker"), ("QueryParameterValue", marker)),
     )
@@ -390,7 +390,7 @@ def check_sequence(conditions: SequenceConditions, current: int) -> None:
         or (conditions.eq is not None and current != conditions.eq)
     )
     if failed:
-        raise TableError("SequenceNumberConditionNotMet")
+        raise ServiceError("SequenceNumberConditionNotMet")
 
 
 def apply_sequence_action(action: str | None, value: int | None, current: int) -> int:
@@ -405,7 +405,9 @@ def apply_sequence_action(action: str | None, value: int | None, current: int) -
     """
     if action is None:
         if value is not None:
-            raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-sequence-number-action"),))
+            raise ServiceError(
+                "MissingRequiredHeader", fields=(("HeaderName", "x-ms-sequence-number-action"),)
+            )
         return current
     kind = action.lower()
     if kind not in SEQUENCE_ACTIONS:
@@ -414,8 +416,8 @@ def apply_sequence_action(action: str | None, value: int | None, current: int) -
         if value is not None:
             raise _bad_header("x-ms-blob-sequence-number", str(value))
         if current >= MAX_SEQUENCE_NUMBER:
-            raise TableError("SequenceNumberIncrementTooLarge")
+            raise ServiceError("SequenceNumberIncrementTooLarge")
         return current + 1
     if value is None:
-        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-blob-sequence-number"),))
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-blob-sequence-number"),))
     return max(current, value) if kind == "max" else value

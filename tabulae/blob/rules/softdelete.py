@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 MIN_DAYS, MAX_DAYS = 1, 365
 _DAY = timedelta(days=1)
@@ -45,7 +45,7 @@ def retention_days(enabled: bool, days: str | None) -> int | None:
     if not enabled:
         return None
     if days is None or not days.isascii() or not days.isdigit() or not MIN_DAYS <= int(days) <= MAX_DAYS:
-        raise TableError("InvalidXmlNodeValue")
+        raise ServiceError("InvalidXmlNodeValue")
     return int(days)
 
 
@@ -105,14 +105,16 @@ def restore_container(
     ``x-ms-deleted-container-*`` headers, ``live`` whether a container called ``destination``
     exists now."""
     if name is None:
-        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-deleted-container-name"),))
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-deleted-container-name"),))
     if version is None:
-        raise TableError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-deleted-container-version"),))
+        raise ServiceError(
+            "MissingRequiredHeader", fields=(("HeaderName", "x-ms-deleted-container-version"),)
+        )
     if name != destination:
-        raise TableError("InvalidHeaderValue", fields=(("HeaderName", "x-ms-deleted-container-name"),))
+        raise ServiceError("InvalidHeaderValue", fields=(("HeaderName", "x-ms-deleted-container-name"),))
     if live:
-        raise TableError("ContainerAlreadyExists")
+        raise ServiceError("ContainerAlreadyExists")
     for candidate in deleted:
         if candidate.name == name and candidate.version == version and not candidate.deletion.purged(now):
             return candidate
-    raise TableError("ContainerNotFound")
+    raise ServiceError("ContainerNotFound")

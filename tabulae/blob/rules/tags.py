@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 MAX_TAGS = 10
 MAX_KEY = 128
@@ -59,17 +59,17 @@ def check_tags(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
     """A blob's tags from (key, value) pairs in the client's order, or the error Azure answers."""
     items = list(pairs)
     if len(items) > MAX_TAGS:
-        raise TableError("TagsTooLarge")
+        raise ServiceError("TagsTooLarge")
     tags: dict[str, str] = {}
     for key, value in items:
         if not key:
-            raise TableError("EmptyTagName")
+            raise ServiceError("EmptyTagName")
         if len(key) > MAX_KEY or len(value) > MAX_VALUE:
-            raise TableError("TagsTooLarge")
+            raise ServiceError("TagsTooLarge")
         if not TAG_CHARS.issuperset(key) or not TAG_CHARS.issuperset(value):
-            raise TableError("InvalidTag")
+            raise ServiceError("InvalidTag")
         if key in tags:
-            raise TableError("DuplicateTagNames")
+            raise ServiceError("DuplicateTagNames")
         tags[key] = value
     return tags
 
@@ -83,7 +83,7 @@ def parse_tags_header(value: str) -> dict[str, str]:
         return {}
     pairs = parse_qsl(value, keep_blank_values=True)
     if not pairs and value.strip("&"):
-        raise TableError("InvalidTag")
+        raise ServiceError("InvalidTag")
     return check_tags(pairs)
 
 
@@ -121,10 +121,10 @@ class AnyOf:
 Node = Comparison | AllOf | AnyOf
 
 
-def _syntax_error(text: str, position: int, message: str, header: str | None) -> TableError:
+def _syntax_error(text: str, position: int, message: str, header: str | None) -> ServiceError:
     if header is not None:
-        return TableError("InvalidHeaderValue", fields=(("HeaderName", header), ("HeaderValue", text)))
-    return TableError(
+        return ServiceError("InvalidHeaderValue", fields=(("HeaderName", header), ("HeaderValue", text)))
+    return ServiceError(
         "InvalidQueryParameterValue",
         f"Error parsing query at or near character position {position + 1}: {message}",
         fields=(("QueryParameterName", "where"), ("QueryParameterValue", text)),
@@ -140,7 +140,7 @@ class _Parser:
         self.header = header
         self.allow_container = allow_container
 
-    def fail(self, message: str, at: int | None = None) -> TableError:
+    def fail(self, message: str, at: int | None = None) -> ServiceError:
         return _syntax_error(self.text, self.position if at is None else at, message, self.header)
 
     def skip(self) -> None:
@@ -299,7 +299,7 @@ def _check_where(text: str, node: Node) -> None:
             )
         sides.append(side)
     if sum(key != CONTAINER for key in seen) > MAX_TAGS:
-        raise TableError(
+        raise ServiceError(
             "InvalidQueryParameterValue",
             "Error parsing query: there can be at most 10 unique tags in a query",
             fields=(("QueryParameterName", "where"), ("QueryParameterValue", text)),

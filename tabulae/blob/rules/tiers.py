@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 HOT, COOL, COLD, ARCHIVE = "Hot", "Cool", "Cold", "Archive"
 STANDARD, HIGH = "Standard", "High"
@@ -49,7 +49,7 @@ def parse_tier(value: str, version: str, header: str = "x-ms-access-tier") -> st
     for tier in tiers_for(version):
         if value.strip().lower() == tier.lower():
             return tier
-    raise TableError("InvalidHeaderValue", fields=(("HeaderName", header), ("HeaderValue", value)))
+    raise ServiceError("InvalidHeaderValue", fields=(("HeaderName", header), ("HeaderValue", value)))
 
 
 def parse_priority(value: str | None) -> str:
@@ -59,7 +59,7 @@ def parse_priority(value: str | None) -> str:
     for priority in (STANDARD, HIGH):
         if value.strip().lower() == priority.lower():
             return priority
-    raise TableError(
+    raise ServiceError(
         "InvalidHeaderValue", fields=(("HeaderName", "x-ms-rehydrate-priority"), ("HeaderValue", value))
     )
 
@@ -67,7 +67,7 @@ def parse_priority(value: str | None) -> str:
 def check_blob_type(blob_type: str) -> None:
     """Standard tiers apply to block blobs only."""
     if blob_type != "BlockBlob":
-        raise TableError("AccessTierNotSupportedForBlobType")
+        raise ServiceError("AccessTierNotSupportedForBlobType")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +120,7 @@ def set_tier(
     state = settle(state, now)
     if state.rehydrate_to is not None:
         if target != state.rehydrate_to:
-            raise TableError("BlobBeingRehydrated")
+            raise ServiceError("BlobBeingRehydrated")
         if priority == HIGH and state.priority == STANDARD:
             due = min(state.rehydrated_at or now, now + delay(HIGH))
             return replace(state, priority=HIGH, rehydrated_at=due), 202
@@ -136,7 +136,7 @@ def set_tier(
 def check_readable(state: TierState, now: float) -> None:
     """Reads of an archived blob, rehydrating or not, are 409 BlobArchived."""
     if settle(state, now).tier == ARCHIVE:
-        raise TableError("BlobArchived")
+        raise ServiceError("BlobArchived")
 
 
 def view(state: TierState, now: float) -> TierView:

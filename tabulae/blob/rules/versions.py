@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _FORMAT = re.compile(r"\A(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{7})Z\Z")
@@ -47,12 +47,12 @@ def parse(version_id: str) -> int:
     """The tick count of a version id, or 400 ``InvalidQueryParameterValue``."""
     match = _FORMAT.match(version_id)
     if match is None:
-        raise TableError("InvalidQueryParameterValue", fields=(("QueryParameterName", "versionid"),))
+        raise ServiceError("InvalidQueryParameterValue", fields=(("QueryParameterName", "versionid"),))
     year, month, day, hour, minute, second, fraction = (int(g) for g in match.groups())
     try:
         moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
     except ValueError:
-        raise TableError(
+        raise ServiceError(
             "InvalidQueryParameterValue", fields=(("QueryParameterName", "versionid"),)
         ) from None
     return ticks(moment) + fraction

@@ -17,7 +17,7 @@ from tabulae.http.errors import XML_CONTENT_TYPE, error_xml
 from tabulae.http.frontend import Frontend
 from tabulae.http.messages import NO_CACHE, Request, Response, error_time
 from tabulae.http.options import FrontendOptions
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.policies import CorsRule
 from tabulae.queue.api import handlers as ops
 from tabulae.queue.api.formats import BOM
@@ -72,7 +72,7 @@ class QueueApp(Frontend[Route]):
         if token.si is not None and route.queue and not token.is_account:
             try:
                 identifiers = await self.service.get_acl(route.account, route.queue)
-            except TableError:
+            except ServiceError:
                 identifiers = []
             policies = stored_policies(identifiers)
         return verify_sas(
@@ -97,7 +97,7 @@ class QueueApp(Frontend[Route]):
         )
         request.operation = operation
         if route.secondary and operation not in READ_OPERATIONS:
-            raise TableError("AuthorizationFailure")
+            raise ServiceError("AuthorizationFailure")
         grant: QueueGrant | None = request.grant
         if grant is not None:
             grant.check(operation)
@@ -110,7 +110,7 @@ class QueueApp(Frontend[Route]):
         return (await self.service.get_service_properties(account)).cors
 
     def error_response(
-        self, request: Request, route: Route | None, error: TableError, request_id: str
+        self, request: Request, route: Route | None, error: ServiceError, request_id: str
     ) -> Response:
         headers = [(b"x-ms-error-code", error.code.encode()), (b"content-type", XML_CONTENT_TYPE), NO_CACHE]
         if error.headers:

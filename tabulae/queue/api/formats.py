@@ -13,7 +13,7 @@ from functools import lru_cache
 from xml.sax.saxutils import escape
 
 from tabulae.http.documents import parse_document
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.metadata import Metadata
 from tabulae.model.queues import MICROSECONDS, QueueMessage
 
@@ -37,12 +37,12 @@ def parse_message_text(body: bytes) -> str:
     escaped), and an empty element is an empty message."""
     root = parse_document(body, "QueueMessage")
     if root is None:
-        raise TableError("InvalidXmlDocument")
+        raise ServiceError("InvalidXmlDocument")
     element = root.find("MessageText")
     if element is None:
-        raise TableError("MissingRequiredXmlNode")
+        raise ServiceError("MissingRequiredXmlNode")
     if len(element):
-        raise TableError("InvalidXmlNodeValue")
+        raise ServiceError("InvalidXmlNodeValue")
     return element.text or ""
 
 

@@ -16,7 +16,7 @@ from tabulae.http.documents import (
 from tabulae.http.errors import XML_CONTENT_TYPE
 from tabulae.http.messages import NO_CACHE, Headers, Request, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.queue.api.formats import (
     BOM,
     http_time,
@@ -59,7 +59,7 @@ def integer_parameter(request: Request, name: str) -> int | None:
 def required(request: Request, name: str) -> str:
     value = request.query.get(name)
     if value is None:
-        raise TableError("MissingRequiredQueryParameter", fields=(("QueryParameterName", name),))
+        raise ServiceError("MissingRequiredQueryParameter", fields=(("QueryParameterName", name),))
     return value
 
 
@@ -107,7 +107,7 @@ async def set_service_properties(service: QueueService, request: Request, route:
 
 async def get_service_stats(service: QueueService, request: Request, route: Route) -> Response:
     if not route.secondary:  # only the secondary endpoint has replication to report on
-        raise TableError(
+        raise ServiceError(
             "InvalidQueryParameterValue",
             fields=(("QueryParameterName", "comp"), ("QueryParameterValue", "stats"), ("Reason", "")),
         )

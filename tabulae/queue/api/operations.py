@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.queue.api.routing import Resource
 
 
@@ -67,18 +67,18 @@ def _service_operation(method: str, restype: str | None, comp: str | None) -> Op
     if comp == "list" and restype is None:
         if method == "GET":
             return Operation.LIST_QUEUES
-        raise TableError("UnsupportedHttpVerb")
+        raise ServiceError("UnsupportedHttpVerb")
     if restype != "service" or comp not in ("properties", "stats"):
-        raise TableError("InvalidQueryParameterValue")
+        raise ServiceError("InvalidQueryParameterValue")
     if comp == "stats":
         if method != "GET":
-            raise TableError("UnsupportedHttpVerb")
+            raise ServiceError("UnsupportedHttpVerb")
         return Operation.GET_SERVICE_STATS
     if method == "GET":
         return Operation.GET_SERVICE_PROPERTIES
     if method == "PUT":
         return Operation.SET_SERVICE_PROPERTIES
-    raise TableError("UnsupportedHttpVerb")
+    raise ServiceError("UnsupportedHttpVerb")
 
 
 def resolve_operation(
@@ -89,10 +89,10 @@ def resolve_operation(
     if resource is Resource.SERVICE:
         return _service_operation(method, restype, comp)
     if comp is not None and (resource is not Resource.QUEUE or comp not in ("metadata", "acl")):
-        raise TableError("InvalidQueryParameterValue")
+        raise ServiceError("InvalidQueryParameterValue")
     operation = _BY_METHOD[(resource, comp)].get(method)
     if operation is None:
-        raise TableError("UnsupportedHttpVerb")
+        raise ServiceError("UnsupportedHttpVerb")
     if operation is Operation.GET_MESSAGES and peekonly is not None and peekonly.lower() == "true":
         return Operation.PEEK_MESSAGES
     return operation

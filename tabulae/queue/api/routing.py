@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass
 
 from tabulae.http.addressing import decode_segments, locate_account
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 
 class Resource(enum.Enum):
@@ -40,7 +40,7 @@ def resolve(scheme: str, host: str, raw_path: str, accounts: dict[str, list[byte
     if len(segments) == 1:
         return Route(account, secondary, Resource.QUEUE, base, segments[0])
     if segments[1] != "messages" or len(segments) > 3 or not segments[0]:
-        raise TableError("InvalidUri")
+        raise ServiceError("InvalidUri")
     if len(segments) == 2:
         return Route(account, secondary, Resource.MESSAGES, base, segments[0])
     return Route(account, secondary, Resource.MESSAGE, base, segments[0], segments[2])

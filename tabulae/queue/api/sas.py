@@ -25,7 +25,7 @@ from tabulae.auth.sas import (
     verify_account_sas,
     verify_signature,
 )
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.queue.api.operations import Operation
 
 # From this version the signed resource starts with the service name and sip/spr are signed.
@@ -94,16 +94,16 @@ class QueueGrant:
         if not self.is_account:
             needed = _QUEUE_PERMISSIONS.get(operation)
             if needed is None or needed not in self.permissions:
-                raise TableError("AuthorizationPermissionMismatch")
+                raise ServiceError("AuthorizationPermissionMismatch")
             return
         rule = _ACCOUNT_RULES.get(operation)
         if rule is None:
-            raise TableError("AuthorizationResourceTypeMismatch")  # ACLs: never by SAS
+            raise ServiceError("AuthorizationResourceTypeMismatch")  # ACLs: never by SAS
         resource_types, letters = rule
         if not self.resource_types.intersection(resource_types):
-            raise TableError("AuthorizationResourceTypeMismatch")
+            raise ServiceError("AuthorizationResourceTypeMismatch")
         if not self.permissions.intersection(letters):
-            raise TableError("AuthorizationPermissionMismatch")
+            raise ServiceError("AuthorizationPermissionMismatch")
 
 
 def verify_sas(

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tabulae.model.blobs import ContainerRecord
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.storage.blobs import (
     container_missing,
     decode_container,
@@ -30,7 +30,7 @@ def create(account: str, record: ContainerRecord, cid: int | None) -> Plan[None]
         "rowcount",
     )  # fmt: skip
     if not inserted:
-        raise TableError("ContainerAlreadyExists")
+        raise ServiceError("ContainerAlreadyExists")
 
 
 def get(account: str, name: str) -> Plan[ContainerRecord | None]:

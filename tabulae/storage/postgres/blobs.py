@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.storage.blobplan import containers
 from tabulae.storage.blobplan.garbage import collect
 from tabulae.storage.blobplan.reads import At
@@ -321,7 +321,7 @@ class PostgresBlobs(PlannedBlobs):
                 size = min(high - position, CHUNK_BYTES - offset)
                 data = await self._chunk(dkey, extent.ref, seq, offset, size)
                 if len(data) != size:
-                    raise TableError("InternalError", detail="blob content is gone")
+                    raise ServiceError("InternalError", detail="blob content is gone")
                 position += size
                 yield data
 

@@ -23,7 +23,7 @@ from psycopg import errors as pg_errors
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.storage.plan import Dialect, Plan, PostgresDialect, Restart, run_async
 
 __all__ = ["MAX_ATTEMPTS", "PostgresDatabase", "Restart", "Schema"]
@@ -58,12 +58,12 @@ _RETRYABLE: tuple[type[Exception], ...] = (
 )
 
 
-def database_error(exc: psycopg.Error) -> TableError:
+def database_error(exc: psycopg.Error) -> ServiceError:
     """An engine failure as the service reports it; the detail names the error class, not the SQL."""
     if isinstance(exc, PoolTimeout):
-        return TableError("ServerBusy", detail="no database connection available")
+        return ServiceError("ServerBusy", detail="no database connection available")
     detail = type(exc).__name__ + (f" (SQLSTATE {exc.sqlstate})" if exc.sqlstate else "")
-    return TableError("InternalError", detail=detail)
+    return ServiceError("InternalError", detail=detail)
 
 
 async def rollback(conn: Connection) -> None:
@@ -304,7 +304,7 @@ class PostgresDatabase:
             except _RETRYABLE as exc:
                 if last:
                     # Still contended: the client should retry later (503), not see a failure.
-                    raise TableError("ServerBusy", detail="too many concurrent changes") from exc
+                    raise ServiceError("ServerBusy", detail="too many concurrent changes") from exc
                 await _pause(attempt)
             except PoolTimeout as exc:
                 raise database_error(exc) from exc
@@ -355,10 +355,10 @@ class PostgresDatabase:
             new_id = secrets.randbelow(limit) + 1
             try:
                 return await self.run_plan(partial(make, new_id), retry=retry, dialect=dialect), new_id
-            except TableError as exc:
+            except ServiceError as exc:
                 if not isinstance(exc.__cause__, pg_errors.UniqueViolation):
                     raise  # else the id met an existing one: draw again
-        raise TableError("InternalError", detail="could not draw a free id")
+        raise ServiceError("InternalError", detail="could not draw a free id")
 
     async def run_plan_in(self, conn: Connection, make: Callable[[], Plan[T]]) -> T:
         """Run a plan in a savepoint of the transaction open on ``conn`` (an upload's, whose chunks
@@ -369,7 +369,7 @@ class PostgresDatabase:
                     return await run_async(make(), conn, self.dialect)
             except _RETRYABLE:
                 if attempt == MAX_ATTEMPTS - 1:
-                    raise TableError("ServerBusy", detail="too many concurrent changes") from None
+                    raise ServiceError("ServerBusy", detail="too many concurrent changes") from None
                 await _pause(attempt)
             except psycopg.Error as exc:
                 raise database_error(exc) from exc

@@ -37,7 +37,7 @@ import psycopg
 
 from tabulae.model import edm
 from tabulae.model.entity import StoredEntity
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.plan import Plan
 from tabulae.storage.postgres import planned
@@ -248,7 +248,7 @@ class PostgresTables(PlannedTables):
         table_id = int(row[0]) if row else None
         self._ids.remember(key, table_id)
         if table_id is None:
-            raise TableError("TableNotFound")
+            raise ServiceError("TableNotFound")
         if table_id != cached:
             locks = await self._lock(conn, table_id, mutations)
         state: dict[Any, tuple[int, bytes] | None] = {}
@@ -275,6 +275,6 @@ class PostgresTables(PlannedTables):
         for index, inserted, cursor in writes:
             if cursor.rowcount != 1:
                 if inserted and mutations[index].kind is MutationKind.INSERT:
-                    raise TableError("EntityAlreadyExists").at(index)
+                    raise ServiceError("EntityAlreadyExists").at(index)
                 raise Restart
         return written(mutations, (blob for _existing, blob in decisions), ticks)

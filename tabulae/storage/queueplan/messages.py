@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.queues import QueueMessage
 from tabulae.storage.plan import Plan, Restart, Sql
 from tabulae.storage.queueplan import COLUMNS, QueueStatements
@@ -110,14 +110,14 @@ def peek(target: Target, limit: int, now: int) -> Plan[tuple[list[QueueMessage],
     return (yield from on_queue(target, op, bool))
 
 
-def _miss(queue_id: int, message_id: str, now: int) -> Plan[TableError]:
+def _miss(queue_id: int, message_id: str, now: int) -> Plan[ServiceError]:
     """Why a conditional write to a live queue's message changed nothing."""
     row = yield Sql(
         _EXISTS,
         {"q": queue_id, "id": message_id, "now": now},
         "one",
     )
-    return TableError("PopReceiptMismatch" if row else "MessageNotFound")
+    return ServiceError("PopReceiptMismatch" if row else "MessageNotFound")
 
 
 def update(

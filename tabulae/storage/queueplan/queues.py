@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.queues import QueueEntry, QueueStats
 from tabulae.storage.plan import Plan, Restart, Sql
 from tabulae.storage.queueplan import QueueStatements
@@ -18,8 +18,8 @@ def _named(account: str, name: str) -> dict[str, Any]:
     return {"account": account, "name": name}
 
 
-def not_found() -> TableError:
-    return TableError("QueueNotFound")
+def not_found() -> ServiceError:
+    return ServiceError("QueueNotFound")
 
 
 def create(account: str, name: str, metadata: bytes, queue_id: int | None) -> Plan[bytes | None]:
@@ -41,7 +41,7 @@ def create(account: str, name: str, metadata: bytes, queue_id: int | None) -> Pl
         if row is None:
             continue  # deleted between the two statements: create it again
         if row[1]:
-            raise TableError("QueueBeingDeleted")
+            raise ServiceError("QueueBeingDeleted")
         return bytes(row[0])
     raise Restart
 

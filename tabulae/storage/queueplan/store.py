@@ -8,7 +8,7 @@ from abc import abstractmethod
 from collections.abc import Callable
 from typing import TypeVar
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.queues import QueueEntry, QueueMessage, QueueStats
 from tabulae.storage.plan import Plan
 from tabulae.storage.queueplan import QueueStatements, messages, queues
@@ -51,7 +51,7 @@ class PlannedQueues(QueueStore):
                 result, queue_id = await self._read(lambda: make(target))
             else:
                 result, queue_id = await self._write(lambda: make(target))
-        except TableError as exc:
+        except ServiceError as exc:
             if exc.code == "QueueNotFound":
                 self._remember(account, name, None)
             raise

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, It
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.storage.blobs import Digest, Extent, Staged
 
 INLINE_BYTES = 64 * 1024  # extents up to this size are rows, larger ones files
@@ -162,7 +162,7 @@ class ContentFiles:
         try:
             fd = os.open(self.path(ref), os.O_RDONLY)
         except FileNotFoundError:
-            raise TableError("InternalError", detail="blob content is gone") from None
+            raise ServiceError("InternalError", detail="blob content is gone") from None
         loop = asyncio.get_running_loop()
         try:
             position = low
@@ -170,7 +170,7 @@ class ContentFiles:
                 size = min(READ_BYTES, high - position)
                 data = await loop.run_in_executor(self._io, os.pread, fd, size, position)
                 if not data:
-                    raise TableError("InternalError", detail="blob content is short")
+                    raise ServiceError("InternalError", detail="blob content is short")
                 position += len(data)
                 yield data
         finally:

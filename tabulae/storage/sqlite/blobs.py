@@ -19,7 +19,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Coroutine, S
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.storage.blobplan.garbage import REFERENCED, collect
 from tabulae.storage.blobplan.store import PlannedBlobs
 from tabulae.storage.blobs import (
@@ -161,7 +161,7 @@ class SqliteBlobs(PlannedBlobs):
                 "SELECT substr(data, ?, ?) FROM blob_data WHERE ref = ?", (low + 1, high - low, extent.ref)
             ).fetchone()
             if row is None:
-                raise TableError("InternalError", detail="blob content is gone")
+                raise ServiceError("InternalError", detail="blob content is gone")
             yield bytes(row[0])
 
     # ------------------------------------------------------------------ blobs

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.storage.plan import Dialect, Plan, SqliteDialect, run_sync
 from tabulae.storage.sqlite.mapped_reader import MappedReader
 
@@ -177,7 +177,7 @@ class SqliteDatabase:
             try:
                 await loop.run_in_executor(self._sync_thread, self._sync_wal)
             except OSError as exc:  # durability unknown: nothing of the group is acknowledged
-                failure = TableError("InternalError", detail=f"fsync failed: {exc}")
+                failure = ServiceError("InternalError", detail=f"fsync failed: {exc}")
                 outcomes = [(False, failure)] * len(group)
         return outcomes
 
@@ -208,7 +208,7 @@ class SqliteDatabase:
         except sqlite3.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            failure = TableError("InternalError", detail=str(exc))
+            failure = ServiceError("InternalError", detail=str(exc))
             outcomes = [(False, failure)] * len(group)
         return outcomes
 

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from tabulae.model import edm
 from tabulae.model.entity import StoredEntity, encode_properties
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.plan import Plan, run_sync
 from tabulae.storage.pushdown import Fragment, Translation
@@ -140,7 +140,7 @@ def _apply(
 ) -> list[StoredEntity | None]:
     table_id = _writer_table_id(conn, account, table)
     if table_id is None:
-        raise TableError("TableNotFound")
+        raise ServiceError("TableNotFound")
     if all(mutation.kind is MutationKind.INSERT for mutation in mutations):
         return _insert_all(conn, table_id, mutations)
     current = _current_rows(conn, table_id, mutations)
@@ -209,5 +209,5 @@ def _insert_all(
     try:
         conn.executemany(_INSERT_SQL, rows)
     except sqlite3.IntegrityError:
-        raise TableError("EntityAlreadyExists").at(conn.total_changes - before) from None
+        raise ServiceError("EntityAlreadyExists").at(conn.total_changes - before) from None
     return stored

@@ -2,7 +2,7 @@
 
 One request goes (the life of every front-end's request is :class:`tabulae.http.frontend.Frontend`):
 route (account and resource) → authentication → the operation, resolved once (:mod:`.operations`)
-→ the SAS check for that operation → its handler from :data:`HANDLERS`. A ``TableError`` raised
+→ the SAS check for that operation → its handler from :data:`HANDLERS`. A ``ServiceError`` raised
 anywhere below becomes the Azure error body: JSON for the OData operations, XML for the
 service-level and ``comp`` ones.
 """
@@ -18,7 +18,7 @@ from tabulae.http.errors import XML_CONTENT_TYPE, error_json, error_xml
 from tabulae.http.frontend import Frontend
 from tabulae.http.messages import Request, Response, error_time
 from tabulae.http.options import FrontendOptions
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import MutationKind
 from tabulae.model.policies import CorsRule
 from tabulae.table.api import admin, transactions
@@ -63,7 +63,7 @@ def _batch_authorizer(grant: SasGrant) -> transactions.Authorizer:
 
     def authorize(route: Route, operation: Operation, pk: str, rk: str) -> None:
         if grant.table is not None and (route.table or "").lower() != grant.table.lower():
-            raise TableError("AuthorizationResourceTypeMismatch")  # a table SAS reaches its table only
+            raise ServiceError("AuthorizationResourceTypeMismatch")  # a table SAS reaches its table only
         grant.check(operation, pk=pk, rk=rk)
 
     return authorize
@@ -93,7 +93,7 @@ class TableApp(Frontend[Route]):
         if token.si is not None and token.tn and not token.is_account:
             try:
                 identifiers = await self.service.get_acl(route.account, token.tn)
-            except TableError:
+            except ServiceError:
                 identifiers = []
             policies = stored_policies(identifiers)
         return verify_sas(
@@ -127,7 +127,7 @@ class TableApp(Frontend[Route]):
     async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
         method = effective_method(request.method, request.x_http_methods)
         if route.secondary and method not in _READ_METHODS:
-            raise TableError("AuthorizationFailure")
+            raise ServiceError("AuthorizationFailure")
         query = request.query
         resource = route.resource
         operation = resolve_operation(
@@ -139,7 +139,7 @@ class TableApp(Frontend[Route]):
         )
         request.operation = operation
         if operation is Operation.GET_SERVICE_STATS and not route.secondary:
-            raise TableError("InvalidQueryParameterValue")  # stats exist on the secondary endpoint only
+            raise ServiceError("InvalidQueryParameterValue")  # stats exist on the secondary endpoint only
         grant: SasGrant | None = request.grant
         if operation is Operation.BATCH:
             authorize = _batch_authorizer(grant) if grant is not None else None
@@ -159,7 +159,7 @@ class TableApp(Frontend[Route]):
         return (await self.service.get_service_properties(account)).cors
 
     def error_response(
-        self, request: Request, route: Route | None, error: TableError, request_id: str
+        self, request: Request, route: Route | None, error: ServiceError, request_id: str
     ) -> Response:
         headers = [(b"x-ms-error-code", error.code.encode())]
         if error.headers:
@@ -170,7 +170,7 @@ class TableApp(Frontend[Route]):
         else:
             try:
                 level = metadata_level(request.headers.get("accept"), request.query.get("$format"))
-            except TableError:
+            except ServiceError:
                 level = MINIMAL
             body = error_json(error, request_id, error_time())
             headers.append((b"content-type", CONTENT_TYPES[level]))
@@ -186,5 +186,5 @@ def _xml_errors(request: Request, route: Route | None) -> bool:
         return False
     try:
         return route.resource is Resource.SERVICE or "comp" in request.query
-    except TableError:
+    except ServiceError:
         return False

@@ -9,7 +9,7 @@ Python with ``email`` plus
 ``http.client``, JavaScript by splitting on the literal ``--changesetresponse_``.
 
 The module is pure: bytes in, dataclasses out (and back). Every malformed input raises
-``TableError("InvalidInput")`` and nothing else, so the HTTP layer can answer 400 without
+``ServiceError("InvalidInput")`` and nothing else, so the HTTP layer can answer 400 without
 guarding against stray exceptions. The 100-operation and same-partition rules are not checked
 here; the table layer reports them with the index of the offending operation.
 
@@ -116,7 +116,7 @@ class SubResponse:
 def parse_batch(content_type: str, body: bytes) -> BatchRequest:
     """Parse a ``$batch`` request body into its operations.
 
-    Raises ``TableError("InvalidInput")`` for anything that is not a well-formed batch of one
+    Raises ``ServiceError("InvalidInput")`` for anything that is not a well-formed batch of one
     changeset (of non-GET operations) or one bare GET.
     """
     media, params = _parse_media_type(content_type)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tabulae.http.messages import NO_CACHE, NOSNIFF, Headers, Request, Response
 from tabulae.model.entity import Entity, StoredEntity, entity_from_body, parse_json_pairs
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.table.api import odata
 from tabulae.table.api.operations import Operation, write_condition
@@ -52,9 +52,9 @@ def check_request_content_type(request: Request) -> None:
     content_type = request.headers.get("content-type", "")
     media = content_type.split(";", 1)[0].strip().lower()
     if media == "application/atom+xml":
-        raise TableError("AtomFormatNotSupported")
+        raise ServiceError("AtomFormatNotSupported")
     if media and media not in ("application/json", "text/json", "application/octet-stream", "text/plain"):
-        raise TableError("MediaTypeNotSupported")
+        raise ServiceError("MediaTypeNotSupported")
 
 
 def parse_select(request: Request) -> list[str] | None:
@@ -63,7 +63,7 @@ def parse_select(request: Request) -> list[str] | None:
         return None
     names = [name.strip() for name in text.split(",")]
     if any(not name for name in names):
-        raise TableError("InvalidInput")
+        raise ServiceError("InvalidInput")
     return names
 
 
@@ -92,7 +92,7 @@ async def query_tables(service: TableService, request: Request, route: Route) ->
     level = level_of(request)
     for option in UNSUPPORTED_OPTIONS:
         if option in request.query:
-            raise TableError("InvalidInput")
+            raise ServiceError("InvalidInput")
     page = await service.query_tables(
         route.account,
         request.query.get("$filter") or None,
@@ -114,9 +114,9 @@ async def create_table(service: TableService, request: Request, route: Route) ->
         pairs = parse_json_pairs(request.body)
         names = [value for key, value in pairs if key == "TableName"]
         if len(names) != 1 or not isinstance(names[0], str):
-            raise TableError("InvalidInput")
+            raise ServiceError("InvalidInput")
         name = await service.create_table(route.account, names[0])
-    except TableError as exc:
+    except ServiceError as exc:
         exc.headers = applied
         raise
     location = f"{route.base}/{odata.table_path(name)}".encode()
@@ -147,7 +147,7 @@ async def query_entities(service: TableService, request: Request, route: Route) 
     level = level_of(request)
     for option in UNSUPPORTED_OPTIONS:
         if option in request.query:
-            raise TableError("InvalidInput")
+            raise ServiceError("InvalidInput")
     select = parse_select(request)
     page = await service.query_entities(
         route.account,
@@ -191,7 +191,7 @@ async def insert_entity(service: TableService, request: Request, route: Route) -
         entity = read_entity(request, None)
         if request.grant is not None:
             request.grant.check(Operation.INSERT_ENTITY, pk=entity.pk, rk=entity.rk)
-    except TableError:
+    except ServiceError:
         await service.require_table(route.account, route.table)
         raise
     stored = await service.write(
@@ -221,7 +221,7 @@ async def replace_or_merge(
     condition = if_match(request, "PUT" if kind is MutationKind.REPLACE else "MERGE")
     try:
         entity = read_entity(request, (route.pk, route.rk))
-    except TableError:
+    except ServiceError:
         await service.require_table(route.account, route.table)
         raise
     stored = await service.write(
@@ -235,7 +235,7 @@ async def delete_entity(service: TableService, request: Request, route: Route) -
     assert route.table is not None and route.pk is not None and route.rk is not None
     condition = if_match(request, "DELETE")
     if condition is None:
-        raise TableError("UpdateConditionNotSatisfied")  # If-Match is required ("Delete Entity")
+        raise ServiceError("UpdateConditionNotSatisfied")  # If-Match is required ("Delete Entity")
     await service.write(
         route.account, route.table, Mutation(MutationKind.DELETE, route.pk, route.rk, None, condition)
     )
@@ -258,8 +258,8 @@ async def nested(service: TableService, request: Request, route: Route, operatio
         return await insert_entity(service, request, route)
     await service.require_table(route.account, route.table)
     if operation is Operation.QUERY_ENTITIES and "(" not in route.nested:
-        raise TableError("NotImplemented")
-    raise TableError(
+        raise ServiceError("NotImplemented")
+    raise ServiceError(
         "InvalidInput",
         "The number of keys specified in the URI does not match number of key properties for the "
         f"resource '{route.account}.{route.table}'.",

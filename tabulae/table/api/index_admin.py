@@ -26,7 +26,7 @@ from tabulae.http.addressing import decode_segments
 from tabulae.http.errors import error_json
 from tabulae.http.messages import Request, error_time
 from tabulae.http.options import FrontendOptions
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.indexes import READY, IndexInfo
 from tabulae.table.service import TableService
 
@@ -60,7 +60,7 @@ class IndexAdmin:
         headers = [(b"x-ms-request-id", request_id.encode())]
         try:
             status, body = await self._handle(request)
-        except TableError as error:
+        except ServiceError as error:
             status, body = error.status, error_json(error, request_id, error_time())
             headers.append((b"x-ms-error-code", error.code.encode()))
             headers.extend(error.headers or ())
@@ -72,9 +72,9 @@ class IndexAdmin:
         keys = self.options.accounts.get(account)
         header = request.headers.get("authorization")
         if header is None:
-            raise TableError("NoAuthenticationInformation")
+            raise ServiceError("NoAuthenticationInformation")
         if keys is None:
-            raise TableError("AuthenticationFailed")
+            raise ServiceError("AuthenticationFailed")
         verify_authorization(
             header,
             method=request.method,
@@ -93,13 +93,13 @@ class IndexAdmin:
         rest = request.raw_path[len(INDEX_ADMIN_PATH) :].strip("/")
         segments = decode_segments(rest) if rest else []
         if not segments or len(segments) > 3 or not all(segments):
-            raise TableError("ResourceNotFound")
+            raise ServiceError("ResourceNotFound")
         account = segments[0]
         self._authenticate(request, account)
         method = request.method
         if len(segments) < 3:
             if method != "GET":
-                raise TableError("MethodNotAllowed")
+                raise ServiceError("MethodNotAllowed")
             table = segments[1] if len(segments) == 2 else None
             found = await self.service.list_indexes(account, table)
             return 200, orjson.dumps({"value": [index_document(info) for info in found]})
@@ -112,4 +112,4 @@ class IndexAdmin:
         if method == "DELETE":
             await self.service.drop_index(account, table, prop)
             return 204, b""
-        raise TableError("MethodNotAllowed")
+        raise ServiceError("MethodNotAllowed")

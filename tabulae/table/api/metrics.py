@@ -20,7 +20,7 @@ from typing import Any
 from tabulae.auth.shared_key import parse_authorization, verify_authorization
 from tabulae.http.errors import error_json
 from tabulae.http.messages import error_time
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 __all__ = ["MetricsEndpoint"]
 
@@ -54,7 +54,7 @@ class MetricsEndpoint:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         try:
             self.check(scope)
-        except TableError as error:
+        except ServiceError as error:
             request_id = str(uuid.uuid4())
             body = error_json(error, request_id, error_time())
             headers = [
@@ -78,17 +78,17 @@ class MetricsEndpoint:
         headers = {name: value for name, value in scope["headers"] if name in _WANTED}
         authorization = headers.get(b"authorization", b"").decode("latin-1")
         if not authorization:
-            raise TableError("AuthenticationFailed", _REFUSED)
+            raise ServiceError("AuthenticationFailed", _REFUSED)
         if authorization[:7].lower() == "bearer ":
             if self._token is None or not hmac.compare_digest(
                 authorization[7:].strip().encode("latin-1"), self._token
             ):
-                raise TableError("AuthenticationFailed", _REFUSED)
+                raise ServiceError("AuthenticationFailed", _REFUSED)
             return
         _scheme, account, _mac = parse_authorization(authorization)
         keys = self._accounts.get(account)
         if keys is None:
-            raise TableError("AuthenticationFailed", _REFUSED)
+            raise ServiceError("AuthenticationFailed", _REFUSED)
         raw_path = scope.get("raw_path") or scope["path"].encode()
         verify_authorization(
             authorization,

@@ -15,7 +15,7 @@ import orjson
 
 from tabulae.model import edm
 from tabulae.model.entity import ANNOTATION, StoredEntity
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 
 NONE, MINIMAL, FULL = "nometadata", "minimalmetadata", "fullmetadata"
 
@@ -39,7 +39,7 @@ def _media_level(media_range: str) -> str | None:
     parts = [p.strip().lower() for p in media_range.split(";")]
     media = parts[0]
     if media in ("application/atom+xml", "application/atomsvc+xml"):
-        raise TableError("AtomFormatNotSupported")
+        raise ServiceError("AtomFormatNotSupported")
     if media == "application/json":
         for param in parts[1:]:
             name, _, value = param.partition("=")
@@ -58,8 +58,8 @@ def metadata_level(accept: str | None, format_param: str | None) -> str:
         level = _FORMAT_LEVELS.get(format_param.replace(" ", "").lower())
         if level is None:
             if "atom" in format_param.lower():
-                raise TableError("AtomFormatNotSupported")
-            raise TableError("InvalidInput")
+                raise ServiceError("AtomFormatNotSupported")
+            raise ServiceError("InvalidInput")
         return level
     if not accept:
         return MINIMAL

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.table.api.routing import Resource
 
 TUNNELLED = frozenset({"MERGE", "DELETE", "PUT", "PATCH"})
@@ -49,12 +49,12 @@ def effective_method(method: str, tunnels: Sequence[str]) -> str:
         return method
     values = list(tunnels)
     if method.upper() != "POST":
-        raise TableError("XMethodNotUsingPost")
+        raise ServiceError("XMethodNotUsingPost")
     if len(values) > 1:
-        raise TableError("XMethodIncorrectCount")
+        raise ServiceError("XMethodIncorrectCount")
     value = values[0].strip().upper()
     if value not in TUNNELLED:
-        raise TableError("XMethodIncorrectValue")
+        raise ServiceError("XMethodIncorrectValue")
     return value
 
 
@@ -73,7 +73,7 @@ def parse_if_match(value: str | None) -> str | None:
         return value
     if len(value) > 3 and value[:3] in ('W/"', 'w/"') and value[-1] == '"' and '"' not in value[3:-1]:
         return value if value[0] == "W" else "W" + value[1:]
-    raise TableError("InvalidInput", _INVALID_ETAG.format(value))
+    raise ServiceError("InvalidInput", _INVALID_ETAG.format(value))
 
 
 def write_condition(if_match: str | None, if_none_match: str | None, verb: str) -> str | None:
@@ -81,12 +81,12 @@ def write_condition(if_match: str | None, if_none_match: str | None, verb: str) 
     whole request and a batch's sub-request: ``If-None-Match`` is refused, ``If-Match`` parsed."""
     if if_none_match is not None:
         if if_match is not None:
-            raise TableError(
+            raise ServiceError(
                 "InvalidInput",
                 "Both If-Match and If-None-Match HTTP headers cannot be specified at the same time. "
                 "Please specify only one of them.",
             )
-        raise TableError(
+        raise ServiceError(
             "InvalidInput", f"If-None-Match HTTP header cannot be specified for {verb} operations."
         )
     return parse_if_match(if_match)
@@ -101,7 +101,7 @@ def _entity_operation(method: str, conditional: bool) -> Operation:
         return Operation.MERGE_ENTITY if conditional else Operation.UPSERT_MERGE
     if method == "DELETE":
         return Operation.DELETE_ENTITY
-    raise TableError("MethodNotAllowed")
+    raise ServiceError("MethodNotAllowed")
 
 
 def _nested_operation(method: str, conditional: bool) -> Operation:
@@ -116,16 +116,16 @@ def _nested_operation(method: str, conditional: bool) -> Operation:
 
 def _service_operation(method: str, restype: str | None, comp: str | None) -> Operation:
     if restype != "service" or comp not in ("properties", "stats"):
-        raise TableError("InvalidQueryParameterValue")
+        raise ServiceError("InvalidQueryParameterValue")
     if comp == "stats":
         if method != "GET":
-            raise TableError("MethodNotAllowed")
+            raise ServiceError("MethodNotAllowed")
         return Operation.GET_SERVICE_STATS
     if method == "GET":
         return Operation.GET_SERVICE_PROPERTIES
     if method == "PUT":
         return Operation.SET_SERVICE_PROPERTIES
-    raise TableError("MethodNotAllowed")
+    raise ServiceError("MethodNotAllowed")
 
 
 _COLLECTION_OPERATIONS: dict[tuple[Resource, str], Operation] = {
@@ -157,13 +157,13 @@ def resolve_operation(
         if comp == "acl" and resource is Resource.ENTITIES:
             if method in _ACL_OPERATIONS:
                 return _ACL_OPERATIONS[method]
-            raise TableError("MethodNotAllowed")
-        raise TableError("InvalidQueryParameterValue")
+            raise ServiceError("MethodNotAllowed")
+        raise ServiceError("InvalidQueryParameterValue")
     if resource is Resource.ENTITY:
         return _entity_operation(method, conditional)
     if resource is Resource.NESTED:
         return _nested_operation(method, conditional)
     operation = _COLLECTION_OPERATIONS.get((resource, method))
     if operation is None:
-        raise TableError("MethodNotAllowed")
+        raise ServiceError("MethodNotAllowed")
     return operation

@@ -9,7 +9,7 @@ import enum
 from dataclasses import dataclass
 
 from tabulae.http.addressing import decode_segments, locate_account
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.table.api.urls import parse_segment
 
 
@@ -44,7 +44,7 @@ def resolve(scheme: str, host: str, raw_path: str, accounts: dict[str, list[byte
     if len(segments) != 1:
         if len(segments) == 2:
             return _nested(account, secondary, base, *segments)
-        raise TableError("InvalidUri")
+        raise ServiceError("InvalidUri")
     return _resource(account, secondary, base, segments[0])
 
 
@@ -54,7 +54,7 @@ def _nested(account: str, secondary: bool, base: str, table: str, rest: str) -> 
     addresses such a path to the table's entities, so the request fails there, with the errors
     the SDKs turn into a hint about the account URL (:func:`handlers.nested`)."""
     if not rest or "(" in table or table in ("Tables", "$batch", "$metadata"):
-        raise TableError("InvalidUri")
+        raise ServiceError("InvalidUri")
     return Route(account, secondary, Resource.NESTED, base, table, nested=rest)
 
 
@@ -68,10 +68,10 @@ def _resource(account: str, secondary: bool, base: str, segment: str) -> Route:
         if parsed.literal is not None:
             return Route(account, secondary, Resource.TABLE, base, table=parsed.literal)
         if parsed.keys is not None:
-            raise TableError("InvalidUri")
+            raise ServiceError("InvalidUri")
         return Route(account, secondary, Resource.TABLES, base)
     if parsed.literal is not None:
-        raise TableError("InvalidInput")
+        raise ServiceError("InvalidInput")
     if parsed.keys is not None:
         return Route(
             account,

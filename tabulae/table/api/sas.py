@@ -18,7 +18,7 @@ from tabulae.auth.sas import (
     verify_account_sas,
     verify_signature,
 )
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.table.api.operations import Operation
 
 # A permission requirement: each string is a group of alternative letters, and every group must be
@@ -84,7 +84,7 @@ class SasGrant:
         return (self.start_pk, self.start_rk, self.end_pk, self.end_rk)
 
     def check(self, op: Operation, *, pk: str | None = None, rk: str | None = None) -> None:
-        """Raise TableError unless this SAS may perform ``op`` (on entity ``pk``/``rk`` if given).
+        """Raise ServiceError unless this SAS may perform ``op`` (on entity ``pk``/``rk`` if given).
 
         Queries pass no key: they are clipped to ``key_range`` instead of refused. The key range
         is only enforced when both keys are known (point reads and writes).
@@ -92,23 +92,23 @@ class SasGrant:
         if op is Operation.BATCH:
             return  # a batch is authorised change by change (``transactions.Authorizer``)
         if op in _NEVER_BY_SAS:
-            raise TableError("AuthorizationResourceTypeMismatch")
+            raise ServiceError("AuthorizationResourceTypeMismatch")
         needed = self._requirement(op)
         for group in needed:
             if not self.permissions.intersection(group):
-                raise TableError("AuthorizationPermissionMismatch")
+                raise ServiceError("AuthorizationPermissionMismatch")
         if pk is not None and rk is not None and not self.in_range(pk, rk):
-            raise TableError("AuthorizationFailure")
+            raise ServiceError("AuthorizationFailure")
 
     def _requirement(self, op: Operation) -> _Requirement:
         """Permission groups for ``op``; wrong resource type is refused before permissions."""
         if not self.is_account:
             if op not in _ENTITY_PERMISSIONS:
-                raise TableError("AuthorizationResourceTypeMismatch")
+                raise ServiceError("AuthorizationResourceTypeMismatch")
             return _ENTITY_PERMISSIONS[op]
         resource_type, needed = _ACCOUNT_RULES[op]
         if resource_type not in (self.resource_types or ()):
-            raise TableError("AuthorizationResourceTypeMismatch")
+            raise ServiceError("AuthorizationResourceTypeMismatch")
         return needed
 
     def in_range(self, pk: str, rk: str) -> bool:
@@ -141,7 +141,7 @@ def verify_sas(
 
     ``policy_lookup`` resolves a table SAS's ``si`` in the ACL of the token's table (``tn``); None
     means no ACLs are available, so any ``si`` fails. ``now`` should be timezone-aware (naive is
-    read as UTC). Returns the grant; raises TableError with the service's codes.
+    read as UTC). Returns the grant; raises ServiceError with the service's codes.
     """
     cache_key = (token, account, tuple(keys))
     known = _VERIFIED_GRANTS.get(cache_key) if token.si is None else None
@@ -152,7 +152,7 @@ def verify_sas(
         check_protocol(token.spr, is_https)
         check_ip(token.sip, client_ip)
         if table is not None and known.table is not None and table.lower() != known.table.lower():
-            raise TableError("AuthorizationResourceTypeMismatch")
+            raise ServiceError("AuthorizationResourceTypeMismatch")
         return known
     require_version(token)
     if token.is_account:
@@ -163,14 +163,14 @@ def verify_sas(
             is_account=True, permissions=granted.permissions, resource_types=granted.resource_types
         )
     if not token.tn:
-        raise TableError("AuthenticationFailed", detail="The table name (tn) is missing from the SAS.")
+        raise ServiceError("AuthenticationFailed", detail="The table name (tn) is missing from the SAS.")
     verify_signature(token.sig, table_sas_string_to_sign(token, account), keys)
     sp, st, se = apply_policy(token, policy_lookup)
     check_window(st, se, now)
     check_protocol(token.spr, is_https)
     check_ip(token.sip, client_ip)
     if table is not None and table.lower() != token.tn.lower():
-        raise TableError("AuthorizationResourceTypeMismatch")
+        raise ServiceError("AuthorizationResourceTypeMismatch")
     grant = SasGrant(
         is_account=False,
         permissions=frozenset(sp),

@@ -17,7 +17,7 @@ from tabulae.http.addressing import is_path_style
 from tabulae.http.errors import error_json
 from tabulae.http.messages import NO_CACHE, NOSNIFF, Request, Response, error_time
 from tabulae.model.entity import StoredEntity, entity_from_body
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.model.names import SECONDARY_SUFFIX
 from tabulae.table.api import odata
@@ -74,9 +74,9 @@ def _sub_route(scheme: str, host: str, target: str, batch: Route, accounts: dict
             path = f"{urlsplit(batch.base).path}{path if path.startswith('/') else '/' + path}"
     try:
         return resolve(scheme, host, path, accounts)
-    except TableError as exc:
+    except ServiceError as exc:
         if exc.code == "AuthenticationFailed":
-            raise TableError("InvalidInput") from None
+            raise ServiceError("InvalidInput") from None
         raise
 
 
@@ -119,14 +119,14 @@ def _operation(sub: SubRequest, route: Route, method: str) -> Operation:
     """The sub-request's operation, resolved as a whole request's is; only writes of entities
     belong in a changeset (a GET there, or any other resource, is bad input)."""
     if route.resource not in (Resource.ENTITIES, Resource.ENTITY):
-        raise TableError("InvalidInput")
+        raise ServiceError("InvalidInput")
     conditional = _header(sub, "if-match") is not None
     try:
         operation = resolve_operation(route.resource, method, conditional=conditional)
-    except TableError:
-        raise TableError("InvalidInput") from None
+    except ServiceError:
+        raise ServiceError("InvalidInput") from None
     if operation not in _KINDS:
-        raise TableError("InvalidInput")
+        raise ServiceError("InvalidInput")
     return operation
 
 
@@ -154,7 +154,7 @@ def _mutation(sub: SubRequest, route: Route, plan: _Plan) -> Mutation:
     keys = (route.pk, route.rk)
     if kind is MutationKind.DELETE:
         if plan.condition is None:
-            raise TableError("UpdateConditionNotSatisfied")  # If-Match is required
+            raise ServiceError("UpdateConditionNotSatisfied")  # If-Match is required
         return Mutation(kind, *keys, None, plan.condition)
     entity = entity_from_body(sub.body, keys)
     return Mutation(kind, *keys, entity.properties, plan.condition)
@@ -192,7 +192,7 @@ def _success_part(
 
 
 def _failure_part(
-    error: TableError, request_id: str, content_id: str | None, prefer: str | None
+    error: ServiceError, request_id: str, content_id: str | None, prefer: str | None
 ) -> SubResponse:
     headers = list(_PART_COMMON)
     if prefer:
@@ -232,11 +232,11 @@ async def submit(
             if op_route is None:
                 op_route = routes[sub.target] = _sub_route(request.scheme, host, sub.target, route, accounts)
             if op_route.account != route.account or op_route.table is None:
-                raise TableError("InvalidInput")
+                raise ServiceError("InvalidInput")
             if table_key is None:
                 table_key = op_route.table.lower()
             elif op_route.table.lower() != table_key:
-                raise TableError("InvalidInput")
+                raise ServiceError("InvalidInput")
             plan = plans.get((sub.method, sub.headers, op_route.resource))
             if plan is None:
                 plan = plans[sub.method, sub.headers, op_route.resource] = _plan(sub, op_route)
@@ -247,16 +247,16 @@ async def submit(
             changes.append(
                 (op_route, plan, sub.content_id if sub.content_id is not None else plan.content_id)
             )
-        except TableError as error:
+        except ServiceError as error:
             error.index = index
             return _multipart([_failure_part(error, request_id, _content_id(sub), _prefer(sub))])
     if not mutations or table_key is None:
-        raise TableError("InvalidInput")
+        raise ServiceError("InvalidInput")
     table = changes[0][0].table
     assert table is not None
     try:
         results = await service.submit_batch(route.account, table, mutations)
-    except TableError as error:
+    except ServiceError as error:
         if error.index is None and error.status >= 500:
             raise  # refused or failed as a whole (throttled, fault, storage): a retryable request error
         index = error.index if error.index is not None else 0
@@ -291,12 +291,12 @@ async def _single_query(
             or op_route.pk is None
             or op_route.rk is None
         ):
-            raise TableError("InvalidInput")
+            raise ServiceError("InvalidInput")
         if authorize is not None:
             authorize(op_route, Operation.GET_ENTITY, op_route.pk, op_route.rk)
         level = odata.metadata_level(_header(sub, "accept"), None)
         entity = await service.get_entity(op_route.account, op_route.table, op_route.pk, op_route.rk)
-    except TableError as error:
+    except ServiceError as error:
         error.index = 0
         return _multipart([_failure_part(error, request_id, _content_id(sub), None)], in_changeset=False)
     body = odata.render_entity(entity, op_route.base, op_route.account, op_route.table, level)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tabulae.model.errors import MSG_KEY_COUNT, TableError
+from tabulae.model.errors import MSG_KEY_COUNT, ServiceError
 from tabulae.model.names import check_url_key
 
 
@@ -38,13 +38,13 @@ class Segment:
 def _read_literal(text: str, pos: int) -> tuple[str, int]:
     """Read a quoted literal starting at ``pos`` (which must be a quote); return (value, end)."""
     if pos >= len(text) or text[pos] != "'":
-        raise TableError("InvalidInput", MSG_KEY_COUNT)
+        raise ServiceError("InvalidInput", MSG_KEY_COUNT)
     out: list[str] = []
     pos += 1
     while True:
         end = text.find("'", pos)
         if end < 0:
-            raise TableError("InvalidInput", MSG_KEY_COUNT)
+            raise ServiceError("InvalidInput", MSG_KEY_COUNT)
         out.append(text[pos:end])
         if end + 1 < len(text) and text[end + 1] == "'":
             out.append("'")
@@ -75,20 +75,20 @@ def parse_key_predicate(text: str) -> dict[str, str]:
     while True:
         eq = text.find("=", pos)
         if eq < 0:
-            raise TableError("InvalidInput", MSG_KEY_COUNT)
+            raise ServiceError("InvalidInput", MSG_KEY_COUNT)
         name = text[pos:eq].strip()
         if name not in ("PartitionKey", "RowKey") or name in keys:
-            raise TableError("InvalidInput", MSG_KEY_COUNT)
+            raise ServiceError("InvalidInput", MSG_KEY_COUNT)
         value, pos = _read_literal(text, _skip_spaces(text, eq + 1))
         keys[name] = value
         pos = _skip_spaces(text, pos)
         if pos == len(text):
             break
         if text[pos] != ",":
-            raise TableError("InvalidInput", MSG_KEY_COUNT)
+            raise ServiceError("InvalidInput", MSG_KEY_COUNT)
         pos = _skip_spaces(text, pos + 1)
     if len(keys) != 2:
-        raise TableError("InvalidInput", MSG_KEY_COUNT)
+        raise ServiceError("InvalidInput", MSG_KEY_COUNT)
     for value in keys.values():
         check_url_key(value)
     return keys
@@ -100,7 +100,7 @@ def parse_segment(segment: str) -> Segment:
     if open_at < 0:
         return Segment(segment, False, None, None)
     if not segment.endswith(")"):
-        raise TableError("InvalidInput", MSG_KEY_COUNT)
+        raise ServiceError("InvalidInput", MSG_KEY_COUNT)
     name = segment[:open_at]
     inner = segment[open_at + 1 : -1]
     if not inner.strip():
@@ -109,6 +109,6 @@ def parse_segment(segment: str) -> Segment:
     if stripped.startswith("'"):
         value, end = _read_literal(stripped, 0)
         if end != len(stripped):
-            raise TableError("InvalidInput", MSG_KEY_COUNT)
+            raise ServiceError("InvalidInput", MSG_KEY_COUNT)
         return Segment(name, True, None, value)
     return Segment(name, True, parse_key_predicate(inner), None)

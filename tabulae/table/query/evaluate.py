@@ -29,7 +29,7 @@ from typing import Any
 
 from tabulae.model import edm
 from tabulae.model.edm import Properties
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.table.query.nodes import (
     EQ,
     FLIPPED,
@@ -173,7 +173,7 @@ class _Compiler:
         if system is None:
             if not self.allow_user_properties:
                 message = f"The $filter may only reference {TABLE_NAME}, not '{name}'."
-                raise TableError("InvalidInput", message)
+                raise ServiceError("InvalidInput", message)
             return _user_predicate(name, op, literal)
         slot, edm_type = system
         if literal.edm_type == NULL:  # a system value is always present

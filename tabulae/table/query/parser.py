@@ -33,7 +33,7 @@ elsewhere:
 * DateTime literals may lie anywhere in .NET's range (0001-01-01 … 9999-12-31): a filter bound
   older than the 1601 storage limit is still meaningful.
 
-Errors are always ``TableError``: syntax → 400 ``InvalidInput`` "Syntax error at position <n>
+Errors are always ``ServiceError``: syntax → 400 ``InvalidInput`` "Syntax error at position <n>
 in '<filter>'." (n is the 0-based offset of the offending token); a number that does not fit
 its type → 400 ``InvalidInput`` "Unrecognized 'Edm.Int32' literal …"; functions, arithmetic,
 member access and property-vs-property or literal-vs-literal comparisons → 501
@@ -49,7 +49,7 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from tabulae.model import edm
-from tabulae.model.errors import TableError
+from tabulae.model.errors import ServiceError
 from tabulae.table.query.nodes import (
     FALSE,
     MAX_COMPARISONS,
@@ -98,12 +98,12 @@ class _Token(NamedTuple):
     literal: Literal | None = None
 
 
-def _syntax_error(text: str, pos: int) -> TableError:
-    return TableError("InvalidInput", f"Syntax error at position {pos} in '{text}'.")
+def _syntax_error(text: str, pos: int) -> ServiceError:
+    return ServiceError("InvalidInput", f"Syntax error at position {pos} in '{text}'.")
 
 
-def _not_implemented() -> TableError:
-    return TableError("NotImplemented")
+def _not_implemented() -> ServiceError:
+    return ServiceError("NotImplemented")
 
 
 class _Lexer:
@@ -218,8 +218,8 @@ class _Lexer:
             raise self._unrecognized(edm_type, word, pos)
         return Literal(edm_type, value)
 
-    def _unrecognized(self, edm_type: str, word: str, pos: int) -> TableError:
-        return TableError(
+    def _unrecognized(self, edm_type: str, word: str, pos: int) -> ServiceError:
+        return ServiceError(
             "InvalidInput", f"Unrecognized '{edm_type}' literal '{word}' at '{pos}' in '{self.text}'."
         )
 
@@ -249,18 +249,18 @@ class _Parser:
     def _is_word(self, token: _Token, *words: str) -> bool:
         return token.kind == _IDENT_T and token.text in words
 
-    def _error(self, token: _Token | None = None) -> TableError:
+    def _error(self, token: _Token | None = None) -> ServiceError:
         return _syntax_error(self.text, (token or self._peek()).pos)
 
     def _deeper(self, level: int) -> int:
         if level > MAX_DEPTH:
-            raise TableError("InvalidInput", f"The $filter is nested more than {MAX_DEPTH} levels deep.")
+            raise ServiceError("InvalidInput", f"The $filter is nested more than {MAX_DEPTH} levels deep.")
         return level
 
     def _count_comparison(self) -> None:
         self.comparisons += 1
         if self.comparisons > MAX_COMPARISONS:
-            raise TableError(
+            raise ServiceError(
                 "InvalidInput", f"The $filter has more than {MAX_COMPARISONS} discrete comparisons."
             )
 
@@ -360,7 +360,7 @@ class _Parser:
 def parse_filter(text: str) -> Node:
     """Parse a URL-decoded `$filter`; a blank one means "everything" and parses to ``true``.
 
-    Raises only ``TableError`` (see the module docstring for which code when).
+    Raises only ``ServiceError`` (see the module docstring for which code when).
     """
     if not text.strip(" "):
         return TRUE
