@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from tabulae.auth.flow import authenticate, is_bearer
@@ -47,6 +48,18 @@ class Routed(Protocol):
 
 
 RouteT = TypeVar("RouteT", bound=Routed)
+ServiceT = TypeVar("ServiceT")
+
+
+@dataclass(slots=True)
+class Call(Generic[ServiceT, RouteT]):
+    """One request as its handler sees it, the same shape in every service: the service it
+    calls, the parsed request and the route it addressed (a service may add what its handlers
+    need besides, as the Blob service adds the body stream). Every handler takes one."""
+
+    service: ServiceT
+    request: Request
+    route: RouteT
 
 
 class Frontend(ABC, Generic[RouteT]):

@@ -14,7 +14,7 @@ from tabulae.blob.rules.checksums import decode_digest
 from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.blob.service import BlobService, Upload
 from tabulae.http.exchange import read_body
-from tabulae.http.messages import Request
+from tabulae.http.frontend import Call as FrontendCall
 from tabulae.http.options import FrontendOptions
 from tabulae.http.streaming import body_chunks
 from tabulae.http.versions import DEFAULT_VERSION
@@ -23,10 +23,10 @@ from tabulae.model.errors import ServiceError
 
 
 @dataclass(slots=True)
-class Call:
-    service: BlobService
-    request: Request
-    route: Route
+class Call(FrontendCall[BlobService, Route]):
+    """Every handler's :class:`~tabulae.http.frontend.Call`, with what Blob handlers need besides:
+    the body's channel (content is streamed from it), the front-end's limits and the SAS grant."""
+
     receive: Any
     options: FrontendOptions
     grant: BlobGrant | None = None

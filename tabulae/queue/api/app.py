@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from tabulae.auth.sas import SasToken, StoredPolicy, stored_policies
 from tabulae.http.errors import XML_CONTENT_TYPE, error_xml
-from tabulae.http.frontend import Frontend
+from tabulae.http.frontend import Call, Frontend
 from tabulae.http.messages import NO_CACHE, Request, Response, error_time
 from tabulae.http.options import FrontendOptions
 from tabulae.model.errors import ServiceError
@@ -28,7 +28,7 @@ from tabulae.queue.service import QueueService
 
 SERVER_HEADER = (b"server", b"Tabulae/0.1 (Windows-Azure-Queue/1.0 compatible)")
 
-Handler = Callable[[QueueService, Request, Route], Awaitable[Response]]
+Handler = Callable[[ops.QueueCall], Awaitable[Response]]
 
 HANDLERS: dict[Operation, Handler] = {
     Operation.LIST_QUEUES: ops.list_queues,
@@ -101,7 +101,7 @@ class QueueApp(Frontend[Route]):
         grant: QueueGrant | None = request.grant
         if grant is not None:
             grant.check(operation)
-        response = await HANDLERS[operation](self.service, request, route)
+        response = await HANDLERS[operation](Call(self.service, request, route))
         if operation is Operation.SET_SERVICE_PROPERTIES:
             self.forget_cors_rules(route.account)
         return response

@@ -14,6 +14,7 @@ from tabulae.http.documents import (
     render_stats,
 )
 from tabulae.http.errors import XML_CONTENT_TYPE
+from tabulae.http.frontend import Call
 from tabulae.http.messages import NO_CACHE, Headers, Request, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.model.errors import ServiceError
@@ -28,6 +29,9 @@ from tabulae.queue.api.formats import (
 )
 from tabulae.queue.api.routing import Route
 from tabulae.queue.service import LATEST_VERSION, QueueService, invalid_parameter, out_of_range
+
+QueueCall = Call[QueueService, Route]
+"""A Queue request as its handler sees it."""
 
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 _MAX_INT32 = 2**31 - 1
@@ -71,7 +75,8 @@ def version_of(request: Request) -> str:
 # ---------------------------------------------------------------------------------- service
 
 
-async def list_queues(service: QueueService, request: Request, route: Route) -> Response:
+async def list_queues(call: QueueCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     query = request.query
     max_results = integer_parameter(request, "maxresults")
     if max_results is not None and not 1 <= max_results <= _MAX_INT32:
@@ -94,18 +99,21 @@ async def list_queues(service: QueueService, request: Request, route: Route) -> 
     return xml_response(200, body)
 
 
-async def get_service_properties(service: QueueService, request: Request, route: Route) -> Response:
+async def get_service_properties(call: QueueCall) -> Response:
+    service, route = call.service, call.route
     properties = await service.get_service_properties(route.account)
     return xml_response(200, BOM + render_service_properties(properties))
 
 
-async def set_service_properties(service: QueueService, request: Request, route: Route) -> Response:
+async def set_service_properties(call: QueueCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     current = await service.get_service_properties(route.account)
     await service.set_service_properties(route.account, parse_service_properties(request.body, current))
     return Response(202)
 
 
-async def get_service_stats(service: QueueService, request: Request, route: Route) -> Response:
+async def get_service_stats(call: QueueCall) -> Response:
+    route = call.route
     if not route.secondary:  # only the secondary endpoint has replication to report on
         raise ServiceError(
             "InvalidQueryParameterValue",
@@ -117,34 +125,40 @@ async def get_service_stats(service: QueueService, request: Request, route: Rout
 # ---------------------------------------------------------------------------------- queues
 
 
-async def create_queue(service: QueueService, request: Request, route: Route) -> Response:
+async def create_queue(call: QueueCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     created = await service.create_queue(route.account, route.queue, request_metadata(request))
     return Response(201 if created else 204)
 
 
-async def delete_queue(service: QueueService, request: Request, route: Route) -> Response:
+async def delete_queue(call: QueueCall) -> Response:
+    service, route = call.service, call.route
     await service.delete_queue(route.account, route.queue)
     return Response(204)
 
 
-async def get_metadata(service: QueueService, request: Request, route: Route) -> Response:
+async def get_metadata(call: QueueCall) -> Response:
+    service, route = call.service, call.route
     metadata, count = await service.get_queue_properties(route.account, route.queue)
     headers: Headers = [NO_CACHE, (b"x-ms-approximate-messages-count", str(count).encode())]
     headers.extend(metadata_headers(metadata))
     return Response(200, headers)
 
 
-async def set_metadata(service: QueueService, request: Request, route: Route) -> Response:
+async def set_metadata(call: QueueCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     await service.set_queue_metadata(route.account, route.queue, request_metadata(request))
     return Response(204)
 
 
-async def get_acl(service: QueueService, request: Request, route: Route) -> Response:
+async def get_acl(call: QueueCall) -> Response:
+    service, route = call.service, call.route
     identifiers = await service.get_acl(route.account, route.queue)
     return xml_response(200, BOM + render_acl(identifiers))
 
 
-async def set_acl(service: QueueService, request: Request, route: Route) -> Response:
+async def set_acl(call: QueueCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     await service.set_acl(route.account, route.queue, parse_acl(request.body, QUEUE_PERMISSIONS))
     return Response(204)
 
@@ -152,7 +166,8 @@ async def set_acl(service: QueueService, request: Request, route: Route) -> Resp
 # ---------------------------------------------------------------------------------- messages
 
 
-async def put_message(service: QueueService, request: Request, route: Route) -> Response:
+async def put_message(call: QueueCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     visibility = integer_parameter(request, "visibilitytimeout")
     ttl = integer_parameter(request, "messagettl")
     text = parse_message_text(request.body)
@@ -162,26 +177,30 @@ async def put_message(service: QueueService, request: Request, route: Route) -> 
     return xml_response(201, render_put(message), cache=False)
 
 
-async def get_messages(service: QueueService, request: Request, route: Route) -> Response:
+async def get_messages(call: QueueCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     count = integer_parameter(request, "numofmessages")
     visibility = integer_parameter(request, "visibilitytimeout")
     messages = await service.get_messages(route.account, route.queue, count, visibility)
     return xml_response(200, render_taken(messages))
 
 
-async def peek_messages(service: QueueService, request: Request, route: Route) -> Response:
+async def peek_messages(call: QueueCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     messages = await service.peek_messages(
         route.account, route.queue, integer_parameter(request, "numofmessages")
     )
     return xml_response(200, render_peeked(messages))
 
 
-async def clear_messages(service: QueueService, request: Request, route: Route) -> Response:
+async def clear_messages(call: QueueCall) -> Response:
+    service, route = call.service, call.route
     await service.clear_messages(route.account, route.queue)
     return Response(204)
 
 
-async def update_message(service: QueueService, request: Request, route: Route) -> Response:
+async def update_message(call: QueueCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     receipt = required(request, "popreceipt")
     required(request, "visibilitytimeout")
     visibility = integer_parameter(request, "visibilitytimeout")
@@ -197,7 +216,8 @@ async def update_message(service: QueueService, request: Request, route: Route) 
     return Response(204, headers)
 
 
-async def delete_message(service: QueueService, request: Request, route: Route) -> Response:
+async def delete_message(call: QueueCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     receipt = required(request, "popreceipt")
     await service.delete_message(route.account, route.queue, route.message_id, receipt)
     return Response(204)

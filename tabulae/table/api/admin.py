@@ -12,36 +12,39 @@ from tabulae.http.documents import (
     render_stats,
 )
 from tabulae.http.errors import XML_CONTENT_TYPE
-from tabulae.http.messages import Request, Response
-from tabulae.table.api.routing import Route
-from tabulae.table.service import TableService
+from tabulae.http.messages import Response
+from tabulae.table.api.handlers import TableCall
 
 
 def _xml(body: bytes) -> Response:
     return Response(200, [(b"content-type", XML_CONTENT_TYPE)], body)
 
 
-async def get_acl(service: TableService, request: Request, route: Route) -> Response:
+async def get_acl(call: TableCall) -> Response:
+    service, route = call.service, call.route
     assert route.table is not None
     return _xml(render_acl(await service.get_acl(route.account, route.table)))
 
 
-async def set_acl(service: TableService, request: Request, route: Route) -> Response:
+async def set_acl(call: TableCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     assert route.table is not None
     identifiers = parse_acl(request.body)
     await service.set_acl(route.account, route.table, identifiers)
     return Response(204)
 
 
-async def get_service_properties(service: TableService, request: Request, route: Route) -> Response:
+async def get_service_properties(call: TableCall) -> Response:
+    service, route = call.service, call.route
     return _xml(render_service_properties(await service.get_service_properties(route.account)))
 
 
-async def set_service_properties(service: TableService, request: Request, route: Route) -> Response:
+async def set_service_properties(call: TableCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     current = await service.get_service_properties(route.account)
     await service.set_service_properties(route.account, parse_service_properties(request.body, current))
     return Response(202)
 
 
-async def get_service_stats(service: TableService, request: Request, route: Route) -> Response:
+async def get_service_stats(call: TableCall) -> Response:
     return _xml(render_stats(formatdate(usegmt=True)))

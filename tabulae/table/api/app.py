@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from tabulae.auth.sas import SasToken, StoredPolicy, stored_policies
 from tabulae.auth.shared_key import verify_authorization
 from tabulae.http.errors import XML_CONTENT_TYPE, error_json, error_xml
-from tabulae.http.frontend import Frontend
+from tabulae.http.frontend import Call, Frontend
 from tabulae.http.messages import Request, Response, error_time
 from tabulae.http.options import FrontendOptions
 from tabulae.model.errors import ServiceError
@@ -35,7 +35,7 @@ _READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 # Front-end errors (authentication, headers) keep the generic ``<Error>`` with its detail elements.
 _METADATA_XML_ERRORS = frozenset({"TableNotFound", "InvalidQueryParameterValue"})
 
-Handler = Callable[[TableService, Request, Route], Awaitable[Response]]
+Handler = Callable[[ops.TableCall], Awaitable[Response]]
 
 HANDLERS: dict[Operation, Handler] = {
     Operation.QUERY_TABLES: ops.query_tables,
@@ -45,10 +45,10 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.QUERY_ENTITIES: ops.query_entities,
     Operation.INSERT_ENTITY: ops.insert_entity,
     Operation.GET_ENTITY: ops.get_entity,
-    Operation.UPDATE_ENTITY: lambda s, r, t: ops.replace_or_merge(s, r, t, MutationKind.REPLACE),
-    Operation.UPSERT_REPLACE: lambda s, r, t: ops.replace_or_merge(s, r, t, MutationKind.REPLACE),
-    Operation.MERGE_ENTITY: lambda s, r, t: ops.replace_or_merge(s, r, t, MutationKind.MERGE),
-    Operation.UPSERT_MERGE: lambda s, r, t: ops.replace_or_merge(s, r, t, MutationKind.MERGE),
+    Operation.UPDATE_ENTITY: lambda call: ops.replace_or_merge(call, MutationKind.REPLACE),
+    Operation.UPSERT_REPLACE: lambda call: ops.replace_or_merge(call, MutationKind.REPLACE),
+    Operation.MERGE_ENTITY: lambda call: ops.replace_or_merge(call, MutationKind.MERGE),
+    Operation.UPSERT_MERGE: lambda call: ops.replace_or_merge(call, MutationKind.MERGE),
     Operation.DELETE_ENTITY: ops.delete_entity,
     Operation.GET_ACL: admin.get_acl,
     Operation.SET_ACL: admin.set_acl,
@@ -149,8 +149,8 @@ class TableApp(Frontend[Route]):
         if grant is not None:
             grant.check(operation, pk=route.pk, rk=route.rk)
         if route.resource is Resource.NESTED:
-            return await ops.nested(self.service, request, route, operation)
-        response = await HANDLERS[operation](self.service, request, route)
+            return await ops.nested(Call(self.service, request, route), operation)
+        response = await HANDLERS[operation](Call(self.service, request, route))
         if operation is Operation.SET_SERVICE_PROPERTIES:
             self.forget_cors_rules(route.account)
         return response

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tabulae.http.frontend import Call
 from tabulae.http.messages import NO_CACHE, NOSNIFF, Headers, Request, Response
 from tabulae.model.entity import Entity, StoredEntity, entity_from_body, parse_json_pairs
 from tabulae.model.errors import ServiceError
@@ -10,6 +11,9 @@ from tabulae.table.api import odata
 from tabulae.table.api.operations import Operation, write_condition
 from tabulae.table.api.routing import Route
 from tabulae.table.service import TableService, check_top
+
+TableCall = Call[TableService, Route]
+"""A Table request as its handler sees it."""
 
 UNSUPPORTED_OPTIONS = ("$orderby", "$skip", "$expand", "$inlinecount", "$count", "$search", "$skiptoken")
 _PREFER_VALUES = ("return-content", "return-no-content")
@@ -88,7 +92,8 @@ POINT_READ = cost_headers("point", 1)
 # ---------------------------------------------------------------------------------- tables
 
 
-async def query_tables(service: TableService, request: Request, route: Route) -> Response:
+async def query_tables(call: TableCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     level = level_of(request)
     for option in UNSUPPORTED_OPTIONS:
         if option in request.query:
@@ -105,7 +110,8 @@ async def query_tables(service: TableService, request: Request, route: Route) ->
     return json_response(200, odata.render_tables(route.base, route.account, page.names, level), level, extra)
 
 
-async def create_table(service: TableService, request: Request, route: Route) -> Response:
+async def create_table(call: TableCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     level = level_of(request)
     preference = prefer(request)
     applied: Headers = [(b"preference-applied", preference.encode())] if preference else []
@@ -126,13 +132,15 @@ async def create_table(service: TableService, request: Request, route: Route) ->
     return json_response(201, body, level, [(b"location", location), *applied])
 
 
-async def delete_table(service: TableService, request: Request, route: Route) -> Response:
+async def delete_table(call: TableCall) -> Response:
+    service, route = call.service, call.route
     assert route.table is not None
     await service.delete_table(route.account, route.table)
     return empty_response(204)
 
 
-async def get_table(service: TableService, request: Request, route: Route) -> Response:
+async def get_table(call: TableCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     assert route.table is not None
     level = level_of(request)
     name = await service.get_table(route.account, route.table)
@@ -142,7 +150,8 @@ async def get_table(service: TableService, request: Request, route: Route) -> Re
 # ---------------------------------------------------------------------------------- entities
 
 
-async def query_entities(service: TableService, request: Request, route: Route) -> Response:
+async def query_entities(call: TableCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     assert route.table is not None
     level = level_of(request)
     for option in UNSUPPORTED_OPTIONS:
@@ -166,7 +175,8 @@ async def query_entities(service: TableService, request: Request, route: Route) 
     return json_response(200, body, level, extra)
 
 
-async def get_entity(service: TableService, request: Request, route: Route) -> Response:
+async def get_entity(call: TableCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     assert route.table is not None and route.pk is not None and route.rk is not None
     level = level_of(request)
     select = parse_select(request)
@@ -183,7 +193,8 @@ def read_entity(request: Request, url_keys: tuple[str, str] | None) -> Entity:
     return entity_from_body(request.body, url_keys)
 
 
-async def insert_entity(service: TableService, request: Request, route: Route) -> Response:
+async def insert_entity(call: TableCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     assert route.table is not None
     level = level_of(request)
     preference = prefer(request)
@@ -213,10 +224,9 @@ def insert_response(stored: StoredEntity, route: Route, level: str, preference: 
     return json_response(201, body, level, [etag_header(stored), (b"location", location), *applied])
 
 
-async def replace_or_merge(
-    service: TableService, request: Request, route: Route, kind: MutationKind
-) -> Response:
+async def replace_or_merge(call: TableCall, kind: MutationKind) -> Response:
     """Update/Merge with If-Match; Insert Or Replace/Insert Or Merge without it."""
+    service, request, route = call.service, call.request, call.route
     assert route.table is not None and route.pk is not None and route.rk is not None
     condition = if_match(request, "PUT" if kind is MutationKind.REPLACE else "MERGE")
     try:
@@ -231,7 +241,8 @@ async def replace_or_merge(
     return empty_response(204, [etag_header(stored)])
 
 
-async def delete_entity(service: TableService, request: Request, route: Route) -> Response:
+async def delete_entity(call: TableCall) -> Response:
+    service, request, route = call.service, call.request, call.route
     assert route.table is not None and route.pk is not None and route.rk is not None
     condition = if_match(request, "DELETE")
     if condition is None:
@@ -245,7 +256,7 @@ async def delete_entity(service: TableService, request: Request, route: Route) -
 # ---------------------------------------------------------------------------- nested paths
 
 
-async def nested(service: TableService, request: Request, route: Route, operation: Operation) -> Response:
+async def nested(call: TableCall, operation: Operation) -> Response:
     """A request to ``{table}/{segment}`` (``routing.Resource.NESTED``), answered as Azure does
     when a client's endpoint already ends in the table name: the path addresses that table's
     entities. A POST is an entity insert there, so ``POST {endpoint}/Tables`` with
@@ -253,9 +264,10 @@ async def nested(service: TableService, request: Request, route: Route, operatio
     ``MediaTypeNotSupported``; any other method names an entity without its keys, so
     ``DELETE {endpoint}/Tables('t')`` is ``InvalidInput`` about the number of keys, and a GET of a
     segment without keys is ``NotImplemented``. A missing table is ``TableNotFound`` first."""
+    service, route = call.service, call.route
     assert route.table is not None and route.nested is not None
     if operation is Operation.INSERT_ENTITY:
-        return await insert_entity(service, request, route)
+        return await insert_entity(call)
     await service.require_table(route.account, route.table)
     if operation is Operation.QUERY_ENTITIES and "(" not in route.nested:
         raise ServiceError("NotImplemented")
