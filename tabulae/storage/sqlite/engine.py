@@ -51,7 +51,7 @@ _Job = tuple[Callable[..., Any], tuple[Any, ...], bool, asyncio.Future[Any]]
 
 PAGE_SIZE = 16384  # entities run to about 1 KiB: bigger pages mean fewer B-tree hops per row
 # No memory map for the point-read connection: mapped pages count in every worker's RSS (256 MiB
-# each, touched by random reads of a large table) for point reads only ~2.5 µs faster. Long scans
+# each, touched by random reads of a large table) for point reads only slightly faster. Long scans
 # use a mapped connection of their own while they run (mapped_reader).
 MMAP_BYTES = 0
 CACHE_KIB = 16 * 1024
@@ -218,7 +218,7 @@ class SqliteDatabase:
 
         ``fdatasync``, as SQLite itself syncs on Linux: the data and the file size, not the
         modification time. Once the log is restarted over blocks it already has, a commit changes
-        no size, and skipping the time saves a journal commit per sync (~1 ms under load)."""
+        no size, and skipping the time saves a file-system journal commit per sync."""
         fd = os.open(self._wal_path, os.O_RDONLY)
         try:
             os.fdatasync(fd)
@@ -242,7 +242,7 @@ class SqliteDatabase:
         so this process's writers wait too): it copies only what arrived during the passive pass,
         a few milliseconds of writes, and the next commit starts the log again from its start,
         over blocks the file already has. (Truncating the log instead held writers back for the
-        whole copy, ~40 ms every second under inserts, and made the file grow again from zero.)"""
+        whole copy and made the file grow again from zero.)"""
         _busy, frames, _copied = self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         if frames * self._page_size < WAL_LIMIT_BYTES:
             return

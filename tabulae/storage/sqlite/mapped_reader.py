@@ -2,9 +2,9 @@
 
 A filtered scan walks every leaf page of its key range twice per window: once to find where the
 window ends (a walk of the key order) and once to test the rows inside it. Through SQLite's page
-cache each leaf page missed costs a ``pread`` of 16 KiB (~2.5 µs here), which is half of the
-walk's cost; through a memory map the second and later touches of a page cost nothing. Scans of
-a 200k-entity table measured ~0.5 µs of server CPU per entity with the map, ~0.7 µs without.
+cache each leaf page missed costs a ``pread`` of 16 KiB, a large share of the walk's cost;
+through a memory map the second and later touches of a page cost nothing (benchmarks/README.md
+has the figures).
 
 The point-read connection keeps no map, on purpose: pages touched through a map count in the
 process's RSS for as long as the map stays, and random reads over a large table would touch
