@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tabulae.insight.partitions import OTHER, escape_label_value
+from tabulae.insight.exposition import escape_label_value
+from tabulae.insight.series import OTHER
 
 _FIELDS = ("requests", "errors", "throttled", "bytes_in", "bytes_out")
 _HELP = {

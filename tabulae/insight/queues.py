@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tabulae.insight.partitions import escape_label_value
+from tabulae.insight.exposition import escape_label_value
 from tabulae.storage.queues import QueueStats
 
 Clock = Callable[[], float]
