@@ -52,7 +52,8 @@ from tabulae.http.listeners import listen, per_worker
 from tabulae.http.options import FrontendOptions
 from tabulae.http.protocol import KEEP_ALIVE_SECONDS, AzureHttpProtocol
 from tabulae.insight.containers import ContainerCounters
-from tabulae.insight.partitions import Insight, escape_label_value
+from tabulae.insight.exposition import escape_label_value
+from tabulae.insight.partitions import Insight
 from tabulae.insight.queues import QueueInsight
 from tabulae.insight.server import ServerInsight
 from tabulae.insight.tracing import RequestTracer, TimedStore, request_tracer

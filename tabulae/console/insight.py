@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from tabulae.console.render import account_of, render
-from tabulae.insight.partitions import QUERY_CLASSES
+from tabulae.insight.series import QUERY_CLASSES
 from tabulae.model.edm import utf16_sort_key
 
 HEAT_LEVELS = 10  # shades of the heat map (CSS classes heat-0 .. heat-9)

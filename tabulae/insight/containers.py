@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tabulae.insight.partitions import OTHER, escape_label_value
+from tabulae.insight.exposition import escape_label_value, family
+from tabulae.insight.series import OTHER
 
 _FIELDS = ("requests", "errors", "throttled", "bytes_in", "bytes_out")
 _HELP = {
@@ -101,8 +102,7 @@ class ContainerCounters:
         lines: list[str] = []
         for field_name in _FIELDS:
             name, help_text = _HELP[field_name]
-            lines.append(f"# HELP {name} {help_text}")
-            lines.append(f"# TYPE {name} counter")
+            family(lines, name, "counter", help_text)
             for (account, container), series in sorted(self._series.items()):
                 labels = (
                     f'account="{escape_label_value(account)}",container="{escape_label_value(container)}"'

@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tabulae.insight.partitions import escape_label_value
+from tabulae.insight.exposition import escape_label_value, family
+from tabulae.insight.series import OTHER
 from tabulae.model.queues import QueueStats
 
 Clock = Callable[[], float]
@@ -38,7 +39,6 @@ def _keep(name: str) -> str:
 
 
 OPS = ("put", "get", "peek", "update", "delete")
-OTHER = "(other)"
 _RATED = ("put", "get", "delete", "throttled")  # the windowed rates
 
 
@@ -330,25 +330,23 @@ class QueueInsight:
         second = math.floor(self._clock())
         lines: list[str] = []
 
-        def family(name: str, kind: str, help_text: str) -> str:
-            lines.append(f"# HELP {name} {help_text}")
-            lines.append(f"# TYPE {name} {kind}")
-            return name
-
         def labels(account: str, queue: str) -> str:
             return f'account="{escape_label_value(account)}",queue="{escape_label_value(queue)}"'
 
         served = sorted(self._series.items())
-        name = family("tabulae_queue_requests_total", "counter", "Queue requests, by queue.")
+        name = family(lines, "tabulae_queue_requests_total", "counter", "Queue requests, by queue.")
         lines.extend(f"{name}{{{labels(*key)}}} {series.requests}" for key, series in served)
         name = family(
-            "tabulae_queue_messages_total", "counter", "Messages put, got, peeked, updated, deleted."
+            lines, "tabulae_queue_messages_total", "counter", "Messages put, got, peeked, updated, deleted."
         )
         for key, series in served:
             lines.extend(f'{name}{{{labels(*key)},op="{op}"}} {series.counts[op]}' for op in OPS)
-        name = family("tabulae_queue_throttled_total", "counter", "Queue requests refused for the targets.")
+        name = family(
+            lines, "tabulae_queue_throttled_total", "counter", "Queue requests refused for the targets."
+        )
         lines.extend(f"{name}{{{labels(*key)}}} {series.throttled}" for key, series in served)
         name = family(
+            lines,
             "tabulae_queue_messages_per_second",
             "gauge",
             "Messages put, got and deleted per second, recently.",
@@ -358,12 +356,14 @@ class QueueInsight:
             lines.extend(
                 f'{name}{{{labels(*key)},op="{op}"}} {rates[op]!r}' for op in ("put", "get", "delete")
             )
-        name = family("tabulae_queue_depth", "gauge", "Messages in the queue (approximate, as Azure counts).")
+        name = family(
+            lines, "tabulae_queue_depth", "gauge", "Messages in the queue (approximate, as Azure counts)."
+        )
         lines.extend(f"{name}{{{labels(s.account, s.queue)}}} {s.messages}" for s in stats)
-        name = family("tabulae_queue_visible_messages", "gauge", "Messages visible now.")
+        name = family(lines, "tabulae_queue_visible_messages", "gauge", "Messages visible now.")
         lines.extend(f"{name}{{{labels(s.account, s.queue)}}} {s.visible}" for s in stats)
         name = family(
-            "tabulae_queue_oldest_visible_age_seconds", "gauge", "Age of the oldest visible message."
+            lines, "tabulae_queue_oldest_visible_age_seconds", "gauge", "Age of the oldest visible message."
         )
         lines.extend(
             f"{name}{{{labels(s.account, s.queue)}}} {_age(s, now_us)!r}"
@@ -371,14 +371,17 @@ class QueueInsight:
             if s.oldest_visible is not None
         )
         name = family(
-            "tabulae_queue_poison_messages", "gauge", "Messages dequeued more than the poison threshold."
+            lines,
+            "tabulae_queue_poison_messages",
+            "gauge",
+            "Messages dequeued more than the poison threshold.",
         )
         lines.extend(f"{name}{{{labels(s.account, s.queue)}}} {s.poison}" for s in stats)
         name = family(
-            "tabulae_queue_target_messages_per_second", "gauge", "The scalability target of a queue."
+            lines, "tabulae_queue_target_messages_per_second", "gauge", "The scalability target of a queue."
         )
         lines.append(f"{name} {self.queue_target!r}")
-        name = family("tabulae_queue_warnings", "gauge", "Active queue warnings, by kind.")
+        name = family(lines, "tabulae_queue_warnings", "gauge", "Active queue warnings, by kind.")
         kinds: dict[str, int] = {}
         for warning in self.warnings(stats):
             kinds[warning["kind"]] = kinds.get(warning["kind"], 0) + 1

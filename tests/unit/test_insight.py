@@ -12,14 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from tabulae.insight.partitions import (
-    OTHER,
-    QUERY_CLASSES,
-    TABLE_WIDE,
-    Insight,
-    escape_label_value,
-    json_safe,
-)
+from tabulae.insight.exposition import escape_label_value, json_safe
+from tabulae.insight.partitions import Insight
+from tabulae.insight.series import OTHER, QUERY_CLASSES, TABLE_WIDE
 from tabulae.tools.stress import partition_keys
 
 
@@ -551,9 +546,9 @@ def test_any_partition_key_round_trips_through_the_parser(pk: str, table: str) -
 )
 def test_window_sums_kept_as_counts_arrive_match_a_full_recount(steps: list[tuple[int, int, bool]]) -> None:
     """The window's kept sums equal summing its live buckets, whatever order seconds arrive in."""
-    from tabulae.insight.partitions import _Window
+    from tabulae.insight.series import Window
 
-    window = _Window(10)
+    window = Window(10)
     for second, count, query in steps:
         if query:
             expected = [0, 0, 0, 0]
