@@ -16,6 +16,9 @@ from hypothesis import settings
 from tests.backends import CREATED_STORES, backend_names, database_url
 from tests.serverproc import ServerProcess
 
+# The services' SDK clients and raw-HTTP clients as fixtures, for every test directory.
+pytest_plugins = ["tests.service_clients"]
+
 _names = itertools.count()
 
 # Under CI no example database: every run draws afresh, and nothing a machine saved (a .hypothesis

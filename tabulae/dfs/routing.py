@@ -3,7 +3,7 @@
 Azure serves the DFS API on its own host (``<account>.dfs.core.windows.net``), but for an IP host
 (the emulator form, ``http://127.0.0.1:10000/devstoreaccount1``) ``azure-storage-file-datalake``
 sends DFS and Blob requests to the same host and port, so a request must be told apart by what it
-carries. What the SDK sends was captured through a loopback transport (tests/unit/
+carries. What the SDK sends was captured through a loopback transport (tests/dfs/
 test_dfs_routing.py replays every operation); the operations are those of the "Data Lake Storage
 Gen2" REST reference (Filesystem: Create, Delete, Get Properties, Set Properties, List Paths; Path:
 Create, Update, Lease, Read, Get Properties, Delete, List; Filesystem List at the account).

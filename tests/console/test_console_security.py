@@ -1,0 +1,240 @@
+"""The console is a door too: sessions, CSRF, origins, escaping, and one account's view only."""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from azure.data.tables import TableServiceClient
+
+from tests.consoleclient import ConsoleClient
+from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
+
+OTHER_KEY = base64.b64encode(os.urandom(64)).decode()
+
+
+@pytest.fixture
+def console(server: ServerProcess) -> ConsoleClient:
+    client = ConsoleClient(server.port)
+    assert client.sign_in(DEV_ACCOUNT, DEV_KEY).status == 303
+    return client
+
+
+@pytest.fixture(scope="module")
+def two_accounts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server of two accounts, neither the development one (so nothing is pre-filled)."""
+    process = ServerProcess(
+        tmp_path_factory.mktemp("two"),
+        extra_args=["--account", f"alice:{OTHER_KEY}", "--account", f"bob:{DEV_KEY}", "--workers", "2"],
+    ).start()
+    yield process
+    process.stop()
+
+
+def _service(server: ServerProcess, account: str, key: str) -> TableServiceClient:
+    return TableServiceClient.from_connection_string(
+        f"DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};"
+        f"TableEndpoint=http://127.0.0.1:{server.port}/{account};"
+    )
+
+
+def test_the_session_cookie_is_signed_httponly_and_samesite_strict(server: ServerProcess) -> None:
+    client = ConsoleClient(server.port)
+    first = client.get("/")
+    assert first.status == 303 and first.header("location") == "/-/console/signin"
+    answer = client.sign_in(DEV_ACCOUNT, DEV_KEY)
+    assert answer.status == 303
+    cookie = answer.header("set-cookie") or ""
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/-/console" in cookie
+    assert DEV_KEY not in cookie and DEV_KEY.rstrip("=") not in cookie
+    page = client.get("/tables")
+    assert page.status == 200
+    for name, value in (
+        ("x-frame-options", "DENY"),
+        ("x-content-type-options", "nosniff"),
+        ("cache-control", "no-store"),
+    ):
+        assert page.header(name) == value
+    policy = page.header("content-security-policy") or ""
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert DEV_KEY not in page.text
+
+
+def test_a_wrong_key_or_unknown_account_is_refused(server: ServerProcess) -> None:
+    client = ConsoleClient(server.port)
+    assert client.sign_in(DEV_ACCOUNT, OTHER_KEY).status == 403
+    assert client.get("/tables").status == 303  # still signed out
+    assert client.sign_in("nosuchaccount", DEV_KEY).status == 403
+    assert client.sign_in(DEV_ACCOUNT, "not base64!").status == 403
+
+
+def test_a_tampered_or_forged_cookie_is_worth_nothing(console: ConsoleClient) -> None:
+    assert console.cookie is not None
+    name, value = console.cookie.split("=", 1)
+    payload, mac = value.split(".")
+    forged = base64.urlsafe_b64encode(b"1|devstoreaccount1|x|9999999999|n").rstrip(b"=").decode()
+    for bad in (f"{payload}.{mac[:-2]}AA", f"{forged}.{mac}", payload, ""):
+        console.cookie = f"{name}={bad}"
+        assert console.get("/tables").status == 303
+
+
+def test_posts_need_the_sessions_csrf_token_and_this_origin(
+    console: ConsoleClient, server: ServerProcess, table_name: str
+) -> None:
+    no_token = console.post("/tables", {"name": table_name}, csrf=False)
+    assert no_token.status == 403
+    wrong = console.post("/tables", {"name": table_name, "csrf": "A" * 32}, csrf=False)
+    assert wrong.status == 403
+    foreign = console.post("/tables", {"name": table_name}, headers={"Origin": "http://evil.example"})
+    assert foreign.status == 403
+    # Another visitor's token is not this session's.
+    stranger = ConsoleClient(server.port)
+    stranger.get("/signin")
+    assert (
+        console.post("/tables", {"name": table_name, "csrf": stranger.csrf or ""}, csrf=False).status == 403
+    )
+    with _service(server, DEV_ACCOUNT, DEV_KEY) as service:
+        assert table_name not in [t.name for t in service.list_tables()]
+    created = console.post(
+        "/tables", {"name": table_name}, headers={"Origin": f"http://127.0.0.1:{server.port}"}
+    )
+    assert created.status == 303
+    with _service(server, DEV_ACCOUNT, DEV_KEY) as service:
+        service.delete_table(table_name)
+
+
+def test_a_signed_out_visitor_reaches_nothing_but_sign_in(server: ServerProcess, table_name: str) -> None:
+    client = ConsoleClient(server.port)
+    client.get("/signin")
+    assert client.post("/tables", {"name": table_name}).status == 403
+    assert client.get(f"/tables/{table_name}").status == 303
+    assert client.get("/insight").status == 303
+
+
+def test_signing_out_ends_the_session(console: ConsoleClient) -> None:
+    console.get("/tables")
+    assert console.post("/signout", {}).status == 303
+    assert console.get("/tables").status == 303
+
+
+def test_a_signed_out_cookie_is_refused_by_every_worker(two_accounts: ServerProcess) -> None:
+    alice = ConsoleClient(two_accounts.port)
+    assert alice.sign_in("alice", OTHER_KEY).status == 303
+    saved = alice.cookie
+    assert alice.get("/tables").status == 200
+    assert alice.post("/signout", {}).status == 303
+    copy = ConsoleClient(two_accounts.port, cookie=saved)
+    for _ in range(12):  # a connection each: the kernel spreads them over both workers
+        refused = copy.get("/tables")
+        copy.cookie = saved
+        assert refused.status == 303 and refused.header("location") == "/-/console/signin"
+    # Signing in again is a new session, which works (and the old cookie still does not).
+    assert alice.sign_in("alice", OTHER_KEY).status == 303
+    assert alice.get("/tables").status == 200
+    assert ConsoleClient(two_accounts.port, cookie=saved).get("/tables").status == 303
+
+
+@pytest.mark.parametrize("host", ["localhost", "LOCALHOST.", "127.0.0.1", "127.3.2.1", "[::1]"])
+def test_the_console_answers_at_loopback_names(server: ServerProcess, host: str) -> None:
+    page = ConsoleClient(server.port).request("GET", "/signin", headers={"Host": f"{host}:{server.port}"})
+    assert page.status == 200 and DEV_KEY in page.text  # pre-filled: this is the machine itself
+
+
+@pytest.mark.parametrize(
+    "host", ["attacker.example", "localhost.attacker.example", "127.0.0.1.nip.io", "10.0.0.1", "", "[::2]"]
+)
+def test_other_host_names_get_403_and_no_page(server: ServerProcess, host: str) -> None:
+    """DNS rebinding: a name of the attacker's that resolves to 127.0.0.1 reaches this port."""
+    client = ConsoleClient(server.port)
+    for path in ("/signin", "/", "/static/console.css"):
+        answer = client.request("GET", path, headers={"Host": f"{host}:{server.port}" if host else ""})
+        assert answer.status == 403
+        assert DEV_KEY not in answer.text and "<form" not in answer.text and "csrf" not in answer.text
+        assert answer.header("set-cookie") is None
+    signed_in = ConsoleClient(server.port)
+    assert signed_in.sign_in(DEV_ACCOUNT, DEV_KEY).status == 303
+    signed_in.extra_headers["Host"] = f"{host}:{server.port}"
+    assert signed_in.get("/tables").status == 403  # a stolen cookie does not help either
+
+
+def test_the_console_is_on_the_table_port_only(server: ServerProcess) -> None:
+    table_port = ConsoleClient(server.port)
+    assert table_port.get("/signin").status == 200
+    assert table_port.get("/static/console.css").status == 200
+    for port in (server.queue_port, server.blob_port):
+        other = ConsoleClient(port)
+        for path in ("/", "/signin", "/static/console.css", "/tables"):
+            answer = other.get(path)  # the service's own error: no account is named "-"
+            assert answer.status in (400, 403, 404), (port, path, answer.status)
+            assert answer.header("set-cookie") is None and answer.header("x-ms-request-id")
+            assert b"<Error><Code>" in answer.body and b"<html" not in answer.body
+
+
+def test_user_data_is_escaped_everywhere_it_is_shown(
+    console: ConsoleClient, server: ServerProcess, table_name: str
+) -> None:
+    hostile = "<script>alert(1)</script>"
+    attribute = '"><img src=x onerror=alert(2)>'
+    with _service(server, DEV_ACCOUNT, DEV_KEY) as service:
+        table = service.create_table(table_name)
+        keyed = "<svg onload=alert(3)>"  # keys cannot hold "/"
+        table.create_entity({"PartitionKey": keyed, "RowKey": attribute, "note": hostile + attribute})
+        try:
+            grid = console.get(f"/tables/{table_name}")
+            shown = console.get(
+                f"/tables/{table_name}?filter=" + "note%20eq%20%27%3Cscript%3E%27&select=%3Cb%3E"
+            )
+            link = grid.text.split(f"/tables/{table_name}/e/", 1)[1].split('"', 1)[0]
+            entity = console.get(f"/tables/{table_name}/e/{link}")
+        finally:
+            service.delete_table(table_name)
+    for page in (grid, shown, entity):
+        assert page.status == 200
+        for raw in ("<script>alert", "<img src=x", "<b>", "<svg"):
+            assert raw not in page.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in grid.text
+    assert "&lt;svg onload=alert(3)&gt;" in grid.text
+    assert "&#34;&gt;&lt;img src=x onerror=alert(2)&gt;" in entity.text
+
+
+def test_a_session_sees_its_own_account_only(two_accounts: ServerProcess) -> None:
+    with _service(two_accounts, "bob", DEV_KEY) as bob:
+        bob.create_table("bobsecrets").upsert_entity({"PartitionKey": "p", "RowKey": "r", "x": 1})
+    alice = ConsoleClient(two_accounts.port)
+    page = alice.get("/signin")
+    assert OTHER_KEY not in page.text and DEV_KEY not in page.text  # no key pre-filled here
+    assert alice.sign_in("alice", OTHER_KEY).status == 303
+    for _ in range(6):  # two workers: every one of them accepts the session
+        tables = alice.get("/tables")
+        assert tables.status == 200 and "bobsecrets" not in tables.text
+    assert alice.get("/tables/bobsecrets").status == 404  # as alice, the table does not exist
+    assert "bobsecrets" not in alice.get("/insight").text
+    assert OTHER_KEY not in tables.text
+
+
+def test_no_console_unless_asked_off_loopback(tmp_path: Path) -> None:
+    off = ServerProcess(tmp_path / "off", extra_args=["--no-console", "--workers", "1"]).start()
+    try:
+        assert ConsoleClient(off.port).get("/").status == 404
+    finally:
+        off.stop()
+    wide = ServerProcess(tmp_path / "wide", extra_args=["--host", "0.0.0.0", "--workers", "1"]).start()
+    try:
+        assert ConsoleClient(wide.port).get("/signin").status == 404
+    finally:
+        wide.stop()
+    asked = ServerProcess(
+        tmp_path / "asked",
+        extra_args=["--host", "0.0.0.0", "--console", "--workers", "1", "--console-host", "Console.Example"],
+    ).start()
+    try:
+        page = ConsoleClient(asked.port).get("/signin")
+        assert page.status == 200 and DEV_KEY not in page.text  # off loopback, nothing is pre-filled
+        for host, status in (("console.example", 200), ("CONSOLE.EXAMPLE.", 200), ("other.example", 403)):
+            answer = ConsoleClient(asked.port).request("GET", "/signin", headers={"Host": f"{host}:80"})
+            assert answer.status == status, host
+    finally:
+        asked.stop()

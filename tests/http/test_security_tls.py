@@ -1,0 +1,340 @@
+"""HTTPS (``--cert/--key``) and bearer tokens (``--oauth basic``)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from azure.core.credentials import AzureNamedKeyCredential, AzureSasCredential
+from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ServiceRequestError
+from azure.data.tables import (
+    AccountSasPermissions,
+    ResourceTypes,
+    TableClient,
+    TableServiceClient,
+    generate_account_sas,
+    generate_table_sas,
+)
+from azure.data.tables.aio import TableClient as AsyncTableClient
+
+from tests.rawhttp import JSON_NOMETADATA, RawClient
+from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
+from tests.tls import (
+    ISSUER,
+    TENANT,
+    AsyncStaticTokenCredential,
+    SelfSignedCert,
+    StaticTokenCredential,
+    https_request,
+    make_jwt,
+    make_self_signed_cert,
+)
+
+KEY_CREDENTIAL = AzureNamedKeyCredential(DEV_ACCOUNT, DEV_KEY)
+
+
+@pytest.fixture(scope="module")
+def cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
+    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
+
+
+def _tls_server(tmp_path_factory: pytest.TempPathFactory, cert: SelfSignedCert, *extra: str) -> ServerProcess:
+    args = ["--workers", "1", "--cert", str(cert.cert), "--key", str(cert.key), *extra]
+    return ServerProcess(tmp_path_factory.mktemp("tlsdata"), extra_args=args).start()
+
+
+@pytest.fixture(scope="module")
+def oauth_server(tmp_path_factory: pytest.TempPathFactory, cert: SelfSignedCert) -> Iterator[ServerProcess]:
+    process = _tls_server(tmp_path_factory, cert, "--oauth", "basic")
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def tls_only_server(
+    tmp_path_factory: pytest.TempPathFactory, cert: SelfSignedCert
+) -> Iterator[ServerProcess]:
+    """HTTPS, but bearer tokens left off (the default)."""
+    process = _tls_server(tmp_path_factory, cert)
+    yield process
+    process.stop()
+
+
+def _endpoint(server: ServerProcess) -> str:
+    return f"https://127.0.0.1:{server.port}/{DEV_ACCOUNT}"
+
+
+def _keyed(server: ServerProcess, cert: SelfSignedCert) -> TableServiceClient:
+    return TableServiceClient(
+        endpoint=_endpoint(server), credential=KEY_CREDENTIAL, connection_verify=str(cert.cert), retry_total=0
+    )
+
+
+def _bearer(
+    server: ServerProcess, cert: SelfSignedCert, credential: StaticTokenCredential
+) -> TableServiceClient:
+    return TableServiceClient(
+        endpoint=_endpoint(server), credential=credential, connection_verify=str(cert.cert), retry_total=0
+    )
+
+
+def _table_exists(client: TableServiceClient, name: str) -> bool:
+    return any(t.name == name for t in client.query_tables(f"TableName eq '{name}'"))
+
+
+# ------------------------------------------------------------------------------------------
+# HTTPS with Shared Key
+# ------------------------------------------------------------------------------------------
+
+
+def test_sdk_over_https_with_trusted_certificate(
+    oauth_server: ServerProcess, cert: SelfSignedCert, table_name: str
+) -> None:
+    connection_string = (
+        f"DefaultEndpointsProtocol=https;AccountName={DEV_ACCOUNT};AccountKey={DEV_KEY};"
+        f"TableEndpoint={_endpoint(oauth_server)};"
+    )
+    with TableServiceClient.from_connection_string(
+        connection_string, connection_verify=str(cert.cert)
+    ) as client:
+        assert client.url.startswith("https://")
+        table = client.create_table(table_name)
+        table.create_entity({"PartitionKey": "p", "RowKey": "tls", "V": 1})
+        assert [e["V"] for e in table.query_entities("RowKey eq 'tls'")] == [1]
+        assert client.get_service_stats()["geo_replication"]["status"] == "live"
+        client.delete_table(table_name)
+        assert not _table_exists(client, table_name)
+
+
+def test_client_without_the_certificate_refuses_the_connection(
+    oauth_server: ServerProcess, table_name: str
+) -> None:
+    with (
+        TableServiceClient(
+            endpoint=_endpoint(oauth_server), credential=KEY_CREDENTIAL, retry_total=0
+        ) as client,
+        pytest.raises(ServiceRequestError),
+    ):
+        client.create_table(table_name)
+
+
+def test_https_only_sas_works_over_tls(
+    oauth_server: ServerProcess, cert: SelfSignedCert, table_name: str
+) -> None:
+    with _keyed(oauth_server, cert) as keyed:
+        keyed.create_table(table_name)
+        try:
+            expiry = datetime.now(UTC) + timedelta(hours=1)
+            table_token = generate_table_sas(
+                KEY_CREDENTIAL, table_name, permission="ra", expiry=expiry, protocol="https"
+            )
+            with TableClient(
+                endpoint=_endpoint(oauth_server),
+                table_name=table_name,
+                credential=AzureSasCredential(table_token),
+                connection_verify=str(cert.cert),
+                retry_total=0,
+            ) as client:
+                client.create_entity({"PartitionKey": "p", "RowKey": "sas"})
+            account_token = generate_account_sas(
+                KEY_CREDENTIAL,
+                ResourceTypes(container=True, object=True),
+                AccountSasPermissions(read=True, list=True),
+                expiry,
+                protocol="https",
+            )
+            with TableServiceClient(
+                endpoint=_endpoint(oauth_server),
+                credential=AzureSasCredential(account_token),
+                connection_verify=str(cert.cert),
+                retry_total=0,
+            ) as client:
+                assert table_name in {t.name for t in client.list_tables()}
+                assert [e["RowKey"] for e in client.get_table_client(table_name).list_entities()] == ["sas"]
+        finally:
+            keyed.delete_table(table_name)
+
+
+# ------------------------------------------------------------------------------------------
+# Bearer tokens
+# ------------------------------------------------------------------------------------------
+
+
+def test_bearer_token_table_and_entity_operations(
+    oauth_server: ServerProcess, cert: SelfSignedCert, table_name: str
+) -> None:
+    credential = StaticTokenCredential(make_jwt())
+    with _bearer(oauth_server, cert, credential) as client:
+        table = client.create_table(table_name)
+        assert _table_exists(client, table_name)
+        table.create_entity({"PartitionKey": "p", "RowKey": "1", "V": 1})
+        table.upsert_entity({"PartitionKey": "p", "RowKey": "2", "V": 2})
+        table.update_entity({"PartitionKey": "p", "RowKey": "1", "V": 10})
+        assert table.get_entity("p", "1")["V"] == 10
+        assert [(e["RowKey"], e["V"]) for e in table.query_entities("PartitionKey eq 'p'")] == [
+            ("1", 10),
+            ("2", 2),
+        ]
+        table.submit_transaction([("delete", {"PartitionKey": "p", "RowKey": "2"})])
+        table.delete_entity("p", "1")
+        assert list(table.list_entities()) == []
+        assert table.get_table_access_policy() == {}
+        client.delete_table(table_name)
+        assert not _table_exists(client, table_name)
+    assert credential.scopes_seen, "the SDK never asked the credential for a token"
+    assert all(scopes == ("https://storage.azure.com/.default",) for scopes in credential.scopes_seen)
+
+
+@pytest.mark.parametrize(
+    ("aud", "iss"),
+    [
+        ("https://storage.azure.com/", ISSUER),
+        ("e406a681-f3d4-42a8-90b6-c2b029497af1", ISSUER),
+        (f"https://{DEV_ACCOUNT}.table.core.windows.net", ISSUER),
+        ("https://storage.azure.com", f"https://login.microsoftonline.com/{TENANT}/v2.0"),
+    ],
+    ids=["storage-slash", "app-id", "account-url", "v2-issuer"],
+)
+def test_bearer_accepted_audiences_and_issuers(
+    oauth_server: ServerProcess, cert: SelfSignedCert, table_name: str, aud: str, iss: str
+) -> None:
+    with _bearer(oauth_server, cert, StaticTokenCredential(make_jwt(aud=aud, iss=iss))) as client:
+        client.create_table(table_name)
+        assert table_name in [table.name for table in client.list_tables()]
+        client.delete_table(table_name)
+
+
+BAD_TOKENS = {
+    "expired": lambda: make_jwt(nbf=time.time() - 7200, exp=time.time() - 3600),
+    "not-yet-valid": lambda: make_jwt(nbf=time.time() + 3600, exp=time.time() + 7200),
+    "wrong-audience": lambda: make_jwt(aud="https://vault.azure.net"),
+    "other-account": lambda: make_jwt(aud="https://someoneelse.table.core.windows.net"),
+    "wrong-issuer": lambda: make_jwt(iss="https://evil.example/"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TOKENS))
+def test_bad_bearer_token_is_403_and_creates_nothing(
+    oauth_server: ServerProcess, cert: SelfSignedCert, table_name: str, case: str
+) -> None:
+    with (
+        _bearer(oauth_server, cert, StaticTokenCredential(BAD_TOKENS[case]())) as client,
+        pytest.raises(ClientAuthenticationError) as caught,
+    ):
+        client.create_table(table_name)
+    assert caught.value.status_code == 403
+    assert caught.value.error_code == "AuthenticationFailed"
+    with _keyed(oauth_server, cert) as keyed:
+        assert not _table_exists(keyed, table_name)
+
+
+def test_bad_bearer_token_raw_carries_challenge(oauth_server: ServerProcess, cert: SelfSignedCert) -> None:
+    token = make_jwt(nbf=time.time() - 7200, exp=time.time() - 3600)
+    response = https_request(
+        oauth_server.port,
+        cert,
+        "GET",
+        f"/{DEV_ACCOUNT}/Tables",
+        {"Authorization": f"Bearer {token}", "x-ms-version": "2019-02-02", "Accept": JSON_NOMETADATA},
+    )
+    assert response.status == 403, response
+    assert response.error_code == "AuthenticationFailed"
+    assert response.header("x-ms-error-code") == "AuthenticationFailed"
+    challenge = response.header("WWW-Authenticate") or ""
+    assert challenge.startswith("Bearer authorization_uri=https://login.microsoftonline.com/"), response
+    assert "resource_id=https://storage.azure.com" in challenge
+
+
+def test_anonymous_over_https_is_401_with_challenge(
+    oauth_server: ServerProcess, cert: SelfSignedCert
+) -> None:
+    response = https_request(
+        oauth_server.port, cert, "GET", f"/{DEV_ACCOUNT}/Tables", {"x-ms-version": "2019-02-02"}
+    )
+    assert response.status == 401, response
+    assert response.header("x-ms-error-code") == "NoAuthenticationInformation"
+    assert (response.header("WWW-Authenticate") or "").startswith("Bearer ")
+
+
+@pytest.mark.parametrize("token", ["not-a-jwt", "a.b.c", "x.eyJhdWQiOiAx.y"])
+def test_malformed_bearer_token_is_refused(
+    oauth_server: ServerProcess, cert: SelfSignedCert, table_name: str, token: str
+) -> None:
+    response = https_request(
+        oauth_server.port,
+        cert,
+        "POST",
+        f"/{DEV_ACCOUNT}/Tables",
+        {"Authorization": f"Bearer {token}", "Content-Type": JSON_NOMETADATA, "x-ms-version": "2019-02-02"},
+        f'{{"TableName": "{table_name}"}}'.encode(),
+    )
+    assert response.status in {400, 401, 403}, response
+    assert response.header("x-ms-error-code") in {"InvalidAuthenticationInfo", "AuthenticationFailed"}
+    with _keyed(oauth_server, cert) as keyed:
+        assert not _table_exists(keyed, table_name)
+
+
+def test_async_bearer_token(oauth_server: ServerProcess, cert: SelfSignedCert, table_name: str) -> None:
+    with _keyed(oauth_server, cert) as keyed:
+        keyed.create_table(table_name)
+
+    async def scenario() -> list[str]:
+        credential = AsyncStaticTokenCredential(make_jwt())
+        async with AsyncTableClient(
+            endpoint=_endpoint(oauth_server),
+            table_name=table_name,
+            credential=credential,
+            connection_verify=str(cert.cert),
+        ) as client:
+            await client.create_entity({"PartitionKey": "p", "RowKey": "async"})
+            return [e["RowKey"] async for e in client.list_entities()]
+
+    try:
+        assert asyncio.run(scenario()) == ["async"]
+    finally:
+        with _keyed(oauth_server, cert) as keyed:
+            keyed.delete_table(table_name)
+
+
+# ------------------------------------------------------------------------------------------
+# Bearer tokens when --oauth is off
+# ------------------------------------------------------------------------------------------
+
+
+def test_bearer_refused_when_oauth_is_off(
+    tls_only_server: ServerProcess, cert: SelfSignedCert, table_name: str
+) -> None:
+    with (
+        _bearer(tls_only_server, cert, StaticTokenCredential(make_jwt())) as client,
+        pytest.raises(HttpResponseError) as caught,
+    ):
+        client.create_table(table_name)
+    assert caught.value.status_code in {400, 401, 403}
+    # The error's traceback keeps the client's connection pool (and its open keep-alive socket)
+    # alive through a reference cycle; collect it now, or the server waits for it at shutdown.
+    del caught
+    gc.collect()
+    with _keyed(tls_only_server, cert) as keyed:
+        assert not _table_exists(keyed, table_name)
+        # Shared Key still works on the same server.
+        keyed.create_table(table_name)
+        keyed.delete_table(table_name)
+
+
+def test_bearer_header_over_plain_http_is_refused(
+    server: ServerProcess, service: TableServiceClient, table_name: str
+) -> None:
+    response = RawClient(server.port).request(
+        "POST",
+        "Tables",
+        {"TableName": table_name},
+        {"Content-Type": JSON_NOMETADATA, "Authorization": f"Bearer {make_jwt()}"},
+        auth="none",
+    )
+    assert response.status in {400, 401, 403}, response
+    assert response.header("x-ms-error-code") in {"InvalidAuthenticationInfo", "AuthenticationFailed"}
+    assert not _table_exists(service, table_name)

@@ -1,0 +1,70 @@
+"""The JavaScript SDK, ``@azure/storage-queue`` unchanged, through every Queue operation.
+
+The test installs the package itself with npm (about ten seconds, once, into
+``$TABULAE_TEST_CACHE``, default ``~/.cache/tabulae-test``) and runs ``js/queue_sdk.js`` with
+Node against the session server of each store. Without node and npm it is skipped locally and
+fails under CI, like the PostgreSQL cases. ``test_queue_client_shapes.py`` replays what the SDK
+sends byte for byte without needing Node.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.serverproc import ServerProcess
+
+PACKAGE = "@azure/storage-queue@12.30.0"
+SCRIPT = Path(__file__).parents[1] / "js" / "queue_sdk.js"
+
+
+def _cache() -> Path:
+    return Path(os.environ.get("TABULAE_TEST_CACHE", Path.home() / ".cache" / "tabulae-test")) / "js-queue"
+
+
+@pytest.fixture(scope="session")
+def node_modules() -> Path:
+    if not (shutil.which("node") and shutil.which("npm")):
+        if os.environ.get("CI"):
+            pytest.fail("node and npm are needed for the JavaScript SDK test")
+        pytest.skip("node and npm are not installed")
+    cache = _cache()
+    modules = cache / "node_modules"
+    if not (modules / "@azure" / "storage-queue" / "package.json").exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(cache), PACKAGE],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+    return modules
+
+
+def test_every_operation_through_the_javascript_sdk(server: ServerProcess, node_modules: Path) -> None:
+    result = subprocess.run(
+        ["node", str(SCRIPT), str(server.queue_port)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NODE_PATH": str(node_modules)},
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert result.stdout.startswith("ok "), result.stdout
+
+
+def test_an_oversized_message_gets_413_not_a_reset(server: ServerProcess, node_modules: Path) -> None:
+    """The SDK writes its whole 16 MiB body before reading; the answer it finds is Azure's."""
+    result = subprocess.run(
+        ["node", str(SCRIPT.with_name("queue_oversized.js")), str(server.queue_port)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NODE_PATH": str(node_modules)},
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert result.stdout.strip() == "ok", result.stdout
