@@ -10,6 +10,7 @@ bind (parallel test workers do), the start is retried on fresh ports.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import http.client
 import os
 import shutil
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -131,6 +132,27 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.stderr.close()
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """What the server's process runs before ``tabulae serve`` (Linux): ask the kernel to send it
+    SIGTERM when the process that started it dies, so a test run or a migration killed outright
+    (SIGKILL: no chance to stop it) leaves no server behind. (The kernel watches the starting
+    thread: start servers from a thread that outlives them, as the fixtures and the migration do.)"""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here, not in the child
+    except (OSError, AttributeError):
+        return None
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+    return arm
+
+
 def start(
     data_dir: Path,
     *,
@@ -153,6 +175,7 @@ def start(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=_die_with_parent(),
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
