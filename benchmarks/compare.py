@@ -176,7 +176,7 @@ def measure(server: Server, ctx: Context, name: str) -> Outcome:
         + (f" [{prepared.note}]" if prepared.note else ""),
         flush=True,
     )
-    cpu_before = cpu.snapshot(server.pids)
+    cpu_before = cpu.snapshot(server.pids, server.database_cpu)
     started = time.monotonic()
     result: WrkResult = run_wrk(
         prepared.script,
@@ -188,7 +188,7 @@ def measure(server: Server, ctx: Context, name: str) -> Outcome:
         timeout=prepared.timeout,
     )
     wall = time.monotonic() - started
-    cpu_after = cpu.snapshot(server.pids)
+    cpu_after = cpu.snapshot(server.pids, server.database_cpu)
     sub_errors = int(result.extra.get("sub_errors", 0))
     # A scan is many pages: its rate is counted by scan.lua from completed scans.
     scanning = name == "scan"

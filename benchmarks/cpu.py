@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import resource
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
@@ -26,6 +26,7 @@ class CpuSnapshot:
     client: float  # reaped children of this process (wrk runs as one)
     machine_busy: float  # all cores, every state but idle and iowait
     machine_total: float
+    database: dict[int, float] = field(default_factory=dict)  # a database server's processes, by pid
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class CpuUse:
     server_system_us: float  # server kernel CPU per operation, microseconds
     client_cores: float
     machine_busy: float  # fraction of all cores' time
+    database_us: float | None = None  # the database server's CPU per operation, when counted
 
     @property
     def server_us(self) -> float:
@@ -45,9 +47,10 @@ class CpuUse:
 
     def describe(self, unit: str) -> str:
         """One line for the progress output."""
+        database = "" if self.database_us is None else f"; database CPU {self.database_us:.1f} µs per {unit}"
         return (
             f"server CPU {self.server_cores:.2f} cores = {self.server_us:.1f} µs per {unit} "
-            f"(user {self.server_user_us:.1f}, kernel {self.server_system_us:.1f}); "
+            f"(user {self.server_user_us:.1f}, kernel {self.server_system_us:.1f}){database}; "
             f"wrk {self.client_cores:.2f} cores; machine {100 * self.machine_busy:.0f}% busy"
         )
 
@@ -74,8 +77,11 @@ def _machine_seconds() -> tuple[float, float]:
     return (total - idle) / TICKS_PER_SECOND, total / TICKS_PER_SECOND
 
 
-def snapshot(server_pids: Callable[[], list[int]]) -> CpuSnapshot:
-    """Read every counter now; ``server_pids`` lists the server's processes at this instant."""
+def snapshot(
+    server_pids: Callable[[], list[int]], database: Callable[[], dict[int, float]] | None = None
+) -> CpuSnapshot:
+    """Read every counter now; ``server_pids`` lists the server's processes at this instant,
+    ``database`` reads the CPU seconds of a database server's processes by pid (when it has one)."""
     user = system = 0.0
     for pid in server_pids():
         process_user, process_system = _process_seconds(pid)
@@ -83,7 +89,8 @@ def snapshot(server_pids: Callable[[], list[int]]) -> CpuSnapshot:
         system += process_system
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     busy, total = _machine_seconds()
-    return CpuSnapshot(user, system, children.ru_utime + children.ru_stime, busy, total)
+    processes = database() if database is not None else {}
+    return CpuSnapshot(user, system, children.ru_utime + children.ru_stime, busy, total, processes)
 
 
 def between(before: CpuSnapshot, after: CpuSnapshot, seconds: float, operations: float) -> CpuUse:
@@ -96,10 +103,14 @@ def between(before: CpuSnapshot, after: CpuSnapshot, seconds: float, operations:
     user = max(0.0, after.server_user - before.server_user)
     system = max(0.0, after.server_system - before.server_system)
     machine = after.machine_total - before.machine_total
+    # Per process, as database connections come and go: one that closed in between takes only
+    # its own counters away, one that opened counts all its CPU (all spent in between).
+    database = sum(max(0.0, s - before.database.get(pid, 0.0)) for pid, s in after.database.items())
     return CpuUse(
         server_cores=(user + system) / seconds if seconds > 0 else 0.0,
         server_user_us=user * per_op,
         server_system_us=system * per_op,
         client_cores=(after.client - before.client) / seconds if seconds > 0 else 0.0,
         machine_busy=(after.machine_busy - before.machine_busy) / machine if machine > 0 else 0.0,
+        database_us=database * per_op if after.database else None,
     )

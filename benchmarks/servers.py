@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
@@ -64,6 +65,8 @@ class Server:
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"bench-{self.name}-"))
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}.log"
+        # CPU seconds by pid of the database server's processes, when the store has one.
+        self.database_cpu: Callable[[], dict[int, float]] | None = None
 
     def command(self) -> list[str]:
         """The command line that starts the server."""

@@ -11,6 +11,10 @@ coordinator's database (the extension installed there and the workers added), di
 ``tabulae db init --citus``. Stores whose URL is not given are left out. Every other option is
 ``compare.py``'s (``--workloads``, ``--duration``, ``--connections``, ``--preload-rows``,
 ``--scan-rows``, ``--json``...); see benchmarks/README.md.
+
+CPU per operation is Tabulae's and, for PostgreSQL and Citus, the database's: every process of
+the clusters serving the store on this machine (``dbcpu.py``), printed apart and summed, since
+on SQLite the database's work is inside Tabulae's processes.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections.abc import Iterator
 from dataclasses import asdict
 
 import compare
+from dbcpu import DatabaseCpu
 from servers import TabulaeServer
 from workloads import WORKLOADS
 
@@ -72,16 +77,17 @@ def citus_store(url: str, executor_defaults: bool = False) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def store_args(store: str, args: argparse.Namespace) -> Iterator[list[str]]:
-    """The ``serve`` flags of a fresh store of the kind ``store``."""
+def store_args(store: str, args: argparse.Namespace) -> Iterator[tuple[list[str], DatabaseCpu | None]]:
+    """The ``serve`` flags of a fresh store of the kind ``store``, and its database server's
+    processes (None for SQLite, which runs inside Tabulae's)."""
     if store == "sqlite":
-        yield []
+        yield [], None
     elif store == "postgres":
         with postgres_store(args.pg) as url:
-            yield ["--store", url]
+            yield ["--store", url], DatabaseCpu(args.pg, url.rsplit("/", 1)[1], citus=False)
     else:
         with citus_store(args.citus, args.citus_executor_defaults) as url:
-            yield ["--store", url]
+            yield ["--store", url], DatabaseCpu(args.citus, None, citus=True)
 
 
 def print_table(names: list[str], results: dict[str, dict[str, compare.Outcome]]) -> None:
@@ -117,6 +123,45 @@ def print_table(names: list[str], results: dict[str, dict[str, compare.Outcome]]
         )
     print("(! = flagged: failed validation, non-2xx answers or socket errors; see above)")
     compare.print_cpu(results)
+    print_cost(names, results)
+
+
+def print_cost(names: list[str], results: dict[str, dict[str, compare.Outcome]]) -> None:
+    """CPU per operation, Tabulae's and the database server's apart and together: on SQLite
+    the database runs inside Tabulae's processes, so only the total compares across stores."""
+    stores = [s for s in STORES if s in results]
+    headers = ["CPU µs per operation"]
+    for store in stores:
+        headers += [f"{store} Tabulae", f"{store} database", f"{store} total"]
+    rows = []
+    for name in names:
+        row = [name]
+        for store in stores:
+            use = results[store][name].cpu_use if name in results[store] else None
+            if use is None:
+                row += ["-", "-", "-"]
+                continue
+            database = use.database_us
+            row += [
+                f"{use.server_us:,.1f}",
+                "in Tabulae" if database is None else f"{database:,.1f}",
+                f"{use.server_us + (database or 0.0):,.1f}",
+            ]
+        rows.append(row)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    print()
+    print(" | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    print("-+-".join("-" * w for w in widths))
+    for row in rows:
+        print(
+            " | ".join(
+                c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+    print(
+        "(per operation of each workload's unit: a request, or an entity for batch and scan; "
+        "database = every process of the PostgreSQL clusters serving the store, see benchmarks/README.md)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,8 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     results: dict[str, dict[str, compare.Outcome]] = {}
     for store in stores:
-        with store_args(store, args) as extra:
+        with store_args(store, args) as (extra, database):
             server = TabulaeServer([*extra, *shlex.split(args.tabulae_args)])
+            if database is not None:
+                print(f"== {store}: database CPU counted from {database.describe()}", flush=True)
+                server.database_cpu = database.seconds
             results[store] = {o.workload: o for o in compare.run_server(server, store, names, options)}
     print(
         f"\nSame wrk client and settings for every store: {options.connections} connections, "

@@ -193,7 +193,11 @@ def build_gateway(settings: Settings) -> Gateway:
             stores.tables = TimedStore(stores.tables)  # type: ignore[assignment]
             stores.queues = TimedStore(stores.queues)  # type: ignore[assignment]
             stores.blobs = TimedStore(stores.blobs)  # type: ignore[assignment]
-        insight = Insight(partition_target=settings.partition_target, account_target=settings.account_target)
+        insight = Insight(
+            partition_target=settings.partition_target,
+            account_target=settings.account_target,
+            store=stores.kind,
+        )
         queue_insight = QueueInsight(
             queue_target=settings.queue_target, poison_threshold=settings.poison_threshold
         )

@@ -3,7 +3,9 @@
 A design that misses Azure's targets usually shows it early, in numbers a client cannot see:
 one partition near or over its target (hot partition), the whole account near its own
 (busy account), inserts whose PartitionKeys only ever increase or decrease (append-only,
-prepend-only: every insert lands on the last or first range partition), and table scans that
+prepend-only: Azure range-partitions a table by PartitionKey, so every insert lands on the last
+or first range partition, one partition server; the warning also says what the store in use does
+with them, which is why this server may not show the cost), and table scans that
 examine many entities to return few (low query density). The checks run as requests are
 recorded and again for every snapshot; a warning is logged on the ``tabulae.insight`` logger at
 most once per ``log_interval`` for the same kind and subject, and while it is muted it is not
@@ -33,6 +35,18 @@ INSERT_OPS = frozenset({"insert", "upsert", "batch"})
 
 _MESSAGE_KEY_CHARS = 64
 
+_LOCAL_ORDERED_INSERTS: dict[str, str] = {
+    "sqlite": "here SQLite puts them on the {side}most leaf of one B-tree, which does not slow it",
+    "postgres": (
+        "here PostgreSQL puts them on the {side}most leaf of the key index, a lesser hot spot"
+        " (concurrent inserts wait for that one page)"
+    ),
+    "citus": "here Citus spreads them over its shards by a hash of the PartitionKey, so none is hot",
+}
+"""What each store does locally with inserts in key order, for the append-only / prepend-only
+warning (``{side}`` is "right" or "left"): the user's production is Azure, where the pattern
+matters, but the numbers they see here are this store's."""
+
 
 def _short(key: str) -> str:
     """A key safe to print in a log line: repr-escaped (no control characters) and truncated."""
@@ -47,6 +61,7 @@ class Detectors:
     The recorder sets these attributes; the checks only read them, except ``_logged``.
     """
 
+    store: str
     window_seconds: int
     partition_target: float
     account_target: float
@@ -91,6 +106,8 @@ class Detectors:
         kind = "append-only" if tbl.direction > 0 else "prepend-only"
         trend = "increasing" if tbl.direction > 0 else "decreasing"
         end = "last" if tbl.direction > 0 else "first"
+        local = _LOCAL_ORDERED_INSERTS.get(self.store)
+        here = "" if local is None else "; " + local.format(side="right" if tbl.direction > 0 else "left")
         return {
             "kind": kind,
             "severity": "warning",
@@ -100,8 +117,9 @@ class Detectors:
             "run": tbl.run,
             "message": (
                 f"{kind} inserts into {tbl.account}/{tbl.name}: the last {tbl.run} PartitionKeys "
-                f"inserted were strictly {trend} (latest {_short(tbl.last_pk)}), so every insert "
-                f"lands on the {end} range partition; spread the keys (e.g. prefix a hash)"
+                f"inserted were strictly {trend} (latest {_short(tbl.last_pk)}), so on Azure, which "
+                f"range-partitions by PartitionKey, every insert lands on the {end} range partition "
+                f"(one partition server){here}; spread the keys (e.g. prefix a hash)"
             ),
         }
 

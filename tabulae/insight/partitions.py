@@ -90,10 +90,12 @@ class Insight(Detectors):
         low_density_min_scanned: int = 1000,
         log_interval: float = 60.0,
         logger: logging.Logger | None = None,
+        store: str = "sqlite",
     ) -> None:
         if window_seconds < 1 or max_partitions < 1 or max_tables < 1 or monotonic_run < 2:
             raise ValueError("window_seconds, max_partitions, max_tables must be ≥ 1; monotonic_run ≥ 2")
         self._clock = clock
+        self.store = store
         self.window_seconds = int(window_seconds)
         self.partition_target = float(partition_target)
         self.account_target = float(account_target)
@@ -294,6 +296,7 @@ class Insight(Detectors):
             low_density=self.low_density,
             low_density_min_scanned=self.low_density_min_scanned,
             logger=_QUIET,
+            store=self.store,
         )
 
     def absorb(

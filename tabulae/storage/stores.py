@@ -20,6 +20,9 @@ class Stores(ABC):
     tables: TableStore
     queues: QueueStore
     blobs: BlobStore
+    kind: str
+    """Which engine: "sqlite", "postgres" or "citus". Design warnings say what the store in use
+    does with a pattern, next to what Azure does with it."""
 
     @abstractmethod
     async def close(self) -> None:

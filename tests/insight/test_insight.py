@@ -362,6 +362,37 @@ def test_monotonic_inserts(clock: FakeClock, keys: list[str], expected: list[tup
     assert kinds(insight) == expected
 
 
+@pytest.mark.parametrize(
+    ("store", "local"),
+    [
+        ("sqlite", "here SQLite puts them on the {side}most leaf of one B-tree, which does not slow it"),
+        ("postgres", "here PostgreSQL puts them on the {side}most leaf of the key index, a lesser hot spot"),
+        ("citus", "here Citus spreads them over its shards by a hash of the PartitionKey, so none is hot"),
+    ],
+)
+@pytest.mark.parametrize(("direction", "end", "side"), [(1, "last", "right"), (-1, "first", "left")])
+def test_ordered_inserts_warning_says_what_azure_and_the_store_in_use_do(
+    clock: FakeClock, store: str, local: str, direction: int, end: str, side: str
+) -> None:
+    """Azure's range partitions are why the pattern matters; the store in use does something
+    else with it locally (Citus hashes, so nothing there is hot), and the warning says both."""
+    insight = Insight(clock, monotonic_run=4, store=store)
+    for n in range(4)[::direction]:
+        insight.record("a", "logs", f"{n:02d}", op="insert", written=1, status=201)
+    (warning,) = insight.snapshot()["warnings"]
+    message = warning["message"]
+    assert (
+        f"on Azure, which range-partitions by PartitionKey, every insert lands on the {end} range partition"
+        in message
+    )
+    assert local.format(side=side) in message
+    assert message.endswith("; spread the keys (e.g. prefix a hash)")
+    # The view a multi-worker /metrics sums into keeps the store's wording.
+    view = insight.view()
+    view.absorb(insight.state())
+    assert [w["message"] for w in view.snapshot()["warnings"]] == [message]
+
+
 def test_only_successful_inserts_feed_the_monotonic_detector(clock: FakeClock) -> None:
     insight = Insight(clock, monotonic_run=4)
     for n in range(10):

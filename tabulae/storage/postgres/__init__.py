@@ -31,8 +31,9 @@ async def check_serving(url: str) -> None:
 class PostgresStores(Stores):
     """The stores of one database; open with ``await PostgresStores.open(url)``."""
 
-    def __init__(self, database: PostgresDatabase) -> None:
+    def __init__(self, database: PostgresDatabase, *, citus: bool = False) -> None:
         self.database = database
+        self.kind = "citus" if citus else "postgres"
         self.tables = PostgresTables(database)
         self.queues = PostgresQueues(database)
         self.blobs = PostgresBlobs(database)
@@ -47,7 +48,7 @@ class PostgresStores(Stores):
         if create_schema:
             await check_serving(url)
         database = await PostgresDatabase.open(url, min_size=min_size, max_size=max_size)
-        return cls(database)
+        return cls(database, citus=await database.run(engine.citus_present, idempotent=True))
 
     async def close(self) -> None:
         await self.database.close()

@@ -18,6 +18,8 @@ class SqliteStores(Stores):
     """The stores of ``directory/tabulae.db`` (blob content in ``directory/blobs``);
     ``durable=False`` skips fsync (in-memory mode)."""
 
+    kind = "sqlite"
+
     def __init__(self, directory: Path, *, durable: bool = True) -> None:
         self.database = SqliteDatabase(
             directory, TABLES_SCHEMA + QUEUES_SCHEMA + BLOBS_SCHEMA, durable=durable
