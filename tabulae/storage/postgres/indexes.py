@@ -26,6 +26,7 @@ reads the shards' plans).
 
 from __future__ import annotations
 
+import asyncio
 import math
 import struct
 import time
@@ -159,6 +160,9 @@ SCHEMA = Schema(
 UNKEYABLE = b"\xff"  # the key of a String holding U+0000 (see the module docstring)
 READY_CACHE_SECONDS = 1.0  # how long a front-end trusts its list of a table's ready indexes
 _ID = struct.Struct(">q")
+_TRY_TURN = "SELECT pg_try_advisory_lock(%s)"
+_BUILD_TURN = 0x7461625F69647831  # "tab_idx1": the advisory lock key of the one build at a time
+BUILD_TURN_PAUSE = 0.1  # seconds between tries for the build's turn
 _SET_STATE = "UPDATE property_indexes SET state = %s, error = %s WHERE table_id = %s AND property = %s"
 
 
@@ -243,6 +247,12 @@ class PostgresIndexSql(IndexSql):
 SPELLED = PostgresIndexSql()
 
 
+async def _take_build_turn(conn: Connection) -> bool:
+    """Whether this session now holds the one index build's turn (never waits for it)."""
+    row = await (await conn.execute(_TRY_TURN, (_BUILD_TURN,))).fetchone()
+    return bool(row and row[0])
+
+
 class PostgresIndexes(PlannedIndexes):
     """Index declarations, builds and lookups for the PostgreSQL table store."""
 
@@ -262,10 +272,20 @@ class PostgresIndexes(PlannedIndexes):
 
     async def _build(self, table_id: int, prop: str, edm_type: str) -> None:
         """``CREATE INDEX CONCURRENTLY`` on a connection of the pool (autocommit, as it must be),
-        then ready; an invalid leftover of a failed build is dropped."""
+        then ready; an invalid leftover of a failed build is dropped.
+
+        Builds run one at a time in the database, whichever front-end starts them: two concurrent
+        builds of expression indexes on ``entities`` wait for each other's snapshots (PostgreSQL
+        exempts only plain indexes), as a build's ``ANALYZE`` and another's build do, and
+        PostgreSQL then fails one as a deadlock. They would queue on the table's lock anyway,
+        so taking turns costs nothing. The turn is a session advisory lock, tried and retried
+        after a pause rather than waited for: a session waiting for it would hold a snapshot
+        and deadlock the running build in the same way."""
         name = index_name(table_id, prop)
 
         async def run(conn: Connection) -> None:
+            while not await _take_build_turn(conn):
+                await asyncio.sleep(BUILD_TURN_PAUSE)
             try:
                 await conn.execute(SPELLED.create(table_id, prop, edm_type))
                 cursor = await conn.execute(
@@ -280,6 +300,8 @@ class PostgresIndexes(PlannedIndexes):
             except psycopg.Error as exc:
                 await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
                 await conn.execute(_SET_STATE, (FAILED, type(exc).__name__, table_id, prop))
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (_BUILD_TURN,))
 
         await self._db.run(run)
         self._ready.clear()
