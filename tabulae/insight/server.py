@@ -103,6 +103,9 @@ class ServerInsight:
         """The sum of every worker's counters (this one's as of now, the others' as they answer)."""
         states = [self.state()]
         if self.peers is not None:
+            # This worker's own file is refreshed too, as its siblings' are: whichever worker
+            # dies next, the counts a reader has seen stay in the sums.
+            self.peers.publish()
             states.extend(await self.peers.gather())
         tables, queues, containers = self.tables.view(), self.queues.view(), ContainerCounters()
         keep: Any = str

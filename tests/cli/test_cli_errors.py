@@ -161,6 +161,6 @@ def test_ctrl_c_exits_130_quietly() -> None:
         finally:
             if process.poll() is None:
                 process.kill()
-                process.wait()
+                process.communicate()  # and its pipes closed, so nothing is left for a later test
     assert process.returncode == 130
     assert err == "" and out == ""
