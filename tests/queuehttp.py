@@ -8,7 +8,6 @@ verbatim, never re-encoded, and the signature covers that raw path.
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import hmac
 import http.client
@@ -172,8 +171,12 @@ class QueueHttp:
             conn.putrequest(method, raw_target, skip_host="host" in final, skip_accept_encoding=True)
             for name, value in [*final.values(), *extra_headers]:
                 conn.putheader(name, str(value))
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            try:
                 conn.endheaders(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                if conn.sock is None:  # the connection is gone (a killed server): nothing to read
+                    raise
+                # else the server answered before reading the body: its answer is still readable
             response = conn.getresponse()
             return QueueResponse(response.status, response.headers, response.read(), response.reason)
         finally:
