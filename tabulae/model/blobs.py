@@ -60,7 +60,10 @@ class CopyState:
     source: str
     progress: str  # "copied/total"
     completed: int  # ticks
-    status: str = "success"
+    status: str = "success"  # pending | success | aborted | failed
+    status_description: str | None = None
+    incremental: bool = False  # an Incremental Copy of a page blob's snapshot
+    destination_snapshot: str | None = None  # that copy's snapshot at the destination
 
 
 @dataclass(slots=True)
@@ -72,7 +75,7 @@ class BlobRecord:
 
     name: str
     snapshot: str
-    blob_type: str  # "BlockBlob" or "AppendBlob"
+    blob_type: str  # "BlockBlob", "AppendBlob" or "PageBlob"
     size: int
     ticks: int  # ETag and Last-Modified
     created: int  # ticks
@@ -82,6 +85,24 @@ class BlobRecord:
     lease: Lease = field(default_factory=Lease)
     copy: CopyState | None = None
     block_count: int = 0  # committed blocks (Append Blob reports it)
+    # The fields below are stored only when they differ from their defaults, each of which is
+    # falsy (see EXTENSIONS): most blobs use none of them and their stored form stays short.
+    sequence_number: int = 0  # a page blob's
+    tier: str | None = None  # a block blob's explicitly set tier; None follows the account default
+    tier_changed: float | None = None  # epoch seconds of the last tier change
+    rehydrate_to: str | None = None  # an archived blob's pending rehydration target
+    rehydrate_priority: str | None = None
+    rehydrate_at: float | None = None  # epoch seconds when that rehydration completes
+    tags: dict[str, str] = field(default_factory=dict)  # blob index tags
+    sealed: bool = False  # an append blob's
+    version_id: str | None = None  # with versioning on: this version's id
+
+
+#: BlobRecord fields kept in a record's stored form only when set (all default to a falsy value).
+EXTENSIONS = (
+    "sequence_number", "tier", "tier_changed", "rehydrate_to", "rehydrate_priority", "rehydrate_at",
+    "tags", "sealed", "version_id",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import orjson
 
 from tabulae.model.blobs import BASE as BASE  # the records live in the model, shared with the service
+from tabulae.model.blobs import EXTENSIONS
 from tabulae.model.blobs import BlobKey as BlobKey
 from tabulae.model.blobs import BlobRecord as BlobRecord
 from tabulae.model.blobs import ContainerRecord as ContainerRecord
@@ -279,24 +280,35 @@ def decode_container(name: str, ticks: int, doc: bytes) -> ContainerRecord:
 
 def encode_blob(record: BlobRecord) -> bytes:
     """Everything but the indexed columns (name, version, ticks, size, committed), as a JSON
-    array in field order: listings decode thousands of these, and arrays decode fastest."""
+    array in field order: listings decode thousands of these, and arrays decode fastest. The
+    fields of ``EXTENSIONS`` that are set follow as one object, by name; a record that sets none
+    (and a record stored before they existed) has no eighth element."""
     p, lease, copy = record.properties, record.lease, record.copy
-    return orjson.dumps(
-        [
-            record.blob_type,
-            record.created,
-            [p.content_type, p.content_encoding, p.content_language, p.content_disposition,
-             p.cache_control, p.content_md5],
-            record.metadata,
-            [lease.state, lease.lease_id, lease.duration, lease.ends],
-            [copy.copy_id, copy.source, copy.progress, copy.completed, copy.status] if copy else None,
-            record.block_count,
-        ]
-    )  # fmt: skip
+    doc: list[Any] = [
+        record.blob_type,
+        record.created,
+        [p.content_type, p.content_encoding, p.content_language, p.content_disposition,
+         p.cache_control, p.content_md5],
+        record.metadata,
+        [lease.state, lease.lease_id, lease.duration, lease.ends],
+        _encode_copy(copy) if copy else None,
+        record.block_count,
+    ]  # fmt: skip
+    extensions = {name: value for name in EXTENSIONS if (value := getattr(record, name))}
+    if extensions:
+        doc.append(extensions)
+    return orjson.dumps(doc)
+
+
+def _encode_copy(copy: CopyState) -> list[Any]:
+    fields = [copy.copy_id, copy.source, copy.progress, copy.completed, copy.status]
+    if copy.status_description is not None or copy.incremental or copy.destination_snapshot is not None:
+        fields += [copy.status_description, copy.incremental, copy.destination_snapshot]
+    return fields
 
 
 def decode_blob(name: str, version: str, ticks: int, size: int, committed: bool, doc: bytes) -> BlobRecord:
-    blob_type, created, properties, metadata, lease, copy, blocks = orjson.loads(doc)
+    blob_type, created, properties, metadata, lease, copy, blocks, *extensions = orjson.loads(doc)
     return BlobRecord(
         name,
         BASE if version == STORED_BASE else version,
@@ -310,6 +322,7 @@ def decode_blob(name: str, version: str, ticks: int, size: int, committed: bool,
         Lease(*lease),
         CopyState(*copy) if copy is not None else None,
         blocks,
+        **(extensions[0] if extensions else {}),
     )
 
 

@@ -337,3 +337,46 @@ def test_delete_container_during_writes_leaves_no_blob_behind(backend: Backend) 
                 await engine.close()
 
     asyncio.run(main())
+
+
+def test_extension_fields_round_trip_and_old_records_still_read(backend: Backend) -> None:
+    """Fields most blobs never set (tier, tags, sequence number, seal, version id, a copy's
+    extra state) are stored only when set, and a record stored without them reads back as before."""
+    from dataclasses import replace
+
+    from tabulae.storage.blobs import CopyState, decode_blob, encode_blob
+
+    async def body(store: BlobStore, account: str) -> None:
+        key = BlobKey(account, "box", "extended")
+        plain = await put(store, key, b"abc")
+        assert encode_blob(plain).count(b"{") == 1  # the metadata object only: no extensions
+
+        def decide(state: BlobState) -> BlobWrite:
+            assert state.base is not None
+            new = replace(
+                state.base,
+                ticks=state.ticks,
+                tier="Archive",
+                tier_changed=1.5,
+                rehydrate_to="Hot",
+                rehydrate_priority="High",
+                rehydrate_at=2.5,
+                tags={"k": "v"},
+                sealed=True,
+                sequence_number=7,
+                version_id="2026-11-27T08:00:00.0000000Z",
+                copy=CopyState("id", "http://x/y", "1/2", 5, "pending", "waiting", True, "snap"),
+            )
+            return BlobWrite(result=new, base=new)
+
+        written = await store.write_blob(key, decide)
+        found = await store.get_blob(key)
+        assert found is not None and found[0] == written
+        old_form = (
+            b'["BlockBlob",1,[null,null,null,null,null,null],{},'
+            b'["available",null,-1,0.0],["i","s","1/1",2,"success"],0]'
+        )
+        old = decode_blob("n", "~", 3, 1, True, old_form)
+        assert (old.tier, old.tags, old.sealed, old.copy and old.copy.incremental) == (None, {}, False, False)
+
+    run(backend, body)
