@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from tabulae.blob.rules import blocks, leases
 from tabulae.blob.rules import properties as service_properties
+from tabulae.blob.rules import tags as tag_rules
 from tabulae.blob.rules.checksums import Checksums
 from tabulae.blob.rules.conditions import NONE, Conditions, check, check_dates_only, not_met
 from tabulae.blob.rules.limits import MAX_COMMITTED_BLOCKS
@@ -38,9 +39,11 @@ from tabulae.storage.blobs import (
     ContentProperties,
     CopyState,
     Extent,
+    FoundBlob,
     Lease,
     Needs,
     Staged,
+    TagQuery,
     next_ticks,
     prefix_end,
     stored_version,
@@ -120,6 +123,25 @@ def decode_marker(marker: str) -> tuple[str, str]:
             fields=(("QueryParameterName", "marker"), ("QueryParameterValue", marker)),
         ) from None
     return name, version
+
+
+def encode_found_marker(container: str, name: str) -> str:
+    """Find Blobs by Tags' marker: the last blob returned (a container name has no newline)."""
+    return base64.urlsafe_b64encode(f"{container}\n{name}".encode("utf-8", "surrogatepass")).decode()
+
+
+def decode_found_marker(marker: str) -> tuple[str, str]:
+    try:
+        text = base64.b64decode(marker.encode("ascii"), altchars=b"-_", validate=True).decode()
+        container, newline, name = text.partition("\n")
+        if not newline:
+            raise ValueError("not a marker")
+    except (binascii.Error, ValueError, UnicodeError):
+        raise ServiceError(
+            "InvalidQueryParameterValue",
+            fields=(("QueryParameterName", "marker"), ("QueryParameterValue", marker)),
+        ) from None
+    return container, name
 
 
 def _require_base(state: BlobState, *, committed: bool = True) -> BlobRecord:
@@ -247,7 +269,7 @@ class BlobService:
         record, extents = found
         if snapshot == BASE:
             leases.check_blob_access(record.lease, self._clock(), lease_id, write=False)
-        check(conditions, record.ticks, read=True)
+        check(conditions, record.ticks, read=True, tags=record.tags)
         return record, extents
 
     def read(self, key: BlobKey, extents: Sequence[Extent], start: int, end: int) -> AsyncIterator[bytes]:
@@ -370,6 +392,7 @@ class BlobService:
         metadata: dict[str, str],
         conditions: Conditions,
         lease_id: str | None,
+        tags: dict[str, str] | None = None,
     ) -> tuple[BlobRecord, Checksums]:
         check_blob_name(key.name)
         now = self._clock()
@@ -396,6 +419,7 @@ class BlobService:
                 metadata=metadata,
                 lease=leases.after_write(base.lease, now) if base is not None else Lease(),
                 block_count=0,
+                tags=tags or {},
             )
             content = [staged.extent] if staged.extent.length else []
             return BlobWrite(result=record, base=record, content=content, drop_staged=True)
@@ -446,6 +470,7 @@ class BlobService:
         metadata: dict[str, str],
         conditions: Conditions,
         lease_id: str | None,
+        tags: dict[str, str] | None = None,
     ) -> BlobRecord:
         check_blob_name(key.name)
         now = self._clock()
@@ -468,6 +493,7 @@ class BlobService:
                 metadata=metadata,
                 lease=leases.after_write(committed.lease, now) if committed is not None else Lease(),
                 block_count=len(content),
+                tags=tags or {},
             )
             return BlobWrite(result=record, base=record, content=content, drop_staged=True)
 
@@ -491,7 +517,7 @@ class BlobService:
             if base.blob_type != APPEND_BLOB:
                 raise ServiceError("InvalidBlobType")
             leases.check_blob_access(base.lease, now, lease_id, write=True)
-            check(conditions, base.ticks, read=False)
+            check(conditions, base.ticks, read=False, tags=base.tags)
             if max_size is not None and base.size + upload.length > max_size:
                 raise not_met(412, "MaxBlobSizeConditionNotMet")
             if append_position is not None and base.size != append_position:
@@ -529,7 +555,7 @@ class BlobService:
         def decide(state: BlobState) -> BlobWrite:
             base = _require_base(state)
             leases.check_blob_access(base.lease, now, lease_id, write=True)
-            check(conditions, base.ticks, read=False)
+            check(conditions, base.ticks, read=False, tags=base.tags)
             record = change(replace(base, lease=leases.after_write(base.lease, now)), state.ticks)
             return BlobWrite(result=record, base=record)
 
@@ -573,7 +599,7 @@ class BlobService:
             def delete_one(state: BlobState) -> BlobWrite:
                 if state.target is None:
                     raise ServiceError("BlobNotFound")
-                check(conditions, state.target.ticks, read=False)
+                check(conditions, state.target.ticks, read=False, tags=state.target.tags)
                 return BlobWrite(delete_snapshot=snapshot)
 
             await self.store.write_blob(key, delete_one, needs=Needs(snapshot=snapshot))
@@ -582,7 +608,7 @@ class BlobService:
         def decide(state: BlobState) -> BlobWrite:
             base = _require_base(state)
             leases.check_blob_access(base.lease, now, lease_id, write=True)
-            check(conditions, base.ticks, read=False)
+            check(conditions, base.ticks, read=False, tags=base.tags)
             if delete_snapshots == "only":
                 return BlobWrite(delete_snapshots=True)
             if state.snapshots and delete_snapshots != "include":
@@ -600,7 +626,7 @@ class BlobService:
             base = _require_base(state)
             if lease_id is not None:
                 leases.check_blob_access(base.lease, now, lease_id, write=False)
-            check(conditions, base.ticks, read=False)
+            check(conditions, base.ticks, read=False, tags=base.tags)
             name = snapshot_time(state.ticks)
             frozen = replace(
                 base,
@@ -618,7 +644,7 @@ class BlobService:
 
         def decide(state: BlobState) -> BlobWrite:
             base = _require_base(state)
-            check(conditions, base.ticks, read=False)
+            check(conditions, base.ticks, read=False, tags=base.tags)
             lease, seconds = _lease_action(base.lease, now, request)
             return BlobWrite(result=LeaseOutcome(base.ticks, lease, seconds), base=replace(base, lease=lease))
 
@@ -635,6 +661,7 @@ class BlobService:
         conditions: Conditions,
         source_conditions: Conditions,
         lease_id: str | None,
+        tags: dict[str, str] | None = None,
     ) -> BlobRecord:
         """Copy Blob within the account, completed before the answer (``x-ms-copy-status: success``)."""
         check_blob_name(dest.name)
@@ -645,7 +672,7 @@ class BlobService:
             if origin is None:
                 raise ServiceError("CannotVerifyCopySource", "The specified blob does not exist.")
             try:
-                check(source_conditions, origin.ticks, read=False)
+                check(source_conditions, origin.ticks, read=False, tags=origin.tags)
             except ServiceError:
                 raise not_met(412, "SourceConditionNotMet") from None
             base = state.base if state.base is not None and state.base.committed else None
@@ -655,7 +682,7 @@ class BlobService:
                 leases.check_blob_access(base.lease, now, lease_id, write=True)
             elif lease_id is not None:
                 raise ServiceError("LeaseNotPresentWithBlobOperation")
-            check(conditions, base.ticks if base else None, read=False)
+            check(conditions, base.ticks if base else None, read=False, tags=base.tags if base else None)
             copy = CopyState(str(uuid.uuid4()), source_url, f"{origin.size}/{origin.size}", state.ticks)
             record = BlobRecord(
                 name=dest.name,
@@ -669,6 +696,7 @@ class BlobService:
                 lease=leases.after_write(base.lease, now) if base is not None else Lease(),
                 copy=copy,
                 block_count=origin.block_count,
+                tags=tags or {},
             )
             return BlobWrite(result=record, base=record, content=state.source_content or [], drop_staged=True)
 
@@ -682,6 +710,65 @@ class BlobService:
         if record.copy is not None and record.copy.copy_id != copy_id:
             raise ServiceError("CopyIdMismatch")
         raise ServiceError("NoPendingCopyOperation")
+
+    # ------------------------------------------------------------------ index tags
+
+    async def set_blob_tags(
+        self, key: BlobKey, snapshot: str, tags: dict[str, str], conditions: Conditions, lease_id: str | None
+    ) -> None:
+        """Replace a blob's (or a snapshot's) index tags. The blob's ETag and Last-Modified stay
+        as they are: tags are not part of what they describe ("Set Blob Tags")."""
+        now = self._clock()
+        if snapshot != BASE:
+
+            def on_snapshot(state: BlobState) -> BlobWrite:
+                target = state.target
+                if target is None:
+                    raise ServiceError("BlobNotFound")
+                check(conditions, target.ticks, read=False, tags=target.tags)
+                return BlobWrite(version=replace(target, tags=tags))
+
+            await self.store.write_blob(key, on_snapshot, needs=Needs(snapshot=snapshot))
+            return
+
+        def decide(state: BlobState) -> BlobWrite:
+            base = _require_base(state)
+            leases.check_blob_access(base.lease, now, lease_id, write=True)
+            check(conditions, base.ticks, read=False, tags=base.tags)
+            return BlobWrite(base=replace(base, tags=tags, lease=leases.after_write(base.lease, now)))
+
+        await self.store.write_blob(key, decide)
+
+    async def get_blob_tags(
+        self, key: BlobKey, snapshot: str, conditions: Conditions, lease_id: str | None
+    ) -> dict[str, str]:
+        record, _ = await self.get_blob(key, snapshot, conditions, lease_id, content=False)
+        return record.tags
+
+    async def find_blobs_by_tags(
+        self, account: str, container: str | None, where: str, marker: str | None, limit: int
+    ) -> tuple[list[FoundBlob], str | None]:
+        """One page of Find Blobs by Tags (of one container when ``container`` is given): blobs in
+        (container, name) order with the tags the expression names, and the next page's marker."""
+        node = tag_rules.parse_filter(where, allow_container=container is None)
+        comparisons = tag_rules.comparisons(node)
+        scopes = {c.value for c in comparisons if c.key == tag_rules.CONTAINER}
+        terms = tuple((c.key, c.operator, c.value) for c in comparisons if c.key != tag_rules.CONTAINER)
+        if not terms:
+            raise ServiceError(
+                "InvalidQueryParameterValue",
+                "Error parsing query: the expression must have a condition on a tag",
+                fields=(("QueryParameterName", "where"), ("QueryParameterValue", where)),
+            )
+        if len(scopes) > 1:
+            return [], None  # two containers at once: nothing is in both
+        after = decode_found_marker(marker) if marker else None
+        query = TagQuery(terms, next(iter(scopes), None))
+        found = await self.store.find_blobs_by_tags(account, container, query, after, limit + 1)
+        if len(found) > limit:
+            last = found[limit - 1]
+            return found[:limit], encode_found_marker(last.container, last.name)
+        return found, None
 
 
 def _check_replace(base: BlobRecord | None, conditions: Conditions, lease_id: str | None, now: float) -> None:
@@ -700,6 +787,7 @@ def _check_replace(base: BlobRecord | None, conditions: Conditions, lease_id: st
         replace(conditions, if_none_match=None) if create_only else conditions,
         base.ticks if base else None,
         read=False,
+        tags=base.tags if base else None,
     )
 
 

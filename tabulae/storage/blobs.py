@@ -27,7 +27,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
@@ -87,6 +87,25 @@ class BlobWrite:
     append: Extent | None = None  # one more extent at the end of the base's content
     drop_staged: bool = False
     stage_block: Extent | None = None  # stage a block (replacing one of the same id)
+    version: BlobRecord | None = None  # a snapshot's new record (its tags), by its timestamp
+
+
+@dataclass(frozen=True, slots=True)
+class TagQuery:
+    """Find Blobs by Tags in storage terms: every term ``(tag, operator, value)`` must hold
+    (operators ``=``, ``>``, ``>=``, ``<``, ``<=``, ordinal on strings; a blob without the tag
+    fails), and ``container`` limits an account-wide search to one container."""
+
+    terms: tuple[tuple[str, str, str], ...]
+    container: str | None = None
+
+
+class FoundBlob(NamedTuple):
+    """A blob Find Blobs by Tags found, with the values of the tags its query names."""
+
+    container: str
+    name: str
+    tags: dict[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +254,15 @@ class BlobStore(ABC):
         """Up to ``limit`` records whose names start with ``prefix``, from ``start`` (a name and
         stored version, inclusive) on. Snapshots and uncommitted blobs only when asked for.
         Raises ``ContainerNotFound``."""
+
+    @abstractmethod
+    async def find_blobs_by_tags(
+        self, account: str, container: str | None, query: TagQuery, after: tuple[str, str] | None, limit: int
+    ) -> list[FoundBlob]:
+        """Up to ``limit`` current committed blobs of the account (of ``container`` when given)
+        whose index tags satisfy ``query``, in (container, name) order strictly after ``after``;
+        looked up in the engine's tag index, which every write keeps in its own transaction.
+        Raises ``ContainerNotFound`` for a ``container`` that does not exist."""
 
     # ------------------------------------------------------------------ maintenance
 

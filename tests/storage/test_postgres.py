@@ -252,6 +252,7 @@ def test_citus_schema_calls_each_citus_function_once(pg_url: str) -> None:
             ("blob_extents", "h", "dkey"),
             ("blob_garbage", "h", "dkey"),
             ("blob_service_properties", "n", None),
+            ("blob_tags", "h", "dkey"),
             ("blobs", "h", "dkey"),
             ("entities", "h", "dist"),
             ("property_indexes", "n", None),

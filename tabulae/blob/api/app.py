@@ -21,7 +21,7 @@ from typing import Any
 from tabulae.admission.blobs import BlobTicket
 from tabulae.admission.gate import Gate
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
-from tabulae.blob.api import blobs, containers
+from tabulae.blob.api import blobs, containers, tags
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
 from tabulae.blob.api.routing import Kind, Operation, Route, resolve
@@ -70,6 +70,10 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.SNAPSHOT_BLOB: blobs.snapshot_blob,
     Operation.COPY_BLOB: blobs.copy_blob,
     Operation.ABORT_COPY: blobs.abort_copy,
+    Operation.SET_BLOB_TAGS: tags.set_blob_tags,
+    Operation.GET_BLOB_TAGS: tags.get_blob_tags,
+    Operation.FIND_BLOBS_BY_TAGS: tags.find_blobs_by_tags,
+    Operation.FIND_BLOBS_BY_TAGS_IN_CONTAINER: tags.find_blobs_by_tags,
 }
 
 # Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.

@@ -27,6 +27,7 @@ from tabulae.blob.api.headers import (
 from tabulae.blob.api.operations import invalid_parameter, unsupported_parameter
 from tabulae.blob.api.routing import Kind, Operation, resolve
 from tabulae.blob.api.sas import anonymous_allowed, verify_blob_sas
+from tabulae.blob.api.tags import header_tags
 from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
 from tabulae.blob.rules.limits import MIB, max_append, max_block, max_put_blob
@@ -210,6 +211,7 @@ async def put_blob(call: Call) -> Response:
         request_metadata(call.request),
         cond,
         call.lease_id,
+        tags=header_tags(headers),
     )
     response_headers = etag_headers(record.ticks) + _ENCRYPTED
     if blob_type == "BlockBlob":
@@ -246,6 +248,7 @@ async def put_block_list(call: Call) -> Response:
         request_metadata(call.request),
         cond,
         call.lease_id,
+        tags=header_tags(headers),
     )
     return Response(201, etag_headers(record.ticks) + _checksum_headers(sums, md5=False) + _ENCRYPTED)
 
@@ -353,6 +356,7 @@ async def copy_blob(call: Call) -> Response:
         conditions(headers),
         conditions(headers, "x-ms-source-"),
         call.lease_id,
+        tags=header_tags(headers),
     )
     assert record.copy is not None
     response_headers = etag_headers(record.ticks)

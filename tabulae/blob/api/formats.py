@@ -10,6 +10,7 @@ from email.utils import formatdate
 from urllib.parse import quote
 from xml.sax.saxutils import escape
 
+from tabulae.blob.api.tag_formats import tag_set
 from tabulae.blob.rules.blocks import KINDS
 from tabulae.blob.rules.conditions import etag_of
 from tabulae.blob.rules.names import XML_UNSAFE
@@ -144,8 +145,12 @@ def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: 
         f"{_field('Content-Disposition', p.content_disposition)}"
         f"<BlobType>{record.blob_type}</BlobType>{_TIER if record.blob_type == 'BlockBlob' else ''}"
         f"{_lease(lease) if lease is not None else ''}{copied}"
-        "<ServerEncrypted>true</ServerEncrypted></Properties>"
+        f"<ServerEncrypted>true</ServerEncrypted>{_tag_count(record)}</Properties>"
     )
+
+
+def _tag_count(record: BlobRecord) -> str:
+    return f"<TagCount>{len(record.tags)}</TagCount>" if record.tags else ""
 
 
 def render_blobs(
@@ -176,6 +181,8 @@ def render_blobs(
         parts.append(_blob_properties(record, lease, "copy" in include))
         if "metadata" in include and record.committed:
             parts.append(_metadata(record.metadata))
+        if "tags" in include and record.tags:
+            parts.append(f"<Tags>{tag_set(record.tags)}</Tags>")
         parts.append("<OrMetadata /></Blob>")
     parts.append("</Blobs>")
     parts.append(_element("NextMarker", next_marker))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from tabulae.auth.shared_key import parse_rfc1123
 from tabulae.blob.api.formats import LeaseView, http_date
 from tabulae.blob.rules.conditions import Conditions, etag_of
+from tabulae.blob.rules.tags import parse_filter
 from tabulae.http.messages import Headers
 from tabulae.http.metadata import metadata_headers
 from tabulae.model.blobs import BlobRecord, ContentProperties
@@ -43,12 +44,15 @@ def _date(value: str | None) -> int | None:
 
 
 def conditions(headers: dict[str, str], prefix: str = "") -> Conditions:
-    """``If-*`` headers (``x-ms-source-if-*`` with ``prefix="x-ms-source-"``)."""
+    """``If-*`` headers and ``x-ms-if-tags`` (``x-ms-source-if-*`` with ``prefix="x-ms-source-"``)."""
+    tags_header = (prefix or "x-ms-") + "if-tags"
+    if_tags = headers.get(tags_header)
     return Conditions(
         _etags(headers.get(prefix + "if-match")),
         _etags(headers.get(prefix + "if-none-match")),
         _date(headers.get(prefix + "if-modified-since")),
         _date(headers.get(prefix + "if-unmodified-since")),
+        parse_filter(if_tags, header=tags_header) if if_tags is not None else None,
     )
 
 
@@ -168,6 +172,8 @@ def blob_headers(
                 (b"x-ms-copy-completion-time", http_date(copy.completed).encode()),
             ]
         )
+    if record.tags:
+        headers.append((b"x-ms-tag-count", str(len(record.tags)).encode()))
     headers.extend(metadata_headers(record.metadata))
     return headers
 

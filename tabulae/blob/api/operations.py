@@ -3,7 +3,7 @@
 
 The operation then picks the handler (``app.HANDLERS``), the permission a SAS must carry and
 whether anonymous callers may perform it (``sas``), so routing and authorisation can never
-disagree about what a request does. Features Tabulae does not have (page blobs, versions, tags,
+disagree about what a request does. Features Tabulae does not have (page blobs, versions,
 tiers, batches, immutability, blob queries, Put Block From URL) get the Azure error a service
 gives for a parameter or header it does not support, never a half-done operation.
 """
@@ -16,12 +16,11 @@ from tabulae.model.errors import ServiceError
 # comp values of features Tabulae does not serve, on any resource.
 _UNSUPPORTED_COMP = frozenset(
     {
-        "tags", "tier", "page", "pagelist", "incrementalcopy", "batch", "userdelegationkey", "blobs",
+        "tier", "page", "pagelist", "incrementalcopy", "batch", "userdelegationkey",
         "immutabilityPolicies", "legalhold", "expiry", "seal", "query", "rename", "undelete",
     }
 )  # fmt: skip
 _UNSUPPORTED_HEADERS = (
-    "x-ms-tags",
     "x-ms-access-tier",
     "x-ms-immutability-policy-until-date",
     "x-ms-immutability-policy-mode",
@@ -66,6 +65,8 @@ def _service(method: str, restype: str | None, comp: str | None) -> Operation:
         return _verb(method, {"GET": Operation.GET_SERVICE_STATS})
     if restype == "account" and comp == "properties":
         return _verb(method, {"GET": Operation.GET_ACCOUNT_INFO, "HEAD": Operation.GET_ACCOUNT_INFO})
+    if comp == "blobs" and restype is None:
+        return _verb(method, {"GET": Operation.FIND_BLOBS_BY_TAGS})
     if comp is None and restype is None:
         raise ServiceError("InvalidUri")
     if comp is not None:
@@ -110,6 +111,8 @@ def _container(method: str, restype: str | None, comp: str | None) -> Operation:
         return _verb(method, {"PUT": Operation.LEASE_CONTAINER})
     if comp == "list":
         return _verb(method, {"GET": Operation.LIST_BLOBS})
+    if comp == "blobs":
+        return _verb(method, {"GET": Operation.FIND_BLOBS_BY_TAGS_IN_CONTAINER})
     raise invalid_parameter("comp", comp)
 
 
@@ -153,6 +156,8 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
         return _verb(method, {"PUT": Operation.SNAPSHOT_BLOB})
     if comp == "copy":
         return _verb(method, {"PUT": Operation.ABORT_COPY})
+    if comp == "tags":
+        return _verb(method, {"PUT": Operation.SET_BLOB_TAGS, "GET": Operation.GET_BLOB_TAGS})
     raise invalid_parameter("comp", comp)
 
 
@@ -163,9 +168,8 @@ def resolve_operation(route: Route, method: str, query: dict[str, str], headers:
     restype = query.get("restype")
     if comp in _UNSUPPORTED_COMP:
         raise unsupported_parameter("comp", comp)
-    for name in ("versionid", "tags"):
-        if name in query:
-            raise unsupported_parameter(name, query[name])
+    if "versionid" in query:
+        raise unsupported_parameter("versionid", query["versionid"])
     for name in _UNSUPPORTED_HEADERS:
         if name in headers:
             raise unsupported_header(name, headers[name])
@@ -184,5 +188,6 @@ READ_ONLY = frozenset(
         Operation.GET_ACCOUNT_INFO, Operation.GET_CONTAINER_PROPERTIES, Operation.GET_CONTAINER_METADATA,
         Operation.GET_CONTAINER_ACL, Operation.LIST_BLOBS, Operation.GET_BLOCK_LIST, Operation.GET_BLOB,
         Operation.GET_BLOB_PROPERTIES, Operation.GET_BLOB_METADATA,
+        Operation.GET_BLOB_TAGS, Operation.FIND_BLOBS_BY_TAGS, Operation.FIND_BLOBS_BY_TAGS_IN_CONTAINER,
     }
 )  # fmt: skip

@@ -59,6 +59,10 @@ class Operation(enum.StrEnum):
     SNAPSHOT_BLOB = "SnapshotBlob"
     COPY_BLOB = "CopyBlob"
     ABORT_COPY = "AbortCopyBlob"
+    SET_BLOB_TAGS = "SetBlobTags"
+    GET_BLOB_TAGS = "GetBlobTags"
+    FIND_BLOBS_BY_TAGS = "FindBlobsByTags"
+    FIND_BLOBS_BY_TAGS_IN_CONTAINER = "FindBlobsByTagsInContainer"
 
 
 @dataclass(slots=True)  # not frozen: built on every request

@@ -53,6 +53,8 @@ _BLOB_PERMISSIONS: dict[Op, _Requirement] = {
     Op.ABORT_COPY: ("w",),
     Op.LEASE_BLOB: ("wd",),
     Op.DELETE_BLOB: ("d",),
+    Op.SET_BLOB_TAGS: ("t",),
+    Op.GET_BLOB_TAGS: ("t",),
 }
 # What a container SAS adds: listing, and the container's own properties and lease.
 _CONTAINER_PERMISSIONS: dict[Op, _Requirement] = {
@@ -63,6 +65,7 @@ _CONTAINER_PERMISSIONS: dict[Op, _Requirement] = {
     Op.SET_CONTAINER_METADATA: ("w",),
     Op.LEASE_CONTAINER: ("wd",),
     Op.DELETE_CONTAINER: ("d",),
+    Op.FIND_BLOBS_BY_TAGS_IN_CONTAINER: ("f",),
 }
 # Account SAS: (resource type letter, permission groups).
 _ACCOUNT_RULES: dict[Op, tuple[str, _Requirement]] = {
@@ -79,6 +82,8 @@ _ACCOUNT_RULES: dict[Op, tuple[str, _Requirement]] = {
     Op.SET_CONTAINER_ACL: ("c", ("w",)),
     Op.LEASE_CONTAINER: ("c", ("wd",)),
     Op.LIST_BLOBS: ("c", ("l",)),
+    Op.FIND_BLOBS_BY_TAGS: ("s", ("f",)),
+    Op.FIND_BLOBS_BY_TAGS_IN_CONTAINER: ("c", ("f",)),
     **{op: ("o", requirement) for op, requirement in _BLOB_PERMISSIONS.items()},
 }
 # Anonymous reads a container's public access level allows ("Configure anonymous read access").

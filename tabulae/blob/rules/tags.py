@@ -92,6 +92,25 @@ def render_tags_header(tags: Mapping[str, str]) -> str:
     return "&".join(f"{quote(key, safe='')}={quote(value, safe='')}" for key, value in tags.items())
 
 
+COPY_TAG_OPTIONS = ("REPLACE", "COPY")
+
+
+def copy_source_tags(
+    option: str | None, given: Mapping[str, str] | None, source: Mapping[str, str]
+) -> dict[str, str]:
+    """The tags a copy gives its destination by ``x-ms-copy-source-tag-option``: ``COPY`` takes
+    the source's, ``REPLACE`` (the default) those of ``x-ms-tags`` (none without it). Any other
+    value is 400 InvalidHeaderValue (case-sensitive, as the reference lists them)."""
+    if option is not None and option not in COPY_TAG_OPTIONS:
+        raise ServiceError(
+            "InvalidHeaderValue",
+            fields=(("HeaderName", "x-ms-copy-source-tag-option"), ("HeaderValue", option)),
+        )
+    if option == "COPY":
+        return dict(source)
+    return dict(given or {})
+
+
 # ------------------------------------------------------------------------------- filters
 
 
@@ -278,10 +297,14 @@ def parse_filter(text: str, *, header: str | None = None, allow_container: bool 
     return node
 
 
-def _comparisons(node: Node) -> list[Comparison]:
+def comparisons(node: Node) -> list[Comparison]:
+    """Every comparison of a filter, in order (a ``where`` has no OR: all of them must hold)."""
     if isinstance(node, Comparison):
         return [node]
-    return [c for term in node.terms for c in _comparisons(term)]
+    return [c for term in node.terms for c in comparisons(term)]
+
+
+_comparisons = comparisons
 
 
 _SIDE = {"=": "eq", ">": "low", ">=": "low", "<": "high", "<=": "high"}

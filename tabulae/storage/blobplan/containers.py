@@ -80,7 +80,7 @@ def delete(
         " ON CONFLICT ({key,} ref) DO UPDATE SET dropped = excluded.dropped",
         cid,
     )
-    for table in ("blob_extents", "blob_blocks", "blobs"):
+    for table in ("blob_extents", "blob_blocks", "blob_tags", "blobs"):
         yield Sql(f"DELETE FROM {table} WHERE container_id = :c", cid)
     yield Sql("DELETE FROM blob_containers WHERE id = :c", cid)
 

@@ -9,10 +9,20 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from tabulae.model.blobs import BASE, BlobKey, BlobRecord, ContainerRecord, Extent
-from tabulae.storage.blobplan import containers, reads, writes
+from tabulae.storage.blobplan import containers, reads, tags, writes
 from tabulae.storage.blobplan.reads import At
 from tabulae.storage.blobplan.writes import CopyExtent
-from tabulae.storage.blobs import NO_NEEDS, BlobListing, BlobStore, Decide, Needs, Staged, stored_version
+from tabulae.storage.blobs import (
+    NO_NEEDS,
+    BlobListing,
+    BlobStore,
+    Decide,
+    FoundBlob,
+    Needs,
+    Staged,
+    TagQuery,
+    stored_version,
+)
 from tabulae.storage.plan import Plan, Sql
 
 T = TypeVar("T")
@@ -106,3 +116,8 @@ class PlannedBlobs(BlobStore):
         return await self._read(
             lambda: reads.list_blobs(account, container, prefix, start, limit, snapshots, uncommitted)
         )
+
+    async def find_blobs_by_tags(
+        self, account: str, container: str | None, query: TagQuery, after: tuple[str, str] | None, limit: int
+    ) -> list[FoundBlob]:
+        return await self._read(lambda: tags.find(account, container, query, after, limit))

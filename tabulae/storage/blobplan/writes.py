@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from tabulae.model.blobs import Extent
-from tabulae.storage.blobplan import garbage
+from tabulae.storage.blobplan import garbage, tags
 from tabulae.storage.blobplan.reads import At, committed, container_id, load_state
 from tabulae.storage.blobs import BlobState, BlobWrite, Decide, Needs, encode_blob
 from tabulae.storage.plan import Plan, Restart, Sql
@@ -38,6 +38,7 @@ _DELETE_BLOCKS = "DELETE FROM blob_blocks WHERE " + _BLOB
 _UPDATE_BLOB = (
     "UPDATE blobs SET committed = :committed, ticks = :ticks, size = :size, doc = :doc WHERE " + _ROW
 )
+_UPDATE_VERSION = "UPDATE blobs SET doc = :doc WHERE " + _ROW
 _INSERT_EXTENT = _EXTENT_COLUMNS + " VALUES ({:key,} :c, :name, :version, :seq, :ref, :length, :block_id)"
 _APPEND_EXTENT = (
     _EXTENT_COLUMNS + " SELECT {:key,} :c, :name, :version, coalesce(max(seq) + 1, 0), :ref{::uuid}, :length,"
@@ -140,6 +141,14 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
             yield Sql(_UPDATE_BLOB, values)
         elif not (yield Sql(_INSERT_BLOB + " ON CONFLICT DO NOTHING", values, "rowcount")):
             raise Restart  # a concurrent write created the blob: decide again
+    if write.delete_base or write.base is not None:  # the tag index follows the current version
+        old = state.base.tags if existed and state.base is not None else {}
+        new = write.base.tags if write.base is not None and write.base.committed else {}
+        if old != new:
+            yield from tags.replace_tags(at, cid, old, new)
+    if write.version is not None:
+        frozen = write.version
+        yield Sql(_UPDATE_VERSION, {**at.row(cid, frozen.snapshot), "doc": encode_blob(frozen)})
     referenced: set[str] = set()
     if write.content is not None:
         if existed:

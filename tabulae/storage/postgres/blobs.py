@@ -8,7 +8,8 @@ Content is stored in ``blob_chunks`` rows of ``CHUNK_BYTES`` (``bytea``), so fro
 files and stay stateless. Every row of a blob (its versions, extents, staged blocks, chunks and
 garbage) carries ``dkey``, a 64-bit hash of account, container and blob name, which is the
 distribution column under Citus: a blob lives on one shard, and every write of one blob is a
-single-shard transaction. Containers and service properties are reference tables.
+single-shard transaction (its ``blob_tags`` index rows too). Containers and service properties
+are reference tables.
 
 An upload runs in one transaction from its first chunk to the commit of the record that names
 it (:class:`PgStaged` holds its connection), so a front-end that dies mid-upload leaves nothing:
@@ -130,6 +131,18 @@ _STATEMENTS = (
     "CREATE INDEX IF NOT EXISTS blob_blocks_ref ON blob_blocks (dkey, ref)",
     "CREATE INDEX IF NOT EXISTS blob_blocks_container ON blob_blocks (container_id)",
     """
+    CREATE TABLE IF NOT EXISTS blob_tags (
+        dkey bigint NOT NULL,
+        container_id bigint NOT NULL,
+        name text COLLATE "C" NOT NULL,
+        tag text COLLATE "C" NOT NULL,
+        value text COLLATE "C" NOT NULL,
+        CONSTRAINT blob_tags_pkey PRIMARY KEY (dkey, container_id, name, tag)
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS blob_tags_lookup ON blob_tags (tag, value, container_id, name)",
+    "CREATE INDEX IF NOT EXISTS blob_tags_container ON blob_tags (container_id)",
+    """
     CREATE TABLE IF NOT EXISTS blob_chunks (
         dkey bigint NOT NULL,
         ref uuid NOT NULL,
@@ -154,6 +167,7 @@ SCHEMA = Schema(
         "blobs": "dkey",
         "blob_extents": "dkey",
         "blob_blocks": "dkey",
+        "blob_tags": "dkey",
         "blob_chunks": "dkey",
         "blob_garbage": "dkey",
     },

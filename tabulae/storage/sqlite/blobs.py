@@ -90,6 +90,15 @@ CREATE TABLE IF NOT EXISTS blob_blocks (
     PRIMARY KEY (container_id, name, block_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS blob_blocks_ref ON blob_blocks (ref);
+CREATE TABLE IF NOT EXISTS blob_tags (
+    dkey INTEGER NOT NULL DEFAULT 0,
+    container_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (container_id, name, tag)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS blob_tags_lookup ON blob_tags (tag, value);
 CREATE TABLE IF NOT EXISTS blob_data (
     ref TEXT PRIMARY KEY,
     data BLOB NOT NULL
