@@ -742,7 +742,17 @@ class BlobService:
     async def get_blob_tags(
         self, key: BlobKey, snapshot: str, conditions: Conditions, lease_id: str | None
     ) -> dict[str, str]:
-        record, _ = await self.get_blob(key, snapshot, conditions, lease_id, content=False)
+        """A blob's (or a snapshot's) index tags. Its conditions are on the blob, not a cached
+        representation, so an unmet one is 412 as on a write, never 304."""
+        found = await self.store.get_blob(key, snapshot)
+        if found is None:
+            if await self.store.get_container(key.account, key.container) is None:
+                raise ServiceError("ContainerNotFound")
+            raise ServiceError("BlobNotFound")
+        record = found[0]
+        if snapshot == BASE:
+            leases.check_blob_access(record.lease, self._clock(), lease_id, write=False)
+        check(conditions, record.ticks, read=False, tags=record.tags)
         return record.tags
 
     async def find_blobs_by_tags(

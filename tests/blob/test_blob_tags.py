@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
 import pytest
+from azure.core import MatchConditions
 from azure.core.exceptions import HttpResponseError, ResourceModifiedError
 from azure.storage.blob import (
     AccountSasPermissions,
@@ -307,3 +308,22 @@ def test_bad_tags_and_filters(server: ServerProcess, container: ContainerClient)
     assert syntax.error_fields()["HeaderName"] == "x-ms-if-tags"
     unmet = http.request("GET", f"/{name}/b", {"x-ms-if-tags": "k = 'w'"})
     assert (unmet.status, unmet.code) == (412, "ConditionNotMet")
+
+
+def test_tag_operations_take_blob_conditions(container: ContainerClient) -> None:
+    """Set and Get Blob Tags read the blob's conditions from ``x-ms-blob-if-*`` (what the SDK
+    sends for them); an unmet one is 412 on both."""
+    blob = container.get_blob_client("blobconditions")
+    etag = blob.upload_blob(b"abc")["etag"]
+    early = blob.get_blob_properties().last_modified
+    with pytest.raises(ResourceModifiedError) as unmet:
+        blob.set_blob_tags({"a": "1"}, if_modified_since=early)
+    assert unmet.value.status_code == 412
+    with pytest.raises(ResourceModifiedError) as unmet:
+        blob.get_blob_tags(if_modified_since=early)
+    assert unmet.value.status_code == 412
+    blob.set_blob_tags({"a": "1"}, if_unmodified_since=early)
+    blob.set_blob_tags({"a": "2"}, etag=etag, match_condition=MatchConditions.IfNotModified)
+    assert blob.get_blob_tags(etag=etag, match_condition=MatchConditions.IfNotModified) == {"a": "2"}
+    with pytest.raises(ResourceModifiedError):
+        blob.get_blob_tags(etag=etag, match_condition=MatchConditions.IfModified)

@@ -7,15 +7,26 @@ The documents are :mod:`.tag_formats`; the rules (what a tag may be, the filter 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import max_results, xml
 from tabulae.blob.api.headers import conditions
 from tabulae.blob.api.tag_formats import parse_tags_document, render_found_blobs, render_tags_document
 from tabulae.blob.rules.checksums import Checksums, decode_digest
+from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.tags import parse_tags_header
 from tabulae.blob.service import parse_snapshot
 from tabulae.http.messages import Response
 from tabulae.model.errors import ServiceError
+
+
+def tag_conditions(headers: dict[str, str]) -> Conditions:
+    """Set and Get Blob Tags take the blob's conditions as ``x-ms-blob-if-match``,
+    ``x-ms-blob-if-none-match``, ``x-ms-blob-if-modified-since`` and
+    ``x-ms-blob-if-unmodified-since`` (the plain ``If-*`` headers would be the tags
+    subresource's own), beside ``x-ms-if-tags``."""
+    return replace(conditions(headers, "x-ms-blob-"), if_tags=conditions(headers).if_tags)
 
 
 def header_tags(headers: dict[str, str]) -> dict[str, str] | None:
@@ -35,14 +46,14 @@ async def set_blob_tags(call: Call) -> Response:
         sums.verify(md5, crc64)
     tags = parse_tags_document(body)
     snapshot = parse_snapshot(call.request.query.get("snapshot"))
-    await call.service.set_blob_tags(call.key, snapshot, tags, conditions(headers), call.lease_id)
+    await call.service.set_blob_tags(call.key, snapshot, tags, tag_conditions(headers), call.lease_id)
     return Response(204)
 
 
 async def get_blob_tags(call: Call) -> Response:
     snapshot = parse_snapshot(call.request.query.get("snapshot"))
     tags = await call.service.get_blob_tags(
-        call.key, snapshot, conditions(call.request.headers), call.lease_id
+        call.key, snapshot, tag_conditions(call.request.headers), call.lease_id
     )
     return xml(render_tags_document(tags))
 
