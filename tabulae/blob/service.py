@@ -280,12 +280,13 @@ class BlobService:
         return leases.describe(lease, self._clock())
 
     async def get_block_list(
-        self, key: BlobKey, snapshot: str, lease_id: str | None
+        self, key: BlobKey, snapshot: str, lease_id: str | None, conditions: Conditions = NONE
     ) -> tuple[BlobRecord, list[Extent], list[Extent]]:
         if snapshot != BASE:
             found = await self.store.get_blob(key, snapshot, content=True)
             if found is None:
                 raise ServiceError("BlobNotFound")
+            check(conditions, found[0].ticks, read=False, tags=found[0].tags)
             return found[0], found[1] or [], []
         base, committed, staged = await self.store.list_blocks(key)
         if base is None:
@@ -294,6 +295,7 @@ class BlobService:
             raise ServiceError("InvalidBlobType")
         if base.committed:
             leases.check_blob_access(base.lease, self._clock(), lease_id, write=False)
+        check(conditions, base.ticks, read=False, tags=base.tags)
         return base, committed, staged
 
     async def list_blobs(
@@ -672,9 +674,13 @@ class BlobService:
             if origin is None:
                 raise ServiceError("CannotVerifyCopySource", "The specified blob does not exist.")
             try:
-                check(source_conditions, origin.ticks, read=False, tags=origin.tags)
+                check(replace(source_conditions, if_tags=None), origin.ticks, read=False)
             except ServiceError:
                 raise not_met(412, "SourceConditionNotMet") from None
+            if source_conditions.if_tags is not None:  # unmet: ConditionNotMet, as Azure answers
+                check(
+                    Conditions(if_tags=source_conditions.if_tags), origin.ticks, read=False, tags=origin.tags
+                )
             base = state.base if state.base is not None and state.base.committed else None
             if base is not None:
                 if base.blob_type != origin.blob_type:

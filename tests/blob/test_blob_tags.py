@@ -153,6 +153,7 @@ def test_if_tags_conditions(container: ContainerClient) -> None:
             b"new", overwrite=True, tags={"state": "draft", "n": "5"}, if_tags_match_condition=c
         ),
         lambda c: blob.acquire_lease(if_tags_match_condition=c).release(),
+        lambda c: blob.get_block_list(if_tags_match_condition=c),
     ]
     for call in calls:
         call(good)
@@ -327,3 +328,19 @@ def test_tag_operations_take_blob_conditions(container: ContainerClient) -> None
     assert blob.get_blob_tags(etag=etag, match_condition=MatchConditions.IfNotModified) == {"a": "2"}
     with pytest.raises(ResourceModifiedError):
         blob.get_blob_tags(etag=etag, match_condition=MatchConditions.IfModified)
+
+
+def test_copy_with_source_tag_condition(container: ContainerClient) -> None:
+    """An unmet x-ms-source-if-tags is 412 ConditionNotMet (not SourceConditionNotMet, which the
+    source's ETag and date conditions give)."""
+    source = container.get_blob_client("source")
+    source.upload_blob(b"data", tags={"source": "source tag"})
+    copy = container.get_blob_client("target")
+    with pytest.raises(ResourceModifiedError) as unmet:
+        copy.start_copy_from_url(source.url, source_if_tags_match_condition="\"source\"='sourcetag'")
+    assert unmet.value.status_code == 412 and unmet.value.error_code == "ConditionNotMet"
+    copy.start_copy_from_url(
+        source.url, tags={"t": "1"}, source_if_tags_match_condition="source='source tag'"
+    )
+    assert copy.get_blob_tags() == {"t": "1"}
+    assert copy.download_blob(if_tags_match_condition="t='1'").readall() == b"data"

@@ -30,6 +30,7 @@ from tabulae.blob.api.sas import anonymous_allowed, verify_blob_sas
 from tabulae.blob.api.tags import header_tags
 from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
+from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.limits import MIB, max_append, max_block, max_put_blob
 from tabulae.blob.service import BLOB_TYPES, parse_snapshot
 from tabulae.http.messages import Headers, Response
@@ -142,7 +143,10 @@ async def get_block_list(call: Call) -> Response:
     which = call.request.query.get("blocklisttype", "committed").lower()
     if which not in ("committed", "uncommitted", "all"):
         raise invalid_parameter("blocklisttype", call.request.query["blocklisttype"])
-    record, committed, staged = await call.service.get_block_list(call.key, _snapshot(call), call.lease_id)
+    if_tags = conditions(call.request.headers).if_tags  # its one condition ("Get Block List")
+    record, committed, staged = await call.service.get_block_list(
+        call.key, _snapshot(call), call.lease_id, Conditions(if_tags=if_tags)
+    )
     extra: Headers = []
     if record.committed:
         extra = etag_headers(record.ticks)
