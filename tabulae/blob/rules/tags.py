@@ -247,7 +247,7 @@ class _Parser:
             if not key or (len(key) > MAX_KEY and self.header is None):
                 raise self.fail("tag must be between 1 and 128 characters in length", start)
             if not TAG_CHARS.issuperset(key):
-                raise self.fail("character not permitted in tag name", start)
+                raise self.fail("character not permitted in tag name or value", start)
             return key
         end = start
         while end < len(self.text) and (
@@ -279,7 +279,7 @@ class _Parser:
         if len(value) > MAX_VALUE and self.header is None:
             raise self.fail("tag value must be between 0 and 256 characters in length", start)
         if not TAG_CHARS.issuperset(value):
-            raise self.fail("character not permitted in tag value", start)
+            raise self.fail("character not permitted in tag name or value", start)
         return value
 
 
