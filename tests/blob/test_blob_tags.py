@@ -309,6 +309,8 @@ def test_bad_tags_and_filters(server: ServerProcess, container: ContainerClient)
     assert syntax.error_fields()["HeaderName"] == "x-ms-if-tags"
     unmet = http.request("GET", f"/{name}/b", {"x-ms-if-tags": "k = 'w'"})
     assert (unmet.status, unmet.code) == (412, "ConditionNotMet")
+    ignored = http.request("PUT", f"/{name}?restype=container&comp=metadata", {"x-ms-if-tags": "k = 'w'"})
+    assert ignored.status == 200  # a blob's condition: a container operation does not look at it
 
 
 def test_tag_operations_take_blob_conditions(container: ContainerClient) -> None:

@@ -10,7 +10,7 @@ When both headers of a pair are given, the ETag one decides (RFC 9110 §13.2.2).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tabulae.blob.rules import tags as tag_rules
 from tabulae.model.edm import TICKS_PER_SECOND, UNIX_EPOCH_TICKS
@@ -96,10 +96,11 @@ def check(
 
 def check_dates_only(conditions: Conditions, ticks: int, *, allow_unmodified: bool = True) -> None:
     """Container operations honour only the date conditions (Set Container Metadata only
-    If-Modified-Since); another condition header there is 400 UnsupportedHeader."""
+    If-Modified-Since); another condition header there is 400 UnsupportedHeader, and
+    x-ms-if-tags, a blob's condition, is not looked at."""
     if conditions.if_match is not None or conditions.if_none_match is not None:
         name = "If-Match" if conditions.if_match is not None else "If-None-Match"
         raise ServiceError("UnsupportedHeader", fields=(("HeaderName", name),))
     if not allow_unmodified and conditions.if_unmodified_since is not None:
         raise ServiceError("UnsupportedHeader", fields=(("HeaderName", "If-Unmodified-Since"),))
-    check(conditions, ticks, read=False)
+    check(replace(conditions, if_tags=None), ticks, read=False)  # a container has no tags to test
