@@ -304,16 +304,13 @@ def comparisons(node: Node) -> list[Comparison]:
     return [c for term in node.terms for c in comparisons(term)]
 
 
-_comparisons = comparisons
-
-
 _SIDE = {"=": "eq", ">": "low", ">=": "low", "<": "high", "<=": "high"}
 
 
 def _check_where(text: str, node: Node) -> None:
     """The ``where`` limits: 10 distinct keys; per key one equality alone, or one bound per side."""
     seen: dict[str, list[str]] = {}
-    for comparison in _comparisons(node):
+    for comparison in comparisons(node):
         sides = seen.setdefault(comparison.key, [])
         side = _SIDE[comparison.operator]
         if comparison.key != CONTAINER and ((sides and (side == "eq" or "eq" in sides)) or side in sides):
@@ -356,7 +353,7 @@ def matches(tags: Mapping[str, str], node: Node, container: str | None = None) -
 def filter_keys(node: Node) -> list[str]:
     """The tag keys a filter names, in order, once each: Find Blobs by Tags returns only these."""
     keys: list[str] = []
-    for comparison in _comparisons(node):
+    for comparison in comparisons(node):
         if comparison.key != CONTAINER and comparison.key not in keys:
             keys.append(comparison.key)
     return keys
@@ -364,7 +361,7 @@ def filter_keys(node: Node) -> list[str]:
 
 def container_scope(node: Node) -> str | None:
     """The container an account-level ``where`` is limited to by ``@container = '...'``, if any."""
-    for comparison in _comparisons(node) if not isinstance(node, AnyOf) else ():
+    for comparison in comparisons(node) if not isinstance(node, AnyOf) else ():
         if comparison.key == CONTAINER:
             return comparison.value
     return None
