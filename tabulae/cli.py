@@ -29,6 +29,7 @@ from tabulae.config import (
     ConfigError,
     Settings,
     accounts_from,
+    url_host,
 )
 from tabulae.examples import command as examples
 from tabulae.migrate import command as migrate
@@ -274,7 +275,7 @@ def serve(args: argparse.Namespace) -> None:
     scheme = "https" if settings.cert_file else "http"
     first = next(iter(settings.accounts))
     endpoints = ", ".join(
-        f"{service.capitalize()} service on {scheme}://{settings.host}:{port}/{first}"
+        f"{service.capitalize()} service on {scheme}://{url_host(settings.host_of(service))}:{port}/{first}"
         for service, port in settings.ports().items()
     )
     lines = [
@@ -283,7 +284,7 @@ def serve(args: argparse.Namespace) -> None:
     ]
     if settings.console_on():
         console_port = settings.ports().get("table") or next(iter(settings.ports().values()))
-        lines.append(f"Console: {scheme}://{settings.host}:{console_port}/-/console/")
+        lines.append(f"Console: {scheme}://{url_host(settings.host)}:{console_port}/-/console/")
     for account in settings.accounts:
         lines.append(f"Connection string ({account}): {settings.connection_string(account)}")
     print("\n".join(lines), flush=True)

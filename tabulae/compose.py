@@ -383,12 +383,13 @@ def bind(settings: Settings) -> list[list[socket.socket]]:
     by_port: list[list[socket.socket]] = []
     try:
         for service, port in settings.ports().items():
+            host = settings.host_of(service)
             try:
-                by_port.append(listen(settings.host, port, settings.workers))
+                by_port.append(listen(host, port, settings.workers))
             except OSError as exc:
                 flag = {"table": "--port", "queue": "--queue-port", "blob": "--blob-port"}[service]
                 raise BindError(
-                    f"cannot listen on {settings.host}:{port} for the {service.capitalize()} service: "
+                    f"cannot listen on {host}:{port} for the {service.capitalize()} service: "
                     f"{exc.strerror or exc} (choose another with {flag}, or leave it out with --services)",
                     _BIND_CODES.get(exc.errno or 0, "CannotListen"),
                 ) from None

@@ -87,11 +87,35 @@ def setting(
     return field(default=default, metadata=metadata)
 
 
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def url_host(host: str) -> str:
+    """``host`` as a URL writes it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
+
+
 @dataclass(slots=True)
 class Settings:
     """Everything a server process needs; serialisable so worker processes can rebuild it."""
 
-    host: str = setting(DEFAULT_HOST, flag="--host", help="address to listen on")
+    host: str = setting(
+        DEFAULT_HOST,
+        flag="--host",
+        help="address to listen on (the Table service's, and the others' unless given)",
+    )
+    queue_host: str | None = setting(
+        None, flag="--queue-host", help="address the Queue service listens on (default: --host)"
+    )
+    blob_host: str | None = setting(
+        None, flag="--blob-host", help="address the Blob service listens on (default: --host)"
+    )
     port: int = setting(DEFAULT_PORT, flag="--port", help="port of the Table service", type=int)
     queue_port: int = setting(
         DEFAULT_QUEUE_PORT, flag="--queue-port", help="port of the Queue service", type=int
@@ -310,12 +334,17 @@ class Settings:
         every = {"table": self.port, "queue": self.queue_port, "blob": self.blob_port}
         return {service: every[service] for service in self.services}
 
+    def host_of(self, service: str) -> str:
+        """The address ``service`` listens on: its own ``--queue-host``/``--blob-host``, else
+        ``--host`` (the Table service, and with it the console and /metrics, always use that)."""
+        own = {"queue": self.queue_host, "blob": self.blob_host}.get(service)
+        return own or self.host
+
     def connection_string(self, account: str) -> str:
         """A connection string for ``account`` naming every endpoint this server serves. Only the
         development account's well-known key (public, the emulators' own) is written out; any
         other account gets ``<your key>`` in its place: keys are never printed."""
         scheme = "https" if self.cert_file else "http"
-        host = f"[{self.host}]" if ":" in self.host else self.host
         well_known = account == DEV_ACCOUNT and self.accounts.get(account) == [base64.b64decode(DEV_KEY)]
         parts = [
             f"DefaultEndpointsProtocol={scheme}",
@@ -325,17 +354,13 @@ class Settings:
         ports = self.ports()
         for service in ("blob", "queue", "table"):  # the order the SDKs' own strings use
             if service in ports:
+                host = url_host(self.host_of(service))
                 parts.append(f"{service.capitalize()}Endpoint={scheme}://{host}:{ports[service]}/{account}")
         return ";".join(parts) + ";"
 
     def loopback(self) -> bool:
-        """Whether the server listens on the loopback interface only."""
-        if self.host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False
+        """Whether the server listens on the loopback interface only (every service)."""
+        return all(is_loopback(self.host_of(service)) for service in self.services)
 
     def console_on(self) -> bool:
         """``--console`` / ``--no-console`` when given; else on exactly when on loopback."""
