@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
@@ -21,7 +22,7 @@ from tabulae.blob.rules import properties as service_properties
 from tabulae.blob.rules.checksums import Checksums
 from tabulae.blob.rules.conditions import NONE, Conditions, check, check_dates_only, not_met
 from tabulae.blob.rules.limits import MAX_COMMITTED_BLOCKS
-from tabulae.blob.rules.names import check_blob_name, check_container_name
+from tabulae.blob.rules.names import LOGS_CONTAINER, SYSTEM_CONTAINERS, check_blob_name, check_container_name
 from tabulae.blob.rules.properties import BlobServiceProperties
 from tabulae.blob.rules.tiers import TierPolicy, TierView
 from tabulae.model import edm
@@ -140,6 +141,7 @@ class BlobService:
         self.store = store
         self._clock = clock
         self.tiering = tiering or TierPolicy()
+        self._with_logs: set[str] = set()  # accounts whose $logs container is known to exist
 
     # ------------------------------------------------------------------ tiers
 
@@ -219,9 +221,18 @@ class BlobService:
     # ------------------------------------------------------------------ containers
 
     async def list_containers(
-        self, account: str, prefix: str, marker: str | None, limit: int
+        self, account: str, prefix: str, marker: str | None, limit: int, *, system: bool = False
     ) -> tuple[list[ContainerRecord], str | None]:
-        found = await self.store.list_containers(account, prefix, marker or None, limit + 1)
+        """A page of containers; the system ones (``$logs``, ``$blobchangefeed``) only with
+        ``system``, as ``include=system`` asks. Every account has ``$logs``, made when first asked for."""
+        if system and account not in self._with_logs:
+            with contextlib.suppress(ServiceError):  # it exists already
+                await self.store.create_container(account, ContainerRecord(LOGS_CONTAINER, next_ticks(None)))
+            self._with_logs.add(account)
+        extra = 0 if system else len(SYSTEM_CONTAINERS)  # room for those left out, so pages stay full
+        found = await self.store.list_containers(account, prefix, marker or None, limit + 1 + extra)
+        if not system:
+            found = [record for record in found if record.name not in SYSTEM_CONTAINERS]
         if len(found) > limit:
             return found[:limit], found[limit].name
         return found, None
