@@ -161,6 +161,11 @@ class BlobService:
         """A new block blob's record with the tier its upload named (else the default, inferred)."""
         return tiers.with_state(record, tiers.initial(tier, self.tiering.default_tier, now))
 
+    def _check_tier_since(self, record: BlobRecord, since: tuple[int | None, int | None]) -> None:
+        if since != (None, None) and record.blob_type == BLOCK_BLOB:
+            created = (record.created - edm.UNIX_EPOCH_TICKS) / edm.TICKS_PER_SECOND
+            tiers.check_change_time(record.tier_changed, created, *since)
+
     async def set_blob_tier(
         self, key: BlobKey, snapshot: str, tier: str, priority: str, lease_id: str | None
     ) -> int:
@@ -665,7 +670,9 @@ class BlobService:
         delete_snapshots: str | None,
         conditions: Conditions,
         lease_id: str | None,
+        tier_since: tuple[int | None, int | None] = (None, None),
     ) -> None:
+        """``tier_since`` is (access tier modified since, unmodified since), epoch seconds."""
         now = self._clock()
         if snapshot != BASE:
             if delete_snapshots is not None:
@@ -678,6 +685,7 @@ class BlobService:
                 if state.target is None:
                     raise ServiceError("BlobNotFound")
                 check(conditions, state.target.ticks, read=False)
+                self._check_tier_since(state.target, tier_since)
                 return BlobWrite(delete_snapshot=snapshot)
 
             await self.store.write_blob(key, delete_one, needs=Needs(snapshot=snapshot))
@@ -687,6 +695,7 @@ class BlobService:
             base = _require_base(state)
             leases.check_blob_access(base.lease, now, lease_id, write=True)
             check(conditions, base.ticks, read=False)
+            self._check_tier_since(base, tier_since)
             if delete_snapshots == "only":
                 return BlobWrite(delete_snapshots=True)
             if state.snapshots and delete_snapshots != "include":

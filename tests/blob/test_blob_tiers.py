@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from azure.core.exceptions import HttpResponseError
@@ -122,6 +123,22 @@ def test_leased_blob_needs_its_lease(container: ContainerClient) -> None:
     assert (error.status_code, error.error_code) == (412, "LeaseIdMissing")
     blob.set_standard_blob_tier(StandardBlobTier.COOL, lease=lease)
     assert blob.get_blob_properties().blob_tier == "Cool"
+
+
+def test_delete_on_tier_change_time(container: ContainerClient) -> None:
+    early = datetime.now(UTC) - timedelta(minutes=10)
+    late = datetime.now(UTC) + timedelta(minutes=10)
+    blob = container.upload_blob("d", b"x")
+    blob.set_standard_blob_tier(StandardBlobTier.COOL)
+    for refused in (
+        lambda: blob.delete_blob(access_tier_if_modified_since=late),
+        lambda: blob.delete_blob(access_tier_if_unmodified_since=early),
+    ):
+        error = error_of(refused)
+        assert (error.status_code, error.error_code) == (412, "AccessTierChangeTimeConditionNotMet")
+    assert blob.exists()
+    blob.delete_blob(access_tier_if_modified_since=early, access_tier_if_unmodified_since=late)
+    assert not blob.exists()
 
 
 def test_append_blobs_have_no_tier(container: ContainerClient) -> None:

@@ -22,6 +22,7 @@ from tabulae.blob.api.headers import (
     conditions,
     content_properties,
     etag_headers,
+    http_seconds,
     overrides_from,
 )
 from tabulae.blob.api.operations import invalid_parameter, unsupported_parameter
@@ -341,7 +342,13 @@ async def delete_blob(call: Call) -> Response:
     option = headers.get("x-ms-delete-snapshots")
     if option is not None and option not in ("include", "only"):
         raise bad_header("x-ms-delete-snapshots", option)
-    await call.service.delete_blob(call.key, _snapshot(call), option, conditions(headers), call.lease_id)
+    tier_since = (
+        http_seconds(headers.get("x-ms-access-tier-if-modified-since")),
+        http_seconds(headers.get("x-ms-access-tier-if-unmodified-since")),
+    )
+    await call.service.delete_blob(
+        call.key, _snapshot(call), option, conditions(headers), call.lease_id, tier_since=tier_since
+    )
     return Response(202)
 
 

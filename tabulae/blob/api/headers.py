@@ -34,6 +34,11 @@ def _etags(value: str | None) -> tuple[str, ...] | None:
     return tuple(tags)
 
 
+def http_seconds(value: str | None) -> int | None:
+    """An RFC 1123 date header as epoch seconds; None when absent or unreadable."""
+    return _date(value)
+
+
 def _date(value: str | None) -> int | None:
     if value is None:
         return None

@@ -182,6 +182,19 @@ def set_tier(
     return TierState(target, inferred=False, changed_at=now), 200
 
 
+def check_change_time(
+    changed_at: float | None, created_at: float, modified_since: int | None, unmodified_since: int | None
+) -> None:
+    """Delete Blob's ``x-ms-access-tier-if-(un)modified-since`` (REST 2024-08-04 and later), to the
+    second, against the tier's change time (a blob whose tier never changed: its creation time,
+    assumed); 412 AccessTierChangeTimeConditionNotMet when one fails."""
+    second = int(changed_at if changed_at is not None else created_at)
+    if (modified_since is not None and second <= modified_since) or (
+        unmodified_since is not None and second > unmodified_since
+    ):
+        raise ServiceError("AccessTierChangeTimeConditionNotMet")
+
+
 def check_readable(state: TierState, now: float) -> None:
     """Reads of an archived blob, rehydrating or not, are 409 BlobArchived."""
     if settle(state, now).tier == ARCHIVE:
