@@ -141,6 +141,7 @@ class BlobService:
         self.store = store
         self._clock = clock
         self.tiering = tiering or TierPolicy()
+        self._default_view = TierView(self.tiering.default_tier, True, None, None, None)
         self._with_logs: set[str] = set()  # accounts whose $logs container is known to exist
 
     # ------------------------------------------------------------------ tiers
@@ -150,6 +151,8 @@ class BlobService:
         the blob types that have no standard tier."""
         if record.blob_type != BLOCK_BLOB or not record.committed:
             return None
+        if record.tier is None and record.tier_changed is None:
+            return self._default_view  # most blobs: one shared view, nothing to compute
         return tiers.view(tiers.state_of(record, self.tiering.default_tier), self._clock())
 
     def _check_online(self, record: BlobRecord, now: float) -> None:
@@ -158,7 +161,10 @@ class BlobService:
             tiers.check_readable(tiers.state_of(record, self.tiering.default_tier), now)
 
     def _new_tier(self, record: BlobRecord, tier: str | None, now: float) -> BlobRecord:
-        """A new block blob's record with the tier its upload named (else the default, inferred)."""
+        """A new block blob's record with the tier its upload named (else the default, inferred:
+        no tier fields at all, which a new record already has)."""
+        if tier is None:
+            return record
         return tiers.with_state(record, tiers.initial(tier, self.tiering.default_tier, now))
 
     def _check_tier_since(self, record: BlobRecord, since: tuple[int | None, int | None]) -> None:
