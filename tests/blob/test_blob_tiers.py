@@ -15,6 +15,7 @@ from azure.core.exceptions import HttpResponseError
 from azure.storage.blob import BlobBlock, BlobServiceClient, ContainerClient, StandardBlobTier
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
+from tests.backends import backend_names
 from tests.blobhttp import BlobHttp
 from tests.conftest import fresh_store
 from tests.serverproc import ServerProcess
@@ -172,7 +173,7 @@ def test_tiers_aio(server: ServerProcess, container: ContainerClient) -> None:
 # ------------------------------------------------------------------ a server that rehydrates at once
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+@pytest.fixture(scope="module", params=backend_names())
 def quick(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:
