@@ -236,10 +236,8 @@ class BlobService:
     ) -> tuple[list[ContainerRecord], str | None]:
         """A page of containers; the system ones (``$logs``, ``$blobchangefeed``) only with
         ``system``, as ``include=system`` asks. Every account has ``$logs``, made when first asked for."""
-        if system and account not in self._with_logs:
-            with contextlib.suppress(ServiceError):  # it exists already
-                await self.store.create_container(account, ContainerRecord(LOGS_CONTAINER, next_ticks(None)))
-            self._with_logs.add(account)
+        if system:
+            await self._ensure_logs(account)
         extra = 0 if system else len(SYSTEM_CONTAINERS)  # room for those left out, so pages stay full
         found = await self.store.list_containers(account, prefix, marker or None, limit + 1 + extra)
         if not system:
@@ -247,6 +245,13 @@ class BlobService:
         if len(found) > limit:
             return found[:limit], found[limit].name
         return found, None
+
+    async def _ensure_logs(self, account: str) -> None:
+        """Azure makes ``$logs`` with the account; here it is made when first asked for."""
+        if account not in self._with_logs:
+            with contextlib.suppress(ServiceError):  # it exists already
+                await self.store.create_container(account, ContainerRecord(LOGS_CONTAINER, next_ticks(None)))
+            self._with_logs.add(account)
 
     async def create_container(
         self, account: str, name: str, metadata: dict[str, str], public_access: str | None
@@ -258,6 +263,9 @@ class BlobService:
 
     async def get_container(self, account: str, name: str, lease_id: str | None = None) -> ContainerRecord:
         record = await self.store.get_container(account, name)
+        if record is None and name == LOGS_CONTAINER and account not in self._with_logs:
+            await self._ensure_logs(account)
+            record = await self.store.get_container(account, name)
         if record is None:
             raise ServiceError("ContainerNotFound")
         leases.check_container_access(record.lease, self._clock(), lease_id, required=False)

@@ -56,6 +56,7 @@ def test_web_container(blob_service: BlobServiceClient) -> None:
 
 
 def test_logs_is_a_system_container(blob_service: BlobServiceClient) -> None:
+    assert blob_service.get_container_client("$logs").exists()  # every account has it
     assert "$logs" in [c.name for c in blob_service.list_containers(include_system=True)]
     assert "$logs" not in [c.name for c in blob_service.list_containers()]
     logs = blob_service.get_container_client("$logs")
