@@ -4,7 +4,7 @@
 The operation then picks the handler (``app.HANDLERS``), the permission a SAS must carry and
 whether anonymous callers may perform it (``sas``), so routing and authorisation can never
 disagree about what a request does. Features Tabulae does not have (page blobs, versions, tags,
-tiers, batches, immutability, blob queries, Put Block From URL) get the Azure error a service
+batches, immutability, blob queries, Put Block From URL) get the Azure error a service
 gives for a parameter or header it does not support, never a half-done operation.
 """
 
