@@ -70,6 +70,8 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.SNAPSHOT_BLOB: blobs.snapshot_blob,
     Operation.COPY_BLOB: blobs.copy_blob,
     Operation.ABORT_COPY: blobs.abort_copy,
+    Operation.SET_BLOB_TIER: blobs.set_blob_tier,
+    Operation.SEAL_BLOB: blobs.seal_blob,
 }
 
 # Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.

@@ -4,7 +4,7 @@
 The operation then picks the handler (``app.HANDLERS``), the permission a SAS must carry and
 whether anonymous callers may perform it (``sas``), so routing and authorisation can never
 disagree about what a request does. Features Tabulae does not have (page blobs, versions, tags,
-tiers, batches, immutability, blob queries, Put Block From URL) get the Azure error a service
+batches, immutability, blob queries, Put Block From URL) get the Azure error a service
 gives for a parameter or header it does not support, never a half-done operation.
 """
 
@@ -16,19 +16,17 @@ from tabulae.model.errors import ServiceError
 # comp values of features Tabulae does not serve, on any resource.
 _UNSUPPORTED_COMP = frozenset(
     {
-        "tags", "tier", "page", "pagelist", "incrementalcopy", "batch", "userdelegationkey", "blobs",
-        "immutabilityPolicies", "legalhold", "expiry", "seal", "query", "rename", "undelete",
+        "tags", "page", "pagelist", "incrementalcopy", "batch", "userdelegationkey", "blobs",
+        "immutabilityPolicies", "legalhold", "expiry", "query", "rename", "undelete",
     }
 )  # fmt: skip
 _UNSUPPORTED_HEADERS = (
     "x-ms-tags",
-    "x-ms-access-tier",
     "x-ms-immutability-policy-until-date",
     "x-ms-immutability-policy-mode",
     "x-ms-legal-hold",
     "x-ms-encryption-key",
     "x-ms-encryption-scope",
-    "x-ms-rehydrate-priority",
 )
 
 
@@ -153,6 +151,10 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
         return _verb(method, {"PUT": Operation.SNAPSHOT_BLOB})
     if comp == "copy":
         return _verb(method, {"PUT": Operation.ABORT_COPY})
+    if comp == "tier":
+        return _verb(method, {"PUT": Operation.SET_BLOB_TIER})
+    if comp == "seal":
+        return _verb(method, {"PUT": Operation.SEAL_BLOB})
     raise invalid_parameter("comp", comp)
 
 

@@ -59,6 +59,8 @@ class Operation(enum.StrEnum):
     SNAPSHOT_BLOB = "SnapshotBlob"
     COPY_BLOB = "CopyBlob"
     ABORT_COPY = "AbortCopyBlob"
+    SET_BLOB_TIER = "SetBlobTier"
+    SEAL_BLOB = "AppendBlobSeal"
 
 
 @dataclass(slots=True)  # not frozen: built on every request
