@@ -23,6 +23,8 @@ from typing import Any
 
 import orjson
 
+from tabulae.model.accounts import AccountFeatures, apply, parse
+
 DEV_ACCOUNT = "devstoreaccount1"
 DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 DEFAULT_HOST = "127.0.0.1"
@@ -329,6 +331,43 @@ class Settings:
         type=float,
         metavar="SECONDS",
     )
+    # Features Azure sets in its management plane (tabulae.model.accounts), for every account;
+    # ``[account-features.NAME]`` of ``--config`` sets them per account, ``/-/accounts`` at run time.
+    blob_versioning: bool = setting(
+        False,
+        flag="--blob-versioning",
+        help="keep a version of every blob write (x-ms-version-id), in every account",
+        action="store_true",
+    )
+    blob_change_feed: bool = setting(
+        False,
+        flag="--blob-change-feed",
+        help="record blob changes in the $blobchangefeed container, in every account",
+        action="store_true",
+    )
+    container_soft_delete: int = setting(
+        0,
+        flag="--container-soft-delete",
+        help="keep deleted containers this many days (1-365) for Restore Container, in every account; 0: off",
+        type=int,
+        metavar="DAYS",
+    )
+    last_access_tracking: bool = setting(
+        False,
+        flag="--last-access-tracking",
+        help="keep each blob's last access time (x-ms-last-access-time), in every account",
+        action="store_true",
+    )
+    hns_accounts: tuple[str, ...] = setting(
+        (),
+        flag="--hns",
+        help="give ACCOUNT a hierarchical namespace (Data Lake Storage Gen2: its containers are file "
+        "systems); repeatable. The development account stays flat unless named",
+        metavar="ACCOUNT",
+        action="append",
+    )
+    # ``[account-features.NAME]`` of ``--config``: per account, by feature name (model.accounts.NAMES).
+    account_features: dict[str, dict[str, Any]] = setting(default_factory=dict)
     # Default CORS rules (``[[cors]]`` of ``--config``) for accounts that have set none of their
     # own: the fields of model.policies.CorsRule, as plain data so that workers receive them.
     cors_defaults: list[dict[str, Any]] = setting(default_factory=list)
@@ -348,6 +387,18 @@ class Settings:
         """The port of each service this server runs."""
         every = {"table": self.port, "queue": self.queue_port, "blob": self.blob_port}
         return {service: every[service] for service in self.services}
+
+    def features_of(self, account: str) -> AccountFeatures:
+        """``account``'s features as the settings give them (before run-time changes): the
+        flags' values, then its ``[account-features.NAME]`` section, and ``--hns``."""
+        features = AccountFeatures(
+            blob_versioning=self.blob_versioning,
+            blob_change_feed=self.blob_change_feed,
+            container_soft_delete=self.container_soft_delete,
+            last_access_tracking=self.last_access_tracking,
+            hns=account in self.hns_accounts,
+        )
+        return apply(features, parse(self.account_features.get(account, {})))
 
     def host_of(self, service: str) -> str:
         """The address ``service`` listens on: its own ``--queue-host``/``--blob-host``, else
@@ -410,6 +461,7 @@ class Settings:
             data[name] = Path(data[name]) if data[name] else None
         data["services"] = tuple(data["services"])
         data["console_hosts"] = tuple(data["console_hosts"])
+        data["hns_accounts"] = tuple(data["hns_accounts"])
         data["console_secret"] = base64.b64decode(data["console_secret"])
         data["metrics_secret"] = base64.b64decode(data["metrics_secret"])
         return cls(**data)

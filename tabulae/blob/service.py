@@ -17,6 +17,7 @@ import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 
+from tabulae.blob.features import AccountFeatureBook
 from tabulae.blob.rules import blocks, leases, tiers
 from tabulae.blob.rules import properties as service_properties
 from tabulae.blob.rules.checksums import Checksums
@@ -26,6 +27,7 @@ from tabulae.blob.rules.names import LOGS_CONTAINER, SYSTEM_CONTAINERS, check_bl
 from tabulae.blob.rules.properties import BlobServiceProperties
 from tabulae.blob.rules.tiers import TierPolicy, TierView
 from tabulae.model import edm
+from tabulae.model.accounts import OFF, AccountFeatures
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import SignedIdentifier
 from tabulae.storage.blobs import (
@@ -136,11 +138,17 @@ class BlobService:
     """The operations of the Blob service over a :class:`BlobStore`."""
 
     def __init__(
-        self, store: BlobStore, clock: Callable[[], float] = time.time, tiering: TierPolicy | None = None
+        self,
+        store: BlobStore,
+        clock: Callable[[], float] = time.time,
+        tiering: TierPolicy | None = None,
+        features: Callable[[str], AccountFeatures] = lambda account: OFF,
     ) -> None:
         self.store = store
         self._clock = clock
         self.tiering = tiering or TierPolicy()
+        # Each account's features: the settings' (``features``) with run-time changes laid over.
+        self.features = AccountFeatureBook(store, features)
         self._default_view = TierView(self.tiering.default_tier, True, None, None, None)
         self._with_logs: set[str] = set()  # accounts whose $logs container is known to exist
 

@@ -175,6 +175,13 @@ class BlobStore(ABC):
     @abstractmethod
     async def set_service_properties(self, account: str, properties: bytes) -> None: ...
 
+    @abstractmethod
+    async def get_account_features(self, account: str) -> bytes | None:
+        """The account's features changed at run time (``/-/accounts``), as set; None if never."""
+
+    @abstractmethod
+    async def set_account_features(self, account: str, features: bytes) -> None: ...
+
     # ------------------------------------------------------------------ content
 
     @abstractmethod
