@@ -44,6 +44,15 @@ def counts(summary: str) -> dict[str, int]:
     return {word: int(number) for number, word in re.findall(r"(\d+) (passed|failed|skipped|error)", summary)}
 
 
+def _summary(text: str) -> str:
+    """pytest's closing line ("3 passed, 1 failed in 2.0s"), wherever late warnings (an aio
+    client's unclosed session, printed at exit) pushed it."""
+    for line in reversed(text.strip().splitlines()):
+        if counts(line) and " in " in line:
+            return line
+    return ""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -66,7 +75,7 @@ def main() -> int:
                  "-q", "-rfE", "--timeout", "120", "-o", "asyncio_mode=auto", name],
                 cwd=args.tests, env=env, stdout=handle, stderr=subprocess.STDOUT, check=False,
             )  # fmt: skip
-        summary = log.read_text(errors="replace").strip().splitlines()[-1]
+        summary = _summary(log.read_text(errors="replace"))
         found = counts(summary)
         for word, number in found.items():
             totals[word] = totals.get(word, 0) + number
