@@ -114,6 +114,10 @@ class BlobGrant:
     def check(self, operation: Op) -> None:
         if operation is Op.GET_ACCOUNT_INFO:
             return
+        if operation is Op.SUBMIT_BATCH:  # any permission: each sub-request is checked on its own
+            if self.scope in ("b", "bs"):
+                raise ServiceError("AuthorizationResourceTypeMismatch")
+            return
         if self.resource_types is not None:
             resource_type, needed = _ACCOUNT_RULES.get(operation, ("", ()))
             if not resource_type or resource_type not in self.resource_types:
