@@ -22,7 +22,7 @@ from tabulae.admission.blobs import BlobTicket
 from tabulae.admission.gate import Gate
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
 from tabulae.auth.shared_key import verify_blob_queue_authorization
-from tabulae.blob.api import blobs, containers
+from tabulae.blob.api import blobs, containers, delegation_key
 from tabulae.blob.api.batch import BatchScope, FailedPart, adopt_version, check_operation, submit_batch
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
@@ -72,6 +72,7 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.SNAPSHOT_BLOB: blobs.snapshot_blob,
     Operation.COPY_BLOB: blobs.copy_blob,
     Operation.ABORT_COPY: blobs.abort_copy,
+    Operation.GET_USER_DELEGATION_KEY: delegation_key.get_user_delegation_key,
 }
 
 # Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.
@@ -171,6 +172,7 @@ class BlobApp(Frontend[Route]):
             is_https=request.scheme == "https",
             client_ip=request.client_ip,
             now=datetime.now(UTC),
+            headers=request.headers,
         )
         assert route.operation is not None  # resolved before authentication
         grant.check(route.operation)
