@@ -213,6 +213,8 @@ def _check(settings: Settings) -> None:
         raise _usage("--max-connections-per-client must be 0 (no limit) or more")
     if settings.shutdown_timeout < 0:
         raise _usage("--shutdown-timeout must be 0 or more seconds")
+    if settings.rehydrate_delay < 0:
+        raise _usage("--rehydrate-delay must be 0 or more seconds")
     if settings.store_url and settings.in_memory:
         raise _usage("--in-memory and --store exclude each other")
     if settings.otel:  # the packages and the exporter, checked before any worker needs them

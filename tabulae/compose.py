@@ -37,6 +37,7 @@ from tabulae.admission.ledger import Ledger
 from tabulae.admission.queue_guard import GuardedQueueService
 from tabulae.admission.throttle import Targets, Throttle
 from tabulae.blob.api.app import BlobApp
+from tabulae.blob.rules.tiers import TierPolicy
 from tabulae.blob.service import BlobService
 from tabulae.config import DEV_ACCOUNT, DEV_KEY, SETTINGS_ENV, Settings
 from tabulae.console.app import build_console
@@ -230,7 +231,9 @@ def build_gateway(settings: Settings) -> Gateway:
             figures = QueueFigures(queues, queue_insight)
             tasks.append(asyncio.get_running_loop().create_task(queues.keep_collecting()))
         if "blob" in ports:
-            blob_service = BlobService(stores.blobs)
+            blob_service = BlobService(
+                stores.blobs, tiering=TierPolicy(settings.default_access_tier, settings.rehydrate_delay)
+            )
             by_port[ports["blob"]] = BlobApp(blob_service, options, gate, containers)
             blobs = BlobsPage(blob_service, gate, containers)
             tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs)))

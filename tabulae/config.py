@@ -290,6 +290,21 @@ class Settings:
         "to the exporter OTEL_TRACES_EXPORTER names (otlp or console); needs pip install 'tabulae[otel]'",
         action="store_true",
     )
+    default_access_tier: str = setting(
+        "Hot",
+        flag="--default-access-tier",
+        help="the accounts' default access tier: block blobs without a tier of their own report it, "
+        "as inferred (Azure's account setting)",
+        choices=["Hot", "Cool", "Cold"],
+    )
+    rehydrate_delay: float = setting(
+        10.0,
+        flag="--rehydrate-delay",
+        help="seconds a Standard-priority rehydration of an archived blob takes (High priority: half "
+        "of it); Azure takes hours",
+        type=float,
+        metavar="SECONDS",
+    )
     # Default CORS rules (``[[cors]]`` of ``--config``) for accounts that have set none of their
     # own: the fields of model.policies.CorsRule, as plain data so that workers receive them.
     cors_defaults: list[dict[str, Any]] = setting(default_factory=list)

@@ -87,6 +87,7 @@ class BlobWrite:
     append: Extent | None = None  # one more extent at the end of the base's content
     drop_staged: bool = False
     stage_block: Extent | None = None  # stage a block (replacing one of the same id)
+    snapshot_record: BlobRecord | None = None  # an existing snapshot's new record (Set Blob Tier)
 
 
 @dataclass(frozen=True, slots=True)

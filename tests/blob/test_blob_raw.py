@@ -91,11 +91,9 @@ def test_put_blob_headers(http: BlobHttp, path: str) -> None:
             "BlobTypeNotSupported",
         ),
         ("GET", "/b?comp=tags", {}, 400, "UnsupportedQueryParameter"),
-        ("PUT", "/b?comp=tier", {"x-ms-access-tier": "Cool"}, 400, "UnsupportedQueryParameter"),
         ("GET", "/b?versionid=2020-01-01T00:00:00.0000000Z", {}, 400, "UnsupportedQueryParameter"),
         ("GET", "/b?comp=pagelist", {}, 400, "UnsupportedQueryParameter"),
         ("PUT", "/b", {"x-ms-blob-type": "BlockBlob", "x-ms-tags": "a=b"}, 400, "UnsupportedHeader"),
-        ("PUT", "/b", {"x-ms-blob-type": "BlockBlob", "x-ms-access-tier": "Cool"}, 400, "UnsupportedHeader"),
         (
             "PUT",
             "/b?comp=block&blockid=YQ%3D%3D",

@@ -73,6 +73,8 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.COPY_BLOB: blobs.copy_blob,
     Operation.ABORT_COPY: blobs.abort_copy,
     Operation.GET_USER_DELEGATION_KEY: delegation_key.get_user_delegation_key,
+    Operation.SET_BLOB_TIER: blobs.set_blob_tier,
+    Operation.SEAL_BLOB: blobs.seal_blob,
 }
 
 # Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.

@@ -111,7 +111,7 @@ async def list_containers(call: Call) -> Response:
     limit = max_results(query)
     include = includes(query, frozenset({"metadata", "deleted", "system"}))
     found, next_marker = await call.service.list_containers(
-        call.route.account, query.get("prefix", ""), query.get("marker"), limit
+        call.route.account, query.get("prefix", ""), query.get("marker"), limit, system="system" in include
     )
     listed = [(record, call.service.lease_state(record.lease)) for record in found]
     body = formats.render_containers(

@@ -16,19 +16,17 @@ from tabulae.model.errors import ServiceError
 # comp values of features Tabulae does not serve, on any resource.
 _UNSUPPORTED_COMP = frozenset(
     {
-        "tags", "tier", "page", "pagelist", "incrementalcopy", "blobs",
-        "immutabilityPolicies", "legalhold", "expiry", "seal", "query", "rename", "undelete",
+        "tags", "page", "pagelist", "incrementalcopy", "blobs",
+        "immutabilityPolicies", "legalhold", "expiry", "query", "rename", "undelete",
     }
 )  # fmt: skip
 _UNSUPPORTED_HEADERS = (
     "x-ms-tags",
-    "x-ms-access-tier",
     "x-ms-immutability-policy-until-date",
     "x-ms-immutability-policy-mode",
     "x-ms-legal-hold",
     "x-ms-encryption-key",
     "x-ms-encryption-scope",
-    "x-ms-rehydrate-priority",
 )
 
 
@@ -159,6 +157,10 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
         return _verb(method, {"PUT": Operation.SNAPSHOT_BLOB})
     if comp == "copy":
         return _verb(method, {"PUT": Operation.ABORT_COPY})
+    if comp == "tier":
+        return _verb(method, {"PUT": Operation.SET_BLOB_TIER})
+    if comp == "seal":
+        return _verb(method, {"PUT": Operation.SEAL_BLOB})
     raise invalid_parameter("comp", comp)
 
 

@@ -61,6 +61,8 @@ class Operation(enum.StrEnum):
     ABORT_COPY = "AbortCopyBlob"
     SUBMIT_BATCH = "SubmitBatch"
     GET_USER_DELEGATION_KEY = "GetUserDelegationKey"
+    SET_BLOB_TIER = "SetBlobTier"
+    SEAL_BLOB = "AppendBlobSeal"
 
 
 @dataclass(slots=True)  # not frozen: built on every request

@@ -54,6 +54,8 @@ _BLOB_PERMISSIONS: dict[Op, _Requirement] = {
     Op.ABORT_COPY: ("w",),
     Op.LEASE_BLOB: ("wd",),
     Op.DELETE_BLOB: ("d",),
+    Op.SET_BLOB_TIER: ("w",),
+    Op.SEAL_BLOB: ("w",),
 }
 # What a container SAS adds: listing, and the container's own properties and lease.
 _CONTAINER_PERMISSIONS: dict[Op, _Requirement] = {

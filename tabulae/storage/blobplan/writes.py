@@ -170,6 +170,10 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
         yield Sql(_COUNT_STAGED, {**base, "added": 0 if replaced else 1, "length": len(block.block_id or "")})
         yield Sql(_STAGE_BLOCK, {**one, "seq": time.time_ns(), "ref": block.ref, "length": block.length})
         referenced.add(block.ref)
+    if write.snapshot_record is not None:
+        frozen = write.snapshot_record
+        yield Sql(_UPDATE_BLOB, {**at.row(cid, frozen.snapshot), "committed": True, "ticks": frozen.ticks,
+                                 "size": frozen.size, "doc": encode_blob(frozen)})  # fmt: skip
     for ref in dropped - referenced:
         yield from garbage.drop(at.dkey, ref)
     return referenced
