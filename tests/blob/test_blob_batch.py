@@ -12,6 +12,7 @@ from email.utils import formatdate
 
 import pyarrow.fs
 import pytest
+from azure.core.exceptions import HttpResponseError
 from azure.core.pipeline import PipelineContext, PipelineRequest
 from azure.core.rest import HttpRequest
 from azure.storage.blob import (
@@ -20,10 +21,13 @@ from azure.storage.blob import (
     ContainerClient,
     ContainerSasPermissions,
     PartialBatchErrorException,
+    PremiumPageBlobTier,
     ResourceTypes,
+    StandardBlobTier,
     generate_account_sas,
     generate_container_sas,
 )
+from azure.storage.blob._generated.models import LeaseAccessConditions  # what set_*_tier_blobs reads
 from azure.storage.blob._shared.authentication import SharedKeyCredentialPolicy
 from azure.storage.blob.aio import ContainerClient as AsyncContainerClient
 
@@ -343,3 +347,83 @@ def test_parent_request_is_authorized(server: ServerProcess, container: Containe
     parts = parts_of(http.request("POST", target, headers, body, signed=False))
     assert [status for _, status, _ in parts] == [202]  # the sub-request's own key deletes
     assert names(container) == []
+
+
+# ----------------------------------------------------------------------------------- tiers
+
+
+def tiers(container: ContainerClient, *blobs: str) -> list[tuple[str | None, bool]]:
+    """Each blob's tier and whether it is inferred (the account's default) rather than set."""
+    found = []
+    for name in blobs:
+        properties = container.get_blob_client(name).get_blob_properties()
+        found.append((properties.blob_tier, bool(properties.blob_tier_inferred)))
+    return found
+
+
+def test_set_standard_blob_tier_blobs(container: ContainerClient) -> None:
+    upload(container, "t1", "t2", "t3")
+    parts = list(container.set_standard_blob_tier_blobs(StandardBlobTier.COOL, "t1", "t2", "t3"))
+    assert [part.status_code for part in parts] == [200, 200, 200]
+    assert tiers(container, "t1", "t2", "t3") == [("Cool", False)] * 3
+    parts = list(
+        container.set_standard_blob_tier_blobs(
+            None, {"name": "t1", "blob_tier": StandardBlobTier.ARCHIVE}, {"name": "t2", "blob_tier": "Hot"}
+        )
+    )
+    assert [part.status_code for part in parts] == [200, 200]
+    assert tiers(container, "t1", "t2") == [("Archive", False), ("Hot", False)]
+    parts = list(container.set_standard_blob_tier_blobs("Hot", "t3", "missing", raise_on_any_failure=False))
+    assert [(part.status_code, part.headers.get("x-ms-error-code")) for part in parts] == [
+        (200, None),
+        (404, "BlobNotFound"),
+    ]
+
+
+def test_set_tier_parts_match_set_blob_tier(container: ContainerClient) -> None:
+    """A sub-request is answered as the same request on its own: a premium page blob tier on a
+    standard account's block blob, a bad tier, a lease the request does not name."""
+    upload(container, "p", "leased")
+    lease = container.get_blob_client("leased").acquire_lease()
+    alone = []
+    for call in (
+        lambda: container.get_blob_client("p").set_premium_page_blob_tier(PremiumPageBlobTier.P10),
+        lambda: container.get_blob_client("p").set_standard_blob_tier("Lukewarm"),
+        lambda: container.get_blob_client("leased").set_standard_blob_tier("Cool"),
+    ):
+        with pytest.raises(HttpResponseError) as refused:
+            call()
+        alone.append((refused.value.status_code, refused.value.error_code))
+    premium = container.set_premium_page_blob_tier_blobs(
+        PremiumPageBlobTier.P10, "p", raise_on_any_failure=False
+    )
+    bad = container.set_standard_blob_tier_blobs("Lukewarm", "p", raise_on_any_failure=False)
+    leased = container.set_standard_blob_tier_blobs("Cool", "leased", raise_on_any_failure=False)
+    batched = [
+        (part.status_code, part.headers["x-ms-error-code"])
+        for parts in (premium, bad, leased)
+        for part in parts
+    ]
+    assert batched == alone
+    parts = container.set_standard_blob_tier_blobs(
+        None,
+        {"name": "leased", "blob_tier": "Cool", "lease_id": LeaseAccessConditions(lease_id=lease.id)},
+        raise_on_any_failure=False,
+    )
+    assert [part.status_code for part in parts] == [200]
+
+
+def test_set_tier_blobs_with_sas_aio(server: ServerProcess, container: ContainerClient) -> None:
+    upload(container, "s1", "s2")
+    writer = container_sas(container, write=True)
+    reader = container_sas(container, read=True)
+    url = f"http://127.0.0.1:{server.blob_port}/{DEV_ACCOUNT}"
+
+    async def run(token: str) -> list[tuple[int, str | None]]:
+        async with AsyncContainerClient(url, container.container_name, credential=token) as client:
+            parts = await client.set_standard_blob_tier_blobs("Cool", "s1", "s2", raise_on_any_failure=False)
+            return [(part.status_code, part.headers.get("x-ms-error-code")) async for part in parts]
+
+    assert asyncio.run(run(reader)) == [(403, "AuthorizationPermissionMismatch")] * 2
+    assert asyncio.run(run(writer)) == [(200, None)] * 2
+    assert tiers(container, "s1", "s2") == [("Cool", False)] * 2
