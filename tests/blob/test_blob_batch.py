@@ -330,6 +330,9 @@ def test_batch_bad_bodies(http: BlobHttp) -> None:
     assert [(p[1], p[2]["x-ms-error-code"]) for p in parts_of(reply)] == [(400, "InvalidInput")]
     reply = http.request("GET", "/?comp=batch")
     assert (reply.status, reply.code) == (405, "UnsupportedHttpVerb")
+    oversized = b"--x\r\n" + b"a" * (4 * 1024 * 1024) + b"\r\n--x--"  # past the 4 MiB a batch may be
+    reply = http.request("POST", "/?comp=batch", {"Content-Type": "multipart/mixed; boundary=x"}, oversized)
+    assert (reply.status, reply.code) == (413, "RequestBodyTooLarge")
 
 
 def test_parent_request_is_authorized(server: ServerProcess, container: ContainerClient) -> None:
