@@ -63,9 +63,19 @@ def main() -> int:
         "files", nargs="*", default=list(FILES), help="test files (default: the six of issue 19)"
     )
     parser.add_argument("--out", type=Path, default=Path("sdk-blob-test-logs"), help="where pytest's logs go")
+    parser.add_argument(
+        "--ca",
+        type=Path,
+        help="speak HTTPS, trusting this PEM certificate (valid for *.blob.core.windows.net): the "
+        "tests with a token credential (OAuth, user delegation SAS) need it, as the SDK sends tokens "
+        "over HTTPS only",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, SDK_TESTS_PORT=str(args.port), PYTHONPATH=f"{HERE}{os.pathsep}{args.tests}")
+    if args.ca is not None:
+        ca = str(args.ca.resolve())
+        env.update(SDK_TESTS_SCHEME="https", REQUESTS_CA_BUNDLE=ca, SSL_CERT_FILE=ca)
     totals: dict[str, int] = {}
     for name in args.files:
         log = args.out / (Path(name).stem + ".log")

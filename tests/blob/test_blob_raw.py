@@ -122,19 +122,6 @@ def test_what_is_not_served(
     assert reply.error_fields()["Code"] == code
 
 
-def test_batch_and_user_delegation_refused(http: BlobHttp) -> None:
-    reply = http.request("POST", "/?comp=batch", {"Content-Type": "multipart/mixed; boundary=x"}, b"--x--")
-    assert (reply.status, reply.code) == (400, "UnsupportedQueryParameter")
-    reply = http.request("POST", "/?restype=service&comp=userdelegationkey", {}, b"")
-    assert (reply.status, reply.code) == (400, "UnsupportedQueryParameter")
-    token = (
-        "sv=2026-10-06&sr=c&sp=r&se=2099-01-01&skoid=x&sktid=y&skt=2020-01-01&ske=2099-01-01&sks=b"
-        "&skv=2020&sig=AAAA"
-    )
-    reply = http.request("GET", f"/somewhere?restype=container&comp=list&{token}", signed=False)
-    assert (reply.status, reply.code) == (403, "AuthenticationFailed")
-
-
 def test_checksums(http: BlobHttp, path: str) -> None:
     body = b"Hello World!"
     good_md5 = base64.b64encode(hashlib.md5(body).digest()).decode()

@@ -16,7 +16,7 @@ from tabulae.model.errors import ServiceError
 # comp values of features Tabulae does not serve, on any resource.
 _UNSUPPORTED_COMP = frozenset(
     {
-        "tags", "page", "pagelist", "incrementalcopy", "batch", "userdelegationkey", "blobs",
+        "tags", "page", "pagelist", "incrementalcopy", "blobs",
         "immutabilityPolicies", "legalhold", "expiry", "query", "rename", "undelete",
     }
 )  # fmt: skip
@@ -64,6 +64,10 @@ def _service(method: str, restype: str | None, comp: str | None) -> Operation:
         return _verb(method, {"GET": Operation.GET_SERVICE_STATS})
     if restype == "account" and comp == "properties":
         return _verb(method, {"GET": Operation.GET_ACCOUNT_INFO, "HEAD": Operation.GET_ACCOUNT_INFO})
+    if comp == "batch" and restype is None:
+        return _verb(method, {"POST": Operation.SUBMIT_BATCH})
+    if restype == "service" and comp == "userdelegationkey":
+        return _verb(method, {"POST": Operation.GET_USER_DELEGATION_KEY})
     if comp is None and restype is None:
         raise ServiceError("InvalidUri")
     if comp is not None:
@@ -108,6 +112,8 @@ def _container(method: str, restype: str | None, comp: str | None) -> Operation:
         return _verb(method, {"PUT": Operation.LEASE_CONTAINER})
     if comp == "list":
         return _verb(method, {"GET": Operation.LIST_BLOBS})
+    if comp == "batch":
+        return _verb(method, {"POST": Operation.SUBMIT_BATCH})
     raise invalid_parameter("comp", comp)
 
 

@@ -59,6 +59,8 @@ class Operation(enum.StrEnum):
     SNAPSHOT_BLOB = "SnapshotBlob"
     COPY_BLOB = "CopyBlob"
     ABORT_COPY = "AbortCopyBlob"
+    SUBMIT_BATCH = "SubmitBatch"
+    GET_USER_DELEGATION_KEY = "GetUserDelegationKey"
     SET_BLOB_TIER = "SetBlobTier"
     SEAL_BLOB = "AppendBlobSeal"
 
