@@ -5,9 +5,8 @@ CI files, editor tasks and test fixtures start the emulator as ``azurite --silen
 --blobPort P`` (or one service alone, ``azurite-blob``, ``azurite-queue``, ``azurite-table``).
 This module reads exactly that command line, with the meaning each flag has there, and turns it
 into the ``tabulae serve`` command line that does the same here. Nothing is guessed: a flag Azurite
-does not have (or one another single-service form has) is refused with its name, and a
-combination Tabulae cannot honour (different listening addresses per service) is refused with
-what to do instead. ``--install-shims DIR`` writes ``azurite``, ``azurite-blob``, ``azurite-queue``
+does not have (or one another single-service form has) is refused with its name.
+``--install-shims DIR`` writes ``azurite``, ``azurite-blob``, ``azurite-queue``
 and ``azurite-table`` scripts for tools that call the peer by name; it is opt-in, so installing
 Tabulae never shadows a real Azurite.
 """
@@ -59,14 +58,14 @@ class Flag:
 
 
 FLAGS: tuple[Flag, ...] = (
-    Flag("blobHost", value="HOST", service="blob", here="address the services listen on (`--host`)"),
+    Flag("blobHost", value="HOST", service="blob", here="address of the Blob service (`--blob-host`)"),
     Flag("blobPort", value="PORT", service="blob", here="port of the Blob service (`--blob-port`)"),
     Flag("blobKeepAliveTimeout", value="S", service="blob", here="accepted; idle connections close 5 s after "
          "their last answer"),
-    Flag("queueHost", value="HOST", service="queue", here="address the services listen on (`--host`)"),
+    Flag("queueHost", value="HOST", service="queue", here="address of the Queue service (`--queue-host`)"),
     Flag("queuePort", value="PORT", service="queue", here="port of the Queue service (`--queue-port`)"),
     Flag("queueKeepAliveTimeout", value="S", service="queue", here="accepted, as `--blobKeepAliveTimeout`"),
-    Flag("tableHost", value="HOST", service="table", here="address the services listen on (`--host`)"),
+    Flag("tableHost", value="HOST", service="table", here="address of the Table service (`--host`)"),
     Flag("tablePort", value="PORT", service="table", here="port of the Table service (`--port`)"),
     Flag("tableKeepAliveTimeout", value="S", service="table", here="accepted, as `--blobKeepAliveTimeout`"),
     Flag("location", "l", "DIR", here="the data directory (`--data-dir`); default the current directory, "
@@ -161,20 +160,17 @@ def plan(form: str, argv: list[str], cwd: Path | None = None) -> Plan:
     services = FORMS[form]
     args += ["--services", ",".join(s for s in ("table", "queue", "blob") if s in services)]
     hosts = {service: str(given.get(f"{service}Host", DEFAULT_HOST)) for service in services}
-    if len(set(hosts.values())) > 1:
-        shown = ", ".join(f"--{service}Host {host}" for service, host in hosts.items())
-        raise AzuriteFlagError(
-            f"Tabulae listens on one address for every service, but these differ: {shown}; "
-            "give them the same value (0.0.0.0 for all interfaces)"
-        )
-    host = next(iter(hosts.values()))
+    host = hosts.get("table", next(iter(hosts.values())))
     args += ["--host", host]
+    for service in ("queue", "blob"):
+        if service in hosts and hosts[service] != host:
+            args += [f"--{service}-host", hosts[service]]
     for service in services:
         text = str(given.get(f"{service}Port", DEFAULT_PORTS[service]))
         if not text.isdigit() or not 0 <= int(text) <= 65535:
             raise AzuriteFlagError(f"--{service}Port: expected a port number, not {text!r}")
         args += [_SERVE_PORT_FLAG[service], text]
-        result.announce[service] = (host, int(text))
+        result.announce[service] = (hosts[service], int(text))
     if given.get("inMemoryPersistence"):
         if "location" in given:
             raise AzuriteFlagError("The --inMemoryPersistence option is not supported when --location is set")

@@ -29,10 +29,12 @@ from tabulae.config import (
     ConfigError,
     Settings,
     accounts_from,
+    url_host,
 )
 from tabulae.examples import command as examples
 from tabulae.migrate import command as migrate
-from tabulae.tools import datacli, indexes, stress, top
+from tabulae.model.accounts import FeatureError, check_days
+from tabulae.tools import accounts, datacli, indexes, stress, top
 from tabulae.tools.failures import EXIT_INTERRUPTED, EXIT_START, EXIT_USAGE, Failure, describe, line
 
 DEBUG_ENV = "TABULAE_DEBUG"  # set: an unexpected error shows its traceback too
@@ -63,6 +65,7 @@ _FROM_FLAG: dict[str, Callable[[Any], Any]] = {
     "accounts": accounts_from,
     "services": services_from,
     "console_hosts": tuple,
+    "hns_accounts": tuple,
     "oauth": lambda value: value == "basic",
     "targets": lambda value: value == "azure",
 }
@@ -70,6 +73,7 @@ _FROM_FLAG: dict[str, Callable[[Any], Any]] = {
 _FLAG_DEFAULTS: dict[str, Callable[[], Any]] = {
     "accounts": list,
     "console_hosts": list,
+    "hns_accounts": list,
     "oauth": lambda: "off",
     "targets": lambda: None,
     "store_url": lambda: os.environ.get(STORE_ENV),
@@ -140,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
     )
     indexes.add_commands(commands)
+    accounts.add_commands(commands)
     migrate.add_arguments(
         commands.add_parser("migrate", help="move another emulator's workspace (Azurite's) into Tabulae")
     )
@@ -213,6 +218,21 @@ def _check(settings: Settings) -> None:
         raise _usage("--max-connections-per-client must be 0 (no limit) or more")
     if settings.shutdown_timeout < 0:
         raise _usage("--shutdown-timeout must be 0 or more seconds")
+    if settings.rehydrate_delay < 0:
+        raise _usage("--rehydrate-delay must be 0 or more seconds")
+    try:
+        check_days(settings.container_soft_delete, "--container-soft-delete")
+        for account in settings.accounts:
+            settings.features_of(account)
+    except FeatureError as exc:
+        raise _usage(str(exc)) from None
+    unknown = [
+        name for name in (*settings.hns_accounts, *settings.account_features) if name not in settings.accounts
+    ]
+    if unknown:
+        raise _usage(
+            f"account features for {', '.join(sorted(set(unknown)))}, which the server does not serve"
+        )
     if settings.store_url and settings.in_memory:
         raise _usage("--in-memory and --store exclude each other")
     if settings.otel:  # the packages and the exporter, checked before any worker needs them
@@ -258,6 +278,7 @@ def serve(args: argparse.Namespace) -> None:
     except ConfigError as exc:
         raise _usage(str(exc)) from None
     settings.cors_defaults = getattr(args, "cors_defaults", [])
+    settings.account_features = getattr(args, "account_features", {})
     _check(settings)
     _check_store(settings)
     try:
@@ -274,7 +295,7 @@ def serve(args: argparse.Namespace) -> None:
     scheme = "https" if settings.cert_file else "http"
     first = next(iter(settings.accounts))
     endpoints = ", ".join(
-        f"{service.capitalize()} service on {scheme}://{settings.host}:{port}/{first}"
+        f"{service.capitalize()} service on {scheme}://{url_host(settings.host_of(service))}:{port}/{first}"
         for service, port in settings.ports().items()
     )
     lines = [
@@ -283,7 +304,7 @@ def serve(args: argparse.Namespace) -> None:
     ]
     if settings.console_on():
         console_port = settings.ports().get("table") or next(iter(settings.ports().values()))
-        lines.append(f"Console: {scheme}://{settings.host}:{console_port}/-/console/")
+        lines.append(f"Console: {scheme}://{url_host(settings.host)}:{console_port}/-/console/")
     for account in settings.accounts:
         lines.append(f"Connection string ({account}): {settings.connection_string(account)}")
     print("\n".join(lines), flush=True)
@@ -307,7 +328,7 @@ def _serve_args(argv: list[str]) -> argparse.Namespace:
 def _with_config_file(path: Path, argv: list[str]) -> argparse.Namespace:
     """Parse ``serve`` again with the file's settings as defaults, so flags override the file."""
     try:
-        defaults, cors = config_file.read(path)
+        defaults, cors, features = config_file.read(path)
     except ConfigError as exc:
         raise _usage(str(exc)) from None
     parser = build_parser()
@@ -316,6 +337,7 @@ def _with_config_file(path: Path, argv: list[str]) -> argparse.Namespace:
             action.choices["serve"].set_defaults(**defaults)
     args = parser.parse_args(argv)
     args.cors_defaults = cors
+    args.account_features = features
     return args
 
 
@@ -347,6 +369,7 @@ def run(argv: list[str] | None = None) -> int:
         "copy": datacli.main,
         "examples": examples.main,
         "index": indexes.main,
+        "account": accounts.main,
         "migrate": migrate.main,
     }[args.command]
     return command(args)

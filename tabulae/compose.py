@@ -36,7 +36,10 @@ from tabulae.admission.guard import GuardedService
 from tabulae.admission.ledger import Ledger
 from tabulae.admission.queue_guard import GuardedQueueService
 from tabulae.admission.throttle import Targets, Throttle
+from tabulae.blob.api.account_admin import ACCOUNT_ADMIN_PATH, AccountAdmin
 from tabulae.blob.api.app import BlobApp
+from tabulae.blob.features import AccountFeatureBook
+from tabulae.blob.rules.tiers import TierPolicy
 from tabulae.blob.service import BlobService
 from tabulae.config import DEV_ACCOUNT, DEV_KEY, SETTINGS_ENV, Settings
 from tabulae.console.app import build_console
@@ -229,14 +232,22 @@ def build_gateway(settings: Settings) -> Gateway:
             by_port[ports["queue"]] = QueueApp(queues, options)
             figures = QueueFigures(queues, queue_insight)
             tasks.append(asyncio.get_running_loop().create_task(queues.keep_collecting()))
+        features: AccountFeatureBook | None = None
         if "blob" in ports:
-            blob_service = BlobService(stores.blobs)
+            blob_service = BlobService(
+                stores.blobs,
+                tiering=TierPolicy(settings.default_access_tier, settings.rehydrate_delay),
+                features=settings.features_of,
+            )
+            features = blob_service.features
             by_port[ports["blob"]] = BlobApp(blob_service, options, gate, containers)
             blobs = BlobsPage(blob_service, gate, containers)
             tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs)))
         extras: dict[str, AsgiApp] = {}
         if table is not None:
             extras[INDEX_ADMIN_PATH] = IndexAdmin(table, options)
+        if features is not None:
+            extras[ACCOUNT_ADMIN_PATH] = AccountAdmin(features, options)
         if settings.console_on():
             # One port only (the Table port, else the first service's): one origin, one cookie.
             console_port = next(iter(ports.values()))
@@ -383,12 +394,13 @@ def bind(settings: Settings) -> list[list[socket.socket]]:
     by_port: list[list[socket.socket]] = []
     try:
         for service, port in settings.ports().items():
+            host = settings.host_of(service)
             try:
-                by_port.append(listen(settings.host, port, settings.workers))
+                by_port.append(listen(host, port, settings.workers))
             except OSError as exc:
                 flag = {"table": "--port", "queue": "--queue-port", "blob": "--blob-port"}[service]
                 raise BindError(
-                    f"cannot listen on {settings.host}:{port} for the {service.capitalize()} service: "
+                    f"cannot listen on {host}:{port} for the {service.capitalize()} service: "
                     f"{exc.strerror or exc} (choose another with {flag}, or leave it out with --services)",
                     _BIND_CODES.get(exc.errno or 0, "CannotListen"),
                 ) from None

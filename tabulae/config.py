@@ -23,6 +23,8 @@ from typing import Any
 
 import orjson
 
+from tabulae.model.accounts import AccountFeatures, apply, parse
+
 DEV_ACCOUNT = "devstoreaccount1"
 DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 DEFAULT_HOST = "127.0.0.1"
@@ -87,11 +89,35 @@ def setting(
     return field(default=default, metadata=metadata)
 
 
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def url_host(host: str) -> str:
+    """``host`` as a URL writes it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
+
+
 @dataclass(slots=True)
 class Settings:
     """Everything a server process needs; serialisable so worker processes can rebuild it."""
 
-    host: str = setting(DEFAULT_HOST, flag="--host", help="address to listen on")
+    host: str = setting(
+        DEFAULT_HOST,
+        flag="--host",
+        help="address to listen on (the Table service's, and the others' unless given)",
+    )
+    queue_host: str | None = setting(
+        None, flag="--queue-host", help="address the Queue service listens on (default: --host)"
+    )
+    blob_host: str | None = setting(
+        None, flag="--blob-host", help="address the Blob service listens on (default: --host)"
+    )
     port: int = setting(DEFAULT_PORT, flag="--port", help="port of the Table service", type=int)
     queue_port: int = setting(
         DEFAULT_QUEUE_PORT, flag="--queue-port", help="port of the Queue service", type=int
@@ -290,6 +316,58 @@ class Settings:
         "to the exporter OTEL_TRACES_EXPORTER names (otlp or console); needs pip install 'tabulae[otel]'",
         action="store_true",
     )
+    default_access_tier: str = setting(
+        "Hot",
+        flag="--default-access-tier",
+        help="the accounts' default access tier: block blobs without a tier of their own report it, "
+        "as inferred (Azure's account setting)",
+        choices=["Hot", "Cool", "Cold"],
+    )
+    rehydrate_delay: float = setting(
+        10.0,
+        flag="--rehydrate-delay",
+        help="seconds a Standard-priority rehydration of an archived blob takes (High priority: half "
+        "of it); Azure takes hours",
+        type=float,
+        metavar="SECONDS",
+    )
+    # Features Azure sets in its management plane (tabulae.model.accounts), for every account;
+    # ``[account-features.NAME]`` of ``--config`` sets them per account, ``/-/accounts`` at run time.
+    blob_versioning: bool = setting(
+        False,
+        flag="--blob-versioning",
+        help="keep a version of every blob write (x-ms-version-id), in every account",
+        action="store_true",
+    )
+    blob_change_feed: bool = setting(
+        False,
+        flag="--blob-change-feed",
+        help="record blob changes in the $blobchangefeed container, in every account",
+        action="store_true",
+    )
+    container_soft_delete: int = setting(
+        0,
+        flag="--container-soft-delete",
+        help="keep deleted containers this many days (1-365) for Restore Container, in every account; 0: off",
+        type=int,
+        metavar="DAYS",
+    )
+    last_access_tracking: bool = setting(
+        False,
+        flag="--last-access-tracking",
+        help="keep each blob's last access time (x-ms-last-access-time), in every account",
+        action="store_true",
+    )
+    hns_accounts: tuple[str, ...] = setting(
+        (),
+        flag="--hns",
+        help="give ACCOUNT a hierarchical namespace (Data Lake Storage Gen2: its containers are file "
+        "systems); repeatable. The development account stays flat unless named",
+        metavar="ACCOUNT",
+        action="append",
+    )
+    # ``[account-features.NAME]`` of ``--config``: per account, by feature name (model.accounts.NAMES).
+    account_features: dict[str, dict[str, Any]] = setting(default_factory=dict)
     # Default CORS rules (``[[cors]]`` of ``--config``) for accounts that have set none of their
     # own: the fields of model.policies.CorsRule, as plain data so that workers receive them.
     cors_defaults: list[dict[str, Any]] = setting(default_factory=list)
@@ -310,12 +388,29 @@ class Settings:
         every = {"table": self.port, "queue": self.queue_port, "blob": self.blob_port}
         return {service: every[service] for service in self.services}
 
+    def features_of(self, account: str) -> AccountFeatures:
+        """``account``'s features as the settings give them (before run-time changes): the
+        flags' values, then its ``[account-features.NAME]`` section, and ``--hns``."""
+        features = AccountFeatures(
+            blob_versioning=self.blob_versioning,
+            blob_change_feed=self.blob_change_feed,
+            container_soft_delete=self.container_soft_delete,
+            last_access_tracking=self.last_access_tracking,
+            hns=account in self.hns_accounts,
+        )
+        return apply(features, parse(self.account_features.get(account, {})))
+
+    def host_of(self, service: str) -> str:
+        """The address ``service`` listens on: its own ``--queue-host``/``--blob-host``, else
+        ``--host`` (the Table service, and with it the console and /metrics, always use that)."""
+        own = {"queue": self.queue_host, "blob": self.blob_host}.get(service)
+        return own or self.host
+
     def connection_string(self, account: str) -> str:
         """A connection string for ``account`` naming every endpoint this server serves. Only the
         development account's well-known key (public, the emulators' own) is written out; any
         other account gets ``<your key>`` in its place: keys are never printed."""
         scheme = "https" if self.cert_file else "http"
-        host = f"[{self.host}]" if ":" in self.host else self.host
         well_known = account == DEV_ACCOUNT and self.accounts.get(account) == [base64.b64decode(DEV_KEY)]
         parts = [
             f"DefaultEndpointsProtocol={scheme}",
@@ -325,17 +420,13 @@ class Settings:
         ports = self.ports()
         for service in ("blob", "queue", "table"):  # the order the SDKs' own strings use
             if service in ports:
+                host = url_host(self.host_of(service))
                 parts.append(f"{service.capitalize()}Endpoint={scheme}://{host}:{ports[service]}/{account}")
         return ";".join(parts) + ";"
 
     def loopback(self) -> bool:
-        """Whether the server listens on the loopback interface only."""
-        if self.host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False
+        """Whether the server listens on the loopback interface only (every service)."""
+        return all(is_loopback(self.host_of(service)) for service in self.services)
 
     def console_on(self) -> bool:
         """``--console`` / ``--no-console`` when given; else on exactly when on loopback."""
@@ -370,6 +461,7 @@ class Settings:
             data[name] = Path(data[name]) if data[name] else None
         data["services"] = tuple(data["services"])
         data["console_hosts"] = tuple(data["console_hosts"])
+        data["hns_accounts"] = tuple(data["hns_accounts"])
         data["console_secret"] = base64.b64decode(data["console_secret"])
         data["metrics_secret"] = base64.b64decode(data["metrics_secret"])
         return cls(**data)

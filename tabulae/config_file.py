@@ -16,6 +16,9 @@ partition = 2000
 [[cors]]         # default CORS rules, for accounts that have set none of their own
 allowed-origins = ["http://localhost:3000"]
 allowed-methods = ["GET", "PUT"]
+[account-features.devstoreaccount1]   # what Azure sets in its management plane, per account
+blob-versioning = true
+container-soft-delete = 7
 ```
 
 The file's values become the command line's defaults, so a flag given on the command line wins
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from tabulae.config import ConfigError, Settings
+from tabulae.model.accounts import FeatureError, parse
 
 CORS_METHODS = ("DELETE", "GET", "HEAD", "MERGE", "POST", "OPTIONS", "PUT", "PATCH")
 _PORTS = {"table": "port", "queue": "queue_port", "blob": "blob_port"}
@@ -42,9 +46,9 @@ _CORS_KEYS = {
 }
 
 
-def read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The file's settings as command-line defaults (by argparse destination) and its default
-    CORS rules (which have no flag)."""
+def read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The file's settings as command-line defaults (by argparse destination), its default
+    CORS rules and its accounts' features (which have no flags of their own)."""
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -54,6 +58,7 @@ def read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     by_key = {item.metadata["flag"].removeprefix("--"): item for item in Settings.flags()}
     defaults: dict[str, Any] = {}
     cors: list[dict[str, Any]] = []
+    features: dict[str, dict[str, Any]] = {}
     for key, value in document.items():
         where = f"{path}: {key}"
         if key == "ports":
@@ -71,6 +76,13 @@ def read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                 if not isinstance(rate, int | float) or isinstance(rate, bool) or rate <= 0:
                     raise ConfigError(f"{where}.{name}: expected a positive number")
                 defaults[_TARGETS[name]] = float(rate)
+        elif key == "account-features":
+            for account, section in _table(where, value).items():
+                try:
+                    parse(_table(f"{where}.{account}", section))
+                except FeatureError as exc:
+                    raise ConfigError(f"{where}.{account}.{exc}") from None
+                features[account] = section
         elif key == "cors":
             rules = value if isinstance(value, list) else [value]
             cors = [_cors_rule(f"{where}[{i}]", rule) for i, rule in enumerate(rules)]
@@ -80,7 +92,7 @@ def read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             raise ConfigError(
                 f"{where}: not a setting (the keys are `tabulae serve` flags without their dashes)"
             )
-    return defaults, cors
+    return defaults, cors, features
 
 
 def _table(where: str, value: Any) -> dict[str, Any]:

@@ -47,8 +47,12 @@ class StorageManagementClient:
 
 
 storage.StorageManagementClient = StorageManagementClient
+storage_aio = types.ModuleType("azure.mgmt.storage.aio")
+storage_aio.StorageManagementClient = StorageManagementClient
+storage.aio = storage_aio
 sys.modules.setdefault("azure.mgmt", mgmt)
 sys.modules.setdefault("azure.mgmt.storage", storage)
+sys.modules.setdefault("azure.mgmt.storage.aio", storage_aio)
 
 
 @pytest.fixture(scope="session")

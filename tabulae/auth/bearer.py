@@ -50,6 +50,12 @@ def _claims(token: str) -> dict[str, object]:
     return claims
 
 
+def token_claims(header: str) -> dict[str, object]:
+    """The claims of an ``Authorization: Bearer`` header already verified by :func:`verify_bearer`
+    (a user delegation key is issued to the token's ``oid`` in its ``tid``)."""
+    return _claims(header.split(None, 1)[1].strip())
+
+
 def verify_bearer(header: str, account: str, now: float | None = None, *, service: str = "table") -> None:
     """Accept a well-formed token for this account's audience from a Microsoft issuer, in its
     window; ``service`` (``table``, ``queue``, ``blob``) names the service's own audience."""

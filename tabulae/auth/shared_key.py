@@ -339,6 +339,7 @@ def blob_queue_string_to_sign(
     resource_path: str,
     query_pairs: Sequence[tuple[str, str]],
     comp: str | None,
+    version: str | None = None,
 ) -> str:
     """The Blob/Queue Shared Key (or Shared Key Lite) string-to-sign for one canonical path.
 
@@ -346,6 +347,8 @@ def blob_queue_string_to_sign(
     headers, the canonicalised ``x-ms-`` headers and the path with every query parameter; Shared
     Key Lite only Content-MD5, Content-Type, Date, the ``x-ms-`` headers and the path with ``comp``.
     When ``x-ms-date`` is sent, the Date line is empty (clients sign one date, not both).
+    ``version`` is the request's version when it is not in ``headers`` (a Blob batch's
+    sub-requests run with the batch's).
     """
     date = "" if "x-ms-date" in headers else headers.get("date", "")
     if scheme == SCHEME_SHARED_KEY_LITE:
@@ -361,7 +364,7 @@ def blob_queue_string_to_sign(
         if (
             name == "content-length"
             and value == "0"
-            and headers.get("x-ms-version", "") >= EMPTY_LENGTH_VERSION
+            and (version or headers.get("x-ms-version", "")) >= EMPTY_LENGTH_VERSION
         ):
             value = ""
         values.append(value)
@@ -386,6 +389,7 @@ def verify_blob_queue_authorization(
     keys: Sequence[bytes],
     now: float | None = None,
     max_skew_seconds: float | None = None,
+    version: str | None = None,
 ) -> None:
     """Verify a Blob or Queue service Shared Key / Shared Key Lite header; raise ServiceError.
 
@@ -396,7 +400,7 @@ def verify_blob_queue_authorization(
     primary = _primary_account(account)
     comp = next((value for name, value in query_pairs if name.lower() == "comp"), None)
     candidates = [
-        blob_queue_string_to_sign(scheme, method, headers, path, query_pairs, comp)
+        blob_queue_string_to_sign(scheme, method, headers, path, query_pairs, comp, version)
         for path in canonical_paths(primary, raw_path)
     ]
     signed_date = headers.get("x-ms-date") or headers.get("date")

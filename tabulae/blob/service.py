@@ -11,25 +11,30 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 
-from tabulae.blob.rules import blocks, leases
+from tabulae.blob.features import AccountFeatureBook
+from tabulae.blob.rules import blocks, leases, tiers
 from tabulae.blob.rules import properties as service_properties
 from tabulae.blob.rules import tags as tag_rules
 from tabulae.blob.rules.checksums import Checksums
 from tabulae.blob.rules.conditions import NONE, Conditions, check, check_dates_only, not_met
 from tabulae.blob.rules.limits import MAX_COMMITTED_BLOCKS
-from tabulae.blob.rules.names import check_blob_name, check_container_name
+from tabulae.blob.rules.names import LOGS_CONTAINER, SYSTEM_CONTAINERS, check_blob_name, check_container_name
 from tabulae.blob.rules.properties import BlobServiceProperties
+from tabulae.blob.rules.tiers import TierPolicy, TierView
 from tabulae.model import edm
+from tabulae.model.accounts import OFF, AccountFeatures
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import SignedIdentifier
 from tabulae.storage.blobs import (
     BASE,
     MAX_UNCOMMITTED_BLOCKS,
+    NO_NEEDS,
     BlobKey,
     BlobRecord,
     BlobState,
@@ -154,9 +159,97 @@ def _require_base(state: BlobState, *, committed: bool = True) -> BlobRecord:
 class BlobService:
     """The operations of the Blob service over a :class:`BlobStore`."""
 
-    def __init__(self, store: BlobStore, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: BlobStore,
+        clock: Callable[[], float] = time.time,
+        tiering: TierPolicy | None = None,
+        features: Callable[[str], AccountFeatures] = lambda account: OFF,
+    ) -> None:
         self.store = store
         self._clock = clock
+        self.tiering = tiering or TierPolicy()
+        # Each account's features: the settings' (``features``) with run-time changes laid over.
+        self.features = AccountFeatureBook(store, features)
+        self._default_view = TierView(self.tiering.default_tier, True, None, None, None)
+        self._with_logs: set[str] = set()  # accounts whose $logs container is known to exist
+
+    # ------------------------------------------------------------------ tiers
+
+    def tier_view(self, record: BlobRecord) -> TierView | None:
+        """A committed block blob's tier now (a rehydration whose time came is done); None for
+        the blob types that have no standard tier."""
+        if record.blob_type != BLOCK_BLOB or not record.committed:
+            return None
+        if record.tier is None and record.tier_changed is None:
+            return self._default_view  # most blobs: one shared view, nothing to compute
+        return tiers.view(tiers.state_of(record, self.tiering.default_tier), self._clock())
+
+    def _check_online(self, record: BlobRecord, now: float) -> None:
+        """Reading or changing an archived blob's content, properties or metadata: 409 BlobArchived."""
+        if record.blob_type == BLOCK_BLOB:
+            tiers.check_readable(tiers.state_of(record, self.tiering.default_tier), now)
+
+    def _new_tier(self, record: BlobRecord, tier: str | None, now: float) -> BlobRecord:
+        """A new block blob's record with the tier its upload named (else the default, inferred:
+        no tier fields at all, which a new record already has)."""
+        if tier is None:
+            return record
+        return tiers.with_state(record, tiers.initial(tier, self.tiering.default_tier, now))
+
+    def _check_tier_since(self, record: BlobRecord, since: tuple[int | None, int | None]) -> None:
+        if since != (None, None) and record.blob_type == BLOCK_BLOB:
+            created = (record.created - edm.UNIX_EPOCH_TICKS) / edm.TICKS_PER_SECOND
+            tiers.check_change_time(record.tier_changed, created, *since)
+
+    async def set_blob_tier(
+        self, key: BlobKey, snapshot: str, tier: str, priority: str, lease_id: str | None
+    ) -> int:
+        """Set Blob Tier on the blob or one of its snapshots: 200, or 202 when it starts (or
+        re-prioritises) a rehydration. The ETag and Last-Modified stay as they are."""
+        now = self._clock()
+
+        def decide(state: BlobState) -> BlobWrite:
+            if snapshot == BASE:
+                target = _require_base(state)
+                leases.check_blob_access(target.lease, now, lease_id, write=True)
+            elif state.target is None:
+                raise ServiceError("BlobNotFound")
+            else:
+                target = state.target
+            tiers.check_blob_type(target.blob_type)
+            current = tiers.state_of(target, self.tiering.default_tier)
+            changed, status = tiers.set_tier(current, tier, now, priority, self.tiering.delay)
+            record = tiers.with_state(target, changed)
+            if snapshot == BASE:
+                return BlobWrite(result=status, base=record)
+            return BlobWrite(result=status, snapshot_record=record)
+
+        status: int = await self.store.write_blob(
+            key, decide, needs=Needs(snapshot=snapshot) if snapshot != BASE else NO_NEEDS
+        )
+        return status
+
+    async def seal_blob(
+        self, key: BlobKey, conditions: Conditions, lease_id: str | None, append_position: int | None
+    ) -> BlobRecord:
+        """Append Blob Seal: the blob takes no more appends, for good (a new ETag; sealing a
+        sealed blob again succeeds)."""
+        now = self._clock()
+
+        def decide(state: BlobState) -> BlobWrite:
+            base = _require_base(state)
+            if base.blob_type != APPEND_BLOB:
+                raise ServiceError("InvalidBlobType")
+            leases.check_blob_access(base.lease, now, lease_id, write=True)
+            check(conditions, base.ticks, read=False, tags=base.tags)
+            if append_position is not None and base.size != append_position:
+                raise not_met(412, "AppendPositionConditionNotMet")
+            record = replace(base, sealed=True, ticks=state.ticks, lease=leases.after_write(base.lease, now))
+            return BlobWrite(result=record, base=record)
+
+        record: BlobRecord = await self.store.write_blob(key, decide)
+        return record
 
     # ------------------------------------------------------------------ service
 
@@ -169,12 +262,26 @@ class BlobService:
     # ------------------------------------------------------------------ containers
 
     async def list_containers(
-        self, account: str, prefix: str, marker: str | None, limit: int
+        self, account: str, prefix: str, marker: str | None, limit: int, *, system: bool = False
     ) -> tuple[list[ContainerRecord], str | None]:
-        found = await self.store.list_containers(account, prefix, marker or None, limit + 1)
+        """A page of containers; the system ones (``$logs``, ``$blobchangefeed``) only with
+        ``system``, as ``include=system`` asks. Every account has ``$logs``, made when first asked for."""
+        if system:
+            await self._ensure_logs(account)
+        extra = 0 if system else len(SYSTEM_CONTAINERS)  # room for those left out, so pages stay full
+        found = await self.store.list_containers(account, prefix, marker or None, limit + 1 + extra)
+        if not system:
+            found = [record for record in found if record.name not in SYSTEM_CONTAINERS]
         if len(found) > limit:
             return found[:limit], found[limit].name
         return found, None
+
+    async def _ensure_logs(self, account: str) -> None:
+        """Azure makes ``$logs`` with the account; here it is made when first asked for."""
+        if account not in self._with_logs:
+            with contextlib.suppress(ServiceError):  # it exists already
+                await self.store.create_container(account, ContainerRecord(LOGS_CONTAINER, next_ticks(None)))
+            self._with_logs.add(account)
 
     async def create_container(
         self, account: str, name: str, metadata: dict[str, str], public_access: str | None
@@ -186,6 +293,9 @@ class BlobService:
 
     async def get_container(self, account: str, name: str, lease_id: str | None = None) -> ContainerRecord:
         record = await self.store.get_container(account, name)
+        if record is None and name == LOGS_CONTAINER and account not in self._with_logs:
+            await self._ensure_logs(account)
+            record = await self.store.get_container(account, name)
         if record is None:
             raise ServiceError("ContainerNotFound")
         leases.check_container_access(record.lease, self._clock(), lease_id, required=False)
@@ -270,6 +380,8 @@ class BlobService:
         if snapshot == BASE:
             leases.check_blob_access(record.lease, self._clock(), lease_id, write=False)
         check(conditions, record.ticks, read=True, tags=record.tags)
+        if content:
+            self._check_online(record, self._clock())
         return record, extents
 
     def read(self, key: BlobKey, extents: Sequence[Extent], start: int, end: int) -> AsyncIterator[bytes]:
@@ -395,8 +507,11 @@ class BlobService:
         conditions: Conditions,
         lease_id: str | None,
         tags: dict[str, str] | None = None,
+        tier: str | None = None,
     ) -> tuple[BlobRecord, Checksums]:
         check_blob_name(key.name)
+        if tier is not None:
+            tiers.check_blob_type(blob_type)
         now = self._clock()
         checksums = Checksums(md5=True, crc64=True)
 
@@ -423,6 +538,8 @@ class BlobService:
                 block_count=0,
                 tags=tags or {},
             )
+            if blob_type == BLOCK_BLOB:
+                record = self._new_tier(record, tier, now)
             content = [staged.extent] if staged.extent.length else []
             return BlobWrite(result=record, base=record, content=content, drop_staged=True)
 
@@ -473,6 +590,7 @@ class BlobService:
         conditions: Conditions,
         lease_id: str | None,
         tags: dict[str, str] | None = None,
+        tier: str | None = None,
     ) -> BlobRecord:
         check_blob_name(key.name)
         now = self._clock()
@@ -497,6 +615,7 @@ class BlobService:
                 block_count=len(content),
                 tags=tags or {},
             )
+            record = self._new_tier(record, tier, now)
             return BlobWrite(result=record, base=record, content=content, drop_staged=True)
 
         record: BlobRecord = await self.store.write_blob(key, decide, needs=Needs(content=True, staged=True))
@@ -518,6 +637,8 @@ class BlobService:
             base = _require_base(state)
             if base.blob_type != APPEND_BLOB:
                 raise ServiceError("InvalidBlobType")
+            if base.sealed:
+                raise ServiceError("BlobIsSealed")
             leases.check_blob_access(base.lease, now, lease_id, write=True)
             check(conditions, base.ticks, read=False, tags=base.tags)
             if max_size is not None and base.size + upload.length > max_size:
@@ -572,15 +693,25 @@ class BlobService:
         lease_id: str | None,
     ) -> BlobRecord:
         return await self._update_base(
-            key, conditions, lease_id, lambda r, ticks: replace(r, properties=content_properties, ticks=ticks)
+            key,
+            conditions,
+            lease_id,
+            lambda r, ticks: replace(self._online(r), properties=content_properties, ticks=ticks),
         )
 
     async def set_blob_metadata(
         self, key: BlobKey, metadata: dict[str, str], conditions: Conditions, lease_id: str | None
     ) -> BlobRecord:
         return await self._update_base(
-            key, conditions, lease_id, lambda r, ticks: replace(r, metadata=metadata, ticks=ticks)
+            key,
+            conditions,
+            lease_id,
+            lambda r, ticks: replace(self._online(r), metadata=metadata, ticks=ticks),
         )
+
+    def _online(self, record: BlobRecord) -> BlobRecord:
+        self._check_online(record, self._clock())
+        return record
 
     async def delete_blob(
         self,
@@ -589,7 +720,9 @@ class BlobService:
         delete_snapshots: str | None,
         conditions: Conditions,
         lease_id: str | None,
+        tier_since: tuple[int | None, int | None] = (None, None),
     ) -> None:
+        """``tier_since`` is (access tier modified since, unmodified since), epoch seconds."""
         now = self._clock()
         if snapshot != BASE:
             if delete_snapshots is not None:
@@ -602,6 +735,7 @@ class BlobService:
                 if state.target is None:
                     raise ServiceError("BlobNotFound")
                 check(conditions, state.target.ticks, read=False, tags=state.target.tags)
+                self._check_tier_since(state.target, tier_since)
                 return BlobWrite(delete_snapshot=snapshot)
 
             await self.store.write_blob(key, delete_one, needs=Needs(snapshot=snapshot))
@@ -611,6 +745,7 @@ class BlobService:
             base = _require_base(state)
             leases.check_blob_access(base.lease, now, lease_id, write=True)
             check(conditions, base.ticks, read=False, tags=base.tags)
+            self._check_tier_since(base, tier_since)
             if delete_snapshots == "only":
                 return BlobWrite(delete_snapshots=True)
             if state.snapshots and delete_snapshots != "include":
@@ -629,6 +764,7 @@ class BlobService:
             if lease_id is not None:
                 leases.check_blob_access(base.lease, now, lease_id, write=False)
             check(conditions, base.ticks, read=False, tags=base.tags)
+            self._check_online(base, now)
             name = snapshot_time(state.ticks)
             frozen = replace(
                 base,
@@ -664,8 +800,16 @@ class BlobService:
         source_conditions: Conditions,
         lease_id: str | None,
         tags: dict[str, str] | None = None,
+        tier: str | None = None,
+        priority: str = tiers.STANDARD,
+        seal: bool | None = None,
     ) -> BlobRecord:
-        """Copy Blob within the account, completed before the answer (``x-ms-copy-status: success``)."""
+        """Copy Blob within the account, completed before the answer (``x-ms-copy-status: success``).
+
+        ``tier`` is the copy's (a block blob's only); an archived source is copied only to a
+        named tier, and then the copy is archived until it has rehydrated to it ("Rehydrate an
+        archived blob": copy to an online tier). A sealed append blob's copy is sealed unless
+        ``seal`` says otherwise (``x-ms-seal-blob``)."""
         check_blob_name(dest.name)
         now = self._clock()
 
@@ -689,6 +833,13 @@ class BlobService:
             elif lease_id is not None:
                 raise ServiceError("LeaseNotPresentWithBlobOperation")
             check(conditions, base.ticks if base else None, read=False, tags=base.tags if base else None)
+            if tier is not None:
+                tiers.check_blob_type(origin.blob_type)
+            archived = origin.blob_type == BLOCK_BLOB and (
+                tiers.settle(tiers.state_of(origin, self.tiering.default_tier), now).tier == tiers.ARCHIVE
+            )
+            if archived and tier is None:
+                raise ServiceError("BlobArchived")
             copy = CopyState(str(uuid.uuid4()), source_url, f"{origin.size}/{origin.size}", state.ticks)
             record = BlobRecord(
                 name=dest.name,
@@ -703,7 +854,15 @@ class BlobService:
                 copy=copy,
                 block_count=origin.block_count,
                 tags=tags or {},
+                sealed=origin.sealed if seal is None else seal and origin.blob_type == APPEND_BLOB,
             )
+            if archived and tier in tiers.ONLINE:
+                pending = tiers.TierState(
+                    tiers.ARCHIVE, False, now, tier, priority, now + self.tiering.delay(priority)
+                )
+                record = tiers.with_state(record, pending)
+            elif origin.blob_type == BLOCK_BLOB:
+                record = self._new_tier(record, tier, now)
             return BlobWrite(result=record, base=record, content=state.source_content or [], drop_staged=True)
 
         record: BlobRecord = await self.store.copy_blob(source, source_snapshot, dest, decide)
@@ -732,7 +891,7 @@ class BlobService:
                 if target is None:
                     raise ServiceError("BlobNotFound")
                 check(conditions, target.ticks, read=False, tags=target.tags)
-                return BlobWrite(version=replace(target, tags=tags))
+                return BlobWrite(snapshot_record=replace(target, tags=tags))
 
             await self.store.write_blob(key, on_snapshot, needs=Needs(snapshot=snapshot))
             return

@@ -31,7 +31,7 @@ from tabulae.admission.blobs import BlobTicket
 from tabulae.admission.gate import Gate
 from tabulae.blob.rules.conditions import NONE, etag_of
 from tabulae.blob.service import BASE as CURRENT_VERSION
-from tabulae.blob.service import BLOCK_BLOB, BlobKey, BlobService, ContentProperties, Upload
+from tabulae.blob.service import BLOCK_BLOB, BlobKey, BlobRecord, BlobService, ContentProperties, Upload
 from tabulae.console.render import account_of, form_of, redirect, render
 from tabulae.insight.containers import ContainerCounters
 from tabulae.model import edm
@@ -205,7 +205,9 @@ class BlobsPage:
                         "label": item.name[len(prefix) :],
                         "size": _size(item.size),
                         "bytes": item.size,
-                        "type": item.blob_type,
+                        "type": item.blob_type + (" (sealed)" if item.sealed else ""),
+                        "tier": self._tier(item),
+                        "tags": sorted(item.tags.items()),
                         "content_type": item.properties.content_type or "",
                         "modified": _moment(item.ticks),
                     }
@@ -232,6 +234,16 @@ class BlobsPage:
             else None,
             error=error,
         )
+
+    def _tier(self, record: BlobRecord) -> str:
+        """A block blob's access tier as a person reads it: inferred, or rehydrating, said so."""
+        view = self.service.tier_view(record)
+        if view is None:
+            return ""
+        if view.archive_status is not None:
+            target = view.archive_status.rsplit("-", 1)[-1].capitalize()
+            return f"{view.access_tier} (rehydrating to {target})"
+        return view.access_tier + (" (inferred)" if view.inferred else "")
 
     async def upload(self, request: Request) -> Response:
         """A file from the form, as a block blob named by the form (default: the file's own name

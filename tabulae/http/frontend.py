@@ -91,23 +91,7 @@ class Frontend(ABC, Generic[RouteT]):
             STORAGE_SECONDS.set(spent)
         request = Request.from_scope(scope)
         request_id = self._ids.next()
-        route: RouteT | None = None
-        try:
-            route = self.route(request)
-            if request.method == "OPTIONS":
-                rules = await self.load_cors_rules(route.account)
-                response = cors.preflight(rules, request.headers)
-            else:
-                if not self.options.skip_version_check:
-                    check_version(request.headers.get("x-ms-version"))
-                await self.receive_body(request, receive, route)
-                await self.authenticate(request, route)
-                response = await self.dispatch(request, route, request_id)
-        except ServiceError as error:
-            response = self.error_response(request, route, error, request_id)
-        except Exception:
-            log.exception("unexpected error handling %s request", request.method)
-            response = self.error_response(request, route, ServiceError("InternalError"), request_id)
+        route, response = await self.respond(request, receive, request_id)
         if route is not None and request.method != "OPTIONS":
             cors_headers = self._cached_cors_headers(route, request)
             if cors_headers is None:
@@ -138,6 +122,31 @@ class Frontend(ABC, Generic[RouteT]):
                 end_ns=time.time_ns(),
                 storage_seconds=spent[0],
             )
+
+    async def respond(
+        self, request: Request, receive: Any, request_id: str
+    ) -> tuple[RouteT | None, Response]:
+        """The route and the response of one request: route, preflight or version check, body,
+        authentication, dispatch, and any error as the service writes it. A batch runs each of
+        its sub-requests through here too, so every rule of a request is written once."""
+        route: RouteT | None = None
+        try:
+            route = self.route(request)
+            if request.method == "OPTIONS":
+                rules = await self.load_cors_rules(route.account)
+                response = cors.preflight(rules, request.headers)
+            else:
+                if not self.options.skip_version_check:
+                    check_version(request.headers.get("x-ms-version"))
+                await self.receive_body(request, receive, route)
+                await self.authenticate(request, route)
+                response = await self.dispatch(request, route, request_id)
+        except ServiceError as error:
+            response = self.error_response(request, route, error, request_id)
+        except Exception:
+            log.exception("unexpected error handling %s request", request.method)
+            response = self.error_response(request, route, ServiceError("InternalError"), request_id)
+        return route, response
 
     # ------------------------------------------------------------------------------ CORS
 

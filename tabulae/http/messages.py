@@ -50,6 +50,7 @@ class Request:
     _query: dict[str, str] | None = field(default=None, repr=False)
     body_read: bool = False  # the whole body has been received (or there was none)
     operation: str = ""  # the operation's REST name once the service has resolved it (for tracing)
+    batch: Any = None  # for a sub-request of a batch, that batch (what its sub-requests may do)
 
     @classmethod
     def from_scope(cls, scope: dict[str, Any]) -> Request:

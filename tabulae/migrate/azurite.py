@@ -6,9 +6,11 @@ storage REST API with Microsoft's SDKs, to a Tabulae server started for the purp
 client does means every rule of the services applies to migrated data as to any other, and the
 migration works against any store Tabulae has.
 
-What moves: tables and their entities (every Edm type, sent in the service's JSON form, never
-converted), queues with metadata and messages (text, remaining visibility timeout and time to
-live), containers with metadata and public access, blobs of every type with their properties,
+What moves: each service's properties (CORS rules, logging and metrics settings, the default
+version, blob delete retention and static website), tables and their entities (every Edm type,
+sent in the service's JSON form, never converted), queues with metadata and messages (text,
+remaining visibility timeout and time to live), stored access policies of tables, queues and
+containers, containers with metadata and public access, blobs of every type with their properties,
 metadata, committed blocks (block ids kept) and uncommitted blocks; page blobs are reported and
 left, as Tabulae has none. What cannot keep
 its identity is reported, not faked: ETags, Last-Modified and entity Timestamps are the new
@@ -38,7 +40,17 @@ from typing import Any
 import orjson
 
 from tabulae.config import accounts_from
-from tabulae.migrate.workspace import Blob, Container, Piece, Queue, Table, Workspace, content_md5
+from tabulae.migrate.workspace import (
+    Blob,
+    Container,
+    Piece,
+    Policy,
+    Queue,
+    ServiceSettings,
+    Table,
+    Workspace,
+    content_md5,
+)
 from tabulae.testing.server import TabulaeServer
 from tabulae.tools.transfer import ResumeFile
 from tabulae.tools.wire import BATCH_BYTES, BATCH_OPERATIONS, TableWire, with_retries
@@ -71,7 +83,10 @@ class Report:
             self.left[reason] = self.left.get(reason, 0) + count
 
     def lines(self) -> list[str]:
-        kinds = ("tables", "entities", "queues", "messages", "containers", "blobs", "blocks", "bytes")
+        kinds = (
+            "services", "tables", "entities", "queues", "messages", "containers", "blobs", "blocks",
+            "bytes", "policies",
+        )  # fmt: skip
         out = []
         for kind in kinds:
             written, resumed = self.written.get(kind, 0), self.resumed.get(kind, 0)
@@ -139,6 +154,8 @@ class Migration:
         return TabulaeServer(endpoints, account, self.keys[account]).connection_string
 
     def run(self) -> Report:
+        for settings in self.workspace.service_settings():
+            self.service(settings)
         for table in self.workspace.tables():
             self.table(table)
         for queue in self.workspace.queues():
@@ -147,6 +164,37 @@ class Migration:
             self.container(container)
         self.progress.close()
         return self.report
+
+    # --------------------------------------------------------------------- service properties
+
+    def service(self, settings: ServiceSettings) -> None:
+        """Set Service Properties with what the workspace's account set: CORS rules, logging and
+        metrics settings, the default version, and for blobs delete retention and the static
+        website. Setting them twice is harmless, so a resumed run may repeat it."""
+        key = f"service/{settings.service}/{settings.account}"
+        if self.progress.get(key):
+            self.report.skip("services")
+            return
+        connection = self.connection_string(settings.account)
+        arguments = service_arguments(settings)
+        if settings.service == "blob":
+            from azure.storage.blob import BlobServiceClient
+
+            with BlobServiceClient.from_connection_string(connection) as blobs:
+                blobs.set_service_properties(**arguments)
+        elif settings.service == "queue":
+            from azure.storage.queue import QueueServiceClient
+
+            with QueueServiceClient.from_connection_string(connection) as queues:
+                queues.set_service_properties(**arguments)
+        else:
+            from azure.data.tables import TableServiceClient
+
+            with TableServiceClient.from_connection_string(connection) as tables:
+                tables.set_service_properties(**arguments)
+        self.report.add("services")
+        self.progress.set(key, 1)
+        self.say(f"{settings.service} service properties of {settings.account}")
 
     # ------------------------------------------------------------------------------- tables
 
@@ -160,6 +208,13 @@ class Migration:
             if not done:
                 with contextlib.suppress(ResourceExistsError):
                     service.create_table(table.name)
+                if table.acl:
+                    from azure.data.tables import TableAccessPolicy
+
+                    service.get_table_client(table.name).set_table_access_policy(
+                        {p.id: _policy(TableAccessPolicy, p) for p in table.acl}
+                    )
+                    self.report.add("policies", len(table.acl))
                 self.report.add("tables")
                 self.progress.set(key, 1)
                 done = 1
@@ -191,6 +246,11 @@ class Migration:
                     client.create_queue(metadata=queue.metadata)
                 except ResourceExistsError:
                     client.set_queue_metadata(queue.metadata)
+                if queue.acl:
+                    from azure.storage.queue import AccessPolicy as QueueAccessPolicy
+
+                    client.set_queue_access_policy({p.id: _policy(QueueAccessPolicy, p) for p in queue.acl})
+                    self.report.add("policies", len(queue.acl))
                 self.report.add("queues")
                 self.progress.set(key, 1)
                 done = 1
@@ -233,6 +293,14 @@ class Migration:
                 except ResourceExistsError:
                     client.set_container_metadata(container.metadata)
                     client.set_container_access_policy({}, public_access=container.public_access)
+                if container.acl:
+                    from azure.storage.blob import AccessPolicy as BlobAccessPolicy
+
+                    client.set_container_access_policy(
+                        {p.id: _policy(BlobAccessPolicy, p) for p in container.acl},
+                        public_access=container.public_access,
+                    )
+                    self.report.add("policies", len(container.acl))
                 self.report.add("containers")
                 self.progress.set(key, 1)
             else:
@@ -296,6 +364,97 @@ class Migration:
                 continue
             client.stage_block(block_id, self.workspace.read(block.piece))
             self.report.add("blocks")
+
+
+def _policy(kind: Callable[..., Any], policy: Policy) -> Any:
+    """A stored access policy as the SDK of its service takes it: its permission letters, start
+    and expiry as the workspace has them (each SDK turns the text into its wire form); None for an
+    identifier without a policy."""
+    if policy.permission is None and policy.start is None and policy.expiry is None:
+        return None
+    return kind(permission=policy.permission, expiry=policy.expiry, start=policy.start)
+
+
+def service_arguments(settings: ServiceSettings) -> dict[str, Any]:
+    """Azurite's service properties as the keyword arguments of the service's SDK
+    ``set_service_properties`` (each SDK has its own model classes of the same shape)."""
+    models = _models(settings.service)
+    logging, metrics, cors, retention = (models[name] for name in ("logging", "metrics", "cors", "retention"))
+    p = settings.properties
+
+    def keep(value: dict[str, Any] | None) -> Any:
+        value = value or {}
+        return retention(enabled=bool(value.get("enabled")), days=value.get("days"))
+
+    arguments: dict[str, Any] = {}
+    if "logging" in p:
+        log = p["logging"]
+        arguments["analytics_logging"] = logging(
+            version=log.get("version", "1.0"),
+            delete=bool(log.get("deleteProperty", log.get("delete"))),
+            read=bool(log.get("read")),
+            write=bool(log.get("write")),
+            retention_policy=keep(log.get("retentionPolicy")),
+        )
+    for name, argument in (("hourMetrics", "hour_metrics"), ("minuteMetrics", "minute_metrics")):
+        if name in p:
+            m = p[name]
+            arguments[argument] = metrics(
+                version=m.get("version", "1.0"),
+                enabled=bool(m.get("enabled")),
+                include_apis=m.get("includeAPIs"),
+                retention_policy=keep(m.get("retentionPolicy")),
+            )
+    if "cors" in p:
+        arguments["cors"] = [
+            cors(
+                _split(rule.get("allowedOrigins")),
+                _split(rule.get("allowedMethods")),
+                allowed_headers=_split(rule.get("allowedHeaders")),
+                exposed_headers=_split(rule.get("exposedHeaders")),
+                max_age_in_seconds=int(rule.get("maxAgeInSeconds") or 0),
+            )
+            for rule in p["cors"]
+        ]
+    if settings.service == "blob":
+        if "defaultServiceVersion" in p:
+            arguments["target_version"] = p["defaultServiceVersion"]
+        if "deleteRetentionPolicy" in p:
+            arguments["delete_retention_policy"] = keep(p["deleteRetentionPolicy"])
+        if "staticWebsite" in p:
+            site = p["staticWebsite"]
+            arguments["static_website"] = models["website"](
+                enabled=bool(site.get("enabled")),
+                index_document=site.get("indexDocument"),
+                error_document404_path=site.get("errorDocument404Path"),
+                default_index_document_path=site.get("defaultIndexDocumentPath"),
+            )
+    return arguments
+
+
+def _models(service: str) -> dict[str, Any]:
+    """The SDK model classes of ``service``'s properties: the same shapes under other names."""
+    if service == "blob":
+        from azure.storage import blob
+
+        return {"logging": blob.BlobAnalyticsLogging, "metrics": blob.Metrics, "cors": blob.CorsRule,
+                "retention": blob.RetentionPolicy, "website": blob.StaticWebsite}  # fmt: skip
+    if service == "queue":
+        from azure.storage import queue
+
+        return {"logging": queue.QueueAnalyticsLogging, "metrics": queue.Metrics, "cors": queue.CorsRule,
+                "retention": queue.RetentionPolicy}  # fmt: skip
+    from azure.data import tables
+
+    return {"logging": tables.TableAnalyticsLogging, "metrics": tables.TableMetrics,
+            "cors": tables.TableCorsRule, "retention": tables.TableRetentionPolicy}  # fmt: skip
+
+
+def _split(value: Any) -> list[str]:
+    """Azurite keeps a CORS rule's lists as the comma-separated text of the wire."""
+    if isinstance(value, list):
+        return [str(item) for item in value]
+    return [item.strip() for item in str(value or "").split(",") if item.strip()]
 
 
 def _chain(workspace: Workspace, pieces: list[Piece]) -> Iterator[bytes]:

@@ -44,11 +44,34 @@ class Piece:
     count: int
 
 
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A stored access policy (signed identifier) of a table, queue or container, as Azurite keeps
+    it: times in ISO 8601 text, permissions in the service's letters; any part may be absent."""
+
+    id: str
+    start: str | None
+    expiry: str | None
+    permission: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSettings:
+    """One service's properties of one account (Set Service Properties), in Azurite's field
+    names: ``logging``, ``hourMetrics``, ``minuteMetrics``, ``cors``, ``defaultServiceVersion``,
+    ``deleteRetentionPolicy``, ``staticWebsite``; only those a client set are present."""
+
+    service: str  # blob, queue or table
+    account: str
+    properties: dict[str, Any]
+
+
 @dataclass(slots=True)
 class Table:
     account: str
     name: str
     entities: list[dict[str, Any]]  # the service's JSON form, @odata.type annotations included
+    acl: list[Policy] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -65,6 +88,7 @@ class Queue:
     name: str
     metadata: dict[str, str]
     messages: list[Message]
+    acl: list[Policy] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -98,6 +122,7 @@ class Container:
     blobs: list[Blob]
     snapshots: int = 0  # blob snapshots, not migrated (their ids cannot be kept)
     deleted: int = 0  # soft-deleted blobs, not migrated
+    acl: list[Policy] = field(default_factory=list)
 
 
 def _load(path: Path) -> dict[str, list[dict[str, Any]]]:
@@ -109,6 +134,24 @@ def _load(path: Path) -> dict[str, list[dict[str, Any]]]:
         return {c["name"]: c.get("data", []) for c in document["collections"]}
     except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
         raise WorkspaceError(f"{path}: not an Azurite (LokiJS) database: {exc}") from None
+
+
+def _policies(records: Any) -> list[Policy]:
+    """Azurite's ``containerAcl``/``queueAcl``/``tableAcl``: ``[{id, accessPolicy: {start,
+    expiry, permission}}]`` (``accessPolicy`` may be missing: an identifier with no policy)."""
+    policies = []
+    for record in records or []:
+        policy = record.get("accessPolicy") or {}
+        policies.append(
+            Policy(str(record["id"]), policy.get("start"), policy.get("expiry"), policy.get("permission"))
+        )
+    return policies
+
+
+_SERVICE_FIELDS = (
+    "logging", "hourMetrics", "minuteMetrics", "cors", "defaultServiceVersion", "deleteRetentionPolicy",
+    "staticWebsite",
+)  # fmt: skip
 
 
 def _piece(record: dict[str, Any] | None) -> Piece | None:
@@ -180,7 +223,18 @@ class Workspace:
                 properties["PartitionKey"], properties["RowKey"] = row["PartitionKey"], row["RowKey"]
                 entities.append(properties)
             entities.sort(key=lambda e: (e["PartitionKey"], e["RowKey"]))
-            yield Table(account, name, entities)
+            yield Table(account, name, entities, _policies(record.get("tableAcl")))
+
+    # ----------------------------------------------------------------------- service properties
+
+    def service_settings(self) -> Iterator[ServiceSettings]:
+        """Every account's properties of each service that a client set (Azurite keeps a record
+        only then)."""
+        for service, db in (("blob", BLOB_DB), ("queue", QUEUE_DB), ("table", TABLE_DB)):
+            for record in _load(self.location / db).get("$SERVICES_COLLECTION$", []):
+                properties = {name: record[name] for name in _SERVICE_FIELDS if record.get(name) is not None}
+                if properties:
+                    yield ServiceSettings(service, str(record["accountName"]), properties)
 
     # ------------------------------------------------------------------------------- queues
 
@@ -205,7 +259,8 @@ class Workspace:
                         _time(row["insertionTime"]),
                     )
                 )
-            yield Queue(account, name, dict(record.get("metadata") or {}), messages)
+            metadata = dict(record.get("metadata") or {})
+            yield Queue(account, name, metadata, messages, _policies(record.get("queueAcl")))
 
     # -------------------------------------------------------------------------------- blobs
 
@@ -225,7 +280,12 @@ class Workspace:
             account, name = str(record["accountName"]), str(record["name"])
             properties = record.get("properties") or {}
             container = Container(
-                account, name, dict(record.get("metadata") or {}), properties.get("publicAccess"), []
+                account,
+                name,
+                dict(record.get("metadata") or {}),
+                properties.get("publicAccess"),
+                [],
+                acl=_policies(record.get("containerAcl")),
             )
             for row in sorted(blobs.get((account, name), []), key=lambda r: r["name"]):
                 if row.get("deleted"):

@@ -275,6 +275,12 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "BlobNotArchived": (409, "Blob is not in the archive tier."),
     "InvalidBlobTier": (400, "The specified blob tier is invalid."),
     "AccessTierNotSupportedForBlobType": (400, "The access tier is not supported for this blob type."),
+    "AccessTierChangeTimeConditionNotMet": (
+        412,
+        "The condition specified using access tier change time conditional header(s) is not met.",
+    ),
+    # sealed append blobs (Azure's text, as recorded by the SDK's live tests)
+    "BlobIsSealed": (409, "The blob is sealed and its contents cannot be modified."),
     # blob batch ("Blob Batch"; codes as the .NET and C++ SDKs' live tests see them)
     "AllBatchSubRequestsShouldBeSameApi": (400, "All batch subrequests should be the same api."),
     "ExceedsMaxBatchRequestCount": (

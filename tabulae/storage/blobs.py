@@ -87,7 +87,7 @@ class BlobWrite:
     append: Extent | None = None  # one more extent at the end of the base's content
     drop_staged: bool = False
     stage_block: Extent | None = None  # stage a block (replacing one of the same id)
-    version: BlobRecord | None = None  # a snapshot's new record (its tags), by its timestamp
+    snapshot_record: BlobRecord | None = None  # an existing snapshot's new record (Set Blob Tier, Tags)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +192,13 @@ class BlobStore(ABC):
 
     @abstractmethod
     async def set_service_properties(self, account: str, properties: bytes) -> None: ...
+
+    @abstractmethod
+    async def get_account_features(self, account: str) -> bytes | None:
+        """The account's features changed at run time (``/-/accounts``), as set; None if never."""
+
+    @abstractmethod
+    async def set_account_features(self, account: str, features: bytes) -> None: ...
 
     # ------------------------------------------------------------------ content
 

@@ -66,36 +66,44 @@ def add_commands(commands: Any) -> None:
 
 
 class AdminClient:
-    """Signed requests to one account's ``/-/indexes``."""
+    """Signed requests to one account's admin endpoint: ``/-/indexes`` unless ``path`` says
+    another (``/-/accounts`` is signed the same way)."""
 
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint, path: str = ADMIN_PATH) -> None:
+        self.path = path
         service = endpoint.service()
         credential = service.credential
         if not isinstance(credential, AzureNamedKeyCredential):
-            raise EndpointError("index commands need the account key (a connection string or --account-key)")
+            raise EndpointError("admin commands need the account key (a connection string or --account-key)")
         self.account, key = credential.named_key
         self.key = base64.b64decode(key)
         parts = urlsplit(service.url)
         self.root = f"{parts.scheme}://{parts.netloc}"
 
-    def call(self, method: str, *names: str, query: str = "") -> tuple[int, Any]:
-        path = "/".join([ADMIN_PATH, quote(self.account, safe=""), *(quote(n, safe="") for n in names)])
+    def call(self, method: str, *names: str, query: str = "", body: Any = None) -> tuple[int, Any]:
+        """``method`` on the account's resource ``names``; ``body`` (if any) is sent as JSON."""
+        path = "/".join([self.path, quote(self.account, safe=""), *(quote(n, safe="") for n in names)])
         date = formatdate(usegmt=True)
-        to_sign = f"{method}\n\n\n{date}\n/{self.account}{path}"
+        content_type = "application/json" if body is not None else ""
+        to_sign = f"{method}\n\n{content_type}\n{date}\n/{self.account}{path}"
         signature = base64.b64encode(hmac.digest(self.key, to_sign.encode("utf-8"), hashlib.sha256)).decode()
+        headers = {
+            "x-ms-date": date,
+            "x-ms-version": VERSION,
+            "Authorization": f"SharedKey {self.account}:{signature}",
+        }
+        if body is not None:
+            headers["Content-Type"] = content_type
         request = urllib.request.Request(
             self.root + path + (f"?{query}" if query else ""),
             method=method,
-            headers={
-                "x-ms-date": date,
-                "x-ms-version": VERSION,
-                "Authorization": f"SharedKey {self.account}:{signature}",
-            },
+            headers=headers,
+            data=orjson.dumps(body) if body is not None else None,
         )
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
-                body = response.read()
-                return response.status, orjson.loads(body) if body else None
+                answer = response.read()
+                return response.status, orjson.loads(answer) if answer else None
         except urllib.error.HTTPError as exc:
             raise _refusal(exc) from None
         except urllib.error.URLError as exc:

@@ -90,10 +90,8 @@ def test_put_blob_headers(http: BlobHttp, path: str) -> None:
             400,
             "BlobTypeNotSupported",
         ),
-        ("PUT", "/b?comp=tier", {"x-ms-access-tier": "Cool"}, 400, "UnsupportedQueryParameter"),
         ("GET", "/b?versionid=2020-01-01T00:00:00.0000000Z", {}, 400, "UnsupportedQueryParameter"),
         ("GET", "/b?comp=pagelist", {}, 400, "UnsupportedQueryParameter"),
-        ("PUT", "/b", {"x-ms-blob-type": "BlockBlob", "x-ms-access-tier": "Cool"}, 400, "UnsupportedHeader"),
         (
             "PUT",
             "/b?comp=block&blockid=YQ%3D%3D",
@@ -120,19 +118,6 @@ def test_what_is_not_served(
     reply = http.request(method, path + suffix, headers, b"")
     assert (reply.status, reply.code) == (status, code)
     assert reply.error_fields()["Code"] == code
-
-
-def test_batch_and_user_delegation_refused(http: BlobHttp) -> None:
-    reply = http.request("POST", "/?comp=batch", {"Content-Type": "multipart/mixed; boundary=x"}, b"--x--")
-    assert (reply.status, reply.code) == (400, "UnsupportedQueryParameter")
-    reply = http.request("POST", "/?restype=service&comp=userdelegationkey", {}, b"")
-    assert (reply.status, reply.code) == (400, "UnsupportedQueryParameter")
-    token = (
-        "sv=2026-10-06&sr=c&sp=r&se=2099-01-01&skoid=x&sktid=y&skt=2020-01-01&ske=2099-01-01&sks=b"
-        "&skv=2020&sig=AAAA"
-    )
-    reply = http.request("GET", f"/somewhere?restype=container&comp=list&{token}", signed=False)
-    assert (reply.status, reply.code) == (403, "AuthenticationFailed")
 
 
 def test_checksums(http: BlobHttp, path: str) -> None:

@@ -334,8 +334,6 @@ def test_unknown_flags_and_help(tmp_path: Path) -> None:
     assert "unknown flag -x" in result.stderr
     result = _run("azurite", "--blobPort", cwd=tmp_path)
     assert "--blobPort needs a value" in result.stderr
-    result = _run("azurite", "--blobHost", "0.0.0.0", cwd=tmp_path)
-    assert "--blobHost 0.0.0.0" in result.stderr and result.returncode != 0
     helped = _run("azurite", "--help", cwd=tmp_path)
     assert helped.returncode == 0
     for flag in FLAGS:
@@ -380,6 +378,10 @@ def test_every_flag_maps_as_documented() -> None:
         "azurite", ["--blobHost", "0.0.0.0", "--queueHost", "0.0.0.0", "--tableHost=0.0.0.0"], Path("/w")
     )
     assert todo.serve_args[:4] == ["--services", "table,queue,blob", "--host", "0.0.0.0"]
+    assert "--blob-host" not in todo.serve_args and "--queue-host" not in todo.serve_args
+    apart = plan("azurite", ["--blobHost", "0.0.0.0", "--queueHost", "127.0.0.3"]).serve_args
+    assert apart[2:8] == ["--host", "127.0.0.1", "--queue-host", "127.0.0.3", "--blob-host", "0.0.0.0"]
+    assert plan("azurite-blob", ["--blobHost", "0.0.0.0"]).serve_args[2:4] == ["--host", "0.0.0.0"]
     assert todo.serve_args[-3:] == ["--data-dir", "/w", "--access-log"]
     assert plan("azurite", ["-lDIR", "-s"]).serve_args[-2:] == ["--data-dir", "DIR"]
     with pytest.raises(AzuriteFlagError, match="--cert needs --key"):
@@ -397,3 +399,51 @@ def test_readme_documents_every_flag() -> None:
     table = readme[readme.index("| Azurite flag |") :]
     for flag in FLAGS:
         assert f"`--{flag.long}`" in table.split("\n\n")[0]
+
+
+def test_each_service_on_an_address_of_its_own(tmp_path: Path, started: list[Azurite]) -> None:
+    """``--blobHost`` apart from the others: the Blob service answers there and only there, and
+    what the server announces (Azurite's lines and the connection string) says so."""
+    flags, ports = _port_flags(("blob", "queue", "table"))
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tabulae",
+            "azurite",
+            "--blobHost",
+            "127.0.0.2",
+            *flags,
+            "--location",
+            str(tmp_path),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    server = Azurite(process, ports)
+    started.append(server)
+    hosts = {"blob": "127.0.0.2", "queue": "127.0.0.1", "table": "127.0.0.1"}
+    deadline = time.monotonic() + 60
+    for service, port in ports.items():
+        while True:
+            assert process.poll() is None, server.stop()
+            try:
+                with socket.create_connection((hosts[service], port), timeout=0.5):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, f"{service} did not listen on {hosts[service]}:{port}"
+                time.sleep(0.05)
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", ports["blob"]), timeout=2).close()
+    text = server.connection_string().replace(f"127.0.0.1:{ports['blob']}", f"127.0.0.2:{ports['blob']}")
+    with BlobServiceClient.from_connection_string(text) as blobs:
+        blobs.create_container("apart").upload_blob("b", b"here")
+        assert blobs.get_container_client("apart").download_blob("b").readall() == b"here"
+    with QueueServiceClient.from_connection_string(text) as queues:
+        queues.create_queue("apart").send_message("hello")
+    out, _ = server.stop()
+    assert f"Blob service is successfully listening at http://127.0.0.2:{ports['blob']}" in out
+    assert f"BlobEndpoint=http://127.0.0.2:{ports['blob']}/{DEV_ACCOUNT}" in out
+    assert f"QueueEndpoint=http://127.0.0.1:{ports['queue']}/{DEV_ACCOUNT}" in out

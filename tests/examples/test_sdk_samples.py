@@ -1,4 +1,7 @@
-"""The azure-data-tables samples' own flows, unchanged, against the server's connection string."""
+"""The azure-data-tables samples' own flows, unchanged, against the server's connection string.
+
+These use the fixtures of Tabulae's own pytest plugin (``tabulae_connection_string``,
+``tabulae_name``), as a user's test suite would: a server for the session, fresh names per test."""
 
 from __future__ import annotations
 
@@ -12,8 +15,6 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.data.tables import TableClient, TableServiceClient, TableTransactionError, UpdateMode
 from azure.data.tables.aio import TableClient as AsyncTableClient
 from azure.data.tables.aio import TableServiceClient as AsyncTableServiceClient
-
-from tests.serverproc import ServerProcess
 
 PRODUCT_ID = UUID("f4d7a2f1-5b3e-4c2a-9a55-0c7c8b1f2e3d")
 LAST_UPDATED = datetime(2024, 5, 6, 7, 8, 9, 101112, tzinfo=UTC)
@@ -56,8 +57,8 @@ def _check_sample_entity(got: dict[str, Any]) -> None:
     assert got["barcode"] == b"135aefg8oj0ld58"
 
 
-def test_sample_flow_sync(server: ServerProcess, table_name: str) -> None:
-    connection_string = server.connection_string
+def test_sample_flow_sync(tabulae_connection_string: str, tabulae_name: str) -> None:
+    connection_string, table_name = tabulae_connection_string, tabulae_name
     # sample_create_delete_table.py
     with TableServiceClient.from_connection_string(connection_string) as table_service_client:
         table_client = table_service_client.create_table(table_name=table_name)
@@ -152,8 +153,8 @@ def test_sample_flow_sync(server: ServerProcess, table_name: str) -> None:
         assert list(table_service_client.query_tables(f"TableName eq '{table_name}'")) == []
 
 
-def test_sample_flow_async(server: ServerProcess, table_name: str) -> None:
-    connection_string = server.connection_string
+def test_sample_flow_async(tabulae_connection_string: str, tabulae_name: str) -> None:
+    connection_string, table_name = tabulae_connection_string, tabulae_name
 
     async def run() -> None:
         async with AsyncTableServiceClient.from_connection_string(connection_string) as table_service_client:
@@ -208,13 +209,14 @@ def test_sample_flow_async(server: ServerProcess, table_name: str) -> None:
     asyncio.run(run())
 
 
-def test_table_client_create_and_delete_table(server: ServerProcess, table_name: str) -> None:
+def test_table_client_create_and_delete_table(tabulae_connection_string: str, tabulae_name: str) -> None:
+    table_name = tabulae_name
     # TableClient.create_table / delete_table, as in sample_create_delete_table.py.
-    with TableClient.from_connection_string(server.connection_string, table_name) as table_client:
+    with TableClient.from_connection_string(tabulae_connection_string, table_name) as table_client:
         created = table_client.create_table()
         assert created.name == table_name
         table_client.create_entity({"PartitionKey": "p", "RowKey": "r"})
         table_client.delete_table()
         table_client.delete_table()  # already gone: no error
-    with TableServiceClient.from_connection_string(server.connection_string) as service:
+    with TableServiceClient.from_connection_string(tabulae_connection_string) as service:
         assert list(service.query_tables(f"TableName eq '{table_name}'")) == []

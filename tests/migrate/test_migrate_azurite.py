@@ -25,8 +25,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from azure.data.tables import EdmType, EntityProperty, TableServiceClient
-from azure.storage.blob import BlobBlock, BlobServiceClient, ContentSettings
+from azure.data.tables import EdmType, EntityProperty, TableAccessPolicy, TableServiceClient
+from azure.storage.blob import (
+    AccessPolicy,
+    BlobAnalyticsLogging,
+    BlobBlock,
+    BlobServiceClient,
+    ContentSettings,
+    CorsRule,
+    Metrics,
+    RetentionPolicy,
+)
+from azure.storage.queue import AccessPolicy as QueueAccessPolicy
+from azure.storage.queue import CorsRule as QueueCorsRule
 from azure.storage.queue import QueueServiceClient
 
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess, free_port
@@ -181,10 +192,25 @@ SETTINGS = {
 }
 
 
+START, EXPIRY = datetime(2026, 1, 1, tzinfo=UTC), datetime(2036, 1, 1, tzinfo=UTC)
+# The blob and queue SDKs hand a policy's times back as the wire's text.
+WIRE_START, WIRE_EXPIRY = "2026-01-01T00:00:00.0000000Z", "2036-01-01T00:00:00.0000000Z"
+BLOB_CORS = CorsRule(
+    ["http://a.example", "http://b.example"],
+    ["GET", "PUT"],
+    allowed_headers=["x-ms-meta-*"],
+    exposed_headers=["x-ms-request-id"],
+    max_age_in_seconds=60,
+)
+
+
 def _write_workload(connection_string: str) -> dict[str, Any]:
     expected: dict[str, Any] = {}
     with TableServiceClient.from_connection_string(connection_string) as tables:
         table = tables.create_table("migrated")
+        table.set_table_access_policy(
+            {"readers": TableAccessPolicy(permission="r", start=START, expiry=EXPIRY)}
+        )
         rows = _entities()
         partitions: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
@@ -198,6 +224,8 @@ def _write_workload(connection_string: str) -> dict[str, Any]:
         }
     with QueueServiceClient.from_connection_string(connection_string) as queues:
         queue = queues.create_queue("orders", metadata={"purpose": "migration", "n": "1"})
+        queue.set_queue_access_policy({"senders": QueueAccessPolicy("a", expiry=EXPIRY, start=START)})
+        queues.set_service_properties(cors=[QueueCorsRule(["*"], ["GET", "POST"], max_age_in_seconds=5)])
         texts = _texts()
         for i, text in enumerate(texts):
             queue.send_message(
@@ -208,6 +236,16 @@ def _write_workload(connection_string: str) -> dict[str, Any]:
         expected["forever"] = {text for i, text in enumerate(texts) if i % 2}
     with BlobServiceClient.from_connection_string(connection_string) as blobs:
         container = blobs.create_container("data", metadata={"owner": "tests"}, public_access="blob")
+        container.set_container_access_policy(
+            {"listers": AccessPolicy("rl", expiry=EXPIRY, start=START)}, public_access="blob"
+        )
+        blobs.set_service_properties(
+            analytics_logging=BlobAnalyticsLogging(read=True, retention_policy=RetentionPolicy(True, 3)),
+            hour_metrics=Metrics(enabled=True, include_apis=True, retention_policy=RetentionPolicy(True, 5)),
+            cors=[BLOB_CORS],
+            target_version="2020-10-02",
+            delete_retention_policy=RetentionPolicy(True, 7),
+        )
         contents = _blobs()
         for name, data in contents.items():
             container.upload_blob(
@@ -251,11 +289,26 @@ def _check(server: ServerProcess, expected: dict[str, Any]) -> None:
         assert isinstance(
             tables.get_table_client("migrated").get_entity("types", "all")["Int64"], EntityProperty
         )
+        policies = tables.get_table_client("migrated").get_table_access_policy()
+        assert sorted(policies) == ["readers"]
+        readers = policies["readers"]
+        assert readers is not None
+        assert (readers.permission, readers.start, readers.expiry) == ("r", START, EXPIRY)
     with QueueServiceClient.from_connection_string(text) as queues:
         assert sorted(q.name for q in queues.list_queues()) == ["idle", "orders"]
         orders = queues.get_queue_client("orders")
         properties = orders.get_queue_properties()
         assert properties.metadata == {"purpose": "migration", "n": "1"}
+        senders = orders.get_queue_access_policy()["senders"]
+        assert senders.permission == "a"
+        assert (senders.start, senders.expiry) == (
+            "2026-01-01T00:00:00.0000000Z",
+            "2036-01-01T00:00:00.0000000Z",
+        )
+        cors = queues.get_service_properties()["cors"]
+        assert [(r.allowed_origins, r.allowed_methods, r.max_age_in_seconds) for r in cors] == [
+            ("*", "GET,POST", 5)
+        ]
         assert properties.approximate_message_count == MESSAGES
         received: Counter[str] = Counter()
         for _ in range(MESSAGES):
@@ -272,7 +325,21 @@ def _check(server: ServerProcess, expected: dict[str, Any]) -> None:
         assert sorted(c.name for c in blobs.list_containers()) == ["data", "private"]
         data = blobs.get_container_client("data")
         assert data.get_container_properties().metadata == {"owner": "tests"}
-        assert data.get_container_access_policy()["public_access"] == "blob"
+        acl = data.get_container_access_policy()
+        assert acl["public_access"] == "blob"
+        [listers] = acl["signed_identifiers"]
+        assert listers.id == "listers"
+        policy = listers.access_policy
+        assert (policy.permission, policy.start, policy.expiry) == ("rl", WIRE_START, WIRE_EXPIRY)
+        service = blobs.get_service_properties()
+        assert service["analytics_logging"].read and service["analytics_logging"].retention_policy.days == 3
+        assert service["hour_metrics"].enabled and service["hour_metrics"].retention_policy.days == 5
+        assert [
+            (r.allowed_origins, r.allowed_methods, r.allowed_headers, r.exposed_headers)
+            for r in service["cors"]
+        ] == [("http://a.example,http://b.example", "GET,PUT", "x-ms-meta-*", "x-ms-request-id")]
+        assert service["target_version"] == "2020-10-02"
+        assert service["delete_retention_policy"].enabled and service["delete_retention_policy"].days == 7
         names = sorted(b.name for b in data.list_blobs())
         assert names == sorted(expected["blobs"])
         for name, digest in expected["blobs"].items():
@@ -348,6 +415,8 @@ def test_a_workspace_moves_over_item_by_item_after_an_interruption(tmp_path: Pat
     assert "from an earlier run" in report["entities"]
     assert report["messages"].strip() == f"{MESSAGES:,}"
     assert "not moved: 1 blob snapshots" not in out  # nothing of the kind in this workspace
+    assert "+2 from an earlier run" in report["services"]  # set before the interruption
+    assert report["policies"].strip() == "2"  # the queue's and the container's; the table's came first
 
     # Once done, a further run writes nothing.
     again = _migrate(location, target)

@@ -14,6 +14,8 @@ def _token():
         "iss": "https://sts.windows.net/x/",
         "nbf": int(time.time()) - 60,
         "exp": int(time.time()) + 3600,
+        "oid": "00000000-0000-0000-0000-0000000000aa",  # Entra tokens name the identity and tenant
+        "tid": "00000000-0000-0000-0000-0000000000bb",
     }
     body = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
     return f"{header}.{body}.sig"

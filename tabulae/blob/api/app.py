@@ -21,7 +21,9 @@ from typing import Any
 from tabulae.admission.blobs import BlobTicket
 from tabulae.admission.gate import Gate
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
-from tabulae.blob.api import blobs, containers, tags
+from tabulae.auth.shared_key import verify_blob_queue_authorization
+from tabulae.blob.api import blobs, containers, delegation_key, tags
+from tabulae.blob.api.batch import BatchScope, FailedPart, adopt_version, check_operation, submit_batch
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
 from tabulae.blob.api.routing import Kind, Operation, Route, resolve
@@ -74,6 +76,9 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.GET_BLOB_TAGS: tags.get_blob_tags,
     Operation.FIND_BLOBS_BY_TAGS: tags.find_blobs_by_tags,
     Operation.FIND_BLOBS_BY_TAGS_IN_CONTAINER: tags.find_blobs_by_tags,
+    Operation.GET_USER_DELEGATION_KEY: delegation_key.get_user_delegation_key,
+    Operation.SET_BLOB_TIER: blobs.set_blob_tier,
+    Operation.SEAL_BLOB: blobs.seal_blob,
 }
 
 # Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.
@@ -128,6 +133,8 @@ class BlobApp(Frontend[Route]):
                 raise
         operation = route.operation = resolve_operation(route, request.method, request.query, request.headers)
         request.operation = operation
+        if request.batch is not None:
+            check_operation(request, operation)
         if (
             request.headers.get("authorization") is None
             and route.kind is not Kind.SERVICE
@@ -138,6 +145,24 @@ class BlobApp(Frontend[Route]):
                 return
             raise ServiceError("ResourceNotFound")
         await super().authenticate(request, route)
+
+    def verify_shared_key(self, request: Request, route: Route, header: str, keys: list[bytes]) -> None:
+        """The Blob/Queue string-to-sign; a batch's sub-request is signed as of the batch's version."""
+        batch = request.batch
+        if not isinstance(batch, BatchScope):
+            super().verify_shared_key(request, route, header, keys)
+            return
+        verify_blob_queue_authorization(
+            header,
+            method=request.method,
+            raw_path=request.raw_path,
+            headers=request.headers,
+            query_pairs=request.query_pairs,
+            account=route.account,
+            keys=keys,
+            max_skew_seconds=self.options.clock_skew,
+            version=batch.version,
+        )
 
     async def verify_sas(
         self, request: Request, route: Route, token: SasToken, keys: list[bytes]
@@ -153,6 +178,7 @@ class BlobApp(Frontend[Route]):
             is_https=request.scheme == "https",
             client_ip=request.client_ip,
             now=datetime.now(UTC),
+            headers=request.headers,
         )
         assert route.operation is not None  # resolved before authentication
         grant.check(route.operation)
@@ -172,10 +198,22 @@ class BlobApp(Frontend[Route]):
             raise ServiceError("AuthorizationFailure")
         grant = request.grant if isinstance(request.grant, BlobGrant) else None
         call = Call(self.service, request, route, route.receive, self.options, grant)
+        if request.batch is not None:
+            adopt_version(request)
+        if operation is Operation.SUBMIT_BATCH:
+            return await submit_batch(call, request_id, self._run_part, self.route)
         response = await HANDLERS[operation](call)
         if operation is Operation.SET_SERVICE_PROPERTIES:
             self.forget_cors_rules(route.account)
         return response
+
+    async def _run_part(self, request: Request) -> tuple[str, Response]:
+        """One sub-request of a batch, through the same pipeline as a request of its own."""
+        request_id = self._ids.next()
+        route, response = await self.respond(request, _no_body, request_id)
+        if route is not None:
+            self.answered(request, route, response)
+        return request_id, response
 
     def answered(self, request: Request, route: Route, response: Response) -> None:
         ticket = route.ticket
@@ -193,7 +231,10 @@ class BlobApp(Frontend[Route]):
     def error_response(
         self, request: Request, route: Route | None, error: ServiceError, request_id: str
     ) -> Response:
-        """Azure's XML ``<Error>``; a HEAD request or a 304 gets the code header alone."""
+        """Azure's XML ``<Error>``; a HEAD request or a 304 gets the code header alone; a batch's
+        sub-request keeps the error whole for its part."""
+        if request.batch is not None:
+            return FailedPart(error.status, error=error)
         headers = [(b"x-ms-error-code", error.code.encode())]
         if error.headers:
             headers.extend(error.headers)
@@ -201,3 +242,8 @@ class BlobApp(Frontend[Route]):
             return Response(error.status, headers)
         headers.append((b"content-type", XML_CONTENT_TYPE))
         return Response(error.status, headers, error_xml(error, request_id, error_time(), table_style=False))
+
+
+async def _no_body() -> dict[str, Any]:
+    """The receive channel of a sub-request, whose body came inside the batch's."""
+    return {"type": "http.request", "body": b"", "more_body": False}

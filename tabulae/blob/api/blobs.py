@@ -22,6 +22,7 @@ from tabulae.blob.api.headers import (
     conditions,
     content_properties,
     etag_headers,
+    http_seconds,
     overrides_from,
 )
 from tabulae.blob.api.operations import invalid_parameter, unsupported_parameter
@@ -32,11 +33,12 @@ from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
 from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.limits import MIB, max_append, max_block, max_put_blob
+from tabulae.blob.rules.tiers import TierView, parse_priority, parse_tier
 from tabulae.blob.service import BLOB_TYPES, parse_snapshot
 from tabulae.http.messages import Headers, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.http.streaming import StreamedResponse
-from tabulae.model.blobs import BASE, BlobKey
+from tabulae.model.blobs import BASE, BlobKey, BlobRecord
 from tabulae.model.errors import ServiceError
 
 MAX_RANGE_CHECKSUM = 4 * MIB  # x-ms-range-get-content-md5 only for ranges up to this size
@@ -46,6 +48,7 @@ _LIST_INCLUDES = frozenset(
      "immutabilitypolicy", "legalhold", "deletedwithversions", "permissions"}
 )  # fmt: skip
 _ENCRYPTED: Headers = [(b"x-ms-request-server-encrypted", b"true")]
+TIER_ON_GET_VERSION = "2026-10-06"  # Get Blob answers with the tier headers too from this version
 
 
 def _snapshot(call: Call) -> str:
@@ -56,6 +59,16 @@ def _no_snapshot(call: Call) -> None:
     """Snapshots are read-only: a write naming one is 400 InvalidOperation."""
     if "snapshot" in call.request.query:
         raise ServiceError("InvalidOperation")
+
+
+def _tier(call: Call) -> str | None:
+    """``x-ms-access-tier`` of an upload or copy, when given."""
+    value = call.request.headers.get("x-ms-access-tier")
+    return None if value is None else parse_tier(value, call.version)
+
+
+def _read_tier(call: Call, record: BlobRecord) -> TierView | None:
+    return call.service.tier_view(record) if call.version >= TIER_ON_GET_VERSION else None
 
 
 def _overrides(call: Call) -> ContentOverrides:
@@ -92,7 +105,9 @@ async def get_blob(call: Call) -> Response:
         if want_md5 or want_crc:
             name = "x-ms-range-get-content-md5" if want_md5 else "x-ms-range-get-content-crc64"
             raise bad_header(name, headers[name])
-        response_headers = blob_headers(record, lease, _overrides(call), whole=True, properties=False)
+        response_headers = blob_headers(
+            record, lease, _overrides(call), whole=True, properties=False, tier=_read_tier(call, record)
+        )
         stream = call.service.read(call.key, extents, 0, size)
         if size <= SMALL_RESPONSE:  # one write, no streaming machinery
             return Response(200, response_headers, b"".join([chunk async for chunk in stream]))
@@ -101,7 +116,9 @@ async def get_blob(call: Call) -> Response:
     if start >= size:
         raise ServiceError("InvalidRange", headers=[(b"content-range", f"bytes */{size}".encode())])
     end = size if last is None or last >= size else last + 1
-    response_headers = blob_headers(record, lease, _overrides(call), whole=False, properties=False)
+    response_headers = blob_headers(
+        record, lease, _overrides(call), whole=False, properties=False, tier=_read_tier(call, record)
+    )
     response_headers.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
     stream = call.service.read(call.key, extents, start, end)
     if end - start <= SMALL_RESPONSE and not (want_md5 or want_crc):
@@ -128,7 +145,9 @@ async def get_blob_properties(call: Call) -> Response:
         call.key, snapshot, conditions(call.request.headers), call.lease_id, content=False
     )
     lease = call.service.lease_state(record.lease) if snapshot == BASE else None
-    headers = blob_headers(record, lease, _overrides(call), whole=True, properties=True)
+    headers = blob_headers(
+        record, lease, _overrides(call), whole=True, properties=True, tier=call.service.tier_view(record)
+    )
     return StreamedResponse(200, headers, stream=None, length=record.size)
 
 
@@ -178,8 +197,15 @@ async def list_blobs(call: Call) -> Response:
         else:
             lease = call.service.lease_state(item.lease) if not item.snapshot else None
             items.append((item, lease))
+    tier_view = call.service.tier_view
     body = formats.render_blobs(
-        call.route.base, call.route.container, query, items, include, page.next_marker
+        call.route.base,
+        call.route.container,
+        query,
+        items,
+        include,
+        page.next_marker,
+        tier_of=lambda record: formats.tier_elements(tier_view(record)),
     )
     return xml(body)
 
@@ -216,6 +242,7 @@ async def put_blob(call: Call) -> Response:
         cond,
         call.lease_id,
         tags=header_tags(headers),
+        tier=_tier(call),
     )
     response_headers = etag_headers(record.ticks) + _ENCRYPTED
     if blob_type == "BlockBlob":
@@ -253,6 +280,7 @@ async def put_block_list(call: Call) -> Response:
         cond,
         call.lease_id,
         tags=header_tags(headers),
+        tier=_tier(call),
     )
     return Response(201, etag_headers(record.ticks) + _checksum_headers(sums, md5=False) + _ENCRYPTED)
 
@@ -321,7 +349,13 @@ async def delete_blob(call: Call) -> Response:
     option = headers.get("x-ms-delete-snapshots")
     if option is not None and option not in ("include", "only"):
         raise bad_header("x-ms-delete-snapshots", option)
-    await call.service.delete_blob(call.key, _snapshot(call), option, conditions(headers), call.lease_id)
+    tier_since = (
+        http_seconds(headers.get("x-ms-access-tier-if-modified-since")),
+        http_seconds(headers.get("x-ms-access-tier-if-unmodified-since")),
+    )
+    await call.service.delete_blob(
+        call.key, _snapshot(call), option, conditions(headers), call.lease_id, tier_since=tier_since
+    )
     return Response(202)
 
 
@@ -361,6 +395,9 @@ async def copy_blob(call: Call) -> Response:
         conditions(headers, "x-ms-source-"),
         call.lease_id,
         tags=header_tags(headers),
+        tier=_tier(call),
+        priority=parse_priority(headers.get("x-ms-rehydrate-priority")),
+        seal=_bool_header(headers, "x-ms-seal-blob"),
     )
     assert record.copy is not None
     response_headers = etag_headers(record.ticks)
@@ -417,6 +454,41 @@ async def _authorize_source(call: Call, source: BlobKey, query: dict[str, str]) 
     record = await call.service.store.get_container(source.account, source.container)
     if record is None or not anonymous_allowed(Operation.GET_BLOB, record.public_access):
         raise ServiceError("CannotVerifyCopySource", "The specified resource does not exist.")
+
+
+def _bool_header(headers: dict[str, str], name: str) -> bool | None:
+    value = headers.get(name)
+    if value is None:
+        return None
+    if value.lower() not in ("true", "false"):
+        raise bad_header(name, value)
+    return value.lower() == "true"
+
+
+async def set_blob_tier(call: Call) -> Response:
+    """Set Blob Tier (on the blob or, with ``snapshot``, one of its snapshots): 200 or 202."""
+    headers = call.request.headers
+    value = headers.get("x-ms-access-tier")
+    if value is None:
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-access-tier"),))
+    status = await call.service.set_blob_tier(
+        call.key,
+        _snapshot(call),
+        parse_tier(value, call.version),
+        parse_priority(headers.get("x-ms-rehydrate-priority")),
+        call.lease_id,
+    )
+    return Response(status)
+
+
+async def seal_blob(call: Call) -> Response:
+    """Append Blob Seal: 200 with the new ETag and ``x-ms-blob-sealed: true``."""
+    _no_snapshot(call)
+    headers = call.request.headers
+    record = await call.service.seal_blob(
+        call.key, conditions(headers), call.lease_id, _int_header(headers, "x-ms-blob-condition-appendpos")
+    )
+    return Response(200, [*etag_headers(record.ticks), (b"x-ms-blob-sealed", b"true")])
 
 
 async def abort_copy(call: Call) -> Response:

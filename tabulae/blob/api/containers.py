@@ -25,11 +25,7 @@ _FIXED_CONTAINER_HEADERS: Headers = [
     (b"x-ms-deny-encryption-scope-override", b"false"),
     (b"x-ms-immutable-storage-with-versioning-enabled", b"false"),
 ]
-_ACCOUNT_INFO: Headers = [
-    (b"x-ms-sku-name", b"Standard_LRS"),
-    (b"x-ms-account-kind", b"StorageV2"),
-    (b"x-ms-is-hns-enabled", b"false"),
-]
+_ACCOUNT_INFO: Headers = [(b"x-ms-sku-name", b"Standard_LRS"), (b"x-ms-account-kind", b"StorageV2")]
 
 
 def xml(body: bytes, status: int = 200, extra: Headers | None = None) -> Response:
@@ -111,7 +107,7 @@ async def list_containers(call: Call) -> Response:
     limit = max_results(query)
     include = includes(query, frozenset({"metadata", "deleted", "system"}))
     found, next_marker = await call.service.list_containers(
-        call.route.account, query.get("prefix", ""), query.get("marker"), limit
+        call.route.account, query.get("prefix", ""), query.get("marker"), limit, system="system" in include
     )
     listed = [(record, call.service.lease_state(record.lease)) for record in found]
     body = formats.render_containers(
@@ -144,7 +140,8 @@ async def get_service_stats(call: Call) -> Response:
 
 
 async def get_account_info(call: Call) -> Response:
-    return Response(200, list(_ACCOUNT_INFO))
+    features = await call.service.features.get(call.route.account)
+    return Response(200, [*_ACCOUNT_INFO, (b"x-ms-is-hns-enabled", b"true" if features.hns else b"false")])
 
 
 # ------------------------------------------------------------------------------ containers

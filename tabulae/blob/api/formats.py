@@ -5,7 +5,7 @@ Blobs", "Get Block List", "Get Blob Service Properties"). Parsing never depends 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from email.utils import formatdate
 from urllib.parse import quote
 from xml.sax.saxutils import escape
@@ -15,6 +15,7 @@ from tabulae.blob.rules.blocks import KINDS
 from tabulae.blob.rules.conditions import etag_of
 from tabulae.blob.rules.names import XML_UNSAFE
 from tabulae.blob.rules.properties import BlobServiceProperties, DeleteRetention, StaticWebsite
+from tabulae.blob.rules.tiers import TierView, listing_pairs
 from tabulae.http.documents import (
     bool_text,
     parse_document,
@@ -116,9 +117,29 @@ def _field(tag: str, value: str | None) -> str:
 
 
 _TIER = "<AccessTier>Hot</AccessTier><AccessTierInferred>true</AccessTierInferred>"
+_SEALED = "<Sealed>true</Sealed>"
 
 
-def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: bool) -> str:
+def epoch_date(seconds: float) -> str:
+    """RFC 1123 of an epoch time in seconds (tier change times)."""
+    return _date_of_second(int(seconds))
+
+
+def tier_elements(view: TierView | None) -> str:
+    """A blob's tier elements of ``<Properties>`` (none for blob types without a tier)."""
+    if view is None:
+        return ""
+    if view.inferred and view.changed_at is None:
+        return _inferred(view.access_tier)  # most blobs: the account default, as one string
+    return "".join(f"<{tag}>{value}</{tag}>" for tag, value in listing_pairs(view, epoch_date))
+
+
+@functools.lru_cache(maxsize=8)
+def _inferred(tier: str) -> str:
+    return f"<AccessTier>{tier}</AccessTier><AccessTierInferred>true</AccessTierInferred>"
+
+
+def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: bool, tier: str) -> str:
     """One blob's ``<Properties>``: built as one string, as a listing builds 5,000 of them."""
     if not record.committed:
         return (
@@ -143,8 +164,8 @@ def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: 
         f"<Content-CRC64 />{_field('Content-MD5', p.content_md5)}"
         f"{_field('Cache-Control', p.cache_control) if p.cache_control else '<Cache-Control />'}"
         f"{_field('Content-Disposition', p.content_disposition)}"
-        f"<BlobType>{record.blob_type}</BlobType>{_TIER if record.blob_type == 'BlockBlob' else ''}"
-        f"{_lease(lease) if lease is not None else ''}{copied}"
+        f"<BlobType>{record.blob_type}</BlobType>{tier}"
+        f"{_lease(lease) if lease is not None else ''}{copied}{_SEALED if record.sealed else ''}"
         f"<ServerEncrypted>true</ServerEncrypted>{_tag_count(record)}</Properties>"
     )
 
@@ -160,7 +181,10 @@ def render_blobs(
     items: Sequence[tuple[BlobRecord, LeaseView | None] | str],
     include: frozenset[str],
     next_marker: str | None,
+    tier_of: Callable[[BlobRecord], str] | None = None,
 ) -> bytes:
+    """``tier_of`` gives a blob's tier elements (:func:`tier_elements`); without it every block
+    blob shows the default tier, inferred."""
     parts = [
         DECLARATION,
         f'<EnumerationResults ServiceEndpoint="{escape(base)}/" ContainerName="{escape(container)}">',
@@ -178,7 +202,8 @@ def render_blobs(
         parts.append(f"<Blob>{_name(record.name)}")
         if record.snapshot:
             parts.append(f"<Snapshot>{record.snapshot}</Snapshot>")
-        parts.append(_blob_properties(record, lease, "copy" in include))
+        tier = tier_of(record) if tier_of is not None else _TIER if record.blob_type == "BlockBlob" else ""
+        parts.append(_blob_properties(record, lease, "copy" in include, tier))
         if "metadata" in include and record.committed:
             parts.append(_metadata(record.metadata))
         if "tags" in include and record.tags:

@@ -7,9 +7,10 @@ import re
 from dataclasses import dataclass
 
 from tabulae.auth.shared_key import parse_rfc1123
-from tabulae.blob.api.formats import LeaseView, http_date
+from tabulae.blob.api.formats import LeaseView, epoch_date, http_date
 from tabulae.blob.rules.conditions import Conditions, etag_of
 from tabulae.blob.rules.tags import parse_filter
+from tabulae.blob.rules.tiers import TierView, header_pairs
 from tabulae.http.messages import Headers
 from tabulae.http.metadata import metadata_headers
 from tabulae.model.blobs import BlobRecord, ContentProperties
@@ -32,6 +33,11 @@ def _etags(value: str | None) -> tuple[str, ...] | None:
             tag = tag[2:]
         tags.append(tag.strip('"'))
     return tuple(tags)
+
+
+def http_seconds(value: str | None) -> int | None:
+    """An RFC 1123 date header as epoch seconds; None when absent or unreadable."""
+    return _date(value)
 
 
 def _date(value: str | None) -> int | None:
@@ -124,9 +130,11 @@ def blob_headers(
     *,
     whole: bool,
     properties: bool,
+    tier: TierView | None = None,
 ) -> Headers:
     """What Get Blob and Get Blob Properties answer with. On a ranged read the blob's MD5 goes
-    in ``x-ms-blob-content-md5`` (``Content-MD5`` would describe the range)."""
+    in ``x-ms-blob-content-md5`` (``Content-MD5`` would describe the range). ``tier`` is a block
+    blob's (Get Blob Properties, and Get Blob from REST 2026-10-06 on)."""
     p = record.properties
     headers: Headers = [
         (b"last-modified", http_date(record.ticks).encode()),
@@ -156,9 +164,10 @@ def blob_headers(
             headers.append((b"x-ms-lease-duration", duration.encode()))
     if record.blob_type == "AppendBlob":
         headers.append((b"x-ms-blob-committed-block-count", str(record.block_count).encode()))
-    elif properties:
-        headers.append((b"x-ms-access-tier", b"Hot"))
-        headers.append((b"x-ms-access-tier-inferred", b"true"))
+        if record.sealed:
+            headers.append((b"x-ms-blob-sealed", b"true"))
+    if tier is not None:
+        headers.extend((name.encode(), value.encode()) for name, value in header_pairs(tier, epoch_date))
     if record.snapshot:
         headers.append((b"x-ms-snapshot", record.snapshot.encode()))
     copy = record.copy

@@ -4,7 +4,7 @@
 The operation then picks the handler (``app.HANDLERS``), the permission a SAS must carry and
 whether anonymous callers may perform it (``sas``), so routing and authorisation can never
 disagree about what a request does. Features Tabulae does not have (page blobs, versions,
-tiers, batches, immutability, blob queries, Put Block From URL) get the Azure error a service
+immutability, blob queries, Put Block From URL) get the Azure error a service
 gives for a parameter or header it does not support, never a half-done operation.
 """
 
@@ -16,18 +16,16 @@ from tabulae.model.errors import ServiceError
 # comp values of features Tabulae does not serve, on any resource.
 _UNSUPPORTED_COMP = frozenset(
     {
-        "tier", "page", "pagelist", "incrementalcopy", "batch", "userdelegationkey",
-        "immutabilityPolicies", "legalhold", "expiry", "seal", "query", "rename", "undelete",
+        "page", "pagelist", "incrementalcopy",
+        "immutabilityPolicies", "legalhold", "expiry", "query", "rename", "undelete",
     }
 )  # fmt: skip
 _UNSUPPORTED_HEADERS = (
-    "x-ms-access-tier",
     "x-ms-immutability-policy-until-date",
     "x-ms-immutability-policy-mode",
     "x-ms-legal-hold",
     "x-ms-encryption-key",
     "x-ms-encryption-scope",
-    "x-ms-rehydrate-priority",
 )
 
 
@@ -67,6 +65,10 @@ def _service(method: str, restype: str | None, comp: str | None) -> Operation:
         return _verb(method, {"GET": Operation.GET_ACCOUNT_INFO, "HEAD": Operation.GET_ACCOUNT_INFO})
     if comp == "blobs" and restype is None:
         return _verb(method, {"GET": Operation.FIND_BLOBS_BY_TAGS})
+    if comp == "batch" and restype is None:
+        return _verb(method, {"POST": Operation.SUBMIT_BATCH})
+    if restype == "service" and comp == "userdelegationkey":
+        return _verb(method, {"POST": Operation.GET_USER_DELEGATION_KEY})
     if comp is None and restype is None:
         raise ServiceError("InvalidUri")
     if comp is not None:
@@ -113,6 +115,8 @@ def _container(method: str, restype: str | None, comp: str | None) -> Operation:
         return _verb(method, {"GET": Operation.LIST_BLOBS})
     if comp == "blobs":
         return _verb(method, {"GET": Operation.FIND_BLOBS_BY_TAGS_IN_CONTAINER})
+    if comp == "batch":
+        return _verb(method, {"POST": Operation.SUBMIT_BATCH})
     raise invalid_parameter("comp", comp)
 
 
@@ -158,6 +162,10 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
         return _verb(method, {"PUT": Operation.ABORT_COPY})
     if comp == "tags":
         return _verb(method, {"PUT": Operation.SET_BLOB_TAGS, "GET": Operation.GET_BLOB_TAGS})
+    if comp == "tier":
+        return _verb(method, {"PUT": Operation.SET_BLOB_TIER})
+    if comp == "seal":
+        return _verb(method, {"PUT": Operation.SEAL_BLOB})
     raise invalid_parameter("comp", comp)
 
 

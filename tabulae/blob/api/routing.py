@@ -63,6 +63,10 @@ class Operation(enum.StrEnum):
     GET_BLOB_TAGS = "GetBlobTags"
     FIND_BLOBS_BY_TAGS = "FindBlobsByTags"
     FIND_BLOBS_BY_TAGS_IN_CONTAINER = "FindBlobsByTagsInContainer"
+    SUBMIT_BATCH = "SubmitBatch"
+    GET_USER_DELEGATION_KEY = "GetUserDelegationKey"
+    SET_BLOB_TIER = "SetBlobTier"
+    SEAL_BLOB = "AppendBlobSeal"
 
 
 @dataclass(slots=True)  # not frozen: built on every request

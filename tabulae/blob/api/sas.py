@@ -10,10 +10,11 @@ policy, validity window, protocol, IP, the account SAS) live in :mod:`tabulae.au
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from tabulae.auth import delegation
 from tabulae.auth.sas import (
     SasToken,
     StoredPolicy,
@@ -32,7 +33,7 @@ from tabulae.model.errors import ServiceError
 RESOURCE_FIELD_VERSION = "2018-11-09"  # sr and the snapshot time
 ENCRYPTION_SCOPE_VERSION = "2020-12-06"  # ses
 OVERRIDES = ("rscc", "rscd", "rsce", "rscl", "rsct")
-_DELEGATION_FIELDS = ("skoid", "sktid", "skt", "ske", "sks", "skv")
+BEARER_ONLY = "Only a bearer token (Microsoft Entra ID) may get a user delegation key."
 
 # Each string is a set of alternative letters; every one of them must be met.
 _Requirement = tuple[str, ...]
@@ -55,6 +56,8 @@ _BLOB_PERMISSIONS: dict[Op, _Requirement] = {
     Op.DELETE_BLOB: ("d",),
     Op.SET_BLOB_TAGS: ("t",),
     Op.GET_BLOB_TAGS: ("t",),
+    Op.SET_BLOB_TIER: ("w",),
+    Op.SEAL_BLOB: ("w",),
 }
 # What a container SAS adds: listing, and the container's own properties and lease.
 _CONTAINER_PERMISSIONS: dict[Op, _Requirement] = {
@@ -119,6 +122,12 @@ class BlobGrant:
     def check(self, operation: Op) -> None:
         if operation is Op.GET_ACCOUNT_INFO:
             return
+        if operation is Op.GET_USER_DELEGATION_KEY:  # Microsoft Entra ID only
+            raise ServiceError("AuthenticationFailed", detail=BEARER_ONLY)
+        if operation is Op.SUBMIT_BATCH:  # any permission: each sub-request is checked on its own
+            if self.scope in ("b", "bs"):
+                raise ServiceError("AuthorizationResourceTypeMismatch")
+            return
         if self.resource_types is not None:
             resource_type, needed = _ACCOUNT_RULES.get(operation, ("", ()))
             if not resource_type or resource_type not in self.resource_types:
@@ -173,6 +182,7 @@ def verify_blob_sas(
     is_https: bool,
     client_ip: str | None,
     now: datetime,
+    headers: Mapping[str, str] | None = None,
 ) -> BlobGrant:
     """Authenticate a SAS on a request for ``container``/``blob`` (empty when the URL names none)."""
     require_version(token)
@@ -183,10 +193,6 @@ def verify_blob_sas(
             token, account=account, keys=keys, service="b", is_https=is_https, client_ip=client_ip, now=now
         )
         return BlobGrant(granted.permissions, granted.resource_types, overrides=pairs)
-    if any(name in query for name in _DELEGATION_FIELDS):
-        raise ServiceError(
-            "AuthenticationFailed", detail="User delegation SAS is not supported by this server."
-        )
     sr = query.get("sr", "")
     if sr not in ("c", "b", "bs") or not container or (sr != "c" and not blob):
         raise ServiceError(
@@ -194,8 +200,20 @@ def verify_blob_sas(
         )
     resource = f"/blob/{account}/{container}" + (f"/{blob}" if sr != "c" else "")
     snapshot = query.get("snapshot", "") if sr == "bs" else ""
-    verify_signature(token.sig, service_sas_string_to_sign(token, resource, sr, snapshot, overrides), keys)
-    sp, st, se = apply_policy(token, policy_lookup)
+    if delegation.is_delegation_sas(query):
+        if token.si is not None:
+            raise ServiceError(
+                "AuthenticationFailed", detail="A user delegation SAS cannot name a stored access policy."
+            )
+        key = delegation.key_of_token(query, now)
+        signed = delegation.string_to_sign(query, resource=resource, snapshot=snapshot, headers=headers or {})
+        verify_signature(token.sig, signed, delegation.key_values(key, keys))
+        sp, st, se = token.sp or "", token.st, token.se
+    else:
+        verify_signature(
+            token.sig, service_sas_string_to_sign(token, resource, sr, snapshot, overrides), keys
+        )
+        sp, st, se = apply_policy(token, policy_lookup)
     check_window(st, se, now)
     check_protocol(token.spr, is_https)
     check_ip(token.sip, client_ip)

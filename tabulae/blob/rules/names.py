@@ -9,6 +9,10 @@ import re
 from tabulae.model.errors import MSG_NAME_LENGTH, ServiceError
 
 SPECIAL_CONTAINERS = frozenset({"$root", "$logs", "$web"})
+# Containers the service keeps for itself: List Containers shows them only with include=system.
+# Every account has $logs (Storage Analytics writes there); the change feed has $blobchangefeed.
+LOGS_CONTAINER = "$logs"
+SYSTEM_CONTAINERS = frozenset({LOGS_CONTAINER, "$blobchangefeed"})
 MAX_BLOB_NAME = 1024
 MAX_SEGMENTS = 254
 

@@ -15,7 +15,9 @@ starts a rehydration (202 Accepted) that completes after a delay which depends o
     rehydrating to Hot     202      409       409       409
     rehydrating to Cool    409      202       409       409
 
-(the Cold rows and columns follow the same pattern; assumed). The 409 is ``BlobBeingRehydrated``.
+(the Cold and Smart rows and columns follow the same pattern; assumed). The 409 is
+``BlobBeingRehydrated``. Smart (REST 2026-06-06 and later) lets the service pick the tier; a
+Smart blob also reports the tier chosen (``x-ms-smart-access-tier``), here always Hot.
 A pending rehydration's priority may be raised from Standard to High, never lowered (assumed
 from "Rehydrate an archived blob": the priority is changed by calling Set Blob Tier again).
 Setting a tier never changes the blob's ETag or Last-Modified; it sets ``AccessTierChangeTime``.
@@ -28,12 +30,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from tabulae.model.blobs import BlobRecord
 from tabulae.model.errors import ServiceError
 
-HOT, COOL, COLD, ARCHIVE = "Hot", "Cool", "Cold", "Archive"
+HOT, COOL, COLD, ARCHIVE, SMART = "Hot", "Cool", "Cold", "Archive", "Smart"
 STANDARD, HIGH = "Standard", "High"
-ONLINE = (HOT, COOL, COLD)
+ONLINE = (HOT, COOL, COLD, SMART)
 COLD_VERSION = "2021-12-02"
+SMART_VERSION = "2026-06-06"
 
 #: Seconds a rehydration takes by priority, unless the caller passes its own delays.
 DEFAULT_DELAYS = {STANDARD: 1.0, HIGH: 0.5}
@@ -41,6 +45,8 @@ DEFAULT_DELAYS = {STANDARD: 1.0, HIGH: 0.5}
 
 def tiers_for(version: str) -> tuple[str, ...]:
     """The standard tiers a request of REST ``version`` may name."""
+    if version >= SMART_VERSION:
+        return (HOT, COOL, COLD, ARCHIVE, SMART)
     return (HOT, COOL, COLD, ARCHIVE) if version >= COLD_VERSION else (HOT, COOL, ARCHIVE)
 
 
@@ -93,6 +99,49 @@ class TierView:
     rehydrate_priority: str | None
     changed_at: float | None
 
+    @property
+    def smart_tier(self) -> str | None:
+        """The tier a Smart blob is in now: this service keeps every Smart blob Hot."""
+        return HOT if self.access_tier == SMART else None
+
+
+@dataclass(frozen=True, slots=True)
+class TierPolicy:
+    """The account-wide facts tiers follow: the default tier blobs infer (the account's "access
+    tier" setting) and how long a Standard rehydration takes (High takes half as long)."""
+
+    default_tier: str = HOT
+    rehydrate_seconds: float = 10.0
+
+    def delay(self, priority: str) -> float:
+        return self.rehydrate_seconds if priority == STANDARD else self.rehydrate_seconds / 2
+
+
+def state_of(record: BlobRecord, account_default: str) -> TierState:
+    """A block blob's tier as its record stores it (no ``tier``: the default, inferred)."""
+    if record.tier is None:
+        return TierState(account_default, changed_at=record.tier_changed)
+    return TierState(
+        record.tier,
+        inferred=False,
+        changed_at=record.tier_changed,
+        rehydrate_to=record.rehydrate_to,
+        priority=record.rehydrate_priority,
+        rehydrated_at=record.rehydrate_at,
+    )
+
+
+def with_state(record: BlobRecord, state: TierState) -> BlobRecord:
+    """``record`` keeping ``state`` (an inferred tier is stored as no tier at all)."""
+    return replace(
+        record,
+        tier=None if state.inferred else state.tier,
+        tier_changed=state.changed_at,
+        rehydrate_to=state.rehydrate_to,
+        rehydrate_priority=state.priority if state.rehydrate_to is not None else None,
+        rehydrate_at=state.rehydrated_at if state.rehydrate_to is not None else None,
+    )
+
 
 def initial(tier: str | None, account_default: str, now: float) -> TierState:
     """A new block blob: the tier its upload named, or the account default, inferred."""
@@ -133,6 +182,19 @@ def set_tier(
     return TierState(target, inferred=False, changed_at=now), 200
 
 
+def check_change_time(
+    changed_at: float | None, created_at: float, modified_since: int | None, unmodified_since: int | None
+) -> None:
+    """Delete Blob's ``x-ms-access-tier-if-(un)modified-since`` (REST 2024-08-04 and later), to the
+    second, against the tier's change time (a blob whose tier never changed: its creation time,
+    assumed); 412 AccessTierChangeTimeConditionNotMet when one fails."""
+    second = int(changed_at if changed_at is not None else created_at)
+    if (modified_since is not None and second <= modified_since) or (
+        unmodified_since is not None and second > unmodified_since
+    ):
+        raise ServiceError("AccessTierChangeTimeConditionNotMet")
+
+
 def check_readable(state: TierState, now: float) -> None:
     """Reads of an archived blob, rehydrating or not, are 409 BlobArchived."""
     if settle(state, now).tier == ARCHIVE:
@@ -155,6 +217,8 @@ def header_pairs(view: TierView, time_text: Callable[[float], str]) -> list[tupl
         pairs.append(("x-ms-access-tier-inferred", "true"))
     if view.archive_status is not None:
         pairs.append(("x-ms-archive-status", view.archive_status))
+    if view.smart_tier is not None:
+        pairs.append(("x-ms-smart-access-tier", view.smart_tier))
     if view.rehydrate_priority is not None:
         pairs.append(("x-ms-rehydrate-priority", view.rehydrate_priority))
     if view.changed_at is not None:
@@ -170,6 +234,8 @@ def listing_pairs(view: TierView, time_text: Callable[[float], str]) -> list[tup
         pairs.append(("AccessTierInferred", "true"))
     if view.archive_status is not None:
         pairs.append(("ArchiveStatus", view.archive_status))
+    if view.smart_tier is not None:
+        pairs.append(("SmartAccessTier", view.smart_tier))
     if view.changed_at is not None:
         pairs.append(("AccessTierChangeTime", time_text(view.changed_at)))
     if view.rehydrate_priority is not None:

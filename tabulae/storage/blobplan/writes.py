@@ -38,7 +38,6 @@ _DELETE_BLOCKS = "DELETE FROM blob_blocks WHERE " + _BLOB
 _UPDATE_BLOB = (
     "UPDATE blobs SET committed = :committed, ticks = :ticks, size = :size, doc = :doc WHERE " + _ROW
 )
-_UPDATE_VERSION = "UPDATE blobs SET doc = :doc WHERE " + _ROW
 _INSERT_EXTENT = _EXTENT_COLUMNS + " VALUES ({:key,} :c, :name, :version, :seq, :ref, :length, :block_id)"
 _APPEND_EXTENT = (
     _EXTENT_COLUMNS + " SELECT {:key,} :c, :name, :version, coalesce(max(seq) + 1, 0), :ref{::uuid}, :length,"
@@ -146,9 +145,6 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
         new = write.base.tags if write.base is not None and write.base.committed else {}
         if old != new:
             yield from tags.replace_tags(at, cid, old, new)
-    if write.version is not None:
-        frozen = write.version
-        yield Sql(_UPDATE_VERSION, {**at.row(cid, frozen.snapshot), "doc": encode_blob(frozen)})
     referenced: set[str] = set()
     if write.content is not None:
         if existed:
@@ -179,6 +175,10 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
         yield Sql(_COUNT_STAGED, {**base, "added": 0 if replaced else 1, "length": len(block.block_id or "")})
         yield Sql(_STAGE_BLOCK, {**one, "seq": time.time_ns(), "ref": block.ref, "length": block.length})
         referenced.add(block.ref)
+    if write.snapshot_record is not None:
+        frozen = write.snapshot_record
+        yield Sql(_UPDATE_BLOB, {**at.row(cid, frozen.snapshot), "committed": True, "ticks": frozen.ticks,
+                                 "size": frozen.size, "doc": encode_blob(frozen)})  # fmt: skip
     for ref in dropped - referenced:
         yield from garbage.drop(at.dkey, ref)
     return referenced

@@ -86,6 +86,13 @@ _STATEMENTS = (
     )
     """,
     """
+    CREATE TABLE IF NOT EXISTS blob_account_features (
+        account text COLLATE "C" NOT NULL,
+        properties bytea NOT NULL,
+        CONSTRAINT blob_account_features_pkey PRIMARY KEY (account)
+    )
+    """,
+    """
     CREATE TABLE IF NOT EXISTS blobs (
         dkey bigint NOT NULL,
         container_id bigint NOT NULL,
@@ -162,7 +169,7 @@ _STATEMENTS = (
 )
 SCHEMA = Schema(
     _STATEMENTS,
-    reference=("blob_containers", "blob_service_properties"),
+    reference=("blob_containers", "blob_service_properties", "blob_account_features"),
     distributed={
         "blobs": "dkey",
         "blob_extents": "dkey",
@@ -266,6 +273,12 @@ class PostgresBlobs(PlannedBlobs):
 
     async def set_service_properties(self, account: str, properties: bytes) -> None:
         await self._db.set_account_document("blob_service_properties", account, properties)
+
+    async def get_account_features(self, account: str) -> bytes | None:
+        return await self._db.account_document("blob_account_features", account)
+
+    async def set_account_features(self, account: str, features: bytes) -> None:
+        await self._db.set_account_document("blob_account_features", account, features)
 
     # ------------------------------------------------------------------ content
 

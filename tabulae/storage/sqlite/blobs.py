@@ -57,6 +57,10 @@ CREATE TABLE IF NOT EXISTS blob_service_properties (
     account TEXT PRIMARY KEY,
     properties BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS blob_account_features (
+    account TEXT PRIMARY KEY,
+    properties BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS blobs (
     container_id INTEGER NOT NULL,
     name TEXT NOT NULL,
@@ -148,6 +152,12 @@ class SqliteBlobs(PlannedBlobs):
 
     async def set_service_properties(self, account: str, properties: bytes) -> None:
         await self._db.set_account_document("blob_service_properties", account, properties)
+
+    async def get_account_features(self, account: str) -> bytes | None:
+        return self._db.account_document("blob_account_features", account)
+
+    async def set_account_features(self, account: str, features: bytes) -> None:
+        await self._db.set_account_document("blob_account_features", account, features)
 
     # ------------------------------------------------------------------ content
 

@@ -7,6 +7,7 @@ import pytest
 
 from tabulae.blob.rules import tiers
 from tabulae.blob.rules.tiers import ARCHIVE, COLD, COOL, HIGH, HOT, STANDARD, TierState
+from tabulae.model.blobs import BlobRecord
 from tabulae.model.errors import ServiceError
 
 DELAYS = {STANDARD: 100.0, HIGH: 10.0}.__getitem__
@@ -141,3 +142,60 @@ def test_rendered_properties() -> None:
         ("AccessTier", COLD),
         ("AccessTierChangeTime", "t15"),
     ]
+
+
+def test_smart_from_its_version_and_what_it_shows() -> None:
+    assert tiers.parse_tier("smart", "2026-06-06") == tiers.SMART
+    assert error_of(lambda: tiers.parse_tier("Smart", "2026-04-06")).code == "InvalidHeaderValue"
+    view = tiers.view(tiers.initial(tiers.SMART, HOT, 1.0), 1.0)
+    assert view.smart_tier == HOT
+    assert ("x-ms-smart-access-tier", HOT) in tiers.header_pairs(view, str)
+    assert ("SmartAccessTier", HOT) in tiers.listing_pairs(view, str)
+    pending, status = tiers.set_tier(tiers.initial(ARCHIVE, HOT, 1.0), tiers.SMART, 2.0, delay=DELAYS)
+    assert status == 202 and tiers.view(pending, 2.0).archive_status == "rehydrate-pending-to-smart"
+
+
+def test_records_keep_the_state() -> None:
+    record = BlobRecord("b", "", "BlockBlob", 1, 1, 1)
+    assert tiers.state_of(record, COOL) == TierState(COOL)  # no tier stored: the default, inferred
+    pending, _ = tiers.set_tier(tiers.initial(ARCHIVE, HOT, 1.0), COOL, 2.0, HIGH, DELAYS)
+    stored = tiers.with_state(record, pending)
+    assert (stored.tier, stored.rehydrate_to, stored.rehydrate_priority, stored.rehydrate_at) == (
+        ARCHIVE,
+        COOL,
+        HIGH,
+        12.0,
+    )
+    assert tiers.state_of(stored, HOT) == pending
+    done = tiers.with_state(stored, tiers.settle(pending, 20.0))
+    assert (done.tier, done.tier_changed, done.rehydrate_to, done.rehydrate_at) == (COOL, 12.0, None, None)
+    assert tiers.with_state(done, TierState(HOT)).tier is None  # inferred again: nothing stored
+
+
+def test_policy_delays() -> None:
+    policy = tiers.TierPolicy(COOL, 8.0)
+    assert (policy.delay(STANDARD), policy.delay(HIGH)) == (8.0, 4.0)
+
+
+@pytest.mark.parametrize(
+    ("changed", "modified_since", "unmodified_since", "met"),
+    [
+        (100.5, 99, None, True),
+        (100.5, 100, None, False),  # to the second: not modified after 100
+        (100.5, None, 100, True),
+        (100.5, None, 99, False),
+        (None, 40, None, True),  # never changed: the creation time (50) counts
+        (None, 50, None, False),
+    ],
+)
+def test_change_time_conditions(
+    changed: float | None, modified_since: int | None, unmodified_since: int | None, met: bool
+) -> None:
+    def check() -> None:
+        tiers.check_change_time(changed, 50.0, modified_since, unmodified_since)
+
+    if met:
+        check()
+    else:
+        error = error_of(check)
+        assert (error.status, error.code) == (412, "AccessTierChangeTimeConditionNotMet")

@@ -24,9 +24,10 @@ class StorageRecordedTestCase:
 
     def account_url(self, storage_account, account_type):
         """Host-style, as the tests expect: ``http://{account}.blob.core.windows.net:{port}``
-        (the harness plugin resolves that name to 127.0.0.1)."""
+        (the harness plugin resolves that name to 127.0.0.1); ``https`` with ``run.py --ca``."""
         port = os.environ["SDK_TESTS_PORT"]
-        return f"http://{storage_account}.{account_type}.core.windows.net:{port}"
+        scheme = os.environ.get("SDK_TESTS_SCHEME", "http")
+        return f"{scheme}://{storage_account}.{account_type}.core.windows.net:{port}"
 
     def get_resource_name(self, name):
         """Deterministic within a test (as recorded names are), unique across runs."""

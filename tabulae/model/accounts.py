@@ -1,0 +1,86 @@
+"""An account's features that Azure keeps in its management plane, not in the data-plane REST API:
+blob versioning, the change feed, container soft delete, last access time tracking, and the
+hierarchical namespace (Data Lake Storage Gen2).
+
+In Azure they are properties of the storage account resource, set with the resource manager
+(``az storage account blob-service-properties update``, the portal, ARM templates). Tabulae has no
+resource manager, so they are server settings: ``tabulae serve`` flags that apply to every account,
+a ``--config`` file section per account, and for a running server the signed ``/-/accounts``
+endpoint (``tabulae account show|set``). The hierarchical namespace is chosen when an account is
+made (Azure can upgrade an account to it once, never back), so here it is a start-up setting only.
+
+Each feature has one name, the same in the config file, the endpoint's JSON and the CLI
+(``blob-versioning``); the dataclass fields are those names in Python's spelling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from tabulae.model.errors import ServiceError
+
+MAX_CONTAINER_SOFT_DELETE_DAYS = 365  # Azure's container delete retention: 1 to 365 days
+
+
+@dataclass(frozen=True, slots=True)
+class AccountFeatures:
+    blob_versioning: bool = False
+    blob_change_feed: bool = False
+    container_soft_delete: int = 0  # days deleted containers are kept; 0: off
+    last_access_tracking: bool = False
+    hns: bool = False  # a hierarchical namespace: containers are Data Lake file systems
+
+
+OFF = AccountFeatures()
+#: Feature names as the config file, the endpoint and the CLI spell them -> dataclass fields.
+NAMES = {field.name.replace("_", "-"): field.name for field in fields(AccountFeatures)}
+#: What a running server may change (the namespace is fixed when the server starts).
+CHANGEABLE = tuple(name for name in NAMES if name != "hns")
+
+
+class FeatureError(ValueError):
+    """A feature document that cannot be applied; the message names the feature."""
+
+
+def check_days(days: Any, where: str = "container-soft-delete") -> int:
+    """Container delete retention in days: 0 (off) or 1 to 365."""
+    if not isinstance(days, int) or isinstance(days, bool) or not 0 <= days <= MAX_CONTAINER_SOFT_DELETE_DAYS:
+        raise FeatureError(f"{where}: expected 0 (off) or a number of days from 1 to 365, not {days!r}")
+    return days
+
+
+def parse(document: Any, *, allowed: tuple[str, ...] = tuple(NAMES)) -> dict[str, Any]:
+    """A feature document (``{"blob-versioning": true, "container-soft-delete": 7}``) checked
+    against the features ``allowed``: the changes by dataclass field, or :class:`FeatureError`."""
+    if not isinstance(document, dict):
+        raise FeatureError('expected an object of features, e.g. {"blob-versioning": true}')
+    changes: dict[str, Any] = {}
+    for name, value in document.items():
+        if name not in NAMES:
+            raise FeatureError(f"{name}: not a feature (the features are {', '.join(NAMES)})")
+        if name not in allowed:
+            raise FeatureError(
+                f"{name}: set when the server starts (tabulae serve --hns ACCOUNT), not at run time"
+            )
+        if name == "container-soft-delete":
+            changes[NAMES[name]] = check_days(value)
+        elif isinstance(value, bool):
+            changes[NAMES[name]] = value
+        else:
+            raise FeatureError(f"{name}: expected true or false, not {value!r}")
+    return changes
+
+
+def refused(error: FeatureError) -> ServiceError:
+    """A feature document the endpoint refuses: 400 InvalidInput, saying which feature and why."""
+    return ServiceError("InvalidInput", f"One of the request inputs is not valid: {error}")
+
+
+def apply(features: AccountFeatures, changes: dict[str, Any]) -> AccountFeatures:
+    return replace(features, **changes)
+
+
+def document(features: AccountFeatures) -> dict[str, Any]:
+    """The features as the endpoint and ``tabulae account show`` give them."""
+    return {name: getattr(features, field) for name, field in NAMES.items()}
