@@ -203,7 +203,13 @@ class BlobService:
             tiers.check_change_time(record.tier_changed, created, *since)
 
     async def set_blob_tier(
-        self, key: BlobKey, snapshot: str, tier: str, priority: str, lease_id: str | None
+        self,
+        key: BlobKey,
+        snapshot: str,
+        tier: str,
+        priority: str,
+        lease_id: str | None,
+        conditions: Conditions = NONE,
     ) -> int:
         """Set Blob Tier on the blob or one of its snapshots: 200, or 202 when it starts (or
         re-prioritises) a rehydration. The ETag and Last-Modified stay as they are."""
@@ -217,6 +223,7 @@ class BlobService:
                 raise ServiceError("BlobNotFound")
             else:
                 target = state.target
+            check(conditions, target.ticks, read=False, tags=target.tags)
             tiers.check_blob_type(target.blob_type)
             current = tiers.state_of(target, self.tiering.default_tier)
             changed, status = tiers.set_tier(current, tier, now, priority, self.tiering.delay)

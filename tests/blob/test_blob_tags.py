@@ -154,6 +154,7 @@ def test_if_tags_conditions(container: ContainerClient) -> None:
         ),
         lambda c: blob.acquire_lease(if_tags_match_condition=c).release(),
         lambda c: blob.get_block_list(if_tags_match_condition=c),
+        lambda c: blob.set_standard_blob_tier("Cool", if_tags_match_condition=c),
     ]
     for call in calls:
         call(good)

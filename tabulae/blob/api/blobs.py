@@ -477,6 +477,7 @@ async def set_blob_tier(call: Call) -> Response:
         parse_tier(value, call.version),
         parse_priority(headers.get("x-ms-rehydrate-priority")),
         call.lease_id,
+        Conditions(if_tags=conditions(headers).if_tags),  # its one condition ("Set Blob Tier")
     )
     return Response(status)
 
