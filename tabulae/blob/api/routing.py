@@ -59,6 +59,9 @@ class Operation(enum.StrEnum):
     SNAPSHOT_BLOB = "SnapshotBlob"
     COPY_BLOB = "CopyBlob"
     ABORT_COPY = "AbortCopyBlob"
+    PUT_PAGE = "PutPage"
+    GET_PAGE_RANGES = "GetPageRanges"
+    INCREMENTAL_COPY = "IncrementalCopyBlob"
 
 
 @dataclass(slots=True)  # not frozen: built on every request
