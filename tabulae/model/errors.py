@@ -180,7 +180,6 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "BlobNotFound": (404, "The specified blob does not exist."),
     "BlobAlreadyExists": (409, "The specified blob already exists."),
     "InvalidBlobType": (409, "The blob type is invalid for this operation."),
-    "BlobTypeNotSupported": (400, "Page blobs are not supported."),
     "InvalidBlobOrBlock": (400, "The specified blob or block content is invalid."),
     "InvalidBlockId": (400, "The specified block ID is invalid. The block ID must be Base64-encoded."),
     "InvalidBlockList": (400, "The specified block list is invalid."),
