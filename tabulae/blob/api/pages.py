@@ -107,12 +107,13 @@ async def put_page_blob(call: Call) -> Response:
 
 def _page_range(headers: dict[str, str]) -> tuple[int, int]:
     """The range a Put Page writes, half-open: required, closed and on page boundaries."""
-    name = "x-ms-range" if "x-ms-range" in headers else "range"
-    if name not in headers:
+    key = "x-ms-range" if "x-ms-range" in headers else "range"
+    if key not in headers:
         raise _missing("Range")
+    name = "x-ms-range" if key == "x-ms-range" else "Range"  # as Azure names it in the error
     wanted = byte_range(headers)
     if wanted is None or wanted[1] is None:
-        raise bad_header(name, headers[name])
+        raise bad_header(name, headers[key])
     return check_aligned(wanted[0], wanted[1], name)
 
 
