@@ -9,9 +9,10 @@ goes through aiohttp and is read back.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from blobs import CONTAINER, BlobHttp, BlobWorkload
-from workloads import Context, Workload
+from workloads import Context, Prepared, Workload
 
 PAGE_SIZE = 4096
 PAGE_BLOB_BYTES = 1024**3
@@ -21,6 +22,10 @@ PAGE_BLOBS = 4
 class PutPage(BlobWorkload):
     name, title, mode, size = "blob-put-page", "Put Page 4 KiB, random offsets", "page", PAGE_SIZE
     script = "pages.lua"
+
+    async def prepare(self, ctx: Context, http: object) -> Prepared:
+        """As the other blob workloads, but every connection: a 4 KiB write is a small request."""
+        return replace(await super().prepare(ctx, http), connections=ctx.options.connections)
 
     async def setup(self, ctx: Context, http: BlobHttp) -> tuple[dict[str, object], list[str]]:
         names = [f"disk-{i}" for i in range(PAGE_BLOBS)]
