@@ -179,6 +179,8 @@ def test_get_page_ranges_bad_queries(http: BlobHttp, blob: str) -> None:
     assert_error(reply, 409, "PreviousSnapshotNotFound")
     reply = http.request("GET", f"{blob}?comp=pagelist&prevsnapshot=yesterday")
     assert_error(reply, 400, "InvalidQueryParameterValue", QueryParameterName="prevsnapshot")
+    reply = http.request("GET", f"{blob}?comp=pagelist", {"x-ms-previous-snapshot-url": f"{http.base}{blob}"})
+    assert_error(reply, 400, "UnsupportedHeader", HeaderName="x-ms-previous-snapshot-url")
     reply = http.request("GET", f"{blob}?comp=pagelist&marker=nonsense")
     assert_error(reply, 400, "InvalidQueryParameterValue", QueryParameterName="marker")
     reply = http.request("GET", f"{blob}?comp=pagelist&maxresults=0")

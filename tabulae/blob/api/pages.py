@@ -16,6 +16,7 @@ from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import max_results, xml
 from tabulae.blob.api.formats import DECLARATION
 from tabulae.blob.api.headers import bad_header, byte_range, conditions, content_properties, etag_headers
+from tabulae.blob.api.operations import unsupported_header
 from tabulae.blob.pageblobs import PageBlobs, PageRange, PageWrite
 from tabulae.blob.rules.checksums import Checksums, b64
 from tabulae.blob.rules.conditions import Conditions
@@ -169,6 +170,8 @@ def _checksums(sums: Checksums, *, md5: bool) -> Headers:
 
 async def get_page_ranges(call: Call) -> Response:
     query, headers = call.request.query, call.request.headers
+    if "x-ms-previous-snapshot-url" in headers:  # a managed disk's diff: there are none here
+        raise unsupported_header("x-ms-previous-snapshot-url", headers["x-ms-previous-snapshot-url"])
     previous = query.get("prevsnapshot")
     answer = await PageBlobs(call.service).get_ranges(
         call.key,
