@@ -9,8 +9,8 @@ migration works against any store Tabulae has.
 What moves: tables and their entities (every Edm type, sent in the service's JSON form, never
 converted), queues with metadata and messages (text, remaining visibility timeout and time to
 live), containers with metadata and public access, blobs of every type with their properties,
-metadata, committed blocks (block ids kept) and uncommitted blocks; page blobs are reported and
-left (reading Azurite's page ranges from its workspace is not written yet). What cannot keep
+metadata, committed blocks (block ids kept) and uncommitted blocks, page blobs with their size,
+sequence number and written pages (unwritten pages stay unwritten). What cannot keep
 its identity is reported, not faked: ETags, Last-Modified and entity Timestamps are the new
 server's; message ids, pop receipts, insertion times and dequeue counts are new; blob snapshots
 (their ids are times the new server would have to invent) and soft-deleted blobs are counted and
@@ -238,9 +238,6 @@ class Migration:
             else:
                 self.report.skip("containers")
             for blob in container.blobs:
-                if blob.kind == "PageBlob":  # Azurite's page ranges are not read from its workspace yet
-                    self.report.leave("page blobs (not migrated yet)")
-                    continue
                 blob_key = f"blob/{blob.account}/{blob.container}/{blob.name}"
                 if self.progress.get(blob_key):
                     self.report.skip("blobs")
@@ -263,7 +260,20 @@ class Migration:
             content_md5=content_md5(p),  # type: ignore[arg-type]
         )
         metadata = blob.metadata or None
-        if blob.kind == "AppendBlob":
+        if blob.kind == "PageBlob":
+            client.create_page_blob(
+                blob.size,
+                content_settings=settings,
+                metadata=metadata,
+                sequence_number=int(p.get("blobSequenceNumber") or 0),
+            )
+            for start, piece in blob.pages:  # Azurite's ranges are page-aligned, as Put Page's are
+                offset = start
+                for data in self.workspace.stream(piece, PAGE_CHUNK):
+                    client.upload_page(data, offset=offset, length=len(data))
+                    offset += len(data)
+                    self.report.add("bytes", len(data))
+        elif blob.kind == "AppendBlob":
             client.create_append_blob(content_settings=settings, metadata=metadata)
             for block in blob.committed:
                 for data in self.workspace.stream(block.piece, PAGE_CHUNK):
