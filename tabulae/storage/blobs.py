@@ -81,7 +81,7 @@ class BlobWrite:
     """What a write does, applied in this order. Fields left at their defaults change nothing."""
 
     result: Any = None  # handed back to the caller of the write
-    delete_snapshots: bool = False
+    delete_snapshots: bool = False  # with Needs(snapshots=True), so snapshots' page spans are found
     delete_snapshot: str | None = None  # one snapshot, by its timestamp
     snapshot: BlobRecord | None = None  # a new snapshot sharing the base's current extents
     delete_base: bool = False  # the base blob, its extents and its staged blocks

@@ -298,6 +298,51 @@ def _content_bytes(server: ServerProcess, container: str, name: str) -> int:
     return int(row[0])
 
 
+def _span_rows(server: ServerProcess, container: str, name: str) -> int:
+    """How many page spans the store keeps for every version of a blob."""
+    sql = (
+        "SELECT count(*) FROM blob_pages WHERE name = {p} AND container_id ="
+        " (SELECT id FROM blob_containers WHERE name = {p})"
+    )
+    if server.backend == "sqlite":
+        conn = sqlite3.connect(f"file:{server.data_dir / 'tabulae.db'}?mode=ro", uri=True)
+        try:
+            return int(conn.execute(sql.format(p="?"), (name, container)).fetchone()[0])
+        finally:
+            conn.close()
+    import psycopg
+
+    url = server.extra_args[server.extra_args.index("--store") + 1]
+    with psycopg.connect(url) as conn:
+        row = conn.execute(sql.format(p="%s"), (name, container)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_deletes_leave_no_spans(server: ServerProcess, container: ContainerClient) -> None:
+    """A page blob's snapshot keeps its spans when the base becomes a block blob, and they go
+    when the snapshots are deleted; so do a deleted page blob's and a deleted snapshot's."""
+    blob = container.get_blob_client("turned.vhd")
+    blob.create_page_blob(1024)
+    blob.upload_page(os.urandom(512), offset=0, length=512)
+    kept = blob.create_snapshot()["snapshot"]
+    blob.upload_blob(b"a block blob now", overwrite=True)
+    assert _span_rows(server, container.container_name, "turned.vhd") == 1
+    assert container.get_blob_client("turned.vhd", snapshot=kept).download_blob().readall()[512:] == bytes(
+        512
+    )
+    blob.delete_blob(delete_snapshots="include")
+    assert _span_rows(server, container.container_name, "turned.vhd") == 0
+    other = container.get_blob_client("other.vhd")
+    other.create_page_blob(1024)
+    other.upload_page(os.urandom(1024), offset=0, length=1024)
+    first = other.create_snapshot()["snapshot"]
+    container.get_blob_client("other.vhd", snapshot=first).delete_blob()
+    assert _span_rows(server, container.container_name, "other.vhd") == 1
+    other.delete_blob()
+    assert _span_rows(server, container.container_name, "other.vhd") == 0
+
+
 def test_sparse_8tib_blob(server: ServerProcess, container: ContainerClient) -> None:
     blob = container.get_blob_client("sparse.vhd")
     blob.create_page_blob(8 * TIB)

@@ -127,13 +127,14 @@ def _version_statements(where: str) -> tuple[str, str, str]:
     )
 
 
-def _delete_version(where: str, params: dict[str, Any]) -> Plan[set[str]]:
-    """Delete the versions ``where`` matches with their extents and page spans; the refs they
-    named."""
+def _delete_version(where: str, params: dict[str, Any], paged: bool) -> Plan[set[str]]:
+    """Delete the versions ``where`` matches with their extents and, when they may be page
+    blobs (``paged``), their page spans; the refs they named."""
     refs, extents, versions = _version_statements(where)
     dropped = yield from _refs(refs, params)
     yield Sql(extents, params)
-    dropped |= yield from pages.delete(where, params)
+    if paged:
+        dropped |= yield from pages.delete(where, params)
     yield Sql(versions, params)
     return dropped
 
@@ -143,10 +144,13 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
     existed = state.base is not None
     dropped: set[str] = set()
     base = at.row(cid)
-    if write.delete_snapshots:
-        dropped |= yield from _delete_version(_OTHER_VERSIONS, base)
+    paged = state.base is not None and state.base.blob_type == PAGE_BLOB
+    if write.delete_snapshots:  # snapshots may be page blobs whatever the base is now
+        dropped |= yield from _delete_version(_OTHER_VERSIONS, base, paged or state.snapshots > 0)
     if write.delete_snapshot is not None:
-        dropped |= yield from _delete_version(_ROW, at.row(cid, write.delete_snapshot))
+        target = state.target
+        snapshot_paged = target is None or target.blob_type == PAGE_BLOB
+        dropped |= yield from _delete_version(_ROW, at.row(cid, write.delete_snapshot), snapshot_paged)
     if write.snapshot is not None:
         frozen = write.snapshot
         yield Sql(_INSERT_BLOB, {**at.row(cid, frozen.snapshot), "committed": True, "ticks": frozen.ticks,
@@ -157,7 +161,7 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
     if write.delete_base:
         dropped |= yield from _refs(_BLOCK_REFS, base)
         yield Sql(_DELETE_BLOCKS, base)
-        dropped |= yield from _delete_version(_ROW, base)
+        dropped |= yield from _delete_version(_ROW, base, paged)
     if write.base is not None:
         record = write.base
         values = {**base, "committed": record.committed, "ticks": record.ticks, "size": record.size,
