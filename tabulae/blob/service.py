@@ -38,6 +38,7 @@ from tabulae.storage.blobs import (
     ContentProperties,
     CopyState,
     Extent,
+    FileRange,
     Lease,
     Needs,
     Staged,
@@ -252,6 +253,12 @@ class BlobService:
 
     def read(self, key: BlobKey, extents: Sequence[Extent], start: int, end: int) -> AsyncIterator[bytes]:
         return self.store.read(key, extents, start, end)
+
+    def stream(
+        self, key: BlobKey, extents: Sequence[Extent], start: int, end: int
+    ) -> AsyncIterator[bytes | FileRange]:
+        """:meth:`read` for a download: pieces kept in files may come as :class:`FileRange`."""
+        return self.store.stream(key, extents, start, end)
 
     def lease_state(self, lease: Lease) -> tuple[str, str, str | None]:
         """(status, state, duration) of a lease now, for headers and listings."""

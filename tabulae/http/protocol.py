@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from tabulae.http.errors import error_xml
 from tabulae.http.messages import HEADER_CASE, META_NAMES_EXTENSION, error_time
+from tabulae.http.sendfile import SENDFILE, FileSender
 from tabulae.model.errors import ServiceError
 
 # A request body is buffered up to this much before reading pauses (uvicorn pauses at 64 KiB):
@@ -187,6 +188,7 @@ class AzureHttpProtocol(HttpToolsProtocol):
     _header_timer: asyncio.TimerHandle | None = None
     _stop_timer: asyncio.TimerHandle | None = None
     _drain: _Drain | None = None
+    _file_sender: FileSender | None = None  # plain-TCP connections: bodies may come from files
     _counted: str | None = None  # the client address this connection counts against
     _gone = False
     _refused = False
@@ -199,6 +201,8 @@ class AzureHttpProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CoalescingTransport(transport, self.loop, self._linger))  # type: ignore[arg-type]
+        if self.scheme == "http":  # TLS encrypts in user space: no sendfile there
+            self._file_sender = FileSender(self.loop, transport)
         if self.max_per_client and self.client is not None:
             address = self.client[0]
             open_now = self._per_client.get(address, 0)
@@ -211,6 +215,8 @@ class AzureHttpProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        if self._file_sender is not None:
+            self.scope["extensions"] = {SENDFILE: self._send_file}  # type: ignore[dict-item]
         self._error = None
         self._header_bytes = 0
         self._disarm()
@@ -223,6 +229,8 @@ class AzureHttpProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._gone = True
         self._disarm()
+        if self._file_sender is not None:
+            self._file_sender.lost()
         if self._stop_timer is not None:
             self._stop_timer.cancel()
         address = self._counted
@@ -234,6 +242,24 @@ class AzureHttpProtocol(HttpToolsProtocol):
             else:
                 del self._per_client[address]
         super().connection_lost(exc)
+
+    async def _send_file(self, fd: int, offset: int, count: int) -> bool:
+        """The :data:`SENDFILE` extension: ``count`` bytes of ``fd`` from ``offset`` as the next
+        part of the body of the response under way, after what was written before them; False
+        when the client is gone."""
+        cycle = self.cycle
+        sender = self._file_sender
+        if self._gone or sender is None or cycle is None or cycle.disconnected:
+            return False
+        if not cycle.response_started or cycle.response_complete:
+            raise RuntimeError("sendfile outside a response body")
+        if count > cycle.expected_content_length:
+            raise RuntimeError("Response content longer than Content-Length")
+        cast(CoalescingTransport, self.transport).flush()  # the head and earlier body go first
+        if not await sender.send(fd, offset, count):
+            return False
+        cycle.expected_content_length -= count
+        return True
 
     def _disarm(self) -> None:
         if self._header_timer is not None:
