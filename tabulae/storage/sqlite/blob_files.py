@@ -69,6 +69,7 @@ class ContentFiles:
     def __init__(self, directory: Path, *, durable: bool) -> None:
         self.root = directory / CONTENT_DIR
         self.root.mkdir(parents=True, exist_ok=True)
+        self._root = str(self.root)  # paths are joined as strings: pathlib is slow per download
         self._durable = durable
         self._io = ThreadPoolExecutor(4, thread_name_prefix="tabulae-blob-io")
         self._made_dirs: set[str] = set()
@@ -78,7 +79,7 @@ class ContentFiles:
 
     def path(self, ref: str) -> str:
         name = ref[1:]
-        return str(self.root / name[:2] / name)
+        return f"{self._root}/{name[:2]}/{name}"
 
     # ------------------------------------------------------------------ writing
 
