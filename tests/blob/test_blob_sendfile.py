@@ -272,10 +272,11 @@ def _all_traced(pid: int) -> bool:
 
 
 def _sendfile_bytes(trace: str) -> int:
-    """The bytes that successful ``sendfile`` calls in an strace log sent."""
+    """The bytes that successful ``sendfile`` calls in an strace log sent (a call strace split
+    into "unfinished" and "resumed" lines counts once, on its resumed line)."""
     total = 0
     for line in trace.splitlines():
-        if "sendfile(" in line and "= " in line:
+        if "sendfile" in line and "= " in line:
             result = line.rsplit("= ", 1)[1].split()[0]
             if result.isdigit():
                 total += int(result)
