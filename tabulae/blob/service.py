@@ -45,6 +45,7 @@ from tabulae.storage.blobs import (
     ContentProperties,
     CopyState,
     Extent,
+    FileRange,
     Lease,
     Needs,
     Staged,
@@ -404,6 +405,15 @@ class BlobService:
             low, high = segment.offset, segment.offset + segment.end - segment.start
             async for chunk in self.store.read(key, [Extent(str(segment.source), high)], low, high):
                 yield chunk
+
+    def stream(
+        self, key: BlobKey, extents: Sequence[Extent], start: int, end: int
+    ) -> AsyncIterator[bytes | FileRange]:
+        """:meth:`read` for a download: pieces kept in files may come as :class:`FileRange` (a
+        page blob's pieces are read, zeros between its written pages)."""
+        if isinstance(extents, PageContent):
+            return self._read_pages(key, extents.pages, start, end)
+        return self.store.stream(key, extents, start, end)
 
     def lease_state(self, lease: Lease) -> tuple[str, str, str | None]:
         """(status, state, duration) of a lease now, for headers and listings."""

@@ -128,6 +128,25 @@ class Staged(ABC):
     extent: Extent
 
 
+class FileRange:
+    """``count`` bytes of an open file from ``offset``: a piece of a download that the HTTP layer
+    may send from the file without reading it (``sendfile``), or read through :meth:`chunks`
+    where it cannot (TLS). The file stays open, and its bytes readable even if the collector
+    unlinks it, until the stream that yielded the piece is resumed or closed."""
+
+    __slots__ = ("_chunks", "count", "fd", "offset")
+
+    def __init__(self, fd: int, offset: int, count: int, chunks: Callable[[], AsyncIterator[bytes]]) -> None:
+        self.fd = fd
+        self.offset = offset
+        self.count = count
+        self._chunks = chunks
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The same bytes, read in pieces of bounded size."""
+        return self._chunks()
+
+
 @dataclass(slots=True)
 class BlobListing:
     """One page of List Blobs: records in (name, snapshots oldest first, base) order."""
@@ -203,6 +222,14 @@ class BlobStore(ABC):
     def read(self, key: BlobKey, extents: Sequence[Extent], start: int, end: int) -> AsyncIterator[bytes]:
         """The bytes ``start`` to ``end`` (exclusive) of the concatenation of ``extents``, in chunks
         of bounded size. Extents stay readable for the garbage grace period after a write drops them."""
+
+    def stream(
+        self, key: BlobKey, extents: Sequence[Extent], start: int, end: int
+    ) -> AsyncIterator[bytes | FileRange]:
+        """What :meth:`read` yields, except that an engine keeping content in files may hand a
+        piece over as a :class:`FileRange` instead of reading it, for a download to send
+        straight from the file. Engines without files stream :meth:`read`'s bytes."""
+        return self.read(key, extents, start, end)
 
     # ------------------------------------------------------------------ blobs
 

@@ -13,9 +13,11 @@ pauses the collector while it copies, so no file it needs can go.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Coroutine, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,6 +29,7 @@ from tabulae.storage.blobs import (
     BlobKey,
     Digest,
     Extent,
+    FileRange,
     Staged,
     extent_offsets,
 )
@@ -179,12 +182,30 @@ class SqliteBlobs(PlannedBlobs):
                 async for piece in self._files.read(extent.ref, low, high):
                     yield piece
                 continue
-            row = self._db.reader.execute(
-                "SELECT substr(data, ?, ?) FROM blob_data WHERE ref = ?", (low + 1, high - low, extent.ref)
-            ).fetchone()
-            if row is None:
-                raise ServiceError("InternalError", detail="blob content is gone")
-            yield bytes(row[0])
+            yield self._inline(extent.ref, low, high)
+
+    async def stream(
+        self, key: BlobKey, extents: Sequence[Extent], start: int, end: int
+    ) -> AsyncIterator[bytes | FileRange]:
+        """Inline extents as bytes, files as :class:`FileRange` pieces, each file open only while
+        its piece is the current one (so a download holds one descriptor at a time)."""
+        for extent, low, high in extent_offsets(extents, start, end):
+            if is_inline(extent.ref):
+                yield self._inline(extent.ref, low, high)
+                continue
+            fd = self._files.open(extent.ref)
+            try:
+                yield FileRange(fd, low, high - low, partial(self._files.read_open, fd, low, high))
+            finally:
+                os.close(fd)
+
+    def _inline(self, ref: str, low: int, high: int) -> bytes:
+        row = self._db.reader.execute(
+            "SELECT substr(data, ?, ?) FROM blob_data WHERE ref = ?", (low + 1, high - low, ref)
+        ).fetchone()
+        if row is None:
+            raise ServiceError("InternalError", detail="blob content is gone")
+        return bytes(row[0])
 
     # ------------------------------------------------------------------ blobs
 
