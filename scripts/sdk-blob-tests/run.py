@@ -5,10 +5,10 @@ The tests ship in the package's source distribution; get the version of the SDK 
     pip download --no-deps --no-binary :all: azure-storage-blob==12.31.1 -d /tmp/sdk
     tar xzf /tmp/sdk/azure_storage_blob-12.31.1.tar.gz -C /tmp/sdk
 
-They need the SDK, pytest, pytest-asyncio (the ``*_async.py`` files), pytest-timeout, requests,
-aiohttp, typing_extensions and PyJWT in the interpreter that runs this script: a venv of its own,
-since pytest-asyncio is not one of Tabulae's test dependencies. Then, with a server listening (Tabulae's Blob port, or
-``azurite-blob --blobPort PORT`` for comparison):
+They need the SDK, pytest, pytest-timeout, anyio (its pytest plugin runs the ``*_async.py``
+files), requests, aiohttp, typing_extensions and PyJWT in the interpreter that runs this script.
+Then, with a server listening (Tabulae's Blob port, or ``azurite-blob --blobPort PORT`` for
+comparison):
 
     python scripts/sdk-blob-tests/run.py /tmp/sdk/azure_storage_blob-12.31.1/tests PORT [--out DIR]
 
@@ -82,7 +82,7 @@ def main() -> int:
         with log.open("w") as handle:
             subprocess.run(
                 [sys.executable, "-m", "pytest", "-p", "harness_plugin", "-p", "no:cacheprovider",
-                 "-q", "-rfE", "--timeout", "120", "-o", "asyncio_mode=auto", name],
+                 "-q", "-rfE", "--timeout", "120", name],
                 cwd=args.tests, env=env, stdout=handle, stderr=subprocess.STDOUT, check=False,
             )  # fmt: skip
         summary = _summary(log.read_text(errors="replace"))

@@ -32,6 +32,7 @@ from tabulae.http import cors
 from tabulae.http.exchange import log_request, read_body, send_response
 from tabulae.http.messages import SERVER_HEADER, Clock, Headers, Request, RequestIds, Response
 from tabulae.http.options import FrontendOptions
+from tabulae.http.sendfile import SENDFILE
 from tabulae.http.streaming import StreamedResponse, send_streamed
 from tabulae.http.versions import check_version
 from tabulae.insight.tracing import STORAGE_SECONDS
@@ -100,8 +101,9 @@ class Frontend(ABC, Generic[RouteT]):
         if isinstance(response, StreamedResponse):
             try:
                 await send_streamed(
-                    send, receive, request, response, request_id, self._clock, self.server_header
-                )
+                    send, receive, request, response, request_id, self._clock, self.server_header,
+                    scope.get("extensions", {}).get(SENDFILE),
+                )  # fmt: skip
             except ServiceError as error:  # the content failed after its headers went out
                 log.warning("response ended early: %s", error.detail or error.message)
                 return

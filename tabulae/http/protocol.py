@@ -16,18 +16,21 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import deque
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from tabulae.http.errors import error_xml
 from tabulae.http.messages import HEADER_CASE, META_NAMES_EXTENSION, error_time
+from tabulae.http.sendfile import SENDFILE, FileSender
 from tabulae.model.errors import ServiceError
 
-# A request body is buffered up to this much before reading pauses (uvicorn pauses at 64 KiB):
-# a large upload then reaches the application in a few large pieces rather than many small
-# ones, which costs far less per byte, and a connection still holds at most this much.
+# A request body is queued up to this much before reading pauses (uvicorn pauses at 64 KiB): the
+# network keeps a large upload coming while the application writes and hashes what came before,
+# and a connection still holds at most this much.
 BODY_HIGH_WATER = 1024 * 1024
 
 MAX_URL_BYTES = 64 * 1024
@@ -165,6 +168,53 @@ class _Drain(asyncio.Protocol):
         self._owner.connection_lost(exc)
 
 
+class _BodyParts:
+    """A request body's pieces, handed to the application one ASGI message each, as they came.
+
+    uvicorn joins every piece that arrives while the application is busy into one buffer and
+    copies that into a new ``bytes`` for each message: two copies of every byte of an upload,
+    into memory fresh from the allocator (page faults). Here each piece the parser produced is
+    a message of its own, so a byte is never copied again. ``receive`` replaces the cycle's own
+    and otherwise behaves as it does: ``100 Continue`` when asked for, reading resumed while
+    the queue is under :data:`BODY_HIGH_WATER`, ``http.disconnect`` once the client has gone or
+    the response is complete.
+    """
+
+    __slots__ = ("_cycle", "_parts", "_size")
+
+    def __init__(self, cycle: Any) -> None:
+        self._cycle = cycle
+        self._parts: deque[bytes] = deque()
+        self._size = 0
+
+    def add(self, body: bytes) -> None:
+        self._parts.append(body)
+        self._size += len(body)
+        if self._size > BODY_HIGH_WATER:
+            self._cycle.flow.pause_reading()
+
+    async def receive(self) -> dict[str, Any]:
+        cycle = self._cycle
+        if cycle.waiting_for_100_continue and not cycle.transport.is_closing():
+            cycle.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            cycle.waiting_for_100_continue = False
+        parts = self._parts
+        if not cycle.disconnected and not cycle.response_complete:
+            if not parts:
+                cycle.flow.resume_reading()
+                await cycle.message_event.wait()
+            cycle.message_event.clear()
+        if cycle.disconnected or cycle.response_complete:
+            return {"type": "http.disconnect"}
+        body = b""
+        if parts:
+            body = parts.popleft()
+            self._size -= len(body)
+            if self._size <= BODY_HIGH_WATER:
+                cycle.flow.resume_reading()
+        return {"type": "http.request", "body": body, "more_body": bool(parts) or cycle.more_body}
+
+
 class AzureHttpProtocol(HttpToolsProtocol):
     """``HttpToolsProtocol`` with size caps, Azure error bodies for unparseable requests, and
     a response's writes sent together (:class:`CoalescingTransport`).
@@ -187,6 +237,8 @@ class AzureHttpProtocol(HttpToolsProtocol):
     _header_timer: asyncio.TimerHandle | None = None
     _stop_timer: asyncio.TimerHandle | None = None
     _drain: _Drain | None = None
+    _file_sender: FileSender | None = None  # plain-TCP connections: bodies may come from files
+    _body: _BodyParts | None = None  # the body of the request being read
     _counted: str | None = None  # the client address this connection counts against
     _gone = False
     _refused = False
@@ -199,6 +251,8 @@ class AzureHttpProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CoalescingTransport(transport, self.loop, self._linger))  # type: ignore[arg-type]
+        if self.scheme == "http":  # TLS encrypts in user space: no sendfile there
+            self._file_sender = FileSender(self.loop, transport)
         if self.max_per_client and self.client is not None:
             address = self.client[0]
             open_now = self._per_client.get(address, 0)
@@ -218,11 +272,21 @@ class AzureHttpProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._disarm()
+        before = self.cycle
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not before and cycle is not None:  # a request for the application
+            self._body = _BodyParts(cycle)
+            cycle.receive = self._body.receive  # type: ignore[method-assign,assignment]
+            if self._file_sender is not None:  # bound to this cycle: a pipelined one may follow
+                extensions: dict[str, Any] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]
+                extensions[SENDFILE] = partial(self._send_file, cycle)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._gone = True
         self._disarm()
+        if self._file_sender is not None:
+            self._file_sender.lost()
         if self._stop_timer is not None:
             self._stop_timer.cancel()
         address = self._counted
@@ -234,6 +298,23 @@ class AzureHttpProtocol(HttpToolsProtocol):
             else:
                 del self._per_client[address]
         super().connection_lost(exc)
+
+    async def _send_file(self, cycle: Any, fd: int, offset: int, count: int) -> bool:
+        """The :data:`SENDFILE` extension of ``cycle``'s request: ``count`` bytes of ``fd`` from
+        ``offset`` as the next part of its response's body, after what was written before them;
+        False when the client is gone."""
+        sender = self._file_sender
+        if self._gone or sender is None or cycle.disconnected:
+            return False
+        if not cycle.response_started or cycle.response_complete:
+            raise RuntimeError("sendfile outside a response body")
+        if count > cycle.expected_content_length:
+            raise RuntimeError("Response content longer than Content-Length")
+        cast(CoalescingTransport, self.transport).flush()  # the head and earlier body go first
+        if not await sender.send(fd, offset, count):
+            return False
+        cycle.expected_content_length -= count
+        return True
 
     def _disarm(self) -> None:
         if self._header_timer is not None:
@@ -289,13 +370,15 @@ class AzureHttpProtocol(HttpToolsProtocol):
             self.send_400_response("slow request")
 
     def on_body(self, body: bytes) -> None:
-        """uvicorn's own, with :data:`BODY_HIGH_WATER` as the point where reading pauses."""
+        """uvicorn's own, except that the body's pieces are queued as they came rather than
+        joined (:class:`_BodyParts`), and reading pauses past :data:`BODY_HIGH_WATER`."""
         cycle = self.cycle
         if cycle.response_complete or (self.parser.should_upgrade() and self._should_upgrade()):
             return
-        cycle.body += body
-        if len(cycle.body) > BODY_HIGH_WATER:
-            self.flow.pause_reading()
+        parts = self._body
+        if parts is None:  # not a request the application reads (cannot happen with httptools)
+            return
+        parts.add(body)
         cycle.message_event.set()
 
     def on_url(self, url: bytes) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from tabulae.http.exchange import add_standard_headers, receive_paced
 from tabulae.http.messages import Clock, Request, Response
+from tabulae.http.sendfile import FilePiece, SendFile, send_pieces
 from tabulae.model.errors import ServiceError
 
 
@@ -26,7 +27,7 @@ class StreamedResponse(Response):
     """A response whose body comes from ``stream`` (``length`` bytes in all), or, for HEAD, a
     response that announces ``length`` bytes and sends none."""
 
-    stream: AsyncIterator[bytes] | None = None
+    stream: AsyncIterator[bytes | FilePiece] | None = None
     length: int = 0
 
 
@@ -60,10 +61,13 @@ async def send_streamed(
     request_id: str,
     clock: Clock,
     server: tuple[bytes, bytes],
+    sendfile: SendFile | None = None,
 ) -> None:
     """Send ``response`` with the standard headers; its stream is read only as fast as the
-    client takes it, and no further once the client has gone. An error from the stream after
-    the headers went out can only end the connection: the client sees a short body."""
+    client takes it, and no further once the client has gone. A piece that is a range of a file
+    goes out by ``sendfile`` where the connection offers it (:mod:`tabulae.http.sendfile`), else
+    read. An error from the stream after the headers went out can only end the connection: the
+    client sees a short body."""
     headers = response.headers
     headers.append((b"content-length", str(response.length).encode()))
     add_standard_headers(headers, request, request_id, clock, server)
@@ -74,12 +78,24 @@ async def send_streamed(
         return
     gone = asyncio.Event()
     watcher = asyncio.get_running_loop().create_task(_watch_disconnect(receive, gone))
+
+    async def send_chunk(chunk: bytes) -> bool:
+        if gone.is_set():
+            return False  # nobody is reading
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await asyncio.sleep(0)  # lets the transport flush, so its back-pressure is seen
+        return True
+
     try:
-        async for chunk in stream:
-            if gone.is_set():
-                return  # nobody is reading
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await asyncio.sleep(0)  # lets the transport flush, so its back-pressure is seen
+        async for piece in stream:
+            if isinstance(piece, bytes):
+                sent = await send_chunk(piece)
+            elif sendfile is not None and not gone.is_set():
+                sent = await sendfile(piece.fd, piece.offset, piece.count)
+            else:
+                sent = await send_pieces(piece, send_chunk)
+            if not sent:
+                return
         await send({"type": "http.response.body", "body": b""})
     finally:
         watcher.cancel()

@@ -11,8 +11,8 @@ version, blob delete retention and static website), tables and their entities (e
 sent in the service's JSON form, never converted), queues with metadata and messages (text,
 remaining visibility timeout and time to live), stored access policies of tables, queues and
 containers, containers with metadata and public access, blobs of every type with their properties,
-metadata, committed blocks (block ids kept) and uncommitted blocks; page blobs are reported and
-left, as Tabulae has none. What cannot keep
+metadata, committed blocks (block ids kept) and uncommitted blocks, page blobs with their size,
+sequence number and written pages (unwritten pages stay unwritten). What cannot keep
 its identity is reported, not faked: ETags, Last-Modified and entity Timestamps are the new
 server's; message ids, pop receipts, insertion times and dequeue counts are new; blob snapshots
 (their ids are times the new server would have to invent) and soft-deleted blobs are counted and
@@ -306,9 +306,6 @@ class Migration:
             else:
                 self.report.skip("containers")
             for blob in container.blobs:
-                if blob.kind == "PageBlob":  # Tabulae serves block and append blobs only
-                    self.report.leave("page blobs (Tabulae has none)")
-                    continue
                 blob_key = f"blob/{blob.account}/{blob.container}/{blob.name}"
                 if self.progress.get(blob_key):
                     self.report.skip("blobs")
@@ -331,7 +328,20 @@ class Migration:
             content_md5=content_md5(p),  # type: ignore[arg-type]
         )
         metadata = blob.metadata or None
-        if blob.kind == "AppendBlob":
+        if blob.kind == "PageBlob":
+            client.create_page_blob(
+                blob.size,
+                content_settings=settings,
+                metadata=metadata,
+                sequence_number=int(p.get("blobSequenceNumber") or 0),
+            )
+            for start, piece in blob.pages:  # Azurite's ranges are page-aligned, as Put Page's are
+                offset = start
+                for data in self.workspace.stream(piece, PAGE_CHUNK):
+                    client.upload_page(data, offset=offset, length=len(data))
+                    offset += len(data)
+                    self.report.add("bytes", len(data))
+        elif blob.kind == "AppendBlob":
             client.create_append_blob(content_settings=settings, metadata=metadata)
             for block in blob.committed:
                 for data in self.workspace.stream(block.piece, PAGE_CHUNK):

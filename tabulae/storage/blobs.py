@@ -43,6 +43,7 @@ from tabulae.model.blobs import Lease as Lease
 from tabulae.model.edm import now_ticks
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import SignedIdentifier
+from tabulae.storage.blob_pages import PageEdit, PageSpan
 
 STORED_BASE = "~"  # how engines store BASE: after every timestamp, so snapshots list first
 GARBAGE_GRACE_SECONDS = 300.0  # unreferenced extents stay readable this long for running downloads
@@ -71,6 +72,8 @@ class BlobState:
     target: BlobRecord | None = None  # the snapshot asked for, if it exists
     source: BlobRecord | None = None  # copy_blob: the source version
     source_content: list[Extent] | None = None  # copy_blob: its extents
+    pages: list[PageSpan] | None = None  # a page blob's spans in the range ``Needs.pages`` asked for
+    source_pages: list[PageSpan] | None = None  # copy_blob from a page blob: all its spans
 
 
 @dataclass(slots=True)
@@ -78,7 +81,7 @@ class BlobWrite:
     """What a write does, applied in this order. Fields left at their defaults change nothing."""
 
     result: Any = None  # handed back to the caller of the write
-    delete_snapshots: bool = False
+    delete_snapshots: bool = False  # with Needs(snapshots=True), so snapshots' page spans are found
     delete_snapshot: str | None = None  # one snapshot, by its timestamp
     snapshot: BlobRecord | None = None  # a new snapshot sharing the base's current extents
     delete_base: bool = False  # the base blob, its extents and its staged blocks
@@ -88,6 +91,8 @@ class BlobWrite:
     drop_staged: bool = False
     stage_block: Extent | None = None  # stage a block (replacing one of the same id)
     snapshot_record: BlobRecord | None = None  # an existing snapshot's new record (Set Blob Tier, Tags)
+    pages: PageEdit | None = None  # a page blob's spans to replace (after ``base``)
+    snapshot_after: BlobRecord | None = None  # a snapshot of the base as this write leaves it
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +121,7 @@ class Needs:
     staged: bool = False
     snapshot: str | None = None
     snapshots: bool = False  # count them
+    pages: tuple[int, int] | None = None  # a page blob's spans overlapping these bytes
 
 
 NO_NEEDS = Needs()
@@ -138,6 +144,25 @@ class Staged(ABC):
     :attr:`extent` commits it; otherwise it must be given to :meth:`BlobStore.discard`."""
 
     extent: Extent
+
+
+class FileRange:
+    """``count`` bytes of an open file from ``offset``: a piece of a download that the HTTP layer
+    may send from the file without reading it (``sendfile``), or read through :meth:`chunks`
+    where it cannot (TLS). The file stays open, and its bytes readable even if the collector
+    unlinks it, until the stream that yielded the piece is resumed or closed."""
+
+    __slots__ = ("_chunks", "count", "fd", "offset")
+
+    def __init__(self, fd: int, offset: int, count: int, chunks: Callable[[], AsyncIterator[bytes]]) -> None:
+        self.fd = fd
+        self.offset = offset
+        self.count = count
+        self._chunks = chunks
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The same bytes, read in pieces of bounded size."""
+        return self._chunks()
 
 
 @dataclass(slots=True)
@@ -216,6 +241,14 @@ class BlobStore(ABC):
         """The bytes ``start`` to ``end`` (exclusive) of the concatenation of ``extents``, in chunks
         of bounded size. Extents stay readable for the garbage grace period after a write drops them."""
 
+    def stream(
+        self, key: BlobKey, extents: Sequence[Extent], start: int, end: int
+    ) -> AsyncIterator[bytes | FileRange]:
+        """What :meth:`read` yields, except that an engine keeping content in files may hand a
+        piece over as a :class:`FileRange` instead of reading it, for a download to send
+        straight from the file. Engines without files stream :meth:`read`'s bytes."""
+        return self.read(key, extents, start, end)
+
     # ------------------------------------------------------------------ blobs
 
     @abstractmethod
@@ -240,6 +273,13 @@ class BlobStore(ABC):
         """As :meth:`write_blob` on ``dest``, with ``state.source`` and ``state.source_content``
         holding the source version (None when it does not exist) read in the same transaction.
         Extents of the source that the write names are shared or copied, as the engine needs."""
+
+    @abstractmethod
+    async def get_pages(
+        self, key: BlobKey, snapshot: str, start: int, end: int
+    ) -> tuple[BlobRecord, list[PageSpan]] | None:
+        """A committed version and its page spans overlapping ``[start, end)``, read in one
+        snapshot of the store; None when the container, blob or snapshot does not exist."""
 
     @abstractmethod
     async def list_blocks(self, key: BlobKey) -> tuple[BlobRecord | None, list[Extent], list[Extent]]:

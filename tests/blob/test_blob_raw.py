@@ -83,15 +83,7 @@ def test_put_blob_headers(http: BlobHttp, path: str) -> None:
 @pytest.mark.parametrize(
     ("method", "suffix", "headers", "status", "code"),
     [
-        (
-            "PUT",
-            "/b",
-            {"x-ms-blob-type": "PageBlob", "x-ms-blob-content-length": "512"},
-            400,
-            "BlobTypeNotSupported",
-        ),
         ("GET", "/b?versionid=2020-01-01T00:00:00.0000000Z", {}, 400, "UnsupportedQueryParameter"),
-        ("GET", "/b?comp=pagelist", {}, 400, "UnsupportedQueryParameter"),
         (
             "PUT",
             "/b?comp=block&blockid=YQ%3D%3D",

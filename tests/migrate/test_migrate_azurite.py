@@ -267,6 +267,11 @@ def _write_workload(connection_string: str) -> dict[str, Any]:
         for part in (b"first\n", b"second\n", b"third\n"):
             appended.append_block(part)
         contents["log"] = b"first\nsecond\nthird\n"
+        disk = container.get_blob_client("disk.vhd")  # a page blob: two written stretches
+        disk.create_page_blob(64 * 1024, metadata={"kind": "page"}, sequence_number=5)
+        disk.upload_page(b"P" * 4096, offset=8192, length=4096)
+        disk.upload_page(b"Q" * 512, offset=63 * 1024 + 512, length=512)
+        contents["disk.vhd"] = bytes(8192) + b"P" * 4096 + bytes(64 * 1024 - 12288 - 512) + b"Q" * 512
         blobs.create_container("private")
         expected["blobs"] = {name: hashlib.sha256(data).hexdigest() for name, data in contents.items()}
     return expected
@@ -360,6 +365,14 @@ def _check(server: ServerProcess, expected: dict[str, Any]) -> None:
         assert blocks.get_blob_properties().metadata == {"k": "v"}
         log = data.get_blob_client("log").get_blob_properties()
         assert (log.blob_type, log.metadata) == ("AppendBlob", {"kind": "append"})
+        disk = data.get_blob_client("disk.vhd")
+        properties = disk.get_blob_properties()
+        assert (properties.blob_type, properties.metadata) == ("PageBlob", {"kind": "page"})
+        assert properties.page_blob_sequence_number == 5
+        assert [(r.start, r.end) for r in disk.list_page_ranges()] == [
+            (8192, 12287),
+            (64 * 1024 - 512, 64 * 1024 - 1),
+        ]
 
 
 def _migrate(location: Path, target: Path) -> subprocess.Popen[str]:

@@ -22,7 +22,7 @@ from tabulae.admission.blobs import BlobTicket
 from tabulae.admission.gate import Gate
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
 from tabulae.auth.shared_key import verify_blob_queue_authorization
-from tabulae.blob.api import blobs, containers, delegation_key, tags
+from tabulae.blob.api import blobs, containers, delegation_key, pages, tags
 from tabulae.blob.api.batch import BatchScope, FailedPart, adopt_version, check_operation, submit_batch
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
@@ -57,14 +57,14 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.SET_CONTAINER_ACL: containers.set_container_acl,
     Operation.LEASE_CONTAINER: containers.lease_container,
     Operation.LIST_BLOBS: blobs.list_blobs,
-    Operation.PUT_BLOB: blobs.put_blob,
+    Operation.PUT_BLOB: pages.put_blob,
     Operation.PUT_BLOCK: blobs.put_block,
     Operation.PUT_BLOCK_LIST: blobs.put_block_list,
     Operation.GET_BLOCK_LIST: blobs.get_block_list,
     Operation.APPEND_BLOCK: blobs.append_block,
     Operation.GET_BLOB: blobs.get_blob,
     Operation.GET_BLOB_PROPERTIES: blobs.get_blob_properties,
-    Operation.SET_BLOB_PROPERTIES: blobs.set_blob_properties,
+    Operation.SET_BLOB_PROPERTIES: pages.set_blob_properties,
     Operation.GET_BLOB_METADATA: blobs.get_blob_metadata,
     Operation.SET_BLOB_METADATA: blobs.set_blob_metadata,
     Operation.DELETE_BLOB: blobs.delete_blob,
@@ -79,6 +79,9 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.GET_USER_DELEGATION_KEY: delegation_key.get_user_delegation_key,
     Operation.SET_BLOB_TIER: blobs.set_blob_tier,
     Operation.SEAL_BLOB: blobs.seal_blob,
+    Operation.PUT_PAGE: pages.put_page,
+    Operation.GET_PAGE_RANGES: pages.get_page_ranges,
+    Operation.INCREMENTAL_COPY: pages.incremental_copy,
 }
 
 # Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.

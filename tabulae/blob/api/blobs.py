@@ -108,10 +108,12 @@ async def get_blob(call: Call) -> Response:
         response_headers = blob_headers(
             record, lease, _overrides(call), whole=True, properties=False, tier=_read_tier(call, record)
         )
-        stream = call.service.read(call.key, extents, 0, size)
         if size <= SMALL_RESPONSE:  # one write, no streaming machinery
+            stream = call.service.read(call.key, extents, 0, size)
             return Response(200, response_headers, b"".join([chunk async for chunk in stream]))
-        return StreamedResponse(200, response_headers, stream=stream, length=size)
+        return StreamedResponse(
+            200, response_headers, stream=call.service.stream(call.key, extents, 0, size), length=size
+        )
     start, last = wanted
     if start >= size:
         raise ServiceError("InvalidRange", headers=[(b"content-range", f"bytes */{size}".encode())])
@@ -120,19 +122,22 @@ async def get_blob(call: Call) -> Response:
         record, lease, _overrides(call), whole=False, properties=False, tier=_read_tier(call, record)
     )
     response_headers.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
-    stream = call.service.read(call.key, extents, start, end)
     if end - start <= SMALL_RESPONSE and not (want_md5 or want_crc):
+        stream = call.service.read(call.key, extents, start, end)
         return Response(206, response_headers, b"".join([chunk async for chunk in stream]))
     if want_md5 or want_crc:
         if end - start > MAX_RANGE_CHECKSUM:
             name = "x-ms-range-get-content-md5" if want_md5 else "x-ms-range-get-content-crc64"
             raise ServiceError("OutOfRangeInput", fields=(("HeaderName", name), ("HeaderValue", "true")))
+        stream = call.service.read(call.key, extents, start, end)
         data = b"".join([chunk async for chunk in stream])  # at most 4 MiB
         sums = Checksums(md5=want_md5, crc64=want_crc)
         sums.update(data)
         response_headers.extend(_checksum_headers(sums, md5=True))
         return StreamedResponse(206, response_headers, stream=_once(data), length=len(data))
-    return StreamedResponse(206, response_headers, stream=stream, length=end - start)
+    return StreamedResponse(
+        206, response_headers, stream=call.service.stream(call.key, extents, start, end), length=end - start
+    )
 
 
 async def _once(data: bytes):  # type: ignore[no-untyped-def]
@@ -219,8 +224,6 @@ async def put_blob(call: Call) -> Response:
     blob_type = headers.get("x-ms-blob-type")
     if blob_type is None:
         raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-blob-type"),))
-    if blob_type == "PageBlob":
-        raise ServiceError("BlobTypeNotSupported")
     if blob_type not in BLOB_TYPES:
         raise bad_header("x-ms-blob-type", blob_type)
     if blob_type == "AppendBlob":

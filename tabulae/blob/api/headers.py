@@ -166,6 +166,8 @@ def blob_headers(
         headers.append((b"x-ms-blob-committed-block-count", str(record.block_count).encode()))
         if record.sealed:
             headers.append((b"x-ms-blob-sealed", b"true"))
+    elif record.blob_type == "PageBlob":
+        headers.append((b"x-ms-blob-sequence-number", str(record.sequence_number).encode()))
     if tier is not None:
         headers.extend((name.encode(), value.encode()) for name, value in header_pairs(tier, epoch_date))
     if record.snapshot:
@@ -181,6 +183,10 @@ def blob_headers(
                 (b"x-ms-copy-completion-time", http_date(copy.completed).encode()),
             ]
         )
+        if copy.incremental:
+            headers.append((b"x-ms-incremental-copy", b"true"))
+            if copy.destination_snapshot is not None:
+                headers.append((b"x-ms-copy-destination-snapshot", copy.destination_snapshot.encode()))
     if record.tags:
         headers.append((b"x-ms-tag-count", str(len(record.tags)).encode()))
     headers.extend(metadata_headers(record.metadata))

@@ -3,7 +3,7 @@
 
 The operation then picks the handler (``app.HANDLERS``), the permission a SAS must carry and
 whether anonymous callers may perform it (``sas``), so routing and authorisation can never
-disagree about what a request does. Features Tabulae does not have (page blobs, versions,
+disagree about what a request does. Features Tabulae does not have (versions,
 immutability, blob queries, Put Block From URL) get the Azure error a service
 gives for a parameter or header it does not support, never a half-done operation.
 """
@@ -16,7 +16,6 @@ from tabulae.model.errors import ServiceError
 # comp values of features Tabulae does not serve, on any resource.
 _UNSUPPORTED_COMP = frozenset(
     {
-        "page", "pagelist", "incrementalcopy",
         "immutabilityPolicies", "legalhold", "expiry", "query", "rename", "undelete",
     }
 )  # fmt: skip
@@ -135,7 +134,7 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
                 "DELETE": Operation.DELETE_BLOB,
             },
         )
-    if copy_source and comp in ("block", "appendblock"):
+    if copy_source and comp in ("block", "appendblock", "page"):
         raise unsupported_header("x-ms-copy-source", headers["x-ms-copy-source"])  # ... From URL
     if comp == "block":
         return _verb(method, {"PUT": Operation.PUT_BLOCK})
@@ -166,6 +165,12 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
         return _verb(method, {"PUT": Operation.SET_BLOB_TIER})
     if comp == "seal":
         return _verb(method, {"PUT": Operation.SEAL_BLOB})
+    if comp == "page":
+        return _verb(method, {"PUT": Operation.PUT_PAGE})
+    if comp == "pagelist":
+        return _verb(method, {"GET": Operation.GET_PAGE_RANGES})
+    if comp == "incrementalcopy":
+        return _verb(method, {"PUT": Operation.INCREMENTAL_COPY})
     raise invalid_parameter("comp", comp)
 
 
@@ -195,7 +200,7 @@ READ_ONLY = frozenset(
         Operation.LIST_CONTAINERS, Operation.GET_SERVICE_PROPERTIES, Operation.GET_SERVICE_STATS,
         Operation.GET_ACCOUNT_INFO, Operation.GET_CONTAINER_PROPERTIES, Operation.GET_CONTAINER_METADATA,
         Operation.GET_CONTAINER_ACL, Operation.LIST_BLOBS, Operation.GET_BLOCK_LIST, Operation.GET_BLOB,
-        Operation.GET_BLOB_PROPERTIES, Operation.GET_BLOB_METADATA,
+        Operation.GET_BLOB_PROPERTIES, Operation.GET_BLOB_METADATA, Operation.GET_PAGE_RANGES,
         Operation.GET_BLOB_TAGS, Operation.FIND_BLOBS_BY_TAGS, Operation.FIND_BLOBS_BY_TAGS_IN_CONTAINER,
     }
 )  # fmt: skip

@@ -67,6 +67,9 @@ class Operation(enum.StrEnum):
     GET_USER_DELEGATION_KEY = "GetUserDelegationKey"
     SET_BLOB_TIER = "SetBlobTier"
     SEAL_BLOB = "AppendBlobSeal"
+    PUT_PAGE = "PutPage"
+    GET_PAGE_RANGES = "GetPageRanges"
+    INCREMENTAL_COPY = "IncrementalCopyBlob"
 
 
 @dataclass(slots=True)  # not frozen: built on every request

@@ -58,6 +58,9 @@ _BLOB_PERMISSIONS: dict[Op, _Requirement] = {
     Op.GET_BLOB_TAGS: ("t",),
     Op.SET_BLOB_TIER: ("w",),
     Op.SEAL_BLOB: ("w",),
+    Op.PUT_PAGE: ("w",),
+    Op.GET_PAGE_RANGES: ("r",),
+    Op.INCREMENTAL_COPY: ("cw",),
 }
 # What a container SAS adds: listing, and the container's own properties and lease.
 _CONTAINER_PERMISSIONS: dict[Op, _Requirement] = {
@@ -90,7 +93,9 @@ _ACCOUNT_RULES: dict[Op, tuple[str, _Requirement]] = {
     **{op: ("o", requirement) for op, requirement in _BLOB_PERMISSIONS.items()},
 }
 # Anonymous reads a container's public access level allows ("Configure anonymous read access").
-_PUBLIC_BLOB_READS = frozenset({Op.GET_BLOB, Op.GET_BLOB_PROPERTIES, Op.GET_BLOB_METADATA})
+_PUBLIC_BLOB_READS = frozenset(
+    {Op.GET_BLOB, Op.GET_BLOB_PROPERTIES, Op.GET_BLOB_METADATA, Op.GET_PAGE_RANGES}
+)
 _PUBLIC_CONTAINER_READS = _PUBLIC_BLOB_READS | {
     Op.LIST_BLOBS,
     Op.GET_CONTAINER_PROPERTIES,

@@ -27,10 +27,12 @@ from pathlib import Path
 
 from tabulae.model.errors import ServiceError
 from tabulae.storage.blobs import Digest, Extent, Staged
+from tabulae.storage.sqlite.writeback import start_writeback
 
 INLINE_BYTES = 64 * 1024  # extents up to this size are rows, larger ones files
 WRITE_BYTES = 1024 * 1024  # an upload is written to its file in pieces of this size
 READ_BYTES = 1024 * 1024  # and read back in pieces of this size
+MAX_VECTOR = 512  # a piece of more chunks than this is joined before its write (IOV_MAX is 1024)
 CONTENT_DIR = "blobs"
 _FILE_NAME = re.compile(r"[0-9a-f]{32}")
 
@@ -67,6 +69,7 @@ class ContentFiles:
     def __init__(self, directory: Path, *, durable: bool) -> None:
         self.root = directory / CONTENT_DIR
         self.root.mkdir(parents=True, exist_ok=True)
+        self._root = str(self.root)  # paths are joined as strings: pathlib is slow per download
         self._durable = durable
         self._io = ThreadPoolExecutor(4, thread_name_prefix="tabulae-blob-io")
         self._made_dirs: set[str] = set()
@@ -76,7 +79,7 @@ class ContentFiles:
 
     def path(self, ref: str) -> str:
         name = ref[1:]
-        return str(self.root / name[:2] / name)
+        return f"{self._root}/{name[:2]}/{name}"
 
     # ------------------------------------------------------------------ writing
 
@@ -84,24 +87,27 @@ class ContentFiles:
         """Small content stays in memory until its write inserts it; larger content goes to a
         new file, written one piece behind the network (at most two pieces in memory) while
         other threads feed the same piece to the digest's updaters, and synced before this
-        returns."""
+        returns. Pieces are lists of the chunks as received: nothing is copied to join them."""
         iterator = chunks.__aiter__()
-        head = bytearray()
+        head: list[bytes] = []
+        size = 0
         finished = False
-        while len(head) <= INLINE_BYTES:
+        while size <= INLINE_BYTES:
             try:
-                head += await iterator.__anext__()
+                chunk = await iterator.__anext__()
             except StopAsyncIteration:
                 finished = True
                 break
+            head.append(chunk)
+            size += len(chunk)
         if finished:
-            data = bytes(head)
+            data = b"".join(head)
             if digest is not None:
                 digest.update(data)
             return SqliteStaged(Extent("i" + secrets.token_hex(16), len(data)), data=data)
         staged = await asyncio.get_running_loop().run_in_executor(self._io, self._create_file)
         try:
-            length = await self._fill(staged, head, iterator, digest)
+            length = await self._fill(staged, head, size, iterator, digest)
         except BaseException:
             staged.release(remove=True)
             raise
@@ -125,30 +131,35 @@ class ContentFiles:
             return SqliteStaged(Extent("f" + name, 0), fd=fd, path=path)
 
     async def _fill(
-        self, staged: SqliteStaged, head: bytearray, iterator: AsyncIterator[bytes], digest: Digest | None
+        self,
+        staged: SqliteStaged,
+        piece: list[bytes],
+        size: int,
+        iterator: AsyncIterator[bytes],
+        digest: Digest | None,
     ) -> int:
         loop = asyncio.get_running_loop()
         updaters = digest.updaters() if digest is not None else ()
         pending: asyncio.Future[list[None]] | None = None
-        piece = head
         length = 0
         done = False
         while not done:
-            while len(piece) < WRITE_BYTES:
+            while size < WRITE_BYTES:
                 try:
-                    piece += await iterator.__anext__()
+                    chunk = await iterator.__anext__()
                 except StopAsyncIteration:
                     done = True
                     break
+                piece.append(chunk)
+                size += len(chunk)
             if pending is not None:
                 await pending
-            length += len(piece)
-            data = bytes(piece)
             pending = asyncio.gather(
-                loop.run_in_executor(self._io, _write_piece, staged.fd, data),
-                *(loop.run_in_executor(self._io, update, data) for update in updaters),
+                loop.run_in_executor(self._io, _write_piece, staged.fd, piece, length, self._durable),
+                *(loop.run_in_executor(self._io, _update_all, update, piece) for update in updaters),
             )
-            piece = bytearray()
+            length += size
+            piece, size = [], 0
         if pending is not None:
             await pending
         if self._durable:
@@ -159,22 +170,31 @@ class ContentFiles:
 
     async def read(self, ref: str, low: int, high: int) -> AsyncIterator[bytes]:
         """Bytes ``low`` to ``high`` of a file, in pieces read by a helper thread."""
+        fd = self.open(ref)
         try:
-            fd = os.open(self.path(ref), os.O_RDONLY)
-        except FileNotFoundError:
-            raise ServiceError("InternalError", detail="blob content is gone") from None
-        loop = asyncio.get_running_loop()
-        try:
-            position = low
-            while position < high:
-                size = min(READ_BYTES, high - position)
-                data = await loop.run_in_executor(self._io, os.pread, fd, size, position)
-                if not data:
-                    raise ServiceError("InternalError", detail="blob content is short")
-                position += len(data)
-                yield data
+            async for piece in self.read_open(fd, low, high):
+                yield piece
         finally:
             os.close(fd)
+
+    def open(self, ref: str) -> int:
+        """The file of ``ref``, open for reading (the caller closes it)."""
+        try:
+            return os.open(self.path(ref), os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise ServiceError("InternalError", detail="blob content is gone") from None
+
+    async def read_open(self, fd: int, low: int, high: int) -> AsyncIterator[bytes]:
+        """Bytes ``low`` to ``high`` of an open file, in pieces read by a helper thread."""
+        loop = asyncio.get_running_loop()
+        position = low
+        while position < high:
+            size = min(READ_BYTES, high - position)
+            data = await loop.run_in_executor(self._io, os.pread, fd, size, position)
+            if not data:
+                raise ServiceError("InternalError", detail="blob content is short")
+            position += len(data)
+            yield data
 
     # ------------------------------------------------------------------ collecting
 
@@ -285,8 +305,22 @@ def _sync_file(fd: int, path: str) -> None:
         os.close(dir_fd)
 
 
-def _write_piece(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+def _write_piece(fd: int, chunks: list[bytes], offset: int, durable: bool) -> None:
+    """Write ``chunks`` at ``offset`` (the file's end) in one vectored call where the kernel
+    takes it all; on a durable store, start writing them to the disk at once, so the sync at
+    the end of the upload waits for the last pieces only rather than for the whole file."""
+    size = sum(len(chunk) for chunk in chunks)
+    if len(chunks) > MAX_VECTOR:  # a body that came in many tiny messages
+        chunks = [b"".join(chunks)]
+    written = os.writev(fd, chunks)
+    if written < size:  # the kernel took part of it: write the rest piece by piece
+        view = memoryview(b"".join(chunks))[written:]
+        while view:
+            view = view[os.write(fd, view) :]
+    if durable:
+        start_writeback(fd, offset, size)
+
+
+def _update_all(update: Callable[[bytes], None], chunks: list[bytes]) -> None:
+    for chunk in chunks:
+        update(chunk)

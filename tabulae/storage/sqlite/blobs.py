@@ -13,9 +13,11 @@ pauses the collector while it copies, so no file it needs can go.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Coroutine, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,6 +29,7 @@ from tabulae.storage.blobs import (
     BlobKey,
     Digest,
     Extent,
+    FileRange,
     Staged,
     extent_offsets,
 )
@@ -103,6 +106,18 @@ CREATE TABLE IF NOT EXISTS blob_tags (
     PRIMARY KEY (container_id, name, tag)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS blob_tags_lookup ON blob_tags (tag, value);
+CREATE TABLE IF NOT EXISTS blob_pages (
+    container_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    version TEXT NOT NULL,
+    page_start INTEGER NOT NULL,
+    page_end INTEGER NOT NULL,
+    ref TEXT NOT NULL,
+    ref_offset INTEGER NOT NULL,
+    cleared INTEGER NOT NULL,
+    PRIMARY KEY (container_id, name, version, page_start)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS blob_pages_ref ON blob_pages (ref);
 CREATE TABLE IF NOT EXISTS blob_data (
     ref TEXT PRIMARY KEY,
     data BLOB NOT NULL
@@ -176,12 +191,30 @@ class SqliteBlobs(PlannedBlobs):
                 async for piece in self._files.read(extent.ref, low, high):
                     yield piece
                 continue
-            row = self._db.reader.execute(
-                "SELECT substr(data, ?, ?) FROM blob_data WHERE ref = ?", (low + 1, high - low, extent.ref)
-            ).fetchone()
-            if row is None:
-                raise ServiceError("InternalError", detail="blob content is gone")
-            yield bytes(row[0])
+            yield self._inline(extent.ref, low, high)
+
+    async def stream(
+        self, key: BlobKey, extents: Sequence[Extent], start: int, end: int
+    ) -> AsyncIterator[bytes | FileRange]:
+        """Inline extents as bytes, files as :class:`FileRange` pieces, each file open only while
+        its piece is the current one (so a download holds one descriptor at a time)."""
+        for extent, low, high in extent_offsets(extents, start, end):
+            if is_inline(extent.ref):
+                yield self._inline(extent.ref, low, high)
+                continue
+            fd = self._files.open(extent.ref)
+            try:
+                yield FileRange(fd, low, high - low, partial(self._files.read_open, fd, low, high))
+            finally:
+                os.close(fd)
+
+    def _inline(self, ref: str, low: int, high: int) -> bytes:
+        row = self._db.reader.execute(
+            "SELECT substr(data, ?, ?) FROM blob_data WHERE ref = ?", (low + 1, high - low, ref)
+        ).fetchone()
+        if row is None:
+            raise ServiceError("InternalError", detail="blob content is gone")
+        return bytes(row[0])
 
     # ------------------------------------------------------------------ blobs
 
@@ -224,7 +257,11 @@ def copy_content(root: Path, destination: Path, database: Path) -> None:
     conn = sqlite3.connect(str(database))
     try:
         refs = [
-            row[0] for row in conn.execute("SELECT ref FROM blob_extents UNION SELECT ref FROM blob_blocks")
+            row[0]
+            for row in conn.execute(
+                "SELECT ref FROM blob_extents UNION SELECT ref FROM blob_blocks"
+                " UNION SELECT ref FROM blob_pages WHERE NOT cleared"
+            )
         ]
     finally:
         conn.close()
