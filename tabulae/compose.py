@@ -57,25 +57,31 @@ from tabulae.insight.partitions import Insight
 from tabulae.insight.queues import QueueInsight
 from tabulae.insight.server import ServerInsight
 from tabulae.insight.tracing import RequestTracer, TimedStore, request_tracer
+from tabulae.model.errors import ServiceError
 from tabulae.model.policies import CorsRule
 from tabulae.queue.api.app import QueueApp
 from tabulae.queue.service import now_us
 from tabulae.storage.blobs import BlobStore
-from tabulae.storage.factory import open_stores
+from tabulae.storage.factory import VolumeSettings, open_stores
 from tabulae.storage.queues import QueueStats, QueueStore
+from tabulae.storage.stores import Stores
 from tabulae.storage.tables import TableStore
+from tabulae.storage.volume import CHECK_SECONDS, MIB, Volume
 from tabulae.table.api.app import TableApp
 from tabulae.table.api.index_admin import INDEX_ADMIN_PATH, IndexAdmin
 from tabulae.table.api.metrics import MetricsEndpoint
 
 PROMETHEUS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 GARBAGE_INTERVAL_SECONDS = 120.0  # how often each worker collects unreferenced blob content
+FULL_GARBAGE_INTERVAL_SECONDS = 2.0  # and how often while the data volume is full
 # After the shutdown timeout: time for handlers to unwind, then for a worker to close its stores.
 SHUTDOWN_MARGIN_SECONDS = 2.0
 log = logging.getLogger("tabulae")
 
 
-def frontend_options(settings: Settings, tracer: RequestTracer | None = None) -> FrontendOptions:
+def frontend_options(
+    settings: Settings, tracer: RequestTracer | None = None, volume: Volume | None = None
+) -> FrontendOptions:
     return FrontendOptions(
         accounts=settings.accounts,
         max_body_bytes=settings.max_body_bytes,
@@ -86,6 +92,7 @@ def frontend_options(settings: Settings, tracer: RequestTracer | None = None) ->
         skip_version_check=settings.skip_api_version_check,
         default_cors=tuple(CorsRule(**rule) for rule in settings.cors_defaults),
         tracer=tracer,
+        volume=volume,
     )
 
 
@@ -187,7 +194,9 @@ def build_gateway(settings: Settings) -> Gateway:
 
     async def start() -> Mounts:
         path_style_only(settings.path_style_only)
-        stores = await open_stores(settings.store_url, settings.data_dir, settings.in_memory)
+        stores = await open_stores(
+            settings.store_url, settings.data_dir, settings.in_memory, volume_for(settings)
+        )
         tracer = request_tracer() if settings.otel else None
         if tracer is not None:  # each store call's time counts towards its request's span
             stores.tables = TimedStore(stores.tables)  # type: ignore[assignment]
@@ -213,7 +222,7 @@ def build_gateway(settings: Settings) -> Gateway:
         )
         ledger = Ledger(peers_dir, settings.workers) if peers_dir is not None and settings.targets else None
         gate = Gate(throttle_for(settings, ledger), faults_for(settings))  # every service's and the console's
-        options = frontend_options(settings, tracer)
+        options = frontend_options(settings, tracer, stores.volume)
         ports = settings.ports()
         by_port: dict[int, AsgiApp] = {}
         tasks: list[asyncio.Task[None]] = []
@@ -233,7 +242,8 @@ def build_gateway(settings: Settings) -> Gateway:
             blob_service = BlobService(stores.blobs)
             by_port[ports["blob"]] = BlobApp(blob_service, options, gate, containers)
             blobs = BlobsPage(blob_service, gate, containers)
-            tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs)))
+            tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs, stores.volume)))
+        tasks.append(asyncio.get_running_loop().create_task(watch_volume(stores)))
         extras: dict[str, AsgiApp] = {}
         if table is not None:
             extras[INDEX_ADMIN_PATH] = IndexAdmin(table, options)
@@ -290,7 +300,9 @@ def build_gateway(settings: Settings) -> Gateway:
                 tracer.shutdown()
 
         metrics_port = ports.get("table", next(iter(ports.values())))
-        return Mounts(by_port, endpoint, close, extras=extras, metrics_port=metrics_port)
+        return Mounts(
+            by_port, endpoint, close, extras=extras, metrics_port=metrics_port, volume=stores.volume
+        )
 
     return Gateway(start)
 
@@ -331,15 +343,45 @@ def insight_warnings(server: ServerInsight) -> Any:
     return warnings
 
 
-async def collect_garbage(store: BlobStore) -> None:
+async def collect_garbage(store: BlobStore, volume: Volume) -> None:
     """Collect unreferenced blob content now (a crash may have left some) and then every few
-    minutes, in every worker; the store makes concurrent collections safe."""
+    minutes, in every worker; the store makes concurrent collections safe. While the volume is
+    full, every few seconds: deleted content is what gives the room back."""
     while True:
         try:
             await store.collect_garbage()
+        except ServiceError as exc:  # the store said why (a full volume says so itself): retried
+            log.debug("blob garbage collection failed: %s", exc.detail or exc.message)
         except Exception:  # never fatal: the next round tries again
             log.exception("blob garbage collection failed")
-        await asyncio.sleep(GARBAGE_INTERVAL_SECONDS)
+        waited = 0.0
+        while waited < GARBAGE_INTERVAL_SECONDS:
+            await asyncio.sleep(FULL_GARBAGE_INTERVAL_SECONDS)
+            waited += FULL_GARBAGE_INTERVAL_SECONDS
+            if volume.full:
+                break
+
+
+def volume_for(settings: Settings) -> VolumeSettings:
+    """How the store watches its volume: the reserve and the warning threshold of the settings,
+    and the workers' shared directory (so that a change of state is logged once)."""
+    shared = Path(settings.peers_dir) if settings.peers_dir else None
+    return VolumeSettings(settings.disk_reserve * MIB, settings.disk_warn * MIB, shared)
+
+
+async def watch_volume(stores: Stores) -> None:
+    """Look at the data volume every second: its free space for /metrics and warnings, and the
+    full state's way in (another worker released the reserve) and out (room came back); while
+    full, the engine gives back what deletes freed."""
+    volume = stores.volume
+    while True:
+        try:
+            await asyncio.to_thread(volume.refresh)
+            if volume.full:
+                stores.reclaim()
+        except Exception:  # never fatal: looked at again in a second
+            log.exception("watching the data volume failed")
+        await asyncio.sleep(CHECK_SECONDS)
 
 
 def create_app() -> Gateway:

@@ -7,9 +7,21 @@ its pool installed.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from tabulae.storage.stores import Stores
+from tabulae.storage.volume import Volume
+
+
+class VolumeSettings(NamedTuple):
+    """How the SQLite store watches its volume: the reserve it keeps (bytes), the free space
+    below which it warns (bytes), and the directory the workers share (one log line per server)."""
+
+    reserve_bytes: int = 0
+    warn_bytes: int = 0
+    shared_dir: Path | None = None
+
 
 POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
 
@@ -23,17 +35,24 @@ def is_postgres_url(store_url: str | None) -> bool:
     return bool(store_url) and urlsplit(str(store_url)).scheme.lower() in POSTGRES_SCHEMES
 
 
-async def open_stores(store_url: str | None, data_dir: Path, in_memory: bool) -> Stores:
+async def open_stores(
+    store_url: str | None, data_dir: Path, in_memory: bool, volume: VolumeSettings | None = None
+) -> Stores:
     """Open the engine the settings name; call it in the serving process, on its event loop.
 
-    No URL means the embedded SQLite engine in ``data_dir`` (without fsync when ``in_memory``).
+    No URL means the embedded SQLite engine in ``data_dir`` (without fsync when ``in_memory``),
+    watching its volume as ``volume`` says (the reserve it keeps, when to warn).
     A PostgreSQL URL opens a connection pool and creates the schema on an empty database;
     ``data_dir`` and ``in_memory`` do not apply to it. Any other URL is a configuration error.
     """
     if not store_url:
         from tabulae.storage.sqlite import SqliteStores
 
-        return SqliteStores(data_dir, durable=not in_memory)
+        reserve, warn, shared = volume or VolumeSettings()
+        reserve = 0 if in_memory else reserve
+        watched = Volume(data_dir, reserve_bytes=reserve, warn_bytes=warn, shared_dir=shared)
+        watched.start()
+        return SqliteStores(data_dir, durable=not in_memory, volume=watched)
     if is_postgres_url(store_url):
         try:
             from tabulae.storage.postgres import PostgresStores

@@ -12,6 +12,7 @@ from tabulae.storage.sqlite.queues import SqliteQueues
 from tabulae.storage.sqlite.tables import SCHEMA as TABLES_SCHEMA
 from tabulae.storage.sqlite.tables import SqliteTables
 from tabulae.storage.stores import Stores
+from tabulae.storage.volume import Volume
 
 
 class SqliteStores(Stores):
@@ -20,14 +21,18 @@ class SqliteStores(Stores):
 
     kind = "sqlite"
 
-    def __init__(self, directory: Path, *, durable: bool = True) -> None:
+    def __init__(self, directory: Path, *, durable: bool = True, volume: Volume | None = None) -> None:
+        self.volume = volume or Volume(directory)
         self.database = SqliteDatabase(
-            directory, TABLES_SCHEMA + QUEUES_SCHEMA + BLOBS_SCHEMA, durable=durable
+            directory, TABLES_SCHEMA + QUEUES_SCHEMA + BLOBS_SCHEMA, durable=durable, volume=self.volume
         )
         self.tables = SqliteTables(self.database)
         self.queues = SqliteQueues(self.database)
         self._blobs = SqliteBlobs(self.database, directory, durable=durable)
         self.blobs = self._blobs
+
+    def reclaim(self) -> None:
+        self.database.reclaim()
 
     async def close(self) -> None:
         await self._blobs.close()

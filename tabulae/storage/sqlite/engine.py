@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from tabulae.model.errors import ServiceError
 from tabulae.storage.plan import Dialect, Plan, SqliteDialect, run_sync
 from tabulae.storage.sqlite.mapped_reader import MappedReader
+from tabulae.storage.volume import FULL_MESSAGE, Volume
 
 T = TypeVar("T")
 
@@ -80,8 +81,11 @@ class SqliteDatabase:
     writes go through :meth:`write`, which groups them into shared, durable commits.
     """
 
-    def __init__(self, directory: Path, schema: str, *, durable: bool = True) -> None:
+    def __init__(
+        self, directory: Path, schema: str, *, durable: bool = True, volume: Volume | None = None
+    ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
+        self.volume = volume or Volume(None)
         self.path = str(directory / "tabulae.db")
         self._wal_path = self.path + "-wal"
         self._durable = durable
@@ -96,7 +100,8 @@ class SqliteDatabase:
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         try:
             self._writer = _connect(self.path, durable)
-            self._writer.executescript(schema)
+            # One transaction: a start-up that fails part-way (a full volume) leaves no half schema.
+            self._writer.executescript(f"BEGIN IMMEDIATE; {schema} COMMIT;")
             self.reader = _connect(self.path, durable)
             self._checkpointer = _connect(self.path, durable)
             self._page_size = int(self._checkpointer.execute("PRAGMA page_size").fetchone()[0])
@@ -177,8 +182,7 @@ class SqliteDatabase:
             try:
                 await loop.run_in_executor(self._sync_thread, self._sync_wal)
             except OSError as exc:  # durability unknown: nothing of the group is acknowledged
-                failure = ServiceError("InternalError", detail=f"fsync failed: {exc}")
-                outcomes = [(False, failure)] * len(group)
+                outcomes = [(False, self._failure(exc, "fsync failed: "))] * len(group)
         return outcomes
 
     def _apply_group(self, group: list[_Job]) -> list[tuple[bool, Any]]:
@@ -208,9 +212,16 @@ class SqliteDatabase:
         except sqlite3.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            failure = ServiceError("InternalError", detail=str(exc))
-            outcomes = [(False, failure)] * len(group)
+            outcomes = [(False, self._failure(exc))] * len(group)
         return outcomes
+
+    def _failure(self, exc: Exception, what: str = "") -> ServiceError:
+        """What a group's requests are answered when the database failed them: 503 ServerBusy
+        when the volume is full (the reserve is released for deletes), else 500."""
+        if self.volume.is_full_error(exc):
+            self.volume.hit_full(exc)
+            return ServiceError("ServerBusy", FULL_MESSAGE, detail=f"{what}{exc}")
+        return ServiceError("InternalError", detail=f"{what}{exc}")
 
     def _sync_wal(self) -> None:
         """Sync the WAL to disk. Any descriptor of the file will do: Linux syncs the inode's pages,
@@ -244,19 +255,41 @@ class SqliteDatabase:
         over blocks the file already has. (Truncating the log instead held writers back for the
         whole copy and made the file grow again from zero.)"""
         _busy, frames, _copied = self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        if frames * self._page_size < WAL_LIMIT_BYTES:
+        full = self.volume.full
+        if frames * self._page_size < WAL_LIMIT_BYTES and not (full and frames > 0):
             return
+        # On a full volume the log's blocks are the room to win back: truncate it, not restart it.
+        mode = "TRUNCATE" if full else "RESTART"
         fcntl.flock(self._checkpoint_lock_fd, fcntl.LOCK_EX)
         try:
-            self._checkpointer.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+            self._checkpointer.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
         finally:
             fcntl.flock(self._checkpoint_lock_fd, fcntl.LOCK_UN)
 
     def _checkpoint_done(self, future: asyncio.Future[None]) -> None:
         self._checkpoint = None
         self._last_checkpoint = time.monotonic()
-        if not future.cancelled() and future.exception() is not None:
-            log.warning("WAL checkpoint failed (retried later): %s", future.exception())
+        exc = None if future.cancelled() else future.exception()
+        if exc is None:
+            return
+        if isinstance(exc, Exception) and self.volume.is_full_error(exc):
+            self.volume.hit_full(exc)  # said once, by the volume; retried as room comes back
+            return
+        log.warning("WAL checkpoint failed (retried later): %s", exc)
+
+    def reclaim(self) -> None:
+        """While the volume is full: a checkpoint now (if none runs and the log holds anything),
+        which truncates the log, so the room deletes made in it returns to the volume."""
+        if self._checkpoint is not None or not self.volume.full:
+            return
+        try:
+            if os.path.getsize(self._wal_path) == 0:
+                return
+        except OSError:
+            return
+        loop = asyncio.get_running_loop()
+        self._checkpoint = loop.run_in_executor(self._checkpoint_thread, self._run_checkpoint)
+        self._checkpoint.add_done_callback(self._checkpoint_done)
 
     def account_document(self, table: str, account: str) -> bytes | None:
         """A per-account document (service properties): ``table`` has ``account`` and ``properties``."""
