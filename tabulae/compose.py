@@ -377,8 +377,10 @@ async def watch_volume(stores: Stores) -> None:
     while True:
         try:
             await asyncio.to_thread(volume.refresh)
-            if volume.full:
-                stores.reclaim()
+            if volume.full or volume.low:
+                await stores.reclaim()
+        except ServiceError as exc:  # no room even for that yet: tried again in a second
+            log.debug("reclaiming space failed: %s", exc.detail or exc.message)
         except Exception:  # never fatal: looked at again in a second
             log.exception("watching the data volume failed")
         await asyncio.sleep(CHECK_SECONDS)
@@ -554,7 +556,7 @@ def _serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> Non
         supervisor.run()
     finally:
         shutil.rmtree(settings.peers_dir, ignore_errors=True)
-    if supervisor.failed:
+    if supervisor.failed or any(process.exitcode == STARTUP_FAILURE for process in supervisor.processes):
         raise StartupFailed("a worker could not start (the reason is logged above); the server stopped")
 
 

@@ -76,7 +76,7 @@ class Gateway:
             return
         path = scope["path"]
         if path in _PROBES:
-            full = mounts is not None and mounts.volume is not None and mounts.volume.full
+            full = mounts is not None and mounts.volume is not None and mounts.volume.still_full(probe=True)
             await _probe(path, mounts is not None, scope, send, full=full)
             return
         if mounts is None:

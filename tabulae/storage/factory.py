@@ -30,6 +30,10 @@ class StoreSetupError(Exception):
     """The database cannot be served or initialised as it is; the message says what to run."""
 
 
+class VolumeFull(StoreSetupError):
+    """The data volume has no room to create the store in."""
+
+
 def is_postgres_url(store_url: str | None) -> bool:
     """True for ``postgresql://…`` and ``postgres://…``, libpq's two spellings."""
     return bool(store_url) and urlsplit(str(store_url)).scheme.lower() in POSTGRES_SCHEMES
@@ -75,12 +79,23 @@ def check_data_dir(data_dir: Path) -> None:
     """Before ``serve`` binds its ports: that the SQLite store can live in ``data_dir`` (created
     if missing), or :class:`StoreSetupError` saying which path and why (a file, a read-only file
     system, no permission), so no worker has to find out after the server has announced itself."""
+    import sqlite3
+
+    from tabulae.storage.sqlite import check_store
     from tabulae.storage.sqlite.directory import UnusableDirectory, check_directory
 
     try:
         check_directory(data_dir)
     except UnusableDirectory as exc:
         raise StoreSetupError(str(exc)) from None
+    try:
+        check_store(data_dir)
+    except (OSError, sqlite3.Error) as exc:
+        if Volume(data_dir).is_full_error(exc):
+            raise VolumeFull(
+                f"cannot create the store in {data_dir}: {exc}; free space on its volume"
+            ) from None
+        raise StoreSetupError(f"cannot open the store in {data_dir}: {exc}") from None
 
 
 async def check_database(store_url: str) -> None:

@@ -27,9 +27,9 @@ class Stores(ABC):
     """Which engine: "sqlite", "postgres" or "citus". Design warnings say what the store in use
     does with a pattern, next to what Azure does with it."""
 
-    def reclaim(self) -> None:  # noqa: B027 (a hook: most engines have nothing to give back)
-        """While the volume is full, give back what deletes freed (an engine whose log holds on
-        to it says how); called every second."""
+    async def reclaim(self) -> None:  # noqa: B027 (a hook: most engines have nothing to give back)
+        """While the volume is full or low, give back what deletes freed (an engine that keeps
+        freed room in its files says how); called every second."""
 
     @abstractmethod
     async def close(self) -> None:

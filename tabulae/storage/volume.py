@@ -39,7 +39,7 @@ log = logging.getLogger("tabulae")
 RESERVE_NAME = "tabulae.reserve"
 MIB = 1024 * 1024
 CHECK_SECONDS = 1.0  # how often each worker looks at the volume
-RESERVE_SHARE = 20  # the reserve is at most this fraction (1/N) of the volume
+RESERVE_SHARE = 10  # the reserve is at most this fraction (1/N) of the volume
 NEARLY_FULL = 64 * 1024  # an I/O error of SQLite's with less free than this is a full volume
 MIN_ROOM = 256 * 1024  # without a reserve, the free space at which writes are accepted again
 RETRY_SECONDS = 5.0  # without a volume to measure (PostgreSQL), writes are tried again after this
@@ -120,11 +120,11 @@ class Volume:
 
     # ------------------------------------------------------------------ looking at the volume
 
-    def still_full(self) -> bool:
-        """Asked by a write about to be refused for ``full``: look again (a ``statvfs`` and a
-        ``stat``), so that the first write after space came back is accepted, not one a second
-        later."""
-        if self.full:
+    def still_full(self, *, probe: bool = False) -> bool:
+        """Asked by a write about to be refused for ``full``, or by the readiness ``probe``:
+        look again (a ``statvfs`` and a ``stat``), so that the first write after space came back
+        is accepted, not one a second later, and a probe sees what another worker saw."""
+        if self.full or probe:
             self.refresh()
         return self.full
 
@@ -141,13 +141,30 @@ class Volume:
         return self.free_bytes
 
     def start(self) -> None:
-        """At a worker's start-up: take the reserve if the volume has room for it (a volume
-        without that room starts full, so that deletes can still run)."""
-        if self.measure() is not None and self.total_bytes:
+        """At a worker's start-up: take the reserve if the volume has the room to leave the
+        full state with (a volume without that room starts full, so that
+        deletes can still run: after a restart on a full volume, the released reserve is the
+        room they need)."""
+        free = self.measure()
+        if free is not None and self.total_bytes:
             self.reserve_bytes = min(self.reserve_bytes, self.total_bytes // RESERVE_SHARE)
-        if self.reserve_bytes and not self._reserve_held() and not self._take(wait=True):
-            self.hit_full("no room for the reserve")
+        if self.reserve_bytes and not self._reserve_held():
+            with _locked(self._lock_path(), wait=True):  # the workers start together: one decides
+                roomy = free is not None and free >= self._room_to_recover()
+                if not self._reserve_held() and not (roomy and self._take(wait=True)):
+                    self.hit_full("no room for the reserve")
         self.refresh()
+
+    def _room_to_recover(self) -> int:
+        """The free space at which writes are accepted again: the reserve, room for the log
+        (which the engine keeps within the reserve's size, and which a full volume truncates,
+        so its room comes back without a delete) and as much again for writes; with less, the
+        first writes would fill the volume again at once."""
+        return max(self.reserve_bytes * 3, MIN_ROOM)
+
+    def _lock_path(self) -> Path:
+        assert self.directory is not None
+        return self.directory / (RESERVE_NAME + ".start.lock")
 
     def refresh(self) -> None:
         """Look at the volume: free space, the warning threshold, and the way into and out of
@@ -162,7 +179,9 @@ class Volume:
             return
         self._check_low(free)
         if self.full:
-            if free >= max(self.reserve_bytes * 2, MIN_ROOM) and (self._reserve_held() or self._take()):
+            if self.reserve_bytes and self._reserve_held():
+                self.full = False  # another worker took it back (and said so)
+            elif free >= self._room_to_recover() and self._take():
                 self.full = False
                 self._announce("ok", f"space available again: writes accepted ({_size(free)} free)")
             return

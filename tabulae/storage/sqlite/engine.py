@@ -25,6 +25,7 @@ import asyncio
 import fcntl
 import logging
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Coroutine
@@ -44,6 +45,8 @@ BUSY_TIMEOUT_MS = 30_000
 log = logging.getLogger("tabulae")
 
 CHECKPOINT_INTERVAL = 0.5  # seconds between background checkpoints while writes keep coming
+VACUUM_PAGES = 1024  # free pages a reclaim hands back to the volume at a time at most (one write job)
+RECLAIM_ROUNDS = 64  # slices handed back per reclaim (the next one comes a second later)
 WAL_LIMIT_BYTES = 64 * 1024 * 1024  # past this a checkpoint holds writers back and restarts the WAL
 
 # (function, arguments, whether it needs a savepoint of its own, its future)
@@ -62,6 +65,9 @@ def _connect(path: str, durable: bool) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # takes effect only on a new database
+    # Also only on a new database: pages deletes free can be handed back to the volume (reclaim),
+    # which a full volume needs; otherwise they stay in the file for later writes only.
+    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     # NORMAL: commits write the WAL without fsync, checkpoints still sync. The store fsyncs the
@@ -100,11 +106,13 @@ class SqliteDatabase:
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         try:
             self._writer = _connect(self.path, durable)
-            # One transaction: a start-up that fails part-way (a full volume) leaves no half schema.
-            self._writer.executescript(f"BEGIN IMMEDIATE; {schema} COMMIT;")
+            self._create_schema(schema)
+            if self.volume.reserve_bytes:  # a log reset after a checkpoint leaves no more than this
+                self._writer.execute(f"PRAGMA journal_size_limit = {int(self.volume.reserve_bytes)}")
             self.reader = _connect(self.path, durable)
             self._checkpointer = _connect(self.path, durable)
             self._page_size = int(self._checkpointer.execute("PRAGMA page_size").fetchone()[0])
+            self._incremental = self._checkpointer.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         self._pending: list[_Job] = []
@@ -116,6 +124,22 @@ class SqliteDatabase:
         # Long scans read through a memory map of their own (see mapped_reader).
         self.scan_reader = MappedReader(lambda: _connect(self.path, durable))
         self.dialect = SqliteDialect()
+
+    def _create_schema(self, schema: str) -> None:
+        """The schema, in one transaction (a start-up that fails part-way, as on a full volume,
+        leaves no half schema). A full volume that cannot take it is no failure when every
+        table is there already: a restart on a full volume must serve, so deletes can run."""
+        try:
+            self._writer.executescript(f"BEGIN IMMEDIATE; {schema} COMMIT;")
+        except sqlite3.Error as exc:
+            if self._writer.in_transaction:
+                self._writer.execute("ROLLBACK")
+            if not self.volume.is_full_error(exc):
+                raise
+            wanted = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", schema))
+            rows = self._writer.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+            if not wanted <= {row[0] for row in rows}:
+                raise
 
     # ----------------------------------------------------------------------------- writer side
 
@@ -238,7 +262,10 @@ class SqliteDatabase:
 
     def _maybe_checkpoint(self) -> None:
         """Start a passive checkpoint on its own thread now and then; it never blocks writers."""
-        if self._checkpoint is not None or time.monotonic() - self._last_checkpoint < CHECKPOINT_INTERVAL:
+        # On a volume low on space, after every group: a log copied back promptly holds little
+        # that a full volume would have no room to copy back (the database grows as it does).
+        interval = 0.0 if self.volume.low or self.volume.full else CHECKPOINT_INTERVAL
+        if self._checkpoint is not None or time.monotonic() - self._last_checkpoint < interval:
             return
         loop = asyncio.get_running_loop()
         self._checkpoint = loop.run_in_executor(self._checkpoint_thread, self._run_checkpoint)
@@ -256,7 +283,10 @@ class SqliteDatabase:
         whole copy and made the file grow again from zero.)"""
         _busy, frames, _copied = self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         full = self.volume.full
-        if frames * self._page_size < WAL_LIMIT_BYTES and not (full and frames > 0):
+        # The log is kept within the volume's reserve too: copying a log back can grow the
+        # database by as much as the log holds, and on a full volume only the reserve has room.
+        limit = min(WAL_LIMIT_BYTES, self.volume.reserve_bytes or WAL_LIMIT_BYTES)
+        if frames * self._page_size < limit and not (full and frames > 0):
             return
         # On a full volume the log's blocks are the room to win back: truncate it, not restart it.
         mode = "TRUNCATE" if full else "RESTART"
@@ -277,19 +307,36 @@ class SqliteDatabase:
             return
         log.warning("WAL checkpoint failed (retried later): %s", exc)
 
-    def reclaim(self) -> None:
-        """While the volume is full: a checkpoint now (if none runs and the log holds anything),
-        which truncates the log, so the room deletes made in it returns to the volume."""
-        if self._checkpoint is not None or not self.volume.full:
-            return
+    async def reclaim(self) -> None:
+        """While the volume is full or low: hand the pages deletes freed back to the volume, a
+        slice at a time (an incremental vacuum, a write job, on a database created with
+        ``auto_vacuum``: the pages it moves go through the log, so a slice must fit in the room
+        a full volume has), each followed by a checkpoint, which truncates the database file to
+        its new end and, when full, the log too."""
+        pages = max(16, min(VACUUM_PAGES, self.volume.reserve_bytes // self._page_size // 4))
+        for _ in range(RECLAIM_ROUNDS):
+            freed = self._incremental and self.reader.execute("PRAGMA freelist_count").fetchone()[0] > 0
+            if freed:
+                await self.write(_vacuum, pages)
+            await self._checkpoint_now()
+            if not freed:
+                return
+
+    async def _checkpoint_now(self) -> None:
+        """A checkpoint now (after the one running, if any), awaited; its failure is the done
+        callback's to tell."""
+        if self._checkpoint is not None:
+            await asyncio.wait([self._checkpoint])
         try:
             if os.path.getsize(self._wal_path) == 0:
                 return
         except OSError:
             return
-        loop = asyncio.get_running_loop()
-        self._checkpoint = loop.run_in_executor(self._checkpoint_thread, self._run_checkpoint)
-        self._checkpoint.add_done_callback(self._checkpoint_done)
+        if self._checkpoint is None:
+            loop = asyncio.get_running_loop()
+            self._checkpoint = loop.run_in_executor(self._checkpoint_thread, self._run_checkpoint)
+            self._checkpoint.add_done_callback(self._checkpoint_done)
+        await asyncio.wait([self._checkpoint])
 
     def account_document(self, table: str, account: str) -> bytes | None:
         """A per-account document (service properties): ``table`` has ``account`` and ``properties``."""
@@ -313,6 +360,10 @@ class SqliteDatabase:
         self.scan_reader.close()
         os.close(self._lock_fd)
         os.close(self._checkpoint_lock_fd)
+
+
+def _vacuum(conn: sqlite3.Connection, pages: int) -> None:
+    conn.execute(f"PRAGMA incremental_vacuum({int(pages)})").fetchall()
 
 
 def _run_plan(conn: sqlite3.Connection, plan: Plan[T], dialect: Dialect) -> T:
