@@ -26,6 +26,7 @@ import contextlib
 import errno
 import fcntl
 import logging
+import mmap
 import os
 import sqlite3
 import time
@@ -68,7 +69,10 @@ class Volume:
         self.reserve_bytes = reserve_bytes if directory is not None else 0
         self.warn_bytes = warn_bytes
         self._shared_dir = shared_dir
-        self.full = False
+        self._full = False
+        self._flag: mmap.mmap | None = None
+        if shared_dir is not None:
+            self._flag = _shared_flag(shared_dir / "volume-full.flag")
         self.low = False
         self.free_bytes: int | None = None
         self.total_bytes: int | None = None
@@ -76,6 +80,19 @@ class Volume:
         self._probation = False  # PostgreSQL: writes let through again, none has succeeded yet
         self._announced_states: dict[str, str] = {}
         self.reserve_path = directory / RESERVE_NAME if directory is not None else None
+
+    @property
+    def full(self) -> bool:
+        """Whether writes are refused: one byte the workers share in memory, so that a write
+        one worker's neighbour ran out on is refused at once by all (no system call to read)."""
+        return self._flag[0] == 1 if self._flag is not None else self._full
+
+    @full.setter
+    def full(self, value: bool) -> None:
+        if self._flag is not None:
+            self._flag[0] = 1 if value else 0
+        else:
+            self._full = value
 
     # ------------------------------------------------------------------ what writes report
 
@@ -106,10 +123,11 @@ class Volume:
         if self.directory is None:
             self._announce("full", f"data volume full: writes refused (the database says: {reason})")
             return
+        freed = f"{_size(released)} of reserve released so that deletes can make room; " if released else ""
         self._announce(
             "full",
-            f"data volume full: writes refused ({reason}; {_size(released)} of reserve released so "
-            f"that deletes can make room; free space in {self.directory} or delete data through the API)",
+            f"data volume full: writes refused ({reason}; {freed}free space in {self.directory} "
+            "or delete data through the API)",
         )
 
     def write_succeeded(self) -> None:
@@ -285,6 +303,22 @@ class Volume:
             "low": self.low,
             "full": self.full,
         }
+
+
+def _shared_flag(path: Path) -> mmap.mmap | None:
+    """A byte in a file of the workers' shared directory, mapped into this process."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return None
+    try:
+        if os.fstat(fd).st_size < 1:
+            os.ftruncate(fd, 1)
+        return mmap.mmap(fd, 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _size(count: int) -> str:

@@ -141,7 +141,7 @@ class Tables:
 class Queues:
     """Messages of 48 KB; deletes: single messages, clearing a queue, and a whole queue."""
 
-    VISIBLE_AGAIN = 2  # seconds a check's receive hides a message
+    VISIBLE_AGAIN = 5  # seconds a check's receive hides a message
 
     def __init__(self, server: IsolatedServer, state: dict[str, str]) -> None:
         self.client = QueueServiceClient.from_connection_string(server.connection_string, retry_total=0)
@@ -164,10 +164,16 @@ class Queues:
         queue is drained) and visible again shortly after."""
         found: set[str] = set()
         for _ in range(200):
-            batch = list(self.queue.receive_messages(max_messages=32, visibility_timeout=self.VISIBLE_AGAIN))
-            if not batch:
+            keys = [
+                message.content[:6]
+                for message in self.queue.receive_messages(
+                    messages_per_page=32, max_messages=32, visibility_timeout=self.VISIBLE_AGAIN
+                )
+            ]
+            if not keys or found.intersection(keys):  # all seen: the first ones are visible again
+                found.update(keys)
                 break
-            found.update(message.content[:6] for message in batch)
+            found.update(keys)
         time.sleep(self.VISIBLE_AGAIN + 1)
         return found
 
@@ -177,7 +183,9 @@ class Queues:
         for _ in range(100):
             if len(deleted) >= len(keys):
                 break
-            for message in self.queue.receive_messages(max_messages=32, visibility_timeout=60):
+            for message in self.queue.receive_messages(
+                messages_per_page=32, max_messages=32, visibility_timeout=60
+            ):
                 self.queue.delete_message(message)
                 deleted.append(message.content[:6])
         self.client.get_queue_client("cleared").clear_messages()
