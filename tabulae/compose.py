@@ -57,6 +57,7 @@ from tabulae.insight.partitions import Insight
 from tabulae.insight.queues import QueueInsight
 from tabulae.insight.server import ServerInsight
 from tabulae.insight.tracing import RequestTracer, TimedStore, request_tracer
+from tabulae.insight.volume import volume_prometheus
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import CorsRule
 from tabulae.queue.api.app import QueueApp
@@ -148,6 +149,7 @@ def console(
     queues: GuardedQueueService | None,
     queue_insight: QueueInsight,
     blobs: BlobsPage | None = None,
+    volume: Volume | None = None,
 ) -> AsgiApp:
     """The web console, with a page per service this server runs, over the same service objects
     as the front-ends (so the same admission control and counters apply)."""
@@ -158,7 +160,7 @@ def console(
         pages.append(QueuesPage(queues, queue_insight))
     if blobs is not None:
         pages.append(blobs)
-    pages.append(InsightPage(insight_snapshot(insight)))
+    pages.append(InsightPage(insight_snapshot(insight), volume.snapshot if volume is not None else None))
     prefill = None
     if settings.loopback() and settings.accounts.get(DEV_ACCOUNT) == [base64.b64decode(DEV_KEY)]:
         prefill = (DEV_ACCOUNT, DEV_KEY)  # the emulator's well-known key: public, and local only
@@ -250,7 +252,7 @@ def build_gateway(settings: Settings) -> Gateway:
         if settings.console_on():
             # One port only (the Table port, else the first service's): one origin, one cookie.
             console_port = next(iter(ports.values()))
-            app = console(settings, table, server, queues, queue_insight, blobs)
+            app = console(settings, table, server, queues, queue_insight, blobs, stores.volume)
             extras[CONSOLE_PATH] = on_one_port(console_port, app, by_port)
 
         async def metrics(as_json: bool) -> tuple[bytes, bytes]:
@@ -271,11 +273,12 @@ def build_gateway(settings: Settings) -> Gateway:
                     snapshot["queue_target"] = queue_snapshot["queue_target"]
                     snapshot["warnings"].extend(queue_snapshot["warnings"])
                 snapshot["frontend"] = frontend
+                snapshot["volume"] = stores.volume.snapshot()
                 return b"application/json", orjson.dumps(snapshot)
             text = view.tables.prometheus() + view.containers.prometheus()
             if figures is not None:
                 text += view.queues.prometheus(stats, now_us())
-            text += frontend_prometheus(frontend)
+            text += frontend_prometheus(frontend) + volume_prometheus(stores.volume.snapshot())
             return PROMETHEUS_TYPE, text.encode()
 
         endpoint = MetricsEndpoint(

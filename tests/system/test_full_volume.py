@@ -264,6 +264,15 @@ def _get(port: int, path: str) -> tuple[int, bytes]:
         connection.close()
 
 
+def _metric(server: IsolatedServer, name: str) -> int:
+    """A gauge of the data volume on ``/metrics`` (open on loopback)."""
+    status, body = _get(server.port, "/metrics")
+    assert status == 200, body
+    found = re.search(rf'^{name}{{path="[^"]+"}} (\d+)$', body.decode(), re.MULTILINE)
+    assert found is not None, body.decode()[-2000:]
+    return int(found.group(1))
+
+
 def _refusal(exc: HttpResponseError) -> tuple[int | None, str | None]:
     """The status and Azure error code of a refused request (as the service sent the code)."""
     response = exc.response
@@ -323,6 +332,8 @@ def test_full_volume_refuses_writes_keeps_data_and_recovers_by_deleting(tmp_path
             assert server.alive(), server.log_tail()
             status, body = _get(server.port, "/-/ready")
             assert status == 200 and b'"volume":"full"' in body, body
+            assert _metric(server, "tabulae_volume_full") == 1
+            assert _metric(server, "tabulae_volume_free_bytes") < 4 * RESERVE_MIB * MIB
 
             # Reads work and hold exactly what was acknowledged: nothing refused was stored.
             assert service.read_all() == set(acked)
@@ -350,6 +361,8 @@ def test_full_volume_refuses_writes_keeps_data_and_recovers_by_deleting(tmp_path
             assert service.read_all() == (set(acked) - set(deleted)) | set(new)
             status, body = _get(server.port, "/-/ready")
             assert status == 200 and b"full" not in body, body
+            assert _metric(server, "tabulae_volume_full") == 0
+            assert _metric(server, "tabulae_volume_reserve_bytes") == RESERVE_MIB * MIB
             print(
                 f"\n{kind}: {len(acked)} writes filled the volume in {filled_in:.1f} s; "
                 f"free when full {full_free // 1024} KiB; {len(deleted)} deleted; writes accepted "
