@@ -234,6 +234,7 @@ def _check_store(settings: Settings) -> None:
     SQLite data directory (a file, a read-only file system, no permission to write)."""
     from tabulae.storage.factory import (
         StoreSetupError,
+        StoreUnusable,
         VolumeFull,
         check_data_dir,
         check_database,
@@ -247,6 +248,8 @@ def _check_store(settings: Settings) -> None:
             check_data_dir(settings.data_dir)
         except VolumeFull as exc:
             raise Failure("VolumeFull", str(exc), EXIT_START) from None
+        except StoreUnusable as exc:  # what every worker would fail on: said once, before the banner
+            raise Failure("StartupFailed", str(exc), EXIT_START) from None
         except StoreSetupError as exc:
             raise Failure("InvalidDataDir", f"{exc} (choose another with --data-dir)") from None
         return

@@ -34,6 +34,10 @@ class VolumeFull(StoreSetupError):
     """The data volume has no room to create the store in."""
 
 
+class StoreUnusable(StoreSetupError):
+    """The store in the data directory cannot be opened (not a database, damaged)."""
+
+
 def is_postgres_url(store_url: str | None) -> bool:
     """True for ``postgresql://…`` and ``postgres://…``, libpq's two spellings."""
     return bool(store_url) and urlsplit(str(store_url)).scheme.lower() in POSTGRES_SCHEMES
@@ -95,7 +99,7 @@ def check_data_dir(data_dir: Path) -> None:
             raise VolumeFull(
                 f"cannot create the store in {data_dir}: {exc}; free space on its volume"
             ) from None
-        raise StoreSetupError(f"cannot open the store in {data_dir}: {exc}") from None
+        raise StoreUnusable(f"cannot open the store in {data_dir}: {exc}") from None
 
 
 async def check_database(store_url: str) -> None:
