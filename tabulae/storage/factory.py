@@ -72,9 +72,12 @@ async def open_stores(
         from tabulae.storage.postgres.engine import SchemaError
 
         try:
-            return await PostgresStores.open(store_url)
+            stores = await PostgresStores.open(store_url)
         except SchemaError as exc:
             raise StoreSetupError(str(exc)) from None
+        if volume is not None and volume.shared_dir is not None:  # the database's disk, said once
+            stores.volume = stores.database.volume = Volume(None, shared_dir=volume.shared_dir)
+        return stores
     scheme = urlsplit(store_url).scheme or store_url
     raise ValueError(f"unsupported store URL scheme {scheme!r}: use postgresql://… or no URL for SQLite")
 
