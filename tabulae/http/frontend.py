@@ -107,8 +107,8 @@ class Frontend(ABC, Generic[RouteT]):
                 if (
                     volume is not None
                     and volume.full
-                    and volume.still_full()
                     and not self.frees_space(request, route)
+                    and volume.still_full()  # looked at again: the first write after room is back runs
                 ):
                     raise ServiceError("ServerBusy", VOLUME_FULL_MESSAGE)
                 response = await self.dispatch(request, route, request_id)
