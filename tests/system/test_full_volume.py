@@ -126,6 +126,20 @@ class Tables:
     def read_all(self) -> set[str]:
         return {entity["RowKey"] for entity in self.table.list_entities(select=["RowKey"])}
 
+    def refused_while_full(self) -> None:
+        """A batch runs while full only if it deletes and nothing else: a delete with an insert
+        is refused whole, and its delete is not applied."""
+        key = sorted(self.read_all())[0]
+        with pytest.raises(HttpResponseError) as refused:
+            self.table.submit_transaction(
+                [
+                    ("delete", {"PartitionKey": "p", "RowKey": key}),
+                    ("create", {"PartitionKey": "p", "RowKey": "new"}),
+                ]
+            )
+        assert _refusal(refused.value) == (503, "ServerBusy")
+        assert key in self.read_all()
+
     def delete(self, keys: list[str]) -> list[str]:
         batch, single = keys[:20], keys[20:]
         self.table.submit_transaction([("delete", {"PartitionKey": "p", "RowKey": key}) for key in batch])
@@ -337,6 +351,8 @@ def test_full_volume_refuses_writes_keeps_data_and_recovers_by_deleting(tmp_path
 
             # Reads work and hold exactly what was acknowledged: nothing refused was stored.
             assert service.read_all() == set(acked)
+            if isinstance(service, Tables):
+                service.refused_while_full()
 
             # A crash while full, and a restart on the still-full volume: nothing is lost.
             server.kill()
