@@ -378,6 +378,13 @@ MSG_NAME_LENGTH = "The specified resource name length is not within the permissi
 MSG_BATCH_TOO_MANY = "The batch request operation exceeds the maximum 100 changes per change set."
 
 
+# What a write is answered while the data volume is full (503 ServerBusy: Azure's text, then why).
+VOLUME_FULL_MESSAGE = (
+    "The server is currently unable to receive requests. Please retry your request. "
+    "(Tabulae: the data volume is full; delete data to make room.)"
+)
+
+
 class ServiceError(Exception):
     """The error any of the account's services (Table, Queue, Blob, Data Lake) answers with: a
     catalogue code, optionally a more precise message and a batch index.

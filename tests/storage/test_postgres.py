@@ -8,6 +8,7 @@ and what a raced deletion may leave behind.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,6 +26,7 @@ from tabulae.storage.postgres import tables as postgres
 from tabulae.storage.postgres.tables import PostgresTables
 from tabulae.storage.scans import FULL_RANGE
 from tabulae.storage.sqlite import SqliteStores
+from tabulae.storage.volume import RETRY_SECONDS
 from tests.backends import database_backends, database_url
 
 
@@ -135,6 +137,38 @@ def test_serialization_failures_and_deadlocks_are_retried(pg_url: str) -> None:
             assert info.value.code == "InternalError"
 
     asyncio.run(main())
+
+
+def test_a_full_disk_is_server_busy_said_once_and_tried_again_after_a_pause(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def main() -> None:
+        async with opened(pg_url) as store:
+            volume = store._db.volume
+
+            async def full(conn: object) -> None:
+                raise pg_errors.DiskFull("could not extend file: No space left on device")
+
+            for _ in range(3):
+                with pytest.raises(ServiceError) as info:
+                    await store._db.run(full, retry=True)
+                assert (info.value.status, info.value.code) == (503, "ServerBusy")
+                assert "data volume is full" in info.value.message
+            assert volume.full
+            volume._full_since -= RETRY_SECONDS  # the pause has passed: writes are let through again
+            volume.refresh()
+            assert not volume.full
+
+            async def fine(conn: object) -> str:
+                return "written"
+
+            assert await store._db.run(fine) == "written"
+
+    with caplog.at_level(logging.WARNING, logger="tabulae"):
+        asyncio.run(main())
+    said = [record.getMessage() for record in caplog.records]
+    assert len([line for line in said if line.startswith("data volume full: writes refused")]) == 1, said
+    assert len([line for line in said if line.startswith("space available again")]) == 1, said
 
 
 def test_open_creates_the_schema_on_an_empty_database(pg_url: str) -> None:

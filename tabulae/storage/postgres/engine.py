@@ -25,6 +25,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from tabulae.model.errors import ServiceError
 from tabulae.storage.plan import Dialect, Plan, PostgresDialect, Restart, run_async
+from tabulae.storage.volume import FULL_MESSAGE, Volume
 
 __all__ = ["MAX_ATTEMPTS", "PostgresDatabase", "Restart", "Schema"]
 
@@ -63,6 +64,8 @@ def database_error(exc: psycopg.Error) -> ServiceError:
     if isinstance(exc, PoolTimeout):
         return ServiceError("ServerBusy", detail="no database connection available")
     detail = type(exc).__name__ + (f" (SQLSTATE {exc.sqlstate})" if exc.sqlstate else "")
+    if isinstance(exc, pg_errors.DiskFull):  # the database's disk: retried later, as Azure's 503
+        return ServiceError("ServerBusy", FULL_MESSAGE, detail=detail)
     return ServiceError("InternalError", detail=detail)
 
 
@@ -245,6 +248,7 @@ class PostgresDatabase:
     def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
         self.pool = pool
         self.dialect = PostgresDialect()
+        self.volume = Volume(None)  # the database's disk: full from its "disk full" error for a while
 
     @classmethod
     async def open(cls, url: str, *, min_size: int = 1, max_size: int = 16) -> PostgresDatabase:
@@ -295,6 +299,17 @@ class PostgresDatabase:
         connection went stale) is tried once more on a fresh one; writes that are not idempotent
         never are, as their first try may have committed.
         """
+        try:
+            result = await self._run(fn, retry=retry, idempotent=idempotent)
+        except ServiceError as exc:
+            if isinstance(exc.__cause__, pg_errors.DiskFull):
+                self.volume.hit_full(exc.detail)
+            raise
+        if retry or not idempotent:
+            self.volume.write_succeeded()
+        return result
+
+    async def _run(self, fn: Callable[[Connection], Awaitable[T]], *, retry: bool, idempotent: bool) -> T:
         attempts = MAX_ATTEMPTS if retry else 2 if idempotent else 1
         for attempt in range(attempts):
             last = attempt == attempts - 1
