@@ -65,6 +65,7 @@ _FROM_FLAG: dict[str, Callable[[Any], Any]] = {
     "console_hosts": tuple,
     "oauth": lambda value: value == "basic",
     "targets": lambda value: value == "azure",
+    "copy_from_remote": lambda value: value != "off",
 }
 # Command-line defaults that are not the setting's default (a choice's name, the environment).
 _FLAG_DEFAULTS: dict[str, Callable[[], Any]] = {
@@ -72,6 +73,7 @@ _FLAG_DEFAULTS: dict[str, Callable[[], Any]] = {
     "console_hosts": list,
     "oauth": lambda: "off",
     "targets": lambda: None,
+    "copy_from_remote": lambda: "on",
     "store_url": lambda: os.environ.get(STORE_ENV),
     "services": lambda: ",".join(SERVICES),
 }

@@ -86,6 +86,7 @@ def frontend_options(settings: Settings, tracer: RequestTracer | None = None) ->
         skip_version_check=settings.skip_api_version_check,
         default_cors=tuple(CorsRule(**rule) for rule in settings.cors_defaults),
         tracer=tracer,
+        copy_from_remote=settings.copy_from_remote,
     )
 
 

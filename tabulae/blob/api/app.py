@@ -21,7 +21,7 @@ from typing import Any
 from tabulae.admission.blobs import BlobTicket
 from tabulae.admission.gate import Gate
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
-from tabulae.blob.api import blobs, containers
+from tabulae.blob.api import blobs, containers, from_url
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
 from tabulae.blob.api.routing import Kind, Operation, Route, resolve
@@ -68,8 +68,11 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.DELETE_BLOB: blobs.delete_blob,
     Operation.LEASE_BLOB: blobs.lease_blob,
     Operation.SNAPSHOT_BLOB: blobs.snapshot_blob,
-    Operation.COPY_BLOB: blobs.copy_blob,
-    Operation.ABORT_COPY: blobs.abort_copy,
+    Operation.COPY_BLOB: from_url.copy_blob,
+    Operation.ABORT_COPY: from_url.abort_copy,
+    Operation.PUT_BLOB_FROM_URL: from_url.put_blob_from_url,
+    Operation.PUT_BLOCK_FROM_URL: from_url.put_block_from_url,
+    Operation.APPEND_BLOCK_FROM_URL: from_url.append_block_from_url,
 }
 
 # Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.

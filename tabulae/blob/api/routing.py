@@ -58,6 +58,9 @@ class Operation(enum.StrEnum):
     LEASE_BLOB = "LeaseBlob"
     SNAPSHOT_BLOB = "SnapshotBlob"
     COPY_BLOB = "CopyBlob"
+    PUT_BLOB_FROM_URL = "PutBlobFromUrl"
+    PUT_BLOCK_FROM_URL = "PutBlockFromUrl"
+    APPEND_BLOCK_FROM_URL = "AppendBlockFromUrl"
     ABORT_COPY = "AbortCopyBlob"
 
 
