@@ -22,10 +22,12 @@ from tabulae.blob.rules.checksums import Checksums
 from tabulae.blob.rules.conditions import NONE, Conditions, check, check_dates_only, not_met
 from tabulae.blob.rules.limits import MAX_COMMITTED_BLOCKS
 from tabulae.blob.rules.names import check_blob_name, check_container_name
+from tabulae.blob.rules.pages import PageMap, Segment
 from tabulae.blob.rules.properties import BlobServiceProperties
 from tabulae.model import edm
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import SignedIdentifier
+from tabulae.storage.blob_pages import EVERY_PAGE, PageEdit, PageSpan
 from tabulae.storage.blobs import (
     BASE,
     MAX_UNCOMMITTED_BLOCKS,
@@ -48,8 +50,9 @@ from tabulae.storage.blobs import (
 
 MAX_RESULTS = 5000
 PRECHECK_BYTES = 1024 * 1024  # uploads larger than this are checked before they are read
-BLOCK_BLOB, APPEND_BLOB = "BlockBlob", "AppendBlob"
+BLOCK_BLOB, APPEND_BLOB, PAGE_BLOB = "BlockBlob", "AppendBlob", "PageBlob"
 BLOB_TYPES = (BLOCK_BLOB, APPEND_BLOB)
+ZEROS = bytes(1024 * 1024)  # what unwritten pages read as, sent in pieces of at most this size
 
 
 @dataclass(slots=True)
@@ -82,6 +85,21 @@ class LeaseOutcome:
 class BlobPage:
     items: list[BlobRecord | str]  # records and, with a delimiter, prefixes (str)
     next_marker: str | None
+
+
+class PageContent(list[Extent]):
+    """A page blob's content as :meth:`BlobService.get_blob` hands it out: no extents of its own
+    (the list is empty, so code that only knows extents sees nothing to read) but the blob's
+    page map, which :meth:`BlobService.read` reads pieces of, zeros where nothing was written."""
+
+    def __init__(self, pages: PageMap) -> None:
+        super().__init__()
+        self.pages = pages
+
+
+def page_map(spans: Sequence[PageSpan]) -> PageMap:
+    """The stored spans of a page blob as the rules' page map (each span's extent is its source)."""
+    return PageMap(Segment(s.start, s.end, s.ref, s.offset, s.cleared) for s in spans)
 
 
 def snapshot_time(ticks: int) -> str:
@@ -245,6 +263,11 @@ class BlobService:
                 raise ServiceError("ContainerNotFound")
             raise ServiceError("BlobNotFound")
         record, extents = found
+        if content and record.blob_type == PAGE_BLOB:  # its spans, read with the record they go with
+            paged = await self.store.get_pages(key, snapshot, 0, record.size)
+            if paged is None:
+                raise ServiceError("BlobNotFound")
+            record, extents = paged[0], PageContent(page_map(paged[1]))
         if snapshot == BASE:
             leases.check_blob_access(record.lease, self._clock(), lease_id, write=False)
             if record.copy is not None and record.copy.status == copies.PENDING:
@@ -253,7 +276,24 @@ class BlobService:
         return record, extents
 
     def read(self, key: BlobKey, extents: Sequence[Extent], start: int, end: int) -> AsyncIterator[bytes]:
+        if isinstance(extents, PageContent):
+            return self._read_pages(key, extents.pages, start, end)
         return self.store.read(key, extents, start, end)
+
+    async def _read_pages(self, key: BlobKey, pages: PageMap, start: int, end: int) -> AsyncIterator[bytes]:
+        """Bytes ``[start, end)`` of a page blob: each written stretch from its extent, zeros between."""
+        for piece in pages.pieces(start, end):
+            segment = piece.segment
+            if segment is None:
+                left = piece.end - piece.start
+                while left:
+                    size = min(left, len(ZEROS))
+                    yield ZEROS if size == len(ZEROS) else bytes(size)
+                    left -= size
+                continue
+            low, high = segment.offset, segment.offset + segment.end - segment.start
+            async for chunk in self.store.read(key, [Extent(str(segment.source), high)], low, high):
+                yield chunk
 
     def lease_state(self, lease: Lease) -> tuple[str, str, str | None]:
         """(status, state, duration) of a lease now, for headers and listings."""
@@ -672,7 +712,13 @@ class BlobService:
                 copy=copy,
                 block_count=origin.block_count,
             )
-            return BlobWrite(result=record, base=record, content=state.source_content or [], drop_staged=True)
+            write = BlobWrite(
+                result=record, base=record, content=state.source_content or [], drop_staged=True
+            )
+            if origin.blob_type == PAGE_BLOB:  # the copy shares (or, on another shard, copies) the pages
+                record.sequence_number = origin.sequence_number
+                write.pages = PageEdit(0, EVERY_PAGE, state.source_pages or [])
+            return write
 
         record: BlobRecord = await self.store.copy_blob(source, source_snapshot, dest, decide)
         return record

@@ -180,7 +180,6 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "BlobNotFound": (404, "The specified blob does not exist."),
     "BlobAlreadyExists": (409, "The specified blob already exists."),
     "InvalidBlobType": (409, "The blob type is invalid for this operation."),
-    "BlobTypeNotSupported": (400, "Page blobs are not supported."),
     "InvalidBlobOrBlock": (400, "The specified blob or block content is invalid."),
     "InvalidBlockId": (400, "The specified block ID is invalid. The block ID must be Base64-encoded."),
     "InvalidBlockList": (400, "The specified block list is invalid."),
@@ -256,6 +255,28 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     # page blobs ("Blob Storage error codes")
     "InvalidPageRange": (416, "The page range specified is invalid."),
     "SequenceNumberConditionNotMet": (412, "The sequence number condition specified was not met."),
+    "IncrementalCopyBlobMismatch": (
+        409,
+        "The specified source blob is different than the copy source of the existing incremental copy blob.",
+    ),
+    "IncrementalCopyOfEarlierVersionSnapshotNotAllowed": (
+        409,
+        "The specified snapshot is earlier than the last snapshot copied into the incremental copy blob.",
+    ),
+    "IncrementalCopySourceMustBeSnapshot": (
+        409,
+        "The source for incremental copy request must be a snapshot.",
+    ),
+    "InvalidSourceBlobType": (409, "The copy source blob type is invalid for this operation."),
+    "OperationNotAllowedOnIncrementalCopyBlob": (
+        409,
+        "The specified operation is not allowed on an incremental copy blob.",
+    ),
+    "PreviousSnapshotCannotBeNewer": (
+        400,
+        "The prevsnapshot query parameter value cannot be newer than snapshot query parameter value.",
+    ),
+    "PreviousSnapshotNotFound": (409, "The previous snapshot is not found."),
     "SequenceNumberIncrementTooLarge": (
         409,
         "The sequence number increment cannot be performed because it would result in overflow "

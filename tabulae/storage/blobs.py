@@ -43,6 +43,7 @@ from tabulae.model.blobs import Lease as Lease
 from tabulae.model.edm import now_ticks
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import SignedIdentifier
+from tabulae.storage.blob_pages import PageEdit, PageSpan
 
 STORED_BASE = "~"  # how engines store BASE: after every timestamp, so snapshots list first
 GARBAGE_GRACE_SECONDS = 300.0  # unreferenced extents stay readable this long for running downloads
@@ -71,6 +72,8 @@ class BlobState:
     target: BlobRecord | None = None  # the snapshot asked for, if it exists
     source: BlobRecord | None = None  # copy_blob: the source version
     source_content: list[Extent] | None = None  # copy_blob: its extents
+    pages: list[PageSpan] | None = None  # a page blob's spans in the range ``Needs.pages`` asked for
+    source_pages: list[PageSpan] | None = None  # copy_blob from a page blob: all its spans
 
 
 @dataclass(slots=True)
@@ -87,6 +90,8 @@ class BlobWrite:
     append: Extent | None = None  # one more extent at the end of the base's content
     drop_staged: bool = False
     stage_block: Extent | None = None  # stage a block (replacing one of the same id)
+    pages: PageEdit | None = None  # a page blob's spans to replace (after ``base``)
+    snapshot_after: BlobRecord | None = None  # a snapshot of the base as this write leaves it
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +102,7 @@ class Needs:
     staged: bool = False
     snapshot: str | None = None
     snapshots: bool = False  # count them
+    pages: tuple[int, int] | None = None  # a page blob's spans overlapping these bytes
 
 
 NO_NEEDS = Needs()
@@ -214,6 +220,13 @@ class BlobStore(ABC):
         """As :meth:`write_blob` on ``dest``, with ``state.source`` and ``state.source_content``
         holding the source version (None when it does not exist) read in the same transaction.
         Extents of the source that the write names are shared or copied, as the engine needs."""
+
+    @abstractmethod
+    async def get_pages(
+        self, key: BlobKey, snapshot: str, start: int, end: int
+    ) -> tuple[BlobRecord, list[PageSpan]] | None:
+        """A committed version and its page spans overlapping ``[start, end)``, read in one
+        snapshot of the store; None when the container, blob or snapshot does not exist."""
 
     @abstractmethod
     async def list_blocks(self, key: BlobKey) -> tuple[BlobRecord | None, list[Extent], list[Extent]]:

@@ -48,10 +48,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif parts.path.startswith("/status/"):
             status = int(parts.path.rsplit("/", 1)[1])
             body = (
-                '<?xml version="1.0" encoding="utf-8"?><Error><Code>AuthorizationFailure</Code>'
-                "<Message>This request is not authorized to perform this operation.\nRequestId:x</Message>"
-                "</Error>"
-            ).encode()
+                b'<?xml version="1.0" encoding="utf-8"?><Error><Code>AuthorizationFailure</Code>'
+                b"<Message>This request is not authorized to perform this operation.\nRequestId:x</Message>"
+                b"</Error>"
+            )
             self.send_response(status)
             self.send_header("x-ms-error-code", "AuthorizationFailure")
             self.send_header("content-type", "application/xml")

@@ -29,6 +29,7 @@ from azure.storage.blob import (
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
 from tests.blob.remote_source import RemoteSource, content, remote_source
+from tests.blobhttp import BlobHttp
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 
 OTHER_ACCOUNT = "otheraccount"
@@ -165,7 +166,11 @@ def test_stage_block_from_url(container: ContainerClient) -> None:
         target.stage_block_from_url("DDDD", url, source_content_md5=bytearray(16))
     assert bad.value.error_code == "Md5Mismatch"
     _committed, staged = target.get_block_list("uncommitted")
-    assert [(block.id, block.size) for block in staged] == [("AAAA", 40_000), ("BBBB", 60_000), ("CCCC", 100_000)]
+    assert [(block.id, block.size) for block in staged] == [
+        ("AAAA", 40_000),
+        ("BBBB", 60_000),
+        ("CCCC", 100_000),
+    ]
     target.commit_block_list(["AAAA", "BBBB"])
     assert target.download_blob().readall() == data
     with pytest.raises(HttpResponseError) as past:
@@ -201,6 +206,53 @@ def test_append_block_from_url(container: ContainerClient) -> None:
         container.get_blob_client(source.blob_name).append_block_from_url(url)
     assert wrong_type.value.error_code == "InvalidBlobType"
     assert target.get_blob_properties().size == 20_000
+
+
+def test_upload_pages_from_url(
+    server: ServerProcess, container: ContainerClient, remote: RemoteSource
+) -> None:
+    data = os.urandom(4096)
+    url = sas_url(source_blob(container, data))
+    target = container.get_blob_client("pages")
+    target.create_page_blob(8192)
+    done = target.upload_pages_from_url(url, offset=1024, length=2048, source_offset=512)
+    assert done["etag"] and done["blob_sequence_number"] == 0
+    target.upload_pages_from_url(remote.url("/data/4096"), offset=4096, length=512, source_offset=0)
+    got = target.download_blob().readall()
+    assert got[1024:3072] == data[512:2560] and got[4096:4608] == content(4096)[:512]
+    assert got[:1024] == bytes(1024) and got[4608:] == bytes(8192 - 4608)
+    ranges, _cleared = target.get_page_ranges()
+    assert [(r["start"], r["end"]) for r in ranges] == [(1024, 3071), (4096, 4607)]
+    http = BlobHttp(server.blob_port)
+    path = f"/{container.container_name}/pages?comp=page"
+    page = {"x-ms-page-write": "update", "x-ms-copy-source": url}
+    unaligned = http.request(
+        "PUT", path, {**page, "x-ms-range": "bytes=100-611", "x-ms-source-range": "bytes=0-511"}
+    )
+    assert (unaligned.status, unaligned.code) == (400, "InvalidHeaderValue")
+    unequal = http.request(
+        "PUT", path, {**page, "x-ms-range": "bytes=0-511", "x-ms-source-range": "bytes=0-1023"}
+    )
+    assert (unequal.status, unequal.code) == (400, "InvalidHeaderValue")
+    assert unequal.error_fields()["HeaderName"] == "x-ms-source-range"
+    missing = http.request("PUT", path, {**page, "x-ms-range": "bytes=0-511"})
+    assert (missing.status, missing.code) == (400, "MissingRequiredHeader")
+    with pytest.raises(HttpResponseError) as md5:
+        target.upload_pages_from_url(
+            url, offset=0, length=512, source_offset=0, source_content_md5=bytearray(16)
+        )
+    assert md5.value.error_code == "Md5Mismatch"
+    with pytest.raises(HttpResponseError) as sequence:
+        target.upload_pages_from_url(url, offset=0, length=512, source_offset=0, if_sequence_number_lt=0)
+    assert sequence.value.error_code == "SequenceNumberConditionNotMet"
+    with pytest.raises(HttpResponseError) as unauthorised:
+        target.upload_pages_from_url(target.url, offset=0, length=512, source_offset=0)
+    assert refused(unauthorised)[:4] == (401, "CannotVerifyCopySource", "401", "NoAuthenticationInformation")
+    block = container.get_blob_client("notpages")
+    block.upload_blob(b"x")
+    with pytest.raises(HttpResponseError) as wrong:
+        block.upload_pages_from_url(url, offset=0, length=512, source_offset=0)
+    assert wrong.value.error_code == "InvalidBlobType"
 
 
 def test_copy_from_url_sync(container: ContainerClient) -> None:
@@ -284,7 +336,9 @@ def test_remote_from_url_operations(container: ContainerClient, remote: RemoteSo
     assert blocks.download_blob().readall() == data[10:30]
     assert remote.seen[-1]["range"] == "bytes=10-29"
     synced = container.get_blob_client("remotesync")
-    assert synced.start_copy_from_url(remote.url("/data/50000"), requires_sync=True)["copy_status"] == "success"
+    assert (
+        synced.start_copy_from_url(remote.url("/data/50000"), requires_sync=True)["copy_status"] == "success"
+    )
     assert synced.download_blob().readall() == data
     token = "Bearer abc.def.ghi"
     synced.start_copy_from_url(remote.url("/data/10"), requires_sync=True, source_authorization=token)
@@ -303,7 +357,9 @@ def test_remote_source_refuses(container: ContainerClient, remote: RemoteSource)
     assert not target.exists()
 
 
-def test_remote_source_that_stalls(server: ServerProcess, container: ContainerClient, remote: RemoteSource) -> None:
+def test_remote_source_that_stalls(
+    server: ServerProcess, container: ContainerClient, remote: RemoteSource
+) -> None:
     with BlobServiceClient.from_connection_string(server.connection_string, retry_total=0) as client:
         target = client.get_blob_client(container.container_name, "stalled")
         started = time.monotonic()

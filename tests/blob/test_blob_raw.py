@@ -83,17 +83,9 @@ def test_put_blob_headers(http: BlobHttp, path: str) -> None:
 @pytest.mark.parametrize(
     ("method", "suffix", "headers", "status", "code"),
     [
-        (
-            "PUT",
-            "/b",
-            {"x-ms-blob-type": "PageBlob", "x-ms-blob-content-length": "512"},
-            400,
-            "BlobTypeNotSupported",
-        ),
         ("GET", "/b?comp=tags", {}, 400, "UnsupportedQueryParameter"),
         ("PUT", "/b?comp=tier", {"x-ms-access-tier": "Cool"}, 400, "UnsupportedQueryParameter"),
         ("GET", "/b?versionid=2020-01-01T00:00:00.0000000Z", {}, 400, "UnsupportedQueryParameter"),
-        ("GET", "/b?comp=pagelist", {}, 400, "UnsupportedQueryParameter"),
         ("PUT", "/b", {"x-ms-blob-type": "BlockBlob", "x-ms-tags": "a=b"}, 400, "UnsupportedHeader"),
         ("PUT", "/b", {"x-ms-blob-type": "BlockBlob", "x-ms-access-tier": "Cool"}, 400, "UnsupportedHeader"),
         ("PUT", "/b?comp=immutabilityPolicies", {}, 400, "UnsupportedQueryParameter"),

@@ -21,7 +21,7 @@ from typing import Any
 from tabulae.admission.blobs import BlobTicket
 from tabulae.admission.gate import Gate
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
-from tabulae.blob.api import blobs, containers, from_url
+from tabulae.blob.api import blobs, containers, from_url, pages
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
 from tabulae.blob.api.routing import Kind, Operation, Route, resolve
@@ -55,14 +55,14 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.SET_CONTAINER_ACL: containers.set_container_acl,
     Operation.LEASE_CONTAINER: containers.lease_container,
     Operation.LIST_BLOBS: blobs.list_blobs,
-    Operation.PUT_BLOB: blobs.put_blob,
+    Operation.PUT_BLOB: pages.put_blob,
     Operation.PUT_BLOCK: blobs.put_block,
     Operation.PUT_BLOCK_LIST: blobs.put_block_list,
     Operation.GET_BLOCK_LIST: blobs.get_block_list,
     Operation.APPEND_BLOCK: blobs.append_block,
     Operation.GET_BLOB: blobs.get_blob,
     Operation.GET_BLOB_PROPERTIES: blobs.get_blob_properties,
-    Operation.SET_BLOB_PROPERTIES: blobs.set_blob_properties,
+    Operation.SET_BLOB_PROPERTIES: pages.set_blob_properties,
     Operation.GET_BLOB_METADATA: blobs.get_blob_metadata,
     Operation.SET_BLOB_METADATA: blobs.set_blob_metadata,
     Operation.DELETE_BLOB: blobs.delete_blob,
@@ -73,6 +73,10 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.PUT_BLOB_FROM_URL: from_url.put_blob_from_url,
     Operation.PUT_BLOCK_FROM_URL: from_url.put_block_from_url,
     Operation.APPEND_BLOCK_FROM_URL: from_url.append_block_from_url,
+    Operation.PUT_PAGE: pages.put_page,
+    Operation.PUT_PAGE_FROM_URL: from_url.put_page_from_url,
+    Operation.GET_PAGE_RANGES: pages.get_page_ranges,
+    Operation.INCREMENTAL_COPY: pages.incremental_copy,
 }
 
 # Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.

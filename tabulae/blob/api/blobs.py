@@ -183,8 +183,6 @@ async def put_blob(call: Call) -> Response:
     blob_type = headers.get("x-ms-blob-type")
     if blob_type is None:
         raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-blob-type"),))
-    if blob_type == "PageBlob":
-        raise ServiceError("BlobTypeNotSupported")
     if blob_type not in BLOB_TYPES:
         raise bad_header("x-ms-blob-type", blob_type)
     if blob_type == "AppendBlob":

@@ -248,7 +248,11 @@ async def read_local(
 def _fetch_headers(call: Call, wanted: tuple[int, int] | None) -> dict[str, str]:
     """The GET of a source outside this server: its range, the source conditions as the
     standard headers, and the token of ``x-ms-copy-source-authorization`` as its Authorization."""
-    headers = {"x-ms-version": SOURCE_VERSION, "user-agent": "Tabulae (copy from URL)"}
+    headers = {
+        "x-ms-version": SOURCE_VERSION,
+        "user-agent": "Tabulae (copy from URL)",
+        "accept-encoding": "identity",  # the bytes as they are, never re-encoded for the trip
+    }
     token = call.request.headers.get("x-ms-copy-source-authorization")
     if token is not None:
         headers["authorization"] = token

@@ -136,6 +136,10 @@ def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: 
             copied += f"<CopyCompletionTime>{http_date(copy.completed)}</CopyCompletionTime>"
         if copy.status_description:
             copied += f"<CopyStatusDescription>{escape(copy.status_description)}</CopyStatusDescription>"
+        if copy.incremental:
+            copied += "<IncrementalCopy>true</IncrementalCopy>" + _optional(
+                "CopyDestinationSnapshot", copy.destination_snapshot or ""
+            )
     return (
         f"<Properties><Creation-Time>{http_date(record.created)}</Creation-Time>"
         f"<Last-Modified>{http_date(record.ticks)}</Last-Modified><Etag>0x{record.ticks:X}</Etag>"
@@ -145,10 +149,18 @@ def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: 
         f"<Content-CRC64 />{_field('Content-MD5', p.content_md5)}"
         f"{_field('Cache-Control', p.cache_control) if p.cache_control else '<Cache-Control />'}"
         f"{_field('Content-Disposition', p.content_disposition)}"
-        f"<BlobType>{record.blob_type}</BlobType>{_TIER if record.blob_type == 'BlockBlob' else ''}"
+        f"{_sequence(record)}<BlobType>{record.blob_type}</BlobType>"
+        f"{_TIER if record.blob_type == 'BlockBlob' else ''}"
         f"{_lease(lease) if lease is not None else ''}{copied}"
         "<ServerEncrypted>true</ServerEncrypted></Properties>"
     )
+
+
+def _sequence(record: BlobRecord) -> str:
+    """A page blob's sequence number element (other blobs have none)."""
+    if record.blob_type != "PageBlob":
+        return ""
+    return f"<x-ms-blob-sequence-number>{record.sequence_number}</x-ms-blob-sequence-number>"
 
 
 def render_blobs(

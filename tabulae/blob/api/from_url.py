@@ -1,6 +1,6 @@
 """Handlers of the copies from a URL: Put Blob From URL, Put Block From URL, Append Block From
-URL, Copy Blob (asynchronous, pending while a source outside this server streams in) and Copy
-Blob From URL (``x-ms-requires-sync: true``), and Abort Copy Blob.
+URL, Put Page From URL, Copy Blob (asynchronous, pending while a source outside this server
+streams in) and Copy Blob From URL (``x-ms-requires-sync: true``), and Abort Copy Blob.
 
 The source is found, authorised and opened by :mod:`.copy_source`; its bytes then go through
 the same service writes as an upload's body (the destination's conditions, lease and limits
@@ -24,13 +24,16 @@ from tabulae.blob.api.copy_source import (
     locate,
     open_remote,
     open_source,
+    source_range,
     source_refused,
 )
-from tabulae.blob.api.headers import bad_header, conditions, content_properties, etag_headers
+from tabulae.blob.api.headers import bad_header, byte_range, conditions, content_properties, etag_headers
+from tabulae.blob.pageblobs import PageBlobs, PageWrite
 from tabulae.blob.rules import copies
 from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
 from tabulae.blob.rules.limits import MAX_BLOCK_BLOB, max_append, max_block, max_put_blob
+from tabulae.blob.rules.pages import MAX_PAGE_WRITE, SequenceConditions, check_aligned, parse_sequence_number
 from tabulae.blob.service import APPEND_BLOB, BLOCK_BLOB, Upload
 from tabulae.http.messages import Headers, Response
 from tabulae.http.metadata import request_metadata
@@ -157,6 +160,61 @@ async def append_block_from_url(call: Call) -> Response:
     response_headers.append((b"x-ms-blob-append-offset", str(offset).encode()))
     response_headers.append((b"x-ms-blob-committed-block-count", str(record.block_count).encode()))
     response_headers.extend(checksum_headers(sums, md5=upload.md5 is not None))
+    return Response(201, response_headers + _ENCRYPTED)
+
+
+async def put_page_from_url(call: Call) -> Response:
+    """Put Page From URL: the source's bytes (``x-ms-source-range``, as long as ``x-ms-range``)
+    written as pages of a page blob, with Put Page's conditions, sequence numbers and lease."""
+    no_snapshot(call)
+    headers = call.request.headers
+    action = headers.get("x-ms-page-write")
+    if action is None:
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-page-write"),))
+    if action.lower() != "update":
+        raise bad_header("x-ms-page-write", action)
+    name = "x-ms-range" if "x-ms-range" in headers else "range"
+    wanted = byte_range(headers)
+    if wanted is None or wanted[1] is None:
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-range"),))
+    start, end = check_aligned(wanted[0], wanted[1], name)
+    if end - start > MAX_PAGE_WRITE:
+        raise bad_header(name, headers[name])
+    given = source_range(headers)
+    if given is None:
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-source-range"),))
+    if given[1] - given[0] + 1 != end - start:
+        raise bad_header("x-ms-source-range", headers["x-ms-source-range"])
+
+    def number(header: str) -> int | None:
+        value = headers.get(header)
+        return None if value is None else parse_sequence_number(value, header)
+
+    request = PageWrite(
+        conditions(headers),
+        SequenceConditions(
+            number("x-ms-if-sequence-number-le"),
+            number("x-ms-if-sequence-number-lt"),
+            number("x-ms-if-sequence-number-eq"),
+        ),
+        call.lease_id,
+    )
+    _source, read, fetched = await open_source(call, ranged=True, limit=MAX_PAGE_WRITE)
+    try:
+        if read.length != end - start:
+            raise source_refused(
+                416, "InvalidRange", "The range specified is invalid for the current size of the resource."
+            )
+        md5 = _source_md5(headers)
+        record, sums = await PageBlobs(call.service).upload_pages(
+            call.key, start, end, read.chunks, md5, _source_crc64(headers), request
+        )
+    finally:
+        if fetched is not None:
+            await fetched.close()
+    response_headers = etag_headers(record.ticks)
+    response_headers.append((b"x-ms-blob-sequence-number", str(record.sequence_number).encode()))
+    response_headers.extend(checksum_headers(sums, md5=md5 is not None))
     return Response(201, response_headers + _ENCRYPTED)
 
 

@@ -152,6 +152,8 @@ def blob_headers(
             headers.append((b"x-ms-lease-duration", duration.encode()))
     if record.blob_type == "AppendBlob":
         headers.append((b"x-ms-blob-committed-block-count", str(record.block_count).encode()))
+    elif record.blob_type == "PageBlob":
+        headers.append((b"x-ms-blob-sequence-number", str(record.sequence_number).encode()))
     elif properties:
         headers.append((b"x-ms-access-tier", b"Hot"))
         headers.append((b"x-ms-access-tier-inferred", b"true"))
@@ -173,6 +175,10 @@ def blob_headers(
             headers.append(
                 (b"x-ms-copy-status-description", copy.status_description.encode("latin-1", "replace"))
             )
+        if copy.incremental:
+            headers.append((b"x-ms-incremental-copy", b"true"))
+            if copy.destination_snapshot is not None:
+                headers.append((b"x-ms-copy-destination-snapshot", copy.destination_snapshot.encode()))
     headers.extend(metadata_headers(record.metadata))
     return headers
 

@@ -3,7 +3,7 @@
 
 The operation then picks the handler (``app.HANDLERS``), the permission a SAS must carry and
 whether anonymous callers may perform it (``sas``), so routing and authorisation can never
-disagree about what a request does. Features Tabulae does not have (page blobs, versions, tags,
+disagree about what a request does. Features Tabulae does not have (versions, tags,
 tiers, batches, immutability, blob queries) get the Azure error a service
 gives for a parameter or header it does not support, never a half-done operation.
 """
@@ -16,7 +16,7 @@ from tabulae.model.errors import ServiceError
 # comp values of features Tabulae does not serve, on any resource.
 _UNSUPPORTED_COMP = frozenset(
     {
-        "tags", "tier", "page", "pagelist", "incrementalcopy", "batch", "userdelegationkey", "blobs",
+        "tags", "tier", "batch", "userdelegationkey", "blobs",
         "immutabilityPolicies", "legalhold", "expiry", "seal", "query", "rename", "undelete",
     }
 )  # fmt: skip
@@ -132,6 +132,8 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
         return _verb(method, {"PUT": Operation.PUT_BLOCK_FROM_URL})
     if copy_source and comp == "appendblock":
         return _verb(method, {"PUT": Operation.APPEND_BLOCK_FROM_URL})
+    if copy_source and comp == "page":
+        return _verb(method, {"PUT": Operation.PUT_PAGE_FROM_URL})
     if comp == "block":
         return _verb(method, {"PUT": Operation.PUT_BLOCK})
     if comp == "blocklist":
@@ -155,6 +157,12 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
         return _verb(method, {"PUT": Operation.SNAPSHOT_BLOB})
     if comp == "copy":
         return _verb(method, {"PUT": Operation.ABORT_COPY})
+    if comp == "page":
+        return _verb(method, {"PUT": Operation.PUT_PAGE})
+    if comp == "pagelist":
+        return _verb(method, {"GET": Operation.GET_PAGE_RANGES})
+    if comp == "incrementalcopy":
+        return _verb(method, {"PUT": Operation.INCREMENTAL_COPY})
     raise invalid_parameter("comp", comp)
 
 
@@ -185,6 +193,6 @@ READ_ONLY = frozenset(
         Operation.LIST_CONTAINERS, Operation.GET_SERVICE_PROPERTIES, Operation.GET_SERVICE_STATS,
         Operation.GET_ACCOUNT_INFO, Operation.GET_CONTAINER_PROPERTIES, Operation.GET_CONTAINER_METADATA,
         Operation.GET_CONTAINER_ACL, Operation.LIST_BLOBS, Operation.GET_BLOCK_LIST, Operation.GET_BLOB,
-        Operation.GET_BLOB_PROPERTIES, Operation.GET_BLOB_METADATA,
+        Operation.GET_BLOB_PROPERTIES, Operation.GET_BLOB_METADATA, Operation.GET_PAGE_RANGES,
     }
 )  # fmt: skip

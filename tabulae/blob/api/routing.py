@@ -61,7 +61,11 @@ class Operation(enum.StrEnum):
     PUT_BLOB_FROM_URL = "PutBlobFromUrl"
     PUT_BLOCK_FROM_URL = "PutBlockFromUrl"
     APPEND_BLOCK_FROM_URL = "AppendBlockFromUrl"
+    PUT_PAGE_FROM_URL = "PutPageFromUrl"
     ABORT_COPY = "AbortCopyBlob"
+    PUT_PAGE = "PutPage"
+    GET_PAGE_RANGES = "GetPageRanges"
+    INCREMENTAL_COPY = "IncrementalCopyBlob"
 
 
 @dataclass(slots=True)  # not frozen: built on every request

@@ -53,9 +53,13 @@ _BLOB_PERMISSIONS: dict[Op, _Requirement] = {
     Op.PUT_BLOB_FROM_URL: ("cw",),
     Op.PUT_BLOCK_FROM_URL: ("cw",),
     Op.APPEND_BLOCK_FROM_URL: ("aw",),
+    Op.PUT_PAGE_FROM_URL: ("w",),
     Op.ABORT_COPY: ("w",),
     Op.LEASE_BLOB: ("wd",),
     Op.DELETE_BLOB: ("d",),
+    Op.PUT_PAGE: ("w",),
+    Op.GET_PAGE_RANGES: ("r",),
+    Op.INCREMENTAL_COPY: ("cw",),
 }
 # What a container SAS adds: listing, and the container's own properties and lease.
 _CONTAINER_PERMISSIONS: dict[Op, _Requirement] = {
@@ -85,7 +89,9 @@ _ACCOUNT_RULES: dict[Op, tuple[str, _Requirement]] = {
     **{op: ("o", requirement) for op, requirement in _BLOB_PERMISSIONS.items()},
 }
 # Anonymous reads a container's public access level allows ("Configure anonymous read access").
-_PUBLIC_BLOB_READS = frozenset({Op.GET_BLOB, Op.GET_BLOB_PROPERTIES, Op.GET_BLOB_METADATA})
+_PUBLIC_BLOB_READS = frozenset(
+    {Op.GET_BLOB, Op.GET_BLOB_PROPERTIES, Op.GET_BLOB_METADATA, Op.GET_PAGE_RANGES}
+)
 _PUBLIC_CONTAINER_READS = _PUBLIC_BLOB_READS | {
     Op.LIST_BLOBS,
     Op.GET_CONTAINER_PROPERTIES,

@@ -77,10 +77,11 @@ def delete(
         "INSERT INTO blob_garbage ({key,} ref, dropped)"
         " SELECT {key,} ref, {now} FROM blob_extents WHERE container_id = :c"
         " UNION SELECT {key,} ref, {now} FROM blob_blocks WHERE container_id = :c"
+        " UNION SELECT {key,} ref, {now} FROM blob_pages WHERE container_id = :c AND NOT cleared"
         " ON CONFLICT ({key,} ref) DO UPDATE SET dropped = excluded.dropped",
         cid,
     )
-    for table in ("blob_extents", "blob_blocks", "blobs"):
+    for table in ("blob_extents", "blob_blocks", "blob_pages", "blobs"):
         yield Sql(f"DELETE FROM {table} WHERE container_id = :c", cid)
     yield Sql("DELETE FROM blob_containers WHERE id = :c", cid)
 

@@ -10,6 +10,7 @@ from tabulae.storage.plan import Plan, Sql
 REFERENCED = (
     "SELECT EXISTS (SELECT 1 FROM blob_extents WHERE {key=} ref = :ref)"
     " OR EXISTS (SELECT 1 FROM blob_blocks WHERE {key=} ref = :ref)"
+    " OR EXISTS (SELECT 1 FROM blob_pages WHERE {key=} ref = :ref)"
 )
 
 

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from tabulae.model.blobs import BASE, BlobKey, BlobRecord, ContainerRecord, Extent
-from tabulae.storage.blobplan import containers, reads, writes
+from tabulae.storage.blob_pages import PageSpan
+from tabulae.storage.blobplan import containers, pages, reads, writes
 from tabulae.storage.blobplan.reads import At
 from tabulae.storage.blobplan.writes import CopyExtent
 from tabulae.storage.blobs import NO_NEEDS, BlobListing, BlobStore, Decide, Needs, Staged, stored_version
@@ -87,6 +88,12 @@ class PlannedBlobs(BlobStore):
     ) -> tuple[BlobRecord, list[Extent] | None] | None:
         at, version = self._at(key), stored_version(snapshot)
         return await self._read(lambda: reads.committed(at, version, content), snapshot=content)
+
+    async def get_pages(
+        self, key: BlobKey, snapshot: str, start: int, end: int
+    ) -> tuple[BlobRecord, list[PageSpan]] | None:
+        at, version = self._at(key), stored_version(snapshot)
+        return await self._read(lambda: pages.version_spans(at, version, start, end), snapshot=True)
 
     async def list_blocks(self, key: BlobKey) -> tuple[BlobRecord | None, list[Extent], list[Extent]]:
         at = self._at(key)

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
 from tabulae.model.blobs import Extent
-from tabulae.storage.blobplan import garbage
+from tabulae.storage.blob_pages import EVERY_PAGE, PageEdit, PageSpan
+from tabulae.storage.blobplan import garbage, pages
 from tabulae.storage.blobplan.reads import At, committed, container_id, load_state
-from tabulae.storage.blobs import BlobState, BlobWrite, Decide, Needs, encode_blob
+from tabulae.storage.blobs import STORED_BASE, BlobState, BlobWrite, Decide, Needs, encode_blob
 from tabulae.storage.plan import Plan, Restart, Sql
 
+PAGE_BLOB = "PageBlob"
 CopyExtent = Callable[[int, int, Extent], Plan[Extent]]
 """An engine's sub-plan that copies one extent from a blob's distribution key to another's."""
 
@@ -76,19 +79,38 @@ def write_blob(
         yield guard
     cid = yield from container_id(at.key.account, at.key.container)
     state = yield from load_state(at, cid, needs)
+    if needs.pages is not None and state.base is not None:
+        state.pages = yield from pages.spans(at, cid, STORED_BASE, *needs.pages)
     if source is not None:
         origin, version = source
         found = yield from committed(origin, version, True)
         if found is not None:
             state.source, state.source_content = found
+            if found[0].blob_type == PAGE_BLOB:
+                state.source_pages = yield from pages.source_spans(origin, version)
     write = decide(state)
-    if source is not None and source[0].dkey != at.dkey and write.content is not None and copy is not None:
-        copied = []
-        for extent in write.content:
-            copied.append((yield from copy(source[0].dkey, at.dkey, extent)))
-        write.content = copied
+    if source is not None and source[0].dkey != at.dkey and copy is not None:
+        if write.content is not None:
+            copied = []
+            for extent in write.content:
+                copied.append((yield from copy(source[0].dkey, at.dkey, extent)))
+            write.content = copied
+        if write.pages is not None:
+            write.pages = yield from _copy_spans(source[0].dkey, at.dkey, write.pages, copy)
     referenced = yield from apply(at, cid, write, state)
     return write.result, referenced
+
+
+def _copy_spans(source: int, dkey: int, change: PageEdit, copy: CopyExtent) -> Plan[PageEdit]:
+    """The spans of ``change`` with their extents copied to distribution key ``dkey`` (each extent
+    once, however many spans name it)."""
+    refs: dict[str, str] = {}
+    spans: list[PageSpan] = []
+    for span in change.spans:
+        if not span.cleared and span.ref not in refs:
+            refs[span.ref] = (yield from copy(source, dkey, Extent(span.ref, 0))).ref
+        spans.append(span if span.cleared else replace(span, ref=refs[span.ref]))
+    return replace(change, spans=spans)
 
 
 def _refs(text: str, params: dict[str, Any]) -> Plan[set[str]]:
@@ -106,10 +128,12 @@ def _version_statements(where: str) -> tuple[str, str, str]:
 
 
 def _delete_version(where: str, params: dict[str, Any]) -> Plan[set[str]]:
-    """Delete the versions ``where`` matches with their extents; the refs they named."""
+    """Delete the versions ``where`` matches with their extents and page spans; the refs they
+    named."""
     refs, extents, versions = _version_statements(where)
     dropped = yield from _refs(refs, params)
     yield Sql(extents, params)
+    dropped |= yield from pages.delete(where, params)
     yield Sql(versions, params)
     return dropped
 
@@ -128,6 +152,8 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
         yield Sql(_INSERT_BLOB, {**at.row(cid, frozen.snapshot), "committed": True, "ticks": frozen.ticks,
                                  "size": frozen.size, "doc": encode_blob(frozen)})  # fmt: skip
         yield Sql(_SNAPSHOT_EXTENTS, {**base, "snapshot": frozen.snapshot})
+        if frozen.blob_type == PAGE_BLOB:
+            yield from pages.copy(at, cid, frozen.snapshot)
     if write.delete_base:
         dropped |= yield from _refs(_BLOCK_REFS, base)
         yield Sql(_DELETE_BLOCKS, base)
@@ -141,6 +167,12 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
         elif not (yield Sql(_INSERT_BLOB + " ON CONFLICT DO NOTHING", values, "rowcount")):
             raise Restart  # a concurrent write created the blob: decide again
     referenced: set[str] = set()
+    if write.pages is None and existed and not write.delete_base and _replaces_pages(state, write):
+        write.pages = PageEdit(0, EVERY_PAGE)  # a page blob replaced by another type keeps no spans
+    if write.pages is not None:
+        gone, named = yield from pages.edit(at, cid, write.pages)
+        dropped |= gone
+        referenced |= named
     if write.content is not None:
         if existed:
             dropped |= yield from _refs(_EXTENT_REFS, base)
@@ -170,6 +202,23 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
         yield Sql(_COUNT_STAGED, {**base, "added": 0 if replaced else 1, "length": len(block.block_id or "")})
         yield Sql(_STAGE_BLOCK, {**one, "seq": time.time_ns(), "ref": block.ref, "length": block.length})
         referenced.add(block.ref)
+    if write.snapshot_after is not None:
+        frozen = write.snapshot_after
+        yield Sql(_INSERT_BLOB, {**at.row(cid, frozen.snapshot), "committed": True, "ticks": frozen.ticks,
+                                 "size": frozen.size, "doc": encode_blob(frozen)})  # fmt: skip
+        yield Sql(_SNAPSHOT_EXTENTS, {**base, "snapshot": frozen.snapshot})
+        if frozen.blob_type == PAGE_BLOB:
+            yield from pages.copy(at, cid, frozen.snapshot)
     for ref in dropped - referenced:
         yield from garbage.drop(at.dkey, ref)
     return referenced
+
+
+def _replaces_pages(state: BlobState, write: BlobWrite) -> bool:
+    """Whether ``write`` turns a page blob into a blob of another type."""
+    return (
+        state.base is not None
+        and state.base.blob_type == PAGE_BLOB
+        and write.base is not None
+        and write.base.blob_type != PAGE_BLOB
+    )

@@ -130,6 +130,22 @@ _STATEMENTS = (
     "CREATE INDEX IF NOT EXISTS blob_blocks_ref ON blob_blocks (dkey, ref)",
     "CREATE INDEX IF NOT EXISTS blob_blocks_container ON blob_blocks (container_id)",
     """
+    CREATE TABLE IF NOT EXISTS blob_pages (
+        dkey bigint NOT NULL,
+        container_id bigint NOT NULL,
+        name text COLLATE "C" NOT NULL,
+        version text COLLATE "C" NOT NULL,
+        page_start bigint NOT NULL,
+        page_end bigint NOT NULL,
+        ref uuid NOT NULL,
+        ref_offset bigint NOT NULL,
+        cleared boolean NOT NULL,
+        CONSTRAINT blob_pages_pkey PRIMARY KEY (dkey, container_id, name, version, page_start)
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS blob_pages_ref ON blob_pages (dkey, ref)",
+    "CREATE INDEX IF NOT EXISTS blob_pages_container ON blob_pages (container_id)",
+    """
     CREATE TABLE IF NOT EXISTS blob_chunks (
         dkey bigint NOT NULL,
         ref uuid NOT NULL,
@@ -154,6 +170,7 @@ SCHEMA = Schema(
         "blobs": "dkey",
         "blob_extents": "dkey",
         "blob_blocks": "dkey",
+        "blob_pages": "dkey",
         "blob_chunks": "dkey",
         "blob_garbage": "dkey",
     },

@@ -90,6 +90,18 @@ CREATE TABLE IF NOT EXISTS blob_blocks (
     PRIMARY KEY (container_id, name, block_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS blob_blocks_ref ON blob_blocks (ref);
+CREATE TABLE IF NOT EXISTS blob_pages (
+    container_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    version TEXT NOT NULL,
+    page_start INTEGER NOT NULL,
+    page_end INTEGER NOT NULL,
+    ref TEXT NOT NULL,
+    ref_offset INTEGER NOT NULL,
+    cleared INTEGER NOT NULL,
+    PRIMARY KEY (container_id, name, version, page_start)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS blob_pages_ref ON blob_pages (ref);
 CREATE TABLE IF NOT EXISTS blob_data (
     ref TEXT PRIMARY KEY,
     data BLOB NOT NULL
@@ -205,7 +217,11 @@ def copy_content(root: Path, destination: Path, database: Path) -> None:
     conn = sqlite3.connect(str(database))
     try:
         refs = [
-            row[0] for row in conn.execute("SELECT ref FROM blob_extents UNION SELECT ref FROM blob_blocks")
+            row[0]
+            for row in conn.execute(
+                "SELECT ref FROM blob_extents UNION SELECT ref FROM blob_blocks"
+                " UNION SELECT ref FROM blob_pages WHERE NOT cleared"
+            )
         ]
     finally:
         conn.close()
