@@ -49,6 +49,8 @@ def forbidden(address: Address) -> bool:
     """Addresses a fetch never connects to: link-local (cloud metadata), multicast, unspecified."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
+    if address.is_loopback:
+        return False  # (::1 is inside the reserved ::/8)
     return address.is_link_local or address.is_multicast or address.is_unspecified or address.is_reserved
 
 
