@@ -426,6 +426,32 @@ def test_aio_copies(server: ServerProcess, container: ContainerClient, remote: R
 # ------------------------------------------------------------------------------ servers of their own
 
 
+def test_copy_from_another_tabulae(tmp_path: Path, container: ContainerClient) -> None:
+    """Another Tabulae is a source like any URL: read with the SAS its URL carries; without one
+    it answers as Azure does (404 for an anonymous read of a private container)."""
+    other = ServerProcess(tmp_path / "other").start()
+    try:
+        with BlobServiceClient.from_connection_string(other.connection_string) as theirs:
+            box = theirs.create_container("box")
+            data = os.urandom(70_000)
+            source = source_blob(box, data, metadata={"there": "yes"})
+            url = sas_url(source)
+            target = container.get_blob_client("fromother")
+            target.upload_blob_from_url(url)
+            assert target.download_blob().readall() == data
+            copy = target.start_copy_from_url(url)
+            props = (
+                wait_for_copy(target) if copy["copy_status"] == "pending" else target.get_blob_properties()
+            )
+            assert props.copy.status == "success" and props.metadata == {"there": "yes"}  # type: ignore[attr-defined]
+            assert target.download_blob().readall() == data
+            with pytest.raises(HttpResponseError) as error:
+                target.upload_blob_from_url(source.url, overwrite=True)
+            assert refused(error) == (404, "CannotVerifyCopySource", "404", "ResourceNotFound")
+    finally:
+        other.stop()
+
+
 def test_copy_from_remote_off(tmp_path: Path, remote: RemoteSource) -> None:
     server = ServerProcess(tmp_path / "data", extra_args=["--copy-from-remote", "off"]).start()
     try:
