@@ -265,6 +265,7 @@ def test_copy_from_url_sync(container: ContainerClient) -> None:
     copy = target.start_copy_from_url(sas_url(source), requires_sync=True)
     assert copy["copy_status"] == "success" and copy["copy_id"]
     props = target.get_blob_properties()
+    assert "sig=" not in props.copy.source and "sp=r" in props.copy.source  # the signature is not kept
     assert props.copy.status == "success" and props.copy.id == copy["copy_id"]
     assert props.copy.progress == "50000/50000" and props.copy.completion_time is not None
     assert props.metadata == {"from": "source"}

@@ -21,7 +21,7 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from tabulae.auth.flow import authenticate
 from tabulae.auth.sas import SasToken, stored_policies
@@ -106,6 +106,17 @@ class SourceRead:
     @property
     def length(self) -> int:
         return self.end - self.start
+
+
+def recorded(url: str) -> str:
+    """The source URL a copy records (``x-ms-copy-source`` of the destination's properties): its
+    SAS signature left out, so whoever may read the copy's properties, perhaps anyone, cannot
+    use it to read the source."""
+    parts = urlsplit(url)
+    if "sig=" not in parts.query:
+        return url
+    pairs = [pair for pair in parts.query.split("&") if not pair.startswith("sig=")]
+    return urlunsplit(parts._replace(query="&".join(pairs)))
 
 
 def source_range(headers: dict[str, str]) -> tuple[int, int] | None:

@@ -24,6 +24,7 @@ from tabulae.blob.api.copy_source import (
     locate,
     open_remote,
     open_source,
+    recorded,
     source_range,
     source_refused,
 )
@@ -237,9 +238,10 @@ async def copy_blob(call: Call) -> Response:
     if source.key is not None:
         await authorize_local(call, source, shared_key_ok=True)
         try:
+            # tags/tier: x-ms-tags, x-ms-access-tier, x-ms-rehydrate-priority, x-ms-seal-blob go here.
             record = await call.service.copy_blob(
-                source.key, source.snapshot, call.key, url, given if given else None, conditions(headers),
-                conditions(headers, "x-ms-source-"), call.lease_id,
+                source.key, source.snapshot, call.key, recorded(url), given if given else None,
+                conditions(headers), conditions(headers, "x-ms-source-"), call.lease_id,
             )  # fmt: skip
         except ServiceError as exc:
             if exc.code == "CannotVerifyCopySource":
@@ -253,7 +255,7 @@ async def copy_blob(call: Call) -> Response:
         # tags/tier: x-ms-tags, x-ms-access-tier, x-ms-rehydrate-priority go to start_pending_copy.
         record = await call.service.start_pending_copy(
             call.key, blob_type, read.properties, given if given else read.metadata, conditions(headers),
-            call.lease_id, url, read.length,
+            call.lease_id, recorded(url), read.length,
         )  # fmt: skip
     except BaseException:
         await fetched.close()
@@ -279,7 +281,7 @@ async def _copy_from_url(call: Call) -> Response:
             raise error
         given = request_metadata(call.request)
         properties = replace(read.properties, content_md5=None)
-        copy = CopyState(str(uuid.uuid4()), url, "", 0)
+        copy = CopyState(str(uuid.uuid4()), recorded(url), "", 0)
         upload = Upload(read.chunks, read.length, _source_md5(headers), None)
         # tags/tier: x-ms-tags (or x-ms-copy-tags: COPY), x-ms-access-tier go to copy_from_upload.
         record, sums = await call.service.copy_from_upload(
@@ -291,7 +293,7 @@ async def _copy_from_url(call: Call) -> Response:
             await fetched.close()
     assert record.copy is not None and sums.md5 is not None and sums.crc64 is not None
     response_headers = etag_headers(record.ticks) + _copy_headers(record.copy)
-    response_headers.extend(checksum_headers(sums, md5=True))
+    response_headers.extend(checksum_headers(sums, md5=upload.md5 is not None))
     return Response(202, response_headers + _ENCRYPTED)
 
 
