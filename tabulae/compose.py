@@ -36,6 +36,7 @@ from tabulae.admission.guard import GuardedService
 from tabulae.admission.ledger import Ledger
 from tabulae.admission.queue_guard import GuardedQueueService
 from tabulae.admission.throttle import Targets, Throttle
+from tabulae.blob.api import background_copy
 from tabulae.blob.api.app import BlobApp
 from tabulae.blob.service import BlobService
 from tabulae.config import DEV_ACCOUNT, DEV_KEY, SETTINGS_ENV, Settings
@@ -230,6 +231,7 @@ def build_gateway(settings: Settings) -> Gateway:
             by_port[ports["queue"]] = QueueApp(queues, options)
             figures = QueueFigures(queues, queue_insight)
             tasks.append(asyncio.get_running_loop().create_task(queues.keep_collecting()))
+        blob_service: BlobService | None = None
         if "blob" in ports:
             blob_service = BlobService(stores.blobs)
             by_port[ports["blob"]] = BlobApp(blob_service, options, gate, containers)
@@ -282,6 +284,8 @@ def build_gateway(settings: Settings) -> Gateway:
             server.close()
             if ledger is not None:
                 ledger.close()
+            if blob_service is not None:
+                await background_copy.interrupt_all(blob_service)
             for task in tasks:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -10,6 +10,7 @@ import asyncio
 import base64
 import hashlib
 import os
+import signal
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -501,19 +502,27 @@ def test_another_account_of_the_same_server(tmp_path: Path) -> None:
 
 
 def test_pending_copy_across_a_restart(tmp_path: Path, remote: RemoteSource) -> None:
-    """A copy whose server stopped does not stay pending for ever: once its heartbeat has been
-    silent past the limit, it reads as failed, its blob empty, and a new copy can start."""
+    """A copy whose server stopped does not stay pending for ever: an orderly stop fails it at
+    once; a killed server's copy fails once its heartbeat has been silent past the limit. Its
+    blob is then empty, and a new copy can start."""
     server = ServerProcess(tmp_path / "data").start()
+    trickle = remote.url("/data/1000000?pieces=100&pause=1")
     try:
         with BlobServiceClient.from_connection_string(server.connection_string) as client:
             box = client.create_container("box")
-            target = box.get_blob_client("interrupted")
-            copy = target.start_copy_from_url(remote.url("/data/1000000?pieces=100&pause=1"))
-            assert copy["copy_status"] == "pending"
-        server.stop()
+            assert box.get_blob_client("stopped").start_copy_from_url(trickle)["copy_status"] == "pending"
+        server.stop()  # SIGTERM: the worker ends its copies as it shuts down
         server.start()
         with BlobServiceClient.from_connection_string(server.connection_string) as client:
-            target = client.get_blob_client("box", "interrupted")
+            stopped = client.get_blob_client("box", "stopped").get_blob_properties()
+            assert stopped.copy.status == "failed" and stopped.size == 0
+            assert "interrupted" in (stopped.copy.status_description or "")
+            target = client.get_blob_client("box", "killed")
+            assert target.start_copy_from_url(trickle)["copy_status"] == "pending"
+        server.stop(signal.SIGKILL)
+        server.start()
+        with BlobServiceClient.from_connection_string(server.connection_string) as client:
+            target = client.get_blob_client("box", "killed")
             assert target.get_blob_properties().copy.status == "pending"  # not yet known to be dead
             deadline = time.monotonic() + 120
             while target.get_blob_properties().copy.status == "pending" and time.monotonic() < deadline:

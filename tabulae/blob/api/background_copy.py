@@ -48,6 +48,19 @@ def stop(key: BlobKey, copy_id: str) -> None:
         task.cancel()
 
 
+async def interrupt_all(service: BlobService) -> None:
+    """At a worker's orderly shutdown: stop its copies and record them failed at once (a worker
+    that dies instead leaves them to their heartbeat)."""
+    running = list(_running.items())
+    for _key, task in running:
+        task.cancel()
+    for (key, copy_id), task in running:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        with contextlib.suppress(ServiceError):
+            await service.end_pending_copy(key, copy_id, copies.FAILED, copies.INTERRUPTED)
+
+
 async def _reporting(
     service: BlobService, key: BlobKey, copy_id: str, chunks: AsyncIterator[bytes], length: int
 ) -> AsyncIterator[bytes]:
