@@ -692,6 +692,7 @@ class BlobService:
                 raise not_met(412, "SourceConditionNotMet") from None
             base = state.base if state.base is not None and state.base.committed else None
             if base is not None:
+                copies.check_no_pending(base.copy, state.ticks)
                 if base.blob_type != origin.blob_type:
                     raise ServiceError("InvalidBlobType")
                 leases.check_blob_access(base.lease, now, lease_id, write=True)
@@ -743,6 +744,8 @@ class BlobService:
 
         def check_state(state: BlobState) -> None:
             base = state.base if state.base is not None and state.base.committed else None
+            if base is not None:
+                copies.check_no_pending(base.copy, state.ticks)
             _check_replace(base, conditions, lease_id, now)
 
         def decide(state: BlobState, sums: Checksums, staged: Staged) -> BlobWrite:
@@ -787,6 +790,7 @@ class BlobService:
         def decide(state: BlobState) -> BlobWrite:
             base = state.base if state.base is not None and state.base.committed else None
             if base is not None:
+                copies.check_no_pending(base.copy, state.ticks)
                 if base.blob_type != blob_type:
                     raise ServiceError("InvalidBlobType")
                 leases.check_blob_access(base.lease, now, lease_id, write=True)

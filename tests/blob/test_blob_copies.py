@@ -312,6 +312,9 @@ def test_abort_pending_copy(container: ContainerClient, remote: RemoteSource) ->
     target.upload_blob(b"old", metadata={"m": "1"})
     copy = target.start_copy_from_url(remote.url("/data/500000?pieces=50&pause=0.3"), metadata={"m": "2"})
     assert copy["copy_status"] == "pending"
+    with pytest.raises(HttpResponseError) as busy:  # one copy at a time: abort this one first
+        target.start_copy_from_url(remote.url("/data/10"))
+    assert (busy.value.status_code, busy.value.error_code) == (409, "PendingCopyOperation")
     with pytest.raises(HttpResponseError) as other:
         target.abort_copy("00000000-0000-0000-0000-000000000000")
     assert (other.value.status_code, other.value.error_code) == (409, "CopyIdMismatch")

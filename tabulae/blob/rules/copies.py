@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from tabulae.model.blobs import CopyState
 from tabulae.model.edm import TICKS_PER_SECOND
+from tabulae.model.errors import ServiceError
 
 PENDING, SUCCESS, ABORTED, FAILED = "pending", "success", "aborted", "failed"
 STALE_SECONDS = 45.0  # a pending copy silent this long has lost its worker
@@ -34,6 +35,13 @@ def is_stale(copy: CopyState | None, now: int) -> bool:
         and copy.status == PENDING
         and now - copy.completed > int(STALE_SECONDS * TICKS_PER_SECOND)
     )
+
+
+def check_no_pending(copy: CopyState | None, now: int) -> None:
+    """A copy onto a blob whose own copy is still pending is 409 PendingCopyOperation (abort
+    that one first); one whose worker is gone (stale) no longer counts."""
+    if copy is not None and copy.status == PENDING and not is_stale(copy, now):
+        raise ServiceError("PendingCopyOperation")
 
 
 def progressed(copy: CopyState, copied: int, now: int) -> CopyState:
