@@ -32,7 +32,7 @@ from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
 from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.service import parse_snapshot
 from tabulae.http.fetch import Fetched, FetchError, FetchLimits, fetch
-from tabulae.model.blobs import BlobKey, BlobRecord, ContentProperties
+from tabulae.model.blobs import BlobKey, ContentProperties
 from tabulae.model.errors import ServiceError
 
 _SOURCE_RANGE = re.compile(r"bytes=(\d+)-(\d+)")
@@ -101,7 +101,6 @@ class SourceRead:
     properties: ContentProperties
     metadata: dict[str, str]
     blob_type: str = "BlockBlob"
-    record: BlobRecord | None = None  # a local source's record
 
     @property
     def length(self) -> int:
@@ -252,7 +251,6 @@ async def read_local(
         properties=record.properties,
         metadata=record.metadata,
         blob_type=record.blob_type,
-        record=record,
     )
 
 

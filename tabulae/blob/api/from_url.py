@@ -52,13 +52,13 @@ _BLOB_HEADERS = {
 }
 
 
-def no_snapshot(call: Call) -> None:
+def _no_snapshot(call: Call) -> None:
     """A copy's destination is never a snapshot (read-only): 400 InvalidOperation."""
     if "snapshot" in call.request.query:
         raise ServiceError("InvalidOperation")
 
 
-def checksum_headers(sums: Checksums, *, md5: bool) -> Headers:
+def _checksum_headers(sums: Checksums, *, md5: bool) -> Headers:
     headers: Headers = []
     if md5 and sums.md5 is not None:
         headers.append((b"content-md5", b64(sums.md5).encode()))
@@ -99,7 +99,7 @@ def _copy_headers(copy: CopyState) -> Headers:
 
 async def put_blob_from_url(call: Call) -> Response:
     """Put Blob From URL: a block blob made of the source's bytes, replacing the destination."""
-    no_snapshot(call)
+    _no_snapshot(call)
     headers = call.request.headers
     blob_type = headers.get("x-ms-blob-type", "")
     if blob_type != BLOCK_BLOB:
@@ -121,12 +121,12 @@ async def put_blob_from_url(call: Call) -> Response:
     finally:
         if fetched is not None:
             await fetched.close()
-    return Response(201, etag_headers(record.ticks) + checksum_headers(sums, md5=True) + _ENCRYPTED)
+    return Response(201, etag_headers(record.ticks) + _checksum_headers(sums, md5=True) + _ENCRYPTED)
 
 
 async def put_block_from_url(call: Call) -> Response:
     """Put Block From URL: a staged block made of the source's bytes (``x-ms-source-range``)."""
-    no_snapshot(call)
+    _no_snapshot(call)
     headers = call.request.headers
     block_id = check_block_id(call.request.query.get("blockid"))
     _source, read, fetched = await open_source(call, ranged=True, limit=max_block(call.version))
@@ -136,12 +136,12 @@ async def put_block_from_url(call: Call) -> Response:
     finally:
         if fetched is not None:
             await fetched.close()
-    return Response(201, checksum_headers(sums, md5=upload.md5 is not None) + _ENCRYPTED)
+    return Response(201, _checksum_headers(sums, md5=upload.md5 is not None) + _ENCRYPTED)
 
 
 async def append_block_from_url(call: Call) -> Response:
     """Append Block From URL: the source's bytes (``x-ms-source-range``) appended as one block."""
-    no_snapshot(call)
+    _no_snapshot(call)
     headers = call.request.headers
     _source, read, fetched = await open_source(call, ranged=True, limit=max_append(call.version))
     try:
@@ -160,14 +160,14 @@ async def append_block_from_url(call: Call) -> Response:
     response_headers = etag_headers(record.ticks)
     response_headers.append((b"x-ms-blob-append-offset", str(offset).encode()))
     response_headers.append((b"x-ms-blob-committed-block-count", str(record.block_count).encode()))
-    response_headers.extend(checksum_headers(sums, md5=upload.md5 is not None))
+    response_headers.extend(_checksum_headers(sums, md5=upload.md5 is not None))
     return Response(201, response_headers + _ENCRYPTED)
 
 
 async def put_page_from_url(call: Call) -> Response:
     """Put Page From URL: the source's bytes (``x-ms-source-range``, as long as ``x-ms-range``)
     written as pages of a page blob, with Put Page's conditions, sequence numbers and lease."""
-    no_snapshot(call)
+    _no_snapshot(call)
     headers = call.request.headers
     action = headers.get("x-ms-page-write")
     if action is None:
@@ -215,7 +215,7 @@ async def put_page_from_url(call: Call) -> Response:
             await fetched.close()
     response_headers = etag_headers(record.ticks)
     response_headers.append((b"x-ms-blob-sequence-number", str(record.sequence_number).encode()))
-    response_headers.extend(checksum_headers(sums, md5=md5 is not None))
+    response_headers.extend(_checksum_headers(sums, md5=md5 is not None))
     return Response(201, response_headers + _ENCRYPTED)
 
 
@@ -225,7 +225,7 @@ async def put_page_from_url(call: Call) -> Response:
 async def copy_blob(call: Call) -> Response:
     """Copy Blob: instant from this server's store, pending from outside it; with
     ``x-ms-requires-sync: true`` it is Copy Blob From URL, completed before the answer."""
-    no_snapshot(call)
+    _no_snapshot(call)
     headers = call.request.headers
     sync = headers.get("x-ms-requires-sync")
     if sync is not None and sync.lower() not in ("true", "false"):
@@ -282,7 +282,7 @@ async def _copy_from_url(call: Call) -> Response:
         given = request_metadata(call.request)
         properties = replace(read.properties, content_md5=None)
         copy = CopyState(str(uuid.uuid4()), recorded(url), "", 0)
-        upload = Upload(read.chunks, read.length, _source_md5(headers), None)
+        upload = Upload(read.chunks, read.length, _source_md5(headers), _source_crc64(headers))
         # tags/tier: x-ms-tags (or x-ms-copy-tags: COPY), x-ms-access-tier go to copy_from_upload.
         record, sums = await call.service.copy_from_upload(
             call.key, upload, properties, given if given else read.metadata, conditions(headers),
@@ -293,12 +293,12 @@ async def _copy_from_url(call: Call) -> Response:
             await fetched.close()
     assert record.copy is not None and sums.md5 is not None and sums.crc64 is not None
     response_headers = etag_headers(record.ticks) + _copy_headers(record.copy)
-    response_headers.extend(checksum_headers(sums, md5=upload.md5 is not None))
+    response_headers.extend(_checksum_headers(sums, md5=upload.md5 is not None))
     return Response(202, response_headers + _ENCRYPTED)
 
 
 async def abort_copy(call: Call) -> Response:
-    no_snapshot(call)
+    _no_snapshot(call)
     headers = call.request.headers
     if headers.get("x-ms-copy-action", "").lower() != "abort":
         raise bad_header("x-ms-copy-action", headers.get("x-ms-copy-action", ""))
