@@ -25,13 +25,14 @@ import ceiling
 import cpu
 from blobs import BLOB_WORKLOADS, BlobHttp, disk_speed
 from client import TableHttp, open_session
+from pages import PAGE_WORKLOADS
 from queues import QueueHttp
 from servers import Server, ensure_azurite, make_server
 from workloads import WORKLOADS as TABLE_WORKLOADS
 from workloads import Context, Options, Prepared
 from wrk_runner import WrkResult, ensure_wrk, run_wrk
 
-WORKLOADS = {**TABLE_WORKLOADS, **BLOB_WORKLOADS}
+WORKLOADS = {**TABLE_WORKLOADS, **BLOB_WORKLOADS, **PAGE_WORKLOADS}
 
 TARGETS = ("tabulae", "azurite", "ceiling")
 
@@ -455,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_blob_memory(args.blob_memory_mib, args.tabulae_args)
     names = [n.strip() for n in args.workloads.split(",") if n.strip()]
     if "blob" in names:
-        names = [n for n in names if n != "blob"] + list(BLOB_WORKLOADS)
+        names = [n for n in names if n != "blob"] + list(BLOB_WORKLOADS) + list(PAGE_WORKLOADS)
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         print(

@@ -3,6 +3,7 @@ host-style names (``*.core.windows.net``) resolve to 127.0.0.1 so no request lea
 machine, the management-plane client a few tests import is a stub, and the test-proxy fixture
 the SDK's conftest asks for is a no-op."""
 
+import inspect
 import os
 import socket
 import sys
@@ -47,8 +48,12 @@ class StorageManagementClient:
 
 
 storage.StorageManagementClient = StorageManagementClient
+storage_aio = types.ModuleType("azure.mgmt.storage.aio")  # the async test files import this one
+storage_aio.StorageManagementClient = StorageManagementClient
+storage.__path__ = []  # a package, so that its aio submodule can be imported
 sys.modules.setdefault("azure.mgmt", mgmt)
 sys.modules.setdefault("azure.mgmt.storage", storage)
+sys.modules.setdefault("azure.mgmt.storage.aio", storage_aio)
 
 
 @pytest.fixture(scope="session")
@@ -61,8 +66,15 @@ def pytest_configure(config):
         config.addinivalue_line("markers", marker)
 
 
+@pytest.fixture(scope="session")
+def anyio_backend():
+    return "asyncio"
+
+
 def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="playback only")
     for item in items:
         if item.get_closest_marker("playback_test_only"):
             item.add_marker(skip)
+        elif inspect.iscoroutinefunction(getattr(item, "function", None)):
+            item.add_marker(pytest.mark.anyio)  # the *_async.py files: anyio's plugin runs them

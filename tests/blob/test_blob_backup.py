@@ -1,6 +1,7 @@
 """``tabulae backup`` covers blob content: a copy taken while blobs are being written and
 overwritten restores every blob acknowledged before it started, byte for byte, with content
-files and inline content alike, and the copy holds exactly the files its records reference."""
+files and inline content alike (page blobs' pages too), and the copy holds exactly the files its
+records reference."""
 
 from __future__ import annotations
 
@@ -32,6 +33,13 @@ def test_backup_covers_blob_content(tmp_path: Path) -> None:
             data = os.urandom(size)
             container.upload_blob(f"before{i}", data)
             expected[f"before{i}"] = hashlib.sha256(data).hexdigest()
+        disk = container.get_blob_client("disk")  # a page blob: its pages are a file and a row
+        disk.create_page_blob(MIB)
+        pages = os.urandom(256 * 1024), os.urandom(1024)
+        disk.upload_page(pages[0], offset=0, length=len(pages[0]))
+        disk.upload_page(pages[1], offset=MIB - 1024, length=1024)
+        content = pages[0] + bytes(MIB - len(pages[0]) - 1024) + pages[1]
+        expected["disk"] = hashlib.sha256(content).hexdigest()
         stop = threading.Event()
 
         def churn() -> None:  # overwrites and new blobs while the copy is taken
@@ -70,7 +78,12 @@ def test_backup_covers_blob_content(tmp_path: Path) -> None:
 
     copy = tmp_path / "copy"
     conn = sqlite3.connect(str(copy / "tabulae.db"))
-    refs = {row[0] for row in conn.execute("SELECT ref FROM blob_extents UNION SELECT ref FROM blob_blocks")}
+    refs = {
+        row[0]
+        for row in conn.execute(
+            "SELECT ref FROM blob_extents UNION SELECT ref FROM blob_blocks UNION SELECT ref FROM blob_pages"
+        )
+    }
     conn.close()
     files = {"f" + p.name for p in (copy / "blobs").glob("*/*")}
     assert files == {ref for ref in refs if ref.startswith("f")}

@@ -16,6 +16,7 @@ from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import max_results, xml
 from tabulae.blob.api.formats import DECLARATION
 from tabulae.blob.api.headers import bad_header, byte_range, conditions, content_properties, etag_headers
+from tabulae.blob.api.operations import unsupported_header
 from tabulae.blob.pageblobs import PageBlobs, PageRange, PageWrite
 from tabulae.blob.rules.checksums import Checksums, b64
 from tabulae.blob.rules.conditions import Conditions
@@ -107,12 +108,13 @@ async def put_page_blob(call: Call) -> Response:
 
 def _page_range(headers: dict[str, str]) -> tuple[int, int]:
     """The range a Put Page writes, half-open: required, closed and on page boundaries."""
-    name = "x-ms-range" if "x-ms-range" in headers else "range"
-    if name not in headers:
+    key = "x-ms-range" if "x-ms-range" in headers else "range"
+    if key not in headers:
         raise _missing("Range")
+    name = "x-ms-range" if key == "x-ms-range" else "Range"  # as Azure names it in the error
     wanted = byte_range(headers)
     if wanted is None or wanted[1] is None:
-        raise bad_header(name, headers[name])
+        raise bad_header(name, headers[key])
     return check_aligned(wanted[0], wanted[1], name)
 
 
@@ -168,6 +170,8 @@ def _checksums(sums: Checksums, *, md5: bool) -> Headers:
 
 async def get_page_ranges(call: Call) -> Response:
     query, headers = call.request.query, call.request.headers
+    if "x-ms-previous-snapshot-url" in headers:  # a managed disk's diff: there are none here
+        raise unsupported_header("x-ms-previous-snapshot-url", headers["x-ms-previous-snapshot-url"])
     previous = query.get("prevsnapshot")
     answer = await PageBlobs(call.service).get_ranges(
         call.key,
