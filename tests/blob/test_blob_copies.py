@@ -280,6 +280,12 @@ def test_copy_blob_same_account_stays_instant(container: ContainerClient) -> Non
     source = source_blob(container, b"x" * 1000)
     copy = container.get_blob_client("copied").start_copy_from_url(source.url)
     assert copy["copy_status"] == "success"
+    # Azure's own name of an account this server serves is this server (it stands in for Azure).
+    azure_name = f"https://{DEV_ACCOUNT}.blob.core.windows.net/{container.container_name}/{source.blob_name}"
+    named = container.get_blob_client("named")
+    assert named.start_copy_from_url(azure_name)["copy_status"] == "success"
+    assert named.download_blob().readall() == b"x" * 1000
+    assert named.get_blob_properties().copy.source == azure_name
     missing = container.get_blob_client("missing")
     with pytest.raises(ResourceNotFoundError) as error:
         container.get_blob_client("copy2").start_copy_from_url(missing.url)

@@ -32,8 +32,10 @@ from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
 from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.service import parse_snapshot
 from tabulae.http.fetch import Fetched, FetchError, FetchLimits, fetch
+from tabulae.http.options import Accounts
 from tabulae.model.blobs import BlobKey, ContentProperties
 from tabulae.model.errors import ServiceError
+from tabulae.model.names import SECONDARY_SUFFIX
 
 _SOURCE_RANGE = re.compile(r"bytes=(\d+)-(\d+)")
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
@@ -129,18 +131,22 @@ def source_range(headers: dict[str, str]) -> tuple[int, int] | None:
     return int(match[1]), int(match[2])
 
 
-def _same_server(netloc: str, request_host: str) -> bool:
-    """Whether ``netloc`` reaches this server: the request's own host and port, or a loopback
-    name or address with that port."""
+def _same_server(netloc: str, request_host: str, accounts: Accounts) -> bool:
+    """Whether ``netloc`` names this server: the request's own host and port; a loopback name or
+    address with that port; or Azure's host-style name of an account this server serves
+    (``acct.blob.core.windows.net``, any port), which an emulator stands in for, as Azurite does."""
     if netloc.lower() == request_host.lower():
         return True
     source, request = urlsplit("//" + netloc), urlsplit("//" + request_host)
+    host = (source.hostname or "").lower()
+    labels = host.split(".")
+    if len(labels) > 2 and labels[1] == "blob" and labels[0].removesuffix(SECONDARY_SUFFIX) in accounts:
+        return True
     try:
         if source.port is None or source.port != request.port:
             return False
     except ValueError:
         return False
-    host = (source.hostname or "").lower()
     if host == "localhost":
         return True
     try:
@@ -156,7 +162,7 @@ def locate(call: Call, url: str) -> Source:
         raise bad_header("x-ms-copy-source", url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     host = call.request.headers.get("host", "")
-    if _same_server(parts.netloc, host):
+    if _same_server(parts.netloc, host, call.options.accounts):
         try:
             route = resolve(parts.scheme, parts.netloc, parts.path, call.options.accounts, None)
         except ServiceError as exc:

@@ -21,11 +21,14 @@ from tabulae.model.errors import ServiceError
         ),
         ("127.0.0.1:10001", "127.0.0.1:10000", False),  # another server on this machine
         ("example.com:10000", "127.0.0.1:10000", False),
-        ("other.blob.core.windows.net", "127.0.0.1:10000", False),
+        ("other.blob.core.windows.net", "127.0.0.1:10000", False),  # not an account of ours
+        ("devstoreaccount1.blob.core.windows.net", "127.0.0.1:10000", True),  # Azure's name of ours
+        ("devstoreaccount1-secondary.blob.core.windows.net", "127.0.0.1:10000", True),
+        ("devstoreaccount1.queue.core.windows.net", "127.0.0.1:10000", False),
     ],
 )
 def test_same_server(netloc: str, host: str, same: bool) -> None:
-    assert _same_server(netloc, host) is same
+    assert _same_server(netloc, host, {"devstoreaccount1": [b"key"]}) is same
 
 
 def test_source_range() -> None:
