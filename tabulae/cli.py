@@ -68,6 +68,7 @@ _FROM_FLAG: dict[str, Callable[[Any], Any]] = {
     "hns_accounts": tuple,
     "oauth": lambda value: value == "basic",
     "targets": lambda value: value == "azure",
+    "copy_from_remote": lambda value: value != "off",
 }
 # Command-line defaults that are not the setting's default (a choice's name, the environment).
 _FLAG_DEFAULTS: dict[str, Callable[[], Any]] = {
@@ -76,6 +77,7 @@ _FLAG_DEFAULTS: dict[str, Callable[[], Any]] = {
     "hns_accounts": list,
     "oauth": lambda: "off",
     "targets": lambda: None,
+    "copy_from_remote": lambda: "on",
     "store_url": lambda: os.environ.get(STORE_ENV),
     "services": lambda: ",".join(SERVICES),
 }

@@ -36,6 +36,7 @@ from tabulae.admission.guard import GuardedService
 from tabulae.admission.ledger import Ledger
 from tabulae.admission.queue_guard import GuardedQueueService
 from tabulae.admission.throttle import Targets, Throttle
+from tabulae.blob.api import background_copy
 from tabulae.blob.api.account_admin import ACCOUNT_ADMIN_PATH, AccountAdmin
 from tabulae.blob.api.app import BlobApp
 from tabulae.blob.features import AccountFeatureBook
@@ -97,6 +98,7 @@ def frontend_options(
         default_cors=tuple(CorsRule(**rule) for rule in settings.cors_defaults),
         tracer=tracer,
         volume=volume,
+        copy_from_remote=settings.copy_from_remote,
     )
 
 
@@ -244,6 +246,7 @@ def build_gateway(settings: Settings) -> Gateway:
             figures = QueueFigures(queues, queue_insight)
             tasks.append(asyncio.get_running_loop().create_task(queues.keep_collecting()))
         features: AccountFeatureBook | None = None
+        blob_service: BlobService | None = None
         if "blob" in ports:
             blob_service = BlobService(
                 stores.blobs,
@@ -305,6 +308,8 @@ def build_gateway(settings: Settings) -> Gateway:
             server.close()
             if ledger is not None:
                 ledger.close()
+            if blob_service is not None:
+                await background_copy.interrupt_all(blob_service)
             for task in tasks:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -325,6 +325,14 @@ class Settings:
         "--disableProductStyleUrl",
         action="store_true",
     )
+    copy_from_remote: bool = setting(
+        True,
+        flag="--copy-from-remote",
+        help="'off': Blob copies from a URL (Copy Blob, Put Blob/Block From URL, Append Block From URL) "
+        "may only read blobs of this server, never fetch a URL outside it (refused with 403 "
+        "CannotVerifyCopySource). 'on' (default): any http(s) URL, never a link-local address",
+        choices=["on", "off"],
+    )
     otel: bool = setting(
         False,
         flag="--otel",

@@ -22,3 +22,4 @@ class FrontendOptions:
     default_cors: tuple[CorsRule, ...] = ()  # for accounts without CORS rules of their own
     tracer: Any = None  # an insight.tracing.RequestTracer with --otel: a span per request
     volume: Any = None  # a storage.volume.Volume: while ``full``, writes that free nothing get 503
+    copy_from_remote: bool = True  # Blob copies may read sources outside this server

@@ -210,6 +210,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         "The copy source account and destination account must be the same.",
     ),
     "NoPendingCopyOperation": (409, "There is currently no pending copy operation."),
+    "PendingCopyOperation": (409, "There is currently a pending copy operation."),
     "CopyIdMismatch": (
         409,
         "The specified copy ID did not match the copy ID for the pending copy operation.",
