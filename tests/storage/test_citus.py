@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -27,7 +28,7 @@ from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.model.queues import QueueMessage
 from tabulae.storage.blobs import BASE, BlobKey, BlobRecord, BlobState, BlobWrite, ContainerRecord, next_ticks
 from tabulae.storage.indexes import IndexProbe
-from tabulae.storage.postgres import PostgresStores
+from tabulae.storage.postgres import PostgresStores, wire
 from tabulae.storage.postgres.engine import CITUS_SETTINGS
 from tabulae.storage.scans import FULL_RANGE, KeyBound, KeyRange
 from tabulae.table.service import TableService
@@ -72,13 +73,36 @@ async def recorded(url: str) -> AsyncIterator[tuple[PostgresStores, list[Stateme
         return await real_run(lambda conn: fn(Recording(conn, log)), **kwargs)
 
     stores.database.run = run  # type: ignore[method-assign]
+    real_exchange = wire.exchange
+
+    async def exchange(conn: Any, calls: Any) -> Any:
+        log.extend(wire_statement(statement, params) for statement, params in calls)
+        return await real_exchange(conn, calls)
+
+    wire.exchange = exchange  # type: ignore[assignment]
     for store in (stores.queues, stores.blobs):  # those that keep the pool's runner as their own
         if hasattr(store, "_run"):
             store._run = run
     try:
         yield stores, log
     finally:
+        wire.exchange = real_exchange  # type: ignore[assignment]
         await stores.close()
+
+
+def wire_statement(statement: wire.Statement, params: Any) -> Statement:
+    """A statement sent through libpq directly (:mod:`~tabulae.storage.postgres.wire`) as psycopg
+    runs it: ``$n`` as named parameters, their bytes as the values they encode."""
+    values: dict[str, Any] = {}
+    for index, (oid, value) in enumerate(zip(statement.types, params, strict=True), 1):
+        if oid == wire.INT8:
+            values[f"p{index}"] = wire.read_int8(value)
+        elif oid == wire.TEXT:
+            values[f"p{index}"] = value.decode()
+        else:
+            values[f"p{index}"] = value
+    text = re.sub(r"\$(\d+)", r"%(p\1)s", statement.text.decode())
+    return text, values
 
 
 def citus_scans(plan: Any) -> list[dict[str, Any]]:

@@ -34,7 +34,7 @@ class PostgresStores(Stores):
     def __init__(self, database: PostgresDatabase, *, citus: bool = False) -> None:
         self.database = database
         self.kind = "citus" if citus else "postgres"
-        self.tables = PostgresTables(database)
+        self.tables = PostgresTables(database, citus=citus)
         self.queues = PostgresQueues(database)
         self.blobs = PostgresBlobs(database)
 

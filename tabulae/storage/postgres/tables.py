@@ -43,12 +43,13 @@ from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.plan import Plan
 from tabulae.storage.postgres import planned, wire
+from tabulae.storage.postgres.citus_scans import scan_stepping
 from tabulae.storage.postgres.engine import PostgresDatabase, Restart, Schema, rollback
 from tabulae.storage.postgres.indexes import PostgresIndexes
 from tabulae.storage.postgres.pushdown import NUL_ESCAPE, UNDECIDED, PostgresDialect, record_sql
 from tabulae.storage.pushdown import Fragment, Translation
 from tabulae.storage.rules import decide, group_ticks, written
-from tabulae.storage.scans import KeyRange
+from tabulae.storage.scans import KeyRange, ScanChunk
 from tabulae.storage.table_plans import EntityLayout, Matching, PlannedTables, TableIds, named
 
 if TYPE_CHECKING:
@@ -185,10 +186,11 @@ class PostgresTables(PlannedTables):
     """The :class:`TableStore` contract over a :class:`PostgresDatabase`: the plans of
     :mod:`tabulae.storage.table_plans`, and PostgreSQL's own pipelined writes."""
 
-    def __init__(self, database: PostgresDatabase) -> None:
+    def __init__(self, database: PostgresDatabase, *, citus: bool = False) -> None:
         layout = PostgresLayout()
         super().__init__(layout, TableIds(), PostgresDialect())
         self._db = database
+        self._citus = citus
         self.indexes = PostgresIndexes(database, layout)
 
     async def _read(self, make: Callable[[], Plan[T]]) -> T:
@@ -226,6 +228,21 @@ class PostgresTables(PlannedTables):
                     pk, rk, wire.read_int8(result.get_value(0, 0)), bytes(result.get_value(0, 1))
                 )
         return await super().get_entity(account, table, pk, rk)
+
+    def _scan_matching(
+        self,
+        table: int,
+        ranges: Sequence[KeyRange],
+        after: tuple[str, str] | None,
+        want: int,
+        matching: Matching,
+        window: int | None,
+    ) -> Plan[ScanChunk]:
+        """On Citus a filtered scan steps through partitions while matches are dense
+        (:mod:`.citus_scans`): one statement over every shard would read each shard's fill."""
+        if self._citus and matching.condition and window is None:
+            return scan_stepping(self._layout, table, ranges, after, want, matching)
+        return super()._scan_matching(table, ranges, after, want, matching, window)
 
     async def get_service_properties(self, account: str) -> bytes | None:
         return await self._db.account_document("service_properties", account)

@@ -63,7 +63,7 @@ def read_int8(value: bytes) -> int:
 
 Call = tuple[Statement, Sequence[bytes | None]]
 
-# the statements each connection has prepared (a connection that closes takes its set along)
+# the statements each server session (libpq connection) has prepared; a closed one takes its set along
 _prepared: weakref.WeakKeyDictionary[Any, set[bytes]] = weakref.WeakKeyDictionary()
 
 
@@ -73,9 +73,9 @@ async def exchange(conn: Connection, calls: Sequence[Call]) -> list[pq.abc.PGres
     would, after every result was read; statements after it were not run (and an open
     transaction is left failed, for the caller to roll back)."""
     pg = conn.pgconn
-    done = _prepared.get(conn)
+    done = _prepared.get(pg)
     if done is None:
-        done = _prepared[conn] = set()
+        done = _prepared[pg] = set()
     pg.enter_pipeline_mode()
     try:
         preparing: dict[int, bytes] = {}  # result index -> the name a prepare made
