@@ -84,7 +84,7 @@ async def scan(stores: PostgresStores) -> tuple[float, int, int]:
         token = (page.next_partition_token, page.next_row_token)
 
 
-async def measure(name: str, url: str, citus: bool, rows: int, every: int) -> None:
+async def measure(name: str, url: str, citus: bool, rows: int, every: int, plain: bool = True) -> None:
     schema = url.split("search_path%3D", 1)[1] if "search_path%3D" in url else None
     stores = await PostgresStores.open(url)
     try:
@@ -122,6 +122,9 @@ def main() -> None:
     parser.add_argument("--citus", metavar="URL")
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--sparse", action="store_true", help="one entity in 10,000 matches")
+    parser.add_argument(
+        "--no-plain", action="store_true", help="on Citus, leave out one statement over every shard"
+    )
     args = parser.parse_args()
     every = 10_000 if args.sparse else 2
     runs: list[tuple[str, Any, bool]] = []
@@ -131,7 +134,7 @@ def main() -> None:
         runs.append(("citus", citus_store(args.citus), True))
     for name, store, citus in runs:
         with store as url:
-            asyncio.run(measure(name, url, citus, args.rows, every))
+            asyncio.run(measure(name, url, citus, args.rows, every, not args.no_plain))
 
 
 if __name__ == "__main__":

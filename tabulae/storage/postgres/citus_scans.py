@@ -53,18 +53,27 @@ def scan_stepping(
         params["tid"] = table
         stepping = not routed  # a range inside one partition is one shard's already
         beyond = ""  # past the partitions stepped through
-        stepped = stepped_matches = 0
+        parts: list[bytes] = []  # the partitions stepped through, in key order
+        stepped_matches = 0
+        # a continuation most often resumes inside the partition where the last page ended
+        resumed = None
+        if after is not None and stepping and not found and not examined:
+            resumed = layout.partition_value(table, after[0])
         while True:
             if stepping:
-                probe = yield Sql(
-                    f"SELECT e.{layout.partition} FROM entities e WHERE {within}{beyond}"
-                    f" ORDER BY {keys} LIMIT 1",
-                    params,
-                    "one",
-                )
-                if probe is None:
-                    break
-                params["part"] = probe[0]
+                if resumed is not None:
+                    params["part"], resumed = resumed, None
+                else:
+                    probe = yield Sql(
+                        f"SELECT e.{layout.partition} FROM entities e WHERE {within}{beyond}"
+                        f" ORDER BY {keys} LIMIT 1",
+                        params,
+                        "one",
+                    )
+                    if probe is None:
+                        break
+                    params["part"] = bytes(probe[0])
+                parts.append(params["part"])
                 where = f"{within}{beyond} AND e.{layout.partition} = :part"
             else:
                 where = within + beyond
@@ -85,19 +94,29 @@ def scan_stepping(
                     last_p=layout.partition_value(table, last.pk), last_r=edm.utf16_sort_key(last.rk)
                 )
                 counted = yield Sql(
-                    f"SELECT count(*) FROM entities e WHERE {within} AND ({keys}) <= (:last_p, :last_r)",
+                    f"SELECT count(*) FROM entities e WHERE {within}{_among(layout, stepping, parts, params)}"
+                    f" AND ({keys}) <= (:last_p, :last_r)",
                     params,
                     "one",
                 )
                 return ScanChunk(found, examined + int(counted[0]), (last.pk, last.rk), False, exact)
             if not stepping:
                 break  # one statement over every shard read the rest of the range
-            stepped += 1
             stepped_matches += len(matched)
             # the first partition may be the tail of one a previous chunk read: judge on two
-            if stepped >= 2 and (want - len(found)) * stepped > stepped_matches * STEP_PARTITIONS:
+            if len(parts) >= 2 and (want - len(found)) * len(parts) > stepped_matches * STEP_PARTITIONS:
                 stepping = False
             beyond = f" AND e.{layout.partition} > :step"
             params["step"] = params["part"]
-        examined += int((yield Sql(f"SELECT count(*) FROM entities e WHERE {within}", params, "one"))[0])
+        count = f"SELECT count(*) FROM entities e WHERE {within}{_among(layout, stepping, parts, params)}"
+        examined += int((yield Sql(count, params, "one"))[0])
     return ScanChunk(found, examined, None, True, exact)
+
+
+def _among(layout: EntityLayout, stepping: bool, parts: list[bytes], params: dict[str, object]) -> str:
+    """While stepping, the rows examined all lie in the partitions stepped through: a count
+    confined to them goes to their shards only."""
+    if not stepping or not parts:
+        return ""
+    params["parts"] = parts
+    return f" AND e.{layout.partition} = ANY(:parts)"
