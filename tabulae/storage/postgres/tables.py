@@ -32,6 +32,7 @@ import functools
 import secrets
 import struct
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
@@ -50,7 +51,7 @@ from tabulae.storage.postgres.pushdown import NUL_ESCAPE, UNDECIDED, PostgresDia
 from tabulae.storage.pushdown import Fragment, Translation
 from tabulae.storage.rules import decide, group_ticks, written
 from tabulae.storage.scans import KeyRange, ScanChunk
-from tabulae.storage.table_plans import EntityLayout, Matching, PlannedTables, TableIds, named
+from tabulae.storage.table_plans import EntityLayout, Matching, PlannedTables, TableIds, named, scan_rows
 
 if TYPE_CHECKING:
     from tabulae.storage.postgres.engine import Connection, Cursor
@@ -228,6 +229,31 @@ class PostgresTables(PlannedTables):
                     pk, rk, wire.read_int8(result.get_value(0, 0)), bytes(result.get_value(0, 1))
                 )
         return await super().get_entity(account, table, pk, rk)
+
+    async def scan(
+        self,
+        account: str,
+        table: str,
+        ranges: Sequence[KeyRange],
+        after: tuple[str, str] | None,
+        limit: int,
+    ) -> list[StoredEntity]:
+        """With the table's id remembered, the plan's statements through libpq directly; when
+        they find nothing (or do not fit), the plan as usual, which also confirms the id."""
+        table_id = self._ids.get((account, table.lower()))
+        if table_id is not None:
+            make = partial(scan_rows, self._layout, table_id, ranges, after, limit)
+
+            async def run(conn: Connection) -> list[StoredEntity] | None:
+                try:
+                    return await wire.run_read(conn, make())
+                except wire.Unsupported:
+                    return None
+
+            found = await self._db.run(run, idempotent=True)
+            if found:
+                return found
+        return await super().scan(account, table, ranges, after, limit)
 
     def _scan_matching(
         self,

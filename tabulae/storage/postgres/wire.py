@@ -15,18 +15,23 @@ here is left as psycopg expects it: every result read, out of pipeline mode.
 from __future__ import annotations
 
 import asyncio
+import re
 import struct
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import pq
 from psycopg.errors import error_from_result
 
+from tabulae.storage.plan import Plan
+
 if TYPE_CHECKING:
     from tabulae.storage.postgres.engine import Connection
+
+T = TypeVar("T")
 
 BYTEA, INT8, TEXT = 17, 20, 25
 
@@ -153,3 +158,90 @@ async def _ready(loop: asyncio.AbstractEventLoop, fd: int, write: bool = False) 
             await waiter
         finally:
             loop.remove_reader(fd)
+
+
+# ------------------------------------------------------------------------- plans that read
+
+_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+_TYPES: dict[type, int] = {bytes: BYTEA, int: INT8, str: TEXT}
+_PLANNED: dict[tuple[str, tuple[int, ...]], tuple[Statement, tuple[str, ...]]] = {}
+PLANNED_LIMIT = 4096  # statements of plans kept (texts built per query come and go)
+
+
+def _planned(text: str, params: Mapping[str, Any]) -> tuple[Statement, tuple[str, ...]] | None:
+    """The plan statement ``text`` as a prepared statement for these parameters' types, and
+    the parameter names in ``$n`` order; None when a parameter has a type not sent here."""
+    names = tuple(dict.fromkeys(_PARAM.findall(text)))
+    try:
+        types = tuple(_TYPES[type(params[name])] for name in names)
+    except KeyError:
+        return None
+    key = (text, types)
+    done = _PLANNED.get(key)
+    if done is None:
+        if len(_PLANNED) >= PLANNED_LIMIT:
+            _PLANNED.clear()
+        position = {name: index for index, name in enumerate(names, 1)}
+        numbered = _PARAM.sub(lambda match: f"${position[match.group(1)]}", text)
+        done = _PLANNED[key] = (Statement.of(numbered, *types), names)
+    return done
+
+
+def _encode(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, int):
+        return _INT8.pack(value)
+    return str(value).encode()
+
+
+_DECODE: dict[int, Any] = {
+    BYTEA: bytes,
+    INT8: read_int8,
+    23: lambda value: int.from_bytes(value, "big", signed=True),  # int4
+    TEXT: bytes.decode,
+    16: lambda value: value == b"\x01",  # bool
+}
+
+
+def _rows(result: pq.abc.PGresult) -> list[tuple[Any, ...]] | None:
+    """The rows of a result read in binary format, or None for a column type not read here."""
+    try:
+        decoders = [_DECODE[result.ftype(column)] for column in range(result.nfields)]
+    except KeyError:
+        return None
+    get = result.get_value
+    return [
+        tuple(
+            None if (value := get(row, column)) is None else decode(value)
+            for column, decode in enumerate(decoders)
+        )
+        for row in range(result.ntuples)
+    ]
+
+
+class Unsupported(Exception):
+    """A plan statement this module does not send (a parameter or column type of another kind)."""
+
+
+async def run_read(conn: Connection, plan: Plan[T]) -> T:
+    """Run a read-only plan (:mod:`tabulae.storage.plan`) whose statements fetch rows (``one``
+    or ``all``) with ``bytes``, ``int`` and ``str`` parameters, each statement prepared once per
+    connection. Raises :class:`Unsupported` at a statement that does not fit (the plan only
+    reads, so the caller may run it again another way)."""
+    send = plan.send
+    reply: Any = None
+    try:
+        while True:
+            text, params, fetch, rows = send(reply)
+            planned = _planned(text, params) if rows is None and fetch in ("one", "all") else None
+            if planned is None:
+                raise Unsupported(text)
+            statement, names = planned
+            [result] = await exchange(conn, ((statement, [_encode(params[name]) for name in names]),))
+            found = _rows(result)
+            if found is None:
+                raise Unsupported(text)
+            reply = found if fetch == "all" else (found[0] if found else None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
