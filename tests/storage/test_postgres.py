@@ -365,3 +365,37 @@ def test_inserts_sent_in_one_round_trip_keep_the_rules_of_a_group(name: str) -> 
             await two.close()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("name", database_backends())
+def test_statements_prepared_through_libpq_survive_psycopg_deallocating_them(name: str) -> None:
+    """Point reads and inserts prepare their statements once per connection. psycopg sends
+    ``DEALLOCATE ALL`` when it sees a ``ROLLBACK`` on a connection where it has prepared
+    statements of its own; the next point operation on that connection prepares again rather
+    than failing (it answered 500 before)."""
+    url = database_url(name)
+    asyncio.run(init_schema(url, citus=name == "citus"))
+    account, table = f"acct{uuid.uuid4().hex[:16]}", "Prepared"
+
+    async def main() -> None:
+        stores = await PostgresStores.open(url, max_size=1)  # one connection for everything
+        tables = stores.tables
+        try:
+            await tables.create_table(account, table)
+            await tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "a", {})])
+            assert await tables.get_entity(account, table, "p", "a") is not None
+            for _ in range(8):  # psycopg prepares a statement it has run five times
+                assert await tables.get_table(account, table) == table
+            with pytest.raises(ServiceError, match="EntityAlreadyExists"):  # the general path rolls back
+                await tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "a", {})])
+
+            async def prepared(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> object:
+                return await (await conn.execute("SELECT count(*) FROM pg_prepared_statements")).fetchone()
+
+            assert await stores.database.run(prepared) == (0,)  # what psycopg did: ours went too
+            await tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "b", {})])
+            assert await tables.get_entity(account, table, "p", "b") is not None
+        finally:
+            await stores.close()
+
+    asyncio.run(main())

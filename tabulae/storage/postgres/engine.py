@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-KEPT = 4  # connections a database object keeps between operations (see PostgresDatabase)
 RETURN_EVERY = 1000  # uses after which a kept connection goes back through the pool
 MAX_ATTEMPTS = 8  # tries of one write when it meets a conflict, a serialization failure or a deadlock
 
@@ -249,9 +248,11 @@ class PostgresDatabase:
         self.dialect = PostgresDialect()
         # Connections kept between operations instead of going back to the pool: the pool's
         # checkout (its lock, checks, statistics, the connection's own commit on leaving its
-        # block) costs more CPU than a point read's statement. At most KEPT are kept, and each
-        # goes back to the pool every RETURN_EVERY uses, so its lifetime rules still apply.
+        # block) costs more CPU than a point read's statement. At most half the pool is kept
+        # (the rest stays for those who take connections from the pool themselves, such as
+        # uploads), and each goes back every RETURN_EVERY uses, so its lifetime rules still apply.
         self._kept: list[Connection] = []
+        self._keep = pool.max_size // 2
         self._uses = 0
 
     @classmethod
@@ -278,7 +279,7 @@ class PostgresDatabase:
         ends a transaction left open, or replaces a broken connection)."""
         self._uses += 1
         if (
-            len(self._kept) < KEPT
+            len(self._kept) < self._keep
             and self._uses % RETURN_EVERY
             and conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
             and not self.pool.closed

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import pq
-from psycopg.errors import error_from_result
+from psycopg.errors import InvalidSqlStatementName, error_from_result
 
 from tabulae.storage.plan import Plan
 
@@ -67,6 +67,7 @@ def read_int8(value: bytes) -> int:
 
 
 Call = tuple[Statement, Sequence[bytes | None]]
+_ROLLBACK = Statement.of("ROLLBACK")
 
 # the statements each server session (libpq connection) has prepared; a closed one takes its set along
 _prepared: weakref.WeakKeyDictionary[Any, set[bytes]] = weakref.WeakKeyDictionary()
@@ -76,7 +77,22 @@ async def exchange(conn: Connection, calls: Sequence[Call]) -> list[pq.abc.PGres
     """Send ``calls`` in one round trip (between them nothing waits for the server) and return
     each one's result, in order. The first statement that fails raises its error as psycopg
     would, after every result was read; statements after it were not run (and an open
-    transaction is left failed, for the caller to roll back)."""
+    transaction is left failed, for the caller to roll back).
+
+    psycopg deallocates every prepared statement of a session when it sees a ``ROLLBACK`` or a
+    ``DROP`` there (its own cache may have gone stale), ours too: a statement found missing is
+    prepared again and the calls are sent once more (nothing was committed: a ``COMMIT`` after
+    a missing statement is not run, and a transaction it leaves open is rolled back first)."""
+    try:
+        return await _exchange(conn, calls)
+    except InvalidSqlStatementName:
+        _prepared.pop(conn.pgconn, None)
+        if conn.pgconn.transaction_status != pq.TransactionStatus.IDLE:
+            await _exchange(conn, ((_ROLLBACK, ()),))
+        return await _exchange(conn, calls)
+
+
+async def _exchange(conn: Connection, calls: Sequence[Call]) -> list[pq.abc.PGresult]:
     pg = conn.pgconn
     done = _prepared.get(pg)
     if done is None:
