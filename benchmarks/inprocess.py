@@ -40,6 +40,7 @@ from tabulae.config import Settings
 
 TABLE = "bench"
 PROFILE = ""  # cProfile's sort key with --profile, else empty
+CONCURRENT = 1  # reads in flight at once (--concurrent)
 OVERRIDES: dict[str, Any] = {}  # settings the command line changed (--targets, --store)
 
 
@@ -188,9 +189,13 @@ async def run(auth: str, requests: int, keys_count: int = 1) -> float:
             reads.append((target, headers))
         started = time.process_time()
         with profiled():
-            for i in range(requests):
-                target, headers = reads[i % keys_count]
-                await _call(app, "GET", target, headers, b"")
+            for start in range(0, requests, CONCURRENT):  # CONCURRENT reads in flight at once
+                await asyncio.gather(
+                    *(
+                        _call(app, "GET", *reads[i % keys_count], b"")
+                        for i in range(start, start + CONCURRENT)
+                    )
+                )
         return (time.process_time() - started) / requests * 1e6
 
 
@@ -207,6 +212,7 @@ def main() -> None:
     parser.add_argument("--store", metavar="URL", help="a PostgreSQL server: run on a new database there")
     parser.add_argument("--workers", type=int, help="the settings' worker count (default: the cores)")
     parser.add_argument("--profile", nargs="?", const="tottime", default="", help="print cProfile's top")
+    parser.add_argument("--concurrent", type=int, default=1, help="reads in flight at once")
     parser.add_argument(
         "--targets",
         choices=("off", "worker", "server"),
@@ -217,8 +223,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.workers:
         OVERRIDES["workers"] = args.workers
-    global PROFILE
-    PROFILE = args.profile
+    global PROFILE, CONCURRENT
+    PROFILE, CONCURRENT = args.profile, args.concurrent
     if args.targets != "off":
         OVERRIDES.update(targets=True, partition_target=1e12, account_target=1e12)
         OVERRIDES["workers"] = 2 if args.targets == "server" else 1
