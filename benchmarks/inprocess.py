@@ -190,6 +190,9 @@ async def run(auth: str, requests: int, keys_count: int = 1) -> float:
         started = time.process_time()
         with profiled():
             for start in range(0, requests, CONCURRENT):  # CONCURRENT reads in flight at once
+                if CONCURRENT == 1:  # awaited directly: no task per read to count
+                    await _call(app, "GET", *reads[start % keys_count], b"")
+                    continue
                 await asyncio.gather(
                     *(
                         _call(app, "GET", *reads[i % keys_count], b"")
