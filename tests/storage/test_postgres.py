@@ -338,3 +338,99 @@ def test_a_point_read_never_returns_a_row_left_under_a_deleted_tables_id(name: s
             await two.close()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("name", database_backends())
+def test_inserts_sent_in_one_round_trip_keep_the_rules_of_a_group(name: str) -> None:
+    """Inserts go out without reading first (one round trip: the table's check and the
+    ``INSERT`` in one transaction). With a cached id gone stale they still land in the table
+    of that name, or fail with TableNotFound leaving no row behind; a key already present fails
+    the whole group at its operation, writing nothing."""
+    url = database_url(name)
+    asyncio.run(init_schema(url, citus=name == "citus"))
+    account, table = f"acct{uuid.uuid4().hex[:16]}", "Quick"
+
+    def inserts(*rks: str) -> list[Mutation]:
+        return [Mutation(MutationKind.INSERT, "p", rk, {}) for rk in rks]
+
+    async def rows_under(conn: psycopg.AsyncConnection[tuple[object, ...]], table_id: int) -> int:
+        cursor = await conn.execute(
+            "SELECT count(*) FROM entities WHERE dist >= %s AND dist < %s",
+            (postgres._ID.pack(table_id), postgres._ID.pack(table_id + 1)),
+        )
+        row = await cursor.fetchone()
+        assert row is not None
+        return int(row[0])
+
+    async def main() -> None:
+        one, two = await PostgresStores.open(url, max_size=2), await PostgresStores.open(url, max_size=2)
+        try:
+            await one.tables.create_table(account, table)
+            await two.tables.apply(account, table, inserts("a"))  # two caches the id
+            stale = two.tables._ids.get((account, table.lower()))
+            assert stale is not None
+            await one.tables.delete_table(account, table)
+            await one.tables.create_table(account, table)
+            [single] = await two.tables.apply(account, table, inserts("b"))
+            assert single is not None and single.rk == "b"
+            assert len(await two.tables.apply(account, table, inserts("c", "d", "e"))) == 3
+            found = await one.tables.scan(account, table, [FULL_RANGE], None, 10)
+            assert [entity.rk for entity in found] == ["b", "c", "d", "e"]
+
+            with pytest.raises(ServiceError) as present:
+                await two.tables.apply(account, table, inserts("x", "y", "z", "c", "w"))
+            assert (present.value.code, present.value.index) == ("EntityAlreadyExists", 3)
+            with pytest.raises(ServiceError) as present:
+                await two.tables.apply(account, table, inserts("b"))
+            assert present.value.code == "EntityAlreadyExists"
+            assert len(await one.tables.scan(account, table, [FULL_RANGE], None, 10)) == 4
+
+            current = two.tables._ids.get((account, table.lower()))
+            assert current is not None and current != stale
+            await one.tables.delete_table(account, table)
+            for group in (inserts("f"), inserts("g", "h")):
+                with pytest.raises(ServiceError) as missing:
+                    await two.tables.apply(account, table, group)
+                assert missing.value.code == "TableNotFound"
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+                assert await rows_under(conn, stale) == 0
+                assert await rows_under(conn, current) == 0
+        finally:
+            await one.close()
+            await two.close()
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("name", database_backends())
+def test_statements_prepared_through_libpq_survive_psycopg_deallocating_them(name: str) -> None:
+    """Point reads and inserts prepare their statements once per connection. psycopg sends
+    ``DEALLOCATE ALL`` when it sees a ``ROLLBACK`` on a connection where it has prepared
+    statements of its own; the next point operation on that connection prepares again rather
+    than failing (it answered 500 before)."""
+    url = database_url(name)
+    asyncio.run(init_schema(url, citus=name == "citus"))
+    account, table = f"acct{uuid.uuid4().hex[:16]}", "Prepared"
+
+    async def main() -> None:
+        stores = await PostgresStores.open(url, max_size=1)  # one connection for everything
+        tables = stores.tables
+        try:
+            await tables.create_table(account, table)
+            await tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "a", {})])
+            assert await tables.get_entity(account, table, "p", "a") is not None
+            for _ in range(8):  # psycopg prepares a statement it has run five times
+                assert await tables.get_table(account, table) == table
+            with pytest.raises(ServiceError, match="EntityAlreadyExists"):  # the general path rolls back
+                await tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "a", {})])
+
+            async def prepared(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> object:
+                return await (await conn.execute("SELECT count(*) FROM pg_prepared_statements")).fetchone()
+
+            assert await stores.database.run(prepared) == (0,)  # what psycopg did: ours went too
+            await tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "b", {})])
+            assert await tables.get_entity(account, table, "p", "b") is not None
+        finally:
+            await stores.close()
+
+    asyncio.run(main())

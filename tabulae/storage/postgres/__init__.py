@@ -35,7 +35,7 @@ class PostgresStores(Stores):
         self.database = database
         self.kind = "citus" if citus else "postgres"
         self.volume = database.volume
-        self.tables = PostgresTables(database)
+        self.tables = PostgresTables(database, citus=citus)
         self.queues = PostgresQueues(database)
         self.blobs = PostgresBlobs(database)
 
