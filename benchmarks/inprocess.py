@@ -24,9 +24,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import cProfile
+import pstats
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,41 @@ from tabulae.compose import build_gateway
 from tabulae.config import Settings
 
 TABLE = "bench"
-OVERRIDES: dict[str, Any] = {}  # settings the command line changed (--targets)
+PROFILE = ""  # cProfile's sort key with --profile, else empty
+CONCURRENT = 1  # reads in flight at once (--concurrent)
+OVERRIDES: dict[str, Any] = {}  # settings the command line changed (--targets, --store)
+
+
+@contextlib.contextmanager
+def fresh_store(url: str | None) -> Iterator[None]:
+    """With ``url`` (a PostgreSQL server), the app's store is a new database on it, dropped
+    afterwards (``--store``); without, the default SQLite store."""
+    if url is None:
+        yield
+        return
+    from stores import postgres_store
+
+    with postgres_store(url) as store:
+        OVERRIDES["store_url"] = store
+        try:
+            yield
+        finally:
+            OVERRIDES.pop("store_url", None)
+
+
+@contextlib.contextmanager
+def profiled() -> Iterator[None]:
+    """The timed loop under cProfile when ``--profile`` asked for it (the top printed after)."""
+    if not PROFILE:
+        yield
+        return
+    profiler = cProfile.Profile(time.process_time)  # CPU, not the waits on the database
+    profiler.enable()
+    try:
+        yield
+    finally:
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats(PROFILE).print_stats(50)
 
 
 async def _call(app: Any, method: str, target: str, headers: list[tuple[str, str]], body: bytes) -> int:
@@ -125,8 +161,9 @@ async def run_batches(requests: int, size: int) -> float:
         headers = _headers(shape, target, date, bodies[0], True)
         assert await _call(app, "POST", target, headers, bodies[0]) == 202
         started = time.process_time()
-        for body in bodies[1:]:
-            await _call(app, "POST", target, headers, body)
+        with profiled():
+            for body in bodies[1:]:
+                await _call(app, "POST", target, headers, body)
         return (time.process_time() - started) / (requests * size) * 1e6
 
 
@@ -151,9 +188,17 @@ async def run(auth: str, requests: int, keys_count: int = 1) -> float:
             assert await _call(app, "GET", target, headers, b"") == 200
             reads.append((target, headers))
         started = time.process_time()
-        for i in range(requests):
-            target, headers = reads[i % keys_count]
-            await _call(app, "GET", target, headers, b"")
+        with profiled():
+            for start in range(0, requests, CONCURRENT):  # CONCURRENT reads in flight at once
+                if CONCURRENT == 1:  # awaited directly: no task per read to count
+                    await _call(app, "GET", *reads[start % keys_count], b"")
+                    continue
+                await asyncio.gather(
+                    *(
+                        _call(app, "GET", *reads[i % keys_count], b"")
+                        for i in range(start, start + CONCURRENT)
+                    )
+                )
         return (time.process_time() - started) / requests * 1e6
 
 
@@ -167,6 +212,10 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=None, help="20,000 reads or 200 batches")
     parser.add_argument("--keys", type=int, default=1, help="distinct entities read in turn")
     parser.add_argument("--batch-size", type=int, default=100)
+    parser.add_argument("--store", metavar="URL", help="a PostgreSQL server: run on a new database there")
+    parser.add_argument("--workers", type=int, help="the settings' worker count (default: the cores)")
+    parser.add_argument("--profile", nargs="?", const="tottime", default="", help="print cProfile's top")
+    parser.add_argument("--concurrent", type=int, default=1, help="reads in flight at once")
     parser.add_argument(
         "--targets",
         choices=("off", "worker", "server"),
@@ -175,16 +224,22 @@ def main() -> None:
         "buckets two workers share (the ledger)",
     )
     args = parser.parse_args()
+    if args.workers:
+        OVERRIDES["workers"] = args.workers
+    global PROFILE, CONCURRENT
+    PROFILE, CONCURRENT = args.profile, args.concurrent
     if args.targets != "off":
         OVERRIDES.update(targets=True, partition_target=1e12, account_target=1e12)
         OVERRIDES["workers"] = 2 if args.targets == "server" else 1
     if args.workload == "batch":
         batches = args.requests or 200
-        per = asyncio.run(run_batches(batches, args.batch_size))
+        with fresh_store(args.store):
+            per = asyncio.run(run_batches(batches, args.batch_size))
         print(f"batch: {per:.1f} µs CPU per entity (in process, {batches:,} batches of {args.batch_size})")
         return
     args.requests = args.requests or 20_000
-    per = asyncio.run(run(args.auth, args.requests, args.keys))
+    with fresh_store(args.store):
+        per = asyncio.run(run(args.auth, args.requests, args.keys))
     print(
         f"{args.auth}: {per:.1f} µs CPU per point read "
         f"(in process, {args.requests:,} reads of {args.keys:,} keys)"

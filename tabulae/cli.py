@@ -68,6 +68,7 @@ _FROM_FLAG: dict[str, Callable[[Any], Any]] = {
     "hns_accounts": tuple,
     "oauth": lambda value: value == "basic",
     "targets": lambda value: value == "azure",
+    "copy_from_remote": lambda value: value != "off",
 }
 # Command-line defaults that are not the setting's default (a choice's name, the environment).
 _FLAG_DEFAULTS: dict[str, Callable[[], Any]] = {
@@ -76,6 +77,7 @@ _FLAG_DEFAULTS: dict[str, Callable[[], Any]] = {
     "hns_accounts": list,
     "oauth": lambda: "off",
     "targets": lambda: None,
+    "copy_from_remote": lambda: "on",
     "store_url": lambda: os.environ.get(STORE_ENV),
     "services": lambda: ",".join(SERVICES),
 }
@@ -252,13 +254,24 @@ def _check_store(settings: Settings) -> None:
     cannot be served stops the server with one line saying why rather than failing in every
     worker after the banner: a PostgreSQL database (an empty one is given its schema), or the
     SQLite data directory (a file, a read-only file system, no permission to write)."""
-    from tabulae.storage.factory import StoreSetupError, check_data_dir, check_database, is_postgres_url
+    from tabulae.storage.factory import (
+        StoreSetupError,
+        StoreUnusable,
+        VolumeFull,
+        check_data_dir,
+        check_database,
+        is_postgres_url,
+    )
 
     if settings.in_memory:
         return
     if not settings.store_url:
         try:
             check_data_dir(settings.data_dir)
+        except VolumeFull as exc:
+            raise Failure("VolumeFull", str(exc), EXIT_START) from None
+        except StoreUnusable as exc:  # what every worker would fail on: said once, before the banner
+            raise Failure("StartupFailed", str(exc), EXIT_START) from None
         except StoreSetupError as exc:
             raise Failure("InvalidDataDir", f"{exc} (choose another with --data-dir)") from None
         return

@@ -36,6 +36,7 @@ from tabulae.admission.guard import GuardedService
 from tabulae.admission.ledger import Ledger
 from tabulae.admission.queue_guard import GuardedQueueService
 from tabulae.admission.throttle import Targets, Throttle
+from tabulae.blob.api import background_copy
 from tabulae.blob.api.account_admin import ACCOUNT_ADMIN_PATH, AccountAdmin
 from tabulae.blob.api.app import BlobApp
 from tabulae.blob.features import AccountFeatureBook
@@ -60,25 +61,32 @@ from tabulae.insight.partitions import Insight
 from tabulae.insight.queues import QueueInsight
 from tabulae.insight.server import ServerInsight
 from tabulae.insight.tracing import RequestTracer, TimedStore, request_tracer
+from tabulae.insight.volume import volume_prometheus
+from tabulae.model.errors import ServiceError
 from tabulae.model.policies import CorsRule
 from tabulae.queue.api.app import QueueApp
 from tabulae.queue.service import now_us
 from tabulae.storage.blobs import BlobStore
-from tabulae.storage.factory import open_stores
+from tabulae.storage.factory import VolumeSettings, open_stores
 from tabulae.storage.queues import QueueStats, QueueStore
+from tabulae.storage.stores import Stores
 from tabulae.storage.tables import TableStore
+from tabulae.storage.volume import CHECK_SECONDS, MIB, Volume
 from tabulae.table.api.app import TableApp
 from tabulae.table.api.index_admin import INDEX_ADMIN_PATH, IndexAdmin
 from tabulae.table.api.metrics import MetricsEndpoint
 
 PROMETHEUS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 GARBAGE_INTERVAL_SECONDS = 120.0  # how often each worker collects unreferenced blob content
+FULL_GARBAGE_INTERVAL_SECONDS = 2.0  # and how often while the data volume is full
 # After the shutdown timeout: time for handlers to unwind, then for a worker to close its stores.
 SHUTDOWN_MARGIN_SECONDS = 2.0
 log = logging.getLogger("tabulae")
 
 
-def frontend_options(settings: Settings, tracer: RequestTracer | None = None) -> FrontendOptions:
+def frontend_options(
+    settings: Settings, tracer: RequestTracer | None = None, volume: Volume | None = None
+) -> FrontendOptions:
     return FrontendOptions(
         accounts=settings.accounts,
         max_body_bytes=settings.max_body_bytes,
@@ -89,6 +97,8 @@ def frontend_options(settings: Settings, tracer: RequestTracer | None = None) ->
         skip_version_check=settings.skip_api_version_check,
         default_cors=tuple(CorsRule(**rule) for rule in settings.cors_defaults),
         tracer=tracer,
+        volume=volume,
+        copy_from_remote=settings.copy_from_remote,
     )
 
 
@@ -144,6 +154,7 @@ def console(
     queues: GuardedQueueService | None,
     queue_insight: QueueInsight,
     blobs: BlobsPage | None = None,
+    volume: Volume | None = None,
 ) -> AsgiApp:
     """The web console, with a page per service this server runs, over the same service objects
     as the front-ends (so the same admission control and counters apply)."""
@@ -154,7 +165,7 @@ def console(
         pages.append(QueuesPage(queues, queue_insight))
     if blobs is not None:
         pages.append(blobs)
-    pages.append(InsightPage(insight_snapshot(insight)))
+    pages.append(InsightPage(insight_snapshot(insight), volume.snapshot if volume is not None else None))
     prefill = None
     if settings.loopback() and settings.accounts.get(DEV_ACCOUNT) == [base64.b64decode(DEV_KEY)]:
         prefill = (DEV_ACCOUNT, DEV_KEY)  # the emulator's well-known key: public, and local only
@@ -190,7 +201,9 @@ def build_gateway(settings: Settings) -> Gateway:
 
     async def start() -> Mounts:
         path_style_only(settings.path_style_only)
-        stores = await open_stores(settings.store_url, settings.data_dir, settings.in_memory)
+        stores = await open_stores(
+            settings.store_url, settings.data_dir, settings.in_memory, volume_for(settings)
+        )
         tracer = request_tracer() if settings.otel else None
         if tracer is not None:  # each store call's time counts towards its request's span
             stores.tables = TimedStore(stores.tables)  # type: ignore[assignment]
@@ -216,7 +229,7 @@ def build_gateway(settings: Settings) -> Gateway:
         )
         ledger = Ledger(peers_dir, settings.workers) if peers_dir is not None and settings.targets else None
         gate = Gate(throttle_for(settings, ledger), faults_for(settings))  # every service's and the console's
-        options = frontend_options(settings, tracer)
+        options = frontend_options(settings, tracer, stores.volume)
         ports = settings.ports()
         by_port: dict[int, AsgiApp] = {}
         tasks: list[asyncio.Task[None]] = []
@@ -233,6 +246,7 @@ def build_gateway(settings: Settings) -> Gateway:
             figures = QueueFigures(queues, queue_insight)
             tasks.append(asyncio.get_running_loop().create_task(queues.keep_collecting()))
         features: AccountFeatureBook | None = None
+        blob_service: BlobService | None = None
         if "blob" in ports:
             blob_service = BlobService(
                 stores.blobs,
@@ -242,7 +256,8 @@ def build_gateway(settings: Settings) -> Gateway:
             features = blob_service.features
             by_port[ports["blob"]] = BlobApp(blob_service, options, gate, containers)
             blobs = BlobsPage(blob_service, gate, containers)
-            tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs)))
+            tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs, stores.volume)))
+        tasks.append(asyncio.get_running_loop().create_task(watch_volume(stores)))
         extras: dict[str, AsgiApp] = {}
         if table is not None:
             extras[INDEX_ADMIN_PATH] = IndexAdmin(table, options)
@@ -251,7 +266,7 @@ def build_gateway(settings: Settings) -> Gateway:
         if settings.console_on():
             # One port only (the Table port, else the first service's): one origin, one cookie.
             console_port = next(iter(ports.values()))
-            app = console(settings, table, server, queues, queue_insight, blobs)
+            app = console(settings, table, server, queues, queue_insight, blobs, stores.volume)
             extras[CONSOLE_PATH] = on_one_port(console_port, app, by_port)
 
         async def metrics(as_json: bool) -> tuple[bytes, bytes]:
@@ -272,11 +287,12 @@ def build_gateway(settings: Settings) -> Gateway:
                     snapshot["queue_target"] = queue_snapshot["queue_target"]
                     snapshot["warnings"].extend(queue_snapshot["warnings"])
                 snapshot["frontend"] = frontend
+                snapshot["volume"] = stores.volume.snapshot()
                 return b"application/json", orjson.dumps(snapshot)
             text = view.tables.prometheus() + view.containers.prometheus()
             if figures is not None:
                 text += view.queues.prometheus(stats, now_us())
-            text += frontend_prometheus(frontend)
+            text += frontend_prometheus(frontend) + volume_prometheus(stores.volume.snapshot())
             return PROMETHEUS_TYPE, text.encode()
 
         endpoint = MetricsEndpoint(
@@ -292,6 +308,8 @@ def build_gateway(settings: Settings) -> Gateway:
             server.close()
             if ledger is not None:
                 ledger.close()
+            if blob_service is not None:
+                await background_copy.interrupt_all(blob_service)
             for task in tasks:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -301,7 +319,9 @@ def build_gateway(settings: Settings) -> Gateway:
                 tracer.shutdown()
 
         metrics_port = ports.get("table", next(iter(ports.values())))
-        return Mounts(by_port, endpoint, close, extras=extras, metrics_port=metrics_port)
+        return Mounts(
+            by_port, endpoint, close, extras=extras, metrics_port=metrics_port, volume=stores.volume
+        )
 
     return Gateway(start)
 
@@ -342,15 +362,47 @@ def insight_warnings(server: ServerInsight) -> Any:
     return warnings
 
 
-async def collect_garbage(store: BlobStore) -> None:
+async def collect_garbage(store: BlobStore, volume: Volume) -> None:
     """Collect unreferenced blob content now (a crash may have left some) and then every few
-    minutes, in every worker; the store makes concurrent collections safe."""
+    minutes, in every worker; the store makes concurrent collections safe. While the volume is
+    full, every few seconds: deleted content is what gives the room back."""
     while True:
         try:
             await store.collect_garbage()
+        except ServiceError as exc:  # the store said why (a full volume says so itself): retried
+            log.debug("blob garbage collection failed: %s", exc.detail or exc.message)
         except Exception:  # never fatal: the next round tries again
             log.exception("blob garbage collection failed")
-        await asyncio.sleep(GARBAGE_INTERVAL_SECONDS)
+        waited = 0.0
+        while waited < GARBAGE_INTERVAL_SECONDS:
+            await asyncio.sleep(FULL_GARBAGE_INTERVAL_SECONDS)
+            waited += FULL_GARBAGE_INTERVAL_SECONDS
+            if volume.full:
+                break
+
+
+def volume_for(settings: Settings) -> VolumeSettings:
+    """How the store watches its volume: the reserve and the warning threshold of the settings,
+    and the workers' shared directory (so that a change of state is logged once)."""
+    shared = Path(settings.peers_dir) if settings.peers_dir else None
+    return VolumeSettings(settings.disk_reserve * MIB, settings.disk_warn * MIB, shared)
+
+
+async def watch_volume(stores: Stores) -> None:
+    """Look at the data volume every second: its free space for /metrics and warnings, and the
+    full state's way in (another worker released the reserve) and out (room came back); while
+    full, the engine gives back what deletes freed."""
+    volume = stores.volume
+    while True:
+        try:
+            await asyncio.to_thread(volume.refresh)
+            if volume.full or volume.tight:
+                await stores.reclaim()
+        except ServiceError as exc:  # no room even for that yet: tried again in a second
+            log.debug("reclaiming space failed: %s", exc.detail or exc.message)
+        except Exception:  # never fatal: looked at again in a second
+            log.exception("watching the data volume failed")
+        await asyncio.sleep(CHECK_SECONDS)
 
 
 def create_app() -> Gateway:
@@ -524,7 +576,7 @@ def _serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> Non
         supervisor.run()
     finally:
         shutil.rmtree(settings.peers_dir, ignore_errors=True)
-    if supervisor.failed:
+    if supervisor.failed or any(process.exitcode == STARTUP_FAILURE for process in supervisor.processes):
         raise StartupFailed("a worker could not start (the reason is logged above); the server stopped")
 
 

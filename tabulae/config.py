@@ -136,6 +136,22 @@ class Settings:
         type=Path,
         metavar="DIR",
     )
+    disk_reserve: int = setting(
+        64,
+        flag="--disk-reserve",
+        help="keep this much of the data volume in reserve (a preallocated file in --data-dir), "
+        "released when the volume fills so that deletes can make room; writes get 503 ServerBusy "
+        "until it can be taken back (0: no reserve)",
+        type=int,
+        metavar="MIB",
+    )
+    disk_warn: int = setting(
+        1024,
+        flag="--disk-warn",
+        help="warn (log, /metrics, the console's Insight page) when the data volume has less free space",
+        type=int,
+        metavar="MIB",
+    )
     in_memory: bool = setting(
         False,
         flag="--in-memory",
@@ -308,6 +324,14 @@ class Settings:
         "a host whose first label is a known account, as acct.blob.example, names it); Azurite's "
         "--disableProductStyleUrl",
         action="store_true",
+    )
+    copy_from_remote: bool = setting(
+        True,
+        flag="--copy-from-remote",
+        help="'off': Blob copies from a URL (Copy Blob, Put Blob/Block From URL, Append Block From URL) "
+        "may only read blobs of this server, never fetch a URL outside it (refused with 403 "
+        "CannotVerifyCopySource). 'on' (default): any http(s) URL, never a link-local address",
+        choices=["on", "off"],
     )
     otel: bool = setting(
         False,

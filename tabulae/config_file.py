@@ -133,6 +133,8 @@ def _flag_value(where: str, item: Any, value: Any) -> Any:
             if value
             else ("off" if item.name == "oauth" else None)
         )
+    elif item.name == "copy_from_remote" and isinstance(value, bool):
+        return "on" if value else "off"
     if action == "store_true" or (action is not None and "Boolean" in getattr(action, "__name__", "")):
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: expected true or false")

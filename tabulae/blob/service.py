@@ -18,7 +18,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 
 from tabulae.blob.features import AccountFeatureBook
-from tabulae.blob.rules import blocks, leases, tiers
+from tabulae.blob.rules import blocks, copies, leases, tiers
 from tabulae.blob.rules import properties as service_properties
 from tabulae.blob.rules import tags as tag_rules
 from tabulae.blob.rules.checksums import Checksums
@@ -410,6 +410,8 @@ class BlobService:
             record, extents = paged[0], PageContent(page_map(paged[1]))
         if snapshot == BASE:
             leases.check_blob_access(record.lease, self._clock(), lease_id, write=False)
+            if record.copy is not None and record.copy.status == copies.PENDING:
+                record = await self.settle_stale_copy(key, record)
         check(conditions, record.ticks, read=True, tags=record.tags)
         if content:
             self._check_online(record, self._clock())
@@ -884,6 +886,7 @@ class BlobService:
                 )
             base = state.base if state.base is not None and state.base.committed else None
             if base is not None:
+                copies.check_no_pending(base.copy, state.ticks)
                 if base.blob_type != origin.blob_type:
                     raise ServiceError("InvalidBlobType")
                 leases.check_blob_access(base.lease, now, lease_id, write=True)
@@ -931,13 +934,199 @@ class BlobService:
         record: BlobRecord = await self.store.copy_blob(source, source_snapshot, dest, decide)
         return record
 
+    # ------------------------------------------------------------------ copies from a URL
+
+    async def copy_from_upload(
+        self,
+        key: BlobKey,
+        upload: Upload,
+        content_properties: ContentProperties,
+        metadata: dict[str, str],
+        conditions: Conditions,
+        lease_id: str | None,
+        copy: CopyState,
+        tags: dict[str, str] | None = None,
+    ) -> tuple[BlobRecord, Checksums]:
+        """Copy Blob From URL: the source's bytes (``upload``) become a block blob that records
+        the copy, completed before the answer; a write as Put Blob's, with its conditions."""
+        check_blob_name(key.name)
+        now = self._clock()
+        checksums = Checksums(md5=True, crc64=True)
+
+        def check_state(state: BlobState) -> None:
+            base = state.base if state.base is not None and state.base.committed else None
+            if base is not None:
+                copies.check_no_pending(base.copy, state.ticks)
+            _check_replace(base, conditions, lease_id, now)
+
+        def decide(state: BlobState, sums: Checksums, staged: Staged) -> BlobWrite:
+            check_state(state)
+            base = state.base if state.base is not None and state.base.committed else None
+            assert sums.md5 is not None
+            record = BlobRecord(
+                name=key.name,
+                snapshot=BASE,
+                blob_type=BLOCK_BLOB,
+                size=staged.extent.length,
+                ticks=state.ticks,
+                created=base.created if base is not None else state.ticks,
+                properties=replace(content_properties, content_md5=base64.b64encode(sums.md5).decode()),
+                metadata=metadata,
+                lease=leases.after_write(base.lease, now) if base is not None else Lease(),
+                copy=copies.finished(replace(copy, completed=state.ticks), staged.extent.length, state.ticks),
+                tags=tags or {},
+            )
+            content = [staged.extent] if staged.extent.length else []
+            return BlobWrite(result=record, base=record, content=content, drop_staged=True)
+
+        record = await self._write_upload(key, upload, checksums, decide, check_state)
+        assert isinstance(record, BlobRecord)
+        return record, checksums
+
+    async def start_pending_copy(
+        self,
+        key: BlobKey,
+        blob_type: str,
+        content_properties: ContentProperties,
+        metadata: dict[str, str],
+        conditions: Conditions,
+        lease_id: str | None,
+        source_url: str,
+        total: int,
+    ) -> BlobRecord:
+        """Copy Blob from outside this store: the destination becomes an empty blob whose copy is
+        pending (its bytes come later, :meth:`finish_pending_copy`)."""
+        check_blob_name(key.name)
+        now = self._clock()
+
+        def decide(state: BlobState) -> BlobWrite:
+            base = state.base if state.base is not None and state.base.committed else None
+            if base is not None:
+                copies.check_no_pending(base.copy, state.ticks)
+                if base.blob_type != blob_type:
+                    raise ServiceError("InvalidBlobType")
+                leases.check_blob_access(base.lease, now, lease_id, write=True)
+            elif lease_id is not None:
+                raise ServiceError("LeaseNotPresentWithBlobOperation")
+            check(conditions, base.ticks if base else None, read=False)
+            record = BlobRecord(
+                name=key.name,
+                snapshot=BASE,
+                blob_type=blob_type,
+                size=0,
+                ticks=state.ticks,
+                created=base.created if base is not None else state.ticks,
+                properties=content_properties,
+                metadata=metadata,
+                lease=leases.after_write(base.lease, now) if base is not None else Lease(),
+                copy=copies.pending(str(uuid.uuid4()), source_url, total, state.ticks),
+            )
+            return BlobWrite(result=record, base=record, content=[], drop_staged=True)
+
+        record: BlobRecord = await self.store.write_blob(key, decide)
+        return record
+
+    async def _pending_write(
+        self, key: BlobKey, copy_id: str, change: Callable[[BlobRecord, CopyState, int], BlobWrite]
+    ) -> BlobRecord:
+        """A write to a blob whose copy ``copy_id`` is still pending; NoPendingCopyOperation when
+        it is not (finished, aborted, failed, or the blob was replaced since)."""
+
+        def decide(state: BlobState) -> BlobWrite:
+            base = _require_base(state)
+            copy = base.copy
+            if copy is None or copy.copy_id != copy_id or copy.status != copies.PENDING:
+                raise ServiceError("NoPendingCopyOperation")
+            return change(base, copy, state.ticks)
+
+        record: BlobRecord = await self.store.write_blob(key, decide)
+        return record
+
+    async def pending_copy_progress(self, key: BlobKey, copy_id: str, copied: int) -> None:
+        """Record how far a pending copy has come (its heartbeat too); the blob's ETag stays."""
+
+        def change(base: BlobRecord, copy: CopyState, ticks: int) -> BlobWrite:
+            record = replace(base, copy=copies.progressed(copy, copied, ticks))
+            return BlobWrite(result=record, base=record)
+
+        await self._pending_write(key, copy_id, change)
+
+    async def finish_pending_copy(self, key: BlobKey, copy_id: str, upload: Upload) -> BlobRecord:
+        """The bytes of a pending copy, streamed in and committed, if it is still pending."""
+        checksums = Checksums(md5=True, crc64=True)
+
+        def check_state(state: BlobState) -> None:
+            base = _require_base(state)
+            copy = base.copy
+            if copy is None or copy.copy_id != copy_id or copy.status != copies.PENDING:
+                raise ServiceError("NoPendingCopyOperation")
+
+        def decide(state: BlobState, sums: Checksums, staged: Staged) -> BlobWrite:
+            check_state(state)
+            base = _require_base(state)
+            assert base.copy is not None and sums.md5 is not None
+            properties = base.properties
+            if properties.content_md5 is None and base.blob_type == BLOCK_BLOB:
+                properties = replace(properties, content_md5=base64.b64encode(sums.md5).decode())
+            size = staged.extent.length
+            record = replace(
+                base,
+                size=size,
+                ticks=state.ticks,
+                properties=properties,
+                copy=copies.finished(base.copy, size, state.ticks),
+                block_count=1 if size and base.blob_type == APPEND_BLOB else 0,
+            )
+            content = [staged.extent] if size else []
+            return BlobWrite(result=record, base=record, content=content)
+
+        record = await self._write_upload(key, upload, checksums, decide, check_state)
+        assert isinstance(record, BlobRecord)
+        return record
+
+    async def end_pending_copy(
+        self, key: BlobKey, copy_id: str, status: str, description: str | None = None
+    ) -> BlobRecord:
+        """Fail (or abort) a pending copy: the blob stays, empty, with the copy's end recorded."""
+
+        def change(base: BlobRecord, copy: CopyState, ticks: int) -> BlobWrite:
+            record = replace(
+                base, size=0, ticks=ticks, copy=copies.ended(copy, status, ticks, description), block_count=0
+            )
+            return BlobWrite(result=record, base=record, content=[])
+
+        return await self._pending_write(key, copy_id, change)
+
+    async def settle_stale_copy(self, key: BlobKey, record: BlobRecord) -> BlobRecord:
+        """A record whose pending copy lost its worker, failed now (see ``rules.copies``)."""
+        copy = record.copy
+        if copy is None or not copies.is_stale(copy, next_ticks(None)):
+            return record
+        try:
+            return await self.end_pending_copy(key, copy.copy_id, copies.FAILED, copies.INTERRUPTED)
+        except ServiceError:
+            found = await self.store.get_blob(key)
+            return found[0] if found is not None else record
+
     async def abort_copy(self, key: BlobKey, copy_id: str, lease_id: str | None) -> None:
-        """Every copy here completes before it is answered, so there is never one to abort:
-        409 CopyIdMismatch for another copy's id, else 409 NoPendingCopyOperation."""
+        """Abort a pending copy: the destination stays, empty, its copy ``aborted``. 409
+        NoPendingCopyOperation when none is pending, CopyIdMismatch for another copy's id."""
         record, _ = await self.get_blob(key, BASE, NONE, lease_id, content=False)
-        if record.copy is not None and record.copy.copy_id != copy_id:
+        copy = record.copy
+        if copy is not None and copy.copy_id != copy_id:
             raise ServiceError("CopyIdMismatch")
-        raise ServiceError("NoPendingCopyOperation")
+        if copy is None or copy.status != copies.PENDING:
+            raise ServiceError("NoPendingCopyOperation")
+        now = self._clock()
+
+        def change(base: BlobRecord, current: CopyState, ticks: int) -> BlobWrite:
+            leases.check_blob_access(base.lease, now, lease_id, write=True)
+            record = replace(
+                base, size=0, ticks=ticks, copy=copies.ended(current, copies.ABORTED, ticks), block_count=0
+            )
+            return BlobWrite(result=record, base=record, content=[])
+
+        await self._pending_write(key, copy_id, change)
 
     # ------------------------------------------------------------------ index tags
 

@@ -5,7 +5,8 @@ returns), restricted to the signed-in account: a cell per tracked partition, in 
 that append-only or prepend-only key schemes show as a hot edge, shaded by the entities it cost
 (written plus scanned), and outlined when its recent rate is near or over the partition target;
 then the warnings (hot partitions, append-only and prepend-only inserts, low-density scans, a busy
-account) and the query classes each table was read with. Counters are the whole front-end's
+account) and the query classes each table was read with; and the data volume's free space, with a
+warning when it is low or full. Counters are the whole front-end's
 (every worker's, summed: ``insight.server``), and start at zero on start-up.
 """
 
@@ -71,8 +72,13 @@ class InsightPage:
     slug = "insight"
     title = "Insight"
 
-    def __init__(self, snapshot: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+    def __init__(
+        self,
+        snapshot: Callable[[], Awaitable[dict[str, Any]]],
+        volume: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         self.snapshot = snapshot  # the server's summed Insight.snapshot()
+        self.volume = volume  # the data volume's figures (storage.volume.Volume.snapshot)
 
     def routes(self) -> list[BaseRoute]:
         return [Route("/insight", self.show, methods=["GET"])]
@@ -88,4 +94,5 @@ class InsightPage:
             warnings=warnings,
             window=snapshot["window_seconds"],
             targets=snapshot["targets"],
+            volume=self.volume() if self.volume is not None else None,
         )

@@ -36,10 +36,11 @@ from tabulae.http.sendfile import SENDFILE
 from tabulae.http.streaming import StreamedResponse, send_streamed
 from tabulae.http.versions import check_version
 from tabulae.insight.tracing import STORAGE_SECONDS
-from tabulae.model.errors import ServiceError
+from tabulae.model.errors import VOLUME_FULL_MESSAGE, ServiceError
 from tabulae.model.policies import CorsRule
 
 log = logging.getLogger("tabulae")
+_RUNS_WHILE_FULL = frozenset({"GET", "HEAD", "DELETE"})
 
 
 class Routed(Protocol):
@@ -142,6 +143,14 @@ class Frontend(ABC, Generic[RouteT]):
                     check_version(request.headers.get("x-ms-version"))
                 await self.receive_body(request, receive, route)
                 await self.authenticate(request, route)
+                volume = self.options.volume
+                if (
+                    volume is not None
+                    and volume.full
+                    and not self.frees_space(request, route)
+                    and volume.still_full()  # looked at again: the first write after room is back runs
+                ):
+                    raise ServiceError("ServerBusy", VOLUME_FULL_MESSAGE)
                 response = await self.dispatch(request, route, request_id)
         except ServiceError as error:
             response = self.error_response(request, route, error, request_id)
@@ -185,6 +194,12 @@ class Frontend(ABC, Generic[RouteT]):
         self._cors_rules.forget(account)
 
     # ------------------------------------------------------------------------------ the steps
+
+    def frees_space(self, request: Request, route: RouteT) -> bool:
+        """Whether a request may run while the data volume is full: reads, and deletes (which
+        make room; Get Messages too, so that a queue can be drained). A service whose writes go
+        by other methods says so."""
+        return request.method in _RUNS_WHILE_FULL
 
     async def receive_body(self, request: Request, receive: Any, route: RouteT) -> None:
         """Read the whole body into ``request.body`` (413 past ``max_body_bytes``)."""

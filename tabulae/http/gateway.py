@@ -31,6 +31,7 @@ class Mounts:
     close: Callable[[], Awaitable[None]]
     extras: dict[str, AsgiApp] = field(default_factory=dict)  # e.g. "/-/console" -> the console
     metrics_port: int | None = None  # the Table port (else the first service's)
+    volume: Any = None  # a storage.volume.Volume: /-/ready says when it is full
 
 
 class Gateway:
@@ -75,7 +76,8 @@ class Gateway:
             return
         path = scope["path"]
         if path in _PROBES:
-            await _probe(path, mounts is not None, scope, send)
+            full = mounts is not None and mounts.volume is not None and mounts.volume.still_full(probe=True)
+            await _probe(path, mounts is not None, scope, send, full=full)
             return
         if mounts is None:
             return
@@ -108,13 +110,18 @@ class Gateway:
 
 # Orchestrators' probes, unauthenticated and answered before anything else on every port: alive
 # (the process answers) and ready (the stores are open and their schema migrated, which is what
-# the worker's start-up does before it serves).
+# the worker's start-up does before it serves). A full data volume is reported by ready, still
+# with 200: the server answers reads and the deletes that make room, and an orchestrator that
+# took it out of service would leave no way to make any.
 _PROBES = ("/-/health", "/-/ready")
+_FULL = b'{"status":"ok","volume":"full","writes":"refused until space is freed"}'
 
 
-async def _probe(path: str, ready: bool, scope: dict[str, Any], send: Any) -> None:
+async def _probe(path: str, ready: bool, scope: dict[str, Any], send: Any, *, full: bool = False) -> None:
     ok = ready or path == "/-/health"
     body = b'{"status":"ok"}' if ok else b'{"status":"starting"}'
+    if full and ok and path == "/-/ready":
+        body = _FULL
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),

@@ -21,3 +21,5 @@ class FrontendOptions:
     skip_version_check: bool = False  # serve any x-ms-version (Azurite's --skipApiVersionCheck)
     default_cors: tuple[CorsRule, ...] = ()  # for accounts without CORS rules of their own
     tracer: Any = None  # an insight.tracing.RequestTracer with --otel: a span per request
+    volume: Any = None  # a storage.volume.Volume: while ``full``, writes that free nothing get 503
+    copy_from_remote: bool = True  # Blob copies may read sources outside this server

@@ -210,6 +210,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         "The copy source account and destination account must be the same.",
     ),
     "NoPendingCopyOperation": (409, "There is currently no pending copy operation."),
+    "PendingCopyOperation": (409, "There is currently a pending copy operation."),
     "CopyIdMismatch": (
         409,
         "The specified copy ID did not match the copy ID for the pending copy operation.",
@@ -376,6 +377,13 @@ MSG_KEY_COUNT = (
 MSG_QUERY_SYNTAX = "Bad Request - Error in query syntax."
 MSG_NAME_LENGTH = "The specified resource name length is not within the permissible limits."
 MSG_BATCH_TOO_MANY = "The batch request operation exceeds the maximum 100 changes per change set."
+
+
+# What a write is answered while the data volume is full (503 ServerBusy: Azure's text, then why).
+VOLUME_FULL_MESSAGE = (
+    "The server is currently unable to receive requests. Please retry your request. "
+    "(Tabulae: the data volume is full; delete data to make room.)"
+)
 
 
 class ServiceError(Exception):

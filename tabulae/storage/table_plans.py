@@ -457,10 +457,22 @@ class PlannedTables(TableStore):
         window = examine if self.window else None
 
         def read(current: int) -> Plan[ScanChunk]:
-            return scan_matching(self._layout, current, ranges, after, want, matching, window)
+            return self._scan_matching(current, ranges, after, want, matching, window)
 
         plan = partial(in_table, self._ids, account, table, read, lambda chunk: not chunk.examined)
         return await self._read_long(plan, after is not None)
+
+    def _scan_matching(
+        self,
+        table: int,
+        ranges: Sequence[KeyRange],
+        after: tuple[str, str] | None,
+        want: int,
+        matching: Matching,
+        window: int | None,
+    ) -> Plan[ScanChunk]:
+        """The plan of one filtered chunk (:func:`scan_matching`; an engine may read otherwise)."""
+        return scan_matching(self._layout, table, ranges, after, want, matching, window)
 
     async def create_table(self, account: str, name: str) -> None:
         await self._write(partial(create_table, self._layout, account, name), transaction=False)

@@ -165,9 +165,12 @@ def test_put_page_on_snapshot_and_from_url(http: BlobHttp, blob: str) -> None:
     reply = http.request("PUT", f"{blob}?comp=page&snapshot={snapshot}",
                          {"x-ms-range": "bytes=0-511", "x-ms-page-write": "update"}, b"a" * 512)  # fmt: skip
     assert_error(reply, 400, "InvalidOperation")
-    reply = put_page(http, blob, "bytes=0-511", b"", **{"x-ms-copy-source": "http://127.0.0.1/devstoreaccount1/c/b",
-                                                          "x-ms-source-range": "bytes=0-511"})  # fmt: skip
-    assert_error(reply, 400, "UnsupportedHeader", HeaderName="x-ms-copy-source")
+    from_url = {"x-ms-copy-source": f"{http.base}{blob}", "x-ms-source-range": "bytes=0-511"}
+    reply = http.request("PUT", f"{blob}?comp=page&snapshot={snapshot}",
+                         {"x-ms-range": "bytes=0-511", "x-ms-page-write": "update", **from_url})  # fmt: skip
+    assert_error(reply, 400, "InvalidOperation")
+    reply = put_page(http, blob, "bytes=0-511", b"", action="clear", **from_url)  # From URL only updates
+    assert_error(reply, 400, "InvalidHeaderValue", HeaderName="x-ms-page-write")
 
 
 def test_get_page_ranges_bad_queries(http: BlobHttp, blob: str) -> None:

@@ -84,21 +84,7 @@ def test_put_blob_headers(http: BlobHttp, path: str) -> None:
     ("method", "suffix", "headers", "status", "code"),
     [
         ("GET", "/b?versionid=2020-01-01T00:00:00.0000000Z", {}, 400, "UnsupportedQueryParameter"),
-        (
-            "PUT",
-            "/b?comp=block&blockid=YQ%3D%3D",
-            {"x-ms-copy-source": "http://127.0.0.1/devstoreaccount1/c/b"},
-            400,
-            "UnsupportedHeader",
-        ),
         ("PUT", "/b?comp=immutabilityPolicies", {}, 400, "UnsupportedQueryParameter"),
-        (
-            "PUT",
-            "/b",
-            {"x-ms-blob-type": "BlockBlob", "x-ms-copy-source": "http://127.0.0.1/devstoreaccount1/c/b"},
-            400,
-            "UnsupportedHeader",
-        ),
         ("DELETE", "/b?comp=legalhold", {}, 400, "UnsupportedQueryParameter"),
         ("GET", "/b?comp=nonsense", {}, 400, "InvalidQueryParameterValue"),
         ("POST", "/b", {}, 405, "UnsupportedHttpVerb"),

@@ -190,6 +190,7 @@ store = "postgresql://db/x"
 targets = true
 oauth = true
 console = false
+copy-from-remote = false
 clock-skew = 0
 faults = 0.5
 data-dir = "d"
@@ -207,6 +208,7 @@ accounts = ["a:S0VZ", "b:S0VZ:S0VZ"]
         "targets": "azure",
         "oauth": "basic",
         "console": False,
+        "copy_from_remote": "off",
         "clock_skew": 0.0,
         "faults": 0.5,
         "data_dir": Path("d"),

@@ -123,6 +123,7 @@ def test_a_worker_that_cannot_start_stops_the_server_with_an_error(tmp_path: Pat
     (data / "tabulae.db").write_bytes(b"this is not an SQLite database, whatever its name says\n" * 20)
     result = serve(data, workers)
     assert result.returncode == 3, result
+    assert result.stdout == "", "a banner was printed for a server that never served"
     last = result.stderr.splitlines()[-1]
     assert last.startswith("tabulae: StartupFailed: "), result.stderr
     assert "file is not a database" in result.stderr

@@ -8,6 +8,7 @@ and what a raced deletion may leave behind.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,6 +26,7 @@ from tabulae.storage.postgres import tables as postgres
 from tabulae.storage.postgres.tables import PostgresTables
 from tabulae.storage.scans import FULL_RANGE
 from tabulae.storage.sqlite import SqliteStores
+from tabulae.storage.volume import RETRY_SECONDS
 from tests.backends import database_backends, database_url
 
 
@@ -135,6 +137,38 @@ def test_serialization_failures_and_deadlocks_are_retried(pg_url: str) -> None:
             assert info.value.code == "InternalError"
 
     asyncio.run(main())
+
+
+def test_a_full_disk_is_server_busy_said_once_and_tried_again_after_a_pause(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def main() -> None:
+        async with opened(pg_url) as store:
+            volume = store._db.volume
+
+            async def full(conn: object) -> None:
+                raise pg_errors.DiskFull("could not extend file: No space left on device")
+
+            for _ in range(3):
+                with pytest.raises(ServiceError) as info:
+                    await store._db.run(full, retry=True)
+                assert (info.value.status, info.value.code) == (503, "ServerBusy")
+                assert "data volume is full" in info.value.message
+            assert volume.full
+            volume._full_since -= RETRY_SECONDS  # the pause has passed: writes are let through again
+            volume.refresh()
+            assert not volume.full
+
+            async def fine(conn: object) -> str:
+                return "written"
+
+            assert await store._db.run(fine) == "written"
+
+    with caplog.at_level(logging.WARNING, logger="tabulae"):
+        asyncio.run(main())
+    said = [record.getMessage() for record in caplog.records]
+    assert len([line for line in said if line.startswith("data volume full: writes refused")]) == 1, said
+    assert len([line for line in said if line.startswith("space available again")]) == 1, said
 
 
 def test_open_creates_the_schema_on_an_empty_database(pg_url: str) -> None:
@@ -303,5 +337,101 @@ def test_a_point_read_never_returns_a_row_left_under_a_deleted_tables_id(name: s
         finally:
             await one.close()
             await two.close()
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("name", database_backends())
+def test_inserts_sent_in_one_round_trip_keep_the_rules_of_a_group(name: str) -> None:
+    """Inserts go out without reading first (one round trip: the table's check and the
+    ``INSERT`` in one transaction). With a cached id gone stale they still land in the table
+    of that name, or fail with TableNotFound leaving no row behind; a key already present fails
+    the whole group at its operation, writing nothing."""
+    url = database_url(name)
+    asyncio.run(init_schema(url, citus=name == "citus"))
+    account, table = f"acct{uuid.uuid4().hex[:16]}", "Quick"
+
+    def inserts(*rks: str) -> list[Mutation]:
+        return [Mutation(MutationKind.INSERT, "p", rk, {}) for rk in rks]
+
+    async def rows_under(conn: psycopg.AsyncConnection[tuple[object, ...]], table_id: int) -> int:
+        cursor = await conn.execute(
+            "SELECT count(*) FROM entities WHERE dist >= %s AND dist < %s",
+            (postgres._ID.pack(table_id), postgres._ID.pack(table_id + 1)),
+        )
+        row = await cursor.fetchone()
+        assert row is not None
+        return int(row[0])
+
+    async def main() -> None:
+        one, two = await PostgresStores.open(url, max_size=2), await PostgresStores.open(url, max_size=2)
+        try:
+            await one.tables.create_table(account, table)
+            await two.tables.apply(account, table, inserts("a"))  # two caches the id
+            stale = two.tables._ids.get((account, table.lower()))
+            assert stale is not None
+            await one.tables.delete_table(account, table)
+            await one.tables.create_table(account, table)
+            [single] = await two.tables.apply(account, table, inserts("b"))
+            assert single is not None and single.rk == "b"
+            assert len(await two.tables.apply(account, table, inserts("c", "d", "e"))) == 3
+            found = await one.tables.scan(account, table, [FULL_RANGE], None, 10)
+            assert [entity.rk for entity in found] == ["b", "c", "d", "e"]
+
+            with pytest.raises(ServiceError) as present:
+                await two.tables.apply(account, table, inserts("x", "y", "z", "c", "w"))
+            assert (present.value.code, present.value.index) == ("EntityAlreadyExists", 3)
+            with pytest.raises(ServiceError) as present:
+                await two.tables.apply(account, table, inserts("b"))
+            assert present.value.code == "EntityAlreadyExists"
+            assert len(await one.tables.scan(account, table, [FULL_RANGE], None, 10)) == 4
+
+            current = two.tables._ids.get((account, table.lower()))
+            assert current is not None and current != stale
+            await one.tables.delete_table(account, table)
+            for group in (inserts("f"), inserts("g", "h")):
+                with pytest.raises(ServiceError) as missing:
+                    await two.tables.apply(account, table, group)
+                assert missing.value.code == "TableNotFound"
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+                assert await rows_under(conn, stale) == 0
+                assert await rows_under(conn, current) == 0
+        finally:
+            await one.close()
+            await two.close()
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("name", database_backends())
+def test_statements_prepared_through_libpq_survive_psycopg_deallocating_them(name: str) -> None:
+    """Point reads and inserts prepare their statements once per connection. psycopg sends
+    ``DEALLOCATE ALL`` when it sees a ``ROLLBACK`` on a connection where it has prepared
+    statements of its own; the next point operation on that connection prepares again rather
+    than failing (it answered 500 before)."""
+    url = database_url(name)
+    asyncio.run(init_schema(url, citus=name == "citus"))
+    account, table = f"acct{uuid.uuid4().hex[:16]}", "Prepared"
+
+    async def main() -> None:
+        stores = await PostgresStores.open(url, max_size=1)  # one connection for everything
+        tables = stores.tables
+        try:
+            await tables.create_table(account, table)
+            await tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "a", {})])
+            assert await tables.get_entity(account, table, "p", "a") is not None
+            for _ in range(8):  # psycopg prepares a statement it has run five times
+                assert await tables.get_table(account, table) == table
+            with pytest.raises(ServiceError, match="EntityAlreadyExists"):  # the general path rolls back
+                await tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "a", {})])
+
+            async def prepared(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> object:
+                return await (await conn.execute("SELECT count(*) FROM pg_prepared_statements")).fetchone()
+
+            assert await stores.database.run(prepared) == (0,)  # what psycopg did: ours went too
+            await tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "b", {})])
+            assert await tables.get_entity(account, table, "p", "b") is not None
+        finally:
+            await stores.close()
 
     asyncio.run(main())

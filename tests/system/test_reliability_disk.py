@@ -98,7 +98,13 @@ def fill_disk(directory: Path) -> Path:
 
 
 def _file_sizes(directory: Path) -> int:
-    return max((entry.stat().st_size for entry in directory.iterdir() if entry.is_file()), default=0)
+    """The largest of the store's files (the full-volume reserve, preallocated, is not one)."""
+    sizes = (
+        entry.stat().st_size
+        for entry in directory.iterdir()
+        if entry.is_file() and "reserve" not in entry.name
+    )
+    return max(sizes, default=0)
 
 
 def limit_file_size(pids: list[int], limit: int) -> Callable[[], None]:

@@ -22,7 +22,7 @@ from tabulae.admission.blobs import BlobTicket
 from tabulae.admission.gate import Gate
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
 from tabulae.auth.shared_key import verify_blob_queue_authorization
-from tabulae.blob.api import blobs, containers, delegation_key, pages, tags
+from tabulae.blob.api import blobs, containers, delegation_key, from_url, pages, tags
 from tabulae.blob.api.batch import BatchScope, FailedPart, adopt_version, check_operation, submit_batch
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
@@ -70,8 +70,11 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.DELETE_BLOB: blobs.delete_blob,
     Operation.LEASE_BLOB: blobs.lease_blob,
     Operation.SNAPSHOT_BLOB: blobs.snapshot_blob,
-    Operation.COPY_BLOB: blobs.copy_blob,
-    Operation.ABORT_COPY: blobs.abort_copy,
+    Operation.COPY_BLOB: from_url.copy_blob,
+    Operation.ABORT_COPY: from_url.abort_copy,
+    Operation.PUT_BLOB_FROM_URL: from_url.put_blob_from_url,
+    Operation.PUT_BLOCK_FROM_URL: from_url.put_block_from_url,
+    Operation.APPEND_BLOCK_FROM_URL: from_url.append_block_from_url,
     Operation.SET_BLOB_TAGS: tags.set_blob_tags,
     Operation.GET_BLOB_TAGS: tags.get_blob_tags,
     Operation.FIND_BLOBS_BY_TAGS: tags.find_blobs_by_tags,
@@ -80,6 +83,7 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.SET_BLOB_TIER: blobs.set_blob_tier,
     Operation.SEAL_BLOB: blobs.seal_blob,
     Operation.PUT_PAGE: pages.put_page,
+    Operation.PUT_PAGE_FROM_URL: from_url.put_page_from_url,
     Operation.GET_PAGE_RANGES: pages.get_page_ranges,
     Operation.INCREMENTAL_COPY: pages.incremental_copy,
 }

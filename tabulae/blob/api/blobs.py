@@ -7,10 +7,7 @@ staging, downloads from the store's extents to the response as a stream.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
-from urllib.parse import parse_qsl, urlsplit
 
-from tabulae.auth.sas import parse_sas, stored_policies
 from tabulae.blob.api import formats
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import includes, lease_request, lease_response, max_results, xml
@@ -26,8 +23,6 @@ from tabulae.blob.api.headers import (
     overrides_from,
 )
 from tabulae.blob.api.operations import invalid_parameter, unsupported_parameter
-from tabulae.blob.api.routing import Kind, Operation, resolve
-from tabulae.blob.api.sas import anonymous_allowed, verify_blob_sas
 from tabulae.blob.api.tags import header_tags
 from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
@@ -38,7 +33,7 @@ from tabulae.blob.service import BLOB_TYPES, parse_snapshot
 from tabulae.http.messages import Headers, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.http.streaming import StreamedResponse
-from tabulae.model.blobs import BASE, BlobKey, BlobRecord
+from tabulae.model.blobs import BASE, BlobRecord
 from tabulae.model.errors import ServiceError
 
 MAX_RANGE_CHECKSUM = 4 * MIB  # x-ms-range-get-content-md5 only for ranges up to this size
@@ -61,7 +56,7 @@ def _no_snapshot(call: Call) -> None:
         raise ServiceError("InvalidOperation")
 
 
-def _tier(call: Call) -> str | None:
+def requested_tier(call: Call) -> str | None:
     """``x-ms-access-tier`` of an upload or copy, when given."""
     value = call.request.headers.get("x-ms-access-tier")
     return None if value is None else parse_tier(value, call.version)
@@ -245,7 +240,7 @@ async def put_blob(call: Call) -> Response:
         cond,
         call.lease_id,
         tags=header_tags(headers),
-        tier=_tier(call),
+        tier=requested_tier(call),
     )
     response_headers = etag_headers(record.ticks) + _ENCRYPTED
     if blob_type == "BlockBlob":
@@ -283,7 +278,7 @@ async def put_block_list(call: Call) -> Response:
         cond,
         call.lease_id,
         tags=header_tags(headers),
-        tier=_tier(call),
+        tier=requested_tier(call),
     )
     return Response(201, etag_headers(record.ticks) + _checksum_headers(sums, md5=False) + _ENCRYPTED)
 
@@ -381,85 +376,7 @@ async def lease_blob(call: Call) -> Response:
     return lease_response(request, outcome)
 
 
-async def copy_blob(call: Call) -> Response:
-    _no_snapshot(call)
-    headers = call.request.headers
-    source_url = headers["x-ms-copy-source"]
-    source, snapshot, source_query = _copy_source(call, source_url)
-    await _authorize_source(call, source, source_query)
-    given = request_metadata(call.request)
-    record = await call.service.copy_blob(
-        source,
-        snapshot,
-        call.key,
-        source_url,
-        given if given else None,
-        conditions(headers),
-        conditions(headers, "x-ms-source-"),
-        call.lease_id,
-        tags=header_tags(headers),
-        tier=_tier(call),
-        priority=parse_priority(headers.get("x-ms-rehydrate-priority")),
-        seal=_bool_header(headers, "x-ms-seal-blob"),
-    )
-    assert record.copy is not None
-    response_headers = etag_headers(record.ticks)
-    response_headers.append((b"x-ms-copy-id", record.copy.copy_id.encode()))
-    response_headers.append((b"x-ms-copy-status", b"success"))
-    return Response(202, response_headers)
-
-
-def _copy_source(call: Call, url: str) -> tuple[BlobKey, str, dict[str, str]]:
-    """The blob a copy source URL names, in this account (another account's blob is refused)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise bad_header("x-ms-copy-source", url)
-    try:
-        source = resolve(parts.scheme, parts.netloc, parts.path, call.options.accounts, None)
-    except ServiceError:
-        raise ServiceError("CannotVerifyCopySource", "The specified resource does not exist.") from None
-    if source.account != call.route.account:
-        raise ServiceError("CopyAcrossAccountsNotSupported")
-    if source.kind is not Kind.BLOB:
-        raise bad_header("x-ms-copy-source", url)
-    container, blob = source.container, source.blob
-    query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    return BlobKey(call.route.account, container, blob), parse_snapshot(query.get("snapshot")), query
-
-
-async def _authorize_source(call: Call, source: BlobKey, query: dict[str, str]) -> None:
-    """A request signed with the account key may copy any blob of the account. One authorised by
-    a SAS needs read access to the source as well: a SAS of its own in the source URL, an account
-    SAS that reads objects, or a container that lets anyone read its blobs."""
-    grant = call.grant
-    if grant is None or (
-        grant.resource_types is not None and "o" in grant.resource_types and "r" in grant.permissions
-    ):
-        return
-    token = parse_sas(query)
-    if token is not None:
-        record = await call.service.store.get_container(source.account, source.container)
-        policies = stored_policies(record.acl) if record else {}
-        source_grant = verify_blob_sas(
-            token,
-            query,
-            account=source.account,
-            keys=call.options.accounts[source.account],
-            container=source.container,
-            blob=source.name,
-            policy_lookup=policies.get,
-            is_https=call.request.scheme == "https",
-            client_ip=call.request.client_ip,
-            now=datetime.now(UTC),
-        )
-        source_grant.check(Operation.GET_BLOB)
-        return
-    record = await call.service.store.get_container(source.account, source.container)
-    if record is None or not anonymous_allowed(Operation.GET_BLOB, record.public_access):
-        raise ServiceError("CannotVerifyCopySource", "The specified resource does not exist.")
-
-
-def _bool_header(headers: dict[str, str], name: str) -> bool | None:
+def bool_header(headers: dict[str, str], name: str) -> bool | None:
     value = headers.get(name)
     if value is None:
         return None
@@ -493,15 +410,3 @@ async def seal_blob(call: Call) -> Response:
         call.key, conditions(headers), call.lease_id, _int_header(headers, "x-ms-blob-condition-appendpos")
     )
     return Response(200, [*etag_headers(record.ticks), (b"x-ms-blob-sealed", b"true")])
-
-
-async def abort_copy(call: Call) -> Response:
-    _no_snapshot(call)
-    headers = call.request.headers
-    if headers.get("x-ms-copy-action", "").lower() != "abort":
-        raise bad_header("x-ms-copy-action", headers.get("x-ms-copy-action", ""))
-    copy_id = call.request.query.get("copyid")
-    if not copy_id:
-        raise ServiceError("MissingRequiredQueryParameter", fields=(("QueryParameterName", "copyid"),))
-    await call.service.abort_copy(call.key, copy_id, call.lease_id)
-    return Response(204)

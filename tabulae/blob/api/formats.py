@@ -153,8 +153,11 @@ def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: 
         copied = (
             f"<CopyId>{copy.copy_id}</CopyId><CopyStatus>{copy.status}</CopyStatus>"
             f"<CopySource>{escape(copy.source)}</CopySource><CopyProgress>{copy.progress}</CopyProgress>"
-            f"<CopyCompletionTime>{http_date(copy.completed)}</CopyCompletionTime>"
         )
+        if copy.status != "pending":  # while pending, ``completed`` is the copy's heartbeat
+            copied += f"<CopyCompletionTime>{http_date(copy.completed)}</CopyCompletionTime>"
+        if copy.status_description:
+            copied += f"<CopyStatusDescription>{escape(copy.status_description)}</CopyStatusDescription>"
         if copy.incremental:
             copied += "<IncrementalCopy>true</IncrementalCopy>" + _optional(
                 "CopyDestinationSnapshot", copy.destination_snapshot or ""

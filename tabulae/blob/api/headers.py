@@ -178,11 +178,16 @@ def blob_headers(
             [
                 (b"x-ms-copy-id", copy.copy_id.encode()),
                 (b"x-ms-copy-status", copy.status.encode()),
-                (b"x-ms-copy-source", copy.source.encode("latin-1")),
+                (b"x-ms-copy-source", copy.source.encode("latin-1", "replace")),
                 (b"x-ms-copy-progress", copy.progress.encode()),
-                (b"x-ms-copy-completion-time", http_date(copy.completed).encode()),
             ]
         )
+        if copy.status != "pending":  # while pending, ``completed`` is the copy's heartbeat
+            headers.append((b"x-ms-copy-completion-time", http_date(copy.completed).encode()))
+        if copy.status_description:
+            headers.append(
+                (b"x-ms-copy-status-description", copy.status_description.encode("latin-1", "replace"))
+            )
         if copy.incremental:
             headers.append((b"x-ms-incremental-copy", b"true"))
             if copy.destination_snapshot is not None:

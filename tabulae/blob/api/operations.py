@@ -4,7 +4,7 @@
 The operation then picks the handler (``app.HANDLERS``), the permission a SAS must carry and
 whether anonymous callers may perform it (``sas``), so routing and authorisation can never
 disagree about what a request does. Features Tabulae does not have (versions,
-immutability, blob queries, Put Block From URL) get the Azure error a service
+immutability, blob queries) get the Azure error a service
 gives for a parameter or header it does not support, never a half-done operation.
 """
 
@@ -122,8 +122,8 @@ def _container(method: str, restype: str | None, comp: str | None) -> Operation:
 def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
     copy_source = "x-ms-copy-source" in headers
     if comp is None:
-        if method == "PUT" and copy_source and "x-ms-blob-type" in headers:  # Put Blob From URL
-            raise unsupported_header("x-ms-copy-source", headers["x-ms-copy-source"])
+        if method == "PUT" and copy_source and "x-ms-blob-type" in headers:
+            return Operation.PUT_BLOB_FROM_URL
         if method == "PUT":
             return Operation.COPY_BLOB if copy_source else Operation.PUT_BLOB
         return _verb(
@@ -134,8 +134,12 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
                 "DELETE": Operation.DELETE_BLOB,
             },
         )
-    if copy_source and comp in ("block", "appendblock", "page"):
-        raise unsupported_header("x-ms-copy-source", headers["x-ms-copy-source"])  # ... From URL
+    if copy_source and comp == "block":
+        return _verb(method, {"PUT": Operation.PUT_BLOCK_FROM_URL})
+    if copy_source and comp == "appendblock":
+        return _verb(method, {"PUT": Operation.APPEND_BLOCK_FROM_URL})
+    if copy_source and comp == "page":
+        return _verb(method, {"PUT": Operation.PUT_PAGE_FROM_URL})
     if comp == "block":
         return _verb(method, {"PUT": Operation.PUT_BLOCK})
     if comp == "blocklist":

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tabulae.blob.api import blobs
-from tabulae.blob.api.blobs import _authorize_source, _copy_source, _no_snapshot
+from tabulae.blob.api import blobs, copy_source
+from tabulae.blob.api.blobs import _no_snapshot
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import max_results, xml
 from tabulae.blob.api.formats import DECLARATION
@@ -244,10 +244,12 @@ async def incremental_copy(call: Call) -> Response:
     source_url = headers.get("x-ms-copy-source")
     if source_url is None:
         raise _missing("x-ms-copy-source")
-    source, snapshot, source_query = _copy_source(call, source_url)
-    await _authorize_source(call, source, source_query)
+    source = copy_source.locate(call, source_url)
+    if source.key is None:
+        raise copy_source.unreachable("Incremental Copy reads page blobs of this server only.")
+    await copy_source.authorize_local(call, source, shared_key_ok=True)
     record = await PageBlobs(call.service).incremental_copy(
-        source, snapshot, call.key, source_url, conditions(headers), call.lease_id
+        source.key, source.snapshot, call.key, source_url, conditions(headers), call.lease_id
     )
     assert record.copy is not None
     response_headers = etag_headers(record.ticks)

@@ -34,7 +34,8 @@ class PostgresStores(Stores):
     def __init__(self, database: PostgresDatabase, *, citus: bool = False) -> None:
         self.database = database
         self.kind = "citus" if citus else "postgres"
-        self.tables = PostgresTables(database)
+        self.volume = database.volume
+        self.tables = PostgresTables(database, citus=citus)
         self.queues = PostgresQueues(database)
         self.blobs = PostgresBlobs(database)
 

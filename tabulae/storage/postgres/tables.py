@@ -28,26 +28,30 @@ Rows come back in binary format, so ``bytea`` is not hex-encoded on the wire.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import struct
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
+from psycopg import errors as pg_errors
 
 from tabulae.model import edm
 from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.plan import Plan
-from tabulae.storage.postgres import planned
+from tabulae.storage.postgres import planned, wire
+from tabulae.storage.postgres.citus_scans import scan_stepping
 from tabulae.storage.postgres.engine import PostgresDatabase, Restart, Schema, rollback
 from tabulae.storage.postgres.indexes import PostgresIndexes
 from tabulae.storage.postgres.pushdown import NUL_ESCAPE, UNDECIDED, PostgresDialect, record_sql
 from tabulae.storage.pushdown import Fragment, Translation
 from tabulae.storage.rules import decide, group_ticks, written
-from tabulae.storage.scans import KeyRange
-from tabulae.storage.table_plans import EntityLayout, Matching, PlannedTables, TableIds, named
+from tabulae.storage.scans import KeyRange, ScanChunk
+from tabulae.storage.table_plans import EntityLayout, Matching, PlannedTables, TableIds, named, scan_rows
 
 if TYPE_CHECKING:
     from tabulae.storage.postgres.engine import Connection, Cursor
@@ -96,6 +100,33 @@ _INSERT = (
 )
 _UPDATE = "UPDATE entities SET ticks = %s, props = %s WHERE dist = %s AND rk = %s AND ticks = %s"
 _DELETE = "DELETE FROM entities WHERE dist = %s AND rk = %s AND ticks = %s"
+
+
+# what point reads and inserts send through libpq directly (:mod:`.wire`)
+_POINT = wire.Statement.of(
+    "SELECT ticks, props FROM entities WHERE dist = $1 AND rk = $2"
+    " AND EXISTS (SELECT 1 FROM tables WHERE id = $3)",
+    wire.BYTEA,
+    wire.BYTEA,
+    wire.INT8,
+)
+_BEGIN = wire.Statement.of("BEGIN")
+_COMMIT = wire.Statement.of("COMMIT")
+# the table still exists (ids are never reused), or a division by zero fails the transaction
+_TABLE_CHECK = wire.Statement.of("SELECT 1 / count(*) FROM tables WHERE id = $1", wire.INT8)
+
+
+@functools.cache
+def _inserts(count: int) -> wire.Statement:
+    """``count`` rows of one partition in one ``INSERT`` (Citus routes it to the partition's
+    shard); a key already present fails it, and the transaction with it."""
+    rows = ", ".join(f"($1, ${3 + 2 * i}, $2, ${4 + 2 * i})" for i in range(count))
+    return wire.Statement.of(
+        f"INSERT INTO entities (dist, rk, ticks, props) VALUES {rows}",
+        wire.BYTEA,
+        wire.INT8,
+        *(wire.BYTEA, wire.BYTEA) * count,
+    )
 
 
 _key = edm.utf16_sort_key
@@ -156,10 +187,11 @@ class PostgresTables(PlannedTables):
     """The :class:`TableStore` contract over a :class:`PostgresDatabase`: the plans of
     :mod:`tabulae.storage.table_plans`, and PostgreSQL's own pipelined writes."""
 
-    def __init__(self, database: PostgresDatabase) -> None:
+    def __init__(self, database: PostgresDatabase, *, citus: bool = False) -> None:
         layout = PostgresLayout()
         super().__init__(layout, TableIds(), PostgresDialect())
         self._db = database
+        self._citus = citus
         self.indexes = PostgresIndexes(database, layout)
 
     async def _read(self, make: Callable[[], Plan[T]]) -> T:
@@ -180,6 +212,63 @@ class PostgresTables(PlannedTables):
         else:
             source = "entities e"
         return Matching(source, condition, params, translation.exact, _decided)
+
+    async def get_entity(self, account: str, table: str, pk: str, rk: str) -> StoredEntity | None:
+        """With the table's id remembered, one prepared statement; otherwise (and to tell a
+        missing entity from a stale id) the plan."""
+        table_id = self._ids.get((account, table.lower()))
+        if table_id is not None:
+            params = (_dist(table_id, pk), _key(rk), wire.int8(table_id))
+
+            async def run(conn: Connection) -> Any:
+                return (await wire.exchange(conn, ((_POINT, params),)))[0]
+
+            result = await self._db.run(run, idempotent=True)
+            if result.ntuples:
+                return StoredEntity(
+                    pk, rk, wire.read_int8(result.get_value(0, 0)), bytes(result.get_value(0, 1))
+                )
+        return await super().get_entity(account, table, pk, rk)
+
+    async def scan(
+        self,
+        account: str,
+        table: str,
+        ranges: Sequence[KeyRange],
+        after: tuple[str, str] | None,
+        limit: int,
+    ) -> list[StoredEntity]:
+        """With the table's id remembered, the plan's statements through libpq directly; when
+        they find nothing (or do not fit), the plan as usual, which also confirms the id."""
+        table_id = self._ids.get((account, table.lower()))
+        if table_id is not None:
+            make = partial(scan_rows, self._layout, table_id, ranges, after, limit)
+
+            async def run(conn: Connection) -> list[StoredEntity] | None:
+                try:
+                    return await wire.run_read(conn, make())
+                except wire.Unsupported:
+                    return None
+
+            found = await self._db.run(run, idempotent=True)
+            if found:
+                return found
+        return await super().scan(account, table, ranges, after, limit)
+
+    def _scan_matching(
+        self,
+        table: int,
+        ranges: Sequence[KeyRange],
+        after: tuple[str, str] | None,
+        want: int,
+        matching: Matching,
+        window: int | None,
+    ) -> Plan[ScanChunk]:
+        """On Citus a filtered scan steps through partitions while matches are dense
+        (:mod:`.citus_scans`): one statement over every shard would read each shard's fill."""
+        if self._citus and matching.condition and window is None:
+            return scan_stepping(self._layout, table, ranges, after, want, matching)
+        return super()._scan_matching(table, ranges, after, want, matching, window)
 
     async def get_service_properties(self, account: str) -> bytes | None:
         return await self._db.account_document("service_properties", account)
@@ -207,6 +296,11 @@ class PostgresTables(PlannedTables):
         """
         key = (account, table.lower())
         group = tuple(mutations)
+        cached = self._ids.get(key)
+        if cached is not None and all(m.kind is MutationKind.INSERT for m in group):
+            inserted = await self._insert(cached, group)
+            if inserted is not None:
+                return inserted
 
         async def run(conn: Connection) -> list[StoredEntity | None]:
             try:
@@ -220,6 +314,43 @@ class PostgresTables(PlannedTables):
             return results
 
         return await self._db.run(run, retry=True)
+
+    async def _insert(self, table_id: int, group: tuple[Mutation, ...]) -> list[StoredEntity | None] | None:
+        """Inserts of one partition (a point insert, a batch of inserts) in one round trip:
+        nothing is read first, as the keys must be missing. The table's check and the
+        ``INSERT`` share a transaction, so a key that is present or a table that is gone leaves
+        nothing behind; then None says to take the general path, which finds out which it was
+        (and the operation at fault)."""
+        pks = {m.pk for m in group}
+        if len(pks) != 1:
+            return None
+        ticks = group_ticks(())
+        keys = [_key(m.rk) for m in group]
+        decisions = decide(group, keys, {}, ticks)  # the encoded entities; nothing is stored yet
+        params: list[bytes | None] = [_dist(table_id, group[0].pk), wire.int8(ticks)]
+        for rk, (_existing, blob) in zip(keys, decisions, strict=True):
+            params += (rk, blob)
+        calls = (
+            (_BEGIN, ()),
+            (_TABLE_CHECK, (wire.int8(table_id),)),
+            (_inserts(len(group)), params),
+            (_COMMIT, ()),
+        )
+
+        async def run(conn: Connection) -> bool:
+            try:
+                await wire.exchange(conn, calls)
+            except (pg_errors.UniqueViolation, pg_errors.DivisionByZero):
+                await rollback(conn)
+                return False
+            except BaseException:
+                await rollback(conn)
+                raise
+            return True
+
+        if not await self._db.run(run, retry=True):
+            return None
+        return written(group, (blob for _existing, blob in decisions), ticks)
 
     async def _lock(self, conn: Connection, table_id: int, mutations: tuple[Mutation, ...]) -> list[Cursor]:
         """Queue ``SELECT … FOR UPDATE`` of the touched keys, one statement per PartitionKey (one

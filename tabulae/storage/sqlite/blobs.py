@@ -6,8 +6,9 @@ staged first by :mod:`.blob_files` (a file synced before the job is even queued,
 ``blob_data`` row the job inserts), so an acknowledged blob never points at missing bytes.
 
 Extents a write stops referencing go to ``blob_garbage`` in the same transaction and are deleted
-after ``GARBAGE_GRACE_SECONDS`` (a download that began before may still be reading them); files
-a crash left unreferenced are found by :meth:`ContentFiles.collect_orphans`. ``tabulae backup``
+after ``GARBAGE_GRACE_SECONDS`` (a download that began before may still be reading them; on a
+full volume at once, since the room is needed more than a late download); files a crash left
+unreferenced are found by :meth:`ContentFiles.collect_orphans`. ``tabulae backup``
 pauses the collector while it copies, so no file it needs can go.
 """
 
@@ -43,6 +44,7 @@ from tabulae.storage.sqlite.blob_files import (
     is_inline,
 )
 from tabulae.storage.sqlite.engine import SqliteDatabase
+from tabulae.storage.volume import FULL_MESSAGE
 
 T = TypeVar("T")
 __all__ = ["CONTENT_DIR", "SCHEMA", "SqliteBlobs", "collector_paused", "copy_content"]
@@ -128,6 +130,7 @@ CREATE TABLE IF NOT EXISTS blob_garbage (
 ) WITHOUT ROWID;
 """
 
+ORPHANS_INTERVAL_SECONDS = 60.0  # the content directory is scanned for crash orphans at most this often
 _DIALECT = SqliteDialect()
 _REFERENCED = _DIALECT.render(REFERENCED)
 
@@ -138,6 +141,7 @@ class SqliteBlobs(PlannedBlobs):
     def __init__(self, database: SqliteDatabase, directory: Path, *, durable: bool = True) -> None:
         self._db = database
         self._files = ContentFiles(directory, durable=durable)
+        self._orphans_at = -1e9  # when files a crash left were last looked for
 
     async def close(self) -> None:
         self._files.close()
@@ -177,7 +181,14 @@ class SqliteBlobs(PlannedBlobs):
     # ------------------------------------------------------------------ content
 
     async def stage(self, key: BlobKey, chunks: AsyncIterable[bytes], digest: Digest | None) -> Staged:
-        return await self._files.stage(chunks, digest)
+        try:
+            return await self._files.stage(chunks, digest)
+        except OSError as exc:  # the partial file is gone already; a full volume is no crash
+            volume = self._db.volume
+            if not volume.is_full_error(exc):
+                raise
+            volume.hit_full(exc.strerror or exc)
+            raise ServiceError("ServerBusy", FULL_MESSAGE, detail=str(exc)) from None
 
     async def discard(self, staged: Staged) -> None:
         assert isinstance(staged, SqliteStaged)
@@ -224,11 +235,16 @@ class SqliteBlobs(PlannedBlobs):
         """Delete expired garbage (rows in a write job, files after it commits), then look for
         files a crash orphaned, under the collector's lock (so one process at a time, and never
         while a backup copies)."""
+        full = self._db.volume.full
         with self._files.collecting() as mine:
             if not mine:
                 return 0
-            files = await self._db.write_plan(_collect(time.time() - GARBAGE_GRACE_SECONDS))
+            grace = 0.0 if full else GARBAGE_GRACE_SECONDS
+            files = await self._db.write_plan(_collect(time.time() - grace))
             removed = await self._files.unlink(files)
+            if time.monotonic() - self._orphans_at < ORPHANS_INTERVAL_SECONDS:
+                return removed  # collected often while the volume is full: the scan keeps its pace
+            self._orphans_at = time.monotonic()
             return removed + await self._files.collect_orphans(self._db.path, _unreferenced)
 
 

@@ -59,6 +59,8 @@ def _probe(directory: Path) -> None:
     try:
         handle, name = tempfile.mkstemp(prefix=".tabulae-probe-", dir=directory)
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return  # writable, but full: a store already there starts refusing writes (volume.py)
         raise UnusableDirectory(f"cannot write in {directory}: {_reason(exc)}") from None
     os.close(handle)
     with contextlib.suppress(OSError):

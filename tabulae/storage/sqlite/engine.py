@@ -25,6 +25,7 @@ import asyncio
 import fcntl
 import logging
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Coroutine
@@ -35,6 +36,7 @@ from typing import Any, TypeVar
 from tabulae.model.errors import ServiceError
 from tabulae.storage.plan import Dialect, Plan, SqliteDialect, run_sync
 from tabulae.storage.sqlite.mapped_reader import MappedReader
+from tabulae.storage.volume import FULL_MESSAGE, Volume
 
 T = TypeVar("T")
 
@@ -43,6 +45,8 @@ BUSY_TIMEOUT_MS = 30_000
 log = logging.getLogger("tabulae")
 
 CHECKPOINT_INTERVAL = 0.5  # seconds between background checkpoints while writes keep coming
+VACUUM_PAGES = 1024  # free pages a reclaim hands back to the volume at a time at most (one write job)
+RECLAIM_ROUNDS = 64  # slices handed back per reclaim (the next one comes a second later)
 WAL_LIMIT_BYTES = 64 * 1024 * 1024  # past this a checkpoint holds writers back and restarts the WAL
 
 # (function, arguments, whether it needs a savepoint of its own, its future)
@@ -61,6 +65,9 @@ def _connect(path: str, durable: bool) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # takes effect only on a new database
+    # Also only on a new database: pages deletes free can be handed back to the volume (reclaim),
+    # which a full volume needs; otherwise they stay in the file for later writes only.
+    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     # NORMAL: commits write the WAL without fsync, checkpoints still sync. The store fsyncs the
@@ -80,8 +87,11 @@ class SqliteDatabase:
     writes go through :meth:`write`, which groups them into shared, durable commits.
     """
 
-    def __init__(self, directory: Path, schema: str, *, durable: bool = True) -> None:
+    def __init__(
+        self, directory: Path, schema: str, *, durable: bool = True, volume: Volume | None = None
+    ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
+        self.volume = volume or Volume(None)
         self.path = str(directory / "tabulae.db")
         self._wal_path = self.path + "-wal"
         self._durable = durable
@@ -96,10 +106,13 @@ class SqliteDatabase:
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         try:
             self._writer = _connect(self.path, durable)
-            self._writer.executescript(schema)
+            self._create_schema(schema)
+            if self.volume.reserve_bytes:  # a log reset after a checkpoint leaves no more than this
+                self._writer.execute(f"PRAGMA journal_size_limit = {int(self.volume.reserve_bytes)}")
             self.reader = _connect(self.path, durable)
             self._checkpointer = _connect(self.path, durable)
             self._page_size = int(self._checkpointer.execute("PRAGMA page_size").fetchone()[0])
+            self._incremental = self._checkpointer.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         self._pending: list[_Job] = []
@@ -111,6 +124,22 @@ class SqliteDatabase:
         # Long scans read through a memory map of their own (see mapped_reader).
         self.scan_reader = MappedReader(lambda: _connect(self.path, durable))
         self.dialect = SqliteDialect()
+
+    def _create_schema(self, schema: str) -> None:
+        """The schema, in one transaction (a start-up that fails part-way, as on a full volume,
+        leaves no half schema). A full volume that cannot take it is no failure when every
+        table is there already: a restart on a full volume must serve, so deletes can run."""
+        try:
+            self._writer.executescript(f"BEGIN IMMEDIATE; {schema} COMMIT;")
+        except sqlite3.Error as exc:
+            if self._writer.in_transaction:
+                self._writer.execute("ROLLBACK")
+            if not self.volume.is_full_error(exc):
+                raise
+            wanted = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", schema))
+            rows = self._writer.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+            if not wanted <= {row[0] for row in rows}:
+                raise
 
     # ----------------------------------------------------------------------------- writer side
 
@@ -177,8 +206,7 @@ class SqliteDatabase:
             try:
                 await loop.run_in_executor(self._sync_thread, self._sync_wal)
             except OSError as exc:  # durability unknown: nothing of the group is acknowledged
-                failure = ServiceError("InternalError", detail=f"fsync failed: {exc}")
-                outcomes = [(False, failure)] * len(group)
+                outcomes = [(False, self._failure(exc, "fsync failed: "))] * len(group)
         return outcomes
 
     def _apply_group(self, group: list[_Job]) -> list[tuple[bool, Any]]:
@@ -208,9 +236,16 @@ class SqliteDatabase:
         except sqlite3.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            failure = ServiceError("InternalError", detail=str(exc))
-            outcomes = [(False, failure)] * len(group)
+            outcomes = [(False, self._failure(exc))] * len(group)
         return outcomes
+
+    def _failure(self, exc: Exception, what: str = "") -> ServiceError:
+        """What a group's requests are answered when the database failed them: 503 ServerBusy
+        when the volume is full (the reserve is released for deletes), else 500."""
+        if self.volume.is_full_error(exc):
+            self.volume.hit_full(exc)
+            return ServiceError("ServerBusy", FULL_MESSAGE, detail=f"{what}{exc}")
+        return ServiceError("InternalError", detail=f"{what}{exc}")
 
     def _sync_wal(self) -> None:
         """Sync the WAL to disk. Any descriptor of the file will do: Linux syncs the inode's pages,
@@ -227,7 +262,10 @@ class SqliteDatabase:
 
     def _maybe_checkpoint(self) -> None:
         """Start a passive checkpoint on its own thread now and then; it never blocks writers."""
-        if self._checkpoint is not None or time.monotonic() - self._last_checkpoint < CHECKPOINT_INTERVAL:
+        # On a volume tight on space, after every group: a log copied back promptly holds little
+        # that a full volume would have no room to copy back (the database grows as it does).
+        interval = 0.0 if self.volume.tight or self.volume.full else CHECKPOINT_INTERVAL
+        if self._checkpoint is not None or time.monotonic() - self._last_checkpoint < interval:
             return
         loop = asyncio.get_running_loop()
         self._checkpoint = loop.run_in_executor(self._checkpoint_thread, self._run_checkpoint)
@@ -244,19 +282,61 @@ class SqliteDatabase:
         over blocks the file already has. (Truncating the log instead held writers back for the
         whole copy and made the file grow again from zero.)"""
         _busy, frames, _copied = self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        if frames * self._page_size < WAL_LIMIT_BYTES:
+        full = self.volume.full
+        # The log is kept within the volume's reserve too: copying a log back can grow the
+        # database by as much as the log holds, and on a full volume only the reserve has room.
+        limit = min(WAL_LIMIT_BYTES, self.volume.reserve_bytes or WAL_LIMIT_BYTES)
+        if frames * self._page_size < limit and not (full and frames > 0):
             return
+        # On a full volume the log's blocks are the room to win back: truncate it, not restart it.
+        mode = "TRUNCATE" if full else "RESTART"
         fcntl.flock(self._checkpoint_lock_fd, fcntl.LOCK_EX)
         try:
-            self._checkpointer.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+            self._checkpointer.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
         finally:
             fcntl.flock(self._checkpoint_lock_fd, fcntl.LOCK_UN)
 
     def _checkpoint_done(self, future: asyncio.Future[None]) -> None:
         self._checkpoint = None
         self._last_checkpoint = time.monotonic()
-        if not future.cancelled() and future.exception() is not None:
-            log.warning("WAL checkpoint failed (retried later): %s", future.exception())
+        exc = None if future.cancelled() else future.exception()
+        if exc is None:
+            return
+        if isinstance(exc, Exception) and self.volume.is_full_error(exc):
+            self.volume.hit_full(exc)  # said once, by the volume; retried as room comes back
+            return
+        log.warning("WAL checkpoint failed (retried later): %s", exc)
+
+    async def reclaim(self) -> None:
+        """While the volume is full or low: hand the pages deletes freed back to the volume, a
+        slice at a time (an incremental vacuum, a write job, on a database created with
+        ``auto_vacuum``: the pages it moves go through the log, so a slice must fit in the room
+        a full volume has), each followed by a checkpoint, which truncates the database file to
+        its new end and, when full, the log too."""
+        pages = max(16, min(VACUUM_PAGES, self.volume.reserve_bytes // self._page_size // 4))
+        for _ in range(RECLAIM_ROUNDS):
+            freed = self._incremental and self.reader.execute("PRAGMA freelist_count").fetchone()[0] > 0
+            if freed:
+                await self.write(_vacuum, pages)
+            await self._checkpoint_now()
+            if not freed:
+                return
+
+    async def _checkpoint_now(self) -> None:
+        """A checkpoint now (after the one running, if any), awaited; its failure is the done
+        callback's to tell."""
+        if self._checkpoint is not None:
+            await asyncio.wait([self._checkpoint])
+        try:
+            if os.path.getsize(self._wal_path) == 0:
+                return
+        except OSError:
+            return
+        if self._checkpoint is None:
+            loop = asyncio.get_running_loop()
+            self._checkpoint = loop.run_in_executor(self._checkpoint_thread, self._run_checkpoint)
+            self._checkpoint.add_done_callback(self._checkpoint_done)
+        await asyncio.wait([self._checkpoint])
 
     def account_document(self, table: str, account: str) -> bytes | None:
         """A per-account document (service properties): ``table`` has ``account`` and ``properties``."""
@@ -280,6 +360,10 @@ class SqliteDatabase:
         self.scan_reader.close()
         os.close(self._lock_fd)
         os.close(self._checkpoint_lock_fd)
+
+
+def _vacuum(conn: sqlite3.Connection, pages: int) -> None:
+    conn.execute(f"PRAGMA incremental_vacuum({int(pages)})").fetchall()
 
 
 def _run_plan(conn: sqlite3.Connection, plan: Plan[T], dialect: Dialect) -> T:

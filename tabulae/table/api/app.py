@@ -124,6 +124,16 @@ class TableApp(Frontend[Route]):
             max_skew_seconds=self.options.clock_skew,
         )
 
+    def frees_space(self, request: Request, route: Route) -> bool:
+        """While the volume is full: reads and deletes, also tunnelled; a batch of deletes only
+        (``transactions.submit`` checks its parts)."""
+        if route.resource is Resource.BATCH:
+            return True
+        try:
+            return effective_method(request.method, request.x_http_methods) in _READ_METHODS | {"DELETE"}
+        except ServiceError:
+            return True  # dispatch refuses it as it would anyway
+
     async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
         method = effective_method(request.method, request.x_http_methods)
         if route.secondary and method not in _READ_METHODS:
@@ -143,8 +153,15 @@ class TableApp(Frontend[Route]):
         grant: SasGrant | None = request.grant
         if operation is Operation.BATCH:
             authorize = _batch_authorizer(grant) if grant is not None else None
+            volume = self.options.volume
             return await transactions.submit(
-                self.service, request, route, request_id, self.options.accounts, authorize
+                self.service,
+                request,
+                route,
+                request_id,
+                self.options.accounts,
+                authorize,
+                deletes_only=volume is not None and volume.full,
             )
         if grant is not None:
             grant.check(operation, pk=route.pk, rk=route.rk)

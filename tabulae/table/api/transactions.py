@@ -17,7 +17,7 @@ from tabulae.http.addressing import is_path_style
 from tabulae.http.errors import error_json
 from tabulae.http.messages import NO_CACHE, NOSNIFF, Request, Response, error_time
 from tabulae.model.entity import StoredEntity, entity_from_body
-from tabulae.model.errors import ServiceError
+from tabulae.model.errors import VOLUME_FULL_MESSAGE, ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.model.names import SECONDARY_SUFFIX
 from tabulae.table.api import odata
@@ -213,8 +213,12 @@ async def submit(
     request_id: str,
     accounts: dict[str, list[bytes]],
     authorize: Authorizer | None = None,
+    *,
+    deletes_only: bool = False,
 ) -> Response:
-    """Handle ``POST /$batch``: request-level errors raise; operation errors become a failing part."""
+    """Handle ``POST /$batch``: request-level errors raise; operation errors become a failing part.
+    ``deletes_only`` (the data volume is full): a change set with anything but deletes is refused
+    whole, as a single write would be."""
     batch = parse_batch(request.headers.get("content-type", ""), request.body)
     if batch.changeset_boundary is None:
         return await _single_query(
@@ -252,6 +256,8 @@ async def submit(
             return _multipart([_failure_part(error, request_id, _content_id(sub), _prefer(sub))])
     if not mutations or table_key is None:
         raise ServiceError("InvalidInput")
+    if deletes_only and any(mutation.kind is not MutationKind.DELETE for mutation in mutations):
+        raise ServiceError("ServerBusy", VOLUME_FULL_MESSAGE)
     table = changes[0][0].table
     assert table is not None
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 
 import pytest
+from awscrt.checksums import crc64nvme
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -260,6 +261,15 @@ def test_limits_by_version() -> None:
 )  # fmt: skip
 def test_crc64_matches_azure(data: bytes, expected: str) -> None:
     assert base64.b64encode(crc64_of(data)).decode() == expected
+
+
+@given(st.binary(max_size=5000), st.integers(min_value=0, max_value=5000))
+def test_crc64_is_microsofts(data: bytes, seed: int) -> None:
+    """The same values as the C extension Microsoft ships for its SDKs, chained from any value."""
+    from azure.storage.extensions.checksums import crc64
+
+    assert int.from_bytes(crc64_of(data), "little") == crc64.compute(data, 0)
+    assert crc64nvme(data, seed) == crc64.compute(data, seed)
 
 
 @given(st.binary(max_size=300), st.integers(min_value=0, max_value=300))

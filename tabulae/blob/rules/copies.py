@@ -1,0 +1,58 @@
+"""The state of a copy into a blob (``x-ms-copy-*``): pending, success, aborted or failed.
+
+A copy from this server's own store completes before it is answered. One from outside it is
+*pending* while a worker streams the bytes in: the destination exists meanwhile, empty, with
+its copy id, source and progress (``copied/total``). While pending, :attr:`CopyState.completed`
+holds the time the copy last made progress, its heartbeat: a copy whose worker is gone (a
+restart, a crash) stops beating, and once it has been silent for :data:`STALE_SECONDS` it is
+failed the next time anyone looks at it, rather than left pending for ever. The worker's pause
+limit on the source (a fetch's read timeout) is well inside that, so a live copy is never
+mistaken for a dead one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tabulae.model.blobs import CopyState
+from tabulae.model.edm import TICKS_PER_SECOND
+from tabulae.model.errors import ServiceError
+
+PENDING, SUCCESS, ABORTED, FAILED = "pending", "success", "aborted", "failed"
+STALE_SECONDS = 45.0  # a pending copy silent this long has lost its worker
+MAX_SYNC_COPY = 256 * 1024 * 1024  # Copy Blob From URL copies at most 256 MiB
+INTERRUPTED = '500 InternalError "The copy was interrupted (the server stopped); start it again."'
+
+
+def pending(copy_id: str, source: str, total: int, now: int) -> CopyState:
+    return CopyState(copy_id, source, f"0/{total}", now, PENDING)
+
+
+def is_stale(copy: CopyState | None, now: int) -> bool:
+    """A pending copy whose heartbeat stopped more than STALE_SECONDS ago."""
+    return (
+        copy is not None
+        and copy.status == PENDING
+        and now - copy.completed > int(STALE_SECONDS * TICKS_PER_SECOND)
+    )
+
+
+def check_no_pending(copy: CopyState | None, now: int) -> None:
+    """A copy onto a blob whose own copy is still pending is 409 PendingCopyOperation (abort
+    that one first); one whose worker is gone (stale) no longer counts."""
+    if copy is not None and copy.status == PENDING and not is_stale(copy, now):
+        raise ServiceError("PendingCopyOperation")
+
+
+def progressed(copy: CopyState, copied: int, now: int) -> CopyState:
+    total = copy.progress.partition("/")[2]
+    return replace(copy, progress=f"{copied}/{total}", completed=now)
+
+
+def finished(copy: CopyState, size: int, now: int) -> CopyState:
+    return replace(copy, progress=f"{size}/{size}", completed=now, status=SUCCESS)
+
+
+def ended(copy: CopyState, status: str, now: int, description: str | None = None) -> CopyState:
+    """An aborted or failed copy: its progress as it stood, the time it ended."""
+    return replace(copy, completed=now, status=status, status_description=description)

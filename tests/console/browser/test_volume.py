@@ -1,0 +1,58 @@
+"""The data volume on the console's Insight page, in a real browser: its free space, a warning
+when it is low, and the full state with what to do about it (issue 36).
+
+The server's data directory is on a small volume of its own (``tests/system/test_full_volume``
+makes it, or skips saying why); a file filling it makes the next write run out of space.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from azure.core.exceptions import HttpResponseError
+from azure.data.tables import TableServiceClient
+from playwright.sync_api import Page, expect
+
+from tests.console.browser.test_console import _shoot, _sign_in
+from tests.serverproc import ServerProcess
+from tests.system.test_full_volume import fill_with_file, small_volume
+
+
+def test_insight_page_shows_free_space_low_and_full(page: Page, tmp_path: Path) -> None:
+    with small_volume(tmp_path, 16) as volume:
+        server = ServerProcess(
+            volume / "data", extra_args=["--workers", "1", "--disk-reserve", "1", "--disk-warn", "64"]
+        ).start()
+        try:
+            _sign_in(page, server)
+            page.get_by_role("link", name="Insight").click()
+            card = page.get_by_test_id("volume")
+            expect(card.get_by_test_id("volume-free")).to_contain_text("MiB free of")
+            expect(card.get_by_test_id("volume-free")).to_contain_text("held in reserve")
+            expect(card.get_by_test_id("volume-low")).to_contain_text("Less than 64 MiB free")
+
+            filler = fill_with_file(volume)
+            with TableServiceClient.from_connection_string(server.connection_string, retry_total=0) as client:
+                table = client.create_table("notes")
+                refused = None
+                for i in range(50):  # the reserve's room first, then none
+                    try:
+                        table.create_entity({"PartitionKey": "p", "RowKey": str(i), "pad": "x" * 30000})
+                    except HttpResponseError as exc:
+                        refused = exc
+                        break
+                assert refused is not None and refused.status_code == 503
+            page.reload()
+            expect(card.get_by_test_id("volume-full")).to_contain_text("Writes are refused (503 ServerBusy)")
+            _shoot(page, "insight-volume-full")
+
+            filler.unlink()  # room again: the page says so within a look or two at the volume
+            for _ in range(20):
+                page.reload()
+                if card.get_by_test_id("volume-full").count() == 0:
+                    break
+                page.wait_for_timeout(500)
+            expect(card.get_by_test_id("volume-full")).to_have_count(0)
+            expect(card.get_by_test_id("volume-low")).to_be_visible()
+        finally:
+            server.stop()
