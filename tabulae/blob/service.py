@@ -17,6 +17,7 @@ import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 
+from tabulae.blob import versioning
 from tabulae.blob.features import AccountFeatureBook
 from tabulae.blob.rules import blocks, leases, tiers
 from tabulae.blob.rules import properties as service_properties
@@ -152,6 +153,10 @@ class BlobService:
         self._default_view = TierView(self.tiering.default_tier, True, None, None, None)
         self._with_logs: set[str] = set()  # accounts whose $logs container is known to exist
 
+    async def _versioning(self, account: str) -> bool:
+        """Whether the account keeps versions (its ``blob_versioning`` feature)."""
+        return (await self.features.get(account)).blob_versioning
+
     # ------------------------------------------------------------------ tiers
 
     def tier_view(self, record: BlobRecord) -> TierView | None:
@@ -188,9 +193,12 @@ class BlobService:
         now = self._clock()
 
         def decide(state: BlobState) -> BlobWrite:
+            by_id = snapshot != BASE and state.target is None and versioning.is_version(snapshot)
             if snapshot == BASE:
                 target = _require_base(state)
                 leases.check_blob_access(target.lease, now, lease_id, write=True)
+            elif by_id:
+                target = versioning.current_only(state, snapshot)
             elif state.target is None:
                 raise ServiceError("BlobNotFound")
             else:
@@ -199,7 +207,7 @@ class BlobService:
             current = tiers.state_of(target, self.tiering.default_tier)
             changed, status = tiers.set_tier(current, tier, now, priority, self.tiering.delay)
             record = tiers.with_state(target, changed)
-            if snapshot == BASE:
+            if snapshot == BASE or by_id:
                 return BlobWrite(result=status, base=record)
             return BlobWrite(result=status, snapshot_record=record)
 
@@ -350,6 +358,10 @@ class BlobService:
     ) -> tuple[BlobRecord, list[Extent] | None]:
         """A blob version (and its extents, to stream) after its read conditions and lease."""
         found = await self.store.get_blob(key, snapshot, content=content)
+        if found is None and versioning.is_version(snapshot):
+            found = await self.store.get_blob(key, BASE, content=content)  # the current version?
+            if found is not None and versioning.version_id(found[0]) != snapshot[1:]:
+                found = None
         if found is None:
             if await self.store.get_container(key.account, key.container) is None:
                 raise ServiceError("ContainerNotFound")
@@ -397,6 +409,7 @@ class BlobService:
         limit: int,
         snapshots: bool,
         uncommitted: bool,
+        versions: bool = False,
     ) -> BlobPage:
         """One page: records and prefixes in name order, ``limit`` of them at most, and the marker
         of the first item not on the page (so a page that ends on a prefix resumes after it)."""
@@ -417,6 +430,7 @@ class BlobService:
                 limit=min(MAX_RESULTS, limit + 1 - len(items)),
                 snapshots=snapshots,
                 uncommitted=uncommitted,
+                versions=versions,
             )
             group: str | None = None
             for record in listing.records:
@@ -489,6 +503,7 @@ class BlobService:
             tiers.check_blob_type(blob_type)
         now = self._clock()
         checksums = Checksums(md5=True, crc64=True)
+        versioned = await self._versioning(key.account)
 
         def check_state(state: BlobState) -> None:
             base = state.base if state.base is not None and state.base.committed else None
@@ -515,7 +530,8 @@ class BlobService:
             if blob_type == BLOCK_BLOB:
                 record = self._new_tier(record, tier, now)
             content = [staged.extent] if staged.extent.length else []
-            return BlobWrite(result=record, base=record, content=content, drop_staged=True)
+            write = BlobWrite(result=record, base=record, content=content, drop_staged=True)
+            return versioning.stamp(write, state, versioned)
 
         record = await self._write_upload(key, upload, checksums, decide, check_state)
         assert isinstance(record, BlobRecord)
@@ -567,6 +583,7 @@ class BlobService:
     ) -> BlobRecord:
         check_blob_name(key.name)
         now = self._clock()
+        versioned = await self._versioning(key.account)
 
         def decide(state: BlobState) -> BlobWrite:
             base = state.base
@@ -588,7 +605,8 @@ class BlobService:
                 block_count=len(content),
             )
             record = self._new_tier(record, tier, now)
-            return BlobWrite(result=record, base=record, content=content, drop_staged=True)
+            write = BlobWrite(result=record, base=record, content=content, drop_staged=True)
+            return versioning.stamp(write, state, versioned)
 
         record: BlobRecord = await self.store.write_blob(key, decide, needs=Needs(content=True, staged=True))
         return record
@@ -644,15 +662,19 @@ class BlobService:
         conditions: Conditions,
         lease_id: str | None,
         change: Callable[[BlobRecord, int], BlobRecord],
+        *,
+        new_version: bool = False,
     ) -> BlobRecord:
         now = self._clock()
+        versioned = new_version and await self._versioning(key.account)
 
         def decide(state: BlobState) -> BlobWrite:
             base = _require_base(state)
             leases.check_blob_access(base.lease, now, lease_id, write=True)
             check(conditions, base.ticks, read=False)
             record = change(replace(base, lease=leases.after_write(base.lease, now)), state.ticks)
-            return BlobWrite(result=record, base=record)
+            write = BlobWrite(result=record, base=record)
+            return versioning.stamp(write, state, versioned) if new_version else write
 
         record: BlobRecord = await self.store.write_blob(key, decide)
         return record
@@ -679,6 +701,7 @@ class BlobService:
             conditions,
             lease_id,
             lambda r, ticks: replace(self._online(r), metadata=metadata, ticks=ticks),
+            new_version=True,
         )
 
     def _online(self, record: BlobRecord) -> BlobRecord:
@@ -696,6 +719,7 @@ class BlobService:
     ) -> None:
         """``tier_since`` is (access tier modified since, unmodified since), epoch seconds."""
         now = self._clock()
+        versioned = await self._versioning(key.account)
         if snapshot != BASE:
             if delete_snapshots is not None:
                 raise ServiceError(
@@ -704,6 +728,12 @@ class BlobService:
                 )
 
             def delete_one(state: BlobState) -> BlobWrite:
+                if state.target is None and versioning.is_version(snapshot):
+                    # The current version named by its id: the blob goes, its versions stay.
+                    current = versioning.current_only(state, snapshot)
+                    leases.check_blob_access(current.lease, now, lease_id, write=True)
+                    check(conditions, current.ticks, read=False)
+                    return BlobWrite(delete_base=True)
                 if state.target is None:
                     raise ServiceError("BlobNotFound")
                 check(conditions, state.target.ticks, read=False)
@@ -722,7 +752,7 @@ class BlobService:
                 return BlobWrite(delete_snapshots=True)
             if state.snapshots and delete_snapshots != "include":
                 raise ServiceError("SnapshotsPresent")
-            return BlobWrite(delete_snapshots=True, delete_base=True)
+            return versioning.stamp(BlobWrite(delete_snapshots=True, delete_base=True), state, versioned)
 
         await self.store.write_blob(key, decide, needs=Needs(snapshots=True))
 
@@ -783,6 +813,14 @@ class BlobService:
         ``seal`` says otherwise (``x-ms-seal-blob``)."""
         check_blob_name(dest.name)
         now = self._clock()
+        versioned = await self._versioning(dest.account)
+        if (
+            versioning.is_version(source_snapshot)
+            and await self.store.get_blob(source, source_snapshot) is None
+        ):
+            found = await self.store.get_blob(source, BASE)  # the current version, named by its id?
+            if found is not None and versioning.version_id(found[0]) == source_snapshot[1:]:
+                source_snapshot = BASE
 
         def decide(state: BlobState) -> BlobWrite:
             origin = state.source
@@ -829,7 +867,10 @@ class BlobService:
                 record = tiers.with_state(record, pending)
             elif origin.blob_type == BLOCK_BLOB:
                 record = self._new_tier(record, tier, now)
-            return BlobWrite(result=record, base=record, content=state.source_content or [], drop_staged=True)
+            write = BlobWrite(
+                result=record, base=record, content=state.source_content or [], drop_staged=True
+            )
+            return versioning.stamp(write, state, versioned)
 
         record: BlobRecord = await self.store.copy_blob(source, source_snapshot, dest, decide)
         return record

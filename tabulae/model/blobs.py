@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 from tabulae.model.policies import SignedIdentifier
 
 BASE = ""  # the snapshot value of a blob's current version (snapshots carry their timestamp)
+# A previous version of a blob (versioning) is stored, and named in the service, as this prefix and
+# its version id: after every snapshot (their names start with a digit) and before the base (stored
+# as "~"), the current version, so a listing gives snapshots, versions oldest first, then the blob.
+VERSION_PREFIX = "v"
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ import orjson
 
 from tabulae.model.blobs import BASE as BASE  # the records live in the model, shared with the service
 from tabulae.model.blobs import EXTENSIONS
+from tabulae.model.blobs import VERSION_PREFIX as VERSION_PREFIX
 from tabulae.model.blobs import BlobKey as BlobKey
 from tabulae.model.blobs import BlobRecord as BlobRecord
 from tabulae.model.blobs import ContainerRecord as ContainerRecord
@@ -239,9 +240,11 @@ class BlobStore(ABC):
         limit: int,
         snapshots: bool,
         uncommitted: bool,
+        versions: bool = False,
     ) -> BlobListing:
         """Up to ``limit`` records whose names start with ``prefix``, from ``start`` (a name and
-        stored version, inclusive) on. Snapshots and uncommitted blobs only when asked for.
+        stored version, inclusive) on. Snapshots, previous versions and uncommitted blobs only
+        when asked for.
         Raises ``ContainerNotFound``."""
 
     # ------------------------------------------------------------------ maintenance

@@ -91,7 +91,6 @@ def test_put_blob_headers(http: BlobHttp, path: str) -> None:
             "BlobTypeNotSupported",
         ),
         ("GET", "/b?comp=tags", {}, 400, "UnsupportedQueryParameter"),
-        ("GET", "/b?versionid=2020-01-01T00:00:00.0000000Z", {}, 400, "UnsupportedQueryParameter"),
         ("GET", "/b?comp=pagelist", {}, 400, "UnsupportedQueryParameter"),
         ("PUT", "/b", {"x-ms-blob-type": "BlockBlob", "x-ms-tags": "a=b"}, 400, "UnsupportedHeader"),
         (

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlsplit
 
 from tabulae.auth.sas import parse_sas, stored_policies
+from tabulae.blob import versioning
 from tabulae.blob.api import formats
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import includes, lease_request, lease_response, max_results, xml
@@ -50,13 +51,28 @@ TIER_ON_GET_VERSION = "2026-10-06"  # Get Blob answers with the tier headers too
 
 
 def _snapshot(call: Call) -> str:
-    return parse_snapshot(call.request.query.get("snapshot"))
+    return _version_or_snapshot(call.request.query)
+
+
+def _version_or_snapshot(query: dict[str, str]) -> str:
+    """The snapshot or version (``versionid``) a request names, as the service names them."""
+    version = query.get("versionid")
+    if version is None:
+        return parse_snapshot(query.get("snapshot"))
+    if "snapshot" in query:  # assumed: one request names one of them
+        raise invalid_parameter("versionid", version)
+    return versioning.key_of(version)
 
 
 def _no_snapshot(call: Call) -> None:
-    """Snapshots are read-only: a write naming one is 400 InvalidOperation."""
-    if "snapshot" in call.request.query:
+    """Snapshots and versions are read-only: a write naming one is 400 InvalidOperation."""
+    if "snapshot" in call.request.query or "versionid" in call.request.query:
         raise ServiceError("InvalidOperation")
+
+
+def _version_header(record: BlobRecord) -> Headers:
+    """``x-ms-version-id`` of a write that made a version."""
+    return [(b"x-ms-version-id", record.version_id.encode())] if record.version_id else []
 
 
 def _tier(call: Call) -> str | None:
@@ -184,6 +200,7 @@ async def list_blobs(call: Call) -> Response:
         limit=max_results(query),
         snapshots="snapshots" in include,
         uncommitted="uncommittedblobs" in include,
+        versions="versions" in include,
     )
     items: list = []
     for item in page.items:
@@ -238,7 +255,7 @@ async def put_blob(call: Call) -> Response:
         call.lease_id,
         tier=_tier(call),
     )
-    response_headers = etag_headers(record.ticks) + _ENCRYPTED
+    response_headers = etag_headers(record.ticks) + _ENCRYPTED + _version_header(record)
     if blob_type == "BlockBlob":
         response_headers.extend(_checksum_headers(sums, md5=True))
     return Response(201, response_headers)
@@ -275,7 +292,13 @@ async def put_block_list(call: Call) -> Response:
         call.lease_id,
         tier=_tier(call),
     )
-    return Response(201, etag_headers(record.ticks) + _checksum_headers(sums, md5=False) + _ENCRYPTED)
+    return Response(
+        201,
+        etag_headers(record.ticks)
+        + _checksum_headers(sums, md5=False)
+        + _ENCRYPTED
+        + _version_header(record),
+    )
 
 
 def _digest_or_none(value: str | None) -> bytes | None:
@@ -332,7 +355,7 @@ async def set_blob_metadata(call: Call) -> Response:
     record = await call.service.set_blob_metadata(
         call.key, request_metadata(call.request), conditions(headers), call.lease_id
     )
-    return Response(200, etag_headers(record.ticks) + _ENCRYPTED)
+    return Response(200, etag_headers(record.ticks) + _ENCRYPTED + _version_header(record))
 
 
 async def delete_blob(call: Call) -> Response:
@@ -342,6 +365,8 @@ async def delete_blob(call: Call) -> Response:
     option = headers.get("x-ms-delete-snapshots")
     if option is not None and option not in ("include", "only"):
         raise bad_header("x-ms-delete-snapshots", option)
+    if call.grant is not None:
+        call.grant.check_delete("versionid" in call.request.query)
     tier_since = (
         http_seconds(headers.get("x-ms-access-tier-if-modified-since")),
         http_seconds(headers.get("x-ms-access-tier-if-unmodified-since")),
@@ -395,7 +420,7 @@ async def copy_blob(call: Call) -> Response:
     response_headers = etag_headers(record.ticks)
     response_headers.append((b"x-ms-copy-id", record.copy.copy_id.encode()))
     response_headers.append((b"x-ms-copy-status", b"success"))
-    return Response(202, response_headers)
+    return Response(202, response_headers + _version_header(record))
 
 
 def _copy_source(call: Call, url: str) -> tuple[BlobKey, str, dict[str, str]]:
@@ -413,7 +438,7 @@ def _copy_source(call: Call, url: str) -> tuple[BlobKey, str, dict[str, str]]:
         raise bad_header("x-ms-copy-source", url)
     container, blob = source.container, source.blob
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    return BlobKey(call.route.account, container, blob), parse_snapshot(query.get("snapshot")), query
+    return BlobKey(call.route.account, container, blob), _version_or_snapshot(query), query
 
 
 async def _authorize_source(call: Call, source: BlobKey, query: dict[str, str]) -> None:

@@ -25,7 +25,7 @@ from tabulae.http.documents import (
     xml_bool,
 )
 from tabulae.model import edm
-from tabulae.model.blobs import BlobRecord, ContainerRecord, Extent
+from tabulae.model.blobs import VERSION_PREFIX, BlobRecord, ContainerRecord, Extent
 from tabulae.model.errors import ServiceError
 
 DECLARATION = '<?xml version="1.0" encoding="utf-8"?>'
@@ -195,8 +195,7 @@ def render_blobs(
             continue
         record, lease = item
         parts.append(f"<Blob>{_name(record.name)}")
-        if record.snapshot:
-            parts.append(f"<Snapshot>{record.snapshot}</Snapshot>")
+        parts.append(_version_elements(record, "versions" in include))
         tier = tier_of(record) if tier_of is not None else _TIER if record.blob_type == "BlockBlob" else ""
         parts.append(_blob_properties(record, lease, "copy" in include, tier))
         if "metadata" in include and record.committed:
@@ -206,6 +205,20 @@ def render_blobs(
     parts.append(_element("NextMarker", next_marker))
     parts.append("</EnumerationResults>")
     return "".join(parts).encode()
+
+
+def _version_elements(record: BlobRecord, versions: bool) -> str:
+    """``<Snapshot>`` of a snapshot, ``<VersionId>`` of a version (a previous one is stored under
+    ``v`` and its id), and ``<IsCurrentVersion>`` of the base blob in a listing of versions."""
+    snapshot = record.snapshot
+    if snapshot.startswith(VERSION_PREFIX):
+        return f"<VersionId>{snapshot[len(VERSION_PREFIX) :]}</VersionId>"
+    if snapshot:
+        return f"<Snapshot>{snapshot}</Snapshot>"
+    if record.version_id:
+        current = "<IsCurrentVersion>true</IsCurrentVersion>" if versions else ""
+        return f"<VersionId>{record.version_id}</VersionId>{current}"
+    return ""
 
 
 def _name(name: str) -> str:

@@ -165,9 +165,8 @@ def resolve_operation(route: Route, method: str, query: dict[str, str], headers:
     restype = query.get("restype")
     if comp in _UNSUPPORTED_COMP:
         raise unsupported_parameter("comp", comp)
-    for name in ("versionid", "tags"):
-        if name in query:
-            raise unsupported_parameter(name, query[name])
+    if "tags" in query:
+        raise unsupported_parameter("tags", query["tags"])
     for name in _UNSUPPORTED_HEADERS:
         if name in headers:
             raise unsupported_header(name, headers[name])

@@ -1,6 +1,7 @@
 """The Blob service's SAS ("Create a service SAS", "Create an account SAS") and anonymous access.
 
-A service SAS names a container (``sr=c``) or a blob (``sr=b``, its snapshot ``sr=bs``). Its
+A service SAS names a container (``sr=c``) or a blob (``sr=b``, its snapshot ``sr=bs``, its
+version ``sr=bv``, whose version id is signed where a snapshot's time would be). Its
 signature covers the canonical resource, which is built from the request's own URL, so a token
 for one container or blob cannot be used on another: the signature no longer matches. What each
 operation needs of the token's permissions is one table per kind of token below, keyed by the
@@ -52,7 +53,7 @@ _BLOB_PERMISSIONS: dict[Op, _Requirement] = {
     Op.COPY_BLOB: ("cw",),
     Op.ABORT_COPY: ("w",),
     Op.LEASE_BLOB: ("wd",),
-    Op.DELETE_BLOB: ("d",),
+    Op.DELETE_BLOB: ("dx",),  # d for a blob or snapshot, x for a version: see check_delete
     Op.SET_BLOB_TIER: ("w",),
     Op.SEAL_BLOB: ("w",),
 }
@@ -129,6 +130,11 @@ class BlobGrant:
             if not self.permissions.intersection(group):
                 raise ServiceError("AuthorizationPermissionMismatch")
 
+    def check_delete(self, version: bool) -> None:
+        """Delete Blob needs ``x`` (delete version) for a version and ``d`` for anything else."""
+        if ("x" if version else "d") not in self.permissions:
+            raise ServiceError("AuthorizationPermissionMismatch")
+
     @property
     def create_only(self) -> bool:
         """A token that may create blobs but not overwrite them (``c`` without ``w``)."""
@@ -185,12 +191,12 @@ def verify_blob_sas(
             "AuthenticationFailed", detail="User delegation SAS is not supported by this server."
         )
     sr = query.get("sr", "")
-    if sr not in ("c", "b", "bs") or not container or (sr != "c" and not blob):
+    if sr not in ("c", "b", "bs", "bv") or not container or (sr != "c" and not blob):
         raise ServiceError(
             "AuthenticationFailed", detail=f"The signed resource (sr) '{sr}' does not fit the URL."
         )
     resource = f"/blob/{account}/{container}" + (f"/{blob}" if sr != "c" else "")
-    snapshot = query.get("snapshot", "") if sr == "bs" else ""
+    snapshot = query.get("snapshot", "") if sr == "bs" else query.get("versionid", "") if sr == "bv" else ""
     verify_signature(token.sig, service_sas_string_to_sign(token, resource, sr, snapshot, overrides), keys)
     sp, st, se = apply_policy(token, policy_lookup)
     check_window(st, se, now)

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from tabulae.model.blobs import BlobKey, BlobRecord, Extent
 from tabulae.storage.blobs import (
     STORED_BASE,
+    VERSION_PREFIX,
     BlobListing,
     BlobState,
     Needs,
@@ -112,6 +113,7 @@ def list_blobs(
     limit: int,
     snapshots: bool,
     uncommitted: bool,
+    versions: bool = False,
 ) -> Plan[BlobListing]:
     """A page of a container's blobs: a range scan of every shard, in (name, version) order."""
     cid = yield from container_id(account, container)
@@ -119,8 +121,12 @@ def list_blobs(
     where = "container_id = :c AND (name, version) >= (:name, :version)"
     if prefix:
         where += " AND name < :end"
-    if not snapshots:
+    if not snapshots and not versions:
         where += f" AND version = '{STORED_BASE}'"
+    elif not snapshots:
+        where += f" AND version >= '{VERSION_PREFIX}'"
+    elif not versions:
+        where += f" AND (version < '{VERSION_PREFIX}' OR version = '{STORED_BASE}')"
     if not uncommitted:
         where += " AND committed"
     params = {"c": cid, "name": low_name, "version": low_version, "end": prefix_end(prefix) if prefix else "",
@@ -146,7 +152,7 @@ def load_state(at: At, cid: int, needs: Needs) -> Plan[BlobState]:
     if needs.snapshots:
         count = yield Sql(
             "SELECT count(*) FROM blobs WHERE {key=} container_id = :c AND name = :name"
-            " AND version <> :version",
+            f" AND version < '{VERSION_PREFIX}'",
             at.row(cid),
             "one",
         )

@@ -102,7 +102,10 @@ class PlannedBlobs(BlobStore):
         limit: int,
         snapshots: bool,
         uncommitted: bool,
+        versions: bool = False,
     ) -> BlobListing:
         return await self._read(
-            lambda: reads.list_blobs(account, container, prefix, start, limit, snapshots, uncommitted)
+            lambda: reads.list_blobs(
+                account, container, prefix, start, limit, snapshots, uncommitted, versions
+            )
         )

@@ -16,7 +16,7 @@ from typing import Any
 from tabulae.model.blobs import Extent
 from tabulae.storage.blobplan import garbage
 from tabulae.storage.blobplan.reads import At, committed, container_id, load_state
-from tabulae.storage.blobs import BlobState, BlobWrite, Decide, Needs, encode_blob
+from tabulae.storage.blobs import VERSION_PREFIX, BlobState, BlobWrite, Decide, Needs, encode_blob
 from tabulae.storage.plan import Plan, Restart, Sql
 
 CopyExtent = Callable[[int, int, Extent], Plan[Extent]]
@@ -30,7 +30,7 @@ _INSERT_BLOB = (
 )
 _EXTENT_COLUMNS = "INSERT INTO blob_extents ({key,} container_id, name, version, seq, ref, length, block_id)"
 # Statements are constants, not f-strings built per call: the runners look each text up by value.
-_OTHER_VERSIONS = _BLOB + " AND version <> :version"
+_SNAPSHOTS = _BLOB + f" AND version < '{VERSION_PREFIX}'"  # previous versions outlive the blob
 _EXTENT_REFS = "SELECT ref FROM blob_extents WHERE " + _ROW
 _DELETE_EXTENTS = "DELETE FROM blob_extents WHERE " + _ROW
 _BLOCK_REFS = "SELECT ref FROM blob_blocks WHERE " + _BLOB
@@ -120,7 +120,7 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
     dropped: set[str] = set()
     base = at.row(cid)
     if write.delete_snapshots:
-        dropped |= yield from _delete_version(_OTHER_VERSIONS, base)
+        dropped |= yield from _delete_version(_SNAPSHOTS, base)
     if write.delete_snapshot is not None:
         dropped |= yield from _delete_version(_ROW, at.row(cid, write.delete_snapshot))
     if write.snapshot is not None:
