@@ -17,7 +17,7 @@ import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 
-from tabulae.blob import versioning
+from tabulae.blob import softdeletion, versioning
 from tabulae.blob.features import AccountFeatureBook
 from tabulae.blob.rules import blocks, leases, tiers
 from tabulae.blob.rules import properties as service_properties
@@ -152,6 +152,25 @@ class BlobService:
         self.features = AccountFeatureBook(store, features)
         self._default_view = TierView(self.tiering.default_tier, True, None, None, None)
         self._with_logs: set[str] = set()  # accounts whose $logs container is known to exist
+        self._retention_clock = softdeletion.retention_clock(clock)
+        self._retention: dict[str, tuple[float, int | None]] = {}  # account: (read at, days)
+
+    async def _kept_days(self, account: str) -> int | None:
+        """The account's blob soft delete retention in days (None: off), read at most once a
+        second per worker, like the account's features."""
+        now = time.monotonic()
+        cached = self._retention.get(account)
+        if cached is not None and now - cached[0] < 1.0:
+            return cached[1]
+        policy = (await self.get_service_properties(account)).delete_retention
+        days = policy.days if policy.enabled and policy.days else None
+        self._retention[account] = (now, days)
+        return days
+
+    async def _keep(self, account: str) -> tuple[float, int] | None:
+        """(now, days) of blob soft delete for a write that may keep what it replaces."""
+        days = await self._kept_days(account)
+        return None if days is None else (self._retention_clock(), days)
 
     async def _versioning(self, account: str) -> bool:
         """Whether the account keeps versions (its ``blob_versioning`` feature)."""
@@ -244,6 +263,7 @@ class BlobService:
 
     async def set_service_properties(self, account: str, properties: BlobServiceProperties) -> None:
         await self.store.set_service_properties(account, service_properties.encode(properties))
+        self._retention.pop(account, None)
 
     # ------------------------------------------------------------------ containers
 
@@ -377,6 +397,10 @@ class BlobService:
     def read(self, key: BlobKey, extents: Sequence[Extent], start: int, end: int) -> AsyncIterator[bytes]:
         return self.store.read(key, extents, start, end)
 
+    def remaining_days(self, record: BlobRecord) -> int:
+        """``RemainingRetentionDays`` of a soft-deleted record now."""
+        return softdeletion.remaining_days(record, self._retention_clock())
+
     def lease_state(self, lease: Lease) -> tuple[str, str, str | None]:
         """(status, state, duration) of a lease now, for headers and listings."""
         return leases.describe(lease, self._clock())
@@ -410,6 +434,7 @@ class BlobService:
         snapshots: bool,
         uncommitted: bool,
         versions: bool = False,
+        deleted: bool = False,
     ) -> BlobPage:
         """One page: records and prefixes in name order, ``limit`` of them at most, and the marker
         of the first item not on the page (so a page that ends on a prefix resumes after it)."""
@@ -419,6 +444,7 @@ class BlobService:
                 fields=(("QueryParameterName", "include"), ("QueryParameterValue", "snapshots")),
             )
         start = decode_marker(marker) if marker else None
+        now = self._retention_clock() if deleted else 0.0
         items: list[BlobRecord | str] = []
         first_keys: list[tuple[str, str]] = []  # where each item begins, for the next marker
         while len(items) <= limit:
@@ -431,11 +457,14 @@ class BlobService:
                 snapshots=snapshots,
                 uncommitted=uncommitted,
                 versions=versions,
+                deleted=deleted,
             )
             group: str | None = None
             for record in listing.records:
                 if group is not None and record.name.startswith(group):
                     continue  # the rest of a prefix already listed
+                if record.deleted_time is not None and softdeletion.expired(record, now):
+                    continue  # its retention ran out: gone, though not purged yet
                 version = stored_version(record.snapshot)
                 group = None
                 if delimiter:
@@ -504,6 +533,7 @@ class BlobService:
         now = self._clock()
         checksums = Checksums(md5=True, crc64=True)
         versioned = await self._versioning(key.account)
+        keep = await self._keep(key.account)
 
         def check_state(state: BlobState) -> None:
             base = state.base if state.base is not None and state.base.committed else None
@@ -531,7 +561,7 @@ class BlobService:
                 record = self._new_tier(record, tier, now)
             content = [staged.extent] if staged.extent.length else []
             write = BlobWrite(result=record, base=record, content=content, drop_staged=True)
-            return versioning.stamp(write, state, versioned)
+            return versioning.stamp(write, state, versioned, keep)
 
         record = await self._write_upload(key, upload, checksums, decide, check_state)
         assert isinstance(record, BlobRecord)
@@ -584,6 +614,7 @@ class BlobService:
         check_blob_name(key.name)
         now = self._clock()
         versioned = await self._versioning(key.account)
+        keep = await self._keep(key.account)
 
         def decide(state: BlobState) -> BlobWrite:
             base = state.base
@@ -606,7 +637,7 @@ class BlobService:
             )
             record = self._new_tier(record, tier, now)
             write = BlobWrite(result=record, base=record, content=content, drop_staged=True)
-            return versioning.stamp(write, state, versioned)
+            return versioning.stamp(write, state, versioned, keep)
 
         record: BlobRecord = await self.store.write_blob(key, decide, needs=Needs(content=True, staged=True))
         return record
@@ -720,6 +751,7 @@ class BlobService:
         """``tier_since`` is (access tier modified since, unmodified since), epoch seconds."""
         now = self._clock()
         versioned = await self._versioning(key.account)
+        keep = await self._keep(key.account)
         if snapshot != BASE:
             if delete_snapshots is not None:
                 raise ServiceError(
@@ -738,6 +770,8 @@ class BlobService:
                     raise ServiceError("BlobNotFound")
                 check(conditions, state.target.ticks, read=False)
                 self._check_tier_since(state.target, tier_since)
+                if keep is not None:
+                    return BlobWrite(rewrite=[softdeletion.soft(state.target, *keep)])
                 return BlobWrite(delete_snapshot=snapshot)
 
             await self.store.write_blob(key, delete_one, needs=Needs(snapshot=snapshot))
@@ -748,13 +782,57 @@ class BlobService:
             leases.check_blob_access(base.lease, now, lease_id, write=True)
             check(conditions, base.ticks, read=False)
             self._check_tier_since(base, tier_since)
+            if keep is not None:
+                snapshots = [softdeletion.soft(s, *keep) for s in softdeletion.live_snapshots(state)]
+                if delete_snapshots == "only":
+                    return BlobWrite(rewrite=snapshots)
+                if snapshots and delete_snapshots != "include":
+                    raise ServiceError("SnapshotsPresent")
+                write = BlobWrite(rewrite=snapshots, delete_base=True)
+                if versioned:
+                    return versioning.stamp(write, state, versioned)
+                aside = replace(base, snapshot=softdeletion.deleted_base_name(state.ticks))
+                write.snapshot = softdeletion.soft(aside, *keep)
+                return write
             if delete_snapshots == "only":
                 return BlobWrite(delete_snapshots=True)
             if state.snapshots and delete_snapshots != "include":
                 raise ServiceError("SnapshotsPresent")
             return versioning.stamp(BlobWrite(delete_snapshots=True, delete_base=True), state, versioned)
 
-        await self.store.write_blob(key, decide, needs=Needs(snapshots=True))
+        needs = Needs(others=True) if keep is not None else Needs(snapshots=True)
+        await self.store.write_blob(key, decide, needs=needs)
+
+    async def undelete_blob(self, key: BlobKey) -> None:
+        """Undelete Blob: the blob's soft-deleted snapshots, versions and base come back (see
+        :mod:`tabulae.blob.softdeletion`); 404 BlobNotFound when the blob has nothing at all."""
+        now = self._retention_clock()
+
+        def decide(state: BlobState) -> BlobWrite:
+            live = [r for r in state.others or () if not softdeletion.expired(r, now)]
+            if state.base is None and not live:
+                raise ServiceError("BlobNotFound")
+            in_place, moves = softdeletion.undelete(state, now)
+            return BlobWrite(rewrite=in_place, moves=moves)
+
+        await self.store.write_blob(key, decide, needs=Needs(others=True))
+
+    async def purge_deleted(self, batch: int = 500) -> int:
+        """Remove for good every soft-deleted record whose retention has run out; how many. Each
+        is checked again in the transaction that removes it (it may have been undeleted)."""
+        now = self._retention_clock()
+        purged = 0
+        after: tuple[int, str, str] | None = None
+        while True:
+            found = await self.store.deleted_records(after, batch)
+            for _position, key, record in found:
+                if softdeletion.expired(record, now):
+                    purged += await self.store.write_blob(
+                        key, _purge(record.snapshot, now), needs=Needs(others=True)
+                    )
+            if len(found) < batch:
+                return purged
+            after = found[-1][0]
 
     async def snapshot_blob(
         self, key: BlobKey, metadata: dict[str, str] | None, conditions: Conditions, lease_id: str | None
@@ -814,6 +892,7 @@ class BlobService:
         check_blob_name(dest.name)
         now = self._clock()
         versioned = await self._versioning(dest.account)
+        keep = await self._keep(dest.account)
         if (
             versioning.is_version(source_snapshot)
             and await self.store.get_blob(source, source_snapshot) is None
@@ -870,7 +949,7 @@ class BlobService:
             write = BlobWrite(
                 result=record, base=record, content=state.source_content or [], drop_staged=True
             )
-            return versioning.stamp(write, state, versioned)
+            return versioning.stamp(write, state, versioned, keep)
 
         record: BlobRecord = await self.store.copy_blob(source, source_snapshot, dest, decide)
         return record
@@ -882,6 +961,16 @@ class BlobService:
         if record.copy is not None and record.copy.copy_id != copy_id:
             raise ServiceError("CopyIdMismatch")
         raise ServiceError("NoPendingCopyOperation")
+
+
+def _purge(snapshot: str, now: float) -> Callable[[BlobState], BlobWrite]:
+    def decide(state: BlobState) -> BlobWrite:
+        for record in state.others or ():
+            if record.snapshot == snapshot and softdeletion.expired(record, now):
+                return BlobWrite(result=1, purge=[stored_version(snapshot)])
+        return BlobWrite(result=0)
+
+    return decide
 
 
 def _check_replace(base: BlobRecord | None, conditions: Conditions, lease_id: str | None, now: float) -> None:

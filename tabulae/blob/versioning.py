@@ -58,11 +58,13 @@ def _as_version(base: BlobRecord, kept_id: str) -> BlobRecord:
     return replace(base, snapshot=VERSION_PREFIX + kept_id, lease=Lease(), version_id=None)
 
 
-def stamp(write: BlobWrite, state: BlobState, on: bool) -> BlobWrite:
+def stamp(write: BlobWrite, state: BlobState, on: bool, keep: tuple[float, int] | None = None) -> BlobWrite:
     """Make ``write`` (which replaces the base's content or metadata, or deletes it) version the
     blob: the current version is kept as a previous one and the new base gets a new id. With
-    ``on`` false the new base has no id and nothing is kept. The base record is changed in
-    place, so a result that is the same record carries the id too."""
+    ``on`` false the new base has no id and nothing is kept, but for ``keep`` (the time and the
+    days of blob soft delete): then the state the write replaces is kept as a soft-deleted
+    snapshot. The base record is changed in place, so a result that is the same record carries
+    the id too."""
     base = state.base if state.base is not None and state.base.committed else None
     if write.base is not None:
         if on:
@@ -72,6 +74,12 @@ def stamp(write: BlobWrite, state: BlobState, on: bool) -> BlobWrite:
             write.base.version_id = None
     if on and base is not None:
         write.snapshot = previous(base)
+    elif keep is not None and base is not None and write.base is not None:
+        now, days = keep
+        name = versions.render(_unix_ticks(state.ticks))
+        write.snapshot = replace(
+            base, snapshot=name, committed=False, deleted_time=now, retention_days=days, lease=Lease()
+        )
     return write
 
 

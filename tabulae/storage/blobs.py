@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import orjson
 
 from tabulae.model.blobs import BASE as BASE  # the records live in the model, shared with the service
+from tabulae.model.blobs import DELETED_BASE_PREFIX as DELETED_BASE_PREFIX
 from tabulae.model.blobs import EXTENSIONS
 from tabulae.model.blobs import VERSION_PREFIX as VERSION_PREFIX
 from tabulae.model.blobs import BlobKey as BlobKey
@@ -72,6 +73,7 @@ class BlobState:
     target: BlobRecord | None = None  # the snapshot asked for, if it exists
     source: BlobRecord | None = None  # copy_blob: the source version
     source_content: list[Extent] | None = None  # copy_blob: its extents
+    others: list[BlobRecord] | None = None  # every record of the blob but the base, when asked for
 
 
 @dataclass(slots=True)
@@ -89,6 +91,12 @@ class BlobWrite:
     drop_staged: bool = False
     stage_block: Extent | None = None  # stage a block (replacing one of the same id)
     snapshot_record: BlobRecord | None = None  # an existing snapshot's new record (Set Blob Tier)
+    # Soft delete: records (snapshots, versions, deleted bases) rewritten where they are (to
+    # soft-delete or undelete them); records moved from one stored version to another with their
+    # extents (a base soft-deleted aside, or brought back); stored versions deleted for good.
+    rewrite: Sequence[BlobRecord] = ()
+    moves: Sequence[tuple[str, BlobRecord]] = ()  # (stored version it leaves, record where it goes)
+    purge: Sequence[str] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +107,7 @@ class Needs:
     staged: bool = False
     snapshot: str | None = None
     snapshots: bool = False  # count them
+    others: bool = False  # load every record of the blob but the base (``state.others``)
 
 
 NO_NEEDS = Needs()
@@ -241,6 +250,7 @@ class BlobStore(ABC):
         snapshots: bool,
         uncommitted: bool,
         versions: bool = False,
+        deleted: bool = False,
     ) -> BlobListing:
         """Up to ``limit`` records whose names start with ``prefix``, from ``start`` (a name and
         stored version, inclusive) on. Snapshots, previous versions and uncommitted blobs only
@@ -248,6 +258,14 @@ class BlobStore(ABC):
         Raises ``ContainerNotFound``."""
 
     # ------------------------------------------------------------------ maintenance
+
+    @abstractmethod
+    async def deleted_records(
+        self, after: tuple[int, str, str] | None, limit: int
+    ) -> list[tuple[tuple[int, str, str], BlobKey, BlobRecord]]:
+        """Up to ``limit`` soft-deleted records of every account (snapshots, versions and
+        deleted bases that are not committed), in a stable order strictly after the position
+        ``after``; each with its position, for the next call, and its blob's key."""
 
     @abstractmethod
     async def collect_garbage(self) -> int:

@@ -72,6 +72,7 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.ABORT_COPY: blobs.abort_copy,
     Operation.SET_BLOB_TIER: blobs.set_blob_tier,
     Operation.SEAL_BLOB: blobs.seal_blob,
+    Operation.UNDELETE_BLOB: blobs.undelete_blob,
 }
 
 # Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.

@@ -201,6 +201,7 @@ async def list_blobs(call: Call) -> Response:
         snapshots="snapshots" in include,
         uncommitted="uncommittedblobs" in include,
         versions="versions" in include,
+        deleted="deleted" in include,
     )
     items: list = []
     for item in page.items:
@@ -218,6 +219,7 @@ async def list_blobs(call: Call) -> Response:
         include,
         page.next_marker,
         tier_of=lambda record: formats.tier_elements(tier_view(record)),
+        remaining_days=call.service.remaining_days,
     )
     return xml(body)
 
@@ -496,6 +498,13 @@ async def set_blob_tier(call: Call) -> Response:
         call.lease_id,
     )
     return Response(status)
+
+
+async def undelete_blob(call: Call) -> Response:
+    """Undelete Blob: 200 (see :mod:`tabulae.blob.softdeletion`)."""
+    _no_snapshot(call)
+    await call.service.undelete_blob(call.key)
+    return Response(200)
 
 
 async def seal_blob(call: Call) -> Response:

@@ -140,7 +140,7 @@ def _inferred(tier: str) -> str:
 
 def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: bool, tier: str) -> str:
     """One blob's ``<Properties>``: built as one string, as a listing builds 5,000 of them."""
-    if not record.committed:
+    if not record.committed and record.deleted_time is None:  # a blob of staged blocks only
         return (
             f"<Properties><Content-Length>{record.size}</Content-Length>"
             f"<BlobType>{record.blob_type}</BlobType><ServerEncrypted>true</ServerEncrypted></Properties>"
@@ -177,6 +177,7 @@ def render_blobs(
     include: frozenset[str],
     next_marker: str | None,
     tier_of: Callable[[BlobRecord], str] | None = None,
+    remaining_days: Callable[[BlobRecord], int] | None = None,
 ) -> bytes:
     """``tier_of`` gives a blob's tier elements (:func:`tier_elements`); without it every block
     blob shows the default tier, inferred."""
@@ -197,7 +198,15 @@ def render_blobs(
         parts.append(f"<Blob>{_name(record.name)}")
         parts.append(_version_elements(record, "versions" in include))
         tier = tier_of(record) if tier_of is not None else _TIER if record.blob_type == "BlockBlob" else ""
-        parts.append(_blob_properties(record, lease, "copy" in include, tier))
+        properties = _blob_properties(record, lease, "copy" in include, tier)
+        if record.deleted_time is not None:  # soft-deleted
+            left = remaining_days(record) if remaining_days is not None else record.retention_days
+            parts.append("<Deleted>true</Deleted>")
+            properties = (
+                f"{properties[: -len('</Properties>')]}<DeletedTime>{epoch_date(record.deleted_time)}"
+                f"</DeletedTime><RemainingRetentionDays>{left}</RemainingRetentionDays></Properties>"
+            )
+        parts.append(properties)
         if "metadata" in include and record.committed:
             parts.append(_metadata(record.metadata))
         parts.append("<OrMetadata /></Blob>")
@@ -213,6 +222,8 @@ def _version_elements(record: BlobRecord, versions: bool) -> str:
     snapshot = record.snapshot
     if snapshot.startswith(VERSION_PREFIX):
         return f"<VersionId>{snapshot[len(VERSION_PREFIX) :]}</VersionId>"
+    if snapshot.startswith("~"):  # a soft-deleted base blob, kept aside
+        return ""
     if snapshot:
         return f"<Snapshot>{snapshot}</Snapshot>"
     if record.version_id:

@@ -17,7 +17,7 @@ from tabulae.model.errors import ServiceError
 _UNSUPPORTED_COMP = frozenset(
     {
         "tags", "page", "pagelist", "incrementalcopy", "batch", "userdelegationkey", "blobs",
-        "immutabilityPolicies", "legalhold", "expiry", "query", "rename", "undelete",
+        "immutabilityPolicies", "legalhold", "expiry", "query", "rename",
     }
 )  # fmt: skip
 _UNSUPPORTED_HEADERS = (
@@ -155,6 +155,8 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
         return _verb(method, {"PUT": Operation.SET_BLOB_TIER})
     if comp == "seal":
         return _verb(method, {"PUT": Operation.SEAL_BLOB})
+    if comp == "undelete":
+        return _verb(method, {"PUT": Operation.UNDELETE_BLOB})
     raise invalid_parameter("comp", comp)
 
 

@@ -61,6 +61,7 @@ class Operation(enum.StrEnum):
     ABORT_COPY = "AbortCopyBlob"
     SET_BLOB_TIER = "SetBlobTier"
     SEAL_BLOB = "AppendBlobSeal"
+    UNDELETE_BLOB = "UndeleteBlob"
 
 
 @dataclass(slots=True)  # not frozen: built on every request

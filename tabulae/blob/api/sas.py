@@ -56,6 +56,7 @@ _BLOB_PERMISSIONS: dict[Op, _Requirement] = {
     Op.DELETE_BLOB: ("dx",),  # d for a blob or snapshot, x for a version: see check_delete
     Op.SET_BLOB_TIER: ("w",),
     Op.SEAL_BLOB: ("w",),
+    Op.UNDELETE_BLOB: ("w",),  # assumed: the reference names no permission for it
 }
 # What a container SAS adds: listing, and the container's own properties and lease.
 _CONTAINER_PERMISSIONS: dict[Op, _Requirement] = {

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from tabulae.model.blobs import BASE, BlobKey, BlobRecord, ContainerRecord, Extent
-from tabulae.storage.blobplan import containers, reads, writes
+from tabulae.storage.blobplan import containers, reads, retained, writes
 from tabulae.storage.blobplan.reads import At
 from tabulae.storage.blobplan.writes import CopyExtent
 from tabulae.storage.blobs import NO_NEEDS, BlobListing, BlobStore, Decide, Needs, Staged, stored_version
@@ -88,6 +88,17 @@ class PlannedBlobs(BlobStore):
         at, version = self._at(key), stored_version(snapshot)
         return await self._read(lambda: reads.committed(at, version, content), snapshot=content)
 
+    async def deleted_records(
+        self, after: tuple[int, str, str] | None, limit: int
+    ) -> list[tuple[tuple[int, str, str], BlobKey, BlobRecord]]:
+        cid, name, version = after if after is not None else (-1, "", "")
+        params = {"c": cid, "name": name, "version": version, "n": limit}
+        rows = await self._read(lambda: _rows(Sql(retained.DELETED, params, "all")))
+        return [
+            ((int(row[0]), row[3], row[4]), BlobKey(row[1], row[2], row[3]), reads.blob_of(row[3:]))
+            for row in rows
+        ]
+
     async def list_blocks(self, key: BlobKey) -> tuple[BlobRecord | None, list[Extent], list[Extent]]:
         at = self._at(key)
         return await self._read(lambda: reads.list_blocks(at), snapshot=True)
@@ -103,9 +114,15 @@ class PlannedBlobs(BlobStore):
         snapshots: bool,
         uncommitted: bool,
         versions: bool = False,
+        deleted: bool = False,
     ) -> BlobListing:
         return await self._read(
             lambda: reads.list_blobs(
-                account, container, prefix, start, limit, snapshots, uncommitted, versions
+                account, container, prefix, start, limit, snapshots, uncommitted, versions, deleted
             )
         )
+
+
+def _rows(statement: Sql) -> Plan[list[Any]]:
+    rows = yield statement
+    return list(rows)

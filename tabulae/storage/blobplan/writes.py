@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from tabulae.model.blobs import Extent
-from tabulae.storage.blobplan import garbage
+from tabulae.storage.blobplan import garbage, retained
 from tabulae.storage.blobplan.reads import At, committed, container_id, load_state
 from tabulae.storage.blobs import VERSION_PREFIX, BlobState, BlobWrite, Decide, Needs, encode_blob
 from tabulae.storage.plan import Plan, Restart, Sql
@@ -125,8 +125,9 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
         dropped |= yield from _delete_version(_ROW, at.row(cid, write.delete_snapshot))
     if write.snapshot is not None:
         frozen = write.snapshot
-        yield Sql(_INSERT_BLOB, {**at.row(cid, frozen.snapshot), "committed": True, "ticks": frozen.ticks,
-                                 "size": frozen.size, "doc": encode_blob(frozen)})  # fmt: skip
+        values = {**at.row(cid, frozen.snapshot), "committed": frozen.committed, "ticks": frozen.ticks,
+                  "size": frozen.size, "doc": encode_blob(frozen)}  # fmt: skip
+        yield Sql(_INSERT_BLOB, values)
         yield Sql(_SNAPSHOT_EXTENTS, {**base, "snapshot": frozen.snapshot})
     if write.delete_base:
         dropped |= yield from _refs(_BLOCK_REFS, base)
@@ -174,6 +175,8 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
         frozen = write.snapshot_record
         yield Sql(_UPDATE_BLOB, {**at.row(cid, frozen.snapshot), "committed": True, "ticks": frozen.ticks,
                                  "size": frozen.size, "doc": encode_blob(frozen)})  # fmt: skip
+    if write.rewrite or write.moves or write.purge:
+        dropped |= yield from retained.apply(at, cid, write)
     for ref in dropped - referenced:
         yield from garbage.drop(at.dkey, ref)
     return referenced
