@@ -838,6 +838,7 @@ class BlobService:
         self, key: BlobKey, metadata: dict[str, str] | None, conditions: Conditions, lease_id: str | None
     ) -> tuple[BlobRecord, str]:
         now = self._clock()
+        versioned = await self._versioning(key.account)
 
         def decide(state: BlobState) -> BlobWrite:
             base = _require_base(state)
@@ -852,7 +853,14 @@ class BlobService:
                 lease=Lease(),
                 metadata=base.metadata if metadata is None else metadata,
             )
-            return BlobWrite(result=(base, name), snapshot=frozen)
+            if not versioned:
+                return BlobWrite(result=(base, name), snapshot=frozen)
+            current = replace(base)  # the same blob under a new version id
+            write = versioning.stamp(
+                BlobWrite(result=(current, name), snapshot=frozen, base=current), state, True
+            )
+            frozen.version_id = None  # a snapshot is no version
+            return write
 
         result: tuple[BlobRecord, str] = await self.store.write_blob(key, decide)
         return result

@@ -7,7 +7,8 @@ keeping one costs a row and no bytes. The base blob is the current version and c
 that :func:`key_of` makes from a ``versionid`` query parameter, so reads, tier changes and
 deletes of versions go through the snapshot paths.
 
-A write that makes a new version (Put Blob, Put Block List, Copy Blob, Set Blob Metadata) first
+A write that makes a new version (Put Blob, Put Block List, Copy Blob, Set Blob Metadata, and
+Snapshot Blob, which Azure counts as one too: its answer carries a new version id) first
 turns the current version into a previous one (:func:`stamp`); Delete Blob does the same and then
 removes the base, so the blob has no current version and its versions stay. A blob written before
 versioning was switched on has no id; when it is replaced its content is kept under the id of its
@@ -73,7 +74,7 @@ def stamp(write: BlobWrite, state: BlobState, on: bool, keep: tuple[float, int] 
         else:
             write.base.version_id = None
     if on and base is not None:
-        write.snapshot = previous(base)
+        write.version = previous(base)
     elif keep is not None and base is not None and write.base is not None:
         now, days = keep
         name = versions.render(_unix_ticks(state.ticks))

@@ -84,6 +84,7 @@ class BlobWrite:
     delete_snapshots: bool = False
     delete_snapshot: str | None = None  # one snapshot, by its timestamp
     snapshot: BlobRecord | None = None  # a new snapshot sharing the base's current extents
+    version: BlobRecord | None = None  # a new previous version, likewise (versioning)
     delete_base: bool = False  # the base blob, its extents and its staged blocks
     base: BlobRecord | None = None  # the base's new record (inserted or replaced)
     content: Sequence[Extent] | None = None  # the base's new extents

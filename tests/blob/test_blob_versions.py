@@ -107,19 +107,21 @@ def test_delete_keeps_versions_and_copy_promotes_one(box: ContainerClient) -> No
 def test_tier_by_version_and_snapshots_stay_apart(box: ContainerClient) -> None:
     blob = box.get_blob_client("tiered")
     v1 = blob.upload_blob(b"abc")["version_id"]
-    snapshot = blob.create_snapshot()["snapshot"]
-    blob.upload_blob(b"efgefg", overwrite=True)
+    taken = blob.create_snapshot()  # a snapshot makes a version too
+    snapshot, v2 = taken["snapshot"], taken["version_id"]
+    assert v2 > v1 and blob.get_blob_properties().version_id == v2
+    v3 = blob.upload_blob(b"efgefg", overwrite=True)["version_id"]
     blob.set_standard_blob_tier(StandardBlobTier.COOL, version_id=v1)
     assert blob.get_blob_properties(version_id=v1).blob_tier == "Cool"
     assert blob.get_blob_properties().blob_tier == "Hot"
     listed = [(b.snapshot, b.version_id) for b in box.list_blobs(include=["snapshots", "versions"])]
-    assert listed[0] == (snapshot, None) and listed[1][1] == v1 and len(listed) == 3
+    assert listed == [(snapshot, None), (None, v1), (None, v2), (None, v3)]
     with pytest.raises(HttpResponseError) as present:
         blob.delete_blob()
     assert present.value.error_code == "SnapshotsPresent"
     blob.delete_blob(delete_snapshots="include")  # the snapshot goes, the versions stay
-    left = [b.version_id for b in box.list_blobs(include=["snapshots", "versions"])]
-    assert len(left) == 2 and left[0] == v1
+    left = [(b.snapshot, b.version_id) for b in box.list_blobs(include=["snapshots", "versions"])]
+    assert left == [(None, v1), (None, v2), (None, v3)]
 
 
 def test_a_sas_scoped_to_a_version_deletes_it(box: ContainerClient) -> None:

@@ -388,7 +388,7 @@ async def snapshot_blob(call: Call) -> Response:
     )
     response_headers = etag_headers(base.ticks)
     response_headers.append((b"x-ms-snapshot", name.encode()))
-    return Response(201, response_headers + _ENCRYPTED)
+    return Response(201, response_headers + _ENCRYPTED + _version_header(base))
 
 
 async def lease_blob(call: Call) -> Response:

@@ -123,8 +123,9 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
         dropped |= yield from _delete_version(_SNAPSHOTS, base)
     if write.delete_snapshot is not None:
         dropped |= yield from _delete_version(_ROW, at.row(cid, write.delete_snapshot))
-    if write.snapshot is not None:
-        frozen = write.snapshot
+    for frozen in (write.snapshot, write.version):
+        if frozen is None:
+            continue
         values = {**at.row(cid, frozen.snapshot), "committed": frozen.committed, "ticks": frozen.ticks,
                   "size": frozen.size, "doc": encode_blob(frozen)}  # fmt: skip
         yield Sql(_INSERT_BLOB, values)
