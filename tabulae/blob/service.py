@@ -16,16 +16,18 @@ import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 from tabulae.blob import softdeletion, versioning
 from tabulae.blob.features import AccountFeatureBook
-from tabulae.blob.rules import blocks, leases, tiers
+from tabulae.blob.rules import blocks, leases, softdelete, tiers
 from tabulae.blob.rules import properties as service_properties
 from tabulae.blob.rules.checksums import Checksums
 from tabulae.blob.rules.conditions import NONE, Conditions, check, check_dates_only, not_met
 from tabulae.blob.rules.limits import MAX_COMMITTED_BLOCKS
 from tabulae.blob.rules.names import LOGS_CONTAINER, SYSTEM_CONTAINERS, check_blob_name, check_container_name
 from tabulae.blob.rules.properties import BlobServiceProperties
+from tabulae.blob.rules.softdelete import DeletedContainer
 from tabulae.blob.rules.tiers import TierPolicy, TierView
 from tabulae.model import edm
 from tabulae.model.accounts import OFF, AccountFeatures
@@ -276,11 +278,40 @@ class BlobService:
             await self._ensure_logs(account)
         extra = 0 if system else len(SYSTEM_CONTAINERS)  # room for those left out, so pages stay full
         found = await self.store.list_containers(account, prefix, marker or None, limit + 1 + extra)
+        # Soft-deleted containers are named after every live one: none is listed here.
+        found = [record for record in found if not record.name.startswith(softdeletion.HIDDEN)]
         if not system:
             found = [record for record in found if record.name not in SYSTEM_CONTAINERS]
         if len(found) > limit:
             return found[:limit], found[limit].name
         return found, None
+
+    async def deleted_containers(self, account: str, prefix: str) -> list[tuple[DeletedContainer, int]]:
+        """The account's soft-deleted containers whose names start with ``prefix``, still in
+        retention, with their remaining days (List Containers ``include=deleted``)."""
+        now = datetime.fromtimestamp(self._retention_clock(), UTC)
+        hidden = await self.store.list_containers(account, softdeletion.HIDDEN + prefix, None, MAX_RESULTS)
+        found = []
+        for record in hidden:
+            deleted = softdeletion.parse_hidden(record.name)
+            if deleted is not None and not deleted.deletion.purged(now):
+                found.append((deleted, deleted.deletion.remaining_days(now)))
+        return found
+
+    async def restore_container(
+        self, account: str, name: str, deleted_name: str | None, version: str | None
+    ) -> None:
+        """Restore Container: the deleted container named and versioned by the headers comes
+        back under its name (:func:`tabulae.blob.rules.softdelete.restore_container`)."""
+        now = datetime.fromtimestamp(self._retention_clock(), UTC)
+        candidates = [d for d, _ in await self.deleted_containers(account, name)]
+        live = await self.store.get_container(account, name) is not None
+        chosen = softdelete.restore_container(name, deleted_name, version, candidates, live, now)
+        hidden = (
+            f"{softdeletion.HIDDEN}{chosen.name}{softdeletion.HIDDEN}{chosen.version}{softdeletion.HIDDEN}"
+        )
+        hidden += str(chosen.deletion.days)
+        await self.store.rename_container(account, hidden, name, lambda record: None)
 
     async def _ensure_logs(self, account: str) -> None:
         """Azure makes ``$logs`` with the account; here it is made when first asked for."""
@@ -350,6 +381,11 @@ class BlobService:
             leases.check_container_access(record.lease, now, lease_id, required=True)
             check_dates_only(conditions, record.ticks)
 
+        days = (await self.features.get(account)).container_soft_delete
+        if days and name not in SYSTEM_CONTAINERS:  # kept, renamed aside, until its retention ends
+            hidden = softdeletion.hidden_container(name, self._retention_clock(), days)
+            await self.store.rename_container(account, name, hidden, check_delete)
+            return
         await self.store.delete_container(account, name, check_delete)
 
     async def lease_container(
@@ -831,8 +867,16 @@ class BlobService:
                         key, _purge(record.snapshot, now), needs=Needs(others=True)
                     )
             if len(found) < batch:
-                return purged
+                break
             after = found[-1][0]
+        moment = datetime.fromtimestamp(now, UTC)
+        for account, name in await self.store.containers_from(softdeletion.HIDDEN):
+            deleted = softdeletion.parse_hidden(name)
+            if deleted is not None and deleted.deletion.purged(moment):
+                with contextlib.suppress(ServiceError):  # restored or purged meanwhile
+                    await self.store.delete_container(account, name, lambda record: None)
+                    purged += 1
+        return purged
 
     async def snapshot_blob(
         self, key: BlobKey, metadata: dict[str, str] | None, conditions: Conditions, lease_id: str | None

@@ -104,3 +104,30 @@ def undelete(state: BlobState, now: float) -> tuple[list[BlobRecord], list[tuple
         newest = bases[-1]
         moves.append((newest.snapshot, replace(restored(newest), snapshot="")))
     return in_place, moves
+
+
+# ---------------------------------------------------------------------------- containers
+# A soft-deleted container is renamed, with everything in it, to ``~name~version~days``: no
+# container name can start with "~", and it sorts after every one, so listings leave it out by
+# its first character. Its version is the time of its deletion as a FILETIME (unique per name:
+# a name is deleted again only after it was created again).
+HIDDEN = "~"
+
+
+def hidden_container(name: str, now: float, days: int) -> str:
+    version = softdelete.container_version(datetime.fromtimestamp(now, UTC))
+    return f"{HIDDEN}{name}{HIDDEN}{version}{HIDDEN}{days}"
+
+
+def parse_hidden(hidden: str) -> softdelete.DeletedContainer | None:
+    """The deleted container a hidden name stands for, or None for any other name."""
+    parts = hidden.split(HIDDEN)
+    if len(parts) != 4 or parts[0] or not parts[3].isdigit():
+        return None
+    try:
+        filetime = int(parts[2], 16)
+    except ValueError:
+        return None
+    seconds = filetime / 10_000_000 - 11_644_473_600  # FILETIME epoch (1601) to Unix epoch
+    when = datetime.fromtimestamp(seconds, UTC)
+    return softdelete.DeletedContainer(parts[1], parts[2], softdelete.Deletion(when, int(parts[3])))

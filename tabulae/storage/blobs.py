@@ -174,6 +174,17 @@ class BlobStore(ABC):
         Their extents become garbage. Raises ``ContainerNotFound``."""
 
     @abstractmethod
+    async def rename_container(
+        self, account: str, name: str, new_name: str, check: Callable[[ContainerRecord], None]
+    ) -> None:
+        """Rename a container with everything in it, atomically, if ``check`` passes. Raises
+        ``ContainerNotFound``, or ``ContainerAlreadyExists`` when ``new_name`` is taken."""
+
+    @abstractmethod
+    async def containers_from(self, low: str) -> list[tuple[str, str]]:
+        """(account, name) of every container of every account named ``low`` or after."""
+
+    @abstractmethod
     async def list_containers(
         self, account: str, prefix: str, after: str | None, limit: int
     ) -> list[ContainerRecord]:

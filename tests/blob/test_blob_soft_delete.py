@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from azure.core.exceptions import ResourceNotFoundError
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob import BlobServiceClient, ContainerClient, RetentionPolicy
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
@@ -55,8 +55,10 @@ def start(tmp: Path, backend: str, *flags: str) -> tuple[ServerProcess, Clock]:
 def kept(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[ServerProcess, Clock]]:
-    """A server whose account keeps deleted blobs for 2 days (no versioning)."""
-    process, clock = start(tmp_path_factory.mktemp("softdelete"), request.param)
+    """A server whose account keeps deleted blobs and containers for 2 days (no versioning)."""
+    process, clock = start(
+        tmp_path_factory.mktemp("softdelete"), request.param, "--container-soft-delete", "2"
+    )
     with BlobServiceClient.from_connection_string(process.connection_string) as service:
         service.set_service_properties(delete_retention_policy=RetentionPolicy(enabled=True, days=2))
     yield process, clock
@@ -175,3 +177,33 @@ def test_soft_delete_with_the_async_client(kept: tuple[ServerProcess, Clock]) ->
             assert await (await blob.download_blob()).readall() == b"data"
 
     asyncio.run(run())
+
+
+def test_deleted_containers_are_kept_listed_restored_and_purged(kept: tuple[ServerProcess, Clock]) -> None:
+    process, clock = kept
+    with BlobServiceClient.from_connection_string(process.connection_string) as service:
+        name = f"gone{next(_names)}"
+        service.create_container(name).upload_blob("inside", b"still here")
+        service.delete_container(name)
+        with pytest.raises(ResourceNotFoundError):
+            service.get_container_client(name).get_container_properties()
+        assert name not in [c.name for c in service.list_containers()]
+        deleted = [c for c in service.list_containers(include_deleted=True) if c.deleted and c.name == name]
+        assert len(deleted) == 1 and deleted[0].version
+        restored = service.undelete_container(name, deleted[0].version)
+        assert restored.get_blob_client("inside").download_blob().readall() == b"still here"
+        service.delete_container(name)
+        with pytest.raises(ResourceNotFoundError):
+            service.undelete_container(name, "01DC36F49F23DCB2")
+        service.create_container(name)  # a new one of that name beside the deleted one
+        version = next(
+            c.version for c in service.list_containers(include_deleted=True) if c.deleted and c.name == name
+        )
+        with pytest.raises(ResourceExistsError) as taken:
+            service.undelete_container(name, version)
+        assert taken.value.error_code == "ContainerAlreadyExists"
+        clock.advance(3 * DAY)
+        assert not [c for c in service.list_containers(include_deleted=True) if c.deleted and c.name == name]
+        time.sleep(5)  # the purge runs every half second here
+        clock.advance(-3 * DAY)
+        assert not [c for c in service.list_containers(include_deleted=True) if c.deleted and c.name == name]

@@ -73,6 +73,7 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.SET_BLOB_TIER: blobs.set_blob_tier,
     Operation.SEAL_BLOB: blobs.seal_blob,
     Operation.UNDELETE_BLOB: blobs.undelete_blob,
+    Operation.RESTORE_CONTAINER: containers.restore_container,
 }
 
 # Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.

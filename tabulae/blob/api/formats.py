@@ -82,7 +82,9 @@ def render_containers(
     containers: Sequence[tuple[ContainerRecord, LeaseView]],
     include_metadata: bool,
     next_marker: str | None,
+    deleted: Sequence[tuple[str, str, float, int]] = (),
 ) -> bytes:
+    """``deleted``: soft-deleted containers (name, version, deletion time, remaining days)."""
     parts = [
         DECLARATION,
         f'<EnumerationResults ServiceEndpoint="{escape(base)}/">',
@@ -99,6 +101,12 @@ def render_containers(
             f"{_lease(lease)}{public}{_FIXED_CONTAINER_PROPERTIES}</Properties>"
             + (_metadata(record.metadata) if include_metadata else "")
             + "</Container>"
+        )
+    for name, version, when, left in deleted:
+        parts.append(
+            f"<Container><Name>{escape(name)}</Name><Deleted>true</Deleted><Version>{version}</Version>"
+            f"<Properties><Last-Modified>{epoch_date(when)}</Last-Modified><DeletedTime>{epoch_date(when)}"
+            f"</DeletedTime><RemainingRetentionDays>{left}</RemainingRetentionDays></Properties></Container>"
         )
     parts.append("</Containers>")
     parts.append(_element("NextMarker", next_marker))

@@ -108,6 +108,8 @@ def _container(method: str, restype: str | None, comp: str | None) -> Operation:
         return _verb(method, {"PUT": Operation.LEASE_CONTAINER})
     if comp == "list":
         return _verb(method, {"GET": Operation.LIST_BLOBS})
+    if comp == "undelete":
+        return _verb(method, {"PUT": Operation.RESTORE_CONTAINER})
     raise invalid_parameter("comp", comp)
 
 

@@ -62,6 +62,7 @@ class Operation(enum.StrEnum):
     SET_BLOB_TIER = "SetBlobTier"
     SEAL_BLOB = "AppendBlobSeal"
     UNDELETE_BLOB = "UndeleteBlob"
+    RESTORE_CONTAINER = "RestoreContainer"
 
 
 @dataclass(slots=True)  # not frozen: built on every request

@@ -75,6 +75,7 @@ _ACCOUNT_RULES: dict[Op, tuple[str, _Requirement]] = {
     Op.SET_SERVICE_PROPERTIES: ("s", ("w",)),
     Op.GET_SERVICE_STATS: ("s", ("r",)),
     Op.CREATE_CONTAINER: ("c", ("cw",)),
+    Op.RESTORE_CONTAINER: ("c", ("w",)),  # assumed: the reference names no permission for it
     Op.DELETE_CONTAINER: ("c", ("d",)),
     Op.GET_CONTAINER_PROPERTIES: ("c", ("r",)),
     Op.GET_CONTAINER_METADATA: ("c", ("r",)),

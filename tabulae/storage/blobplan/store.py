@@ -77,6 +77,15 @@ class PlannedBlobs(BlobStore):
         guard = self._guard(account, name, shared=False)
         await self._write(lambda: containers.delete(account, name, check, guard))
 
+    async def rename_container(
+        self, account: str, name: str, new_name: str, check: Callable[[ContainerRecord], None]
+    ) -> None:
+        guard = self._guard(account, name, shared=False)
+        await self._write(lambda: containers.rename(account, name, new_name, check, guard))
+
+    async def containers_from(self, low: str) -> list[tuple[str, str]]:
+        return await self._read(lambda: containers.every_account(low))
+
     async def list_containers(
         self, account: str, prefix: str, start: str | None, limit: int
     ) -> list[ContainerRecord]:
