@@ -79,6 +79,7 @@ from tabulae.table.api.metrics import MetricsEndpoint
 PROMETHEUS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 GARBAGE_INTERVAL_SECONDS = 120.0  # how often each worker collects unreferenced blob content
 FULL_GARBAGE_INTERVAL_SECONDS = 2.0  # and how often while the data volume is full
+PURGE_INTERVAL_SECONDS = 60.0  # how often each worker purges soft-deleted blobs past retention
 # After the shutdown timeout: time for handlers to unwind, then for a worker to close its stores.
 SHUTDOWN_MARGIN_SECONDS = 2.0
 log = logging.getLogger("tabulae")
@@ -257,6 +258,7 @@ def build_gateway(settings: Settings) -> Gateway:
             by_port[ports["blob"]] = BlobApp(blob_service, options, gate, containers)
             blobs = BlobsPage(blob_service, gate, containers)
             tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs, stores.volume)))
+            tasks.append(asyncio.get_running_loop().create_task(purge_deleted(blob_service)))
         tasks.append(asyncio.get_running_loop().create_task(watch_volume(stores)))
         extras: dict[str, AsgiApp] = {}
         if table is not None:
@@ -403,6 +405,19 @@ async def watch_volume(stores: Stores) -> None:
         except Exception:  # never fatal: looked at again in a second
             log.exception("watching the data volume failed")
         await asyncio.sleep(CHECK_SECONDS)
+
+
+async def purge_deleted(service: BlobService) -> None:
+    """Remove soft-deleted blobs, snapshots and versions whose retention ran out, every minute
+    (``TABULAE_TEST_PURGE_SECONDS`` shortens that for tests), in every worker; their bytes then
+    go with the garbage."""
+    interval = float(os.environ.get("TABULAE_TEST_PURGE_SECONDS") or PURGE_INTERVAL_SECONDS)
+    while True:
+        try:
+            await service.purge_deleted()
+        except Exception:  # never fatal: the next round tries again
+            log.exception("purge of soft-deleted blobs failed")
+        await asyncio.sleep(interval)
 
 
 def create_app() -> Gateway:

@@ -12,6 +12,13 @@ from dataclasses import dataclass, field
 from tabulae.model.policies import SignedIdentifier
 
 BASE = ""  # the snapshot value of a blob's current version (snapshots carry their timestamp)
+# A previous version of a blob (versioning) is stored, and named in the service, as this prefix and
+# its version id: after every snapshot (their names start with a digit) and before the base (stored
+# as "~"), the current version, so a listing gives snapshots, versions oldest first, then the blob.
+VERSION_PREFIX = "v"
+# A soft-deleted base blob (soft delete without versioning) is moved to this prefix and the time of
+# its deletion, after the base, so a new blob of that name can be written beside it.
+DELETED_BASE_PREFIX = "~d"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +103,14 @@ class BlobRecord:
     tags: dict[str, str] = field(default_factory=dict)  # blob index tags
     sealed: bool = False  # an append blob's
     version_id: str | None = None  # with versioning on: this version's id
+    deleted_time: float | None = None  # soft-deleted (epoch seconds); then ``committed`` is False
+    retention_days: int = 0  # a soft-deleted record's retention, in force when it was deleted
 
 
 #: BlobRecord fields kept in a record's stored form only when set (all default to a falsy value).
 EXTENSIONS = (
     "sequence_number", "tier", "tier_changed", "rehydrate_to", "rehydrate_priority", "rehydrate_at",
-    "tags", "sealed", "version_id",
+    "tags", "sealed", "version_id", "deleted_time", "retention_days",
 )  # fmt: skip
 
 

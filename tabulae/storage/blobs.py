@@ -32,7 +32,9 @@ from typing import Any, NamedTuple, Protocol
 import orjson
 
 from tabulae.model.blobs import BASE as BASE  # the records live in the model, shared with the service
+from tabulae.model.blobs import DELETED_BASE_PREFIX as DELETED_BASE_PREFIX
 from tabulae.model.blobs import EXTENSIONS
+from tabulae.model.blobs import VERSION_PREFIX as VERSION_PREFIX
 from tabulae.model.blobs import BlobKey as BlobKey
 from tabulae.model.blobs import BlobRecord as BlobRecord
 from tabulae.model.blobs import ContainerRecord as ContainerRecord
@@ -74,6 +76,7 @@ class BlobState:
     source_content: list[Extent] | None = None  # copy_blob: its extents
     pages: list[PageSpan] | None = None  # a page blob's spans in the range ``Needs.pages`` asked for
     source_pages: list[PageSpan] | None = None  # copy_blob from a page blob: all its spans
+    others: list[BlobRecord] | None = None  # every record of the blob but the base, when asked for
 
 
 @dataclass(slots=True)
@@ -84,6 +87,7 @@ class BlobWrite:
     delete_snapshots: bool = False  # with Needs(snapshots=True), so snapshots' page spans are found
     delete_snapshot: str | None = None  # one snapshot, by its timestamp
     snapshot: BlobRecord | None = None  # a new snapshot sharing the base's current extents
+    version: BlobRecord | None = None  # a new previous version, likewise (versioning)
     delete_base: bool = False  # the base blob, its extents and its staged blocks
     base: BlobRecord | None = None  # the base's new record (inserted or replaced)
     content: Sequence[Extent] | None = None  # the base's new extents
@@ -93,6 +97,12 @@ class BlobWrite:
     snapshot_record: BlobRecord | None = None  # an existing snapshot's new record (Set Blob Tier, Tags)
     pages: PageEdit | None = None  # a page blob's spans to replace (after ``base``)
     snapshot_after: BlobRecord | None = None  # a snapshot of the base as this write leaves it
+    # Soft delete: records (snapshots, versions, deleted bases) rewritten where they are (to
+    # soft-delete or undelete them); records moved from one stored version to another with their
+    # extents (a base soft-deleted aside, or brought back); stored versions deleted for good.
+    rewrite: Sequence[BlobRecord] = ()
+    moves: Sequence[tuple[str, BlobRecord]] = ()  # (stored version it leaves, record where it goes)
+    purge: Sequence[str] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +132,7 @@ class Needs:
     snapshot: str | None = None
     snapshots: bool = False  # count them
     pages: tuple[int, int] | None = None  # a page blob's spans overlapping these bytes
+    others: bool = False  # load every record of the blob but the base (``state.others``)
 
 
 NO_NEEDS = Needs()
@@ -204,6 +215,17 @@ class BlobStore(ABC):
     ) -> None:
         """Delete a container with every blob and block in it, atomically, if ``check`` passes.
         Their extents become garbage. Raises ``ContainerNotFound``."""
+
+    @abstractmethod
+    async def rename_container(
+        self, account: str, name: str, new_name: str, check: Callable[[ContainerRecord], None]
+    ) -> None:
+        """Rename a container with everything in it, atomically, if ``check`` passes. Raises
+        ``ContainerNotFound``, or ``ContainerAlreadyExists`` when ``new_name`` is taken."""
+
+    @abstractmethod
+    async def containers_from(self, low: str) -> list[tuple[str, str]]:
+        """(account, name) of every container of every account named ``low`` or after."""
 
     @abstractmethod
     async def list_containers(
@@ -297,9 +319,12 @@ class BlobStore(ABC):
         limit: int,
         snapshots: bool,
         uncommitted: bool,
+        versions: bool = False,
+        deleted: bool = False,
     ) -> BlobListing:
         """Up to ``limit`` records whose names start with ``prefix``, from ``start`` (a name and
-        stored version, inclusive) on. Snapshots and uncommitted blobs only when asked for.
+        stored version, inclusive) on. Snapshots, previous versions and uncommitted blobs only
+        when asked for.
         Raises ``ContainerNotFound``."""
 
     @abstractmethod
@@ -312,6 +337,14 @@ class BlobStore(ABC):
         Raises ``ContainerNotFound`` for a ``container`` that does not exist."""
 
     # ------------------------------------------------------------------ maintenance
+
+    @abstractmethod
+    async def deleted_records(
+        self, after: tuple[int, str, str] | None, limit: int
+    ) -> list[tuple[tuple[int, str, str], BlobKey, BlobRecord]]:
+        """Up to ``limit`` soft-deleted records of every account (snapshots, versions and
+        deleted bases that are not committed), in a stable order strictly after the position
+        ``after``; each with its position, for the next call, and its blob's key."""
 
     @abstractmethod
     async def collect_garbage(self) -> int:

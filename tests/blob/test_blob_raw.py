@@ -83,7 +83,6 @@ def test_put_blob_headers(http: BlobHttp, path: str) -> None:
 @pytest.mark.parametrize(
     ("method", "suffix", "headers", "status", "code"),
     [
-        ("GET", "/b?versionid=2020-01-01T00:00:00.0000000Z", {}, 400, "UnsupportedQueryParameter"),
         ("PUT", "/b?comp=immutabilityPolicies", {}, 400, "UnsupportedQueryParameter"),
         ("DELETE", "/b?comp=legalhold", {}, 400, "UnsupportedQueryParameter"),
         ("GET", "/b?comp=nonsense", {}, 400, "InvalidQueryParameterValue"),

@@ -86,6 +86,8 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.PUT_PAGE_FROM_URL: from_url.put_page_from_url,
     Operation.GET_PAGE_RANGES: pages.get_page_ranges,
     Operation.INCREMENTAL_COPY: pages.incremental_copy,
+    Operation.UNDELETE_BLOB: blobs.undelete_blob,
+    Operation.RESTORE_CONTAINER: containers.restore_container,
 }
 
 # Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tabulae.blob import versioning
 from tabulae.blob.api import formats
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import includes, lease_request, lease_response, max_results, xml
@@ -47,13 +48,28 @@ TIER_ON_GET_VERSION = "2026-10-06"  # Get Blob answers with the tier headers too
 
 
 def _snapshot(call: Call) -> str:
-    return parse_snapshot(call.request.query.get("snapshot"))
+    return version_or_snapshot(call.request.query)
+
+
+def version_or_snapshot(query: dict[str, str]) -> str:
+    """The snapshot or version (``versionid``) a request names, as the service names them."""
+    version = query.get("versionid")
+    if version is None:
+        return parse_snapshot(query.get("snapshot"))
+    if "snapshot" in query:  # assumed: one request names one of them
+        raise invalid_parameter("versionid", version)
+    return versioning.key_of(version)
 
 
 def _no_snapshot(call: Call) -> None:
-    """Snapshots are read-only: a write naming one is 400 InvalidOperation."""
-    if "snapshot" in call.request.query:
+    """Snapshots and versions are read-only: a write naming one is 400 InvalidOperation."""
+    if "snapshot" in call.request.query or "versionid" in call.request.query:
         raise ServiceError("InvalidOperation")
+
+
+def version_header(record: BlobRecord) -> Headers:
+    """``x-ms-version-id`` of a write that made a version."""
+    return [(b"x-ms-version-id", record.version_id.encode())] if record.version_id else []
 
 
 def requested_tier(call: Call) -> str | None:
@@ -189,6 +205,8 @@ async def list_blobs(call: Call) -> Response:
         limit=max_results(query),
         snapshots="snapshots" in include,
         uncommitted="uncommittedblobs" in include,
+        versions="versions" in include,
+        deleted="deleted" in include,
     )
     items: list = []
     for item in page.items:
@@ -206,6 +224,7 @@ async def list_blobs(call: Call) -> Response:
         include,
         page.next_marker,
         tier_of=lambda record: formats.tier_elements(tier_view(record)),
+        remaining_days=call.service.remaining_days,
     )
     return xml(body)
 
@@ -242,7 +261,7 @@ async def put_blob(call: Call) -> Response:
         tags=header_tags(headers),
         tier=requested_tier(call),
     )
-    response_headers = etag_headers(record.ticks) + _ENCRYPTED
+    response_headers = etag_headers(record.ticks) + _ENCRYPTED + version_header(record)
     if blob_type == "BlockBlob":
         response_headers.extend(_checksum_headers(sums, md5=True))
     return Response(201, response_headers)
@@ -280,7 +299,10 @@ async def put_block_list(call: Call) -> Response:
         tags=header_tags(headers),
         tier=requested_tier(call),
     )
-    return Response(201, etag_headers(record.ticks) + _checksum_headers(sums, md5=False) + _ENCRYPTED)
+    return Response(
+        201,
+        etag_headers(record.ticks) + _checksum_headers(sums, md5=False) + _ENCRYPTED + version_header(record),
+    )
 
 
 def _digest_or_none(value: str | None) -> bytes | None:
@@ -337,7 +359,7 @@ async def set_blob_metadata(call: Call) -> Response:
     record = await call.service.set_blob_metadata(
         call.key, request_metadata(call.request), conditions(headers), call.lease_id
     )
-    return Response(200, etag_headers(record.ticks) + _ENCRYPTED)
+    return Response(200, etag_headers(record.ticks) + _ENCRYPTED + version_header(record))
 
 
 async def delete_blob(call: Call) -> Response:
@@ -347,6 +369,8 @@ async def delete_blob(call: Call) -> Response:
     option = headers.get("x-ms-delete-snapshots")
     if option is not None and option not in ("include", "only"):
         raise bad_header("x-ms-delete-snapshots", option)
+    if call.grant is not None:
+        call.grant.check_delete("versionid" in call.request.query)
     tier_since = (
         http_seconds(headers.get("x-ms-access-tier-if-modified-since")),
         http_seconds(headers.get("x-ms-access-tier-if-unmodified-since")),
@@ -366,7 +390,7 @@ async def snapshot_blob(call: Call) -> Response:
     )
     response_headers = etag_headers(base.ticks)
     response_headers.append((b"x-ms-snapshot", name.encode()))
-    return Response(201, response_headers + _ENCRYPTED)
+    return Response(201, response_headers + _ENCRYPTED + version_header(base))
 
 
 async def lease_blob(call: Call) -> Response:
@@ -400,6 +424,13 @@ async def set_blob_tier(call: Call) -> Response:
         Conditions(if_tags=conditions(headers).if_tags),  # its one condition ("Set Blob Tier")
     )
     return Response(status)
+
+
+async def undelete_blob(call: Call) -> Response:
+    """Undelete Blob: 200 (see :mod:`tabulae.blob.softdeletion`)."""
+    _no_snapshot(call)
+    await call.service.undelete_blob(call.key)
+    return Response(200)
 
 
 async def seal_blob(call: Call) -> Response:

@@ -18,7 +18,7 @@ import uuid
 from dataclasses import replace
 
 from tabulae.blob.api import background_copy
-from tabulae.blob.api.blobs import bool_header, requested_tier
+from tabulae.blob.api.blobs import bool_header, requested_tier, version_header
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.copy_source import (
     authorize_local,
@@ -254,7 +254,7 @@ async def copy_blob(call: Call) -> Response:
                 raise source_refused(404, "BlobNotFound", "The specified blob does not exist.") from None
             raise
         assert record.copy is not None
-        return Response(202, etag_headers(record.ticks) + _copy_headers(record.copy))
+        return Response(202, etag_headers(record.ticks) + _copy_headers(record.copy) + version_header(record))
     fetched, read = await open_remote(call, source, None, MAX_BLOCK_BLOB)
     try:
         blob_type = APPEND_BLOB if read.blob_type == APPEND_BLOB else BLOCK_BLOB

@@ -13,7 +13,7 @@ from tabulae.blob.rules.tags import parse_filter
 from tabulae.blob.rules.tiers import TierView, header_pairs
 from tabulae.http.messages import Headers
 from tabulae.http.metadata import metadata_headers
-from tabulae.model.blobs import BlobRecord, ContentProperties
+from tabulae.model.blobs import VERSION_PREFIX, BlobRecord, ContentProperties
 from tabulae.model.errors import ServiceError
 
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)")
@@ -170,8 +170,7 @@ def blob_headers(
         headers.append((b"x-ms-blob-sequence-number", str(record.sequence_number).encode()))
     if tier is not None:
         headers.extend((name.encode(), value.encode()) for name, value in header_pairs(tier, epoch_date))
-    if record.snapshot:
-        headers.append((b"x-ms-snapshot", record.snapshot.encode()))
+    headers.extend(version_headers(record))
     copy = record.copy
     if copy is not None:
         headers.extend(
@@ -196,6 +195,19 @@ def blob_headers(
         headers.append((b"x-ms-tag-count", str(len(record.tags)).encode()))
     headers.extend(metadata_headers(record.metadata))
     return headers
+
+
+def version_headers(record: BlobRecord) -> Headers:
+    """``x-ms-snapshot`` of a snapshot; ``x-ms-version-id`` and ``x-ms-is-current-version`` of a
+    version (the base blob is the current one when it has an id)."""
+    if record.snapshot.startswith(VERSION_PREFIX):
+        return [(b"x-ms-version-id", record.snapshot[len(VERSION_PREFIX) :].encode()),
+                (b"x-ms-is-current-version", b"false")]  # fmt: skip
+    if record.snapshot:
+        return [(b"x-ms-snapshot", record.snapshot.encode())]
+    if record.version_id:
+        return [(b"x-ms-version-id", record.version_id.encode()), (b"x-ms-is-current-version", b"true")]
+    return []
 
 
 def etag_headers(ticks: int) -> Headers:

@@ -16,7 +16,7 @@ from tabulae.model.errors import ServiceError
 # comp values of features Tabulae does not serve, on any resource.
 _UNSUPPORTED_COMP = frozenset(
     {
-        "immutabilityPolicies", "legalhold", "expiry", "query", "rename", "undelete",
+        "immutabilityPolicies", "legalhold", "expiry", "query", "rename",
     }
 )  # fmt: skip
 _UNSUPPORTED_HEADERS = (
@@ -116,6 +116,8 @@ def _container(method: str, restype: str | None, comp: str | None) -> Operation:
         return _verb(method, {"GET": Operation.FIND_BLOBS_BY_TAGS_IN_CONTAINER})
     if comp == "batch":
         return _verb(method, {"POST": Operation.SUBMIT_BATCH})
+    if comp == "undelete":
+        return _verb(method, {"PUT": Operation.RESTORE_CONTAINER})
     raise invalid_parameter("comp", comp)
 
 
@@ -175,6 +177,8 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
         return _verb(method, {"GET": Operation.GET_PAGE_RANGES})
     if comp == "incrementalcopy":
         return _verb(method, {"PUT": Operation.INCREMENTAL_COPY})
+    if comp == "undelete":
+        return _verb(method, {"PUT": Operation.UNDELETE_BLOB})
     raise invalid_parameter("comp", comp)
 
 
@@ -185,8 +189,6 @@ def resolve_operation(route: Route, method: str, query: dict[str, str], headers:
     restype = query.get("restype")
     if comp in _UNSUPPORTED_COMP:
         raise unsupported_parameter("comp", comp)
-    if "versionid" in query:
-        raise unsupported_parameter("versionid", query["versionid"])
     for name in _UNSUPPORTED_HEADERS:
         if name in headers:
             raise unsupported_header(name, headers[name])

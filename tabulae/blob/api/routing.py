@@ -74,6 +74,8 @@ class Operation(enum.StrEnum):
     PUT_PAGE = "PutPage"
     GET_PAGE_RANGES = "GetPageRanges"
     INCREMENTAL_COPY = "IncrementalCopyBlob"
+    UNDELETE_BLOB = "UndeleteBlob"
+    RESTORE_CONTAINER = "RestoreContainer"
 
 
 @dataclass(slots=True)  # not frozen: built on every request

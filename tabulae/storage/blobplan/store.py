@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from tabulae.model.blobs import BASE, BlobKey, BlobRecord, ContainerRecord, Extent
 from tabulae.storage.blob_pages import PageSpan
-from tabulae.storage.blobplan import containers, pages, reads, tags, writes
+from tabulae.storage.blobplan import containers, pages, reads, retained, tags, writes
 from tabulae.storage.blobplan.reads import At
 from tabulae.storage.blobplan.writes import CopyExtent
 from tabulae.storage.blobs import (
@@ -88,6 +88,15 @@ class PlannedBlobs(BlobStore):
         guard = self._guard(account, name, shared=False)
         await self._write(lambda: containers.delete(account, name, check, guard))
 
+    async def rename_container(
+        self, account: str, name: str, new_name: str, check: Callable[[ContainerRecord], None]
+    ) -> None:
+        guard = self._guard(account, name, shared=False)
+        await self._write(lambda: containers.rename(account, name, new_name, check, guard))
+
+    async def containers_from(self, low: str) -> list[tuple[str, str]]:
+        return await self._read(lambda: containers.every_account(low))
+
     async def list_containers(
         self, account: str, prefix: str, start: str | None, limit: int
     ) -> list[ContainerRecord]:
@@ -105,6 +114,17 @@ class PlannedBlobs(BlobStore):
         at, version = self._at(key), stored_version(snapshot)
         return await self._read(lambda: pages.version_spans(at, version, start, end), snapshot=True)
 
+    async def deleted_records(
+        self, after: tuple[int, str, str] | None, limit: int
+    ) -> list[tuple[tuple[int, str, str], BlobKey, BlobRecord]]:
+        cid, name, version = after if after is not None else (-1, "", "")
+        params = {"c": cid, "name": name, "version": version, "n": limit}
+        rows = await self._read(lambda: _rows(Sql(retained.DELETED, params, "all")))
+        return [
+            ((int(row[0]), row[3], row[4]), BlobKey(row[1], row[2], row[3]), reads.blob_of(row[3:]))
+            for row in rows
+        ]
+
     async def list_blocks(self, key: BlobKey) -> tuple[BlobRecord | None, list[Extent], list[Extent]]:
         at = self._at(key)
         return await self._read(lambda: reads.list_blocks(at), snapshot=True)
@@ -119,12 +139,21 @@ class PlannedBlobs(BlobStore):
         limit: int,
         snapshots: bool,
         uncommitted: bool,
+        versions: bool = False,
+        deleted: bool = False,
     ) -> BlobListing:
         return await self._read(
-            lambda: reads.list_blobs(account, container, prefix, start, limit, snapshots, uncommitted)
+            lambda: reads.list_blobs(
+                account, container, prefix, start, limit, snapshots, uncommitted, versions, deleted
+            )
         )
 
     async def find_blobs_by_tags(
         self, account: str, container: str | None, query: TagQuery, after: tuple[str, str] | None, limit: int
     ) -> list[FoundBlob]:
         return await self._read(lambda: tags.find(account, container, query, after, limit))
+
+
+def _rows(statement: Sql) -> Plan[list[Any]]:
+    rows = yield statement
+    return list(rows)
