@@ -16,8 +16,10 @@ import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 from tabulae.blob.features import AccountFeatureBook
+from tabulae.blob.protection import GuardedStore
 from tabulae.blob.rules import blocks, leases, tiers
 from tabulae.blob.rules import properties as service_properties
 from tabulae.blob.rules.checksums import Checksums
@@ -162,13 +164,18 @@ class BlobService:
         tiering: TierPolicy | None = None,
         features: Callable[[str], AccountFeatures] = lambda account: OFF,
     ) -> None:
-        self.store = store
+        # Every blob write passes the immutability guard (blob/protection.py).
+        self.store: BlobStore = cast(BlobStore, GuardedStore(store, clock))
         self._clock = clock
         self.tiering = tiering or TierPolicy()
         # Each account's features: the settings' (``features``) with run-time changes laid over.
         self.features = AccountFeatureBook(store, features)
         self._default_view = TierView(self.tiering.default_tier, True, None, None, None)
         self._with_logs: set[str] = set()  # accounts whose $logs container is known to exist
+
+    def clock(self) -> float:
+        """Now, in epoch seconds, by the service's clock (injectable in tests)."""
+        return self._clock()
 
     # ------------------------------------------------------------------ tiers
 
@@ -523,6 +530,7 @@ class BlobService:
         conditions: Conditions,
         lease_id: str | None,
         tier: str | None = None,
+        protect: Callable[[BlobRecord], BlobRecord] | None = None,
     ) -> tuple[BlobRecord, Checksums]:
         check_blob_name(key.name)
         if tier is not None:
@@ -554,6 +562,8 @@ class BlobService:
             )
             if blob_type == BLOCK_BLOB:
                 record = self._new_tier(record, tier, now)
+            if protect is not None:  # x-ms-immutability-policy-* and x-ms-legal-hold
+                record = protect(record)
             content = [staged.extent] if staged.extent.length else []
             return BlobWrite(result=record, base=record, content=content, drop_staged=True)
 
@@ -604,6 +614,7 @@ class BlobService:
         conditions: Conditions,
         lease_id: str | None,
         tier: str | None = None,
+        protect: Callable[[BlobRecord], BlobRecord] | None = None,
     ) -> BlobRecord:
         check_blob_name(key.name)
         now = self._clock()
@@ -628,6 +639,8 @@ class BlobService:
                 block_count=len(content),
             )
             record = self._new_tier(record, tier, now)
+            if protect is not None:
+                record = protect(record)
             return BlobWrite(result=record, base=record, content=content, drop_staged=True)
 
         record: BlobRecord = await self.store.write_blob(key, decide, needs=Needs(content=True, staged=True))
@@ -814,6 +827,7 @@ class BlobService:
         tier: str | None = None,
         priority: str = tiers.STANDARD,
         seal: bool | None = None,
+        protect: Callable[[BlobRecord], BlobRecord] | None = None,
     ) -> BlobRecord:
         """Copy Blob within the account, completed before the answer (``x-ms-copy-status: success``).
 
@@ -869,6 +883,8 @@ class BlobService:
                 record = tiers.with_state(record, pending)
             elif origin.blob_type == BLOCK_BLOB:
                 record = self._new_tier(record, tier, now)
+            if protect is not None:
+                record = protect(record)
             write = BlobWrite(
                 result=record, base=record, content=state.source_content or [], drop_staged=True
             )

@@ -96,12 +96,17 @@ class BlobRecord:
     tags: dict[str, str] = field(default_factory=dict)  # blob index tags
     sealed: bool = False  # an append blob's
     version_id: str | None = None  # with versioning on: this version's id
+    immutable_until: float | None = None  # epoch seconds: a time-based retention policy's end
+    immutable_mode: str | None = None  # that policy's mode, "Unlocked" or "Locked"
+    legal_hold: bool = False
+    last_access: float | None = None  # epoch seconds, kept while last access tracking is on
 
 
 #: BlobRecord fields kept in a record's stored form only when set (all default to a falsy value).
 EXTENSIONS = (
     "sequence_number", "tier", "tier_changed", "rehydrate_to", "rehydrate_priority", "rehydrate_at",
     "tags", "sealed", "version_id",
+    "immutable_until", "immutable_mode", "legal_hold", "last_access",
 )  # fmt: skip
 
 

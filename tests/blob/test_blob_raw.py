@@ -93,7 +93,7 @@ def test_put_blob_headers(http: BlobHttp, path: str) -> None:
             400,
             "UnsupportedHeader",
         ),
-        ("PUT", "/b?comp=immutabilityPolicies", {}, 400, "UnsupportedQueryParameter"),
+        ("PUT", "/b?comp=expiry", {}, 400, "UnsupportedQueryParameter"),
         (
             "PUT",
             "/b",
@@ -101,7 +101,7 @@ def test_put_blob_headers(http: BlobHttp, path: str) -> None:
             400,
             "UnsupportedHeader",
         ),
-        ("DELETE", "/b?comp=legalhold", {}, 400, "UnsupportedQueryParameter"),
+        ("DELETE", "/b?comp=legalhold", {}, 405, "UnsupportedHttpVerb"),
         ("GET", "/b?comp=nonsense", {}, 400, "InvalidQueryParameterValue"),
         ("POST", "/b", {}, 405, "UnsupportedHttpVerb"),
     ],

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlsplit
 
 from tabulae.auth.sas import parse_sas, stored_policies
-from tabulae.blob.api import formats
+from tabulae.blob.api import formats, immutability
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import includes, lease_request, lease_response, max_results, xml
 from tabulae.blob.api.headers import (
@@ -106,6 +106,7 @@ async def get_blob(call: Call) -> Response:
         response_headers = blob_headers(
             record, lease, _overrides(call), whole=True, properties=False, tier=_read_tier(call, record)
         )
+        response_headers += await _protection_headers(call, record, read=True)
         stream = call.service.read(call.key, extents, 0, size)
         if size <= SMALL_RESPONSE:  # one write, no streaming machinery
             return Response(200, response_headers, b"".join([chunk async for chunk in stream]))
@@ -117,6 +118,7 @@ async def get_blob(call: Call) -> Response:
     response_headers = blob_headers(
         record, lease, _overrides(call), whole=False, properties=False, tier=_read_tier(call, record)
     )
+    response_headers += await _protection_headers(call, record, read=True)
     response_headers.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
     stream = call.service.read(call.key, extents, start, end)
     if end - start <= SMALL_RESPONSE and not (want_md5 or want_crc):
@@ -146,7 +148,15 @@ async def get_blob_properties(call: Call) -> Response:
     headers = blob_headers(
         record, lease, _overrides(call), whole=True, properties=True, tier=call.service.tier_view(record)
     )
+    headers += await _protection_headers(call, record, read=False)
     return StreamedResponse(200, headers, stream=None, length=record.size)
+
+
+async def _protection_headers(call: Call, record: BlobRecord, *, read: bool) -> Headers:
+    """Immutability and last access headers (blob/api/immutability.py)."""
+    return immutability.response_headers(record) + await immutability.last_access_header(
+        call, record, read=read
+    )
 
 
 async def get_blob_metadata(call: Call) -> Response:
@@ -193,6 +203,7 @@ async def list_blobs(call: Call) -> Response:
             lease = call.service.lease_state(item.lease) if not item.snapshot else None
             items.append((item, lease))
     tier_view = call.service.tier_view
+    tracked = (await call.service.features.get(call.route.account)).last_access_tracking
     body = formats.render_blobs(
         call.route.base,
         call.route.container,
@@ -201,6 +212,10 @@ async def list_blobs(call: Call) -> Response:
         include,
         page.next_marker,
         tier_of=lambda record: formats.tier_elements(tier_view(record)),
+        extra_of=lambda record: (
+            (immutability.last_access_element(record) if tracked else "")
+            + immutability.listing_elements(record, include)
+        ),
     )
     return xml(body)
 
@@ -235,6 +250,7 @@ async def put_blob(call: Call) -> Response:
         cond,
         call.lease_id,
         tier=_tier(call),
+        protect=immutability.requested(call),
     )
     response_headers = etag_headers(record.ticks) + _ENCRYPTED
     if blob_type == "BlockBlob":
@@ -272,6 +288,7 @@ async def put_block_list(call: Call) -> Response:
         cond,
         call.lease_id,
         tier=_tier(call),
+        protect=immutability.requested(call),
     )
     return Response(201, etag_headers(record.ticks) + _checksum_headers(sums, md5=False) + _ENCRYPTED)
 
@@ -388,6 +405,7 @@ async def copy_blob(call: Call) -> Response:
         tier=_tier(call),
         priority=parse_priority(headers.get("x-ms-rehydrate-priority")),
         seal=_bool_header(headers, "x-ms-seal-blob"),
+        protect=immutability.requested(call),
     )
     assert record.copy is not None
     response_headers = etag_headers(record.ticks)

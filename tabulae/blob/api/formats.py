@@ -138,7 +138,9 @@ def _inferred(tier: str) -> str:
     return f"<AccessTier>{tier}</AccessTier><AccessTierInferred>true</AccessTierInferred>"
 
 
-def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: bool, tier: str) -> str:
+def _blob_properties(
+    record: BlobRecord, lease: LeaseView | None, include_copy: bool, tier: str, extra: str = ""
+) -> str:
     """One blob's ``<Properties>``: built as one string, as a listing builds 5,000 of them."""
     if not record.committed:
         return (
@@ -169,7 +171,7 @@ def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: 
         f"{_field('Content-Disposition', p.content_disposition)}"
         f"{_sequence(record)}<BlobType>{record.blob_type}</BlobType>{tier}"
         f"{_lease(lease) if lease is not None else ''}{copied}{_SEALED if record.sealed else ''}"
-        "<ServerEncrypted>true</ServerEncrypted></Properties>"
+        f"{extra}<ServerEncrypted>true</ServerEncrypted></Properties>"
     )
 
 
@@ -188,6 +190,7 @@ def render_blobs(
     include: frozenset[str],
     next_marker: str | None,
     tier_of: Callable[[BlobRecord], str] | None = None,
+    extra_of: Callable[[BlobRecord], str] | None = None,
 ) -> bytes:
     """``tier_of`` gives a blob's tier elements (:func:`tier_elements`); without it every block
     blob shows the default tier, inferred."""
@@ -209,7 +212,8 @@ def render_blobs(
         if record.snapshot:
             parts.append(f"<Snapshot>{record.snapshot}</Snapshot>")
         tier = tier_of(record) if tier_of is not None else _TIER if record.blob_type == "BlockBlob" else ""
-        parts.append(_blob_properties(record, lease, "copy" in include, tier))
+        extra = extra_of(record) if extra_of is not None and record.committed else ""
+        parts.append(_blob_properties(record, lease, "copy" in include, tier, extra))
         if "metadata" in include and record.committed:
             parts.append(_metadata(record.metadata))
         parts.append("<OrMetadata /></Blob>")

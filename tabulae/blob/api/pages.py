@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tabulae.blob.api import blobs
+from tabulae.blob.api import blobs, immutability
 from tabulae.blob.api.blobs import _authorize_source, _copy_source, _no_snapshot
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import max_results, xml
@@ -102,6 +102,7 @@ async def put_page_blob(call: Call) -> Response:
         request_metadata(call.request),
         _create_conditions(call),
         call.lease_id,
+        protect=immutability.requested(call),
     )
     return Response(201, [*etag_headers(record.ticks), _ENCRYPTED])
 

@@ -66,6 +66,9 @@ class Operation(enum.StrEnum):
     PUT_PAGE = "PutPage"
     GET_PAGE_RANGES = "GetPageRanges"
     INCREMENTAL_COPY = "IncrementalCopyBlob"
+    SET_IMMUTABILITY_POLICY = "SetBlobImmutabilityPolicy"
+    DELETE_IMMUTABILITY_POLICY = "DeleteBlobImmutabilityPolicy"
+    SET_LEGAL_HOLD = "SetBlobLegalHold"
 
 
 @dataclass(slots=True)  # not frozen: built on every request
