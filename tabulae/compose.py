@@ -39,6 +39,7 @@ from tabulae.admission.throttle import Targets, Throttle
 from tabulae.blob.api.account_admin import ACCOUNT_ADMIN_PATH, AccountAdmin
 from tabulae.blob.api.app import BlobApp
 from tabulae.blob.features import AccountFeatureBook
+from tabulae.blob.feed import FeedPublisher
 from tabulae.blob.rules.tiers import TierPolicy
 from tabulae.blob.service import BlobService
 from tabulae.config import DEV_ACCOUNT, DEV_KEY, SETTINGS_ENV, Settings
@@ -243,6 +244,8 @@ def build_gateway(settings: Settings) -> Gateway:
             by_port[ports["blob"]] = BlobApp(blob_service, options, gate, containers)
             blobs = BlobsPage(blob_service, gate, containers)
             tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs)))
+            publisher = FeedPublisher(stores.blobs, time.time)  # the change feed (blob/feed.py)
+            tasks.append(asyncio.get_running_loop().create_task(publisher.run()))
         extras: dict[str, AsgiApp] = {}
         if table is not None:
             extras[INDEX_ADMIN_PATH] = IndexAdmin(table, options)

@@ -31,14 +31,17 @@ an access too, and its Last-Modified already says when, so writes store nothing 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from tabulae.blob.feed import event_of
 from tabulae.blob.rules import access_time
 from tabulae.blob.rules import immutability as rules
+from tabulae.blob.rules.names import SYSTEM_CONTAINERS
 from tabulae.model import edm
+from tabulae.model.accounts import AccountFeatures
 from tabulae.model.errors import ServiceError
 from tabulae.storage.blobs import (
     BASE,
@@ -131,19 +134,34 @@ class GuardedStore:
     """A :class:`BlobStore` whose blob writes pass :func:`check_write`; everything else is the
     wrapped store's, untouched."""
 
-    def __init__(self, store: BlobStore, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        store: BlobStore,
+        clock: Callable[[], float],
+        features: Callable[[str], Awaitable[AccountFeatures]] | None = None,
+    ) -> None:
         self._store = store
         self._clock = clock
+        self._features = features
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def _guarded(self, decide: Decide, snapshots: _Snapshots | None) -> Decide:
+    async def _feeds(self, key: BlobKey) -> bool:
+        """Whether writes of ``key`` keep change feed events (blob/feed.py): the feed's own
+        container and the other system containers never do."""
+        if self._features is None or key.container in SYSTEM_CONTAINERS:
+            return False
+        return (await self._features(key.account)).blob_change_feed
+
+    def _guarded(self, decide: Decide, snapshots: _Snapshots | None, key: BlobKey | None = None) -> Decide:
         now = datetime.fromtimestamp(self._clock(), UTC)
 
         def guarded(state: BlobState) -> BlobWrite:
             write = decide(state)
             check_write(state, write, now, snapshots)
+            if key is not None:
+                write.change = event_of(key, state, write)
             return write
 
         return guarded
@@ -152,17 +170,19 @@ class GuardedStore:
         self, key: BlobKey, decide: Decide, *, needs: Needs = NO_NEEDS, staged: Staged | None = None
     ) -> Any:
         snapshots: _Snapshots | None = None
+        feed = key if await self._feeds(key) else None
         for _ in range(_SNAPSHOT_ROUNDS):
             try:
                 return await self._store.write_blob(
-                    key, self._guarded(decide, snapshots), needs=needs, staged=staged
+                    key, self._guarded(decide, snapshots, feed), needs=needs, staged=staged
                 )
             except _SnapshotsNeeded:
                 snapshots = await self._snapshots(key)
         raise ServiceError("OperationTimedOut")  # snapshots kept coming and going
 
     async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:
-        return await self._store.copy_blob(source, snapshot, dest, self._guarded(decide, None))
+        feed = dest if await self._feeds(dest) else None
+        return await self._store.copy_blob(source, snapshot, dest, self._guarded(decide, None, feed))
 
     async def _snapshots(self, key: BlobKey) -> _Snapshots:
         """How many snapshots ``key`` has, and one that is protected now if any."""

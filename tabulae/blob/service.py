@@ -164,12 +164,12 @@ class BlobService:
         tiering: TierPolicy | None = None,
         features: Callable[[str], AccountFeatures] = lambda account: OFF,
     ) -> None:
-        # Every blob write passes the immutability guard (blob/protection.py).
-        self.store: BlobStore = cast(BlobStore, GuardedStore(store, clock))
         self._clock = clock
         self.tiering = tiering or TierPolicy()
         # Each account's features: the settings' (``features``) with run-time changes laid over.
         self.features = AccountFeatureBook(store, features)
+        # Every blob write passes the immutability guard and keeps its change feed event.
+        self.store: BlobStore = cast(BlobStore, GuardedStore(store, clock, self.features.get))
         self._default_view = TierView(self.tiering.default_tier, True, None, None, None)
         self._with_logs: set[str] = set()  # accounts whose $logs container is known to exist
 

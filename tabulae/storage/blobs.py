@@ -93,6 +93,23 @@ class BlobWrite:
     snapshot_record: BlobRecord | None = None  # an existing snapshot's new record (Set Blob Tier)
     pages: PageEdit | None = None  # a page blob's spans to replace (after ``base``)
     snapshot_after: BlobRecord | None = None  # a snapshot of the base as this write leaves it
+    change: bytes | None = None  # a change feed event, kept in this write's transaction
+    consume: Sequence[PendingChange] = ()  # kept events this write publishes (all, or it fails)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingChange:
+    """A change feed event kept by the write that made it, not yet written into the feed."""
+
+    dkey: int  # the distribution key of the blob it is about
+    seq: int  # order of keeping: the events of one blob are kept in the order of its writes
+    account: str
+    doc: bytes
+
+
+class ChangesTaken(Exception):
+    """A write meant to publish kept events found some already gone (another worker published
+    them); nothing of it was applied."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +239,10 @@ class BlobStore(ABC):
         ``staged`` (if given) is consumed: committed when the write names its extent, discarded
         otherwise, and discarded when ``decide`` raises. Raises ``ContainerNotFound``, or what
         ``decide`` raises."""
+
+    @abstractmethod
+    async def pending_changes(self, limit: int) -> list[PendingChange]:
+        """Up to ``limit`` kept change feed events (:attr:`BlobWrite.change`), oldest first."""
 
     @abstractmethod
     async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:

@@ -13,7 +13,16 @@ from tabulae.storage.blob_pages import PageSpan
 from tabulae.storage.blobplan import containers, pages, reads, writes
 from tabulae.storage.blobplan.reads import At
 from tabulae.storage.blobplan.writes import CopyExtent
-from tabulae.storage.blobs import NO_NEEDS, BlobListing, BlobStore, Decide, Needs, Staged, stored_version
+from tabulae.storage.blobs import (
+    NO_NEEDS,
+    BlobListing,
+    BlobStore,
+    Decide,
+    Needs,
+    PendingChange,
+    Staged,
+    stored_version,
+)
 from tabulae.storage.plan import Plan, Sql
 
 T = TypeVar("T")
@@ -59,6 +68,9 @@ class PlannedBlobs(BlobStore):
             lambda: writes.write_blob(at, decide, Needs(), source=origin, guard=guard, copy=self.copy_extent)
         )
         return result
+
+    async def pending_changes(self, limit: int) -> list[PendingChange]:
+        return await self._read(lambda: reads.pending_changes(limit))
 
     async def create_container(self, account: str, record: ContainerRecord) -> None:
         """An engine that numbers containers itself; one with ids of its own overrides this."""

@@ -18,7 +18,7 @@ from tabulae.model.blobs import Extent
 from tabulae.storage.blob_pages import EVERY_PAGE, PageEdit, PageSpan
 from tabulae.storage.blobplan import garbage, pages
 from tabulae.storage.blobplan.reads import At, committed, container_id, load_state
-from tabulae.storage.blobs import STORED_BASE, BlobState, BlobWrite, Decide, Needs, encode_blob
+from tabulae.storage.blobs import STORED_BASE, BlobState, BlobWrite, ChangesTaken, Decide, Needs, encode_blob
 from tabulae.storage.plan import Plan, Restart, Sql
 
 PAGE_BLOB = "PageBlob"
@@ -53,6 +53,8 @@ _SNAPSHOT_EXTENTS = (
 _NO_STAGED = "UPDATE blobs SET staged = 0, staged_id_length = NULL WHERE " + _ROW
 _BLOCK_REF = _BLOCK_REFS + " AND block_id = :block_id"
 _COUNT_STAGED = "UPDATE blobs SET staged = staged + :added, staged_id_length = :length WHERE " + _ROW
+_KEEP_CHANGE = "INSERT INTO blob_changes ({key,} account, doc) VALUES ({:key,} :account, :doc)"
+_DROP_CHANGE = "DELETE FROM blob_changes WHERE {key=} seq = :seq"
 _STAGE_BLOCK = (
     "INSERT INTO blob_blocks ({key,} container_id, name, block_id, seq, ref, length)"
     " VALUES ({:key,} :c, :name, :block_id, :seq, :ref, :length)"
@@ -217,6 +219,11 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
         yield Sql(_SNAPSHOT_EXTENTS, {**base, "snapshot": frozen.snapshot})
         if frozen.blob_type == PAGE_BLOB:
             yield from pages.copy(at, cid, frozen.snapshot)
+    if write.change is not None:
+        yield Sql(_KEEP_CHANGE, {"dkey": at.dkey, "account": at.key.account, "doc": write.change})
+    for change in write.consume:
+        if not (yield Sql(_DROP_CHANGE, {"dkey": change.dkey, "seq": change.seq}, "rowcount")):
+            raise ChangesTaken
     for ref in dropped - referenced:
         yield from garbage.drop(at.dkey, ref)
     return referenced

@@ -114,6 +114,11 @@ CREATE TABLE IF NOT EXISTS blob_garbage (
     ref TEXT PRIMARY KEY,
     dropped REAL NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS blob_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    account TEXT NOT NULL,
+    doc BLOB NOT NULL
+);
 """
 
 _DIALECT = SqliteDialect()
