@@ -40,6 +40,7 @@ from tabulae.blob.api import background_copy
 from tabulae.blob.api.account_admin import ACCOUNT_ADMIN_PATH, AccountAdmin
 from tabulae.blob.api.app import BlobApp
 from tabulae.blob.features import AccountFeatureBook
+from tabulae.blob.feed import FeedPublisher
 from tabulae.blob.rules.tiers import TierPolicy
 from tabulae.blob.service import BlobService
 from tabulae.config import DEV_ACCOUNT, DEV_KEY, SETTINGS_ENV, Settings
@@ -259,6 +260,8 @@ def build_gateway(settings: Settings) -> Gateway:
             blobs = BlobsPage(blob_service, gate, containers)
             tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs, stores.volume)))
             tasks.append(asyncio.get_running_loop().create_task(purge_deleted(blob_service)))
+            publisher = FeedPublisher(stores.blobs, time.time)  # the change feed (blob/feed.py)
+            tasks.append(asyncio.get_running_loop().create_task(publisher.run()))
         tasks.append(asyncio.get_running_loop().create_task(watch_volume(stores)))
         extras: dict[str, AsgiApp] = {}
         if table is not None:

@@ -16,7 +16,7 @@ A Clear Page leaves a tombstone only while the blob has snapshots (the only time
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterable, Sequence
+from collections.abc import AsyncIterable, Callable, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -120,6 +120,7 @@ class PageBlobs:
         conditions: Conditions,
         lease_id: str | None,
         tags: dict[str, str] | None = None,
+        protect: Callable[[BlobRecord], BlobRecord] | None = None,
     ) -> BlobRecord:
         """Put Blob of a page blob: an empty blob of ``size`` bytes (every page unwritten),
         replacing whatever blob had the name, as Put Blob does."""
@@ -143,6 +144,8 @@ class PageBlobs:
                 sequence_number=sequence_number,
                 tags=tags or {},
             )
+            if protect is not None:
+                record = protect(record)
             write = BlobWrite(result=record, base=record, content=[], drop_staged=True)
             if state.base is not None:
                 write.pages = PageEdit(0, EVERY_PAGE)

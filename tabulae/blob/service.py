@@ -17,9 +17,11 @@ import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import cast
 
 from tabulae.blob import softdeletion, versioning
 from tabulae.blob.features import AccountFeatureBook
+from tabulae.blob.protection import GuardedStore
 from tabulae.blob.rules import blocks, copies, leases, softdelete, tiers
 from tabulae.blob.rules import properties as service_properties
 from tabulae.blob.rules import tags as tag_rules
@@ -188,11 +190,12 @@ class BlobService:
         tiering: TierPolicy | None = None,
         features: Callable[[str], AccountFeatures] = lambda account: OFF,
     ) -> None:
-        self.store = store
         self._clock = clock
         self.tiering = tiering or TierPolicy()
         # Each account's features: the settings' (``features``) with run-time changes laid over.
         self.features = AccountFeatureBook(store, features)
+        # Every blob write passes the immutability guard and keeps its change feed event.
+        self.store: BlobStore = cast(BlobStore, GuardedStore(store, clock, self.features.get))
         self._default_view = TierView(self.tiering.default_tier, True, None, None, None)
         self._with_logs: set[str] = set()  # accounts whose $logs container is known to exist
         self._retention_clock = softdeletion.retention_clock(clock)
@@ -218,6 +221,10 @@ class BlobService:
     async def _versioning(self, account: str) -> bool:
         """Whether the account keeps versions (its ``blob_versioning`` feature)."""
         return (await self.features.get(account)).blob_versioning
+
+    def clock(self) -> float:
+        """Now, in epoch seconds, by the service's clock (injectable in tests)."""
+        return self._clock()
 
     # ------------------------------------------------------------------ tiers
 
@@ -646,6 +653,7 @@ class BlobService:
         lease_id: str | None,
         tags: dict[str, str] | None = None,
         tier: str | None = None,
+        protect: Callable[[BlobRecord], BlobRecord] | None = None,
     ) -> tuple[BlobRecord, Checksums]:
         check_blob_name(key.name)
         if tier is not None:
@@ -680,6 +688,8 @@ class BlobService:
             )
             if blob_type == BLOCK_BLOB:
                 record = self._new_tier(record, tier, now)
+            if protect is not None:  # x-ms-immutability-policy-* and x-ms-legal-hold
+                record = protect(record)
             content = [staged.extent] if staged.extent.length else []
             write = BlobWrite(result=record, base=record, content=content, drop_staged=True)
             return versioning.stamp(write, state, versioned, keep)
@@ -732,6 +742,7 @@ class BlobService:
         lease_id: str | None,
         tags: dict[str, str] | None = None,
         tier: str | None = None,
+        protect: Callable[[BlobRecord], BlobRecord] | None = None,
     ) -> BlobRecord:
         check_blob_name(key.name)
         now = self._clock()
@@ -759,6 +770,8 @@ class BlobService:
                 tags=tags or {},
             )
             record = self._new_tier(record, tier, now)
+            if protect is not None:
+                record = protect(record)
             write = BlobWrite(result=record, base=record, content=content, drop_staged=True)
             return versioning.stamp(write, state, versioned, keep)
 
@@ -1022,6 +1035,7 @@ class BlobService:
         tier: str | None = None,
         priority: str = tiers.STANDARD,
         seal: bool | None = None,
+        protect: Callable[[BlobRecord], BlobRecord] | None = None,
     ) -> BlobRecord:
         """Copy Blob within the account, completed before the answer (``x-ms-copy-status: success``).
 
@@ -1092,6 +1106,8 @@ class BlobService:
                 record = tiers.with_state(record, pending)
             elif origin.blob_type == BLOCK_BLOB:
                 record = self._new_tier(record, tier, now)
+            if protect is not None:
+                record = protect(record)
             write = BlobWrite(
                 result=record, base=record, content=state.source_content or [], drop_staged=True
             )

@@ -105,12 +105,17 @@ class BlobRecord:
     version_id: str | None = None  # with versioning on: this version's id
     deleted_time: float | None = None  # soft-deleted (epoch seconds); then ``committed`` is False
     retention_days: int = 0  # a soft-deleted record's retention, in force when it was deleted
+    immutable_until: float | None = None  # epoch seconds: a time-based retention policy's end
+    immutable_mode: str | None = None  # that policy's mode, "Unlocked" or "Locked"
+    legal_hold: bool = False
+    last_access: float | None = None  # epoch seconds, kept while last access tracking is on
 
 
 #: BlobRecord fields kept in a record's stored form only when set (all default to a falsy value).
 EXTENSIONS = (
     "sequence_number", "tier", "tier_changed", "rehydrate_to", "rehydrate_priority", "rehydrate_at",
     "tags", "sealed", "version_id", "deleted_time", "retention_days",
+    "immutable_until", "immutable_mode", "legal_hold", "last_access",
 )  # fmt: skip
 
 

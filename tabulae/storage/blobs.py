@@ -104,6 +104,9 @@ class BlobWrite:
     moves: Sequence[tuple[str, BlobRecord]] = ()  # (stored version it leaves, record where it goes)
     purge: Sequence[str] = ()
 
+    change: bytes | None = None  # a change feed event, kept in this write's transaction
+    consume: Sequence[PendingChange] = ()  # kept events this write publishes (all, or it fails)
+
 
 @dataclass(frozen=True, slots=True)
 class TagQuery:
@@ -121,6 +124,21 @@ class FoundBlob(NamedTuple):
     container: str
     name: str
     tags: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingChange:
+    """A change feed event kept by the write that made it, not yet written into the feed."""
+
+    dkey: int  # the distribution key of the blob it is about
+    seq: int  # order of keeping: the events of one blob are kept in the order of its writes
+    account: str
+    doc: bytes
+
+
+class ChangesTaken(Exception):
+    """A write meant to publish kept events found some already gone (another worker published
+    them); nothing of it was applied."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +307,10 @@ class BlobStore(ABC):
         ``staged`` (if given) is consumed: committed when the write names its extent, discarded
         otherwise, and discarded when ``decide`` raises. Raises ``ContainerNotFound``, or what
         ``decide`` raises."""
+
+    @abstractmethod
+    async def pending_changes(self, limit: int) -> list[PendingChange]:
+        """Up to ``limit`` kept change feed events (:attr:`BlobWrite.change`), oldest first."""
 
     @abstractmethod
     async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:

@@ -280,7 +280,9 @@ def test_citus_schema_calls_each_citus_function_once(pg_url: str) -> None:
         finally:
             await admin(f"DROP DATABASE {name}")
         assert registered == [
+            ("blob_account_features", "n", None),
             ("blob_blocks", "h", "dkey"),
+            ("blob_changes", "h", "dkey"),
             ("blob_chunks", "h", "dkey"),
             ("blob_containers", "n", None),
             ("blob_extents", "h", "dkey"),

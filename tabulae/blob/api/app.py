@@ -22,7 +22,7 @@ from tabulae.admission.blobs import BlobTicket
 from tabulae.admission.gate import Gate
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
 from tabulae.auth.shared_key import verify_blob_queue_authorization
-from tabulae.blob.api import blobs, containers, delegation_key, from_url, pages, tags
+from tabulae.blob.api import blobs, containers, delegation_key, from_url, immutability, pages, tags
 from tabulae.blob.api.batch import BatchScope, FailedPart, adopt_version, check_operation, submit_batch
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
@@ -88,6 +88,9 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.INCREMENTAL_COPY: pages.incremental_copy,
     Operation.UNDELETE_BLOB: blobs.undelete_blob,
     Operation.RESTORE_CONTAINER: containers.restore_container,
+    Operation.SET_IMMUTABILITY_POLICY: immutability.set_immutability_policy,
+    Operation.DELETE_IMMUTABILITY_POLICY: immutability.delete_immutability_policy,
+    Operation.SET_LEGAL_HOLD: immutability.set_legal_hold,
 }
 
 # Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.

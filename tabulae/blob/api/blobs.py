@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tabulae.blob import versioning
-from tabulae.blob.api import formats
+from tabulae.blob.api import formats, immutability
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import includes, lease_request, lease_response, max_results, xml
 from tabulae.blob.api.headers import (
@@ -119,6 +119,7 @@ async def get_blob(call: Call) -> Response:
         response_headers = blob_headers(
             record, lease, _overrides(call), whole=True, properties=False, tier=_read_tier(call, record)
         )
+        response_headers += await _protection_headers(call, record, read=True)
         if size <= SMALL_RESPONSE:  # one write, no streaming machinery
             stream = call.service.read(call.key, extents, 0, size)
             return Response(200, response_headers, b"".join([chunk async for chunk in stream]))
@@ -132,6 +133,7 @@ async def get_blob(call: Call) -> Response:
     response_headers = blob_headers(
         record, lease, _overrides(call), whole=False, properties=False, tier=_read_tier(call, record)
     )
+    response_headers += await _protection_headers(call, record, read=True)
     response_headers.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
     if end - start <= SMALL_RESPONSE and not (want_md5 or want_crc):
         stream = call.service.read(call.key, extents, start, end)
@@ -164,7 +166,15 @@ async def get_blob_properties(call: Call) -> Response:
     headers = blob_headers(
         record, lease, _overrides(call), whole=True, properties=True, tier=call.service.tier_view(record)
     )
+    headers += await _protection_headers(call, record, read=False)
     return StreamedResponse(200, headers, stream=None, length=record.size)
+
+
+async def _protection_headers(call: Call, record: BlobRecord, *, read: bool) -> Headers:
+    """Immutability and last access headers (blob/api/immutability.py)."""
+    return immutability.response_headers(record) + await immutability.last_access_header(
+        call, record, read=read
+    )
 
 
 async def get_blob_metadata(call: Call) -> Response:
@@ -216,6 +226,7 @@ async def list_blobs(call: Call) -> Response:
             lease = call.service.lease_state(item.lease) if not item.snapshot else None
             items.append((item, lease))
     tier_view = call.service.tier_view
+    tracked = (await call.service.features.get(call.route.account)).last_access_tracking
     body = formats.render_blobs(
         call.route.base,
         call.route.container,
@@ -225,6 +236,10 @@ async def list_blobs(call: Call) -> Response:
         page.next_marker,
         tier_of=lambda record: formats.tier_elements(tier_view(record)),
         remaining_days=call.service.remaining_days,
+        extra_of=lambda record: (
+            (immutability.last_access_element(record) if tracked else "")
+            + immutability.listing_elements(record, include)
+        ),
     )
     return xml(body)
 
@@ -260,6 +275,7 @@ async def put_blob(call: Call) -> Response:
         call.lease_id,
         tags=header_tags(headers),
         tier=requested_tier(call),
+        protect=immutability.requested(call),
     )
     response_headers = etag_headers(record.ticks) + _ENCRYPTED + version_header(record)
     if blob_type == "BlockBlob":
@@ -298,6 +314,7 @@ async def put_block_list(call: Call) -> Response:
         call.lease_id,
         tags=header_tags(headers),
         tier=requested_tier(call),
+        protect=immutability.requested(call),
     )
     return Response(
         201,

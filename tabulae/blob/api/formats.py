@@ -147,7 +147,9 @@ def _inferred(tier: str) -> str:
     return f"<AccessTier>{tier}</AccessTier><AccessTierInferred>true</AccessTierInferred>"
 
 
-def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: bool, tier: str) -> str:
+def _blob_properties(
+    record: BlobRecord, lease: LeaseView | None, include_copy: bool, tier: str, extra: str = ""
+) -> str:
     """One blob's ``<Properties>``: built as one string, as a listing builds 5,000 of them."""
     if not record.committed and record.deleted_time is None:  # a blob of staged blocks only
         return (
@@ -181,7 +183,7 @@ def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: 
         f"{_field('Content-Disposition', p.content_disposition)}"
         f"{_sequence(record)}<BlobType>{record.blob_type}</BlobType>{tier}"
         f"{_lease(lease) if lease is not None else ''}{copied}{_SEALED if record.sealed else ''}"
-        f"<ServerEncrypted>true</ServerEncrypted>{_tag_count(record)}</Properties>"
+        f"{extra}<ServerEncrypted>true</ServerEncrypted>{_tag_count(record)}</Properties>"
     )
 
 
@@ -205,6 +207,7 @@ def render_blobs(
     next_marker: str | None,
     tier_of: Callable[[BlobRecord], str] | None = None,
     remaining_days: Callable[[BlobRecord], int] | None = None,
+    extra_of: Callable[[BlobRecord], str] | None = None,
 ) -> bytes:
     """``tier_of`` gives a blob's tier elements (:func:`tier_elements`); without it every block
     blob shows the default tier, inferred."""
@@ -225,7 +228,8 @@ def render_blobs(
         parts.append(f"<Blob>{_name(record.name)}")
         parts.append(_version_elements(record, "versions" in include))
         tier = tier_of(record) if tier_of is not None else _TIER if record.blob_type == "BlockBlob" else ""
-        properties = _blob_properties(record, lease, "copy" in include, tier)
+        extra = extra_of(record) if extra_of is not None and record.committed else ""
+        properties = _blob_properties(record, lease, "copy" in include, tier, extra)
         if record.deleted_time is not None:  # soft-deleted
             left = remaining_days(record) if remaining_days is not None else record.retention_days
             parts.append("<Deleted>true</Deleted>")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 
-from tabulae.blob.api import background_copy
+from tabulae.blob.api import background_copy, immutability
 from tabulae.blob.api.blobs import bool_header, requested_tier, version_header
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.copy_source import (
@@ -247,7 +247,7 @@ async def copy_blob(call: Call) -> Response:
                 conditions(headers), conditions(headers, "x-ms-source-"), call.lease_id,
                 tags=header_tags(headers),
                 tier=requested_tier(call), priority=parse_priority(headers.get("x-ms-rehydrate-priority")),
-                seal=bool_header(headers, "x-ms-seal-blob"),
+                seal=bool_header(headers, "x-ms-seal-blob"), protect=immutability.requested(call),
             )  # fmt: skip
         except ServiceError as exc:
             if exc.code == "CannotVerifyCopySource":

@@ -16,13 +16,10 @@ from tabulae.model.errors import ServiceError
 # comp values of features Tabulae does not serve, on any resource.
 _UNSUPPORTED_COMP = frozenset(
     {
-        "immutabilityPolicies", "legalhold", "expiry", "query", "rename",
+        "expiry", "query", "rename",
     }
 )  # fmt: skip
 _UNSUPPORTED_HEADERS = (
-    "x-ms-immutability-policy-until-date",
-    "x-ms-immutability-policy-mode",
-    "x-ms-legal-hold",
     "x-ms-encryption-key",
     "x-ms-encryption-scope",
 )
@@ -175,6 +172,12 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
         return _verb(method, {"PUT": Operation.PUT_PAGE})
     if comp == "pagelist":
         return _verb(method, {"GET": Operation.GET_PAGE_RANGES})
+    if comp == "immutabilityPolicies":
+        return _verb(
+            method, {"PUT": Operation.SET_IMMUTABILITY_POLICY, "DELETE": Operation.DELETE_IMMUTABILITY_POLICY}
+        )
+    if comp == "legalhold":
+        return _verb(method, {"PUT": Operation.SET_LEGAL_HOLD})
     if comp == "incrementalcopy":
         return _verb(method, {"PUT": Operation.INCREMENTAL_COPY})
     if comp == "undelete":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tabulae.blob.api import blobs, copy_source
+from tabulae.blob.api import blobs, copy_source, immutability
 from tabulae.blob.api.blobs import _no_snapshot
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import max_results, xml
@@ -104,6 +104,7 @@ async def put_page_blob(call: Call) -> Response:
         _create_conditions(call),
         call.lease_id,
         tags=header_tags(headers),
+        protect=immutability.requested(call),
     )
     return Response(201, [*etag_headers(record.ticks), _ENCRYPTED])
 

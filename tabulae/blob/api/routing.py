@@ -76,6 +76,9 @@ class Operation(enum.StrEnum):
     INCREMENTAL_COPY = "IncrementalCopyBlob"
     UNDELETE_BLOB = "UndeleteBlob"
     RESTORE_CONTAINER = "RestoreContainer"
+    SET_IMMUTABILITY_POLICY = "SetBlobImmutabilityPolicy"
+    DELETE_IMMUTABILITY_POLICY = "DeleteBlobImmutabilityPolicy"
+    SET_LEGAL_HOLD = "SetBlobLegalHold"
 
 
 @dataclass(slots=True)  # not frozen: built on every request

@@ -67,6 +67,9 @@ _BLOB_PERMISSIONS: dict[Op, _Requirement] = {
     Op.GET_PAGE_RANGES: ("r",),
     Op.INCREMENTAL_COPY: ("cw",),
     Op.UNDELETE_BLOB: ("w",),  # assumed: the reference names no permission for it
+    Op.SET_IMMUTABILITY_POLICY: ("i",),
+    Op.DELETE_IMMUTABILITY_POLICY: ("i",),
+    Op.SET_LEGAL_HOLD: ("i",),
 }
 # What a container SAS adds: listing, and the container's own properties and lease.
 _CONTAINER_PERMISSIONS: dict[Op, _Requirement] = {

@@ -13,6 +13,7 @@ from tabulae.storage.blobs import (
     BlobListing,
     BlobState,
     Needs,
+    PendingChange,
     container_missing,
     decode_blob,
     listing_start,
@@ -181,3 +182,17 @@ def load_state(at: At, cid: int, needs: Needs) -> Plan[BlobState]:
     if needs.staged:
         state.staged = yield from staged(at, cid)
     return state
+
+
+_PENDING = "SELECT {key,} seq, account, doc FROM blob_changes ORDER BY seq LIMIT :limit"
+
+
+def pending_changes(limit: int) -> Plan[list[PendingChange]]:
+    """Kept change feed events, oldest first (on PostgreSQL each row carries its ``dkey``)."""
+    rows = yield Sql(_PENDING, {"limit": limit}, "all")
+    changes = []
+    for row in rows:
+        dkey, rest = (row[0], row[1:]) if len(row) == 4 else (0, row)
+        seq, account, doc = rest
+        changes.append(PendingChange(int(dkey), int(seq), str(account), bytes(doc)))
+    return changes

@@ -20,6 +20,7 @@ from tabulae.storage.blobs import (
     Decide,
     FoundBlob,
     Needs,
+    PendingChange,
     Staged,
     TagQuery,
     stored_version,
@@ -69,6 +70,9 @@ class PlannedBlobs(BlobStore):
             lambda: writes.write_blob(at, decide, Needs(), source=origin, guard=guard, copy=self.copy_extent)
         )
         return result
+
+    async def pending_changes(self, limit: int) -> list[PendingChange]:
+        return await self._read(lambda: reads.pending_changes(limit))
 
     async def create_container(self, account: str, record: ContainerRecord) -> None:
         """An engine that numbers containers itself; one with ids of its own overrides this."""

@@ -23,6 +23,7 @@ from tabulae.storage.blobs import (
     VERSION_PREFIX,
     BlobState,
     BlobWrite,
+    ChangesTaken,
     Decide,
     Needs,
     encode_blob,
@@ -61,6 +62,8 @@ _SNAPSHOT_EXTENTS = (
 _NO_STAGED = "UPDATE blobs SET staged = 0, staged_id_length = NULL WHERE " + _ROW
 _BLOCK_REF = _BLOCK_REFS + " AND block_id = :block_id"
 _COUNT_STAGED = "UPDATE blobs SET staged = staged + :added, staged_id_length = :length WHERE " + _ROW
+_KEEP_CHANGE = "INSERT INTO blob_changes ({key,} account, doc) VALUES ({:key,} :account, :doc)"
+_DROP_CHANGE = "DELETE FROM blob_changes WHERE {key=} seq = :seq"
 _STAGE_BLOCK = (
     "INSERT INTO blob_blocks ({key,} container_id, name, block_id, seq, ref, length)"
     " VALUES ({:key,} :c, :name, :block_id, :seq, :ref, :length)"
@@ -234,6 +237,11 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
             yield from pages.copy(at, cid, frozen.snapshot)
     if write.rewrite or write.moves or write.purge:
         dropped |= yield from retained.apply(at, cid, write)
+    if write.change is not None:
+        yield Sql(_KEEP_CHANGE, {"dkey": at.dkey, "account": at.key.account, "doc": write.change})
+    for change in write.consume:
+        if not (yield Sql(_DROP_CHANGE, {"dkey": change.dkey, "seq": change.seq}, "rowcount")):
+            raise ChangesTaken
     for ref in dropped - referenced:
         yield from garbage.drop(at.dkey, ref)
     return referenced

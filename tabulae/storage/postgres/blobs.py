@@ -175,6 +175,15 @@ _STATEMENTS = (
     )
     """,
     """
+    CREATE TABLE IF NOT EXISTS blob_changes (
+        dkey bigint NOT NULL,
+        seq bigserial NOT NULL,
+        account text COLLATE "C" NOT NULL,
+        doc bytea NOT NULL,
+        CONSTRAINT blob_changes_pkey PRIMARY KEY (dkey, seq)
+    )
+    """,
+    """
     CREATE TABLE IF NOT EXISTS blob_garbage (
         dkey bigint NOT NULL,
         ref uuid NOT NULL,
@@ -194,6 +203,7 @@ SCHEMA = Schema(
         "blob_pages": "dkey",
         "blob_chunks": "dkey",
         "blob_garbage": "dkey",
+        "blob_changes": "dkey",
     },
 )
 

@@ -128,6 +128,11 @@ CREATE TABLE IF NOT EXISTS blob_garbage (
     ref TEXT PRIMARY KEY,
     dropped REAL NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS blob_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    account TEXT NOT NULL,
+    doc BLOB NOT NULL
+);
 """
 
 ORPHANS_INTERVAL_SECONDS = 60.0  # the content directory is scanned for crash orphans at most this often
