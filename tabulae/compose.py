@@ -37,7 +37,6 @@ from tabulae.admission.ledger import Ledger
 from tabulae.admission.queue_guard import GuardedQueueService
 from tabulae.admission.throttle import Targets, Throttle
 from tabulae.blob.api.account_admin import ACCOUNT_ADMIN_PATH, AccountAdmin
-from tabulae.blob.api.app import BlobApp
 from tabulae.blob.features import AccountFeatureBook
 from tabulae.blob.rules.tiers import TierPolicy
 from tabulae.blob.service import BlobService
@@ -49,6 +48,7 @@ from tabulae.console.pages import ConsolePage
 from tabulae.console.queues import QueuesPage
 from tabulae.console.render import CONSOLE_PATH
 from tabulae.console.tables import TablesPage
+from tabulae.dfs.app import DataLakeApp
 from tabulae.http.addressing import path_style_only
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.listeners import listen, per_worker
@@ -240,7 +240,7 @@ def build_gateway(settings: Settings) -> Gateway:
                 features=settings.features_of,
             )
             features = blob_service.features
-            by_port[ports["blob"]] = BlobApp(blob_service, options, gate, containers)
+            by_port[ports["blob"]] = DataLakeApp(blob_service, options, gate, containers)
             blobs = BlobsPage(blob_service, gate, containers)
             tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs)))
         extras: dict[str, AsgiApp] = {}

@@ -8,6 +8,7 @@ decides over them and the front-end renders them, so they live here, below all t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tabulae.model.policies import SignedIdentifier
 
@@ -96,12 +97,15 @@ class BlobRecord:
     tags: dict[str, str] = field(default_factory=dict)  # blob index tags
     sealed: bool = False  # an append blob's
     version_id: str | None = None  # with versioning on: this version's id
+    # In an account with a hierarchical namespace: owner, owning group, ACL text and sticky bit
+    # ({"o", "g", "a", "s"}); empty for a path that never had them (the defaults apply).
+    posix: dict[str, Any] = field(default_factory=dict)
 
 
 #: BlobRecord fields kept in a record's stored form only when set (all default to a falsy value).
 EXTENSIONS = (
     "sequence_number", "tier", "tier_changed", "rehydrate_to", "rehydrate_priority", "rehydrate_at",
-    "tags", "sealed", "version_id",
+    "tags", "sealed", "version_id", "posix",
 )  # fmt: skip
 
 

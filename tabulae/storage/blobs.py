@@ -43,6 +43,7 @@ from tabulae.model.blobs import Lease as Lease
 from tabulae.model.edm import now_ticks
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import SignedIdentifier
+from tabulae.storage.namespace import RenameDecide, TreeState
 
 STORED_BASE = "~"  # how engines store BASE: after every timestamp, so snapshots list first
 GARBAGE_GRACE_SECONDS = 300.0  # unreferenced extents stay readable this long for running downloads
@@ -243,6 +244,21 @@ class BlobStore(ABC):
         """Up to ``limit`` records whose names start with ``prefix``, from ``start`` (a name and
         stored version, inclusive) on. Snapshots and uncommitted blobs only when asked for.
         Raises ``ContainerNotFound``."""
+
+    # ------------------------------------------------------------------ hierarchical namespace
+
+    @abstractmethod
+    async def rename_path(
+        self, source: BlobKey, destination: BlobKey, parent: BlobKey | None, decide: RenameDecide
+    ) -> Any:
+        """Rename a path (and, when ``decide`` says so, every blob below it as a directory) to
+        ``destination`` in one transaction that copies no content; ``parent`` is the
+        destination's parent directory to load for ``decide`` (None: the root). Returns the
+        decision's result. Raises ``ContainerNotFound``, or what ``decide`` raises."""
+
+    @abstractmethod
+    async def delete_tree(self, key: BlobKey, decide: Callable[[TreeState], Any]) -> Any:
+        """Delete a path and every blob below it in one transaction once ``decide`` allows it."""
 
     # ------------------------------------------------------------------ maintenance
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from tabulae.model.blobs import BASE, BlobKey, BlobRecord, ContainerRecord, Extent
-from tabulae.storage.blobplan import containers, reads, writes
+from tabulae.storage.blobplan import containers, paths, reads, writes
 from tabulae.storage.blobplan.reads import At
 from tabulae.storage.blobplan.writes import CopyExtent
 from tabulae.storage.blobs import NO_NEEDS, BlobListing, BlobStore, Decide, Needs, Staged, stored_version
@@ -33,6 +33,10 @@ class PlannedBlobs(BlobStore):
     async def _commit(self, make: Callable[[], Plan[tuple[Any, set[str]]]], staged: Staged | None) -> Any:
         """Run a write as :meth:`_write` does, consuming ``staged`` (see :meth:`write_blob`): the
         plan returns the write's result and the refs it named."""
+
+    rekey: str | None = None
+    """SQL for a row's distribution key from ``:account``, ``:dcontainer`` and a new name
+    (``{name}``), when the engine has one (a rename moves rows between keys)."""
 
     copy_extent: CopyExtent | None = None
     """How the engine copies an extent to another blob's distribution key, if it has one."""
@@ -58,6 +62,17 @@ class PlannedBlobs(BlobStore):
             lambda: writes.write_blob(at, decide, Needs(), source=origin, guard=guard, copy=self.copy_extent)
         )
         return result
+
+    async def rename_path(
+        self, source: BlobKey, destination: BlobKey, parent: BlobKey | None, decide: paths.RenameDecide
+    ) -> Any:
+        src, dst = self._at(source), self._at(destination)
+        above = self._at(parent) if parent is not None else None
+        return await self._write(lambda: paths.rename(src, dst, above, decide, self.rekey))
+
+    async def delete_tree(self, key: BlobKey, decide: Callable[[paths.TreeState], Any]) -> Any:
+        at = self._at(key)
+        return await self._write(lambda: paths.delete_tree(at, decide))
 
     async def create_container(self, account: str, record: ContainerRecord) -> None:
         """An engine that numbers containers itself; one with ids of its own overrides this."""

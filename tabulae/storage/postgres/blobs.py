@@ -224,6 +224,13 @@ class PostgresBlobs(PlannedBlobs):
     async def _write(self, make: Callable[[], Plan[T]]) -> T:
         return await self._db.run_plan(make, retry=True, transaction=True)
 
+    # dkey_of in SQL, for the rows a rename moves (paths.rename): the first 8 bytes of the hash
+    # as a signed big-endian integer.
+    rekey = (
+        "('x' || left(encode(sha256(convert_to(:account || E'\\n' || :dcontainer || E'\\n' || {name},"
+        " 'UTF8')), 'hex'), 16))::bit(64)::bigint"
+    )
+
     def _at(self, key: BlobKey) -> At:
         return at(key)
 

@@ -1,0 +1,371 @@
+"""Handlers of the DFS operations: HTTP in, :class:`DataLakeService` call, HTTP out, in the
+shapes of the Data Lake Storage Gen2 REST reference (JSON bodies, ``x-ms-*`` headers)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from tabulae.blob.api import blobs as blob_handlers
+from tabulae.blob.api.call import Call
+from tabulae.blob.api.containers import lease_request, lease_response
+from tabulae.blob.api.headers import conditions, etag_headers
+from tabulae.blob.rules.conditions import etag_of
+from tabulae.blob.rules.leases import parse_lease_id
+from tabulae.dfs import acl, formats
+from tabulae.dfs.paths import normalize, parse_rename_source
+from tabulae.dfs.routing import DfsOperation, count, flag
+from tabulae.dfs.service import CreateRequest, DataLakeService, FlushRequest, is_directory, posix_of
+from tabulae.http.messages import Headers, Response
+from tabulae.model import edm
+from tabulae.model.blobs import BlobKey, BlobRecord, ContentProperties
+from tabulae.model.errors import ServiceError
+
+_ENCRYPTED = (b"x-ms-request-server-encrypted", b"true")
+_NAMESPACE = formats.NAMESPACE_ENABLED
+MAX_LIST = 5000
+
+
+@dataclass(slots=True)
+class DfsCall:
+    """A DFS request as its handler sees it: the Blob call (request, route, body) and the DFS
+    service over the same store."""
+
+    call: Call
+    dfs: DataLakeService
+    operation: DfsOperation
+    filesystem: str
+    path: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return self.call.request.headers
+
+    @property
+    def query(self) -> dict[str, str]:
+        return self.call.request.query
+
+    @property
+    def key(self) -> BlobKey:
+        return BlobKey(self.call.route.account, self.filesystem, self.path)
+
+
+def _moment(ticks: int) -> datetime:
+    micros = (ticks - edm.UNIX_EPOCH_TICKS) // 10
+    return datetime.fromtimestamp(micros // 1_000_000, UTC).replace(microsecond=micros % 1_000_000)
+
+
+def _json(status: int, body: bytes, extra: Headers = ()) -> Response:  # type: ignore[assignment]
+    return Response(status, [(b"content-type", formats.JSON_CONTENT_TYPE), *extra], body)
+
+
+def _content_properties(
+    headers: dict[str, str], default: ContentProperties | None = None
+) -> ContentProperties | None:
+    """``x-ms-content-type`` and its siblings (Path - Create and Flush); None when none is sent."""
+    names = ("x-ms-content-type", "x-ms-content-encoding", "x-ms-content-language",
+             "x-ms-content-disposition", "x-ms-cache-control", "x-ms-content-md5")  # fmt: skip
+    if not any(name in headers for name in names):
+        return default
+    return ContentProperties(*(headers.get(name) for name in names))
+
+
+def _lease(headers: dict[str, str], name: str = "x-ms-lease-id") -> str | None:
+    """A lease id header; the SDK sends ``x-ms-source-lease-id`` empty on every rename."""
+    return parse_lease_id(headers.get(name) or None, name)
+
+
+def _record_headers(record: BlobRecord) -> Headers:
+    return etag_headers(record.ticks)
+
+
+# ------------------------------------------------------------------ file systems
+
+
+async def create_filesystem(c: DfsCall) -> Response:
+    properties = formats.parse_properties(c.headers.get("x-ms-properties", ""))
+    try:
+        record = await c.call.service.create_container(c.call.route.account, c.filesystem, properties, None)
+    except ServiceError as error:
+        if error.code == "ContainerAlreadyExists":
+            raise ServiceError("FilesystemAlreadyExists") from None
+        raise
+    return Response(201, [*etag_headers(record.ticks), _NAMESPACE])
+
+
+async def _container(c: DfsCall):  # type: ignore[no-untyped-def]
+    try:
+        return await c.call.service.get_container(c.call.route.account, c.filesystem)
+    except ServiceError as error:
+        if error.code == "ContainerNotFound":
+            raise ServiceError("FilesystemNotFound") from None
+        raise
+
+
+async def delete_filesystem(c: DfsCall) -> Response:
+    await _container(c)
+    await c.call.service.delete_container(c.call.route.account, c.filesystem, conditions(c.headers), None)
+    return Response(202, [])
+
+
+async def get_filesystem_properties(c: DfsCall) -> Response:
+    record = await _container(c)
+    headers = [*etag_headers(record.ticks), _NAMESPACE]
+    headers.append((b"x-ms-properties", formats.render_properties(record.metadata).encode()))
+    return Response(200, headers)
+
+
+async def set_filesystem_properties(c: DfsCall) -> Response:
+    await _container(c)
+    properties = formats.parse_properties(c.headers.get("x-ms-properties", ""))
+    record = await c.call.service.set_container_metadata(
+        c.call.route.account, c.filesystem, properties, conditions(c.headers), None
+    )
+    return Response(200, etag_headers(record.ticks))
+
+
+async def list_filesystems(c: DfsCall) -> Response:
+    query = c.query
+    limit = count(query, "maxResults", minimum=1, maximum=MAX_LIST) or MAX_LIST
+    marker = query.get("continuation")
+    records, next_marker = await c.call.service.list_containers(
+        c.call.route.account, query.get("prefix", ""), marker, limit
+    )
+    items = [formats.FilesystemItem(r.name, _moment(r.ticks), f'"{etag_of(r.ticks)}"') for r in records]
+    extra: Headers = [(formats.CONTINUATION, next_marker.encode())] if next_marker else []
+    return _json(200, formats.list_filesystems(items), extra)
+
+
+async def list_paths(c: DfsCall) -> Response:
+    query = c.query
+    recursive = flag(query, "recursive")
+    if recursive is None:
+        from tabulae.dfs.routing import missing_parameter
+
+        raise missing_parameter("recursive")
+    limit = count(query, "maxResults", minimum=1) or MAX_LIST
+    limit = min(limit, MAX_LIST)
+    directory = normalize(query.get("directory", ""))
+    token = query.get("continuation")
+    after = formats.decode_continuation(token) if token else None
+    records, last = await c.dfs.list_paths(
+        c.call.route.account, c.filesystem, directory, recursive, after, limit
+    )
+    items = []
+    for record in records:
+        posix = posix_of(record)
+        items.append(
+            formats.PathItem(
+                name=record.name,
+                is_directory=is_directory(record),
+                content_length=record.size,
+                last_modified=_moment(record.ticks),
+                etag=etag_of(record.ticks),
+                owner=posix.owner,
+                group=posix.group,
+                permissions=posix.permissions,
+                creation_time=_moment(record.created),
+            )
+        )
+    extra: Headers = [(formats.CONTINUATION, formats.encode_continuation(last).encode())] if last else []
+    return _json(200, formats.list_paths(items), extra)
+
+
+# ------------------------------------------------------------------ paths
+
+
+def _permissions(headers: dict[str, str]) -> int | None:
+    text = headers.get("x-ms-permissions")
+    return acl.parse_permissions(text) if text is not None else None
+
+
+async def create_path(c: DfsCall) -> Response:
+    headers = c.headers
+    directory = c.operation is DfsOperation.CREATE_DIRECTORY
+    umask = headers.get("x-ms-umask")
+    acl_text = headers.get("x-ms-acl")
+    request = CreateRequest(
+        directory=directory,
+        permissions=_permissions(headers),
+        umask=acl.parse_umask(umask) if umask is not None else None,
+        entries=acl.parse_acl(acl_text, full=False, directory=directory) if acl_text else None,
+        owner=headers.get("x-ms-owner"),
+        group=headers.get("x-ms-group"),
+        metadata=formats.parse_properties(headers.get("x-ms-properties", "")),
+        properties=_content_properties(headers) or ContentProperties(),
+        conditions=conditions(headers),
+        lease_id=_lease(headers),
+    )
+    record = await c.dfs.create(c.key, request)
+    return Response(201, [*_record_headers(record), _ENCRYPTED])
+
+
+async def rename(c: DfsCall) -> Response:
+    source = parse_rename_source(c.headers["x-ms-rename-source"])
+    account = c.call.route.account
+    record = await c.dfs.rename(
+        BlobKey(account, source.filesystem, source.path),
+        c.key,
+        source_conditions=conditions(c.headers, "x-ms-source-"),
+        conditions=conditions(c.headers),
+        source_lease=_lease(c.headers, "x-ms-source-lease-id"),
+        lease_id=_lease(c.headers),
+    )
+    headers = _record_headers(record) if record is not None else []
+    return Response(201, [*headers])
+
+
+async def append(c: DfsCall) -> Response:
+    position = count(c.query, "position")
+    if position is None:
+        from tabulae.dfs.routing import missing_parameter
+
+        raise missing_parameter("position")
+    upload = c.call.upload(4000 * 1024 * 1024)
+    await c.dfs.append(c.key, position, upload, _lease(c.headers))
+    return Response(202, [_ENCRYPTED])
+
+
+async def flush(c: DfsCall) -> Response:
+    position = count(c.query, "position")
+    if position is None:
+        from tabulae.dfs.routing import missing_parameter
+
+        raise missing_parameter("position")
+    request = FlushRequest(
+        position=position,
+        retain=bool(flag(c.query, "retainUncommittedData", False)),
+        close=bool(flag(c.query, "close", False)),
+        properties=_content_properties(c.headers),
+        conditions=conditions(c.headers),
+        lease_id=_lease(c.headers),
+    )
+    record = await c.dfs.flush(c.key, request)
+    return Response(200, [*_record_headers(record), _ENCRYPTED])
+
+
+async def set_properties(c: DfsCall) -> Response:
+    headers = c.headers
+    properties = (
+        formats.parse_properties(headers["x-ms-properties"]) if "x-ms-properties" in headers else None
+    )
+    content = _content_properties(headers)
+
+    def change(record: BlobRecord, ticks: int) -> BlobRecord:
+        metadata = record.metadata
+        if properties is not None:
+            metadata = dict(properties)
+            if is_directory(record):
+                metadata["hdi_isfolder"] = "true"
+        return replace(
+            record,
+            ticks=ticks,
+            metadata=metadata,
+            properties=content if content is not None else record.properties,
+        )
+
+    record = await c.dfs.update(c.key, change, conditions(headers), _lease(headers))
+    return Response(200, _record_headers(record))
+
+
+async def set_access_control(c: DfsCall) -> Response:
+    headers = c.headers
+    owner, group = headers.get("x-ms-owner"), headers.get("x-ms-group")
+    permissions = _permissions(headers)
+    acl_text = headers.get("x-ms-acl")
+    if permissions is not None and acl_text is not None:
+        raise ServiceError(
+            "InvalidHeaderValue", fields=(("HeaderName", "x-ms-acl"), ("HeaderValue", acl_text))
+        )
+
+    def change(record: BlobRecord, ticks: int) -> BlobRecord:
+        posix = posix_of(record)
+        directory = is_directory(record)
+        entries, sticky = posix.entries, posix.sticky
+        if acl_text is not None:
+            entries = acl.complete(acl.parse_acl(acl_text, full=True, directory=directory))
+        if permissions is not None:
+            entries = acl.apply_mode(entries, permissions)
+            sticky = bool(permissions & acl.STICKY)
+        new = replace(
+            posix, owner=owner or posix.owner, group=group or posix.group, entries=entries, sticky=sticky
+        )
+        return replace(record, ticks=ticks, posix=new.stored())
+
+    record = await c.dfs.update(c.key, change, conditions(headers), _lease(headers))
+    return Response(200, _record_headers(record))
+
+
+async def get_access_control(c: DfsCall) -> Response:
+    record = await c.dfs.get(c.key)
+    from tabulae.blob.rules.conditions import check
+
+    check(conditions(c.headers), record.ticks, read=True)
+    posix = posix_of(record)
+    headers = [*_record_headers(record)]
+    headers.extend(
+        formats.access_control_headers(posix.owner, posix.group, posix.permissions, posix.acl_text)
+    )
+    return Response(200, headers)
+
+
+def path_headers(record: BlobRecord) -> Headers:
+    """What Get Properties (and the Blob API's HEAD and GET on an HNS account) add for a path."""
+    posix = posix_of(record)
+    headers = [formats.resource_type_header(is_directory(record))]
+    headers.extend(formats.access_control_headers(posix.owner, posix.group, posix.permissions))
+    return headers
+
+
+async def get_properties(c: DfsCall) -> Response:
+    response = await blob_handlers.get_blob_properties(c.call)
+    record = await c.dfs.get(c.key)
+    response.headers.extend(path_headers(record))
+    metadata = {k: v for k, v in record.metadata.items() if k.lower() != "hdi_isfolder"}
+    response.headers.append((b"x-ms-properties", formats.render_properties(metadata).encode()))
+    return response
+
+
+async def delete_path(c: DfsCall) -> Response:
+    recursive = flag(c.query, "recursive")
+    await c.dfs.delete(c.key, recursive, conditions(c.headers), _lease(c.headers))
+    return Response(200, [])
+
+
+async def lease(c: DfsCall) -> Response:
+    request = lease_request(c.call.request)
+    outcome = await c.call.service.lease_blob(c.key, request, conditions(c.headers))
+    return lease_response(request, outcome)
+
+
+async def read(c: DfsCall) -> Response:
+    response = await blob_handlers.get_blob(c.call)
+    return response
+
+
+async def not_implemented(c: DfsCall) -> Response:
+    raise ServiceError("NotImplemented")
+
+
+HANDLERS: dict[DfsOperation, Callable[[DfsCall], Awaitable[Response]]] = {
+    DfsOperation.LIST_FILESYSTEMS: list_filesystems,
+    DfsOperation.CREATE_FILESYSTEM: create_filesystem,
+    DfsOperation.DELETE_FILESYSTEM: delete_filesystem,
+    DfsOperation.GET_FILESYSTEM_PROPERTIES: get_filesystem_properties,
+    DfsOperation.SET_FILESYSTEM_PROPERTIES: set_filesystem_properties,
+    DfsOperation.LIST_PATHS: list_paths,
+    DfsOperation.CREATE_FILE: create_path,
+    DfsOperation.CREATE_DIRECTORY: create_path,
+    DfsOperation.RENAME: rename,
+    DfsOperation.APPEND: append,
+    DfsOperation.FLUSH: flush,
+    DfsOperation.SET_PROPERTIES: set_properties,
+    DfsOperation.SET_ACCESS_CONTROL: set_access_control,
+    DfsOperation.READ: read,
+    DfsOperation.GET_PROPERTIES: get_properties,
+    DfsOperation.GET_STATUS: get_properties,
+    DfsOperation.GET_ACCESS_CONTROL: get_access_control,
+    DfsOperation.DELETE_PATH: delete_path,
+    DfsOperation.LEASE: lease,
+}
