@@ -393,7 +393,7 @@ class DataLakeService:
                     raise ServiceError("FilesystemNotFound")
                 raise ServiceError("PathNotFound")
         prefix = directory + "/" if directory else ""
-        start: tuple[str, str] | None = (after + "\0", "") if after is not None else None
+        start: tuple[str, str] | None = _past(after) if after is not None else None
         items: list[BlobRecord] = []
         while len(items) < limit:
             try:
@@ -419,11 +419,17 @@ class DataLakeService:
                 child = prefix + rest.split("/", 1)[0]
                 start = (child + "0", "")  # past the child's subtree ("0" follows "/")
             else:
-                start = (last + "\0", "")
+                start = _past(last)
         if len(items) < limit:
             return items, None
         more = await self.store.list_blobs(
-            account, filesystem, prefix=prefix, start=(items[-1].name + "\0", ""), limit=1,
+            account, filesystem, prefix=prefix, start=_past(items[-1].name), limit=1,
             snapshots=False, uncommitted=False,
         )  # fmt: skip
         return items, items[-1].name if more.records else None
+
+
+def _past(name: str) -> tuple[str, str]:
+    """Where a listing resumes after the path ``name``: past its stored base version (names
+    cannot hold NUL on PostgreSQL, so no ``name + "\\0"``)."""
+    return (name, "~~")
