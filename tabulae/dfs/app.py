@@ -65,6 +65,12 @@ class DataLakeApp(BlobApp):
 
     def _dfs_operation(self, request: Request, route: Route) -> tuple[DfsOperation, Location] | None:
         location = location_of(request, route)
+        if (
+            location.target is Target.FILESYSTEM
+            and "action" in request.query
+            and "resource" not in request.query
+        ):
+            location = Location(Target.PATH, location.filesystem, "")  # the file system's root directory
         try:
             operation = resolve(location, request.method, request.query, request.headers)
         except ServiceError:

@@ -11,12 +11,12 @@ from tabulae.blob.api import blobs as blob_handlers
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import lease_request, lease_response
 from tabulae.blob.api.headers import conditions, etag_headers
-from tabulae.blob.rules.conditions import etag_of
+from tabulae.blob.rules.conditions import check, etag_of
 from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.dfs import acl, formats
 from tabulae.dfs.paths import normalize, parse_rename_source
 from tabulae.dfs.routing import DfsOperation, count, flag
-from tabulae.dfs.service import CreateRequest, DataLakeService, FlushRequest, is_directory, posix_of
+from tabulae.dfs.service import ROOT, CreateRequest, DataLakeService, FlushRequest, is_directory, posix_of
 from tabulae.http.messages import Headers, Response
 from tabulae.model import edm
 from tabulae.model.blobs import BlobKey, BlobRecord, ContentProperties
@@ -298,12 +298,14 @@ async def set_access_control(c: DfsCall) -> Response:
 
 
 async def get_access_control(c: DfsCall) -> Response:
-    record = await c.dfs.get(c.key)
-    from tabulae.blob.rules.conditions import check
-
-    check(conditions(c.headers), record.ticks, read=True)
-    posix = posix_of(record)
-    headers = [*_record_headers(record)]
+    if not c.path:  # the root directory: the file system's defaults
+        container = await _container(c)
+        check(conditions(c.headers), container.ticks, read=True)
+        posix, headers = ROOT, etag_headers(container.ticks)
+    else:
+        record = await c.dfs.get(c.key)
+        check(conditions(c.headers), record.ticks, read=True)
+        posix, headers = posix_of(record), _record_headers(record)
     headers.extend(
         formats.access_control_headers(posix.owner, posix.group, posix.permissions, posix.acl_text)
     )

@@ -321,7 +321,9 @@ class DataLakeService:
             if effect.value == "nothing":
                 return RenameWrite(result=state.source, move=False)
             assert state.source is not None and found is not None
-            record = replace(state.source, name=destination.name, ticks=state.ticks)
+            # The lease was on the source path, which is gone (assumed; pyarrow releases it by
+            # the old name after its move, which Azure must then find free at the new one).
+            record = replace(state.source, name=destination.name, ticks=state.ticks, lease=Lease())
             return RenameWrite(
                 result=record,
                 record=record,
