@@ -15,7 +15,7 @@ from tabulae.blob.rules.conditions import check, etag_of
 from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.dfs import acl, formats
 from tabulae.dfs.paths import normalize, parse_rename_source
-from tabulae.dfs.routing import DfsOperation, count, flag
+from tabulae.dfs.routing import DfsOperation, RecursiveMode, count, flag, recursive_mode
 from tabulae.dfs.service import ROOT, CreateRequest, DataLakeService, FlushRequest, is_directory, posix_of
 from tabulae.http.messages import Headers, Response
 from tabulae.model import edm
@@ -297,6 +297,66 @@ async def set_access_control(c: DfsCall) -> Response:
     return Response(200, _record_headers(record))
 
 
+MAX_RECORDS = 2000  # Set Access Control Recursive's batch when maxRecords is not given (assumed)
+
+
+def _recursive_change(mode: RecursiveMode, text: str) -> Callable[[BlobRecord, int], BlobRecord]:
+    """How one path's ACL changes in a recursive set, modify or remove; a file takes the access
+    entries only (default entries are a directory's)."""
+    if mode is RecursiveMode.REMOVE:
+        keys = acl.parse_removal(text)
+    else:
+        entries = acl.parse_acl(text, full=mode is RecursiveMode.SET, directory=True)
+
+    def change(record: BlobRecord, ticks: int) -> BlobRecord:
+        posix = posix_of(record)
+        directory = is_directory(record)
+        if mode is RecursiveMode.REMOVE:
+            new = acl.remove(posix.entries, [key for key in keys if directory or not key[0]])
+        else:
+            mine = [entry for entry in entries if directory or not entry.default]
+            if mode is RecursiveMode.SET:
+                new = acl.complete(mine)
+            else:
+                new = acl.modify(posix.entries, mine, directory=directory)
+        return replace(record, ticks=ticks, posix=replace(posix, entries=new).stored())
+
+    return change
+
+
+async def set_access_control_recursive(c: DfsCall) -> Response:
+    mode = recursive_mode(c.query)
+    text = c.headers.get("x-ms-acl")
+    if not text:
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-acl"),))
+    change = _recursive_change(mode, text)
+    limit = count(c.query, "maxRecords", minimum=1) or MAX_RECORDS
+    token = c.query.get("continuation")
+    after = formats.decode_continuation(token) if token else None
+    todo: list[BlobRecord] = []
+    if after is None:
+        todo.append(await c.dfs.get(c.key))
+    directories = files = 0
+    last: str | None = None
+    if not todo or is_directory(todo[0]):
+        records, last = (
+            await c.dfs.list_paths(c.call.route.account, c.filesystem, c.path, True, after, limit - len(todo))
+            if limit > len(todo)
+            else ([], c.path)
+        )
+        todo.extend(records)
+    for record in todo:
+        await c.dfs.update(BlobKey(c.call.route.account, c.filesystem, record.name), change)
+        if is_directory(record):
+            directories += 1
+        else:
+            files += 1
+    headers: Headers = [_NAMESPACE]
+    if last is not None:
+        headers.append((formats.CONTINUATION, formats.encode_continuation(last).encode()))
+    return _json(200, formats.acl_recursive_result(directories, files, 0), headers)
+
+
 async def get_access_control(c: DfsCall) -> Response:
     if not c.path:  # the root directory: the file system's defaults
         container = await _container(c)
@@ -364,6 +424,7 @@ HANDLERS: dict[DfsOperation, Callable[[DfsCall], Awaitable[Response]]] = {
     DfsOperation.FLUSH: flush,
     DfsOperation.SET_PROPERTIES: set_properties,
     DfsOperation.SET_ACCESS_CONTROL: set_access_control,
+    DfsOperation.SET_ACCESS_CONTROL_RECURSIVE: set_access_control_recursive,
     DfsOperation.READ: read,
     DfsOperation.GET_PROPERTIES: get_properties,
     DfsOperation.GET_STATUS: get_properties,

@@ -12,6 +12,7 @@ transaction of the store each (:meth:`BlobStore.rename_path`, :meth:`BlobStore.d
 from __future__ import annotations
 
 import base64
+import functools
 import time
 from dataclasses import dataclass, field, replace
 
@@ -50,9 +51,7 @@ class Posix:
 
     @property
     def permissions(self) -> str:
-        return acl.render_permissions(
-            acl.mode_of(self.entries, self.sticky), extended=acl.is_extended(self.entries)
-        )
+        return _permissions(self.entries, self.sticky)
 
     @property
     def acl_text(self) -> str:
@@ -69,9 +68,18 @@ def posix_of(record: BlobRecord) -> Posix:
     if not stored:
         mode = (acl.DIRECTORY_MODE if is_directory(record) else acl.FILE_MODE) & ~acl.DEFAULT_UMASK
         return Posix(acl.SUPERUSER, acl.SUPERUSER, acl.minimal_acl(mode))
-    return Posix(
-        str(stored["o"]), str(stored["g"]), acl.parse_acl(str(stored["a"])), bool(stored.get("s", False))
-    )
+    return Posix(str(stored["o"]), str(stored["g"]), _entries(str(stored["a"])), bool(stored.get("s", False)))
+
+
+# A listing shows thousands of paths that share a handful of ACLs: parse and render each once.
+@functools.lru_cache(maxsize=1024)
+def _entries(text: str) -> tuple[acl.Entry, ...]:
+    return acl.parse_acl(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _permissions(entries: tuple[acl.Entry, ...], sticky: bool) -> str:
+    return acl.render_permissions(acl.mode_of(entries, sticky), extended=acl.is_extended(entries))
 
 
 ROOT = Posix(acl.SUPERUSER, acl.SUPERUSER, acl.minimal_acl(0o750))
@@ -154,6 +162,10 @@ class DataLakeService:
         way is 409 ``PathConflict``."""
         above = ROOT
         for name in ancestors(key.name):
+            found = await self.store.get_blob(BlobKey(key.account, key.container, name))
+            if found is not None and found[0].committed and is_directory(found[0]):
+                above = posix_of(found[0])  # most parents exist: a read, not a write
+                continue
             inherited = above
 
             def decide(state: BlobState, name: str = name, inherited: Posix = inherited) -> BlobWrite:
