@@ -84,7 +84,9 @@ def append_flush(fs: FileSystemClient, total_mib: int, chunk_mib: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--files", default="1000,10000", help="tree sizes, comma-separated")
     parser.add_argument("--store", default=None, help="a PostgreSQL URL (default: SQLite)")
     parser.add_argument("--mib", type=int, default=256, help="append+flush volume")

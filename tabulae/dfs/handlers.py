@@ -7,15 +7,27 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from tabulae.auth.sas import parse_sas, stored_policies
 from tabulae.blob.api import blobs as blob_handlers
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import lease_request, lease_response
 from tabulae.blob.api.headers import conditions, etag_headers
-from tabulae.blob.rules.conditions import check, etag_of
+from tabulae.blob.api.sas import verify_blob_sas
+from tabulae.blob.rules import leases
+from tabulae.blob.rules.conditions import NONE, check, etag_of
 from tabulae.blob.rules.leases import parse_lease_id
+from tabulae.blob.service import LeaseRequest
 from tabulae.dfs import acl, formats
-from tabulae.dfs.paths import normalize, parse_rename_source
-from tabulae.dfs.routing import DfsOperation, RecursiveMode, count, flag, recursive_mode
+from tabulae.dfs.paths import RenameSource, normalize, parse_rename_source
+from tabulae.dfs.routing import (
+    APPEND_LEASE_ACTIONS,
+    DfsOperation,
+    RecursiveMode,
+    count,
+    flag,
+    recursive_mode,
+    sas_allows,
+)
 from tabulae.dfs.service import ROOT, CreateRequest, DataLakeService, FlushRequest, is_directory, posix_of
 from tabulae.http.messages import Headers, Response
 from tabulae.model import edm
@@ -74,6 +86,37 @@ def _content_properties(
 def _lease(headers: dict[str, str], name: str = "x-ms-lease-id") -> str | None:
     """A lease id header; the SDK sends ``x-ms-source-lease-id`` empty on every rename."""
     return parse_lease_id(headers.get(name) or None, name)
+
+
+async def _lease_after(c: DfsCall, action: str | None) -> None:
+    """The lease half of Create Path with ``x-ms-proposed-lease-id`` and of Append and Flush
+    with ``x-ms-lease-action`` (REST 2023-08-03 on): acquire, renew or release once the write is
+    done. ``acquire-release`` leaves no lease behind, so it takes nothing here."""
+    headers = c.headers
+    if action == "acquire":
+        duration = leases.parse_duration(headers.get("x-ms-lease-duration"))
+        request = LeaseRequest(
+            "acquire", proposed_id=_lease(headers, "x-ms-proposed-lease-id"), duration=duration
+        )
+    elif action in ("auto-renew", "release"):
+        request = LeaseRequest("renew" if action == "auto-renew" else "release", lease_id=_lease(headers))
+    else:
+        return
+    await c.call.service.lease_blob(c.key, request, NONE)
+
+
+def _lease_action(c: DfsCall) -> str | None:
+    action = c.headers.get("x-ms-lease-action")
+    if action is not None and action not in APPEND_LEASE_ACTIONS:
+        raise ServiceError(
+            "InvalidHeaderValue", fields=(("HeaderName", "x-ms-lease-action"), ("HeaderValue", action))
+        )
+    return action
+
+
+def _write_lease(c: DfsCall, action: str | None) -> str | None:
+    """The lease id the write itself must present: none when it acquires one."""
+    return None if action in ("acquire", "acquire-release") else _lease(c.headers)
 
 
 def _record_headers(record: BlobRecord) -> Headers:
@@ -149,8 +192,15 @@ async def list_paths(c: DfsCall) -> Response:
     directory = normalize(query.get("directory", ""))
     token = query.get("continuation")
     after = formats.decode_continuation(token) if token else None
+    begin = query.get("beginFrom")
     records, last = await c.dfs.list_paths(
-        c.call.route.account, c.filesystem, directory, recursive, after, limit
+        c.call.route.account,
+        c.filesystem,
+        directory,
+        recursive,
+        after,
+        limit,
+        normalize(begin) if begin else None,
     )
     items = []
     for record in records:
@@ -198,11 +248,45 @@ async def create_path(c: DfsCall) -> Response:
         lease_id=_lease(headers),
     )
     record = await c.dfs.create(c.key, request)
+    if "x-ms-proposed-lease-id" in headers:
+        await _lease_after(c, "acquire")
     return Response(201, [*_record_headers(record), _ENCRYPTED])
+
+
+async def _authorize_source(c: DfsCall, source: RenameSource) -> None:
+    """A rename signed with the account key may move any path of the account. One authorised by
+    a SAS must also be allowed to take the source away: by a SAS of its own on the source (the
+    SDK appends it to ``x-ms-rename-source``), an account SAS, or the same container's SAS."""
+    grant = c.call.grant
+    if grant is None or grant.resource_types is not None:
+        return
+    account = c.call.route.account
+    token = parse_sas(source.sas) if source.sas else None
+    if token is None:
+        if grant.scope == "c" and source.filesystem == c.filesystem:
+            return
+        raise ServiceError("AuthorizationPermissionMismatch")
+    record = await c.call.service.store.get_container(account, source.filesystem)
+    policies = stored_policies(record.acl) if record else {}
+    source_grant = verify_blob_sas(
+        token,
+        source.sas,
+        account=account,
+        keys=c.call.options.accounts[account],
+        container=source.filesystem,
+        blob=source.path,
+        policy_lookup=policies.get,
+        is_https=c.call.request.scheme == "https",
+        client_ip=c.call.request.client_ip,
+        now=datetime.now(UTC),
+    )
+    if not sas_allows("".join(source_grant.permissions), ("dm",)):
+        raise ServiceError("AuthorizationPermissionMismatch")
 
 
 async def rename(c: DfsCall) -> Response:
     source = parse_rename_source(c.headers["x-ms-rename-source"])
+    await _authorize_source(c, source)
     account = c.call.route.account
     record = await c.dfs.rename(
         BlobKey(account, source.filesystem, source.path),
@@ -223,7 +307,12 @@ async def append(c: DfsCall) -> Response:
 
         raise missing_parameter("position")
     upload = c.call.upload(4000 * 1024 * 1024)
-    await c.dfs.append(c.key, position, upload, _lease(c.headers))
+    action = _lease_action(c)
+    lease_id = _write_lease(c, action)
+    await c.dfs.append(c.key, position, upload, lease_id)
+    if flag(c.query, "flush", False):
+        await c.dfs.flush(c.key, FlushRequest(position=position + upload.length, lease_id=lease_id))
+    await _lease_after(c, action)
     return Response(202, [_ENCRYPTED])
 
 
@@ -239,9 +328,10 @@ async def flush(c: DfsCall) -> Response:
         close=bool(flag(c.query, "close", False)),
         properties=_content_properties(c.headers),
         conditions=conditions(c.headers),
-        lease_id=_lease(c.headers),
+        lease_id=_write_lease(c, _lease_action(c)),
     )
     record = await c.dfs.flush(c.key, request)
+    await _lease_after(c, _lease_action(c))
     return Response(200, [*_record_headers(record), _ENCRYPTED])
 
 
@@ -376,7 +466,9 @@ def path_headers(record: BlobRecord) -> Headers:
     """What Get Properties (and the Blob API's HEAD and GET on an HNS account) add for a path."""
     posix = posix_of(record)
     headers = [formats.resource_type_header(is_directory(record))]
-    headers.extend(formats.access_control_headers(posix.owner, posix.group, posix.permissions))
+    headers.extend(
+        formats.access_control_headers(posix.owner, posix.group, posix.permissions, posix.acl_text)
+    )
     return headers
 
 

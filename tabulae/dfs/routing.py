@@ -131,7 +131,7 @@ _SAS_PERMISSIONS: dict[DfsOperation, tuple[str, ...]] = {
     DfsOperation.LIST_DELETED_PATHS: ("l",),
     DfsOperation.CREATE_FILE: ("cw",),
     DfsOperation.CREATE_DIRECTORY: ("cw",),
-    DfsOperation.RENAME: ("m",),
+    DfsOperation.RENAME: ("mw",),  # Azure renames with a SAS of rcwd too (the SDK's live tests)
     DfsOperation.APPEND: ("aw",),
     DfsOperation.FLUSH: ("w",),
     DfsOperation.SET_PROPERTIES: ("w",),

@@ -396,7 +396,14 @@ class DataLakeService:
         return record
 
     async def list_paths(
-        self, account: str, filesystem: str, directory: str, recursive: bool, after: str | None, limit: int
+        self,
+        account: str,
+        filesystem: str,
+        directory: str,
+        recursive: bool,
+        after: str | None,
+        limit: int,
+        begin: str | None = None,
     ) -> tuple[list[BlobRecord], str | None]:
         """A page of the paths under ``directory``: every one (``recursive``) or its children,
         in name order; the name to resume after, when more follow."""
@@ -408,6 +415,8 @@ class DataLakeService:
                 raise ServiceError("PathNotFound")
         prefix = directory + "/" if directory else ""
         start: tuple[str, str] | None = _past(after) if after is not None else None
+        if begin is not None and after is None:  # beginFrom: a path below the directory, itself included
+            start = (prefix + begin, "")
         items: list[BlobRecord] = []
         while len(items) < limit:
             try:

@@ -421,7 +421,8 @@ def test_every_operation_has_sas_permissions() -> None:
     assert not routing.sas_allows("o", ("o", "p"))
     assert routing.sas_allows("c", routing.sas_permissions(DfsOperation.CREATE_FILE, {}))
     assert routing.sas_allows("w", routing.sas_permissions(DfsOperation.CREATE_FILE, {}))
-    assert not routing.sas_allows("rw", routing.sas_permissions(DfsOperation.RENAME, {}))
+    assert not routing.sas_allows("rl", routing.sas_permissions(DfsOperation.RENAME, {}))
+    assert routing.sas_allows("rcwd", routing.sas_permissions(DfsOperation.RENAME, {}))  # Azure: live tests
 
 
 _NAMES = ["resource", "action", "mode", "position", "recursive", "comp", "restype", "showonly", "upn", "x"]
