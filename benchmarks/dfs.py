@@ -75,8 +75,8 @@ def append_flush(fs: FileSystemClient, total_mib: int, chunk_mib: int) -> None:
     with tempfile.TemporaryDirectory() as directory:
         started = time.perf_counter()
         subprocess.run(
-            ["dd", "if=/dev/zero", f"of={directory}/dd.bin", f"bs={chunk_mib}M", f"count={total_mib // chunk_mib}",
-             "conv=fsync"],
+            ["dd", "if=/dev/zero", f"of={directory}/dd.bin", f"bs={chunk_mib}M",
+             f"count={total_mib // chunk_mib}", "conv=fsync"],
             check=True, capture_output=True,
         )  # fmt: skip
         spent = time.perf_counter() - started
@@ -97,7 +97,7 @@ def main() -> None:
     try:
         service = connect(server)
         fs = service.create_file_system("bench" + uuid.uuid4().hex[:8])
-        print(f"Tabulae DFS on {args.store and 'PostgreSQL' or 'SQLite'}")
+        print(f"Tabulae DFS on {'PostgreSQL' if args.store else 'SQLite'}")
         for files in (int(text) for text in args.files.split(",")):
             rename_and_list(fs, files)
         append_flush(fs, args.mib, 4)
