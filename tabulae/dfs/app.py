@@ -18,7 +18,7 @@ from tabulae.blob.api.routing import ROOT_CONTAINER, Kind, Route
 from tabulae.blob.api.sas import BlobGrant, verify_blob_sas
 from tabulae.blob.service import BlobService
 from tabulae.dfs import formats
-from tabulae.dfs.handlers import HANDLERS, DfsCall
+from tabulae.dfs.handlers import HANDLERS, DfsCall, path_headers
 from tabulae.dfs.paths import normalize
 from tabulae.dfs.routing import (
     READ_ONLY,
@@ -32,6 +32,7 @@ from tabulae.dfs.routing import (
 from tabulae.dfs.service import DataLakeService
 from tabulae.http.frontend import Frontend
 from tabulae.http.messages import Request, Response, error_time
+from tabulae.model.blobs import BlobKey
 from tabulae.model.errors import ServiceError
 
 
@@ -50,6 +51,19 @@ def location_of(request: Request, route: Route) -> Location:
 
 
 DFS_REQUEST = "DfsRequest"
+# Blob features an HNS account does not have ("Blob Storage feature support in Azure Storage
+# accounts"): page blobs (and their incremental copies) and blob index tags.
+_REFUSED_COMP = frozenset({"page", "pagelist", "incrementalcopy", "tags"})
+_UNSUPPORTED = frozenset({"UnsupportedQueryParameter", "UnsupportedHeader", "InvalidQueryParameterValue"})
+
+
+def _hns_refused(request: Request) -> bool:
+    """Whether a Blob request uses a feature Azure refuses on an HNS account (cheap: no I/O)."""
+    return (
+        request.query.get("comp") in _REFUSED_COMP
+        or request.headers.get("x-ms-blob-type") == "PageBlob"
+        or "x-ms-tags" in request.headers
+    )
 
 
 def _is_dfs(request: Request) -> bool:
@@ -81,7 +95,19 @@ class DataLakeApp(BlobApp):
     async def authenticate(self, request: Request, route: Route) -> None:
         found = self._dfs_operation(request, route) if request.batch is None else None
         if found is None:
-            await super().authenticate(request, route)
+            try:
+                await super().authenticate(request, route)
+            except ServiceError as error:
+                # a feature this server lacks altogether is still one an HNS account refuses
+                if (
+                    error.code in _UNSUPPORTED
+                    and _hns_refused(request)
+                    and await self.dfs.is_hns(route.account)
+                ):
+                    raise ServiceError("FeatureNotYetSupportedForHierarchicalNamespaceAccounts") from None
+                raise
+            if _hns_refused(request) and await self.dfs.is_hns(route.account):
+                raise ServiceError("FeatureNotYetSupportedForHierarchicalNamespaceAccounts")
             return
         operation, location = found
         if self.gate is not None and route.ticket is not None:
@@ -124,6 +150,13 @@ class DataLakeApp(BlobApp):
         operation = request.operation
         if not isinstance(operation, DfsOperation):
             response = await super().dispatch(request, route, request_id)
+            if (
+                request.method == "PUT"
+                and response.status == 201
+                and route.kind is Kind.BLOB
+                and "/" in route.blob
+            ):
+                await self._add_parents(route, request)
             if request.method in ("HEAD", "GET") and route.kind is Kind.BLOB and response.status < 300:
                 await self._add_path_headers(route, response)
             return response
@@ -136,14 +169,18 @@ class DataLakeApp(BlobApp):
             raise ServiceError("NotImplemented")
         return await handler(DfsCall(call, self.dfs, operation, route.container, route.blob))
 
+    async def _add_parents(self, route: Route, request: Request) -> None:
+        """A blob written through the Blob API into an HNS account gets its parent directories,
+        as Azure makes them (its namespace has no path without its parents)."""
+        if request.query.get("comp") not in (None, "blocklist") or not await self.dfs.is_hns(route.account):
+            return
+        await self.dfs.ensure_directories(BlobKey(route.account, route.container, route.blob))
+
     async def _add_path_headers(self, route: Route, response: Response) -> None:
         """A path of an HNS account read through the Blob API carries its owner, group,
         permissions and resource type, as Azure's answers do."""
         if not await self.dfs.is_hns(route.account):
             return
-        from tabulae.dfs.handlers import path_headers
-        from tabulae.model.blobs import BlobKey
-
         found = await self.service.store.get_blob(BlobKey(route.account, route.container, route.blob))
         if found is not None:
             response.headers.extend(path_headers(found[0]))

@@ -157,7 +157,7 @@ class DataLakeService:
             metadata={**metadata, FOLDER: "true"}, posix=posix.stored(),
         )  # fmt: skip
 
-    async def _ensure_directories(self, key: BlobKey) -> Posix:
+    async def ensure_directories(self, key: BlobKey) -> Posix:
         """Make every missing directory above ``key``; the posix of its parent. A file in the
         way is 409 ``PathConflict``."""
         above = ROOT
@@ -187,7 +187,7 @@ class DataLakeService:
         check_blob_name(key.name)
         if await self.store.get_container(key.account, key.container) is None:
             raise ServiceError("FilesystemNotFound")
-        above = await self._ensure_directories(key)
+        above = await self.ensure_directories(key)
         kind = Kind.DIRECTORY if request.directory else Kind.FILE
         now = self._clock()
 

@@ -244,3 +244,38 @@ def test_async_client(lake: ServerProcess) -> None:
             await fs.delete_file_system()
 
     asyncio.run(scenario())
+
+
+def test_set_access_control_recursive(fs: FileSystemClient) -> None:
+    for name in ("r/a/1", "r/a/2", "r/b/3", "r/4"):
+        fs.create_file(name)
+    directory = fs.get_directory_client("r")
+    result = directory.set_access_control_recursive(
+        acl="user::rwx,group::r-x,other::--x,default:user::rwx,default:group::r-x,default:other::---",
+        batch_size=2,
+    )
+    assert (result.counters.directories_successful, result.counters.files_successful) == (3, 4)
+    assert result.counters.failure_count == 0 and result.continuation is None
+    assert fs.get_file_client("r/a/1").get_access_control()["acl"] == "user::rwx,group::r-x,other::--x"
+    assert "default:user::rwx" in fs.get_directory_client("r/b").get_access_control()["acl"]
+    changed = directory.update_access_control_recursive(acl="user:bob:r--")
+    assert changed.counters.files_successful == 4
+    assert "user:bob:r--" in fs.get_file_client("r/4").get_access_control()["acl"]
+    removed = directory.remove_access_control_recursive(acl="user:bob,mask,default:user,default:group")
+    assert removed.counters.directories_successful == 3
+    assert fs.get_file_client("r/4").get_access_control()["acl"] == "user::rwx,group::r-x,other::--x"
+    assert "default" not in fs.get_directory_client("r/a").get_access_control()["acl"]
+
+
+def test_blob_api_writes_make_parents_and_hns_refusals(fs: FileSystemClient, lake: ServerProcess) -> None:
+    blobs = BlobServiceClient.from_connection_string(lake.connection_string)
+    container = blobs.get_container_client(fs.file_system_name)
+    container.upload_blob("x/y/z.txt", b"via blob")
+    assert _names(fs, recursive=False) == [("x", True)]
+    assert _names(fs, "x", recursive=False) == [("x/y", True)]
+    with pytest.raises(HttpResponseError) as caught:
+        container.get_blob_client("pages").create_page_blob(512)
+    assert caught.value.error_code == "FeatureNotYetSupportedForHierarchicalNamespaceAccounts"
+    with pytest.raises(HttpResponseError) as caught:
+        container.get_blob_client("x/y/z.txt").set_blob_tags({"a": "b"})
+    assert caught.value.error_code == "FeatureNotYetSupportedForHierarchicalNamespaceAccounts"
