@@ -54,6 +54,14 @@ DFS_REQUEST = "DfsRequest"
 # Blob features an HNS account does not have ("Blob Storage feature support in Azure Storage
 # accounts"): page blobs (and their incremental copies) and blob index tags.
 _REFUSED_COMP = frozenset({"page", "pagelist", "incrementalcopy", "tags"})
+# What a flat account cannot do through the DFS API (pyarrow, Hadoop and Trino tell a flat
+# account by Get Access Control's 400).
+_HNS_ONLY = frozenset(
+    {
+        DfsOperation.GET_ACCESS_CONTROL, DfsOperation.SET_ACCESS_CONTROL,
+        DfsOperation.SET_ACCESS_CONTROL_RECURSIVE, DfsOperation.RENAME,
+    }
+)  # fmt: skip
 _UNSUPPORTED = frozenset({"UnsupportedQueryParameter", "UnsupportedHeader", "InvalidQueryParameterValue"})
 
 
@@ -117,6 +125,8 @@ class DataLakeApp(BlobApp):
                 route.ticket = None
                 raise
         request.operation = operation
+        if operation in _HNS_ONLY and not await self.dfs.is_hns(route.account):
+            raise ServiceError("HierarchicalNamespaceNotEnabled")
         if location.target is Target.PATH:
             route.container, route.blob = location.filesystem, normalize(location.path)
         elif location.target is Target.FILESYSTEM:

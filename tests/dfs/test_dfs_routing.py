@@ -351,7 +351,6 @@ BAD: list[tuple[str, str, dict[str, str], dict[str, str], str, str | None]] = [
         "mode",
     ),
     ("HEAD", "fs/f", {"action": "append"}, {}, "InvalidQueryParameterValue", "action"),
-    ("POST", "fs/f", {}, {}, "MissingRequiredHeader", None),
     ("POST", "fs/f", {}, {"x-ms-lease-action": "steal"}, "InvalidHeaderValue", None),
     ("OPTIONS", "fs/f", {"action": "append"}, {}, "UnsupportedHttpVerb", None),
     ("GET", "fs/f", {"comp": "expiry"}, {}, "UnsupportedHttpVerb", None),
@@ -461,3 +460,9 @@ def test_resolve_decides_or_raises_a_dfs_error(
                 DfsOperation.UNDELETE,
                 DfsOperation.LIST_DELETED_PATHS,
             )
+
+
+def test_a_bare_post_stays_a_blob_request() -> None:
+    """The Blob API answers POST without comp 405 UnsupportedHttpVerb (tests/blob/test_blob_raw.py);
+    only a POST naming a lease action is Path Lease."""
+    assert resolve(locate(["fs", "f"]), "POST", {}, {}) is None

@@ -279,3 +279,15 @@ def test_blob_api_writes_make_parents_and_hns_refusals(fs: FileSystemClient, lak
     with pytest.raises(HttpResponseError) as caught:
         container.get_blob_client("x/y/z.txt").set_blob_tags({"a": "b"})
     assert caught.value.error_code == "FeatureNotYetSupportedForHierarchicalNamespaceAccounts"
+
+
+def test_a_flat_account_has_no_namespace_operations(server: ServerProcess) -> None:
+    """The session's server keeps devstoreaccount1 flat: Get Access Control (how pyarrow, Hadoop
+    and Trino tell the two apart) is 400 HierarchicalNamespaceNotEnabled."""
+    blobs = BlobServiceClient.from_connection_string(server.connection_string)
+    name = "flat" + uuid.uuid4().hex[:10]
+    blobs.create_container(name)
+    http = BlobHttp(server.blob_port)
+    reply = http.request("HEAD", f"/{name}/?action=getAccessControl")
+    assert reply.status == 400 and reply.code == "HierarchicalNamespaceNotEnabled"
+    blobs.delete_container(name)
