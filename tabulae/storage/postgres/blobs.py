@@ -55,6 +55,7 @@ from tabulae.storage.blobs import (
     Staged,
     extent_offsets,
 )
+from tabulae.storage.namespace import RenameDecide
 from tabulae.storage.plan import Plan, Sql
 from tabulae.storage.postgres.engine import PostgresDatabase, Schema, database_error
 
@@ -230,6 +231,18 @@ class PostgresBlobs(PlannedBlobs):
         "('x' || left(encode(sha256(convert_to(:account || E'\\n' || :dcontainer || E'\\n' || {name},"
         " 'UTF8')), 'hex'), 16))::bit(64)::bigint"
     )
+
+    async def rename_path(
+        self, source: BlobKey, destination: BlobKey, parent: BlobKey | None, decide: RenameDecide
+    ) -> Any:
+        """As the plan does; Citus cannot change a row's distribution column, so there a rename
+        is 501 (a rename that moves no rows between shards needs a tree of its own)."""
+        try:
+            return await super().rename_path(source, destination, parent, decide)
+        except ServiceError as error:
+            if isinstance(error.__cause__, psycopg.errors.FeatureNotSupported):
+                raise ServiceError("NotImplemented", detail="rename is not available on Citus yet") from error
+            raise
 
     def _at(self, key: BlobKey) -> At:
         return at(key)
