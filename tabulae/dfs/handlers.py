@@ -119,6 +119,34 @@ def _write_lease(c: DfsCall, action: str | None) -> str | None:
     return None if action in ("acquire", "acquire-release") else _lease(c.headers)
 
 
+def _expiry_of(record: BlobRecord) -> datetime | None:
+    seconds = posix_of(record).expiry
+    return datetime.fromtimestamp(seconds, UTC) if seconds is not None else None
+
+
+async def _set_expiry(c: DfsCall, option: str) -> BlobRecord:
+    """Set Expiry (``comp=expiry``) and Create Path's ``x-ms-expiry-option``: when a file
+    expires, kept with its owner and ACL; ``NeverExpire`` clears it."""
+    value = c.headers.get("x-ms-expiry-time")
+
+    def change(record: BlobRecord, ticks: int) -> BlobRecord:
+        if is_directory(record):
+            raise ServiceError("ResourceTypeMismatch")
+        moment = formats.expiry(option, value, now=datetime.now(UTC), created=_moment(record.created))
+        posix = replace(posix_of(record), expiry=moment.timestamp() if moment is not None else None)
+        return replace(record, posix=posix.stored())
+
+    return await c.dfs.update(c.key, change)
+
+
+async def set_expiry(c: DfsCall) -> Response:
+    option = c.headers.get("x-ms-expiry-option")
+    if option is None:
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-expiry-option"),))
+    record = await _set_expiry(c, option)
+    return Response(200, _record_headers(record))
+
+
 def _record_headers(record: BlobRecord) -> Headers:
     return etag_headers(record.ticks)
 
@@ -216,6 +244,7 @@ async def list_paths(c: DfsCall) -> Response:
                 group=posix.group,
                 permissions=posix.permissions,
                 creation_time=_moment(record.created),
+                expiry_time=_expiry_of(record),
             )
         )
     extra: Headers = [(formats.CONTINUATION, formats.encode_continuation(last).encode())] if last else []
@@ -248,6 +277,8 @@ async def create_path(c: DfsCall) -> Response:
         lease_id=_lease(headers),
     )
     record = await c.dfs.create(c.key, request)
+    if "x-ms-expiry-option" in headers and not directory:
+        record = await _set_expiry(c, headers["x-ms-expiry-option"])
     if "x-ms-proposed-lease-id" in headers:
         await _lease_after(c, "acquire")
     return Response(201, [*_record_headers(record), _ENCRYPTED])
@@ -466,6 +497,9 @@ def path_headers(record: BlobRecord) -> Headers:
     """What Get Properties (and the Blob API's HEAD and GET on an HNS account) add for a path."""
     posix = posix_of(record)
     headers = [formats.resource_type_header(is_directory(record))]
+    expires = _expiry_of(record)
+    if expires is not None:
+        headers.append((b"x-ms-expiry-time", formats.http_date(expires).encode()))
     headers.extend(
         formats.access_control_headers(posix.owner, posix.group, posix.permissions, posix.acl_text)
     )
@@ -523,4 +557,5 @@ HANDLERS: dict[DfsOperation, Callable[[DfsCall], Awaitable[Response]]] = {
     DfsOperation.GET_ACCESS_CONTROL: get_access_control,
     DfsOperation.DELETE_PATH: delete_path,
     DfsOperation.LEASE: lease,
+    DfsOperation.SET_EXPIRY: set_expiry,
 }

@@ -48,6 +48,7 @@ class Posix:
     group: str
     entries: tuple[acl.Entry, ...]
     sticky: bool = False
+    expiry: float | None = None  # epoch seconds when a file expires (Set Expiry)
 
     @property
     def permissions(self) -> str:
@@ -58,7 +59,10 @@ class Posix:
         return acl.render_acl(self.entries)
 
     def stored(self) -> dict[str, object]:
-        return {"o": self.owner, "g": self.group, "a": self.acl_text, "s": self.sticky}
+        stored: dict[str, object] = {"o": self.owner, "g": self.group, "a": self.acl_text, "s": self.sticky}
+        if self.expiry is not None:
+            stored["e"] = self.expiry
+        return stored
 
 
 def posix_of(record: BlobRecord) -> Posix:
@@ -68,7 +72,14 @@ def posix_of(record: BlobRecord) -> Posix:
     if not stored:
         mode = (acl.DIRECTORY_MODE if is_directory(record) else acl.FILE_MODE) & ~acl.DEFAULT_UMASK
         return Posix(acl.SUPERUSER, acl.SUPERUSER, acl.minimal_acl(mode))
-    return Posix(str(stored["o"]), str(stored["g"]), _entries(str(stored["a"])), bool(stored.get("s", False)))
+    expiry = stored.get("e")
+    return Posix(
+        str(stored["o"]),
+        str(stored["g"]),
+        _entries(str(stored["a"])),
+        bool(stored.get("s", False)),
+        float(expiry) if expiry is not None else None,
+    )
 
 
 # A listing shows thousands of paths that share a handful of ACLs: parse and render each once.

@@ -291,3 +291,13 @@ def test_a_flat_account_has_no_namespace_operations(server: ServerProcess) -> No
     reply = http.request("HEAD", f"/{name}/?action=getAccessControl")
     assert reply.status == 400 and reply.code == "HierarchicalNamespaceNotEnabled"
     blobs.delete_container(name)
+
+
+def test_expiry(fs: FileSystemClient) -> None:
+    file = fs.create_file("soon.txt", expires_on=3_600_000)  # milliseconds from now
+    expires = file.get_file_properties().expiry_time
+    assert expires is not None
+    listed = next(iter(fs.get_paths()))
+    assert listed.expiry_time is not None
+    file.set_file_expiry("NeverExpire")
+    assert file.get_file_properties().expiry_time is None
