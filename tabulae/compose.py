@@ -38,7 +38,6 @@ from tabulae.admission.queue_guard import GuardedQueueService
 from tabulae.admission.throttle import Targets, Throttle
 from tabulae.blob.api import background_copy
 from tabulae.blob.api.account_admin import ACCOUNT_ADMIN_PATH, AccountAdmin
-from tabulae.blob.api.app import BlobApp
 from tabulae.blob.features import AccountFeatureBook
 from tabulae.blob.feed import FeedPublisher
 from tabulae.blob.rules.tiers import TierPolicy
@@ -51,6 +50,7 @@ from tabulae.console.pages import ConsolePage
 from tabulae.console.queues import QueuesPage
 from tabulae.console.render import CONSOLE_PATH
 from tabulae.console.tables import TablesPage
+from tabulae.dfs.app import DataLakeApp
 from tabulae.http.addressing import path_style_only
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.listeners import listen, per_worker
@@ -256,7 +256,7 @@ def build_gateway(settings: Settings) -> Gateway:
                 features=settings.features_of,
             )
             features = blob_service.features
-            by_port[ports["blob"]] = BlobApp(blob_service, options, gate, containers)
+            by_port[ports["blob"]] = DataLakeApp(blob_service, options, gate, containers)
             blobs = BlobsPage(blob_service, gate, containers)
             tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs, stores.volume)))
             tasks.append(asyncio.get_running_loop().create_task(purge_deleted(blob_service)))

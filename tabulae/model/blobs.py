@@ -8,6 +8,7 @@ decides over them and the front-end renders them, so they live here, below all t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tabulae.model.policies import SignedIdentifier
 
@@ -109,13 +110,16 @@ class BlobRecord:
     immutable_mode: str | None = None  # that policy's mode, "Unlocked" or "Locked"
     legal_hold: bool = False
     last_access: float | None = None  # epoch seconds, kept while last access tracking is on
+    # In an account with a hierarchical namespace: owner, owning group, ACL text and sticky bit
+    # ({"o", "g", "a", "s"}); empty for a path that never had them (the defaults apply).
+    posix: dict[str, Any] = field(default_factory=dict)
 
 
 #: BlobRecord fields kept in a record's stored form only when set (all default to a falsy value).
 EXTENSIONS = (
     "sequence_number", "tier", "tier_changed", "rehydrate_to", "rehydrate_priority", "rehydrate_at",
     "tags", "sealed", "version_id", "deleted_time", "retention_days",
-    "immutable_until", "immutable_mode", "legal_hold", "last_access",
+    "immutable_until", "immutable_mode", "legal_hold", "last_access", "posix",
 )  # fmt: skip
 
 

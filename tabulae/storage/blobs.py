@@ -46,6 +46,7 @@ from tabulae.model.edm import now_ticks
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import SignedIdentifier
 from tabulae.storage.blob_pages import PageEdit, PageSpan
+from tabulae.storage.namespace import RenameDecide, TreeState
 
 STORED_BASE = "~"  # how engines store BASE: after every timestamp, so snapshots list first
 GARBAGE_GRACE_SECONDS = 300.0  # unreferenced extents stay readable this long for running downloads
@@ -357,6 +358,21 @@ class BlobStore(ABC):
         whose index tags satisfy ``query``, in (container, name) order strictly after ``after``;
         looked up in the engine's tag index, which every write keeps in its own transaction.
         Raises ``ContainerNotFound`` for a ``container`` that does not exist."""
+
+    # ------------------------------------------------------------------ hierarchical namespace
+
+    @abstractmethod
+    async def rename_path(
+        self, source: BlobKey, destination: BlobKey, parent: BlobKey | None, decide: RenameDecide
+    ) -> Any:
+        """Rename a path (and, when ``decide`` says so, every blob below it as a directory) to
+        ``destination`` in one transaction that copies no content; ``parent`` is the
+        destination's parent directory to load for ``decide`` (None: the root). Returns the
+        decision's result. Raises ``ContainerNotFound``, or what ``decide`` raises."""
+
+    @abstractmethod
+    async def delete_tree(self, key: BlobKey, decide: Callable[[TreeState], Any]) -> Any:
+        """Delete a path and every blob below it in one transaction once ``decide`` allows it."""
 
     # ------------------------------------------------------------------ maintenance
 

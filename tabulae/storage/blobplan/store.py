@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from tabulae.model.blobs import BASE, BlobKey, BlobRecord, ContainerRecord, Extent
 from tabulae.storage.blob_pages import PageSpan
-from tabulae.storage.blobplan import containers, pages, reads, retained, tags, writes
+from tabulae.storage.blobplan import containers, pages, paths, reads, retained, tags, writes
 from tabulae.storage.blobplan.reads import At
 from tabulae.storage.blobplan.writes import CopyExtent
 from tabulae.storage.blobs import (
@@ -46,6 +46,10 @@ class PlannedBlobs(BlobStore):
         """Run a write as :meth:`_write` does, consuming ``staged`` (see :meth:`write_blob`): the
         plan returns the write's result and the refs it named."""
 
+    rekey: str | None = None
+    """SQL for a row's distribution key from ``:account``, ``:dcontainer`` and a new name
+    (``{name}``), when the engine has one (a rename moves rows between keys)."""
+
     copy_extent: CopyExtent | None = None
     """How the engine copies an extent to another blob's distribution key, if it has one."""
 
@@ -73,6 +77,17 @@ class PlannedBlobs(BlobStore):
 
     async def pending_changes(self, limit: int) -> list[PendingChange]:
         return await self._read(lambda: reads.pending_changes(limit))
+
+    async def rename_path(
+        self, source: BlobKey, destination: BlobKey, parent: BlobKey | None, decide: paths.RenameDecide
+    ) -> Any:
+        src, dst = self._at(source), self._at(destination)
+        above = self._at(parent) if parent is not None else None
+        return await self._write(lambda: paths.rename(src, dst, above, decide, self.rekey))
+
+    async def delete_tree(self, key: BlobKey, decide: Callable[[paths.TreeState], Any]) -> Any:
+        at = self._at(key)
+        return await self._write(lambda: paths.delete_tree(at, decide))
 
     async def create_container(self, account: str, record: ContainerRecord) -> None:
         """An engine that numbers containers itself; one with ids of its own overrides this."""

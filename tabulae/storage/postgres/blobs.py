@@ -56,6 +56,7 @@ from tabulae.storage.blobs import (
     Staged,
     extent_offsets,
 )
+from tabulae.storage.namespace import RenameDecide
 from tabulae.storage.plan import Plan, Sql
 from tabulae.storage.postgres.engine import PostgresDatabase, Schema, database_error
 
@@ -264,6 +265,25 @@ class PostgresBlobs(PlannedBlobs):
 
     async def _write(self, make: Callable[[], Plan[T]]) -> T:
         return await self._db.run_plan(make, retry=True, transaction=True)
+
+    # dkey_of in SQL, for the rows a rename moves (paths.rename): the first 8 bytes of the hash
+    # as a signed big-endian integer.
+    rekey = (
+        "('x' || left(encode(sha256(convert_to(:account || E'\\n' || :dcontainer || E'\\n' || {name},"
+        " 'UTF8')), 'hex'), 16))::bit(64)::bigint"
+    )
+
+    async def rename_path(
+        self, source: BlobKey, destination: BlobKey, parent: BlobKey | None, decide: RenameDecide
+    ) -> Any:
+        """As the plan does; Citus cannot change a row's distribution column, so there a rename
+        is 501 (a rename that moves no rows between shards needs a tree of its own)."""
+        try:
+            return await super().rename_path(source, destination, parent, decide)
+        except ServiceError as error:
+            if isinstance(error.__cause__, psycopg.errors.FeatureNotSupported):
+                raise ServiceError("NotImplemented", detail="rename is not available on Citus yet") from error
+            raise
 
     def _at(self, key: BlobKey) -> At:
         return at(key)
