@@ -8,7 +8,8 @@ Then, for each of tables, queues and blobs:
   and nothing refused is stored;
 * every acknowledged write reads back, also after ``kill -9`` of the whole server while full and
   a restart on the still-full volume;
-* deletes through the API (single ones, a batch, clearing, whole queues, tables and containers)
+* deletes through the API (single ones, a batch (an entity group transaction, a Blob Batch),
+  clearing, whole queues, tables and containers)
   succeed, and once they have made room writes are accepted again, without a restart;
 * the log has one line for each change of state and no traceback, and a graceful stop leaves a
   store that passes ``PRAGMA integrity_check``.
@@ -239,8 +240,20 @@ class Blobs:
             found.add(blob.name)
         return found
 
+    def refused_while_full(self) -> None:
+        """A Blob Batch runs while full (its Delete Blob sub-requests make room), each of its
+        sub-requests judged on its own: Set Blob Tier, a write, is refused in its part."""
+        key = sorted(self.read_all())[0]
+        parts = list(self.container.set_standard_blob_tier_blobs("Cool", key, raise_on_any_failure=False))
+        assert [part.status_code for part in parts] == [503], parts
+        assert parts[0].headers.get("x-ms-error-code") == "ServerBusy"
+
     def delete(self, keys: list[str]) -> list[str]:
-        for key in keys:
+        """A Blob Batch of Delete Blob for the first few, single deletes for the rest."""
+        batch, single = keys[:5], keys[5:]
+        parts = list(self.container.delete_blobs(*batch))
+        assert [part.status_code for part in parts] == [202] * len(batch), parts
+        for key in single:
             self.container.delete_blob(key)
         self.client.delete_container("spare")
         return keys
@@ -353,7 +366,7 @@ def test_full_volume_refuses_writes_keeps_data_and_recovers_by_deleting(tmp_path
 
             # Reads work and hold exactly what was acknowledged: nothing refused was stored.
             assert service.read_all() == set(acked)
-            if isinstance(service, Tables):
+            if isinstance(service, Tables | Blobs):
                 service.refused_while_full()
 
             # A crash while full, and a restart on the still-full volume: nothing is lost.
