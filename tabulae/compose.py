@@ -182,6 +182,7 @@ def console(
         prefill=prefill,
         hosts=hosts,
         state_dir=settings.console_dir or None,
+        volume=volume,
     )
 
 
