@@ -81,6 +81,7 @@ PROMETHEUS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 GARBAGE_INTERVAL_SECONDS = 120.0  # how often each worker collects unreferenced blob content
 FULL_GARBAGE_INTERVAL_SECONDS = 2.0  # and how often while the data volume is full
 PURGE_INTERVAL_SECONDS = 60.0  # how often each worker purges soft-deleted blobs past retention
+LOW_GARBAGE_INTERVAL_SECONDS = 4.0  # and while it is low on space (below --disk-warn)
 # After the shutdown timeout: time for handlers to unwind, then for a worker to close its stores.
 SHUTDOWN_MARGIN_SECONDS = 2.0
 log = logging.getLogger("tabulae")
@@ -183,6 +184,7 @@ def console(
         prefill=prefill,
         hosts=hosts,
         state_dir=settings.console_dir or None,
+        volume=volume,
     )
 
 
@@ -370,7 +372,7 @@ def insight_warnings(server: ServerInsight) -> Any:
 async def collect_garbage(store: BlobStore, volume: Volume) -> None:
     """Collect unreferenced blob content now (a crash may have left some) and then every few
     minutes, in every worker; the store makes concurrent collections safe. While the volume is
-    full, every few seconds: deleted content is what gives the room back."""
+    full or low, every few seconds: deleted content is what gives the room back."""
     while True:
         try:
             await store.collect_garbage()
@@ -382,7 +384,7 @@ async def collect_garbage(store: BlobStore, volume: Volume) -> None:
         while waited < GARBAGE_INTERVAL_SECONDS:
             await asyncio.sleep(FULL_GARBAGE_INTERVAL_SECONDS)
             waited += FULL_GARBAGE_INTERVAL_SECONDS
-            if volume.full:
+            if volume.full or (volume.low and waited >= LOW_GARBAGE_INTERVAL_SECONDS):
                 break
 
 

@@ -50,6 +50,11 @@ from tabulae.storage.namespace import RenameDecide, TreeState
 
 STORED_BASE = "~"  # how engines store BASE: after every timestamp, so snapshots list first
 GARBAGE_GRACE_SECONDS = 300.0  # unreferenced extents stay readable this long for running downloads
+# ... and this long while the data volume is low on space: a download holds the file it is sending
+# open (a deleted file stays readable through its descriptor), so the grace only has to cover the
+# moment between reading a blob's extents and opening a file, and files a long download has yet
+# to reach (those end it early, as a read of content overwritten meanwhile would)
+LOW_GARBAGE_GRACE_SECONDS = 10.0
 MAX_UNCOMMITTED_BLOCKS = 100_000
 
 

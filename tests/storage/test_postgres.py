@@ -437,3 +437,67 @@ def test_statements_prepared_through_libpq_survive_psycopg_deallocating_them(nam
             await stores.close()
 
     asyncio.run(main())
+
+
+def test_a_full_disk_on_the_prepared_statement_path_is_server_busy(pg_url: str) -> None:
+    """Point reads and inserts go through libpq's prepared statements (``postgres.wire``), not
+    psycopg's ``execute``: the disk-full error (SQLSTATE 53100) the server sends there is mapped
+    the same way, 503 ServerBusy and the volume full. The server raises it for real, from a
+    trigger (inserts) and a view in the table's place (reads), in a database of the test's own."""
+    name = f"tabulae_diskfull_{uuid.uuid4().hex[:12]}"
+
+    async def admin(url: str, sql: str) -> None:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute(sql)
+
+    async def main() -> None:
+        await admin(pg_url, f"CREATE DATABASE {name}")
+        url = pg_url.rsplit("/", 1)[0] + "/" + name
+        try:
+            async with opened(url) as store:
+                await store.create_table("a", "T")
+                await store.apply("a", "T", [Mutation(MutationKind.INSERT, "p", "r0")])
+                assert await store.get_entity("a", "T", "p", "r0") is not None  # the table's id is known
+                await admin(
+                    url,
+                    "CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                    " RAISE EXCEPTION 'could not extend file: No space left on device'"
+                    " USING ERRCODE = '53100'; END $$;"
+                    " CREATE TRIGGER disk_full BEFORE INSERT ON entities"
+                    " FOR EACH ROW EXECUTE FUNCTION disk_full()",
+                )
+                sent = []
+                exchange = postgres.wire.exchange
+
+                async def counted(conn: object, calls: object) -> object:
+                    sent.append(calls)
+                    return await exchange(conn, calls)  # type: ignore[arg-type]
+
+                postgres.wire.exchange = counted  # type: ignore[assignment]
+                try:
+                    with pytest.raises(ServiceError) as info:
+                        await store.apply("a", "T", [Mutation(MutationKind.INSERT, "p", "r1")])
+                    assert sent, "the insert did not take the prepared-statement path"
+                    assert (info.value.status, info.value.code) == (503, "ServerBusy")
+                    assert "data volume is full" in info.value.message
+                    assert store._db.volume.full
+
+                    await admin(
+                        url,
+                        "CREATE FUNCTION disk_full_read() RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN"
+                        " RAISE EXCEPTION 'could not write to file: No space left on device'"
+                        " USING ERRCODE = '53100'; END $$;"
+                        " ALTER TABLE entities RENAME TO entities_kept;"
+                        " CREATE VIEW entities AS SELECT * FROM entities_kept WHERE disk_full_read()",
+                    )
+                    sent.clear()
+                    with pytest.raises(ServiceError) as info:
+                        await store.get_entity("a", "T", "p", "r0")
+                    assert sent, "the read did not take the prepared-statement path"
+                    assert (info.value.status, info.value.code) == (503, "ServerBusy")
+                finally:
+                    postgres.wire.exchange = exchange  # type: ignore[assignment]
+        finally:
+            await admin(pg_url, f"DROP DATABASE {name} WITH (FORCE)")
+
+    asyncio.run(main())

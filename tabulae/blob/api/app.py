@@ -203,6 +203,12 @@ class BlobApp(Frontend[Route]):
         record = await self.service.store.get_container(route.account, route.container)
         return None if record is None else stored_policies(record.acl).get
 
+    def frees_space(self, request: Request, route: Route) -> bool:
+        """A Blob Batch too runs while the volume is full: its sub-requests come back through
+        :meth:`respond`, where each is judged on its own (Delete Blob runs, Set Blob Tier is
+        refused in its part), as Azure runs a batch's sub-requests independently."""
+        return super().frees_space(request, route) or route.operation is Operation.SUBMIT_BATCH
+
     async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
         operation = route.operation
         assert operation is not None  # resolved in authenticate
