@@ -24,6 +24,7 @@ from tabulae.storage.factory import is_postgres_url, open_stores
 from tabulae.storage.postgres import PostgresStores, init_schema
 from tabulae.storage.postgres import tables as postgres
 from tabulae.storage.postgres.tables import PostgresTables
+from tabulae.storage.postgres.wire import Statement, exchange, read_int8
 from tabulae.storage.scans import FULL_RANGE
 from tabulae.storage.sqlite import SqliteStores
 from tabulae.storage.volume import RETRY_SECONDS
@@ -435,6 +436,34 @@ def test_statements_prepared_through_libpq_survive_psycopg_deallocating_them(nam
             assert await tables.get_entity(account, table, "p", "b") is not None
         finally:
             await stores.close()
+
+    asyncio.run(main())
+
+
+def test_a_statement_prepared_in_the_exchange_that_finds_ours_gone_is_not_prepared_twice(
+    pg_url: str,
+) -> None:
+    """An exchange that prepares a new statement and then runs one psycopg has deallocated: the
+    new one was prepared before the missing one failed, so the retry must not prepare it again
+    (``already exists`` answered 500 on table inserts and queries after a rollback)."""
+    kept, fresh = (
+        Statement.of(
+            "SELECT 1::int8",
+        ),
+        Statement.of("SELECT 2::int8"),
+    )
+
+    async def main() -> None:
+        async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+            await exchange(conn, [(kept, ())])
+            await conn.execute("DEALLOCATE ALL")  # what psycopg does on a ROLLBACK
+            results = await exchange(conn, [(fresh, ()), (kept, ())])
+            assert [read_int8(result.get_value(0, 0) or b"") for result in results] == [2, 1]
+            await conn.execute("BEGIN")
+            await conn.execute("DEALLOCATE ALL")  # and in an open transaction
+            results = await exchange(conn, [(kept, ()), (fresh, ())])
+            assert [read_int8(result.get_value(0, 0) or b"") for result in results] == [1, 2]
+            assert conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
     asyncio.run(main())
 
