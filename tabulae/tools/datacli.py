@@ -30,7 +30,7 @@ from tabulae.tools.formats import CsvWriter, FormatError, clean, read_csv, read_
 from tabulae.tools.loader import Loader
 from tabulae.tools.progress import meter
 from tabulae.tools.transfer import FileSource, TableSource
-from tabulae.tools.wire import TableWire, with_retries
+from tabulae.tools.wire import TableWire
 
 EXIT_COUNT = 3
 
@@ -232,8 +232,9 @@ def _ensure_table(wire: TableWire) -> None:
     def create() -> None:
         with contextlib.suppress(ResourceExistsError):
             wire.client.create_table()
+        wire.reached = True
 
-    with_retries(create)
+    wire.retrying(create)
 
 
 def run_import(args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
@@ -212,7 +213,8 @@ class Loader:
         """One batch, until acknowledged (retrying transient failures), in a worker thread."""
         bodies = [(item.pk, item.rk, item.body) for item in batch]
         try:
-            with_retries(lambda: self.wire.upsert_batch(bodies), self.meter.retried, self.sleep)
+            upsert = partial(self.wire.upsert_batch, bodies)
+            with_retries(upsert, self.meter.retried, self.sleep, reached=lambda: self.wire.reached)
         except RefusedRequest as error:
             index = error.index
             where = batch[index].where if index is not None and index < len(batch) else None

@@ -72,14 +72,20 @@ def with_retries(
     call: Callable[[], T],
     on_retry: Callable[[], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    reached: Callable[[], bool] = lambda: True,
 ) -> T:
     """``call()``, tried again after a transient failure with exponential back-off and jitter
-    (0.25 s doubling to 20 s, ``RETRIES`` tries in all). Only for idempotent work: reads, upserts."""
+    (0.25 s doubling to 20 s, ``RETRIES`` tries in all). Only for idempotent work: reads, upserts.
+
+    A connection that cannot be made is tried again only once the server has answered in this
+    run (``reached``): one that was never reached is most likely not there at all (a wrong port,
+    not started), and a command should say so at once rather than after a minute of back-off."""
     for attempt in range(RETRIES):
         try:
             return call()
         except Exception as error:
-            if not transient(error) or attempt == RETRIES - 1:
+            unreached = isinstance(error, ServiceRequestError) and not reached()
+            if unreached or not transient(error) or attempt == RETRIES - 1:
                 raise
         if on_retry is not None:
             on_retry()
@@ -132,6 +138,7 @@ class TableWire:
         self.table = client.table_name
         self.account_url = client.url.split("?", 1)[0].rstrip("/")
         self._version = client.api_version
+        self.reached = False  # whether the server has answered yet (see with_retries)
 
     def _send(
         self, method: str, path: str, *, headers: dict[str, str] | None = None, body: bytes | None = None
@@ -153,8 +160,13 @@ class TableWire:
             content=body,
         )
         response: HttpResponse = self.client._client.send_request(request, stream=True)
+        self.reached = True
         response.read()
         return response
+
+    def retrying(self, call: Callable[[], T]) -> T:
+        """``call()`` through :func:`with_retries`, told whether this table's server has answered."""
+        return with_retries(call, self.on_retry, reached=lambda: self.reached)
 
     def _entity_path(self, pk: str, rk: str) -> str:
         return f"{quote(self.table)}(PartitionKey='{_key(pk)}',RowKey='{_key(rk)}')"
@@ -185,7 +197,7 @@ class TableWire:
                 params.append("NextPartitionKey=" + quote(keys[0], safe=""))
                 params.append("NextRowKey=" + quote(keys[1], safe=""))
             path = f"{quote(self.table)}()?" + "&".join(params)
-            response = with_retries(lambda path=path: self._read(path), self.on_retry)  # type: ignore[misc]
+            response = self.retrying(lambda path=path: self._read(path))  # type: ignore[misc]
             entities = orjson.loads(response.content)["value"]
             next_pk = response.headers.get("x-ms-continuation-NextPartitionKey")
             next_rk = response.headers.get("x-ms-continuation-NextRowKey")
@@ -205,7 +217,7 @@ class TableWire:
         return response
 
     def get(self, pk: str, rk: str) -> dict[str, Any]:
-        response = with_retries(lambda: self._read(self._entity_path(pk, rk)), self.on_retry)
+        response = self.retrying(lambda: self._read(self._entity_path(pk, rk)))
         entity: dict[str, Any] = orjson.loads(response.content)
         return entity
 
