@@ -575,6 +575,7 @@ def _serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> Non
             server.should_exit = True
 
         _on_stop_signals(stop)
+        server.should_exit = _stop_asked
         try:
             server.run(sockets=worker_sockets[0])
         except SystemExit as exc:
@@ -593,6 +594,8 @@ def _serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> Non
         )
         stop_within = settings.shutdown_timeout + 2 * SHUTDOWN_MARGIN_SECONDS
         supervisor = _SpreadMultiprocess(config, worker_sockets, stop_within)
+        if _stop_asked:
+            supervisor.should_exit.set()
         supervisor.run()
     finally:
         shutil.rmtree(settings.peers_dir, ignore_errors=True)
@@ -614,8 +617,16 @@ def exit_on_stop_signals() -> None:
     _on_stop_signals(_exit_now)
 
 
+_stop_asked = False  # a stop signal came before a server took the signals over
+
+
 def _exit_now(signum: int, frame: object) -> None:
-    raise SystemExit(0)  # nothing is running yet: plain Python code, safe to unwind
+    # Nothing is running yet: plain Python code, safe to unwind. But a signal handler's exception
+    # lands wherever the interpreter is, and some places swallow it (a weakref callback, a
+    # __del__): the flag survives that, and the server that takes over stops at once.
+    global _stop_asked
+    _stop_asked = True
+    raise SystemExit(0)
 
 
 def _on_stop_signals(handler: Any) -> None:
