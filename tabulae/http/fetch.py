@@ -22,11 +22,9 @@ import ipaddress
 import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 from urllib.parse import urljoin, urlsplit
-
-import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
 
 CHUNK_BYTES = 256 * 1024
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -67,26 +65,40 @@ def _literal(host: str) -> Address | None:
         return None
 
 
-class _CheckingResolver(AbstractResolver):
-    """The system's resolver, refusing names that lead to a forbidden address; with
-    ``public_only`` also to a loopback or private one (the hop after a public one)."""
+def _aiohttp() -> Any:
+    """aiohttp, imported on the first fetch: only copies from a URL use it, and its import is a
+    large part of every worker's start-up."""
+    import aiohttp
 
-    def __init__(self) -> None:
-        self._inner = aiohttp.ThreadedResolver()
-        self.public_only = False
+    return aiohttp
 
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        found = await self._inner.resolve(host, port, family)
-        for entry in found:
-            address = ipaddress.ip_address(entry["host"])
-            if forbidden(address) or (self.public_only and _internal(address)):
-                raise FetchError(f"the copy source's host resolves to a forbidden address ({address})")
-        return found
 
-    async def close(self) -> None:
-        await self._inner.close()
+@cache
+def _resolver_class() -> Any:
+    from aiohttp.abc import AbstractResolver
+
+    class CheckingResolver(AbstractResolver):  # type: ignore[misc]
+        """The system's resolver, refusing names that lead to a forbidden address; with
+        ``public_only`` also to a loopback or private one (the hop after a public one)."""
+
+        def __init__(self) -> None:
+            self._inner = _aiohttp().ThreadedResolver()
+            self.public_only = False
+
+        async def resolve(
+            self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+        ) -> list[Any]:
+            found = await self._inner.resolve(host, port, family)
+            for entry in found:
+                address = ipaddress.ip_address(entry["host"])
+                if forbidden(address) or (self.public_only and _internal(address)):
+                    raise FetchError(f"the copy source's host resolves to a forbidden address ({address})")
+            return list(found)
+
+        async def close(self) -> None:
+            await self._inner.close()
+
+    return CheckingResolver
 
 
 @dataclass(slots=True)
@@ -112,7 +124,7 @@ class Fetched:
                     )
                 except TimeoutError:
                     raise FetchError("the copy source stopped sending") from None
-                except aiohttp.ClientError as exc:
+                except _aiohttp().ClientError as exc:
                     raise FetchError(f"reading the copy source failed: {type(exc).__name__}") from None
                 if not chunk:
                     return
@@ -127,7 +139,7 @@ class Fetched:
         """A small body (an error document) as text; what is past ``limit`` is not read."""
         try:
             data = await asyncio.wait_for(self._response.content.read(limit), timeout=self._read_timeout)
-        except (TimeoutError, aiohttp.ClientError):
+        except (TimeoutError, _aiohttp().ClientError):
             data = b""
         await self.close()
         return data.decode("utf-8", "replace")
@@ -156,7 +168,8 @@ async def fetch(url: str, headers: dict[str, str], limits: FetchLimits = FetchLi
     """GET ``url`` with ``headers``; the response once its headers have come (any status).
     Raises FetchError when no response comes (see the module's rules on addresses and redirects)."""
     check_url(url)
-    resolver = _CheckingResolver()
+    aiohttp = _aiohttp()
+    resolver = _resolver_class()()
     connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False, limit=1)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=limits.connect_timeout)
     session = aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False)
