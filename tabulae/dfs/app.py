@@ -18,6 +18,7 @@ from tabulae.blob.api.routing import ROOT_CONTAINER, Kind, Route
 from tabulae.blob.api.sas import BlobGrant, verify_blob_sas
 from tabulae.blob.service import BlobService
 from tabulae.dfs import formats, trash
+from tabulae.dfs.access import AccessGuard, principal_of
 from tabulae.dfs.handlers import HANDLERS, DfsCall, path_headers
 from tabulae.dfs.paths import normalize
 from tabulae.dfs.routing import (
@@ -96,6 +97,7 @@ class DataLakeApp(BlobApp):
     def __init__(self, service: BlobService, *args: Any, **kwargs: Any) -> None:
         super().__init__(service, *args, **kwargs)
         self.dfs = DataLakeService(service)
+        self.access = AccessGuard(self.dfs)
 
     def _dfs_operation(self, request: Request, route: Route) -> tuple[DfsOperation, Location] | None:
         location = location_of(request, route)
@@ -172,6 +174,17 @@ class DataLakeApp(BlobApp):
 
     async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
         operation = request.operation
+        principal = principal_of(request.headers)
+        if (
+            not principal.superuser
+            and route.kind is not Kind.SERVICE
+            and await self.dfs.is_hns(route.account)
+        ):
+            key = BlobKey(route.account, route.container, route.blob)
+            if isinstance(operation, DfsOperation):
+                await self.access.authorize(principal, operation, key, request.headers, request.query)
+            elif route.kind is Kind.BLOB:
+                await self.access.authorize_blob(principal, request.method, key, request.query.get("comp"))
         if not isinstance(operation, DfsOperation):
             reading = request.method in ("HEAD", "GET") and route.kind is Kind.BLOB
             path = await self._path_read(route) if reading else None
@@ -195,7 +208,7 @@ class DataLakeApp(BlobApp):
         handler = HANDLERS.get(operation)
         if handler is None:
             raise ServiceError("NotImplemented")
-        return await handler(DfsCall(call, self.dfs, operation, route.container, route.blob))
+        return await handler(DfsCall(call, self.dfs, operation, route.container, route.blob, principal))
 
     async def _add_parents(self, route: Route, request: Request) -> None:
         """A blob written through the Blob API into an HNS account gets its parent directories,

@@ -60,6 +60,7 @@ class DfsCall:
     operation: DfsOperation
     filesystem: str
     path: str
+    principal: acl.Principal = acl.SUPER
 
     @property
     def headers(self) -> dict[str, str]:
@@ -280,7 +281,7 @@ async def create_path(c: DfsCall) -> Response:
         permissions=_permissions(headers),
         umask=acl.parse_umask(umask) if umask is not None else None,
         entries=acl.parse_acl(acl_text, full=False, directory=directory) if acl_text else None,
-        owner=headers.get("x-ms-owner"),
+        owner=headers.get("x-ms-owner") or (None if c.principal.superuser else c.principal.oid) or None,
         group=headers.get("x-ms-group"),
         metadata=formats.parse_properties(headers.get("x-ms-properties", "")),
         properties=_content_properties(headers) or ContentProperties(),
