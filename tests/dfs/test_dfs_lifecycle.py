@@ -193,6 +193,21 @@ def test_undelete_bad_sources_are_refused(kept: FileSystemClient, lake: tuple[Se
     assert unknown.status == 404 and unknown.code == "PathNotFound"
 
 
+def test_a_directory_emptied_by_soft_deletes_is_empty(
+    kept: FileSystemClient, lake: tuple[ServerProcess, Clock]
+) -> None:
+    """What a soft delete keeps below a directory is no child of it: the directory deletes
+    without ``recursive``, and the kept file can still be restored (its parent made again)."""
+    kept.create_directory("emptied")
+    deletion = kept.create_file("emptied/file").delete_file()["deletion_id"]
+    http = BlobHttp(lake[0].blob_port)
+    reply = http.request("DELETE", f"/{kept.file_system_name}/emptied?recursive=false")
+    assert reply.status == 200, reply.body
+    assert _paths(kept) == []
+    kept._undelete_path("emptied/file", deletion)
+    assert _paths(kept) == ["emptied", "emptied/file"]
+
+
 def test_deleted_tree_is_purged_after_its_retention(
     kept: FileSystemClient, lake: tuple[ServerProcess, Clock]
 ) -> None:

@@ -26,7 +26,11 @@ from tabulae.storage.plan import Plan, Sql
 _TABLES = ("blobs", "blob_extents", "blob_blocks")
 _ONE = "container_id = :sc AND name = :src"
 _TREE = "container_id = :sc AND (name = :src OR (name > :lo AND name < :hi))"
-_CHILD = "SELECT 1 FROM blobs WHERE container_id = :c AND name > :lo AND name < :hi LIMIT 1"
+# A child is a live path (a base, committed or staged), not what a soft delete kept below it.
+_CHILD = (
+    "SELECT 1 FROM blobs WHERE container_id = :c AND name > :lo AND name < :hi"
+    f" AND version = '{STORED_BASE}' LIMIT 1"
+)
 _VERSION_ROW = (
     f"SELECT {BLOB_COLUMNS} FROM blobs WHERE {{key=}} container_id = :c"
     " AND name = :name AND version = :version"
@@ -112,23 +116,29 @@ def rename(
     return write.result
 
 
+# What a hard delete removes: every row of the names but those soft deletes kept (``~d`` slots,
+# after the base's ``~``), which stay for their own undelete or purge.
+_NOT_KEPT = f" AND version <= '{STORED_BASE}'"
+
+
 def _drop_rows(tables: tuple[str, ...], where: str, params: dict[str, Any]) -> Plan[None]:
-    """Delete the rows of ``tables`` that ``where`` selects; the extents and blocks they named
-    become garbage once nothing else names them."""
+    """Delete the rows of ``tables`` that ``where`` selects, but for what soft deletes kept;
+    the extents and blocks they named become garbage once nothing else names them."""
     refs: set[tuple[int, str]] = set()
+    scoped = {table: where + ("" if table == "blob_blocks" else _NOT_KEPT) for table in tables}
     for table in tables:
         if table == "blobs":
             continue
-        rows = yield Sql(f"SELECT {{key,}} ref FROM {table} WHERE {where}", params, "all")
+        rows = yield Sql(f"SELECT {{key,}} ref FROM {table} WHERE {scoped[table]}", params, "all")
         refs.update((row[0] if len(row) > 1 else 0, str(row[-1])) for row in rows)
     for table in tables:
-        yield Sql(f"DELETE FROM {table} WHERE {where}", params)
+        yield Sql(f"DELETE FROM {table} WHERE {scoped[table]}", params)
     for dkey, ref in refs:
         yield from garbage.drop(dkey, ref)
 
 
 _BELOW = "container_id = :sc AND name > :lo AND name < :hi"
-_LAST_NAMES = f"SELECT name FROM blobs WHERE {_BELOW} ORDER BY name DESC LIMIT :n"
+_LAST_NAMES = f"SELECT name FROM blobs WHERE {_BELOW}{_NOT_KEPT} ORDER BY name DESC LIMIT :n"
 _FROM_CUT = "container_id = :sc AND name >= :cut AND name < :hi"
 _BASE = f"version = '{STORED_BASE}'"
 _UNCOMMITTED = f"{_TREE} AND {_BASE} AND NOT committed"
