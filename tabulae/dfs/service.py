@@ -589,13 +589,17 @@ class DataLakeService:
                 elif trash.is_moved_descendant(record) and not any(
                     is_within(record.name, root) for root in roots.get(record.snapshot, ())
                 ):
-                    removed += await self.store.write_blob(
-                        key, _purge_orphan(record.snapshot), needs=Needs(others=True)
-                    )
+                    removed += await self._purge_orphan(key, record.snapshot)
             if not listing.more or not listing.records:
                 return removed
             last = listing.records[-1]
             start = (last.name, (last.snapshot or "~") + "\0")
+
+    async def _purge_orphan(self, key: BlobKey, slot: str) -> int:
+        try:
+            return int(await self.store.write_blob(key, _purge_orphan(slot), needs=Needs(others=True)))
+        except ServiceError:  # its file system went meanwhile
+            return 0
 
     async def _remove_expired(self, key: BlobKey) -> int:
         """An expired file goes as a delete would take it (kept when soft delete is on), lease
