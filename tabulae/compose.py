@@ -51,6 +51,7 @@ from tabulae.console.queues import QueuesPage
 from tabulae.console.render import CONSOLE_PATH
 from tabulae.console.tables import TablesPage
 from tabulae.dfs.app import DataLakeApp
+from tabulae.dfs.service import DataLakeService
 from tabulae.http.addressing import path_style_only
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.listeners import listen, per_worker
@@ -258,7 +259,9 @@ def build_gateway(settings: Settings) -> Gateway:
                 features=settings.features_of,
             )
             features = blob_service.features
-            by_port[ports["blob"]] = DataLakeApp(blob_service, options, gate, containers)
+            lake = DataLakeApp(blob_service, options, gate, containers)
+            by_port[ports["blob"]] = lake
+            tasks.append(asyncio.get_running_loop().create_task(sweep_paths(lake.dfs)))
             blobs = BlobsPage(blob_service, gate, containers)
             tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs, stores.volume)))
             tasks.append(asyncio.get_running_loop().create_task(purge_deleted(blob_service)))
@@ -423,6 +426,19 @@ async def purge_deleted(service: BlobService) -> None:
         except Exception:  # never fatal: the next round tries again
             log.exception("purge of soft-deleted blobs failed")
         await asyncio.sleep(interval)
+
+
+async def sweep_paths(dfs: DataLakeService) -> None:
+    """Delete expired files of HNS accounts and purge what deleted directories left when their
+    retention ran out, every minute (``TABULAE_TEST_PURGE_SECONDS`` shortens that for tests),
+    in every worker: each removal is decided again in its own transaction."""
+    interval = float(os.environ.get("TABULAE_TEST_PURGE_SECONDS") or PURGE_INTERVAL_SECONDS)
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await dfs.sweep()
+        except Exception:  # never fatal: the next round tries again
+            log.exception("sweep of expired and deleted paths failed")
 
 
 def create_app() -> Gateway:

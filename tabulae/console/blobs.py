@@ -38,6 +38,7 @@ from tabulae.model import edm
 from tabulae.model.errors import ServiceError
 
 PAGE = 1000  # containers or blobs (and virtual directories) a page
+TREE_SCAN = 5000  # paths an HNS file system's tree is built from
 DELIMITER = "/"
 CHUNK = 1024 * 1024  # how much of an uploaded file is read at a time
 DONE = {
@@ -61,6 +62,43 @@ def _size(size: int) -> str:
             return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{size} B"
+
+
+def is_folder(record: BlobRecord) -> bool:
+    """A directory of an HNS account, as the Blob API shows one (``hdi_isfolder=true``)."""
+    return any(k.lower() == "hdi_isfolder" and v.lower() == "true" for k, v in record.metadata.items())
+
+
+def permissions_text(posix: dict[str, Any]) -> str:
+    """``rwxr-x---`` from a path's stored ACL text (owner entry, then the mask when there is one
+    or else the owning group, then other; ``+`` for an extended ACL; ``t``/``T`` for the sticky
+    bit); a directory made without one shows the defaults Azure gives it."""
+    text = str(posix.get("a") or "user::rwx,group::r-x,other::---")
+    base: dict[str, str] = {}
+    extended = False
+    for entry in text.split(","):
+        if entry.startswith("default:"):
+            continue
+        kind, qualifier, perms = [*entry.split(":"), "", ""][:3]
+        extended = extended or bool(qualifier) or kind == "mask"
+        if not qualifier:
+            base[kind] = perms
+    group = base.get("mask", base.get("group", "---"))
+    other = base.get("other", "---")
+    if posix.get("s"):
+        other = other[:2] + ("t" if other.endswith("x") else "T")
+    return base.get("user", "---") + group + other + ("+" if extended else "")
+
+
+def _node(label: str, prefix: str, posix: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "label": label,
+        "prefix": prefix,
+        "owner": str(posix.get("o") or "$superuser"),
+        "group": str(posix.get("g") or "$superuser"),
+        "permissions": permissions_text(posix),
+        "children": [],
+    }
 
 
 def crumbs(prefix: str) -> list[tuple[str, str]]:
@@ -212,10 +250,13 @@ class BlobsPage:
                         "modified": _moment(item.ticks),
                     }
                 )
+        hns = (await self.service.features.get(account)).hns
+        tree = await self._tree(account, container, record.posix) if hns else None
         done = params.get("done")
         return render(
             request,
             "container.html",
+            tree=tree,
             status=error.status if error else 200,
             container=container,
             access=record.public_access or "private",
@@ -234,6 +275,29 @@ class BlobsPage:
             else None,
             error=error,
         )
+
+    async def _tree(self, account: str, container: str, root: dict[str, Any]) -> dict[str, Any]:
+        """An HNS file system's directories as a tree, the root first, each with its owner, group
+        and permissions; read from one flat listing of at most :data:`TREE_SCAN` paths (``more``
+        says the tree was cut there)."""
+        page = await self._admitted(
+            account,
+            container,
+            self.service.list_blobs(
+                account, container, prefix="", delimiter=None, marker=None, limit=TREE_SCAN,
+                snapshots=False, uncommitted=False,
+            ),
+        )  # fmt: skip
+        top = _node("/", "", root)
+        nodes: dict[str, dict[str, Any]] = {"": top}
+        for item in page.items:
+            if isinstance(item, str) or not is_folder(item):
+                continue
+            parent, _, leaf = item.name.rpartition(DELIMITER)
+            node = _node(leaf, item.name + DELIMITER, item.posix)
+            nodes[item.name] = node
+            nodes.get(parent, top)["children"].append(node)
+        return {"root": top, "more": page.next_marker is not None, "count": len(nodes) - 1}
 
     def _tier(self, record: BlobRecord) -> str:
         """A block blob's access tier as a person reads it: inferred, or rehydrating, said so."""

@@ -17,7 +17,8 @@ from tabulae.blob.api.call import Call
 from tabulae.blob.api.routing import ROOT_CONTAINER, Kind, Route
 from tabulae.blob.api.sas import BlobGrant, verify_blob_sas
 from tabulae.blob.service import BlobService
-from tabulae.dfs import formats
+from tabulae.dfs import formats, trash
+from tabulae.dfs.access import AccessGuard, principal_of
 from tabulae.dfs.handlers import HANDLERS, DfsCall, path_headers
 from tabulae.dfs.paths import normalize
 from tabulae.dfs.routing import (
@@ -32,7 +33,7 @@ from tabulae.dfs.routing import (
 from tabulae.dfs.service import DataLakeService
 from tabulae.http.frontend import Frontend
 from tabulae.http.messages import Request, Response, error_time
-from tabulae.model.blobs import BlobKey
+from tabulae.model.blobs import BlobKey, BlobRecord
 from tabulae.model.errors import ServiceError
 
 
@@ -74,6 +75,18 @@ def _hns_refused(request: Request) -> bool:
     )
 
 
+def _dfs_sdk_delete(request: Request, route: Route) -> bool:
+    """A bare DELETE of a path that asks for JSON: the DFS SDK's Delete File, which it sends
+    without ``recursive`` (Azure tells it apart by the dfs host). It expects Delete Path's 200
+    with the deletion id, where the Blob SDK's Delete Blob (asking for XML) expects 202."""
+    return (
+        request.method == "DELETE"
+        and route.kind is Kind.BLOB
+        and not request.query.keys() - {"timeout"}
+        and "json" in request.headers.get("accept", "")
+    )
+
+
 def _is_dfs(request: Request) -> bool:
     return isinstance(request.operation, DfsOperation) or request.operation == DFS_REQUEST
 
@@ -84,6 +97,7 @@ class DataLakeApp(BlobApp):
     def __init__(self, service: BlobService, *args: Any, **kwargs: Any) -> None:
         super().__init__(service, *args, **kwargs)
         self.dfs = DataLakeService(service)
+        self.access = AccessGuard(self.dfs)
 
     def _dfs_operation(self, request: Request, route: Route) -> tuple[DfsOperation, Location] | None:
         location = location_of(request, route)
@@ -102,6 +116,8 @@ class DataLakeApp(BlobApp):
 
     async def authenticate(self, request: Request, route: Route) -> None:
         found = self._dfs_operation(request, route) if request.batch is None else None
+        if found is None and _dfs_sdk_delete(request, route) and await self.dfs.is_hns(route.account):
+            found = DfsOperation.DELETE_PATH, location_of(request, route)
         if found is None:
             try:
                 await super().authenticate(request, route)
@@ -158,7 +174,20 @@ class DataLakeApp(BlobApp):
 
     async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
         operation = request.operation
+        principal = principal_of(request.headers)
+        if (
+            not principal.superuser
+            and route.kind is not Kind.SERVICE
+            and await self.dfs.is_hns(route.account)
+        ):
+            key = BlobKey(route.account, route.container, route.blob)
+            if isinstance(operation, DfsOperation):
+                await self.access.authorize(principal, operation, key, request.headers, request.query)
+            elif route.kind is Kind.BLOB:
+                await self.access.authorize_blob(principal, request.method, key, request.query.get("comp"))
         if not isinstance(operation, DfsOperation):
+            reading = request.method in ("HEAD", "GET") and route.kind is Kind.BLOB
+            path = await self._path_read(route) if reading else None
             response = await super().dispatch(request, route, request_id)
             if (
                 request.method == "PUT"
@@ -167,8 +196,10 @@ class DataLakeApp(BlobApp):
                 and "/" in route.blob
             ):
                 await self._add_parents(route, request)
-            if request.method in ("HEAD", "GET") and route.kind is Kind.BLOB and response.status < 300:
-                await self._add_path_headers(route, response)
+            if path is not None and response.status < 300:
+                response.headers.extend(path_headers(path))
+            if request.method == "DELETE" and route.kind is Kind.BLOB and response.status == 202:
+                await self._add_deletion_id(route, request, response)
             return response
         if route.secondary and operation not in READ_ONLY:
             raise ServiceError("AuthorizationFailure")
@@ -177,7 +208,7 @@ class DataLakeApp(BlobApp):
         handler = HANDLERS.get(operation)
         if handler is None:
             raise ServiceError("NotImplemented")
-        return await handler(DfsCall(call, self.dfs, operation, route.container, route.blob))
+        return await handler(DfsCall(call, self.dfs, operation, route.container, route.blob, principal))
 
     async def _add_parents(self, route: Route, request: Request) -> None:
         """A blob written through the Blob API into an HNS account gets its parent directories,
@@ -186,14 +217,31 @@ class DataLakeApp(BlobApp):
             return
         await self.dfs.ensure_directories(BlobKey(route.account, route.container, route.blob))
 
-    async def _add_path_headers(self, route: Route, response: Response) -> None:
-        """A path of an HNS account read through the Blob API carries its owner, group,
-        permissions and resource type, as Azure's answers do."""
+    async def _path_read(self, route: Route) -> BlobRecord | None:
+        """A path of an HNS account read through the Blob API: its record, for the owner,
+        group, permissions and resource type Azure's answers carry; an expired file is gone
+        (404) before the sweep deletes it. None for a flat account or a missing blob."""
+        if not await self.dfs.is_hns(route.account):
+            return None
+        found = await self.service.store.get_blob(BlobKey(route.account, route.container, route.blob))
+        if found is None:
+            return None
+        if trash.has_expired(found[0], self.service.clock()):
+            raise ServiceError("BlobNotFound")
+        return found[0]
+
+    async def _add_deletion_id(self, route: Route, request: Request, response: Response) -> None:
+        """Delete Blob of a path kept by soft delete on an HNS account answers the deletion's
+        id, as Delete Path does: the DFS SDK deletes a file that way on the Blob port and
+        hands the id to Undelete Path."""
+        if request.query.get("snapshot") or request.query.get("versionid"):
+            return
         if not await self.dfs.is_hns(route.account):
             return
-        found = await self.service.store.get_blob(BlobKey(route.account, route.container, route.blob))
-        if found is not None:
-            response.headers.extend(path_headers(found[0]))
+        deletion = await self.dfs.last_deletion(BlobKey(route.account, route.container, route.blob))
+        if deletion is not None:
+            response.headers.append((b"x-ms-deletion-id", deletion.encode()))
+            response.headers.append((b"x-ms-delete-type-permanent", b"false"))
 
     def error_response(
         self, request: Request, route: Route | None, error: ServiceError, request_id: str

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime, parsedate_to_datetime
+from xml.sax.saxutils import escape as xml_escape
 
 import orjson
 
@@ -291,3 +292,67 @@ def expiry(option: str, value: str | None, *, now: datetime, created: datetime) 
         return base + timedelta(milliseconds=int(value))
     except OverflowError as exc:
         raise bad("x-ms-expiry-time", value) from exc
+
+
+# --- List Deleted Paths (the Blob API's List Blobs form) ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedItem:
+    """One soft-deleted path of List Deleted Paths."""
+
+    name: str
+    deletion_id: str
+    is_directory: bool
+    content_length: int
+    created: datetime
+    last_modified: datetime
+    etag: str
+    deleted: datetime
+    remaining_days: int
+
+
+def list_deleted_paths(
+    endpoint: str,
+    filesystem: str,
+    items: Iterable[DeletedItem],
+    *,
+    prefix: str = "",
+    marker: str = "",
+    max_results: str = "",
+    next_marker: str | None = None,
+) -> bytes:
+    """List Deleted Paths' body (``restype=container&comp=list&showonly=deleted``): the Blob
+    API's ``EnumerationResults`` with ``<DeletionId>`` and the path's ``<ResourceType>``, in the
+    order and with the elements recorded from Azure (python ``test_file_system.pyTestFileSystem
+    test_get_deleted_paths``); the SDK reads the name, id, deletion time and remaining days."""
+
+    def optional(tag: str, value: str) -> str:
+        return f"<{tag}>{xml_escape(value)}</{tag}>" if value else ""
+
+    parts = [
+        '\ufeff<?xml version="1.0" encoding="utf-8"?>',
+        f'<EnumerationResults ServiceEndpoint="{xml_escape(endpoint)}/"'
+        f' ContainerName="{xml_escape(filesystem)}">',
+        optional("Prefix", prefix),
+        optional("Marker", marker),
+        optional("MaxResults", max_results),
+        "<Blobs>",
+    ]
+    for item in items:
+        parts.append(
+            f"<Blob><Name>{xml_escape(item.name)}</Name><DeletionId>{item.deletion_id}</DeletionId>"
+            f"<Deleted>true</Deleted><Properties><Creation-Time>{http_date(item.created)}</Creation-Time>"
+            f"<Last-Modified>{http_date(item.last_modified)}</Last-Modified><Etag>{item.etag}</Etag>"
+            f"<ResourceType>{DIRECTORY if item.is_directory else FILE}</ResourceType>"
+            f"<Content-Length>{item.content_length}</Content-Length>"
+            "<Content-Type>application/octet-stream</Content-Type><BlobType>BlockBlob</BlobType>"
+            "<ServerEncrypted>true</ServerEncrypted>"
+            f"<DeletedTime>{http_date(item.deleted)}</DeletedTime>"
+            f"<RemainingRetentionDays>{item.remaining_days}</RemainingRetentionDays></Properties>"
+            "<OrMetadata /></Blob>"
+        )
+    parts.append("</Blobs>")
+    parts.append(f"<NextMarker>{xml_escape(next_marker)}</NextMarker>" if next_marker else "<NextMarker />")
+    parts.append("</EnumerationResults>")
+    return "".join(parts).encode()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from urllib.parse import parse_qsl, unquote
 
 from tabulae.auth.sas import parse_sas, stored_policies
 from tabulae.blob.api import blobs as blob_handlers
@@ -25,10 +26,20 @@ from tabulae.dfs.routing import (
     RecursiveMode,
     count,
     flag,
+    invalid_parameter,
     recursive_mode,
     sas_allows,
 )
-from tabulae.dfs.service import ROOT, CreateRequest, DataLakeService, FlushRequest, is_directory, posix_of
+from tabulae.dfs.service import (
+    CreateRequest,
+    DataLakeService,
+    FlushRequest,
+    Posix,
+    is_directory,
+    posix_of,
+    root_posix,
+)
+from tabulae.dfs.trash import deletion_id
 from tabulae.http.messages import Headers, Response
 from tabulae.model import edm
 from tabulae.model.blobs import BlobKey, BlobRecord, ContentProperties
@@ -49,6 +60,7 @@ class DfsCall:
     operation: DfsOperation
     filesystem: str
     path: str
+    principal: acl.Principal = acl.SUPER
 
     @property
     def headers(self) -> dict[str, str]:
@@ -269,7 +281,7 @@ async def create_path(c: DfsCall) -> Response:
         permissions=_permissions(headers),
         umask=acl.parse_umask(umask) if umask is not None else None,
         entries=acl.parse_acl(acl_text, full=False, directory=directory) if acl_text else None,
-        owner=headers.get("x-ms-owner"),
+        owner=headers.get("x-ms-owner") or (None if c.principal.superuser else c.principal.oid) or None,
         group=headers.get("x-ms-group"),
         metadata=formats.parse_properties(headers.get("x-ms-properties", "")),
         properties=_content_properties(headers) or ContentProperties(),
@@ -400,18 +412,25 @@ async def set_access_control(c: DfsCall) -> Response:
             "InvalidHeaderValue", fields=(("HeaderName", "x-ms-acl"), ("HeaderValue", acl_text))
         )
 
-    def change(record: BlobRecord, ticks: int) -> BlobRecord:
-        posix = posix_of(record)
-        directory = is_directory(record)
+    def changed(posix: Posix, directory: bool) -> Posix:
         entries, sticky = posix.entries, posix.sticky
         if acl_text is not None:
             entries = acl.complete(acl.parse_acl(acl_text, full=True, directory=directory))
         if permissions is not None:
             entries = acl.apply_mode(entries, permissions)
             sticky = bool(permissions & acl.STICKY)
-        new = replace(
+        return replace(
             posix, owner=owner or posix.owner, group=group or posix.group, entries=entries, sticky=sticky
         )
+
+    if not c.path:  # the root directory (``/``; the SDK's ``get_directory_client("/")``)
+        container = await c.dfs.update_root(
+            c.call.route.account, c.filesystem, lambda posix: changed(posix, True), conditions(headers)
+        )
+        return Response(200, etag_headers(container.ticks))
+
+    def change(record: BlobRecord, ticks: int) -> BlobRecord:
+        new = changed(posix_of(record), is_directory(record))
         return replace(record, ticks=ticks, posix=new.stored())
 
     record = await c.dfs.update(c.key, change, conditions(headers), _lease(headers))
@@ -455,9 +474,19 @@ async def set_access_control_recursive(c: DfsCall) -> Response:
     token = c.query.get("continuation")
     after = formats.decode_continuation(token) if token else None
     todo: list[BlobRecord] = []
-    if after is None:
-        todo.append(await c.dfs.get(c.key))
     directories = files = 0
+    if after is None and not c.path:  # the root directory first, in the file system's record
+
+        def root_change(posix: Posix) -> Posix:
+            record = change(BlobRecord("", "", "BlockBlob", 0, 0, 0, posix=posix.stored(),
+                                       metadata={"hdi_isfolder": "true"}), 0)  # fmt: skip
+            return posix_of(record)
+
+        await c.dfs.update_root(c.call.route.account, c.filesystem, root_change)
+        directories += 1
+        limit = max(limit - 1, 1)  # a token of the root's own name would be empty: go on now
+    elif after is None:
+        todo.append(await c.dfs.get(c.key))
     last: str | None = None
     if not todo or is_directory(todo[0]):
         records, last = (
@@ -479,10 +508,10 @@ async def set_access_control_recursive(c: DfsCall) -> Response:
 
 
 async def get_access_control(c: DfsCall) -> Response:
-    if not c.path:  # the root directory: the file system's defaults
+    if not c.path:  # the root directory: kept in the file system's record
         container = await _container(c)
         check(conditions(c.headers), container.ticks, read=True)
-        posix, headers = ROOT, etag_headers(container.ticks)
+        posix, headers = root_posix(container), etag_headers(container.ticks)
     else:
         record = await c.dfs.get(c.key)
         check(conditions(c.headers), record.ticks, read=True)
@@ -516,9 +545,90 @@ async def get_properties(c: DfsCall) -> Response:
 
 
 async def delete_path(c: DfsCall) -> Response:
+    """Delete Path: a kept (soft) deletion answers its id; a directory too large for one
+    request answers ``x-ms-continuation``, which the SDK sends back until none comes (the
+    token names the directory: the next request deletes what remains of it)."""
     recursive = flag(c.query, "recursive")
-    await c.dfs.delete(c.key, recursive, conditions(c.headers), _lease(c.headers))
-    return Response(200, [])
+    token = c.query.get("continuation")
+    if token and formats.decode_continuation(token) != c.path:
+        raise invalid_parameter("continuation", token)
+    done = await c.dfs.delete(c.key, recursive, conditions(c.headers), _lease(c.headers))
+    headers: Headers = []
+    if not done.finished:
+        headers.append((formats.CONTINUATION, formats.encode_continuation(c.path).encode()))
+    if done.deletion_id is not None:
+        headers.append((b"x-ms-deletion-id", done.deletion_id.encode()))
+        headers.append((b"x-ms-delete-type-permanent", b"false"))
+    return Response(200, headers)
+
+
+def deletion_of(source: str) -> tuple[str, str]:
+    """``x-ms-undelete-source``: ``{path}?deletionid={id}``, the path percent-encoded, without
+    the account and file system ("Undelete Blob"). 400 ``InvalidHeaderValue`` otherwise."""
+    location, _, query = source.partition("?")
+    fields = dict(parse_qsl(query, keep_blank_values=True))
+    deletion = fields.get("deletionid")
+    if not location.strip("/") or not deletion:
+        raise ServiceError(
+            "InvalidHeaderValue", fields=(("HeaderName", "x-ms-undelete-source"), ("HeaderValue", source))
+        )
+    return normalize(unquote(location)), deletion
+
+
+async def undelete_path(c: DfsCall) -> Response:
+    """Undelete Path (``comp=undelete`` with ``x-ms-undelete-source``): the deleted path comes
+    back at its own name (a source naming another path is 400: Azure restores in place), 200
+    with its ``x-ms-resource-type``, which the SDK reads to return a file or directory client."""
+    path, deletion = deletion_of(c.headers["x-ms-undelete-source"])
+    if path != c.path:
+        raise ServiceError(
+            "InvalidHeaderValue",
+            fields=(
+                ("HeaderName", "x-ms-undelete-source"),
+                ("HeaderValue", c.headers["x-ms-undelete-source"]),
+            ),
+        )
+    record = await c.dfs.undelete(c.key, deletion)
+    return Response(200, [*_record_headers(record), formats.resource_type_header(is_directory(record))])
+
+
+def _max_results(query: dict[str, str]) -> int:
+    """``maxResults`` (the DFS SDK's spelling) or ``maxresults``: 1 to 5000, 5000 when absent."""
+    name = "maxResults" if "maxResults" in query else "maxresults"
+    return min(count(query, name, minimum=1) or MAX_LIST, MAX_LIST)
+
+
+async def list_deleted_paths(c: DfsCall) -> Response:
+    """List Deleted Paths in the Blob API's form (the SDK sends it to the Blob endpoint)."""
+    query = c.query
+    limit = _max_results(query)
+    records, next_marker = await c.dfs.list_deleted(
+        c.call.route.account, c.filesystem, query.get("prefix", ""), query.get("marker") or None, limit
+    )
+    items = [
+        formats.DeletedItem(
+            name=record.name,
+            deletion_id=deletion_id(record.snapshot),
+            is_directory=is_directory(record),
+            content_length=record.size,
+            created=_moment(record.created),
+            last_modified=_moment(record.ticks),
+            etag=etag_of(record.ticks),
+            deleted=datetime.fromtimestamp(record.deleted_time or 0.0, UTC),
+            remaining_days=c.call.service.remaining_days(record),
+        )
+        for record in records
+    ]
+    body = formats.list_deleted_paths(
+        c.call.route.base,
+        c.filesystem,
+        items,
+        prefix=query.get("prefix", ""),
+        marker=query.get("marker", ""),
+        max_results=query.get("maxResults", query.get("maxresults", "")),
+        next_marker=next_marker,
+    )
+    return Response(200, [(b"content-type", b"application/xml")], body)
 
 
 async def lease(c: DfsCall) -> Response:
@@ -528,6 +638,7 @@ async def lease(c: DfsCall) -> Response:
 
 
 async def read(c: DfsCall) -> Response:
+    await c.dfs.get(c.key)  # an expired file is gone
     response = await blob_handlers.get_blob(c.call)
     return response
 
@@ -558,4 +669,6 @@ HANDLERS: dict[DfsOperation, Callable[[DfsCall], Awaitable[Response]]] = {
     DfsOperation.DELETE_PATH: delete_path,
     DfsOperation.LEASE: lease,
     DfsOperation.SET_EXPIRY: set_expiry,
+    DfsOperation.UNDELETE: undelete_path,
+    DfsOperation.LIST_DELETED_PATHS: list_deleted_paths,
 }

@@ -13,20 +13,74 @@ from __future__ import annotations
 
 import base64
 import functools
+import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from tabulae.blob import softdeletion
 from tabulae.blob.rules import leases
 from tabulae.blob.rules.conditions import NONE, Conditions, check
 from tabulae.blob.rules.names import check_blob_name
-from tabulae.blob.service import BLOCK_BLOB, BlobService, BlobState, BlobWrite, Needs, Upload
-from tabulae.dfs import acl
-from tabulae.dfs.paths import Existing, Kind, ancestors, check_create, check_delete, check_rename, parent
-from tabulae.model.blobs import BASE, BlobKey, BlobRecord, ContentProperties, Lease
+from tabulae.blob.service import (
+    BLOCK_BLOB,
+    BlobService,
+    BlobState,
+    BlobWrite,
+    Needs,
+    Upload,
+    decode_marker,
+    encode_marker,
+)
+from tabulae.dfs import acl, trash
+from tabulae.dfs.paths import (
+    Existing,
+    Kind,
+    ancestors,
+    check_create,
+    check_delete,
+    check_rename,
+    is_within,
+    parent,
+)
+from tabulae.model.blobs import (
+    BASE,
+    DELETED_BASE_PREFIX,
+    BlobKey,
+    BlobRecord,
+    ContainerRecord,
+    ContentProperties,
+    Lease,
+)
 from tabulae.model.errors import ServiceError
-from tabulae.storage.namespace import RenameState, RenameWrite, TreeState
+from tabulae.storage.namespace import RenameState, RenameWrite, TreeState, TreeWrite, UndeleteState
 
 FOLDER = "hdi_isfolder"
+DELETE_BATCH = 10_000
+DELETE_BATCH_ENV = "TABULAE_TEST_DFS_DELETE_BATCH"
+LIST_STEP = 1000  # records read per store call while filtering a listing
+
+
+@dataclass(frozen=True, slots=True)
+class Deletion:
+    """What Delete Path did: the deletion's id when the path was kept (soft delete), and whether
+    it finished (False: descendants remain; the caller answers with a continuation)."""
+
+    deletion_id: str | None
+    finished: bool = True
+
+
+def _purge_orphan(slot: str) -> Callable[[BlobState], BlobWrite]:
+    def decide(state: BlobState) -> BlobWrite:
+        there = any(
+            record.snapshot == slot and trash.is_moved_descendant(record) for record in state.others or ()
+        )
+        return BlobWrite(result=1 if there else 0, purge=[slot] if there else [])
+
+    return decide
+
+
 MAX_APPEND = 4000 * 1024 * 1024  # Path - Update: an append's body, as a block's
 
 
@@ -72,6 +126,16 @@ def posix_of(record: BlobRecord) -> Posix:
     if not stored:
         mode = (acl.DIRECTORY_MODE if is_directory(record) else acl.FILE_MODE) & ~acl.DEFAULT_UMASK
         return Posix(acl.SUPERUSER, acl.SUPERUSER, acl.minimal_acl(mode))
+    return _stored_posix(stored)
+
+
+def root_posix(container: ContainerRecord) -> Posix:
+    """A file system's root directory: what was set on it (kept in the container's record, as
+    the root is no blob), else ``$superuser`` with ``rwxr-x---``."""
+    return _stored_posix(container.posix) if container.posix else ROOT
+
+
+def _stored_posix(stored: dict[str, Any]) -> Posix:
     expiry = stored.get("e")
     return Posix(
         str(stored["o"]),
@@ -137,28 +201,53 @@ class FlushRequest:
 class DataLakeService:
     """The DFS operations, over a :class:`BlobService` (and its store)."""
 
-    def __init__(self, blobs: BlobService, clock=time.time) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, blobs: BlobService, clock=time.time, delete_batch: int | None = None) -> None:  # type: ignore[no-untyped-def]
         self.blobs = blobs
         self.store = blobs.store
         self._clock = clock
+        self._retention_clock = softdeletion.retention_clock(clock)
+        #: The most descendants one recursive Delete Path removes before it answers with a
+        #: continuation (``TABULAE_TEST_DFS_DELETE_BATCH`` lowers it for tests).
+        self.delete_batch = delete_batch or int(os.environ.get(DELETE_BATCH_ENV) or DELETE_BATCH)
 
     async def is_hns(self, account: str) -> bool:
         return (await self.blobs.features.get(account)).hns
 
     async def get(self, key: BlobKey) -> BlobRecord:
+        """A live path's record; an expired file is gone (404) before the sweep deletes it."""
         found = await self.store.get_blob(key)
-        if found is None or not found[0].committed:
+        if found is None or not found[0].committed or trash.has_expired(found[0], self._clock()):
             if await self.store.get_container(key.account, key.container) is None:
                 raise ServiceError("FilesystemNotFound")
             raise ServiceError("PathNotFound")
         return found[0]
 
-    async def posix_of_parent(self, key: BlobKey) -> Posix:
-        above = parent(key.name)
-        if not above:
-            return ROOT
-        found = await self.store.get_blob(BlobKey(key.account, key.container, above))
-        return posix_of(found[0]) if found is not None else ROOT
+    async def root(self, account: str, filesystem: str) -> ContainerRecord:
+        """The file system's record, which holds its root directory's access control."""
+        container = await self.store.get_container(account, filesystem)
+        if container is None:
+            raise ServiceError("FilesystemNotFound")
+        return container
+
+    async def update_root(
+        self, account: str, filesystem: str, change: Callable[[Posix], Posix], conditions: Conditions = NONE
+    ) -> ContainerRecord:
+        """Set Access Control on the root directory (``/`` of a file system): its owner, group
+        and ACL change in the file system's record, whose ETag changes with them."""
+
+        def decide(record: ContainerRecord, ticks: int) -> tuple[ContainerRecord, ContainerRecord]:
+            check(conditions, record.ticks, read=False)
+            updated = replace(record, ticks=ticks, posix=change(root_posix(record)).stored())
+            return updated, updated
+
+        try:
+            result = await self.store.update_container(account, filesystem, decide)
+        except ServiceError as error:
+            if error.code == "ContainerNotFound":
+                raise ServiceError("FilesystemNotFound") from None
+            raise
+        assert isinstance(result, ContainerRecord)
+        return result
 
     # ------------------------------------------------------------------ create
 
@@ -168,15 +257,18 @@ class DataLakeService:
             metadata={**metadata, FOLDER: "true"}, posix=posix.stored(),
         )  # fmt: skip
 
-    async def ensure_directories(self, key: BlobKey) -> Posix:
-        """Make every missing directory above ``key``; the posix of its parent. A file in the
-        way is 409 ``PathConflict``."""
-        above = ROOT
+    async def ensure_directories(self, key: BlobKey, root: Posix | None = None) -> Posix:
+        """Make every missing directory above ``key``, inheriting default ACLs from the root
+        (``root``, read when needed and not given) down; the posix of its parent. A file in
+        the way is 409 ``PathConflict``."""
+        above = root
         for name in ancestors(key.name):
             found = await self.store.get_blob(BlobKey(key.account, key.container, name))
             if found is not None and found[0].committed and is_directory(found[0]):
                 above = posix_of(found[0])  # most parents exist: a read, not a write
                 continue
+            if above is None:
+                above = root_posix(await self.root(key.account, key.container))
             inherited = above
 
             def decide(state: BlobState, name: str = name, inherited: Posix = inherited) -> BlobWrite:
@@ -192,13 +284,12 @@ class DataLakeService:
                 return BlobWrite(result=posix, base=record, content=[], drop_staged=True)
 
             above = await self.store.write_blob(BlobKey(key.account, key.container, name), decide)
-        return above
+        return above if above is not None else root_posix(await self.root(key.account, key.container))
 
     async def create(self, key: BlobKey, request: CreateRequest) -> BlobRecord:
         check_blob_name(key.name)
-        if await self.store.get_container(key.account, key.container) is None:
-            raise ServiceError("FilesystemNotFound")
-        above = await self.ensure_directories(key)
+        container = await self.root(key.account, key.container)
+        above = await self.ensure_directories(key, root_posix(container))
         kind = Kind.DIRECTORY if request.directory else Kind.FILE
         now = self._clock()
 
@@ -357,24 +448,180 @@ class DataLakeService:
         result = await self.store.rename_path(source, destination, parent_key, decide)
         return result if isinstance(result, BlobRecord) else None
 
+    async def _kept_days(self, account: str) -> int | None:
+        """The account's blob soft delete retention in days (None: off): a path deleted is kept
+        as a blob deleted is."""
+        policy = (await self.blobs.get_service_properties(account)).delete_retention
+        return policy.days if policy.enabled and policy.days else None
+
     async def delete(
         self, key: BlobKey, recursive: bool | None, conditions: Conditions = NONE, lease_id: str | None = None
-    ) -> None:
+    ) -> Deletion:
+        """Delete Path: soft when the account keeps deleted blobs (the whole tree at once);
+        otherwise a directory's descendants go at most :attr:`delete_batch` at a time, and the
+        caller repeats with the continuation until :attr:`Deletion.finished`."""
         now = self._clock()
+        days = await self._kept_days(key.account)
+        deleted_at = self._retention_clock()
 
-        def decide(state: TreeState) -> None:
+        def decide(state: TreeState) -> TreeWrite:
             found = existing(state.base, state.has_children)
             if state.base is not None and found is not None:
+                if trash.has_expired(state.base, now):
+                    raise ServiceError("PathNotFound")
                 check(conditions, state.base.ticks, read=False)
                 leases.check_blob_access(state.base.lease, now, lease_id, write=True)
             check_delete(found, recursive)
+            assert state.base is not None
+            if days is None:
+                return TreeWrite(limit=self.delete_batch)
+            slot = softdeletion.deleted_base_name(state.ticks)
+            kept = softdeletion.soft(replace(state.base, snapshot=slot), deleted_at, days)
+            return TreeWrite(result=trash.deletion_id(slot), kept=kept)
 
         try:
-            await self.store.delete_tree(key, decide)
+            done = await self.store.delete_tree(key, decide)
         except ServiceError as error:
             if error.code == "ContainerNotFound":
                 raise ServiceError("FilesystemNotFound") from None
             raise
+        return Deletion(done.result, done.finished)
+
+    async def undelete(self, key: BlobKey, deletion: str) -> BlobRecord:
+        """Undelete Path: the path deleted as ``deletion`` comes back under its name with every
+        descendant deleted with it; its missing parents are made again (assumed: Azure's answer
+        for a path whose parent is gone was not recorded). 404 ``PathNotFound`` when no such
+        deletion is kept, 409 ``PathAlreadyExists`` when a live path holds the name."""
+        slot = trash.slot_of(deletion)
+        now = self._retention_clock()
+        if await self.store.get_container(key.account, key.container) is None:
+            raise ServiceError("FilesystemNotFound")
+
+        def decide(state: UndeleteState) -> BlobRecord:
+            deleted = state.deleted
+            if deleted is None or deleted.deleted_time is None or softdeletion.expired(deleted, now):
+                raise ServiceError("PathNotFound")
+            if state.live is not None or state.live_below:
+                raise ServiceError("PathAlreadyExists")
+            return replace(softdeletion.restored(deleted), snapshot=BASE)
+
+        deleted = await self.store.get_blob(key) is None
+        if deleted and parent(key.name):
+            await self.ensure_directories(key)
+        return await self.store.undelete_tree(key, slot, decide)
+
+    async def list_deleted(
+        self, account: str, filesystem: str, prefix: str, marker: str | None, limit: int
+    ) -> tuple[list[BlobRecord], str | None]:
+        """A page of List Deleted Paths: the paths deleted as themselves and still kept, in name
+        order (a directory's descendants deleted with it are restored with it, not listed); the
+        marker of the first one not on the page."""
+        now = self._retention_clock()
+        start = decode_marker(marker) if marker else None
+        found: list[BlobRecord] = []
+        while len(found) <= limit:
+            listing = await self.store.list_blobs(
+                account, filesystem, prefix=prefix, start=start, limit=LIST_STEP,
+                snapshots=False, uncommitted=False, deleted=True,
+            )  # fmt: skip
+            for record in listing.records:
+                if trash.is_deleted_root(record) and not softdeletion.expired(record, now):
+                    found.append(record)
+                    if len(found) > limit:
+                        break
+            if not listing.more or not listing.records:
+                break
+            last = listing.records[-1]
+            start = (last.name, last.snapshot + "\0")
+        if len(found) > limit:
+            following = found[limit]
+            return found[:limit], encode_marker(following.name, following.snapshot)
+        return found, None
+
+    async def last_deletion(self, key: BlobKey) -> str | None:
+        """The deletion id of a path's newest kept deletion: what Delete Blob on an HNS account
+        answers beside its 202 (the DFS SDK deletes files that way on the Blob port)."""
+        listing = await self.store.list_blobs(
+            key.account, key.container, prefix=key.name, start=(key.name, DELETED_BASE_PREFIX),
+            limit=LIST_STEP, snapshots=False, uncommitted=False, deleted=True,
+        )  # fmt: skip
+        slots = [r.snapshot for r in listing.records if r.name == key.name and trash.is_deleted_root(r)]
+        return trash.deletion_id(max(slots)) if slots else None
+
+    # ------------------------------------------------------------------ the sweep
+
+    async def sweep(self) -> int:
+        """Delete every expired file of the HNS accounts, and purge the descendants of deleted
+        directories whose deleted path is gone (its retention ran out: the Blob service purges
+        that path itself); how many paths. A full scan of the HNS accounts' file systems, each
+        removal decided again in its own transaction."""
+        removed = 0
+        now = self._clock()
+        hns: dict[str, bool] = {}
+        for account, filesystem in await self.store.containers_from(""):
+            if filesystem.startswith(softdeletion.HIDDEN):
+                continue
+            if account not in hns:
+                hns[account] = await self.is_hns(account)
+            if hns[account]:
+                removed += await self._sweep_filesystem(account, filesystem, now)
+        return removed
+
+    async def _sweep_filesystem(self, account: str, filesystem: str, now: float) -> int:
+        removed = 0
+        kept_now = self._retention_clock()
+        roots: dict[str, list[str]] = {}  # slot: the deleted paths kept in it, seen so far
+        start: tuple[str, str] | None = None
+        while True:
+            try:
+                listing = await self.store.list_blobs(
+                    account, filesystem, prefix="", start=start, limit=LIST_STEP,
+                    snapshots=False, uncommitted=False, deleted=True,
+                )  # fmt: skip
+            except ServiceError:
+                return removed  # the file system went meanwhile
+            for record in listing.records:
+                key = BlobKey(account, filesystem, record.name)
+                if record.committed and record.snapshot == BASE and trash.has_expired(record, now):
+                    removed += await self._remove_expired(key)
+                elif trash.is_deleted_root(record) and not softdeletion.expired(record, kept_now):
+                    roots.setdefault(record.snapshot, []).append(record.name)
+                elif trash.is_moved_descendant(record) and not any(
+                    is_within(record.name, root) for root in roots.get(record.snapshot, ())
+                ):
+                    removed += await self._purge_orphan(key, record.snapshot)
+            if not listing.more or not listing.records:
+                return removed
+            last = listing.records[-1]
+            start = (last.name, (last.snapshot or "~") + "\0")
+
+    async def _purge_orphan(self, key: BlobKey, slot: str) -> int:
+        try:
+            return int(await self.store.write_blob(key, _purge_orphan(slot), needs=Needs(others=True)))
+        except ServiceError:  # its file system went meanwhile
+            return 0
+
+    async def _remove_expired(self, key: BlobKey) -> int:
+        """An expired file goes as a delete would take it (kept when soft delete is on), lease
+        or not; unless it was given a new expiry meanwhile."""
+        now = self._clock()
+        days = await self._kept_days(key.account)
+        deleted_at = self._retention_clock()
+
+        def decide(state: TreeState) -> TreeWrite:
+            base = state.base
+            if base is None or not base.committed or not trash.has_expired(base, now) or state.has_children:
+                raise ServiceError("ConditionNotMet")  # changed meanwhile: left alone
+            if days is None:
+                return TreeWrite(result=1)
+            slot = softdeletion.deleted_base_name(state.ticks)
+            return TreeWrite(result=1, kept=softdeletion.soft(replace(base, snapshot=slot), deleted_at, days))
+
+        try:
+            done = await self.store.delete_tree(key, decide)
+        except ServiceError:
+            return 0
+        return int(done.result or 0)
 
     # ------------------------------------------------------------------ properties and access control
 
@@ -425,6 +672,7 @@ class DataLakeService:
                     raise ServiceError("FilesystemNotFound")
                 raise ServiceError("PathNotFound")
         prefix = directory + "/" if directory else ""
+        now = self._clock()
         start: tuple[str, str] | None = _past(after) if after is not None else None
         if begin is not None and after is None:  # beginFrom: a path below the directory, itself included
             start = (prefix + begin, "")
@@ -441,7 +689,7 @@ class DataLakeService:
                 raise
             for record in listing.records:
                 rest = record.name[len(prefix) :]
-                if recursive or "/" not in rest:
+                if (recursive or "/" not in rest) and not trash.has_expired(record, now):
                     items.append(record)
                     if len(items) == limit:
                         break

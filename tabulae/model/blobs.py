@@ -48,6 +48,7 @@ class ContainerRecord:
     public_access: str | None = None  # "container", "blob" or None (private)
     acl: list[SignedIdentifier] = field(default_factory=list)
     lease: Lease = field(default_factory=Lease)
+    posix: dict[str, Any] = field(default_factory=dict)  # an HNS file system's root directory's owner and ACL
 
 
 @dataclass(slots=True)

@@ -46,7 +46,7 @@ from tabulae.model.edm import now_ticks
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import SignedIdentifier
 from tabulae.storage.blob_pages import PageEdit, PageSpan
-from tabulae.storage.namespace import RenameDecide, TreeState
+from tabulae.storage.namespace import RenameDecide, TreeDone, TreeState, UndeleteState
 
 STORED_BASE = "~"  # how engines store BASE: after every timestamp, so snapshots list first
 GARBAGE_GRACE_SECONDS = 300.0  # unreferenced extents stay readable this long for running downloads
@@ -376,8 +376,19 @@ class BlobStore(ABC):
         decision's result. Raises ``ContainerNotFound``, or what ``decide`` raises."""
 
     @abstractmethod
-    async def delete_tree(self, key: BlobKey, decide: Callable[[TreeState], Any]) -> Any:
-        """Delete a path and every blob below it in one transaction once ``decide`` allows it."""
+    async def delete_tree(self, key: BlobKey, decide: Callable[[TreeState], Any]) -> TreeDone:
+        """Delete a path and every blob below it in one transaction once ``decide`` allows it;
+        when ``decide`` answers a :class:`TreeWrite`, soft-delete the tree or delete a piece of
+        it as that says."""
+
+    @abstractmethod
+    async def undelete_tree(
+        self, key: BlobKey, slot: str, decide: Callable[[UndeleteState], BlobRecord]
+    ) -> BlobRecord:
+        """Restore a path soft-deleted by :meth:`delete_tree` (or a blob soft-deleted by Delete
+        Blob) from its deleted ``slot`` with its descendants, in one transaction; the path's
+        record becomes what ``decide`` returns. Raises ``ContainerNotFound``, or what ``decide``
+        raises."""
 
     # ------------------------------------------------------------------ maintenance
 
@@ -407,14 +418,15 @@ def next_ticks(previous: int | None) -> int:
 
 
 def encode_container(record: ContainerRecord) -> bytes:
-    return orjson.dumps(
-        {
-            "metadata": record.metadata,
-            "public_access": record.public_access,
-            "acl": [asdict(identifier) for identifier in record.acl],
-            "lease": asdict(record.lease),
-        }
-    )
+    doc = {
+        "metadata": record.metadata,
+        "public_access": record.public_access,
+        "acl": [asdict(identifier) for identifier in record.acl],
+        "lease": asdict(record.lease),
+    }
+    if record.posix:  # only an HNS file system whose root's access control was set
+        doc["posix"] = record.posix
+    return orjson.dumps(doc)
 
 
 def decode_container(name: str, ticks: int, doc: bytes) -> ContainerRecord:
@@ -426,6 +438,7 @@ def decode_container(name: str, ticks: int, doc: bytes) -> ContainerRecord:
         public_access=data["public_access"],
         acl=[SignedIdentifier(**item) for item in data["acl"]],
         lease=Lease(**data["lease"]),
+        posix=data.get("posix") or {},
     )
 
 

@@ -17,16 +17,24 @@ from typing import Any
 
 from tabulae.model.blobs import BlobRecord
 from tabulae.storage.blobplan import garbage
-from tabulae.storage.blobplan.reads import At, container_id, load_state
+from tabulae.storage.blobplan.reads import BLOB_COLUMNS, At, blob_of, container_id, load_state
 from tabulae.storage.blobplan.writes import apply
-from tabulae.storage.blobs import NO_NEEDS, BlobState, BlobWrite, encode_blob, next_ticks
-from tabulae.storage.namespace import RenameDecide, RenameState, TreeState
+from tabulae.storage.blobs import NO_NEEDS, STORED_BASE, BlobState, BlobWrite, encode_blob, next_ticks
+from tabulae.storage.namespace import RenameDecide, RenameState, TreeDone, TreeState, TreeWrite, UndeleteState
 from tabulae.storage.plan import Plan, Sql
 
 _TABLES = ("blobs", "blob_extents", "blob_blocks")
 _ONE = "container_id = :sc AND name = :src"
 _TREE = "container_id = :sc AND (name = :src OR (name > :lo AND name < :hi))"
-_CHILD = "SELECT 1 FROM blobs WHERE container_id = :c AND name > :lo AND name < :hi LIMIT 1"
+# A child is a live path (a base, committed or staged), not what a soft delete kept below it.
+_CHILD = (
+    "SELECT 1 FROM blobs WHERE container_id = :c AND name > :lo AND name < :hi"
+    f" AND version = '{STORED_BASE}' LIMIT 1"
+)
+_VERSION_ROW = (
+    f"SELECT {BLOB_COLUMNS} FROM blobs WHERE {{key=}} container_id = :c"
+    " AND name = :name AND version = :version"
+)
 _UPDATE_RECORD = (
     "UPDATE blobs SET ticks = :ticks, size = :size, doc = :doc"
     " WHERE {key=} container_id = :c AND name = :name AND version = :version"
@@ -108,21 +116,96 @@ def rename(
     return write.result
 
 
-def delete_tree(at: At, decide: Callable[[TreeState], Any]) -> Plan[Any]:
+# What a hard delete removes: every row of the names but those soft deletes kept (``~d`` slots,
+# after the base's ``~``), which stay for their own undelete or purge.
+_NOT_KEPT = f" AND version <= '{STORED_BASE}'"
+
+
+def _drop_rows(tables: tuple[str, ...], where: str, params: dict[str, Any]) -> Plan[None]:
+    """Delete the rows of ``tables`` that ``where`` selects, but for what soft deletes kept;
+    the extents and blocks they named become garbage once nothing else names them."""
+    refs: set[tuple[int, str]] = set()
+    scoped = {table: where + ("" if table == "blob_blocks" else _NOT_KEPT) for table in tables}
+    for table in tables:
+        if table == "blobs":
+            continue
+        rows = yield Sql(f"SELECT {{key,}} ref FROM {table} WHERE {scoped[table]}", params, "all")
+        refs.update((row[0] if len(row) > 1 else 0, str(row[-1])) for row in rows)
+    for table in tables:
+        yield Sql(f"DELETE FROM {table} WHERE {scoped[table]}", params)
+    for dkey, ref in refs:
+        yield from garbage.drop(dkey, ref)
+
+
+_BELOW = "container_id = :sc AND name > :lo AND name < :hi"
+_LAST_NAMES = f"SELECT name FROM blobs WHERE {_BELOW}{_NOT_KEPT} ORDER BY name DESC LIMIT :n"
+_FROM_CUT = "container_id = :sc AND name >= :cut AND name < :hi"
+_BASE = f"version = '{STORED_BASE}'"
+_UNCOMMITTED = f"{_TREE} AND {_BASE} AND NOT committed"
+_SOFT_EXTENTS = f"UPDATE blob_extents SET version = :dv WHERE {_TREE} AND {_BASE}"
+_SOFT_ROWS = (
+    "UPDATE blobs SET version = :dv, committed = :no, staged = 0, staged_id_length = NULL"
+    f" WHERE {_TREE} AND {_BASE}"
+)
+_BACK_EXTENTS = f"UPDATE blob_extents SET version = '{STORED_BASE}' WHERE {_TREE} AND version = :dv"
+_BACK_ROWS = f"UPDATE blobs SET version = '{STORED_BASE}', committed = :yes WHERE {_TREE} AND version = :dv"
+_LIVE_BELOW = f"SELECT 1 FROM blobs WHERE {_BELOW} AND {_BASE} AND committed LIMIT 1"
+_REWRITE_ONE = (
+    "UPDATE blobs SET committed = :committed, ticks = :ticks, size = :size, doc = :doc"
+    " WHERE {key=} container_id = :c AND name = :name AND version = :version"
+)
+
+
+def _rewrite(at: At, cid: int, record: BlobRecord) -> Sql:
+    version = record.snapshot or STORED_BASE
+    return Sql(_REWRITE_ONE, {**at.row(cid, version), "committed": record.committed, "ticks": record.ticks,
+                              "size": record.size, "doc": encode_blob(record)})  # fmt: skip
+
+
+def delete_tree(at: At, decide: Callable[[TreeState], Any]) -> Plan[TreeDone]:
     """Delete a path with every descendant (``Path - Delete`` with ``recursive=true``) once
-    ``decide`` allows it; the extents they named become garbage."""
+    ``decide`` allows it, soft-deleting the tree or deleting a piece of it when its
+    :class:`TreeWrite` says so; the extents deleted rows named become garbage."""
     cid = yield from container_id(at.key.account, at.key.container)
     state: BlobState = yield from load_state(at, cid, NO_NEEDS)
     children = yield from has_children(cid, at.key.name)
-    result = decide(TreeState(state.base, children))
+    answer = decide(TreeState(state.base, children, state.ticks))
+    write = answer if isinstance(answer, TreeWrite) else TreeWrite(result=answer)
     low, high = _range(at.key.name)
-    params = {"sc": cid, "src": at.key.name, "lo": low, "hi": high}
-    refs: set[tuple[int, str]] = set()
-    for table in ("blob_extents", "blob_blocks"):
-        rows = yield Sql(f"SELECT {{key,}} ref FROM {table} WHERE {_TREE}", params, "all")
-        refs.update((row[0] if len(row) > 1 else 0, str(row[-1])) for row in rows)
-    for table in _TABLES:
-        yield Sql(f"DELETE FROM {table} WHERE {_TREE}", params)
-    for dkey, ref in refs:
-        yield from garbage.drop(dkey, ref)
-    return result
+    params: dict[str, Any] = {"sc": cid, "src": at.key.name, "lo": low, "hi": high}
+    if write.kept is not None:
+        # Staged blocks and blobs with nothing committed are not kept (Azure keeps committed data).
+        yield from _drop_rows(("blob_blocks",), _TREE, params)
+        yield Sql(f"DELETE FROM blobs WHERE {_UNCOMMITTED}", params)
+        moved = {**params, "dv": write.kept.snapshot, "no": False}
+        yield Sql(_SOFT_EXTENTS, moved)
+        yield Sql(_SOFT_ROWS, moved)
+        yield _rewrite(at, cid, write.kept)
+        return TreeDone(write.result)
+    if write.limit is not None and children:
+        rows = yield Sql(_LAST_NAMES, {**params, "n": write.limit + 1}, "all")
+        if len(rows) > write.limit:
+            yield from _drop_rows(_TABLES, _FROM_CUT, {**params, "cut": str(rows[write.limit - 1][0])})
+            return TreeDone(write.result, finished=False)
+    yield from _drop_rows(_TABLES, _TREE, params)
+    return TreeDone(write.result)
+
+
+def undelete_tree(at: At, slot: str, decide: Callable[[UndeleteState], BlobRecord]) -> Plan[BlobRecord]:
+    """Bring a soft-deleted path back from ``slot`` with every descendant deleted with it, the
+    path's record becoming what ``decide`` returns (it refuses when a live path is in the way)."""
+    cid = yield from container_id(at.key.account, at.key.container)
+    state: BlobState = yield from load_state(at, cid, NO_NEEDS)
+    row = yield Sql(_VERSION_ROW, at.row(cid, slot), "one")
+    deleted = blob_of(row) if row is not None and not row[4] else None
+    low, high = _range(at.key.name)
+    params: dict[str, Any] = {"sc": cid, "src": at.key.name, "lo": low, "hi": high, "dv": slot, "yes": True}
+    below = yield Sql(_LIVE_BELOW, params, "one")
+    live = state.base if state.base is not None and state.base.committed else None
+    record = decide(UndeleteState(live, deleted, state.ticks, below is not None))
+    yield from _drop_rows(("blob_blocks",), _TREE, params)
+    yield Sql(f"DELETE FROM blobs WHERE {_UNCOMMITTED}", params)
+    yield Sql(_BACK_EXTENTS, params)
+    yield Sql(_BACK_ROWS, params)
+    yield _rewrite(at, cid, record)
+    return record

@@ -85,9 +85,15 @@ class PlannedBlobs(BlobStore):
         above = self._at(parent) if parent is not None else None
         return await self._write(lambda: paths.rename(src, dst, above, decide, self.rekey))
 
-    async def delete_tree(self, key: BlobKey, decide: Callable[[paths.TreeState], Any]) -> Any:
+    async def delete_tree(self, key: BlobKey, decide: Callable[[paths.TreeState], Any]) -> paths.TreeDone:
         at = self._at(key)
         return await self._write(lambda: paths.delete_tree(at, decide))
+
+    async def undelete_tree(
+        self, key: BlobKey, slot: str, decide: Callable[[paths.UndeleteState], BlobRecord]
+    ) -> BlobRecord:
+        at = self._at(key)
+        return await self._write(lambda: paths.undelete_tree(at, slot, decide))
 
     async def create_container(self, account: str, record: ContainerRecord) -> None:
         """An engine that numbers containers itself; one with ids of its own overrides this."""

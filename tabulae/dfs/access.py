@@ -1,0 +1,202 @@
+"""Access control lists enforced for bearer callers of an HNS account ("Access control model in
+Azure Data Lake Storage", "Access control lists (ACLs) in Azure Data Lake Storage").
+
+With ``--oauth basic`` a bearer token's ``oid`` (and its ``groups`` claim) is checked against the
+owner, owning group and ACL of the path and of every directory above it, the root included, on
+each DFS and Blob operation on a path: execute (``--x``) on every ancestor, then what the
+operation needs of the parent and of the path itself, from the reference's table of common
+scenarios (read: ``r--`` on the file; write or append: ``-w-``; create, delete and rename:
+``-wx`` on the parent, and ``-w-`` on a file a create overwrites; list: ``r-x`` on the
+directory). Only the owning user (or a superuser) sets permissions and ACLs, only a superuser
+the owner, and the owner the group to one of its own groups. A directory with the sticky bit
+lets only a child's owner or its own owner delete or rename the child. Shared Key and SAS callers
+are superusers: ACLs never apply to them. Role assignments (RBAC) are not modelled: a token's
+caller has no role, so the ACLs alone decide (Azure grants a caller with a data role before
+looking at ACLs). Denied: 403 ``AuthorizationPermissionMismatch``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tabulae.auth.bearer import token_claims
+from tabulae.auth.flow import is_bearer
+from tabulae.dfs import acl
+from tabulae.dfs.acl import Principal, R, W, X
+from tabulae.dfs.paths import ancestors, normalize, parse_rename_source
+from tabulae.dfs.routing import DfsOperation
+from tabulae.dfs.service import DataLakeService, Posix, is_directory, posix_of, root_posix
+from tabulae.model.blobs import BlobKey, BlobRecord
+from tabulae.model.errors import ServiceError
+
+
+def principal_of(headers: Mapping[str, str]) -> Principal:
+    """Who a verified request comes from: the bearer token's ``oid`` and ``groups``; a
+    superuser for Shared Key and SAS."""
+    header = headers.get("authorization")
+    if header is None or not is_bearer(header):
+        return acl.SUPER
+    claims = token_claims(header)
+    groups = claims.get("groups")
+    members = frozenset(str(group) for group in groups) if isinstance(groups, list) else frozenset()
+    return Principal(str(claims.get("oid") or ""), members)
+
+
+def denied() -> ServiceError:
+    return ServiceError("AuthorizationPermissionMismatch")
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """What an operation needs: of its parent directory (beyond execute) and of its path."""
+
+    parent: int = 0
+    target: int = 0
+    sticky: bool = False  # deleting or renaming a child: the parent's sticky bit applies
+
+
+TRAVERSE = Need()
+READ = Need(target=R)
+WRITE = Need(target=W)
+LIST = Need(target=R | X)
+CREATE = Need(parent=W | X)
+DELETE = Need(parent=W | X, sticky=True)
+
+_NEEDS: dict[DfsOperation, Need] = {
+    DfsOperation.READ: READ,
+    DfsOperation.GET_PROPERTIES: TRAVERSE,
+    DfsOperation.GET_STATUS: TRAVERSE,
+    DfsOperation.GET_ACCESS_CONTROL: TRAVERSE,
+    DfsOperation.APPEND: WRITE,
+    DfsOperation.FLUSH: WRITE,
+    DfsOperation.SET_PROPERTIES: WRITE,
+    DfsOperation.SET_EXPIRY: WRITE,
+    DfsOperation.LEASE: WRITE,
+    DfsOperation.CREATE_FILE: CREATE,
+    DfsOperation.CREATE_DIRECTORY: CREATE,
+    DfsOperation.DELETE_PATH: DELETE,
+}
+
+
+@dataclass(slots=True)
+class Chain:
+    """The directories from the root down to the path's parent that exist (``complete``: all
+    of them), and the path's own record."""
+
+    directories: list[Posix]
+    complete: bool
+    target: BlobRecord | None
+
+
+class AccessGuard:
+    """The checks, reading the records along a path through the DFS service."""
+
+    def __init__(self, dfs: DataLakeService) -> None:
+        self.dfs = dfs
+
+    async def chain(self, key: BlobKey) -> Chain:
+        directories = [root_posix(await self.dfs.root(key.account, key.container))]
+        complete = True
+        for name in ancestors(key.name):
+            found = await self.dfs.store.get_blob(BlobKey(key.account, key.container, name))
+            if found is None or not is_directory(found[0]):
+                complete = False
+                break
+            directories.append(posix_of(found[0]))
+        target = None
+        if key.name and complete:
+            found = await self.dfs.store.get_blob(key)
+            target = found[0] if found is not None else None
+        return Chain(directories, complete, target)
+
+    async def check(self, principal: Principal, key: BlobKey, need: Need) -> Chain:
+        """Execute on every directory above ``key``, then ``need`` of its parent (the deepest
+        directory that exists, for a create that makes parents) and of the path; 403 otherwise."""
+        chain = await self.chain(key)
+        *above, last = chain.directories
+        for posix in above:
+            _require(principal, posix, X)
+        if not key.name:  # the root itself
+            _require(principal, last, need.target | X if need.target else X)
+            return chain
+        _require(principal, last, X | need.parent)
+        child = chain.target
+        sticky = need.sticky and chain.complete and last.sticky and child is not None
+        if (
+            sticky
+            and child is not None
+            and not acl.sticky_allows(principal, last.owner, posix_of(child).owner)
+        ):
+            raise denied()
+        if chain.target is not None and need.target:
+            _require(principal, posix_of(chain.target), need.target)
+        return chain
+
+    async def authorize(
+        self, principal: Principal, operation: DfsOperation, key: BlobKey, headers: Mapping[str, str],
+        query: Mapping[str, str],
+    ) -> None:  # fmt: skip
+        """Check a DFS operation on ``key`` (a path, or the file system's root)."""
+        if principal.superuser:
+            return
+        need = _NEEDS.get(operation)
+        if need is not None:
+            chain = await self.check(principal, key, need)
+            if operation is DfsOperation.CREATE_FILE and chain.target is not None:
+                _require(principal, posix_of(chain.target), W)  # an overwrite writes the file
+            return
+        if operation is DfsOperation.LIST_PATHS:
+            directory = normalize(query.get("directory", ""))
+            await self.check(principal, BlobKey(key.account, key.container, directory), LIST)
+        elif operation is DfsOperation.RENAME:
+            source = parse_rename_source(headers["x-ms-rename-source"])
+            await self.check(principal, BlobKey(key.account, source.filesystem, source.path), DELETE)
+            await self.check(principal, key, CREATE)
+        elif operation in (DfsOperation.SET_ACCESS_CONTROL, DfsOperation.SET_ACCESS_CONTROL_RECURSIVE):
+            chain = await self.check(principal, key, TRAVERSE)
+            owner = _owner(chain, key)
+            if owner is None:
+                return  # a missing path: the operation says 404
+            if "x-ms-owner" in headers and headers["x-ms-owner"] != owner:
+                raise denied()
+            group = headers.get("x-ms-group")
+            if group is not None and not acl.may_change_group(principal, owner, group):
+                raise denied()
+            if principal.oid != owner:
+                raise denied()
+
+    async def authorize_blob(self, principal: Principal, method: str, key: BlobKey, comp: str | None) -> None:
+        """The same rules for the Blob API's operations on a path of an HNS account: a read
+        reads the file, Get Properties traverses, a write of content creates or overwrites, any
+        other write (metadata, properties, lease, blocks) writes the blob, a delete deletes."""
+        if principal.superuser or not key.name:
+            return
+        if method == "GET":
+            await self.check(principal, key, READ)
+        elif method == "HEAD":
+            await self.check(principal, key, TRAVERSE)
+        elif method == "DELETE":
+            await self.check(principal, key, DELETE)
+        elif method == "PUT" and comp in (None, "blocklist"):
+            chain = await self.check(principal, key, CREATE)
+            if chain.target is not None:
+                _require(principal, posix_of(chain.target), W)
+        elif method == "PUT":
+            await self.check(principal, key, WRITE)
+
+
+def _owner(chain: Chain, key: BlobKey) -> str | None:
+    if not key.name:
+        return chain.directories[0].owner
+    return posix_of(chain.target).owner if chain.target is not None else None
+
+
+def _require_sticky(principal: Principal, directory: Posix, child: Posix) -> None:
+    if not acl.sticky_allows(principal, directory.owner, child.owner):
+        raise denied()
+
+
+def _require(principal: Principal, posix: Posix, wanted: int) -> None:
+    if not acl.allows(principal, wanted, posix.owner, posix.group, posix.entries):
+        raise denied()
