@@ -45,6 +45,7 @@ from tabulae.model.accounts import AccountFeatures
 from tabulae.model.errors import ServiceError
 from tabulae.storage.blobs import (
     BASE,
+    JUST_AFTER,
     NO_NEEDS,
     BlobKey,
     BlobRecord,
@@ -203,7 +204,7 @@ class GuardedStore:
             if not listing.more or not listing.records:
                 return _Snapshots(count, protected)
             last = listing.records[-1]
-            start = (last.name, (last.snapshot or "~") + "\0")
+            start = (last.name, (last.snapshot or "~") + JUST_AFTER)
 
 
 # ---------------------------------------------------------------------------- the operations

@@ -49,6 +49,9 @@ from tabulae.storage.blob_pages import PageEdit, PageSpan
 from tabulae.storage.namespace import RenameDecide, TreeState
 
 STORED_BASE = "~"  # how engines store BASE: after every timestamp, so snapshots list first
+# Appended to a stored version, the least string after it that a listing can resume from: no
+# stored version has a control character, and PostgreSQL's text cannot hold NUL ("\0").
+JUST_AFTER = "\x01"
 GARBAGE_GRACE_SECONDS = 300.0  # unreferenced extents stay readable this long for running downloads
 # ... and this long while the data volume is low on space: a download holds the file it is sending
 # open (a deleted file stays readable through its descriptor), so the grace only has to cover the
