@@ -217,6 +217,7 @@ async def list_blobs(call: Call) -> Response:
         uncommitted="uncommittedblobs" in include,
         versions="versions" in include,
         deleted="deleted" in include,
+        with_versions="deletedwithversions" in include,
     )
     items: list = []
     for item in page.items:
@@ -240,6 +241,7 @@ async def list_blobs(call: Call) -> Response:
             (immutability.last_access_element(record) if tracked else "")
             + immutability.listing_elements(record, include)
         ),
+        versions_only=page.versions_only,
     )
     return xml(body)
 

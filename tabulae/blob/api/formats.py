@@ -5,7 +5,7 @@ Blobs", "Get Block List", "Get Blob Service Properties"). Parsing never depends 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from email.utils import formatdate
 from urllib.parse import quote
 from xml.sax.saxutils import escape
@@ -208,9 +208,11 @@ def render_blobs(
     tier_of: Callable[[BlobRecord], str] | None = None,
     remaining_days: Callable[[BlobRecord], int] | None = None,
     extra_of: Callable[[BlobRecord], str] | None = None,
+    versions_only: Collection[int] = (),
 ) -> bytes:
     """``tier_of`` gives a blob's tier elements (:func:`tier_elements`); without it every block
-    blob shows the default tier, inferred."""
+    blob shows the default tier, inferred. ``versions_only``: the indexes of items that are the
+    roots of blobs with versions only (``include=deletedwithversions``)."""
     parts = [
         DECLARATION,
         f'<EnumerationResults ServiceEndpoint="{escape(base)}/" ContainerName="{escape(container)}">',
@@ -220,13 +222,15 @@ def render_blobs(
         _optional("Delimiter", query.get("delimiter", "")),
         "<Blobs>",
     ]
-    for item in items:
+    for index, item in enumerate(items):
         if isinstance(item, str):
             parts.append(f"<BlobPrefix>{_name(item)}</BlobPrefix>")
             continue
         record, lease = item
         parts.append(f"<Blob>{_name(record.name)}")
         parts.append(_version_elements(record, "versions" in include))
+        if index in versions_only:
+            parts.append("<HasVersionsOnly>true</HasVersionsOnly>")
         tier = tier_of(record) if tier_of is not None else _TIER if record.blob_type == "BlockBlob" else ""
         extra = extra_of(record) if extra_of is not None and record.committed else ""
         properties = _blob_properties(record, lease, "copy" in include, tier, extra)
