@@ -11,12 +11,15 @@ passes. Judging by the decision's effect, not by the operation's name, covers op
 later without a list to keep up to date, and a blob that is not protected costs one attribute
 test per write.
 
-Azure lets Put Blob, Put Block List and Copy Blob replace a protected blob because, with
-versioning on (which version-level immutability requires there), the protected data stays as a
-previous version. Tabulae does not require versioning to be on (it has no management plane to
-enable "version-level immutability support" on a container, so policies may be set on any
-blob): without a version to keep the protected data, replacing it is refused like any other
-change, which keeps the promise a policy makes.
+Azure lets Put Blob, Put Block List and Copy Blob overwrite a protected current version, since
+with versioning on (which version-level immutability requires there) the protected data stays as
+a previous version that keeps its policy and hold, and the new current version has none of its
+own ("Version-level WORM policies", Scenarios); Set Blob Metadata, Put Page and Delete Blob stay
+refused. The guard allows exactly that: a write that replaces the content while keeping the
+protected record, unchanged, as a previous version. Tabulae does not require versioning to be on
+(it has no management plane to enable "version-level immutability support" on a container, so
+policies may be set on any blob): without a version to keep the protected data, replacing it is
+refused like any other change, which keeps the promise a policy makes.
 
 Deleting a blob with its snapshots must not remove a protected snapshot, but the write sees only
 how many snapshots there are. So the first decision asks for them (:class:`_SnapshotsNeeded`),
@@ -47,6 +50,7 @@ from tabulae.storage.blobs import (
     BASE,
     JUST_AFTER,
     NO_NEEDS,
+    VERSION_PREFIX,
     BlobKey,
     BlobRecord,
     BlobState,
@@ -96,6 +100,15 @@ def _changes_data(old: BlobRecord, new: BlobRecord) -> bool:
     return kept != old
 
 
+def _kept_as_version(base: BlobRecord, write: BlobWrite) -> bool:
+    """Whether ``write`` overwrites the content of ``base`` (Put Blob, Put Block List, Copy Blob)
+    and keeps ``base`` whole as a previous version, its protection with it."""
+    kept = write.version
+    if kept is None or write.content is None or write.base is None or write.delete_base:
+        return False
+    return replace(kept, snapshot=base.snapshot, lease=base.lease, version_id=base.version_id) == base
+
+
 class _SnapshotsNeeded(Exception):
     """A decision deletes snapshots whose protection the guard has not read yet."""
 
@@ -109,7 +122,7 @@ class _Snapshots:
 def check_write(state: BlobState, write: BlobWrite, now: datetime, snapshots: _Snapshots | None) -> None:
     """Refuse ``write`` if it would change or delete a protected version (see the module)."""
     base = state.base
-    if base is not None and base.committed and is_protected(base, now):
+    if base is not None and base.committed and is_protected(base, now) and not _kept_as_version(base, write):
         changed = write.base is not None and _changes_data(base, write.base)
         if write.delete_base or changed or write.content is not None or write.append is not None:
             refuse(base, now)
@@ -212,13 +225,22 @@ class GuardedStore:
 
 def _target(state: BlobState, snapshot: str) -> BlobRecord:
     record = state.base if snapshot == BASE else state.target
+    if record is None and snapshot.startswith(VERSION_PREFIX):
+        record = _current(state, snapshot)  # the current version, named by its id
     if record is None or not record.committed:
         raise ServiceError("BlobNotFound")
     return record
 
 
+def _current(state: BlobState, snapshot: str) -> BlobRecord | None:
+    base = state.base
+    if base is not None and base.version_id is not None and VERSION_PREFIX + base.version_id == snapshot:
+        return base
+    return None
+
+
 def _written(snapshot: str, record: BlobRecord) -> BlobWrite:
-    if snapshot == BASE:
+    if record.snapshot == BASE:
         return BlobWrite(result=record, base=record)
     return BlobWrite(result=record, snapshot_record=record)
 
