@@ -39,12 +39,14 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from tabulae.blob import worm_guard
 from tabulae.blob.feed import event_of
 from tabulae.blob.rules import access_time
 from tabulae.blob.rules import immutability as rules
 from tabulae.blob.rules.names import SYSTEM_CONTAINERS
 from tabulae.model import edm
 from tabulae.model.accounts import AccountFeatures
+from tabulae.model.blobs import ContainerWorm
 from tabulae.model.errors import ServiceError
 from tabulae.storage.blobs import (
     BASE,
@@ -157,6 +159,7 @@ class GuardedStore:
         self._store = store
         self._clock = clock
         self._features = features
+        self.worms = worm_guard.WormCache(store.get_container)  # container-level WORM policies
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -168,12 +171,20 @@ class GuardedStore:
             return False
         return (await self._features(key.account)).blob_change_feed
 
-    def _guarded(self, decide: Decide, snapshots: _Snapshots | None, key: BlobKey | None = None) -> Decide:
-        now = datetime.fromtimestamp(self._clock(), UTC)
+    def _guarded(
+        self,
+        decide: Decide,
+        snapshots: _Snapshots | None,
+        key: BlobKey | None = None,
+        worm: ContainerWorm | None = None,
+    ) -> Decide:
+        seconds = self._clock()
+        now = datetime.fromtimestamp(seconds, UTC)
 
         def guarded(state: BlobState) -> BlobWrite:
             write = decide(state)
             check_write(state, write, now, snapshots)
+            worm_guard.check(worm, state, write, seconds, _changes_data)
             if key is not None:
                 write.change = event_of(key, state, write)
             return write
@@ -185,10 +196,11 @@ class GuardedStore:
     ) -> Any:
         snapshots: _Snapshots | None = None
         feed = key if await self._feeds(key) else None
+        worm = await self.worms.get(key)
         for _ in range(_SNAPSHOT_ROUNDS):
             try:
                 return await self._store.write_blob(
-                    key, self._guarded(decide, snapshots, feed), needs=needs, staged=staged
+                    key, self._guarded(decide, snapshots, feed, worm), needs=needs, staged=staged
                 )
             except _SnapshotsNeeded:
                 snapshots = await self._snapshots(key)
@@ -196,7 +208,8 @@ class GuardedStore:
 
     async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:
         feed = dest if await self._feeds(dest) else None
-        return await self._store.copy_blob(source, snapshot, dest, self._guarded(decide, None, feed))
+        worm = await self.worms.get(dest)
+        return await self._store.copy_blob(source, snapshot, dest, self._guarded(decide, None, feed, worm))
 
     async def _snapshots(self, key: BlobKey) -> _Snapshots:
         """How many snapshots ``key`` has, and one that is protected now if any."""

@@ -33,7 +33,7 @@ import orjson
 
 from tabulae.model.blobs import BASE as BASE  # the records live in the model, shared with the service
 from tabulae.model.blobs import DELETED_BASE_PREFIX as DELETED_BASE_PREFIX
-from tabulae.model.blobs import EXTENSIONS
+from tabulae.model.blobs import EXTENSIONS, ContainerWorm
 from tabulae.model.blobs import VERSION_PREFIX as VERSION_PREFIX
 from tabulae.model.blobs import BlobKey as BlobKey
 from tabulae.model.blobs import BlobRecord as BlobRecord
@@ -410,18 +410,20 @@ def next_ticks(previous: int | None) -> int:
 
 
 def encode_container(record: ContainerRecord) -> bytes:
-    return orjson.dumps(
-        {
-            "metadata": record.metadata,
-            "public_access": record.public_access,
-            "acl": [asdict(identifier) for identifier in record.acl],
-            "lease": asdict(record.lease),
-        }
-    )
+    doc: dict[str, Any] = {
+        "metadata": record.metadata,
+        "public_access": record.public_access,
+        "acl": [asdict(identifier) for identifier in record.acl],
+        "lease": asdict(record.lease),
+    }
+    if record.worm is not None:  # only when set: a container stored before it has none
+        doc["worm"] = asdict(record.worm)
+    return orjson.dumps(doc)
 
 
 def decode_container(name: str, ticks: int, doc: bytes) -> ContainerRecord:
     data = orjson.loads(doc)
+    worm = data.get("worm")
     return ContainerRecord(
         name=name,
         ticks=ticks,
@@ -429,6 +431,7 @@ def decode_container(name: str, ticks: int, doc: bytes) -> ContainerRecord:
         public_access=data["public_access"],
         acl=[SignedIdentifier(**item) for item in data["acl"]],
         lease=Lease(**data["lease"]),
+        worm=None if worm is None else ContainerWorm(**{**worm, "hold_tags": tuple(worm["hold_tags"])}),
     )
 
 

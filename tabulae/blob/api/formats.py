@@ -11,6 +11,7 @@ from urllib.parse import quote
 from xml.sax.saxutils import escape
 
 from tabulae.blob.api.tag_formats import tag_set
+from tabulae.blob.rules import container_worm
 from tabulae.blob.rules.blocks import KINDS
 from tabulae.blob.rules.conditions import etag_of
 from tabulae.blob.rules.names import XML_UNSAFE
@@ -33,11 +34,19 @@ DECLARATION = '<?xml version="1.0" encoding="utf-8"?>'
 _FIXED_CONTAINER_PROPERTIES = (
     "<DefaultEncryptionScope>$account-encryption-key</DefaultEncryptionScope>"
     "<DenyEncryptionScopeOverride>false</DenyEncryptionScopeOverride>"
-    "<HasImmutabilityPolicy>false</HasImmutabilityPolicy><HasLegalHold>false</HasLegalHold>"
-    "<ImmutableStorageWithVersioningEnabled>false</ImmutableStorageWithVersioningEnabled>"
 )
 
 LeaseView = tuple[str, str, str | None]  # (status, state, duration)
+
+
+def _worm_properties(record: ContainerRecord) -> str:
+    """A container's ``HasImmutabilityPolicy`` and ``HasLegalHold`` (container-level WORM)."""
+    policy = "true" if container_worm.has_policy(record.worm) else "false"
+    hold = "true" if container_worm.has_hold(record.worm) else "false"
+    return (
+        f"<HasImmutabilityPolicy>{policy}</HasImmutabilityPolicy><HasLegalHold>{hold}</HasLegalHold>"
+        "<ImmutableStorageWithVersioningEnabled>false</ImmutableStorageWithVersioningEnabled>"
+    )
 
 
 def http_date(ticks: int) -> str:
@@ -99,7 +108,7 @@ def render_containers(
         parts.append(
             f"<Container><Name>{escape(record.name)}</Name><Properties>"
             f'<Last-Modified>{http_date(record.ticks)}</Last-Modified><Etag>"{etag_of(record.ticks)}"</Etag>'
-            f"{_lease(lease)}{public}{_FIXED_CONTAINER_PROPERTIES}</Properties>"
+            f"{_lease(lease)}{public}{_FIXED_CONTAINER_PROPERTIES}{_worm_properties(record)}</Properties>"
             + (_metadata(record.metadata) if include_metadata else "")
             + "</Container>"
         )
