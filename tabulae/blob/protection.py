@@ -62,6 +62,7 @@ from tabulae.storage.blobs import (
     Needs,
     Staged,
 )
+from tabulae.storage.namespace import RenameState, RenameWrite, TreeState
 
 #: Fields a protected version may still change (Azure allows lease, tier and tag operations on
 #: immutable blobs, and the protection and access time are not the version's data).
@@ -210,6 +211,40 @@ class GuardedStore:
         feed = dest if await self._feeds(dest) else None
         worm = await self.worms.get(dest)
         return await self._store.copy_blob(source, snapshot, dest, self._guarded(decide, None, feed, worm))
+
+    async def rename_path(
+        self, source: BlobKey, destination: BlobKey, parent: BlobKey | None, decide: Any
+    ) -> Any:
+        """A DFS rename, refused where a container's WORM policy protects what it moves or replaces."""
+        worm = await self.worms.get(source)
+        there = await self.worms.get(destination)
+        if worm is None and there is None:
+            return await self._store.rename_path(source, destination, parent, decide)
+        now = self._clock()
+
+        def guarded(state: RenameState) -> RenameWrite:
+            write = decide(state)
+            if write.move:
+                worm_guard.check_removal(worm, state.source, write.subtree, now)
+                if write.replace:
+                    worm_guard.check_removal(there, state.destination, state.destination_has_children, now)
+            return write
+
+        return await self._store.rename_path(source, destination, parent, guarded)
+
+    async def delete_tree(self, key: BlobKey, decide: Callable[[TreeState], Any]) -> Any:
+        """A DFS delete, refused where the container's WORM policy protects the path."""
+        worm = await self.worms.get(key)
+        if worm is None:
+            return await self._store.delete_tree(key, decide)
+        now = self._clock()
+
+        def guarded(state: TreeState) -> Any:
+            result = decide(state)
+            worm_guard.check_removal(worm, state.base, state.has_children, now)
+            return result
+
+        return await self._store.delete_tree(key, guarded)
 
     async def _snapshots(self, key: BlobKey) -> _Snapshots:
         """How many snapshots ``key`` has, and one that is protected now if any."""

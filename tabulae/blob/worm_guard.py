@@ -77,6 +77,18 @@ def check(
         rules.check(worm, delete=True, append=False, retained=_retained(worm, base, now))
 
 
+def check_removal(worm: ContainerWorm | None, record: BlobRecord | None, subtree: bool, now: float) -> None:
+    """A DFS path renamed away or deleted (``Path - Delete``, ``Path - Create`` with a rename
+    source): as Delete Blob for a file; a directory with descendants is refused outright while a
+    policy or hold applies ("Container-level WORM policies": no rename or move of an immutable
+    blob, and a directory must be empty to be deleted)."""
+    if worm is None or record is None or not record.committed:
+        return
+    if subtree:
+        rules.check(worm, delete=False, append=False, retained=True)
+    rules.check(worm, delete=True, append=False, retained=_retained(worm, record, now))
+
+
 class WormCache:
     """Each container's policy, read through ``read`` at most once a second (see the module)."""
 
