@@ -272,7 +272,7 @@ def build_gateway(settings: Settings) -> Gateway:
         if table is not None:
             extras[INDEX_ADMIN_PATH] = IndexAdmin(table, options)
         if features is not None:
-            extras[ACCOUNT_ADMIN_PATH] = AccountAdmin(features, options)
+            extras[ACCOUNT_ADMIN_PATH] = AccountAdmin(features, options, blob_service)
         if settings.console_on():
             # One port only (the Table port, else the first service's): one origin, one cookie.
             console_port = next(iter(ports.values()))

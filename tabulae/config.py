@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from tabulae.model.accounts import AccountFeatures, apply, parse
+from tabulae.model.accounts import AccountFeatures, apply, check_combination, parse
 
 DEV_ACCOUNT = "devstoreaccount1"
 DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -366,7 +366,8 @@ class Settings:
     blob_change_feed: bool = setting(
         False,
         flag="--blob-change-feed",
-        help="record blob changes in the $blobchangefeed container, in every account",
+        help="record blob changes in the $blobchangefeed container, in every account without a hierarchical"
+        " namespace (Azure has no change feed there)",
         action="store_true",
     )
     container_soft_delete: int = setting(
@@ -415,14 +416,15 @@ class Settings:
     def features_of(self, account: str) -> AccountFeatures:
         """``account``'s features as the settings give them (before run-time changes): the
         flags' values, then its ``[account-features.NAME]`` section, and ``--hns``."""
+        hns = account in self.hns_accounts
         features = AccountFeatures(
             blob_versioning=self.blob_versioning,
-            blob_change_feed=self.blob_change_feed,
+            blob_change_feed=self.blob_change_feed and not hns,  # the flag: every account that can
             container_soft_delete=self.container_soft_delete,
             last_access_tracking=self.last_access_tracking,
-            hns=account in self.hns_accounts,
+            hns=hns,
         )
-        return apply(features, parse(self.account_features.get(account, {})))
+        return check_combination(apply(features, parse(self.account_features.get(account, {}))))
 
     def host_of(self, service: str) -> str:
         """The address ``service`` listens on: its own ``--queue-host``/``--blob-host``, else

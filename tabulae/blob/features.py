@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import orjson
 
-from tabulae.model.accounts import CHANGEABLE, AccountFeatures, FeatureError, apply, parse
+from tabulae.model.accounts import CHANGEABLE, AccountFeatures, FeatureError, apply, check_combination, parse
 from tabulae.storage.blobs import BlobStore
 
 FRESH_SECONDS = 1.0
@@ -53,6 +53,7 @@ class AccountFeatureBook:
         :class:`FeatureError` for a feature that does not exist or cannot change at run time."""
         changes = parse(document, allowed=CHANGEABLE)
         kept = {**await self._changes(account), **changes}
+        check_combination(apply(self._configured(account), kept))
         await self._store.set_account_features(account, orjson.dumps(kept))
         self._cache.pop(account, None)
         return await self.get(account)

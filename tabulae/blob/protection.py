@@ -11,12 +11,15 @@ passes. Judging by the decision's effect, not by the operation's name, covers op
 later without a list to keep up to date, and a blob that is not protected costs one attribute
 test per write.
 
-Azure lets Put Blob, Put Block List and Copy Blob replace a protected blob because, with
-versioning on (which version-level immutability requires there), the protected data stays as a
-previous version. Tabulae does not require versioning to be on (it has no management plane to
-enable "version-level immutability support" on a container, so policies may be set on any
-blob): without a version to keep the protected data, replacing it is refused like any other
-change, which keeps the promise a policy makes.
+Azure lets Put Blob, Put Block List and Copy Blob overwrite a protected current version, since
+with versioning on (which version-level immutability requires there) the protected data stays as
+a previous version that keeps its policy and hold, and the new current version has none of its
+own ("Version-level WORM policies", Scenarios); Set Blob Metadata, Put Page and Delete Blob stay
+refused. The guard allows exactly that: a write that replaces the content while keeping the
+protected record, unchanged, as a previous version. Tabulae does not require versioning to be on
+(it has no management plane to enable "version-level immutability support" on a container, so
+policies may be set on any blob): without a version to keep the protected data, replacing it is
+refused like any other change, which keeps the promise a policy makes.
 
 Deleting a blob with its snapshots must not remove a protected snapshot, but the write sees only
 how many snapshots there are. So the first decision asks for them (:class:`_SnapshotsNeeded`),
@@ -36,16 +39,20 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from tabulae.blob import worm_guard
 from tabulae.blob.feed import event_of
 from tabulae.blob.rules import access_time
 from tabulae.blob.rules import immutability as rules
 from tabulae.blob.rules.names import SYSTEM_CONTAINERS
 from tabulae.model import edm
 from tabulae.model.accounts import AccountFeatures
+from tabulae.model.blobs import ContainerWorm
 from tabulae.model.errors import ServiceError
 from tabulae.storage.blobs import (
     BASE,
+    JUST_AFTER,
     NO_NEEDS,
+    VERSION_PREFIX,
     BlobKey,
     BlobRecord,
     BlobState,
@@ -55,6 +62,7 @@ from tabulae.storage.blobs import (
     Needs,
     Staged,
 )
+from tabulae.storage.namespace import RenameState, RenameWrite, TreeState
 
 #: Fields a protected version may still change (Azure allows lease, tier and tag operations on
 #: immutable blobs, and the protection and access time are not the version's data).
@@ -95,6 +103,15 @@ def _changes_data(old: BlobRecord, new: BlobRecord) -> bool:
     return kept != old
 
 
+def _kept_as_version(base: BlobRecord, write: BlobWrite) -> bool:
+    """Whether ``write`` overwrites the content of ``base`` (Put Blob, Put Block List, Copy Blob)
+    and keeps ``base`` whole as a previous version, its protection with it."""
+    kept = write.version
+    if kept is None or write.content is None or write.base is None or write.delete_base:
+        return False
+    return replace(kept, snapshot=base.snapshot, lease=base.lease, version_id=base.version_id) == base
+
+
 class _SnapshotsNeeded(Exception):
     """A decision deletes snapshots whose protection the guard has not read yet."""
 
@@ -108,7 +125,7 @@ class _Snapshots:
 def check_write(state: BlobState, write: BlobWrite, now: datetime, snapshots: _Snapshots | None) -> None:
     """Refuse ``write`` if it would change or delete a protected version (see the module)."""
     base = state.base
-    if base is not None and base.committed and is_protected(base, now):
+    if base is not None and base.committed and is_protected(base, now) and not _kept_as_version(base, write):
         changed = write.base is not None and _changes_data(base, write.base)
         if write.delete_base or changed or write.content is not None or write.append is not None:
             refuse(base, now)
@@ -143,6 +160,7 @@ class GuardedStore:
         self._store = store
         self._clock = clock
         self._features = features
+        self.worms = worm_guard.WormCache(store.get_container)  # container-level WORM policies
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -154,12 +172,20 @@ class GuardedStore:
             return False
         return (await self._features(key.account)).blob_change_feed
 
-    def _guarded(self, decide: Decide, snapshots: _Snapshots | None, key: BlobKey | None = None) -> Decide:
-        now = datetime.fromtimestamp(self._clock(), UTC)
+    def _guarded(
+        self,
+        decide: Decide,
+        snapshots: _Snapshots | None,
+        key: BlobKey | None = None,
+        worm: ContainerWorm | None = None,
+    ) -> Decide:
+        seconds = self._clock()
+        now = datetime.fromtimestamp(seconds, UTC)
 
         def guarded(state: BlobState) -> BlobWrite:
             write = decide(state)
             check_write(state, write, now, snapshots)
+            worm_guard.check(worm, state, write, seconds, _changes_data)
             if key is not None:
                 write.change = event_of(key, state, write)
             return write
@@ -171,10 +197,11 @@ class GuardedStore:
     ) -> Any:
         snapshots: _Snapshots | None = None
         feed = key if await self._feeds(key) else None
+        worm = await self.worms.get(key)
         for _ in range(_SNAPSHOT_ROUNDS):
             try:
                 return await self._store.write_blob(
-                    key, self._guarded(decide, snapshots, feed), needs=needs, staged=staged
+                    key, self._guarded(decide, snapshots, feed, worm), needs=needs, staged=staged
                 )
             except _SnapshotsNeeded:
                 snapshots = await self._snapshots(key)
@@ -182,7 +209,42 @@ class GuardedStore:
 
     async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:
         feed = dest if await self._feeds(dest) else None
-        return await self._store.copy_blob(source, snapshot, dest, self._guarded(decide, None, feed))
+        worm = await self.worms.get(dest)
+        return await self._store.copy_blob(source, snapshot, dest, self._guarded(decide, None, feed, worm))
+
+    async def rename_path(
+        self, source: BlobKey, destination: BlobKey, parent: BlobKey | None, decide: Any
+    ) -> Any:
+        """A DFS rename, refused where a container's WORM policy protects what it moves or replaces."""
+        worm = await self.worms.get(source)
+        there = await self.worms.get(destination)
+        if worm is None and there is None:
+            return await self._store.rename_path(source, destination, parent, decide)
+        now = self._clock()
+
+        def guarded(state: RenameState) -> RenameWrite:
+            write = decide(state)
+            if write.move:
+                worm_guard.check_removal(worm, state.source, write.subtree, now)
+                if write.replace:
+                    worm_guard.check_removal(there, state.destination, state.destination_has_children, now)
+            return write
+
+        return await self._store.rename_path(source, destination, parent, guarded)
+
+    async def delete_tree(self, key: BlobKey, decide: Callable[[TreeState], Any]) -> Any:
+        """A DFS delete, refused where the container's WORM policy protects the path."""
+        worm = await self.worms.get(key)
+        if worm is None:
+            return await self._store.delete_tree(key, decide)
+        now = self._clock()
+
+        def guarded(state: TreeState) -> Any:
+            result = decide(state)
+            worm_guard.check_removal(worm, state.base, state.has_children, now)
+            return result
+
+        return await self._store.delete_tree(key, guarded)
 
     async def _snapshots(self, key: BlobKey) -> _Snapshots:
         """How many snapshots ``key`` has, and one that is protected now if any."""
@@ -203,7 +265,7 @@ class GuardedStore:
             if not listing.more or not listing.records:
                 return _Snapshots(count, protected)
             last = listing.records[-1]
-            start = (last.name, (last.snapshot or "~") + "\0")
+            start = (last.name, (last.snapshot or "~") + JUST_AFTER)
 
 
 # ---------------------------------------------------------------------------- the operations
@@ -211,13 +273,22 @@ class GuardedStore:
 
 def _target(state: BlobState, snapshot: str) -> BlobRecord:
     record = state.base if snapshot == BASE else state.target
+    if record is None and snapshot.startswith(VERSION_PREFIX):
+        record = _current(state, snapshot)  # the current version, named by its id
     if record is None or not record.committed:
         raise ServiceError("BlobNotFound")
     return record
 
 
+def _current(state: BlobState, snapshot: str) -> BlobRecord | None:
+    base = state.base
+    if base is not None and base.version_id is not None and VERSION_PREFIX + base.version_id == snapshot:
+        return base
+    return None
+
+
 def _written(snapshot: str, record: BlobRecord) -> BlobWrite:
-    if snapshot == BASE:
+    if record.snapshot == BASE:
         return BlobWrite(result=record, base=record)
     return BlobWrite(result=record, snapshot_record=record)
 

@@ -33,6 +33,7 @@ from tabulae.blob.rules.pages import PageMap, Segment
 from tabulae.blob.rules.properties import BlobServiceProperties
 from tabulae.blob.rules.softdelete import DeletedContainer
 from tabulae.blob.rules.tiers import TierPolicy, TierView
+from tabulae.blob.versions_only import VersionsOnlyFold, root_marker_version
 from tabulae.model import edm
 from tabulae.model.accounts import OFF, AccountFeatures
 from tabulae.model.errors import ServiceError
@@ -40,6 +41,7 @@ from tabulae.model.policies import SignedIdentifier
 from tabulae.storage.blob_pages import EVERY_PAGE, PageEdit, PageSpan
 from tabulae.storage.blobs import (
     BASE,
+    JUST_AFTER,
     MAX_UNCOMMITTED_BLOCKS,
     NO_NEEDS,
     BlobKey,
@@ -99,6 +101,7 @@ class LeaseOutcome:
 class BlobPage:
     items: list[BlobRecord | str]  # records and, with a delimiter, prefixes (str)
     next_marker: str | None
+    versions_only: frozenset[int] = frozenset()  # indexes of roots of blobs with versions only
 
 
 class PageContent(list[Extent]):
@@ -561,9 +564,12 @@ class BlobService:
         uncommitted: bool,
         versions: bool = False,
         deleted: bool = False,
+        with_versions: bool = False,
     ) -> BlobPage:
         """One page: records and prefixes in name order, ``limit`` of them at most, and the marker
-        of the first item not on the page (so a page that ends on a prefix resumes after it)."""
+        of the first item not on the page (so a page that ends on a prefix resumes after it).
+        ``with_versions`` (``include=deletedwithversions``) adds a root for each blob that has
+        versions but no current version (:mod:`tabulae.blob.versions_only`)."""
         if delimiter and snapshots:
             raise ServiceError(
                 "InvalidQueryParameterValue",
@@ -573,6 +579,17 @@ class BlobService:
         now = self._retention_clock() if deleted else 0.0
         items: list[BlobRecord | str] = []
         first_keys: list[tuple[str, str]] = []  # where each item begins, for the next marker
+        fold = VersionsOnlyFold(versions) if with_versions else None
+        roots: set[int] = set()
+
+        def add(record: BlobRecord, root: bool) -> None:
+            if root:
+                roots.add(len(items))
+            items.append(record)
+            first_keys.append(
+                (record.name, root_marker_version() if root else stored_version(record.snapshot))
+            )
+
         while len(items) <= limit:
             listing = await self.store.list_blobs(
                 account,
@@ -582,7 +599,7 @@ class BlobService:
                 limit=min(MAX_RESULTS, limit + 1 - len(items)),
                 snapshots=snapshots,
                 uncommitted=uncommitted,
-                versions=versions,
+                versions=versions or with_versions,
                 deleted=deleted,
             )
             group: str | None = None
@@ -597,23 +614,35 @@ class BlobService:
                     at = record.name.find(delimiter, len(prefix))
                     if at >= 0:
                         group = record.name[: at + len(delimiter)]
-                items.append(group if group is not None else record)
-                first_keys.append((record.name, version))
+                if group is None and fold is not None:
+                    for shown, root in fold.feed(record):
+                        add(shown, root)
+                else:
+                    if fold is not None:
+                        for shown, root in fold.flush():
+                            add(shown, root)
+                    items.append(group if group is not None else record)
+                    first_keys.append((record.name, version))
                 if len(items) > limit:
                     break
+            if fold is not None and (not listing.records or not listing.more) and len(items) <= limit:
+                for shown, root in fold.flush():
+                    add(shown, root)
             if len(items) > limit or not listing.records:
                 break
             if group is not None:
                 start = (prefix_end(group), "")  # skip what remains of the prefix
             elif listing.more:
                 last = listing.records[-1]
-                start = (last.name, stored_version(last.snapshot) + "\0")
+                start = (last.name, stored_version(last.snapshot) + JUST_AFTER)
             else:
                 break
         if len(items) > limit:
             name, version = first_keys[limit]
-            return BlobPage(items[:limit], encode_marker(name, version))
-        return BlobPage(items, None)
+            return BlobPage(
+                items[:limit], encode_marker(name, version), frozenset(i for i in roots if i < limit)
+            )
+        return BlobPage(items, None, frozenset(roots))
 
     # ------------------------------------------------------------------ uploads
 

@@ -32,6 +32,7 @@ from tabulae.admission.gate import Gate
 from tabulae.blob.rules.conditions import NONE, etag_of
 from tabulae.blob.service import BASE as CURRENT_VERSION
 from tabulae.blob.service import BLOCK_BLOB, BlobKey, BlobRecord, BlobService, ContentProperties, Upload
+from tabulae.console import blob_history
 from tabulae.console.render import account_of, form_of, redirect, render
 from tabulae.insight.containers import ContainerCounters
 from tabulae.model import edm
@@ -144,6 +145,7 @@ class BlobsPage:
             Route("/blobs/{container}/upload", self.upload, methods=["POST"]),
             Route("/blobs/{container}/remove", self.remove_blob, methods=["POST"]),
             Route("/blobs/{container}/delete", self.delete_container, methods=["POST"]),
+            *blob_history.routes(self),
         ]
 
     async def _admitted(

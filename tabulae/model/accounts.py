@@ -72,6 +72,17 @@ def parse(document: Any, *, allowed: tuple[str, ...] = tuple(NAMES)) -> dict[str
     return changes
 
 
+def check_combination(features: AccountFeatures) -> AccountFeatures:
+    """Refuse what Azure cannot combine: an account with a hierarchical namespace has no change
+    feed ("Change feed support in Azure Blob Storage": such accounts are not supported), so DFS
+    renames and recursive deletes, which Azure's change feed has no events for, never need any."""
+    if features.hns and features.blob_change_feed:
+        raise FeatureError(
+            "blob-change-feed: Azure has no change feed on an account with a hierarchical namespace"
+        )
+    return features
+
+
 def refused(error: FeatureError) -> ServiceError:
     """A feature document the endpoint refuses: 400 InvalidInput, saying which feature and why."""
     return ServiceError("InvalidInput", f"One of the request inputs is not valid: {error}")

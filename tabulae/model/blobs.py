@@ -49,6 +49,21 @@ class ContainerRecord:
     acl: list[SignedIdentifier] = field(default_factory=list)
     lease: Lease = field(default_factory=Lease)
     posix: dict[str, Any] = field(default_factory=dict)  # an HNS file system's root directory's owner and ACL
+    worm: ContainerWorm | None = None  # a container-level immutability policy and legal hold
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerWorm:
+    """A container-level WORM policy (Azure keeps it in its management plane): a time-based
+    retention of ``days`` since each blob's creation (0: none), unlocked or locked, whether
+    append blocks may still be added (``allowProtectedAppendWrites``, ``…All``), and the tags of
+    a legal hold (none: no hold)."""
+
+    days: int = 0
+    locked: bool = False
+    allow_appends: bool = False
+    allow_appends_all: bool = False
+    hold_tags: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

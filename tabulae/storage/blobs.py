@@ -33,7 +33,7 @@ import orjson
 
 from tabulae.model.blobs import BASE as BASE  # the records live in the model, shared with the service
 from tabulae.model.blobs import DELETED_BASE_PREFIX as DELETED_BASE_PREFIX
-from tabulae.model.blobs import EXTENSIONS
+from tabulae.model.blobs import EXTENSIONS, ContainerWorm
 from tabulae.model.blobs import VERSION_PREFIX as VERSION_PREFIX
 from tabulae.model.blobs import BlobKey as BlobKey
 from tabulae.model.blobs import BlobRecord as BlobRecord
@@ -49,6 +49,9 @@ from tabulae.storage.blob_pages import PageEdit, PageSpan
 from tabulae.storage.namespace import RenameDecide, TreeDone, TreeState, UndeleteState
 
 STORED_BASE = "~"  # how engines store BASE: after every timestamp, so snapshots list first
+# Appended to a stored version, the least string after it that a listing can resume from: no
+# stored version has a control character, and PostgreSQL's text cannot hold NUL ("\0").
+JUST_AFTER = "\x01"
 GARBAGE_GRACE_SECONDS = 300.0  # unreferenced extents stay readable this long for running downloads
 # ... and this long while the data volume is low on space: a download holds the file it is sending
 # open (a deleted file stays readable through its descriptor), so the grace only has to cover the
@@ -418,7 +421,7 @@ def next_ticks(previous: int | None) -> int:
 
 
 def encode_container(record: ContainerRecord) -> bytes:
-    doc = {
+    doc: dict[str, Any] = {
         "metadata": record.metadata,
         "public_access": record.public_access,
         "acl": [asdict(identifier) for identifier in record.acl],
@@ -426,11 +429,14 @@ def encode_container(record: ContainerRecord) -> bytes:
     }
     if record.posix:  # only an HNS file system whose root's access control was set
         doc["posix"] = record.posix
+    if record.worm is not None:  # only when set: a container stored before it has none
+        doc["worm"] = asdict(record.worm)
     return orjson.dumps(doc)
 
 
 def decode_container(name: str, ticks: int, doc: bytes) -> ContainerRecord:
     data = orjson.loads(doc)
+    worm = data.get("worm")
     return ContainerRecord(
         name=name,
         ticks=ticks,
@@ -439,6 +445,7 @@ def decode_container(name: str, ticks: int, doc: bytes) -> ContainerRecord:
         acl=[SignedIdentifier(**item) for item in data["acl"]],
         lease=Lease(**data["lease"]),
         posix=data.get("posix") or {},
+        worm=None if worm is None else ContainerWorm(**{**worm, "hold_tags": tuple(worm["hold_tags"])}),
     )
 
 

@@ -6,6 +6,13 @@ tracking; the hierarchical namespace is shown but set only at start-up). Not par
 
     GET /-/accounts/{account}     the account's features: {"blob-versioning": false, …}
     PUT /-/accounts/{account}     change some: a JSON object of the features to change
+    GET /-/accounts/{account}/containers/{container}/immutability
+                                  the container-level WORM policy and legal hold:
+                                  {"immutability-period-days": 0, "state": null,
+                                   "allow-protected-append-writes": false,
+                                   "allow-protected-append-writes-all": false, "legal-hold-tags": []}
+    PUT (same path)               change some of those fields (not "state"; "locked": true locks
+                                  the policy, days 0 deletes an unlocked one, tags [] clear the hold)
 
 Requests are signed with the account's key exactly as ``/-/indexes`` requests are (Shared Key
 or Shared Key Lite in the Table service's form, CanonicalizedResource ``/{account}/-/accounts/…``,
@@ -20,7 +27,10 @@ from typing import Any
 
 import orjson
 
+from tabulae.blob import container_policies
 from tabulae.blob.features import AccountFeatureBook
+from tabulae.blob.rules import container_worm
+from tabulae.blob.service import BlobService
 from tabulae.http.addressing import decode_segments
 from tabulae.http.admin import SignedAdmin
 from tabulae.http.exchange import read_body
@@ -37,13 +47,18 @@ BODY_SECONDS = 30.0
 class AccountAdmin(SignedAdmin):
     """The app mounted at its path (see the module's docstring)."""
 
-    def __init__(self, book: AccountFeatureBook, options: FrontendOptions) -> None:
+    def __init__(
+        self, book: AccountFeatureBook, options: FrontendOptions, blobs: BlobService | None = None
+    ) -> None:
         super().__init__(options)
         self.book = book
+        self.blobs = blobs
 
     async def handle(self, request: Request, receive: Any) -> tuple[int, bytes]:
         rest = request.raw_path[len(ACCOUNT_ADMIN_PATH) :].strip("/")
         segments = decode_segments(rest) if rest else []
+        if len(segments) == 4 and segments[1] == "containers" and segments[3] == "immutability":
+            return await self._container(request, receive, segments[0], segments[2])
         if len(segments) != 1 or not segments[0]:
             raise ServiceError("ResourceNotFound")
         account = segments[0]
@@ -62,3 +77,23 @@ class AccountAdmin(SignedAdmin):
         except FeatureError as exc:
             raise refused(exc) from None
         return 200, orjson.dumps(document(features))
+
+    async def _container(
+        self, request: Request, receive: Any, account: str, container: str
+    ) -> tuple[int, bytes]:
+        """A container's WORM policy and legal hold (Azure's management plane keeps them)."""
+        self.authenticate(request, account)
+        if self.blobs is None:
+            raise ServiceError("ResourceNotFound")
+        if request.method == "GET":
+            worm = await container_policies.get(self.blobs, account, container)
+            return 200, orjson.dumps(container_worm.document(worm))
+        if request.method != "PUT":
+            raise ServiceError("MethodNotAllowed")
+        await read_body(request, receive, MAX_DOCUMENT_BYTES, BODY_SECONDS)
+        try:
+            changes = orjson.loads(request.body)
+        except orjson.JSONDecodeError:
+            raise refused(FeatureError("the body is not JSON: expected an object of fields")) from None
+        worm = await container_policies.change(self.blobs, account, container, changes)
+        return 200, orjson.dumps(container_worm.document(worm))

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tabulae.blob import versioning
 from tabulae.blob.api import formats, immutability
-from tabulae.blob.api.call import Call
+from tabulae.blob.api.call import Call, version_or_snapshot
 from tabulae.blob.api.containers import includes, lease_request, lease_response, max_results, xml
 from tabulae.blob.api.headers import (
     ContentOverrides,
@@ -30,7 +29,7 @@ from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
 from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.limits import MIB, max_append, max_block, max_put_blob
 from tabulae.blob.rules.tiers import TierView, parse_priority, parse_tier
-from tabulae.blob.service import BLOB_TYPES, parse_snapshot
+from tabulae.blob.service import BLOB_TYPES
 from tabulae.http.messages import Headers, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.http.streaming import StreamedResponse
@@ -49,16 +48,6 @@ TIER_ON_GET_VERSION = "2026-10-06"  # Get Blob answers with the tier headers too
 
 def _snapshot(call: Call) -> str:
     return version_or_snapshot(call.request.query)
-
-
-def version_or_snapshot(query: dict[str, str]) -> str:
-    """The snapshot or version (``versionid``) a request names, as the service names them."""
-    version = query.get("versionid")
-    if version is None:
-        return parse_snapshot(query.get("snapshot"))
-    if "snapshot" in query:  # assumed: one request names one of them
-        raise invalid_parameter("versionid", version)
-    return versioning.key_of(version)
 
 
 def _no_snapshot(call: Call) -> None:
@@ -217,6 +206,7 @@ async def list_blobs(call: Call) -> Response:
         uncommitted="uncommittedblobs" in include,
         versions="versions" in include,
         deleted="deleted" in include,
+        with_versions="deletedwithversions" in include,
     )
     items: list = []
     for item in page.items:
@@ -240,6 +230,7 @@ async def list_blobs(call: Call) -> Response:
             (immutability.last_access_element(record) if tracked else "")
             + immutability.listing_elements(record, include)
         ),
+        versions_only=page.versions_only,
     )
     return xml(body)
 

@@ -8,7 +8,7 @@ from tabulae.blob.api import formats
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.headers import bad_header, conditions, etag_headers
 from tabulae.blob.api.operations import invalid_parameter
-from tabulae.blob.rules import leases
+from tabulae.blob.rules import container_worm, leases
 from tabulae.blob.service import MAX_RESULTS, LeaseOutcome, LeaseRequest
 from tabulae.http.documents import BLOB_PERMISSIONS, parse_acl, render_acl, render_stats
 from tabulae.http.errors import XML_CONTENT_TYPE
@@ -19,8 +19,6 @@ from tabulae.model.errors import ServiceError
 _PUBLIC_ACCESS = ("container", "blob")
 _LEASE_ACTIONS = ("acquire", "renew", "change", "release", "break")
 _FIXED_CONTAINER_HEADERS: Headers = [
-    (b"x-ms-has-immutability-policy", b"false"),
-    (b"x-ms-has-legal-hold", b"false"),
     (b"x-ms-default-encryption-scope", b"$account-encryption-key"),
     (b"x-ms-deny-encryption-scope-override", b"false"),
     (b"x-ms-immutable-storage-with-versioning-enabled", b"false"),
@@ -191,8 +189,14 @@ async def get_container_properties(call: Call) -> Response:
         headers.append((b"x-ms-lease-duration", duration.encode()))
     if record.public_access:
         headers.append((b"x-ms-blob-public-access", record.public_access.encode()))
+    headers.append((b"x-ms-has-immutability-policy", _bool(container_worm.has_policy(record.worm))))
+    headers.append((b"x-ms-has-legal-hold", _bool(container_worm.has_hold(record.worm))))
     headers.extend(_FIXED_CONTAINER_HEADERS)
     return Response(200, headers)
+
+
+def _bool(value: bool) -> bytes:
+    return b"true" if value else b"false"
 
 
 async def get_container_metadata(call: Call) -> Response:

@@ -5,12 +5,13 @@ Blobs", "Get Block List", "Get Blob Service Properties"). Parsing never depends 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from email.utils import formatdate
 from urllib.parse import quote
 from xml.sax.saxutils import escape
 
 from tabulae.blob.api.tag_formats import tag_set
+from tabulae.blob.rules import container_worm
 from tabulae.blob.rules.blocks import KINDS
 from tabulae.blob.rules.conditions import etag_of
 from tabulae.blob.rules.names import XML_UNSAFE
@@ -33,11 +34,19 @@ DECLARATION = '<?xml version="1.0" encoding="utf-8"?>'
 _FIXED_CONTAINER_PROPERTIES = (
     "<DefaultEncryptionScope>$account-encryption-key</DefaultEncryptionScope>"
     "<DenyEncryptionScopeOverride>false</DenyEncryptionScopeOverride>"
-    "<HasImmutabilityPolicy>false</HasImmutabilityPolicy><HasLegalHold>false</HasLegalHold>"
-    "<ImmutableStorageWithVersioningEnabled>false</ImmutableStorageWithVersioningEnabled>"
 )
 
 LeaseView = tuple[str, str, str | None]  # (status, state, duration)
+
+
+def _worm_properties(record: ContainerRecord) -> str:
+    """A container's ``HasImmutabilityPolicy`` and ``HasLegalHold`` (container-level WORM)."""
+    policy = "true" if container_worm.has_policy(record.worm) else "false"
+    hold = "true" if container_worm.has_hold(record.worm) else "false"
+    return (
+        f"<HasImmutabilityPolicy>{policy}</HasImmutabilityPolicy><HasLegalHold>{hold}</HasLegalHold>"
+        "<ImmutableStorageWithVersioningEnabled>false</ImmutableStorageWithVersioningEnabled>"
+    )
 
 
 def http_date(ticks: int) -> str:
@@ -99,7 +108,7 @@ def render_containers(
         parts.append(
             f"<Container><Name>{escape(record.name)}</Name><Properties>"
             f'<Last-Modified>{http_date(record.ticks)}</Last-Modified><Etag>"{etag_of(record.ticks)}"</Etag>'
-            f"{_lease(lease)}{public}{_FIXED_CONTAINER_PROPERTIES}</Properties>"
+            f"{_lease(lease)}{public}{_FIXED_CONTAINER_PROPERTIES}{_worm_properties(record)}</Properties>"
             + (_metadata(record.metadata) if include_metadata else "")
             + "</Container>"
         )
@@ -208,9 +217,11 @@ def render_blobs(
     tier_of: Callable[[BlobRecord], str] | None = None,
     remaining_days: Callable[[BlobRecord], int] | None = None,
     extra_of: Callable[[BlobRecord], str] | None = None,
+    versions_only: Collection[int] = (),
 ) -> bytes:
     """``tier_of`` gives a blob's tier elements (:func:`tier_elements`); without it every block
-    blob shows the default tier, inferred."""
+    blob shows the default tier, inferred. ``versions_only``: the indexes of items that are the
+    roots of blobs with versions only (``include=deletedwithversions``)."""
     parts = [
         DECLARATION,
         f'<EnumerationResults ServiceEndpoint="{escape(base)}/" ContainerName="{escape(container)}">',
@@ -220,13 +231,15 @@ def render_blobs(
         _optional("Delimiter", query.get("delimiter", "")),
         "<Blobs>",
     ]
-    for item in items:
+    for index, item in enumerate(items):
         if isinstance(item, str):
             parts.append(f"<BlobPrefix>{_name(item)}</BlobPrefix>")
             continue
         record, lease = item
         parts.append(f"<Blob>{_name(record.name)}")
         parts.append(_version_elements(record, "versions" in include))
+        if index in versions_only:
+            parts.append("<HasVersionsOnly>true</HasVersionsOnly>")
         tier = tier_of(record) if tier_of is not None else _TIER if record.blob_type == "BlockBlob" else ""
         extra = extra_of(record) if extra_of is not None and record.committed else ""
         properties = _blob_properties(record, lease, "copy" in include, tier, extra)

@@ -14,11 +14,10 @@ from datetime import UTC, datetime
 
 from tabulae.auth.shared_key import parse_rfc1123
 from tabulae.blob import protection
-from tabulae.blob.api.call import Call
+from tabulae.blob.api.call import Call, version_or_snapshot
 from tabulae.blob.api.formats import epoch_date
 from tabulae.blob.api.headers import bad_header, http_seconds
 from tabulae.blob.rules.immutability import LOCKED, UNLOCKED
-from tabulae.blob.service import parse_snapshot
 from tabulae.http.messages import Headers, Response
 from tabulae.model.blobs import BlobRecord
 from tabulae.model.errors import ServiceError
@@ -55,7 +54,8 @@ def _hold(value: str) -> bool:
 
 
 def _snapshot(call: Call) -> str:
-    return parse_snapshot(call.request.query.get("snapshot"))
+    """The version the operation is about: the blob, a snapshot or a version (``versionid``)."""
+    return version_or_snapshot(call.request.query)
 
 
 def requested(call: Call) -> Protect | None:
