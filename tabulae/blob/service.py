@@ -883,8 +883,10 @@ class BlobService:
         conditions: Conditions,
         lease_id: str | None,
         tier_since: tuple[int | None, int | None] = (None, None),
-    ) -> None:
-        """``tier_since`` is (access tier modified since, unmodified since), epoch seconds."""
+    ) -> bool:
+        """``tier_since`` is (access tier modified since, unmodified since), epoch seconds.
+        Whether what was deleted is gone for good (``x-ms-delete-type-permanent``): False when
+        blob soft delete kept it."""
         now = self._clock()
         versioned = await self._versioning(key.account)
         keep = await self._keep(key.account)
@@ -911,7 +913,7 @@ class BlobService:
                 return BlobWrite(delete_snapshot=snapshot)
 
             await self.store.write_blob(key, delete_one, needs=Needs(snapshot=snapshot))
-            return
+            return keep is None
 
         def decide(state: BlobState) -> BlobWrite:
             base = _require_base(state)
@@ -938,6 +940,27 @@ class BlobService:
 
         needs = Needs(others=True) if keep is not None else Needs(snapshots=True)
         await self.store.write_blob(key, decide, needs=needs)
+        return keep is None
+
+    async def permanent_delete(self, key: BlobKey, snapshot: str, conditions: Conditions) -> None:
+        """Delete Blob with ``deletetype=permanent``: the soft-deleted snapshot or version named
+        goes for good, where the account allows it (its ``blob_permanent_delete`` feature, or
+        ``AllowPermanentDelete`` in its delete retention policy); see
+        :func:`tabulae.blob.softdeletion.permanent`."""
+        allowed = (await self.features.get(key.account)).blob_permanent_delete or (
+            await self.get_service_properties(key.account)
+        ).delete_retention.allow_permanent_delete
+        softdeletion.permanent(allowed, snapshot)
+
+        def decide(state: BlobState) -> BlobWrite:
+            if versioning.is_current(state, snapshot):  # the current version is never soft-deleted
+                raise ServiceError("BlobSnapshotNotSoftDeleted")
+            write = softdeletion.purge_now(state, snapshot)
+            target = next(r for r in state.others or () if r.snapshot == snapshot)
+            check(conditions, target.ticks, read=False, tags=target.tags)
+            return write
+
+        await self.store.write_blob(key, decide, needs=Needs(others=True))
 
     async def undelete_blob(self, key: BlobKey) -> None:
         """Undelete Blob: the blob's soft-deleted snapshots, versions and base come back (see
