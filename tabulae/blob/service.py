@@ -1201,9 +1201,12 @@ class BlobService:
         lease_id: str | None,
         source_url: str,
         total: int,
+        tags: dict[str, str] | None = None,
+        tier: str | None = None,
     ) -> BlobRecord:
         """Copy Blob from outside this store: the destination becomes an empty blob whose copy is
-        pending (its bytes come later, :meth:`finish_pending_copy`)."""
+        pending (its bytes come later, :meth:`finish_pending_copy`). Its tags and tier are the
+        request's from the start, and the finished copy keeps them."""
         check_blob_name(key.name)
         now = self._clock()
 
@@ -1217,6 +1220,8 @@ class BlobService:
             elif lease_id is not None:
                 raise ServiceError("LeaseNotPresentWithBlobOperation")
             check(conditions, base.ticks if base else None, read=False)
+            if tier is not None:
+                tiers.check_blob_type(blob_type)
             record = BlobRecord(
                 name=key.name,
                 snapshot=BASE,
@@ -1228,7 +1233,10 @@ class BlobService:
                 metadata=metadata,
                 lease=leases.after_write(base.lease, now) if base is not None else Lease(),
                 copy=copies.pending(str(uuid.uuid4()), source_url, total, state.ticks),
+                tags=tags or {},
             )
+            if blob_type == BLOCK_BLOB:
+                record = self._new_tier(record, tier, now)
             return BlobWrite(result=record, base=record, content=[], drop_staged=True)
 
         record: BlobRecord = await self.store.write_blob(key, decide)
