@@ -1154,9 +1154,11 @@ class BlobService:
         lease_id: str | None,
         copy: CopyState,
         tags: dict[str, str] | None = None,
+        tier: str | None = None,
     ) -> tuple[BlobRecord, Checksums]:
         """Copy Blob From URL: the source's bytes (``upload``) become a block blob that records
-        the copy, completed before the answer; a write as Put Blob's, with its conditions."""
+        the copy, completed before the answer; a write as Put Blob's, with its conditions (and
+        the tier the request names)."""
         check_blob_name(key.name)
         now = self._clock()
         checksums = Checksums(md5=True, crc64=True)
@@ -1184,6 +1186,7 @@ class BlobService:
                 copy=copies.finished(replace(copy, completed=state.ticks), staged.extent.length, state.ticks),
                 tags=tags or {},
             )
+            record = self._new_tier(record, tier, now)
             content = [staged.extent] if staged.extent.length else []
             return BlobWrite(result=record, base=record, content=content, drop_staged=True)
 

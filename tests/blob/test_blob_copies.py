@@ -333,6 +333,15 @@ def test_pending_copy_keeps_its_tags_and_tier(container: ContainerClient, remote
     assert [blob.name for blob in found] == ["tiered"]
 
 
+def test_copy_from_url_sync_keeps_its_tier(container: ContainerClient) -> None:
+    source = source_blob(container, b"tiered copy")
+    target = container.get_blob_client("sync-cold")
+    target.start_copy_from_url(sas_url(source), requires_sync=True, standard_blob_tier=StandardBlobTier.COLD)
+    props = target.get_blob_properties()
+    assert props.blob_tier == "Cold" and not props.blob_tier_inferred
+    assert target.download_blob().readall() == b"tiered copy"
+
+
 def test_put_blob_from_remote_url_keeps_tags(container: ContainerClient, remote: RemoteSource) -> None:
     target = container.get_blob_client("remote-tags")
     target.upload_blob_from_url(

@@ -291,7 +291,7 @@ async def _copy_from_url(call: Call) -> Response:
         tags = copy_source_tags(headers.get("x-ms-copy-source-tag-option"), header_tags(headers), read.tags)
         record, sums = await call.service.copy_from_upload(
             call.key, upload, properties, given if given else read.metadata, conditions(headers),
-            call.lease_id, copy, tags=tags,
+            call.lease_id, copy, tags=tags, tier=requested_tier(call),
         )  # fmt: skip
     finally:
         if fetched is not None:
