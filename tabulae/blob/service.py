@@ -42,6 +42,7 @@ from tabulae.storage.blobs import (
     BASE,
     MAX_UNCOMMITTED_BLOCKS,
     NO_NEEDS,
+    VERSION_PREFIX,
     BlobKey,
     BlobRecord,
     BlobState,
@@ -1162,6 +1163,8 @@ class BlobService:
         check_blob_name(key.name)
         now = self._clock()
         checksums = Checksums(md5=True, crc64=True)
+        versioned = await self._versioning(key.account)
+        keep = await self._keep(key.account)
 
         def check_state(state: BlobState) -> None:
             base = state.base if state.base is not None and state.base.committed else None
@@ -1188,7 +1191,8 @@ class BlobService:
             )
             record = self._new_tier(record, tier, now)
             content = [staged.extent] if staged.extent.length else []
-            return BlobWrite(result=record, base=record, content=content, drop_staged=True)
+            write = BlobWrite(result=record, base=record, content=content, drop_staged=True)
+            return versioning.stamp(write, state, versioned, keep)
 
         record = await self._write_upload(key, upload, checksums, decide, check_state)
         assert isinstance(record, BlobRecord)
@@ -1209,9 +1213,11 @@ class BlobService:
     ) -> BlobRecord:
         """Copy Blob from outside this store: the destination becomes an empty blob whose copy is
         pending (its bytes come later, :meth:`finish_pending_copy`). Its tags and tier are the
-        request's from the start, and the finished copy keeps them."""
+        request's from the start, and the finished copy keeps them; so does its version id."""
         check_blob_name(key.name)
         now = self._clock()
+        versioned = await self._versioning(key.account)
+        keep = await self._keep(key.account)
 
         def decide(state: BlobState) -> BlobWrite:
             base = state.base if state.base is not None and state.base.committed else None
@@ -1240,7 +1246,8 @@ class BlobService:
             )
             if blob_type == BLOCK_BLOB:
                 record = self._new_tier(record, tier, now)
-            return BlobWrite(result=record, base=record, content=[], drop_staged=True)
+            write = BlobWrite(result=record, base=record, content=[], drop_staged=True)
+            return versioning.stamp(write, state, versioned, keep)
 
         record: BlobRecord = await self.store.write_blob(key, decide)
         return record
@@ -1352,13 +1359,17 @@ class BlobService:
     async def set_blob_tags(
         self, key: BlobKey, snapshot: str, tags: dict[str, str], conditions: Conditions, lease_id: str | None
     ) -> None:
-        """Replace a blob's (or a snapshot's) index tags. The blob's ETag and Last-Modified stay
-        as they are: tags are not part of what they describe ("Set Blob Tags")."""
+        """Replace a blob's (or a snapshot's, or a version's) index tags. The blob's ETag and
+        Last-Modified stay as they are: tags are not part of what they describe ("Set Blob Tags")."""
         now = self._clock()
         if snapshot != BASE:
 
             def on_snapshot(state: BlobState) -> BlobWrite:
                 target = state.target
+                if target is None and versioning.is_current(state, snapshot):
+                    base = _require_base(state)  # the current version, named by its id
+                    check(conditions, base.ticks, read=False, tags=base.tags)
+                    return BlobWrite(base=replace(base, tags=tags))
                 if target is None:
                     raise ServiceError("BlobNotFound")
                 check(conditions, target.ticks, read=False, tags=target.tags)
@@ -1378,9 +1389,13 @@ class BlobService:
     async def get_blob_tags(
         self, key: BlobKey, snapshot: str, conditions: Conditions, lease_id: str | None
     ) -> dict[str, str]:
-        """A blob's (or a snapshot's) index tags. Its conditions are on the blob, not a cached
-        representation, so an unmet one is 412 as on a write, never 304."""
+        """A blob's (or a snapshot's, or a version's) index tags. Its conditions are on the blob,
+        not a cached representation, so an unmet one is 412 as on a write, never 304."""
         found = await self.store.get_blob(key, snapshot)
+        if found is None and versioning.is_version(snapshot):  # the current version, by its id
+            found = await self.store.get_blob(key, BASE)
+            if found is not None and VERSION_PREFIX + (found[0].version_id or "") != snapshot:
+                found = None
         if found is None:
             if await self.store.get_container(key.account, key.container) is None:
                 raise ServiceError("ContainerNotFound")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tabulae.blob import versioning
 from tabulae.blob.api import formats, immutability
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import includes, lease_request, lease_response, max_results, xml
@@ -22,6 +21,7 @@ from tabulae.blob.api.headers import (
     etag_headers,
     http_seconds,
     overrides_from,
+    version_or_snapshot,
 )
 from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.api.tags import header_tags
@@ -30,7 +30,7 @@ from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
 from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.limits import MIB, max_append, max_block, max_put_blob
 from tabulae.blob.rules.tiers import TierView, parse_priority, parse_tier
-from tabulae.blob.service import BLOB_TYPES, parse_snapshot
+from tabulae.blob.service import BLOB_TYPES
 from tabulae.http.messages import Headers, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.http.streaming import StreamedResponse
@@ -52,16 +52,6 @@ DELETE_TYPE_VERSION = "2017-07-29"  # x-ms-delete-type-permanent on Delete Blob'
 
 def _snapshot(call: Call) -> str:
     return version_or_snapshot(call.request.query)
-
-
-def version_or_snapshot(query: dict[str, str]) -> str:
-    """The snapshot or version (``versionid``) a request names, as the service names them."""
-    version = query.get("versionid")
-    if version is None:
-        return parse_snapshot(query.get("snapshot"))
-    if "snapshot" in query:  # assumed: one request names one of them
-        raise invalid_parameter("versionid", version)
-    return versioning.key_of(version)
 
 
 def _no_snapshot(call: Call) -> None:

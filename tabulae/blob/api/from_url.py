@@ -125,7 +125,8 @@ async def put_blob_from_url(call: Call) -> Response:
     finally:
         if fetched is not None:
             await fetched.close()
-    return Response(201, etag_headers(record.ticks) + _checksum_headers(sums, md5=True) + _ENCRYPTED)
+    headers_out = etag_headers(record.ticks) + _checksum_headers(sums, md5=True) + version_header(record)
+    return Response(201, headers_out + _ENCRYPTED)
 
 
 async def put_block_from_url(call: Call) -> Response:
@@ -267,7 +268,7 @@ async def copy_blob(call: Call) -> Response:
         raise
     assert record.copy is not None
     background_copy.start(call.service, call.key, record.copy.copy_id, fetched, read.chunks, read.length)
-    return Response(202, etag_headers(record.ticks) + _copy_headers(record.copy))
+    return Response(202, etag_headers(record.ticks) + _copy_headers(record.copy) + version_header(record))
 
 
 async def _copy_from_url(call: Call) -> Response:
@@ -297,7 +298,7 @@ async def _copy_from_url(call: Call) -> Response:
         if fetched is not None:
             await fetched.close()
     assert record.copy is not None and sums.md5 is not None and sums.crc64 is not None
-    response_headers = etag_headers(record.ticks) + _copy_headers(record.copy)
+    response_headers = etag_headers(record.ticks) + _copy_headers(record.copy) + version_header(record)
     response_headers.extend(_checksum_headers(sums, md5=upload.md5 is not None))
     return Response(202, response_headers + _ENCRYPTED)
 
