@@ -383,6 +383,13 @@ class Settings:
         help="keep each blob's last access time (x-ms-last-access-time), in every account",
         action="store_true",
     )
+    blob_permanent_delete: bool = setting(
+        False,
+        flag="--blob-permanent-delete",
+        help="let Delete Blob with deletetype=permanent remove soft-deleted snapshots and versions "
+        "for good, in every account",
+        action="store_true",
+    )
     hns_accounts: tuple[str, ...] = setting(
         (),
         flag="--hns",
@@ -422,6 +429,7 @@ class Settings:
             blob_change_feed=self.blob_change_feed and not hns,  # the flag: every account that can
             container_soft_delete=self.container_soft_delete,
             last_access_tracking=self.last_access_tracking,
+            blob_permanent_delete=self.blob_permanent_delete,
             hns=hns,
         )
         return check_combination(apply(features, parse(self.account_features.get(account, {}))))

@@ -44,6 +44,7 @@ from tabulae.storage.blobs import (
     JUST_AFTER,
     MAX_UNCOMMITTED_BLOCKS,
     NO_NEEDS,
+    VERSION_PREFIX,
     BlobKey,
     BlobRecord,
     BlobState,
@@ -912,8 +913,10 @@ class BlobService:
         conditions: Conditions,
         lease_id: str | None,
         tier_since: tuple[int | None, int | None] = (None, None),
-    ) -> None:
-        """``tier_since`` is (access tier modified since, unmodified since), epoch seconds."""
+    ) -> bool:
+        """``tier_since`` is (access tier modified since, unmodified since), epoch seconds.
+        Whether what was deleted is gone for good (``x-ms-delete-type-permanent``): False when
+        blob soft delete kept it."""
         now = self._clock()
         versioned = await self._versioning(key.account)
         keep = await self._keep(key.account)
@@ -940,7 +943,7 @@ class BlobService:
                 return BlobWrite(delete_snapshot=snapshot)
 
             await self.store.write_blob(key, delete_one, needs=Needs(snapshot=snapshot))
-            return
+            return keep is None
 
         def decide(state: BlobState) -> BlobWrite:
             base = _require_base(state)
@@ -967,6 +970,27 @@ class BlobService:
 
         needs = Needs(others=True) if keep is not None else Needs(snapshots=True)
         await self.store.write_blob(key, decide, needs=needs)
+        return keep is None
+
+    async def permanent_delete(self, key: BlobKey, snapshot: str, conditions: Conditions) -> None:
+        """Delete Blob with ``deletetype=permanent``: the soft-deleted snapshot or version named
+        goes for good, where the account allows it (its ``blob_permanent_delete`` feature, or
+        ``AllowPermanentDelete`` in its delete retention policy); see
+        :func:`tabulae.blob.softdeletion.permanent`."""
+        allowed = (await self.features.get(key.account)).blob_permanent_delete or (
+            await self.get_service_properties(key.account)
+        ).delete_retention.allow_permanent_delete
+        softdeletion.permanent(allowed, snapshot)
+
+        def decide(state: BlobState) -> BlobWrite:
+            if versioning.is_current(state, snapshot):  # the current version is never soft-deleted
+                raise ServiceError("BlobSnapshotNotSoftDeleted")
+            write = softdeletion.purge_now(state, snapshot)
+            target = next(r for r in state.others or () if r.snapshot == snapshot)
+            check(conditions, target.ticks, read=False, tags=target.tags)
+            return write
+
+        await self.store.write_blob(key, decide, needs=Needs(others=True))
 
     async def undelete_blob(self, key: BlobKey) -> None:
         """Undelete Blob: the blob's soft-deleted snapshots, versions and base come back (see
@@ -1160,12 +1184,16 @@ class BlobService:
         lease_id: str | None,
         copy: CopyState,
         tags: dict[str, str] | None = None,
+        tier: str | None = None,
     ) -> tuple[BlobRecord, Checksums]:
         """Copy Blob From URL: the source's bytes (``upload``) become a block blob that records
-        the copy, completed before the answer; a write as Put Blob's, with its conditions."""
+        the copy, completed before the answer; a write as Put Blob's, with its conditions (and
+        the tier the request names)."""
         check_blob_name(key.name)
         now = self._clock()
         checksums = Checksums(md5=True, crc64=True)
+        versioned = await self._versioning(key.account)
+        keep = await self._keep(key.account)
 
         def check_state(state: BlobState) -> None:
             base = state.base if state.base is not None and state.base.committed else None
@@ -1190,8 +1218,10 @@ class BlobService:
                 copy=copies.finished(replace(copy, completed=state.ticks), staged.extent.length, state.ticks),
                 tags=tags or {},
             )
+            record = self._new_tier(record, tier, now)
             content = [staged.extent] if staged.extent.length else []
-            return BlobWrite(result=record, base=record, content=content, drop_staged=True)
+            write = BlobWrite(result=record, base=record, content=content, drop_staged=True)
+            return versioning.stamp(write, state, versioned, keep)
 
         record = await self._write_upload(key, upload, checksums, decide, check_state)
         assert isinstance(record, BlobRecord)
@@ -1207,11 +1237,16 @@ class BlobService:
         lease_id: str | None,
         source_url: str,
         total: int,
+        tags: dict[str, str] | None = None,
+        tier: str | None = None,
     ) -> BlobRecord:
         """Copy Blob from outside this store: the destination becomes an empty blob whose copy is
-        pending (its bytes come later, :meth:`finish_pending_copy`)."""
+        pending (its bytes come later, :meth:`finish_pending_copy`). Its tags and tier are the
+        request's from the start, and the finished copy keeps them; so does its version id."""
         check_blob_name(key.name)
         now = self._clock()
+        versioned = await self._versioning(key.account)
+        keep = await self._keep(key.account)
 
         def decide(state: BlobState) -> BlobWrite:
             base = state.base if state.base is not None and state.base.committed else None
@@ -1223,6 +1258,8 @@ class BlobService:
             elif lease_id is not None:
                 raise ServiceError("LeaseNotPresentWithBlobOperation")
             check(conditions, base.ticks if base else None, read=False)
+            if tier is not None:
+                tiers.check_blob_type(blob_type)
             record = BlobRecord(
                 name=key.name,
                 snapshot=BASE,
@@ -1234,8 +1271,12 @@ class BlobService:
                 metadata=metadata,
                 lease=leases.after_write(base.lease, now) if base is not None else Lease(),
                 copy=copies.pending(str(uuid.uuid4()), source_url, total, state.ticks),
+                tags=tags or {},
             )
-            return BlobWrite(result=record, base=record, content=[], drop_staged=True)
+            if blob_type == BLOCK_BLOB:
+                record = self._new_tier(record, tier, now)
+            write = BlobWrite(result=record, base=record, content=[], drop_staged=True)
+            return versioning.stamp(write, state, versioned, keep)
 
         record: BlobRecord = await self.store.write_blob(key, decide)
         return record
@@ -1347,13 +1388,17 @@ class BlobService:
     async def set_blob_tags(
         self, key: BlobKey, snapshot: str, tags: dict[str, str], conditions: Conditions, lease_id: str | None
     ) -> None:
-        """Replace a blob's (or a snapshot's) index tags. The blob's ETag and Last-Modified stay
-        as they are: tags are not part of what they describe ("Set Blob Tags")."""
+        """Replace a blob's (or a snapshot's, or a version's) index tags. The blob's ETag and
+        Last-Modified stay as they are: tags are not part of what they describe ("Set Blob Tags")."""
         now = self._clock()
         if snapshot != BASE:
 
             def on_snapshot(state: BlobState) -> BlobWrite:
                 target = state.target
+                if target is None and versioning.is_current(state, snapshot):
+                    base = _require_base(state)  # the current version, named by its id
+                    check(conditions, base.ticks, read=False, tags=base.tags)
+                    return BlobWrite(base=replace(base, tags=tags))
                 if target is None:
                     raise ServiceError("BlobNotFound")
                 check(conditions, target.ticks, read=False, tags=target.tags)
@@ -1373,9 +1418,13 @@ class BlobService:
     async def get_blob_tags(
         self, key: BlobKey, snapshot: str, conditions: Conditions, lease_id: str | None
     ) -> dict[str, str]:
-        """A blob's (or a snapshot's) index tags. Its conditions are on the blob, not a cached
-        representation, so an unmet one is 412 as on a write, never 304."""
+        """A blob's (or a snapshot's, or a version's) index tags. Its conditions are on the blob,
+        not a cached representation, so an unmet one is 412 as on a write, never 304."""
         found = await self.store.get_blob(key, snapshot)
+        if found is None and versioning.is_version(snapshot):  # the current version, by its id
+            found = await self.store.get_blob(key, BASE)
+            if found is not None and VERSION_PREFIX + (found[0].version_id or "") != snapshot:
+                found = None
         if found is None:
             if await self.store.get_container(key.account, key.container) is None:
                 raise ServiceError("ContainerNotFound")

@@ -15,6 +15,8 @@ brings it back.
   state as a soft-deleted snapshot, as Azure does.
 * Undelete Blob restores every soft-deleted snapshot and version of the blob still in retention,
   and the newest soft-deleted base when there is no live one; it makes no version current.
+* Delete Blob with ``deletetype=permanent`` removes one soft-deleted snapshot or version for good
+  before its retention ends, where the account allows it (:func:`permanent`).
 
 The clock of retention is the service's own, shifted by what the file named by
 ``TABULAE_TEST_CLOCK_FILE`` holds (seconds), when that variable is set: a test lets days pass
@@ -31,7 +33,8 @@ from datetime import UTC, datetime
 
 from tabulae.blob.rules import softdelete
 from tabulae.model.blobs import DELETED_BASE_PREFIX, VERSION_PREFIX, BlobRecord, Lease
-from tabulae.storage.blobs import BlobState
+from tabulae.model.errors import ServiceError
+from tabulae.storage.blobs import BASE, BlobState, BlobWrite, stored_version
 
 CLOCK_FILE_ENV = "TABULAE_TEST_CLOCK_FILE"
 _DAY = 86_400.0
@@ -77,6 +80,28 @@ def remaining_days(record: BlobRecord, now: float) -> int:
         datetime.fromtimestamp(record.deleted_time or 0.0, UTC), record.retention_days
     )
     return deletion.remaining_days(datetime.fromtimestamp(now, UTC))
+
+
+def permanent(allowed: bool, snapshot: str) -> None:
+    """The checks of Delete Blob with ``deletetype=permanent`` before any record is read: the
+    account must allow it, and the request must name a snapshot or a version ("Delete Blob",
+    Permanent delete: each is 409 Conflict). The error codes are assumed; the reference names
+    only the status."""
+    if not allowed:
+        raise ServiceError("PermanentDeleteNotEnabled")
+    if snapshot == BASE:
+        raise ServiceError("PermanentDeleteNeedsSnapshotOrVersion")
+
+
+def purge_now(state: BlobState, snapshot: str) -> BlobWrite:
+    """Remove the soft-deleted ``snapshot`` (or version) of ``state`` (needs ``others``) for
+    good: 404 BlobNotFound when there is no such record, 409 when it is not soft-deleted."""
+    for record in state.others or ():
+        if record.snapshot == snapshot:
+            if record.deleted_time is None:
+                raise ServiceError("BlobSnapshotNotSoftDeleted")
+            return BlobWrite(purge=[stored_version(snapshot)])
+    raise ServiceError("BlobNotFound")
 
 
 def is_deleted_base(snapshot: str) -> bool:

@@ -84,6 +84,17 @@ def stamp(write: BlobWrite, state: BlobState, on: bool, keep: tuple[float, int] 
     return write
 
 
+def is_current(state: BlobState, snapshot: str) -> bool:
+    """Whether ``snapshot`` names the blob's current version."""
+    base = state.base
+    return (
+        base is not None
+        and base.committed
+        and base.version_id is not None
+        and (VERSION_PREFIX + base.version_id == snapshot)
+    )
+
+
 def current_only(state: BlobState, snapshot: str) -> BlobRecord:
     """The base blob when ``snapshot`` names its current version; else 404 BlobNotFound."""
     base = state.base

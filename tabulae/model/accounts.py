@@ -1,6 +1,7 @@
 """An account's features that Azure keeps in its management plane, not in the data-plane REST API:
-blob versioning, the change feed, container soft delete, last access time tracking, and the
-hierarchical namespace (Data Lake Storage Gen2).
+blob versioning, the change feed, container soft delete, last access time tracking, permanent
+delete of soft-deleted snapshots and versions, and the hierarchical namespace (Data Lake Storage
+Gen2).
 
 In Azure they are properties of the storage account resource, set with the resource manager
 (``az storage account blob-service-properties update``, the portal, ARM templates). Tabulae has no
@@ -29,6 +30,9 @@ class AccountFeatures:
     blob_change_feed: bool = False
     container_soft_delete: int = 0  # days deleted containers are kept; 0: off
     last_access_tracking: bool = False
+    # ``deleteRetentionPolicy.allowPermanentDelete``: Delete Blob with ``deletetype=permanent``
+    # may remove a soft-deleted snapshot or version for good.
+    blob_permanent_delete: bool = False
     hns: bool = False  # a hierarchical namespace: containers are Data Lake file systems
 
 

@@ -190,6 +190,15 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     ),
     "InvalidOperation": (400, "Invalid operation against a blob snapshot."),
     "SnapshotsPresent": (409, "This operation is not permitted because the blob has snapshots."),
+    "PermanentDeleteNotEnabled": (
+        409,
+        "Permanent delete is not enabled for this account (deleteRetentionPolicy.allowPermanentDelete).",
+    ),
+    "PermanentDeleteNeedsSnapshotOrVersion": (
+        409,
+        "Permanent delete applies only to a soft-deleted snapshot or version (snapshot or versionid).",
+    ),
+    "BlobSnapshotNotSoftDeleted": (409, "The specified snapshot or version is not soft-deleted."),
     "BlobImmutableDueToPolicy": (
         409,
         "This operation is not permitted as the blob is immutable due to a policy.",

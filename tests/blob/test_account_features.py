@@ -30,6 +30,7 @@ FLAT = {
     "blob-change-feed": False,
     "container-soft-delete": 3,
     "last-access-tracking": False,
+    "blob-permanent-delete": False,
     "hns": False,
 }
 
@@ -99,6 +100,7 @@ def test_flags_apply_to_every_account_and_hns_to_the_one_named(featured: ServerP
         "blob-change-feed\tfalse",
         "container-soft-delete\t3",
         "last-access-tracking\tfalse",
+        "blob-permanent-delete\tfalse",
         "hns\tfalse",
     ]
     # Every port serves it (the Blob port too, for a server without a Table service).

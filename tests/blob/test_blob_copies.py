@@ -25,6 +25,7 @@ from azure.storage.blob import (
     BlobServiceClient,
     ContainerClient,
     ContentSettings,
+    StandardBlobTier,
     generate_blob_sas,
 )
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
@@ -311,6 +312,43 @@ def test_copy_blob_from_remote_is_pending_then_done(container: ContainerClient, 
     assert props.metadata == {"origin": "remote"}  # type: ignore[attr-defined]
     assert props.content_settings.content_type == "application/x-test"  # type: ignore[attr-defined]
     assert target.download_blob().readall() == content(size)
+
+
+def test_pending_copy_keeps_its_tags_and_tier(container: ContainerClient, remote: RemoteSource) -> None:
+    """x-ms-tags and x-ms-access-tier of a Copy Blob from outside are the finished copy's."""
+    target = container.get_blob_client("tiered")
+    copy = target.start_copy_from_url(
+        remote.url("/data/90000?pieces=3&pause=0.3"),
+        tags={"stage": "raw", "n": "1"},
+        standard_blob_tier=StandardBlobTier.COOL,
+    )
+    assert copy["copy_status"] == "pending"
+    props = wait_for_copy(target)
+    assert props.copy.status == "success"  # type: ignore[attr-defined]
+    assert props.blob_tier == "Cool" and not props.blob_tier_inferred  # type: ignore[attr-defined]
+    assert props.tag_count == 2  # type: ignore[attr-defined]
+    assert target.get_blob_tags() == {"stage": "raw", "n": "1"}
+    assert target.download_blob().readall() == content(90_000)
+    found = list(container.find_blobs_by_tags("\"stage\" = 'raw'"))
+    assert [blob.name for blob in found] == ["tiered"]
+
+
+def test_copy_from_url_sync_keeps_its_tier(container: ContainerClient) -> None:
+    source = source_blob(container, b"tiered copy")
+    target = container.get_blob_client("sync-cold")
+    target.start_copy_from_url(sas_url(source), requires_sync=True, standard_blob_tier=StandardBlobTier.COLD)
+    props = target.get_blob_properties()
+    assert props.blob_tier == "Cold" and not props.blob_tier_inferred
+    assert target.download_blob().readall() == b"tiered copy"
+
+
+def test_put_blob_from_remote_url_keeps_tags(container: ContainerClient, remote: RemoteSource) -> None:
+    target = container.get_blob_client("remote-tags")
+    target.upload_blob_from_url(
+        remote.url("/data/5000"), tags={"from": "url"}, standard_blob_tier=StandardBlobTier.COOL
+    )
+    assert target.get_blob_tags() == {"from": "url"}
+    assert target.get_blob_properties().blob_tier == "Cool"
 
 
 def test_abort_pending_copy(container: ContainerClient, remote: RemoteSource) -> None:

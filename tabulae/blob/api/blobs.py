@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tabulae.blob.api import formats, immutability
-from tabulae.blob.api.call import Call, version_or_snapshot
+from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import includes, lease_request, lease_response, max_results, xml
 from tabulae.blob.api.headers import (
     ContentOverrides,
@@ -21,8 +21,9 @@ from tabulae.blob.api.headers import (
     etag_headers,
     http_seconds,
     overrides_from,
+    version_or_snapshot,
 )
-from tabulae.blob.api.operations import invalid_parameter, unsupported_parameter
+from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.api.tags import header_tags
 from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
@@ -44,6 +45,9 @@ _LIST_INCLUDES = frozenset(
 )  # fmt: skip
 _ENCRYPTED: Headers = [(b"x-ms-request-server-encrypted", b"true")]
 TIER_ON_GET_VERSION = "2026-10-06"  # Get Blob answers with the tier headers too from this version
+
+
+DELETE_TYPE_VERSION = "2017-07-29"  # x-ms-delete-type-permanent on Delete Blob's answer
 
 
 def _snapshot(call: Call) -> str:
@@ -371,22 +375,36 @@ async def set_blob_metadata(call: Call) -> Response:
 
 
 async def delete_blob(call: Call) -> Response:
+    """Delete Blob: 202 with ``x-ms-delete-type-permanent`` (from version 2017-07-29), whether
+    the blob is gone for good or soft-deleted; ``deletetype=permanent`` (the only value) removes
+    a soft-deleted snapshot or version for good instead."""
     headers = call.request.headers
-    if "deletetype" in call.request.query:
-        raise unsupported_parameter("deletetype", call.request.query["deletetype"])
+    delete_type = call.request.query.get("deletetype")
+    if delete_type is not None and delete_type.lower() != "permanent":
+        raise invalid_parameter("deletetype", delete_type)
+    permanent = delete_type is not None
     option = headers.get("x-ms-delete-snapshots")
     if option is not None and option not in ("include", "only"):
         raise bad_header("x-ms-delete-snapshots", option)
     if call.grant is not None:
-        call.grant.check_delete("versionid" in call.request.query)
-    tier_since = (
-        http_seconds(headers.get("x-ms-access-tier-if-modified-since")),
-        http_seconds(headers.get("x-ms-access-tier-if-unmodified-since")),
-    )
-    await call.service.delete_blob(
-        call.key, _snapshot(call), option, conditions(headers), call.lease_id, tier_since=tier_since
-    )
-    return Response(202)
+        call.grant.check_delete("versionid" in call.request.query, permanent)
+    snapshot = _snapshot(call)
+    if permanent:
+        if option is not None and snapshot != BASE:
+            raise invalid_parameter("snapshot", call.request.query.get("snapshot", ""))
+        await call.service.permanent_delete(call.key, snapshot, conditions(headers))
+        gone = True
+    else:
+        tier_since = (
+            http_seconds(headers.get("x-ms-access-tier-if-modified-since")),
+            http_seconds(headers.get("x-ms-access-tier-if-unmodified-since")),
+        )
+        gone = await call.service.delete_blob(
+            call.key, snapshot, option, conditions(headers), call.lease_id, tier_since=tier_since
+        )
+    if call.version < DELETE_TYPE_VERSION:
+        return Response(202)
+    return Response(202, [(b"x-ms-delete-type-permanent", b"true" if gone else b"false")])
 
 
 async def snapshot_blob(call: Call) -> Response:

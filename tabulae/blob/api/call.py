@@ -7,14 +7,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from tabulae.blob import versioning
 from tabulae.blob.api.headers import bad_header
-from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.api.routing import Route
 from tabulae.blob.api.sas import BlobGrant
 from tabulae.blob.rules.checksums import decode_digest
 from tabulae.blob.rules.leases import parse_lease_id
-from tabulae.blob.service import BlobService, Upload, parse_snapshot
+from tabulae.blob.service import BlobService, Upload
 from tabulae.http.exchange import read_body
 from tabulae.http.frontend import Call as FrontendCall
 from tabulae.http.options import FrontendOptions
@@ -77,13 +75,3 @@ class Call(FrontendCall[BlobService, Route]):
 async def _empty() -> AsyncIterator[bytes]:
     return
     yield b""  # an async generator that yields nothing
-
-
-def version_or_snapshot(query: dict[str, str]) -> str:
-    """The snapshot or version (``versionid``) a request names, as the service names them."""
-    version = query.get("versionid")
-    if version is None:
-        return parse_snapshot(query.get("snapshot"))
-    if "snapshot" in query:  # assumed: one request names one of them
-        raise invalid_parameter("versionid", version)
-    return versioning.key_of(version)

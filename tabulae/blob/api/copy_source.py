@@ -25,9 +25,8 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from tabulae.auth.flow import authenticate
 from tabulae.auth.sas import SasToken, stored_policies
-from tabulae.blob.api.blobs import version_or_snapshot
 from tabulae.blob.api.call import Call
-from tabulae.blob.api.headers import bad_header, conditions
+from tabulae.blob.api.headers import bad_header, conditions, version_or_snapshot
 from tabulae.blob.api.routing import Kind, Operation, resolve
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
 from tabulae.blob.rules.conditions import Conditions

@@ -7,9 +7,9 @@ the same service writes as an upload's body (the destination's conditions, lease
 are the upload's), so a copy is never half applied. Copy Blob from this server's own store
 stays instant: the store shares the source's extents rather than copying bytes.
 
-Tags (``x-ms-tags``, ``x-ms-copy-tags``) and tiers (``x-ms-access-tier``) on these operations
-are refused by :mod:`.operations` until those features land; then they pass to the same service
-calls the ordinary uploads use, at the points marked ``tags/tier:`` (or ``tags:``) below.
+Tags (``x-ms-tags``, or the source's with ``x-ms-copy-source-tag-option: COPY``) and tiers
+(``x-ms-access-tier``) on these operations pass to the same service calls the ordinary uploads
+use; a pending copy carries them from its start, so the finished copy has them.
 """
 
 from __future__ import annotations
@@ -117,15 +117,16 @@ async def put_blob_from_url(call: Call) -> Response:
         else:
             properties = _merged_properties(headers, replace(read.properties, content_md5=None))
         upload = Upload(read.chunks, read.length, _source_md5(headers), _source_crc64(headers))
-        # tags: x-ms-tags goes to put_blob as an upload's does.
+        tags = copy_source_tags(headers.get("x-ms-copy-source-tag-option"), header_tags(headers), read.tags)
         record, sums = await call.service.put_blob(
             call.key, BLOCK_BLOB, upload, properties, request_metadata(call.request), conditions(headers),
-            call.lease_id, tier=requested_tier(call),
+            call.lease_id, tier=requested_tier(call), tags=tags,
         )  # fmt: skip
     finally:
         if fetched is not None:
             await fetched.close()
-    return Response(201, etag_headers(record.ticks) + _checksum_headers(sums, md5=True) + _ENCRYPTED)
+    headers_out = etag_headers(record.ticks) + _checksum_headers(sums, md5=True) + version_header(record)
+    return Response(201, headers_out + _ENCRYPTED)
 
 
 async def put_block_from_url(call: Call) -> Response:
@@ -258,17 +259,16 @@ async def copy_blob(call: Call) -> Response:
     fetched, read = await open_remote(call, source, None, MAX_BLOCK_BLOB)
     try:
         blob_type = APPEND_BLOB if read.blob_type == APPEND_BLOB else BLOCK_BLOB
-        # tags/tier: x-ms-tags, x-ms-access-tier, x-ms-rehydrate-priority go to start_pending_copy.
         record = await call.service.start_pending_copy(
             call.key, blob_type, read.properties, given if given else read.metadata, conditions(headers),
-            call.lease_id, recorded(url), read.length,
+            call.lease_id, recorded(url), read.length, tags=header_tags(headers), tier=requested_tier(call),
         )  # fmt: skip
     except BaseException:
         await fetched.close()
         raise
     assert record.copy is not None
     background_copy.start(call.service, call.key, record.copy.copy_id, fetched, read.chunks, read.length)
-    return Response(202, etag_headers(record.ticks) + _copy_headers(record.copy))
+    return Response(202, etag_headers(record.ticks) + _copy_headers(record.copy) + version_header(record))
 
 
 async def _copy_from_url(call: Call) -> Response:
@@ -292,13 +292,13 @@ async def _copy_from_url(call: Call) -> Response:
         tags = copy_source_tags(headers.get("x-ms-copy-source-tag-option"), header_tags(headers), read.tags)
         record, sums = await call.service.copy_from_upload(
             call.key, upload, properties, given if given else read.metadata, conditions(headers),
-            call.lease_id, copy, tags=tags,
+            call.lease_id, copy, tags=tags, tier=requested_tier(call),
         )  # fmt: skip
     finally:
         if fetched is not None:
             await fetched.close()
     assert record.copy is not None and sums.md5 is not None and sums.crc64 is not None
-    response_headers = etag_headers(record.ticks) + _copy_headers(record.copy)
+    response_headers = etag_headers(record.ticks) + _copy_headers(record.copy) + version_header(record)
     response_headers.extend(_checksum_headers(sums, md5=upload.md5 is not None))
     return Response(202, response_headers + _ENCRYPTED)
 

@@ -7,10 +7,13 @@ import re
 from dataclasses import dataclass
 
 from tabulae.auth.shared_key import parse_rfc1123
+from tabulae.blob import versioning
 from tabulae.blob.api.formats import LeaseView, epoch_date, http_date
+from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.rules.conditions import Conditions, etag_of
 from tabulae.blob.rules.tags import parse_filter
 from tabulae.blob.rules.tiers import TierView, header_pairs
+from tabulae.blob.service import parse_snapshot
 from tabulae.http.messages import Headers
 from tabulae.http.metadata import metadata_headers
 from tabulae.model.blobs import VERSION_PREFIX, BlobRecord, ContentProperties
@@ -212,3 +215,13 @@ def version_headers(record: BlobRecord) -> Headers:
 
 def etag_headers(ticks: int) -> Headers:
     return [(b"etag", f'"{etag_of(ticks)}"'.encode()), (b"last-modified", http_date(ticks).encode())]
+
+
+def version_or_snapshot(query: dict[str, str]) -> str:
+    """The snapshot or version (``versionid``) a request names, as the service names them."""
+    version = query.get("versionid")
+    if version is None:
+        return parse_snapshot(query.get("snapshot"))
+    if "snapshot" in query:  # assumed: one request names one of them
+        raise invalid_parameter("versionid", version)
+    return versioning.key_of(version)

@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 
 from tabulae.auth.shared_key import parse_rfc1123
 from tabulae.blob import protection
-from tabulae.blob.api.call import Call, version_or_snapshot
+from tabulae.blob.api.call import Call
 from tabulae.blob.api.formats import epoch_date
-from tabulae.blob.api.headers import bad_header, http_seconds
+from tabulae.blob.api.headers import bad_header, http_seconds, version_or_snapshot
 from tabulae.blob.rules.immutability import LOCKED, UNLOCKED
 from tabulae.http.messages import Headers, Response
 from tabulae.model.blobs import BlobRecord

@@ -58,7 +58,7 @@ _BLOB_PERMISSIONS: dict[Op, _Requirement] = {
     Op.PUT_PAGE_FROM_URL: ("w",),
     Op.ABORT_COPY: ("w",),
     Op.LEASE_BLOB: ("wd",),
-    Op.DELETE_BLOB: ("dx",),  # d for a blob or snapshot, x for a version: see check_delete
+    Op.DELETE_BLOB: ("dxy",),  # d, x for a version, y to delete for good: see check_delete
     Op.SET_BLOB_TAGS: ("t",),
     Op.GET_BLOB_TAGS: ("t",),
     Op.SET_BLOB_TIER: ("w",),
@@ -156,9 +156,11 @@ class BlobGrant:
             if not self.permissions.intersection(group):
                 raise ServiceError("AuthorizationPermissionMismatch")
 
-    def check_delete(self, version: bool) -> None:
-        """Delete Blob needs ``x`` (delete version) for a version and ``d`` for anything else."""
-        if ("x" if version else "d") not in self.permissions:
+    def check_delete(self, version: bool, permanent: bool = False) -> None:
+        """Delete Blob needs ``y`` (permanent delete) with ``deletetype=permanent``, else ``x``
+        (delete version) for a version and ``d`` for anything else."""
+        needed = "y" if permanent else "x" if version else "d"
+        if needed not in self.permissions:
             raise ServiceError("AuthorizationPermissionMismatch")
 
     @property

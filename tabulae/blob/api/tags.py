@@ -11,12 +11,11 @@ from dataclasses import replace
 
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import max_results, xml
-from tabulae.blob.api.headers import conditions
+from tabulae.blob.api.headers import conditions, version_or_snapshot
 from tabulae.blob.api.tag_formats import parse_tags_document, render_found_blobs, render_tags_document
 from tabulae.blob.rules.checksums import Checksums, decode_digest
 from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.tags import parse_tags_header
-from tabulae.blob.service import parse_snapshot
 from tabulae.http.messages import Response
 from tabulae.model.errors import ServiceError
 
@@ -45,13 +44,13 @@ async def set_blob_tags(call: Call) -> Response:
         sums.update(body)
         sums.verify(md5, crc64)
     tags = parse_tags_document(body)
-    snapshot = parse_snapshot(call.request.query.get("snapshot"))
+    snapshot = version_or_snapshot(call.request.query)
     await call.service.set_blob_tags(call.key, snapshot, tags, tag_conditions(headers), call.lease_id)
     return Response(204)
 
 
 async def get_blob_tags(call: Call) -> Response:
-    snapshot = parse_snapshot(call.request.query.get("snapshot"))
+    snapshot = version_or_snapshot(call.request.query)
     tags = await call.service.get_blob_tags(
         call.key, snapshot, tag_conditions(call.request.headers), call.lease_id
     )
