@@ -18,6 +18,7 @@ import psycopg
 import pytest
 from psycopg import errors as pg_errors
 
+from tabulae.model.blobs import BlobKey
 from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.factory import is_postgres_url, open_stores
@@ -434,3 +435,42 @@ def test_statements_prepared_through_libpq_survive_psycopg_deallocating_them(nam
             await stores.close()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("name", database_backends())
+def test_every_connection_may_be_kept_and_an_upload_still_gets_one(name: str) -> None:
+    """Connections are kept between operations up to the pool's size. An upload holds its
+    connection across the awaits of its body; it takes it through the database like every other
+    operation, so it uses one kept by earlier reads rather than waiting on an empty pool (it
+    waited until the pool's timeout when it took its own from the pool)."""
+    url = database_url(name)
+    asyncio.run(init_schema(url, citus=name == "citus"))
+    account, table = f"acct{uuid.uuid4().hex[:16]}", "Kept"
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"x" * 1000
+
+    async def main() -> None:
+        stores = await PostgresStores.open(url, max_size=2)
+        stores.database.pool.timeout = 5  # a connection that never comes fails in seconds
+        tables = stores.tables
+        try:
+            await tables.create_table(account, table)
+            await tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "r", {})])
+            taken = [await stores.database.take() for _ in range(2)]  # both of the pool's
+            for conn in taken:
+                await stores.database.give_back(conn)
+            assert len(stores.database._kept) == 2  # both kept: the pool has none left
+            assert await tables.get_entity(account, table, "p", "r") is not None
+            staged = await stores.blobs.stage(BlobKey(account, "box", "b"), chunks(), None)
+            try:
+                assert staged.extent.length == 1000
+                assert await tables.get_entity(account, table, "p", "r") is not None  # beside the upload
+            finally:
+                await stores.blobs.discard(staged)
+            assert len(stores.database._kept) == 2
+        finally:
+            await stores.close()
+
+    asyncio.run(main())
+

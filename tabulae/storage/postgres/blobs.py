@@ -39,8 +39,6 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import psycopg
-
 from tabulae.model.errors import ServiceError
 from tabulae.storage.blobplan import containers
 from tabulae.storage.blobplan.garbage import collect
@@ -56,7 +54,7 @@ from tabulae.storage.blobs import (
     extent_offsets,
 )
 from tabulae.storage.plan import Plan, Sql
-from tabulae.storage.postgres.engine import PostgresDatabase, Schema, database_error
+from tabulae.storage.postgres.engine import PostgresDatabase, Schema
 
 if TYPE_CHECKING:
     from tabulae.storage.postgres.engine import Connection
@@ -288,10 +286,7 @@ class PostgresBlobs(PlannedBlobs):
     async def stage(self, key: BlobKey, chunks: AsyncIterable[bytes], digest: Digest | None) -> Staged:
         dkey = dkey_of(key)
         ref = uuid.uuid4()
-        try:
-            conn = await self._db.pool.getconn()
-        except psycopg.Error as exc:
-            raise database_error(exc) from exc
+        conn = await self._db.take()
         try:
             await conn.execute("BEGIN")
             piece = bytearray()
@@ -332,7 +327,7 @@ class PostgresBlobs(PlannedBlobs):
         try:
             await conn.execute("COMMIT" if commit else "ROLLBACK")
         finally:
-            await self._db.pool.putconn(conn)
+            await self._db.give_back(conn)
 
     async def discard(self, staged: Staged) -> None:
         assert isinstance(staged, PgStaged)

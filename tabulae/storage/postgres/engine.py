@@ -252,12 +252,14 @@ class PostgresDatabase:
         self.volume = Volume(None)  # the database's disk: full from its "disk full" error for a while
         # Connections kept between operations instead of going back to the pool: the pool's
         # checkout (its lock, checks, statistics, the connection's own commit on leaving its
-        # block) costs more CPU than a point read's statement. At most half the pool is kept
-        # (the rest stays for those who take connections from the pool themselves, such as
-        # uploads), and each goes back every RETURN_EVERY uses, so its lifetime rules still apply.
+        # block) costs more CPU than a point read's statement. Every connection may be kept, since
+        # every user takes its connections here (uploads through :meth:`take`), and each goes
+        # back every RETURN_EVERY uses, so the pool's lifetime rules still apply. While someone
+        # waits on the pool for one, connections go back there instead, or they would wait on.
         self._kept: list[Connection] = []
-        self._keep = pool.max_size // 2
+        self._keep = pool.max_size
         self._uses = 0
+        self._waiting = 0  # operations waiting on the pool for a connection
 
     @classmethod
     async def open(cls, url: str, *, min_size: int = 1, max_size: int = 16) -> PostgresDatabase:
@@ -284,6 +286,7 @@ class PostgresDatabase:
         self._uses += 1
         if (
             len(self._kept) < self._keep
+            and not self._waiting
             and self._uses % RETURN_EVERY
             and conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
             and not self.pool.closed
@@ -291,6 +294,29 @@ class PostgresDatabase:
             self._kept.append(conn)
         else:
             await self.pool.putconn(conn)
+
+    async def take(self) -> Connection:
+        """A connection for a caller that holds it across awaits of its own (an upload's open
+        transaction), to hand back with :meth:`give_back`. Taken here rather than from the pool,
+        so that connections kept between operations never leave such a caller waiting for one."""
+        try:
+            return await self._get()
+        except psycopg.Error as exc:
+            raise database_error(exc) from exc
+
+    async def _get(self) -> Connection:
+        """A kept connection, else one from the pool."""
+        if self._kept:
+            return self._kept.pop()
+        self._waiting += 1
+        try:
+            return await self.pool.getconn()
+        finally:
+            self._waiting -= 1
+
+    async def give_back(self, conn: Connection) -> None:
+        """Return a connection from :meth:`take`, its transaction ended (else the pool ends it)."""
+        await self._release(conn)
 
     async def account_document(self, table: str, account: str) -> bytes | None:
         """A per-account document (service properties): ``table`` has ``account`` and ``properties``."""
@@ -340,7 +366,7 @@ class PostgresDatabase:
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
-                conn = self._kept.pop() if self._kept else await self.pool.getconn()
+                conn = self._kept.pop() if self._kept else await self._get()
                 try:
                     return await fn(conn)
                 finally:
