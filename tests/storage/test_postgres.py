@@ -18,6 +18,7 @@ import psycopg
 import pytest
 from psycopg import errors as pg_errors
 
+from tabulae.model import edm
 from tabulae.model.blobs import BlobKey
 from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
@@ -474,3 +475,59 @@ def test_every_connection_may_be_kept_and_an_upload_still_gets_one(name: str) ->
 
     asyncio.run(main())
 
+
+@pytest.mark.parametrize("name", database_backends())
+def test_point_deletes_sent_in_one_round_trip_keep_the_rules(name: str) -> None:
+    """A point delete goes out without reading first (the table's check and a ``DELETE``
+    conditional on the ETag, in one transaction). It still answers as the rules say: a missing
+    entity is ResourceNotFound, another version's ETag (or an ETag this service never gives)
+    UpdateConditionNotSatisfied, leaving the entity; with a cached id gone stale it deletes
+    from the table of that name or answers ResourceNotFound / TableNotFound."""
+    url = database_url(name)
+    asyncio.run(init_schema(url, citus=name == "citus"))
+    account, table = f"acct{uuid.uuid4().hex[:16]}", "Deletes"
+
+    def delete(rk: str, if_match: str | None = "*") -> list[Mutation]:
+        return [Mutation(MutationKind.DELETE, "p", rk, None, if_match)]
+
+    async def main() -> None:
+        one, two = await PostgresStores.open(url, max_size=2), await PostgresStores.open(url, max_size=2)
+        try:
+            await one.tables.create_table(account, table)
+            [a, b] = await two.tables.apply(  # two caches the id
+                account, table, [Mutation(MutationKind.INSERT, "p", rk, {}) for rk in ("a", "b")]
+            )
+            assert a is not None and b is not None
+            etag, other = edm.etag_of_ticks(a.ticks), edm.etag_of_ticks(b.ticks + 1)
+            assert await two.tables.apply(account, table, delete("a", etag)) == [None]
+            assert await two.tables.get_entity(account, table, "p", "a") is None
+            for rk, if_match, code in (
+                ("a", "*", "ResourceNotFound"),
+                ("a", None, "ResourceNotFound"),
+                ("b", other, "UpdateConditionNotSatisfied"),
+                ("b", edm.etag_of_ticks(b.ticks).replace("%3A", ":"), "UpdateConditionNotSatisfied"),
+            ):
+                with pytest.raises(ServiceError) as refused:
+                    await two.tables.apply(account, table, delete(rk, if_match))
+                assert refused.value.code == code
+            assert await two.tables.get_entity(account, table, "p", "b") is not None
+            assert await two.tables.apply(account, table, delete("b", None)) == [None]
+
+            await one.tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "c", {})])
+            await one.tables.delete_table(account, table)
+            await one.tables.create_table(account, table)  # two's id is stale now
+            with pytest.raises(ServiceError) as refused:
+                await two.tables.apply(account, table, delete("c"))
+            assert refused.value.code == "ResourceNotFound"
+            await one.tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "d", {})])
+            assert await two.tables.apply(account, table, delete("d")) == [None]
+            assert await one.tables.get_entity(account, table, "p", "d") is None
+            await one.tables.delete_table(account, table)
+            with pytest.raises(ServiceError) as refused:
+                await two.tables.apply(account, table, delete("d"))
+            assert refused.value.code == "TableNotFound"
+        finally:
+            await one.close()
+            await two.close()
+
+    asyncio.run(main())
