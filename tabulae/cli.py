@@ -153,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     for form in azurite_cli.FORMS:  # parsed by azurite_cli (see main); listed here for --help
         commands.add_parser(form, add_help=False, help=f"run with Azurite's {form} command line")
     database = commands.add_parser(
-        "db", help="manage a PostgreSQL store", description="Manage a PostgreSQL (or Citus) store."
+        "db", help="manage a store", description="Manage a PostgreSQL (or Citus) store, or a SQLite one."
     )
     db_commands = database.add_subparsers(dest="db_command", required=True)
     init = db_commands.add_parser(
@@ -164,6 +164,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     init.add_argument("--store", default=os.environ.get(STORE_ENV), metavar="URL", help="postgresql://… URL")
     init.add_argument("--citus", action="store_true", help="distribute the schema with Citus")
+    vacuum = db_commands.add_parser(
+        "vacuum",
+        help="rewrite a SQLite store so that deletes give space back to the volume",
+        description="Rewrite the SQLite store of --data-dir with auto_vacuum = INCREMENTAL (stores "
+        "made by older versions keep freed space for themselves), compacting it. Needs free space of "
+        "about twice the store; run it with the server stopped (a running one's writes wait for it).",
+    )
+    vacuum.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="the store to rewrite")
     backup = commands.add_parser(
         "backup",
         help="take a consistent online backup of a data directory",
@@ -186,6 +194,24 @@ def run_db_init(args: argparse.Namespace) -> None:
         raise Failure("StoreNotReady", str(exc)) from None
     for step in done:
         print(step)
+
+
+def run_db_vacuum(args: argparse.Namespace) -> None:
+    import sqlite3
+
+    from tabulae.storage.factory import vacuum_sqlite
+
+    if not (args.data_dir / "tabulae.db").exists():
+        raise Failure("StoreNotFound", f"no store in {args.data_dir}")
+    try:
+        before, after, seconds = vacuum_sqlite(args.data_dir)
+    except sqlite3.Error as exc:
+        raise Failure("VacuumFailed", f"the store was left as it was: {exc}") from None
+    mib = 1024 * 1024
+    print(
+        f"rewrote {args.data_dir / 'tabulae.db'} in {seconds:.1f} s: {before // mib} MiB, now "
+        f"{after // mib} MiB; deletes give space back to the volume"
+    )
 
 
 def run_backup(args: argparse.Namespace) -> None:
@@ -367,7 +393,7 @@ def run(argv: list[str] | None = None) -> int:
         serve(args)
         return 0
     if args.command == "db":
-        run_db_init(args)
+        (run_db_vacuum if args.db_command == "vacuum" else run_db_init)(args)
         return 0
     if args.command == "backup":
         run_backup(args)

@@ -38,8 +38,8 @@ from tabulae.admission.queue_guard import GuardedQueueService
 from tabulae.admission.throttle import Targets, Throttle
 from tabulae.blob.api import background_copy
 from tabulae.blob.api.account_admin import ACCOUNT_ADMIN_PATH, AccountAdmin
-from tabulae.blob.api.app import BlobApp
 from tabulae.blob.features import AccountFeatureBook
+from tabulae.blob.feed import FeedPublisher
 from tabulae.blob.rules.tiers import TierPolicy
 from tabulae.blob.service import BlobService
 from tabulae.config import DEV_ACCOUNT, DEV_KEY, SETTINGS_ENV, Settings
@@ -50,6 +50,7 @@ from tabulae.console.pages import ConsolePage
 from tabulae.console.queues import QueuesPage
 from tabulae.console.render import CONSOLE_PATH
 from tabulae.console.tables import TablesPage
+from tabulae.dfs.app import DataLakeApp
 from tabulae.http.addressing import path_style_only
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.listeners import listen, per_worker
@@ -79,6 +80,8 @@ from tabulae.table.api.metrics import MetricsEndpoint
 PROMETHEUS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 GARBAGE_INTERVAL_SECONDS = 120.0  # how often each worker collects unreferenced blob content
 FULL_GARBAGE_INTERVAL_SECONDS = 2.0  # and how often while the data volume is full
+PURGE_INTERVAL_SECONDS = 60.0  # how often each worker purges soft-deleted blobs past retention
+LOW_GARBAGE_INTERVAL_SECONDS = 4.0  # and while it is low on space (below --disk-warn)
 # After the shutdown timeout: time for handlers to unwind, then for a worker to close its stores.
 SHUTDOWN_MARGIN_SECONDS = 2.0
 log = logging.getLogger("tabulae")
@@ -181,6 +184,7 @@ def console(
         prefill=prefill,
         hosts=hosts,
         state_dir=settings.console_dir or None,
+        volume=volume,
     )
 
 
@@ -254,9 +258,12 @@ def build_gateway(settings: Settings) -> Gateway:
                 features=settings.features_of,
             )
             features = blob_service.features
-            by_port[ports["blob"]] = BlobApp(blob_service, options, gate, containers)
+            by_port[ports["blob"]] = DataLakeApp(blob_service, options, gate, containers)
             blobs = BlobsPage(blob_service, gate, containers)
             tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs, stores.volume)))
+            tasks.append(asyncio.get_running_loop().create_task(purge_deleted(blob_service)))
+            publisher = FeedPublisher(stores.blobs, time.time)  # the change feed (blob/feed.py)
+            tasks.append(asyncio.get_running_loop().create_task(publisher.run()))
         tasks.append(asyncio.get_running_loop().create_task(watch_volume(stores)))
         extras: dict[str, AsgiApp] = {}
         if table is not None:
@@ -365,7 +372,7 @@ def insight_warnings(server: ServerInsight) -> Any:
 async def collect_garbage(store: BlobStore, volume: Volume) -> None:
     """Collect unreferenced blob content now (a crash may have left some) and then every few
     minutes, in every worker; the store makes concurrent collections safe. While the volume is
-    full, every few seconds: deleted content is what gives the room back."""
+    full or low, every few seconds: deleted content is what gives the room back."""
     while True:
         try:
             await store.collect_garbage()
@@ -377,7 +384,7 @@ async def collect_garbage(store: BlobStore, volume: Volume) -> None:
         while waited < GARBAGE_INTERVAL_SECONDS:
             await asyncio.sleep(FULL_GARBAGE_INTERVAL_SECONDS)
             waited += FULL_GARBAGE_INTERVAL_SECONDS
-            if volume.full:
+            if volume.full or (volume.low and waited >= LOW_GARBAGE_INTERVAL_SECONDS):
                 break
 
 
@@ -403,6 +410,19 @@ async def watch_volume(stores: Stores) -> None:
         except Exception:  # never fatal: looked at again in a second
             log.exception("watching the data volume failed")
         await asyncio.sleep(CHECK_SECONDS)
+
+
+async def purge_deleted(service: BlobService) -> None:
+    """Remove soft-deleted blobs, snapshots and versions whose retention ran out, every minute
+    (``TABULAE_TEST_PURGE_SECONDS`` shortens that for tests), in every worker; their bytes then
+    go with the garbage."""
+    interval = float(os.environ.get("TABULAE_TEST_PURGE_SECONDS") or PURGE_INTERVAL_SECONDS)
+    while True:
+        try:
+            await service.purge_deleted()
+        except Exception:  # never fatal: the next round tries again
+            log.exception("purge of soft-deleted blobs failed")
+        await asyncio.sleep(interval)
 
 
 def create_app() -> Gateway:

@@ -41,6 +41,11 @@ class ServerProcess:
     backend: str = "sqlite"  # which store of tests/backends.py the flags name
 
     @property
+    def log_path(self) -> Path:
+        """Where the server's standard error goes: beside (not inside) its data directory."""
+        return self.data_dir.parent / f"{self.data_dir.name}.server.log"
+
+    @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}/{DEV_ACCOUNT}"
 
@@ -68,13 +73,17 @@ class ServerProcess:
         ]  # fmt: skip
         env = dict(os.environ) if self.env is None else self.env
         # A session of its own, so that stop() can end the worker processes with their parent.
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True
-        )
+        # The server's log goes to a file beside its data, never to a pipe nobody drains: a server
+        # that logs more than a pipe holds would block in its write and look like a hang.
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=log, env=env, start_new_session=True
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                err = self.process.stderr.read().decode() if self.process.stderr else ""
+                err = self.log_path.read_text(errors="replace")[-4000:]
                 raise RuntimeError(f"tabulae serve exited with {self.process.returncode}: {err}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
@@ -100,8 +109,6 @@ class ServerProcess:
                 self.process.wait()
         _kill_group(group)  # no worker outlives its server, whatever happened to the parent
         code = self.process.returncode
-        if self.process.stderr:
-            self.process.stderr.close()
         self.process = None
         return code
 

@@ -16,7 +16,7 @@ A Clear Page leaves a tombstone only while the blob has snapshots (the only time
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterable, Sequence
+from collections.abc import AsyncIterable, Callable, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -119,6 +119,8 @@ class PageBlobs:
         metadata: dict[str, str],
         conditions: Conditions,
         lease_id: str | None,
+        tags: dict[str, str] | None = None,
+        protect: Callable[[BlobRecord], BlobRecord] | None = None,
     ) -> BlobRecord:
         """Put Blob of a page blob: an empty blob of ``size`` bytes (every page unwritten),
         replacing whatever blob had the name, as Put Blob does."""
@@ -140,7 +142,10 @@ class PageBlobs:
                 metadata=metadata,
                 lease=leases.after_write(base.lease, now) if base is not None else Lease(),
                 sequence_number=sequence_number,
+                tags=tags or {},
             )
+            if protect is not None:
+                record = protect(record)
             write = BlobWrite(result=record, base=record, content=[], drop_staged=True)
             if state.base is not None:
                 write.pages = PageEdit(0, EVERY_PAGE)
@@ -213,7 +218,7 @@ class PageBlobs:
     def _check_write(state: BlobState, request: PageWrite, now: float, end: int) -> BlobRecord:
         base = _page_blob(state)
         leases.check_blob_access(base.lease, now, request.lease_id, write=True)
-        check(request.conditions, base.ticks, read=False)
+        check(request.conditions, base.ticks, read=False, tags=base.tags)
         check_sequence(request.sequence, base.sequence_number)
         if end > base.size:
             raise ServiceError("InvalidPageRange")
@@ -240,7 +245,7 @@ class PageBlobs:
         def decide(state: BlobState) -> BlobWrite:
             base = _page_blob(state)
             leases.check_blob_access(base.lease, now, lease_id, write=True)
-            check(conditions, base.ticks, read=False)
+            check(conditions, base.ticks, read=False, tags=base.tags)
             record = replace(
                 base,
                 ticks=state.ticks,
@@ -289,7 +294,7 @@ class PageBlobs:
             raise ServiceError("InvalidBlobType")
         if snapshot == BASE:
             leases.check_blob_access(record.lease, self._clock(), lease_id, write=False)
-        check(conditions, record.ticks, read=True)
+        check(conditions, record.ticks, read=True, tags=record.tags)
         high = min(high, record.size)
         pages = page_map(spans)
         items: list[PageRange]
@@ -342,7 +347,7 @@ class PageBlobs:
                 leases.check_blob_access(base.lease, now, lease_id, write=True)
             elif lease_id is not None:
                 raise ServiceError("LeaseNotPresentWithBlobOperation")
-            check(conditions, base.ticks if base else None, read=False)
+            check(conditions, base.ticks if base else None, read=False, tags=base.tags if base else None)
             name = snapshot_time(state.ticks)
             copy = CopyState(
                 str(uuid.uuid4()), source_url, f"{origin.size}/{origin.size}", state.ticks,

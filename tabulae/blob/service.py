@@ -16,16 +16,22 @@ import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import cast
 
+from tabulae.blob import softdeletion, versioning
 from tabulae.blob.features import AccountFeatureBook
-from tabulae.blob.rules import blocks, copies, leases, tiers
+from tabulae.blob.protection import GuardedStore
+from tabulae.blob.rules import blocks, copies, leases, softdelete, tiers
 from tabulae.blob.rules import properties as service_properties
+from tabulae.blob.rules import tags as tag_rules
 from tabulae.blob.rules.checksums import Checksums
 from tabulae.blob.rules.conditions import NONE, Conditions, check, check_dates_only, not_met
 from tabulae.blob.rules.limits import MAX_COMMITTED_BLOCKS
 from tabulae.blob.rules.names import LOGS_CONTAINER, SYSTEM_CONTAINERS, check_blob_name, check_container_name
 from tabulae.blob.rules.pages import PageMap, Segment
 from tabulae.blob.rules.properties import BlobServiceProperties
+from tabulae.blob.rules.softdelete import DeletedContainer
 from tabulae.blob.rules.tiers import TierPolicy, TierView
 from tabulae.model import edm
 from tabulae.model.accounts import OFF, AccountFeatures
@@ -46,9 +52,11 @@ from tabulae.storage.blobs import (
     CopyState,
     Extent,
     FileRange,
+    FoundBlob,
     Lease,
     Needs,
     Staged,
+    TagQuery,
     next_ticks,
     prefix_end,
     stored_version,
@@ -146,6 +154,25 @@ def decode_marker(marker: str) -> tuple[str, str]:
     return name, version
 
 
+def encode_found_marker(container: str, name: str) -> str:
+    """Find Blobs by Tags' marker: the last blob returned (a container name has no newline)."""
+    return base64.urlsafe_b64encode(f"{container}\n{name}".encode("utf-8", "surrogatepass")).decode()
+
+
+def decode_found_marker(marker: str) -> tuple[str, str]:
+    try:
+        text = base64.b64decode(marker.encode("ascii"), altchars=b"-_", validate=True).decode()
+        container, newline, name = text.partition("\n")
+        if not newline:
+            raise ValueError("not a marker")
+    except (binascii.Error, ValueError, UnicodeError):
+        raise ServiceError(
+            "InvalidQueryParameterValue",
+            fields=(("QueryParameterName", "marker"), ("QueryParameterValue", marker)),
+        ) from None
+    return container, name
+
+
 def _require_base(state: BlobState, *, committed: bool = True) -> BlobRecord:
     base = state.base
     if base is None or (committed and not base.committed):
@@ -163,13 +190,41 @@ class BlobService:
         tiering: TierPolicy | None = None,
         features: Callable[[str], AccountFeatures] = lambda account: OFF,
     ) -> None:
-        self.store = store
         self._clock = clock
         self.tiering = tiering or TierPolicy()
         # Each account's features: the settings' (``features``) with run-time changes laid over.
         self.features = AccountFeatureBook(store, features)
+        # Every blob write passes the immutability guard and keeps its change feed event.
+        self.store: BlobStore = cast(BlobStore, GuardedStore(store, clock, self.features.get))
         self._default_view = TierView(self.tiering.default_tier, True, None, None, None)
         self._with_logs: set[str] = set()  # accounts whose $logs container is known to exist
+        self._retention_clock = softdeletion.retention_clock(clock)
+        self._retention: dict[str, tuple[float, int | None]] = {}  # account: (read at, days)
+
+    async def _kept_days(self, account: str) -> int | None:
+        """The account's blob soft delete retention in days (None: off), read at most once a
+        second per worker, like the account's features."""
+        now = time.monotonic()
+        cached = self._retention.get(account)
+        if cached is not None and now - cached[0] < 1.0:
+            return cached[1]
+        policy = (await self.get_service_properties(account)).delete_retention
+        days = policy.days if policy.enabled and policy.days else None
+        self._retention[account] = (now, days)
+        return days
+
+    async def _keep(self, account: str) -> tuple[float, int] | None:
+        """(now, days) of blob soft delete for a write that may keep what it replaces."""
+        days = await self._kept_days(account)
+        return None if days is None else (self._retention_clock(), days)
+
+    async def _versioning(self, account: str) -> bool:
+        """Whether the account keeps versions (its ``blob_versioning`` feature)."""
+        return (await self.features.get(account)).blob_versioning
+
+    def clock(self) -> float:
+        """Now, in epoch seconds, by the service's clock (injectable in tests)."""
+        return self._clock()
 
     # ------------------------------------------------------------------ tiers
 
@@ -200,25 +255,35 @@ class BlobService:
             tiers.check_change_time(record.tier_changed, created, *since)
 
     async def set_blob_tier(
-        self, key: BlobKey, snapshot: str, tier: str, priority: str, lease_id: str | None
+        self,
+        key: BlobKey,
+        snapshot: str,
+        tier: str,
+        priority: str,
+        lease_id: str | None,
+        conditions: Conditions = NONE,
     ) -> int:
         """Set Blob Tier on the blob or one of its snapshots: 200, or 202 when it starts (or
         re-prioritises) a rehydration. The ETag and Last-Modified stay as they are."""
         now = self._clock()
 
         def decide(state: BlobState) -> BlobWrite:
+            by_id = snapshot != BASE and state.target is None and versioning.is_version(snapshot)
             if snapshot == BASE:
                 target = _require_base(state)
                 leases.check_blob_access(target.lease, now, lease_id, write=True)
+            elif by_id:
+                target = versioning.current_only(state, snapshot)
             elif state.target is None:
                 raise ServiceError("BlobNotFound")
             else:
                 target = state.target
+            check(conditions, target.ticks, read=False, tags=target.tags)
             tiers.check_blob_type(target.blob_type)
             current = tiers.state_of(target, self.tiering.default_tier)
             changed, status = tiers.set_tier(current, tier, now, priority, self.tiering.delay)
             record = tiers.with_state(target, changed)
-            if snapshot == BASE:
+            if snapshot == BASE or by_id:
                 return BlobWrite(result=status, base=record)
             return BlobWrite(result=status, snapshot_record=record)
 
@@ -239,7 +304,7 @@ class BlobService:
             if base.blob_type != APPEND_BLOB:
                 raise ServiceError("InvalidBlobType")
             leases.check_blob_access(base.lease, now, lease_id, write=True)
-            check(conditions, base.ticks, read=False)
+            check(conditions, base.ticks, read=False, tags=base.tags)
             if append_position is not None and base.size != append_position:
                 raise not_met(412, "AppendPositionConditionNotMet")
             record = replace(base, sealed=True, ticks=state.ticks, lease=leases.after_write(base.lease, now))
@@ -255,6 +320,7 @@ class BlobService:
 
     async def set_service_properties(self, account: str, properties: BlobServiceProperties) -> None:
         await self.store.set_service_properties(account, service_properties.encode(properties))
+        self._retention.pop(account, None)
 
     # ------------------------------------------------------------------ containers
 
@@ -267,11 +333,40 @@ class BlobService:
             await self._ensure_logs(account)
         extra = 0 if system else len(SYSTEM_CONTAINERS)  # room for those left out, so pages stay full
         found = await self.store.list_containers(account, prefix, marker or None, limit + 1 + extra)
+        # Soft-deleted containers are named after every live one: none is listed here.
+        found = [record for record in found if not record.name.startswith(softdeletion.HIDDEN)]
         if not system:
             found = [record for record in found if record.name not in SYSTEM_CONTAINERS]
         if len(found) > limit:
             return found[:limit], found[limit].name
         return found, None
+
+    async def deleted_containers(self, account: str, prefix: str) -> list[tuple[DeletedContainer, int]]:
+        """The account's soft-deleted containers whose names start with ``prefix``, still in
+        retention, with their remaining days (List Containers ``include=deleted``)."""
+        now = datetime.fromtimestamp(self._retention_clock(), UTC)
+        hidden = await self.store.list_containers(account, softdeletion.HIDDEN + prefix, None, MAX_RESULTS)
+        found = []
+        for record in hidden:
+            deleted = softdeletion.parse_hidden(record.name)
+            if deleted is not None and not deleted.deletion.purged(now):
+                found.append((deleted, deleted.deletion.remaining_days(now)))
+        return found
+
+    async def restore_container(
+        self, account: str, name: str, deleted_name: str | None, version: str | None
+    ) -> None:
+        """Restore Container: the deleted container named and versioned by the headers comes
+        back under its name (:func:`tabulae.blob.rules.softdelete.restore_container`)."""
+        now = datetime.fromtimestamp(self._retention_clock(), UTC)
+        candidates = [d for d, _ in await self.deleted_containers(account, name)]
+        live = await self.store.get_container(account, name) is not None
+        chosen = softdelete.restore_container(name, deleted_name, version, candidates, live, now)
+        hidden = (
+            f"{softdeletion.HIDDEN}{chosen.name}{softdeletion.HIDDEN}{chosen.version}{softdeletion.HIDDEN}"
+        )
+        hidden += str(chosen.deletion.days)
+        await self.store.rename_container(account, hidden, name, lambda record: None)
 
     async def _ensure_logs(self, account: str) -> None:
         """Azure makes ``$logs`` with the account; here it is made when first asked for."""
@@ -341,6 +436,11 @@ class BlobService:
             leases.check_container_access(record.lease, now, lease_id, required=True)
             check_dates_only(conditions, record.ticks)
 
+        days = (await self.features.get(account)).container_soft_delete
+        if days and name not in SYSTEM_CONTAINERS:  # kept, renamed aside, until its retention ends
+            hidden = softdeletion.hidden_container(name, self._retention_clock(), days)
+            await self.store.rename_container(account, name, hidden, check_delete)
+            return
         await self.store.delete_container(account, name, check_delete)
 
     async def lease_container(
@@ -369,6 +469,10 @@ class BlobService:
     ) -> tuple[BlobRecord, list[Extent] | None]:
         """A blob version (and its extents, to stream) after its read conditions and lease."""
         found = await self.store.get_blob(key, snapshot, content=content)
+        if found is None and versioning.is_version(snapshot):
+            found = await self.store.get_blob(key, BASE, content=content)  # the current version?
+            if found is not None and versioning.version_id(found[0]) != snapshot[1:]:
+                found = None
         if found is None:
             if await self.store.get_container(key.account, key.container) is None:
                 raise ServiceError("ContainerNotFound")
@@ -383,7 +487,7 @@ class BlobService:
             leases.check_blob_access(record.lease, self._clock(), lease_id, write=False)
             if record.copy is not None and record.copy.status == copies.PENDING:
                 record = await self.settle_stale_copy(key, record)
-        check(conditions, record.ticks, read=True)
+        check(conditions, record.ticks, read=True, tags=record.tags)
         if content:
             self._check_online(record, self._clock())
         return record, extents
@@ -417,17 +521,22 @@ class BlobService:
             return self._read_pages(key, extents.pages, start, end)
         return self.store.stream(key, extents, start, end)
 
+    def remaining_days(self, record: BlobRecord) -> int:
+        """``RemainingRetentionDays`` of a soft-deleted record now."""
+        return softdeletion.remaining_days(record, self._retention_clock())
+
     def lease_state(self, lease: Lease) -> tuple[str, str, str | None]:
         """(status, state, duration) of a lease now, for headers and listings."""
         return leases.describe(lease, self._clock())
 
     async def get_block_list(
-        self, key: BlobKey, snapshot: str, lease_id: str | None
+        self, key: BlobKey, snapshot: str, lease_id: str | None, conditions: Conditions = NONE
     ) -> tuple[BlobRecord, list[Extent], list[Extent]]:
         if snapshot != BASE:
             found = await self.store.get_blob(key, snapshot, content=True)
             if found is None:
                 raise ServiceError("BlobNotFound")
+            check(conditions, found[0].ticks, read=False, tags=found[0].tags)
             return found[0], found[1] or [], []
         base, committed, staged = await self.store.list_blocks(key)
         if base is None:
@@ -436,6 +545,7 @@ class BlobService:
             raise ServiceError("InvalidBlobType")
         if base.committed:
             leases.check_blob_access(base.lease, self._clock(), lease_id, write=False)
+        check(conditions, base.ticks, read=False, tags=base.tags)
         return base, committed, staged
 
     async def list_blobs(
@@ -449,6 +559,8 @@ class BlobService:
         limit: int,
         snapshots: bool,
         uncommitted: bool,
+        versions: bool = False,
+        deleted: bool = False,
     ) -> BlobPage:
         """One page: records and prefixes in name order, ``limit`` of them at most, and the marker
         of the first item not on the page (so a page that ends on a prefix resumes after it)."""
@@ -458,6 +570,7 @@ class BlobService:
                 fields=(("QueryParameterName", "include"), ("QueryParameterValue", "snapshots")),
             )
         start = decode_marker(marker) if marker else None
+        now = self._retention_clock() if deleted else 0.0
         items: list[BlobRecord | str] = []
         first_keys: list[tuple[str, str]] = []  # where each item begins, for the next marker
         while len(items) <= limit:
@@ -469,11 +582,15 @@ class BlobService:
                 limit=min(MAX_RESULTS, limit + 1 - len(items)),
                 snapshots=snapshots,
                 uncommitted=uncommitted,
+                versions=versions,
+                deleted=deleted,
             )
             group: str | None = None
             for record in listing.records:
                 if group is not None and record.name.startswith(group):
                     continue  # the rest of a prefix already listed
+                if record.deleted_time is not None and softdeletion.expired(record, now):
+                    continue  # its retention ran out: gone, though not purged yet
                 version = stored_version(record.snapshot)
                 group = None
                 if delimiter:
@@ -534,13 +651,17 @@ class BlobService:
         metadata: dict[str, str],
         conditions: Conditions,
         lease_id: str | None,
+        tags: dict[str, str] | None = None,
         tier: str | None = None,
+        protect: Callable[[BlobRecord], BlobRecord] | None = None,
     ) -> tuple[BlobRecord, Checksums]:
         check_blob_name(key.name)
         if tier is not None:
             tiers.check_blob_type(blob_type)
         now = self._clock()
         checksums = Checksums(md5=True, crc64=True)
+        versioned = await self._versioning(key.account)
+        keep = await self._keep(key.account)
 
         def check_state(state: BlobState) -> None:
             base = state.base if state.base is not None and state.base.committed else None
@@ -563,11 +684,15 @@ class BlobService:
                 metadata=metadata,
                 lease=leases.after_write(base.lease, now) if base is not None else Lease(),
                 block_count=0,
+                tags=tags or {},
             )
             if blob_type == BLOCK_BLOB:
                 record = self._new_tier(record, tier, now)
+            if protect is not None:  # x-ms-immutability-policy-* and x-ms-legal-hold
+                record = protect(record)
             content = [staged.extent] if staged.extent.length else []
-            return BlobWrite(result=record, base=record, content=content, drop_staged=True)
+            write = BlobWrite(result=record, base=record, content=content, drop_staged=True)
+            return versioning.stamp(write, state, versioned, keep)
 
         record = await self._write_upload(key, upload, checksums, decide, check_state)
         assert isinstance(record, BlobRecord)
@@ -615,10 +740,14 @@ class BlobService:
         metadata: dict[str, str],
         conditions: Conditions,
         lease_id: str | None,
+        tags: dict[str, str] | None = None,
         tier: str | None = None,
+        protect: Callable[[BlobRecord], BlobRecord] | None = None,
     ) -> BlobRecord:
         check_blob_name(key.name)
         now = self._clock()
+        versioned = await self._versioning(key.account)
+        keep = await self._keep(key.account)
 
         def decide(state: BlobState) -> BlobWrite:
             base = state.base
@@ -638,9 +767,13 @@ class BlobService:
                 metadata=metadata,
                 lease=leases.after_write(committed.lease, now) if committed is not None else Lease(),
                 block_count=len(content),
+                tags=tags or {},
             )
             record = self._new_tier(record, tier, now)
-            return BlobWrite(result=record, base=record, content=content, drop_staged=True)
+            if protect is not None:
+                record = protect(record)
+            write = BlobWrite(result=record, base=record, content=content, drop_staged=True)
+            return versioning.stamp(write, state, versioned, keep)
 
         record: BlobRecord = await self.store.write_blob(key, decide, needs=Needs(content=True, staged=True))
         return record
@@ -664,7 +797,7 @@ class BlobService:
             if base.sealed:
                 raise ServiceError("BlobIsSealed")
             leases.check_blob_access(base.lease, now, lease_id, write=True)
-            check(conditions, base.ticks, read=False)
+            check(conditions, base.ticks, read=False, tags=base.tags)
             if max_size is not None and base.size + upload.length > max_size:
                 raise not_met(412, "MaxBlobSizeConditionNotMet")
             if append_position is not None and base.size != append_position:
@@ -696,15 +829,19 @@ class BlobService:
         conditions: Conditions,
         lease_id: str | None,
         change: Callable[[BlobRecord, int], BlobRecord],
+        *,
+        new_version: bool = False,
     ) -> BlobRecord:
         now = self._clock()
+        versioned = new_version and await self._versioning(key.account)
 
         def decide(state: BlobState) -> BlobWrite:
             base = _require_base(state)
             leases.check_blob_access(base.lease, now, lease_id, write=True)
-            check(conditions, base.ticks, read=False)
+            check(conditions, base.ticks, read=False, tags=base.tags)
             record = change(replace(base, lease=leases.after_write(base.lease, now)), state.ticks)
-            return BlobWrite(result=record, base=record)
+            write = BlobWrite(result=record, base=record)
+            return versioning.stamp(write, state, versioned) if new_version else write
 
         record: BlobRecord = await self.store.write_blob(key, decide)
         return record
@@ -731,6 +868,7 @@ class BlobService:
             conditions,
             lease_id,
             lambda r, ticks: replace(self._online(r), metadata=metadata, ticks=ticks),
+            new_version=True,
         )
 
     def _online(self, record: BlobRecord) -> BlobRecord:
@@ -748,6 +886,8 @@ class BlobService:
     ) -> None:
         """``tier_since`` is (access tier modified since, unmodified since), epoch seconds."""
         now = self._clock()
+        versioned = await self._versioning(key.account)
+        keep = await self._keep(key.account)
         if snapshot != BASE:
             if delete_snapshots is not None:
                 raise ServiceError(
@@ -756,10 +896,18 @@ class BlobService:
                 )
 
             def delete_one(state: BlobState) -> BlobWrite:
+                if state.target is None and versioning.is_version(snapshot):
+                    # The current version named by its id: the blob goes, its versions stay.
+                    current = versioning.current_only(state, snapshot)
+                    leases.check_blob_access(current.lease, now, lease_id, write=True)
+                    check(conditions, current.ticks, read=False)
+                    return BlobWrite(delete_base=True)
                 if state.target is None:
                     raise ServiceError("BlobNotFound")
-                check(conditions, state.target.ticks, read=False)
+                check(conditions, state.target.ticks, read=False, tags=state.target.tags)
                 self._check_tier_since(state.target, tier_since)
+                if keep is not None:
+                    return BlobWrite(rewrite=[softdeletion.soft(state.target, *keep)])
                 return BlobWrite(delete_snapshot=snapshot)
 
             await self.store.write_blob(key, delete_one, needs=Needs(snapshot=snapshot))
@@ -768,26 +916,79 @@ class BlobService:
         def decide(state: BlobState) -> BlobWrite:
             base = _require_base(state)
             leases.check_blob_access(base.lease, now, lease_id, write=True)
-            check(conditions, base.ticks, read=False)
+            check(conditions, base.ticks, read=False, tags=base.tags)
             self._check_tier_since(base, tier_since)
+            if keep is not None:
+                snapshots = [softdeletion.soft(s, *keep) for s in softdeletion.live_snapshots(state)]
+                if delete_snapshots == "only":
+                    return BlobWrite(rewrite=snapshots)
+                if snapshots and delete_snapshots != "include":
+                    raise ServiceError("SnapshotsPresent")
+                write = BlobWrite(rewrite=snapshots, delete_base=True)
+                if versioned:
+                    return versioning.stamp(write, state, versioned)
+                aside = replace(base, snapshot=softdeletion.deleted_base_name(state.ticks))
+                write.snapshot = softdeletion.soft(aside, *keep)
+                return write
             if delete_snapshots == "only":
                 return BlobWrite(delete_snapshots=True)
             if state.snapshots and delete_snapshots != "include":
                 raise ServiceError("SnapshotsPresent")
-            return BlobWrite(delete_snapshots=True, delete_base=True)
+            return versioning.stamp(BlobWrite(delete_snapshots=True, delete_base=True), state, versioned)
 
-        await self.store.write_blob(key, decide, needs=Needs(snapshots=True))
+        needs = Needs(others=True) if keep is not None else Needs(snapshots=True)
+        await self.store.write_blob(key, decide, needs=needs)
+
+    async def undelete_blob(self, key: BlobKey) -> None:
+        """Undelete Blob: the blob's soft-deleted snapshots, versions and base come back (see
+        :mod:`tabulae.blob.softdeletion`); 404 BlobNotFound when the blob has nothing at all."""
+        now = self._retention_clock()
+
+        def decide(state: BlobState) -> BlobWrite:
+            live = [r for r in state.others or () if not softdeletion.expired(r, now)]
+            if state.base is None and not live:
+                raise ServiceError("BlobNotFound")
+            in_place, moves = softdeletion.undelete(state, now)
+            return BlobWrite(rewrite=in_place, moves=moves)
+
+        await self.store.write_blob(key, decide, needs=Needs(others=True))
+
+    async def purge_deleted(self, batch: int = 500) -> int:
+        """Remove for good every soft-deleted record whose retention has run out; how many. Each
+        is checked again in the transaction that removes it (it may have been undeleted)."""
+        now = self._retention_clock()
+        purged = 0
+        after: tuple[int, str, str] | None = None
+        while True:
+            found = await self.store.deleted_records(after, batch)
+            for _position, key, record in found:
+                if softdeletion.expired(record, now):
+                    purged += await self.store.write_blob(
+                        key, _purge(record.snapshot, now), needs=Needs(others=True)
+                    )
+            if len(found) < batch:
+                break
+            after = found[-1][0]
+        moment = datetime.fromtimestamp(now, UTC)
+        for account, name in await self.store.containers_from(softdeletion.HIDDEN):
+            deleted = softdeletion.parse_hidden(name)
+            if deleted is not None and deleted.deletion.purged(moment):
+                with contextlib.suppress(ServiceError):  # restored or purged meanwhile
+                    await self.store.delete_container(account, name, lambda record: None)
+                    purged += 1
+        return purged
 
     async def snapshot_blob(
         self, key: BlobKey, metadata: dict[str, str] | None, conditions: Conditions, lease_id: str | None
     ) -> tuple[BlobRecord, str]:
         now = self._clock()
+        versioned = await self._versioning(key.account)
 
         def decide(state: BlobState) -> BlobWrite:
             base = _require_base(state)
             if lease_id is not None:
                 leases.check_blob_access(base.lease, now, lease_id, write=False)
-            check(conditions, base.ticks, read=False)
+            check(conditions, base.ticks, read=False, tags=base.tags)
             self._check_online(base, now)
             name = snapshot_time(state.ticks)
             frozen = replace(
@@ -796,7 +997,14 @@ class BlobService:
                 lease=Lease(),
                 metadata=base.metadata if metadata is None else metadata,
             )
-            return BlobWrite(result=(base, name), snapshot=frozen)
+            if not versioned:
+                return BlobWrite(result=(base, name), snapshot=frozen)
+            current = replace(base)  # the same blob under a new version id
+            write = versioning.stamp(
+                BlobWrite(result=(current, name), snapshot=frozen, base=current), state, True
+            )
+            frozen.version_id = None  # a snapshot is no version
+            return write
 
         result: tuple[BlobRecord, str] = await self.store.write_blob(key, decide)
         return result
@@ -806,7 +1014,7 @@ class BlobService:
 
         def decide(state: BlobState) -> BlobWrite:
             base = _require_base(state)
-            check(conditions, base.ticks, read=False)
+            check(conditions, base.ticks, read=False, tags=base.tags)
             lease, seconds = _lease_action(base.lease, now, request)
             return BlobWrite(result=LeaseOutcome(base.ticks, lease, seconds), base=replace(base, lease=lease))
 
@@ -823,9 +1031,11 @@ class BlobService:
         conditions: Conditions,
         source_conditions: Conditions,
         lease_id: str | None,
+        tags: dict[str, str] | None = None,
         tier: str | None = None,
         priority: str = tiers.STANDARD,
         seal: bool | None = None,
+        protect: Callable[[BlobRecord], BlobRecord] | None = None,
     ) -> BlobRecord:
         """Copy Blob within the account, completed before the answer (``x-ms-copy-status: success``).
 
@@ -835,15 +1045,28 @@ class BlobService:
         ``seal`` says otherwise (``x-ms-seal-blob``)."""
         check_blob_name(dest.name)
         now = self._clock()
+        versioned = await self._versioning(dest.account)
+        keep = await self._keep(dest.account)
+        if (
+            versioning.is_version(source_snapshot)
+            and await self.store.get_blob(source, source_snapshot) is None
+        ):
+            found = await self.store.get_blob(source, BASE)  # the current version, named by its id?
+            if found is not None and versioning.version_id(found[0]) == source_snapshot[1:]:
+                source_snapshot = BASE
 
         def decide(state: BlobState) -> BlobWrite:
             origin = state.source
             if origin is None:
                 raise ServiceError("CannotVerifyCopySource", "The specified blob does not exist.")
             try:
-                check(source_conditions, origin.ticks, read=False)
+                check(replace(source_conditions, if_tags=None), origin.ticks, read=False)
             except ServiceError:
                 raise not_met(412, "SourceConditionNotMet") from None
+            if source_conditions.if_tags is not None:  # unmet: ConditionNotMet, as Azure answers
+                check(
+                    Conditions(if_tags=source_conditions.if_tags), origin.ticks, read=False, tags=origin.tags
+                )
             base = state.base if state.base is not None and state.base.committed else None
             if base is not None:
                 copies.check_no_pending(base.copy, state.ticks)
@@ -852,7 +1075,7 @@ class BlobService:
                 leases.check_blob_access(base.lease, now, lease_id, write=True)
             elif lease_id is not None:
                 raise ServiceError("LeaseNotPresentWithBlobOperation")
-            check(conditions, base.ticks if base else None, read=False)
+            check(conditions, base.ticks if base else None, read=False, tags=base.tags if base else None)
             if tier is not None:
                 tiers.check_blob_type(origin.blob_type)
             archived = origin.blob_type == BLOCK_BLOB and (
@@ -873,6 +1096,7 @@ class BlobService:
                 lease=leases.after_write(base.lease, now) if base is not None else Lease(),
                 copy=copy,
                 block_count=origin.block_count,
+                tags=tags or {},
                 sealed=origin.sealed if seal is None else seal and origin.blob_type == APPEND_BLOB,
             )
             if archived and tier in tiers.ONLINE:
@@ -882,13 +1106,15 @@ class BlobService:
                 record = tiers.with_state(record, pending)
             elif origin.blob_type == BLOCK_BLOB:
                 record = self._new_tier(record, tier, now)
+            if protect is not None:
+                record = protect(record)
             write = BlobWrite(
                 result=record, base=record, content=state.source_content or [], drop_staged=True
             )
             if origin.blob_type == PAGE_BLOB:  # the copy shares (or, on another shard, copies) the pages
                 record.sequence_number = origin.sequence_number
                 write.pages = PageEdit(0, EVERY_PAGE, state.source_pages or [])
-            return write
+            return versioning.stamp(write, state, versioned, keep)
 
         record: BlobRecord = await self.store.copy_blob(source, source_snapshot, dest, decide)
         return record
@@ -904,6 +1130,7 @@ class BlobService:
         conditions: Conditions,
         lease_id: str | None,
         copy: CopyState,
+        tags: dict[str, str] | None = None,
     ) -> tuple[BlobRecord, Checksums]:
         """Copy Blob From URL: the source's bytes (``upload``) become a block blob that records
         the copy, completed before the answer; a write as Put Blob's, with its conditions."""
@@ -932,6 +1159,7 @@ class BlobService:
                 metadata=metadata,
                 lease=leases.after_write(base.lease, now) if base is not None else Lease(),
                 copy=copies.finished(replace(copy, completed=state.ticks), staged.extent.length, state.ticks),
+                tags=tags or {},
             )
             content = [staged.extent] if staged.extent.length else []
             return BlobWrite(result=record, base=record, content=content, drop_staged=True)
@@ -1085,6 +1313,85 @@ class BlobService:
 
         await self._pending_write(key, copy_id, change)
 
+    # ------------------------------------------------------------------ index tags
+
+    async def set_blob_tags(
+        self, key: BlobKey, snapshot: str, tags: dict[str, str], conditions: Conditions, lease_id: str | None
+    ) -> None:
+        """Replace a blob's (or a snapshot's) index tags. The blob's ETag and Last-Modified stay
+        as they are: tags are not part of what they describe ("Set Blob Tags")."""
+        now = self._clock()
+        if snapshot != BASE:
+
+            def on_snapshot(state: BlobState) -> BlobWrite:
+                target = state.target
+                if target is None:
+                    raise ServiceError("BlobNotFound")
+                check(conditions, target.ticks, read=False, tags=target.tags)
+                return BlobWrite(snapshot_record=replace(target, tags=tags))
+
+            await self.store.write_blob(key, on_snapshot, needs=Needs(snapshot=snapshot))
+            return
+
+        def decide(state: BlobState) -> BlobWrite:
+            base = _require_base(state)
+            leases.check_blob_access(base.lease, now, lease_id, write=True)
+            check(conditions, base.ticks, read=False, tags=base.tags)
+            return BlobWrite(base=replace(base, tags=tags, lease=leases.after_write(base.lease, now)))
+
+        await self.store.write_blob(key, decide)
+
+    async def get_blob_tags(
+        self, key: BlobKey, snapshot: str, conditions: Conditions, lease_id: str | None
+    ) -> dict[str, str]:
+        """A blob's (or a snapshot's) index tags. Its conditions are on the blob, not a cached
+        representation, so an unmet one is 412 as on a write, never 304."""
+        found = await self.store.get_blob(key, snapshot)
+        if found is None:
+            if await self.store.get_container(key.account, key.container) is None:
+                raise ServiceError("ContainerNotFound")
+            raise ServiceError("BlobNotFound")
+        record = found[0]
+        if snapshot == BASE:
+            leases.check_blob_access(record.lease, self._clock(), lease_id, write=False)
+        check(conditions, record.ticks, read=False, tags=record.tags)
+        return record.tags
+
+    async def find_blobs_by_tags(
+        self, account: str, container: str | None, where: str, marker: str | None, limit: int
+    ) -> tuple[list[FoundBlob], str | None]:
+        """One page of Find Blobs by Tags (of one container when ``container`` is given): blobs in
+        (container, name) order with the tags the expression names, and the next page's marker."""
+        node = tag_rules.parse_filter(where, allow_container=container is None)
+        comparisons = tag_rules.comparisons(node)
+        scopes = {c.value for c in comparisons if c.key == tag_rules.CONTAINER}
+        terms = tuple((c.key, c.operator, c.value) for c in comparisons if c.key != tag_rules.CONTAINER)
+        if not terms:
+            raise ServiceError(
+                "InvalidQueryParameterValue",
+                "Error parsing query: the expression must have a condition on a tag",
+                fields=(("QueryParameterName", "where"), ("QueryParameterValue", where)),
+            )
+        if len(scopes) > 1:
+            return [], None  # two containers at once: nothing is in both
+        after = decode_found_marker(marker) if marker else None
+        query = TagQuery(terms, next(iter(scopes), None))
+        found = await self.store.find_blobs_by_tags(account, container, query, after, limit + 1)
+        if len(found) > limit:
+            last = found[limit - 1]
+            return found[:limit], encode_found_marker(last.container, last.name)
+        return found, None
+
+
+def _purge(snapshot: str, now: float) -> Callable[[BlobState], BlobWrite]:
+    def decide(state: BlobState) -> BlobWrite:
+        for record in state.others or ():
+            if record.snapshot == snapshot and softdeletion.expired(record, now):
+                return BlobWrite(result=1, purge=[stored_version(snapshot)])
+        return BlobWrite(result=0)
+
+    return decide
+
 
 def _check_replace(base: BlobRecord | None, conditions: Conditions, lease_id: str | None, now: float) -> None:
     """The rules of a write that replaces a whole blob (Put Blob, Put Block List): its lease,
@@ -1102,6 +1409,7 @@ def _check_replace(base: BlobRecord | None, conditions: Conditions, lease_id: st
         replace(conditions, if_none_match=None) if create_only else conditions,
         base.ticks if base else None,
         read=False,
+        tags=base.tags if base else None,
     )
 
 

@@ -17,6 +17,11 @@ Every request passes one door (:class:`ConsoleGuard`) before any page sees it:
 4. every response says: no caching, no framing, no sniffing, scripts and styles from this
    server only (``Content-Security-Policy``), and no referrer beyond this origin.
 
+While the data volume is full, a POST that writes is refused up front (503, the API's
+``ServerBusy`` and its message), as the front-ends refuse an API write, before its form (or
+file) is read: it would only use up the room deletes need. The POSTs that free space run: those
+of a handler named ``delete_…``, ``remove_…``, ``clear_…`` or ``drop_…``, and signing in and out.
+
 Pages never open a store: they call the same service objects as the HTTP front-ends, as the
 signed-in account, so admission control (targets, faults) and the insight counters apply to
 the console exactly as to an SDK request made with that account's key.
@@ -26,9 +31,10 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 from collections.abc import Collection, MutableMapping, Sequence
 from importlib.resources import files
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.datastructures import FormData
@@ -41,7 +47,7 @@ from tabulae.console.pages import ConsolePage
 from tabulae.console.render import CONSOLE_PATH, ENV, form_of, html_page, redirect, render
 from tabulae.console.revocations import Revocations
 from tabulae.console.session import COOKIE, Session, Sessions
-from tabulae.model.errors import ServiceError
+from tabulae.model.errors import VOLUME_FULL_MESSAGE, ServiceError
 
 log = logging.getLogger("tabulae.console")
 
@@ -59,9 +65,20 @@ SECURITY_HEADERS = [
 _NO_STORE = [("cache-control", "no-store"), ("x-content-type-options", "nosniff")]
 _STATIC = CONSOLE_PATH + "/static/"
 _OPEN_PATHS = (CONSOLE_PATH + "/signin", _STATIC)
+_NO_STORE_WRITES = (CONSOLE_PATH + "/signin", CONSOLE_PATH + "/signout")
 MAX_FORM_FIELDS = 3000  # an entity has at most 252 properties, 3 fields each
 MAX_UPLOAD_BYTES = 256 * 1024 * 1024  # a file uploaded through the console (larger: use an SDK)
 UPLOAD_SUFFIX = "/upload"
+FREES_SPACE = ("delete_", "remove_", "clear_", "drop_")  # POST handlers that run while the volume is full
+
+
+class Volume(Protocol):
+    """The data volume as the console sees it (``storage.volume.Volume``)."""
+
+    @property
+    def full(self) -> bool: ...
+
+    def still_full(self) -> bool: ...
 
 
 class SignIn:
@@ -139,8 +156,12 @@ class ConsoleGuard:
         max_body: int,
         max_upload: int = MAX_UPLOAD_BYTES,
         hosts: Collection[str] = (),
+        volume: Volume | None = None,
+        frees_space: Sequence[re.Pattern[str]] = (),
     ) -> None:
         self.app = app
+        self.volume = volume
+        self.frees_space = frees_space  # the paths (under the console's) of POSTs that free space
         self.sessions = sessions
         self.nav = nav
         self.max_body = max_body
@@ -194,6 +215,10 @@ class ConsoleGuard:
                 await self._refuse(scope, receive, send_guarded, 403, "Sign in first.")
             return
         form: FormData | None = None
+        if method == "POST" and self._refused_while_full(path):
+            refusal = render(request, "error.html", status=503, code="ServerBusy", detail=VOLUME_FULL_MESSAGE)
+            await refusal(scope, receive, send_guarded)
+            return
         if method == "POST":
             upload = path.endswith(UPLOAD_SUFFIX)
             problem = self._check_post(request, self.max_upload if upload else self.max_body)
@@ -216,6 +241,17 @@ class ConsoleGuard:
         finally:
             if form is not None:
                 await form.close()  # an uploaded file's temporary copy
+
+    def _refused_while_full(self, path: str) -> bool:
+        """A POST that writes, while the volume is full (looked at again, as the front-ends do,
+        so the first write after room came back runs)."""
+        volume = self.volume
+        if volume is None or not volume.full or path in _NO_STORE_WRITES:
+            return False
+        inner = path[len(CONSOLE_PATH) :]
+        if any(pattern.match(inner) for pattern in self.frees_space):
+            return False
+        return volume.still_full()
 
     @staticmethod
     def _check_post(request: Request, max_body: int) -> tuple[int, str] | None:
@@ -250,13 +286,14 @@ def _text(value: Any) -> str | None:
 async def _service_error(request: Request, exc: Exception) -> Response:
     """A service error no page handled: its code and message, with the status Azure gives it."""
     assert isinstance(exc, ServiceError)
-    return render(request, "error.html", status=exc.status, code=exc.code, message=exc.message)
+    # ``detail``, not ``message``: the base template shows a ``message`` as a note that all went well
+    return render(request, "error.html", status=exc.status, code=exc.code, detail=exc.message)
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:
     if getattr(request.state, "session", None) is None:
         return PlainTextResponse("Not found", status_code=404)
-    return render(request, "error.html", status=404, code="NotFound", message="No such console page.")
+    return render(request, "error.html", status=404, code="NotFound", detail="No such console page.")
 
 
 def build_console(
@@ -268,15 +305,22 @@ def build_console(
     prefill: tuple[str, str] | None = None,
     hosts: Collection[str] = (),
     state_dir: str | None = None,
+    volume: Volume | None = None,
 ) -> ConsoleGuard:
     """The console over ``pages`` (in navigation order), behind :class:`ConsoleGuard`; ``hosts``
     are the names it answers at besides loopback ones, ``state_dir`` is where the worker
-    processes share the signed-out sessions (:mod:`.revocations`)."""
+    processes share the signed-out sessions (:mod:`.revocations`), ``volume`` the data volume
+    whose full state refuses writes."""
     sessions = Sessions(secret, accounts, revocations=Revocations(state_dir))
     signin = SignIn(sessions, pages[0].slug if pages else "", prefill)
     routes: list[BaseRoute] = [*signin.routes()]
     for page in pages:
         routes.extend(page.routes())
+    frees_space = [
+        route.path_regex
+        for route in routes
+        if isinstance(route, Route) and "POST" in (route.methods or ()) and route.name.startswith(FREES_SPACE)
+    ]
     static = StaticFiles(directory=str(files("tabulae.console") / "static"))
     routes.append(Mount("/static", app=static, name="static"))
     app = Starlette(
@@ -284,4 +328,4 @@ def build_console(
         exception_handlers={ServiceError: _service_error, 404: _not_found},
     )
     nav = [(page.slug, page.title) for page in pages]
-    return ConsoleGuard(app, sessions, nav, max_body, hosts=hosts)
+    return ConsoleGuard(app, sessions, nav, max_body, hosts=hosts, volume=volume, frees_space=frees_space)

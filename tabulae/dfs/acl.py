@@ -122,7 +122,8 @@ def _parse_entry(text: str, *, with_perms: bool) -> Entry:
     # user:QUALIFIER:perms, group:..., mask::perms, other::perms; removal drops the perms (and
     # ``mask``/``other`` may then stand alone)
     expected = 3 if with_perms else 2
-    if not with_perms and kind in (Kind.MASK, Kind.OTHER) and len(parts) == 1:
+    # (and so may ``default:user`` and ``default:group``: the SDK's live tests remove them so)
+    if not with_perms and len(parts) == 1:
         parts = [parts[0], ""]
     if len(parts) != expected:
         raise bad_acl()

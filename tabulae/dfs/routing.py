@@ -18,7 +18,8 @@ The rules, in order (each one a fact of the Blob API that the DFS API cannot col
    ``recursive``, ``directory``, ``upn``, ``continuation``, ``maxRecords``, ``forceFlag``,
    ``retainUncommittedData``, ``close``, ``flush``, ``paginated``, ``beginFrom``): DFS. Blob's
    continuation parameter is ``marker``, its listing limit ``maxresults``.
-3. ``PATCH`` (the Blob API has no PATCH) and ``POST`` without ``comp`` (Path Lease): DFS.
+3. ``PATCH`` (the Blob API has no PATCH) and ``POST`` without ``comp`` with ``x-ms-lease-action``
+   (Path Lease): DFS. A bare ``POST`` stays the Blob API's 405 ``UnsupportedHttpVerb``.
 4. ``x-ms-rename-source``: DFS (Rename; the SDK always adds ``mode=legacy``, raw callers need not).
 5. ``PUT`` without ``x-ms-blob-type`` carrying a DFS-only header (``x-ms-owner``, ``x-ms-group``,
    ``x-ms-permissions``, ``x-ms-acl``, ``x-ms-umask``, ``x-ms-properties``): DFS, which then asks
@@ -131,7 +132,7 @@ _SAS_PERMISSIONS: dict[DfsOperation, tuple[str, ...]] = {
     DfsOperation.LIST_DELETED_PATHS: ("l",),
     DfsOperation.CREATE_FILE: ("cw",),
     DfsOperation.CREATE_DIRECTORY: ("cw",),
-    DfsOperation.RENAME: ("m",),
+    DfsOperation.RENAME: ("mw",),  # Azure renames with a SAS of rcwd too (the SDK's live tests)
     DfsOperation.APPEND: ("aw",),
     DfsOperation.FLUSH: ("w",),
     DfsOperation.SET_PROPERTIES: ("w",),
@@ -220,7 +221,7 @@ def is_dfs(method: str, query: Mapping[str, str], headers: Mapping[str, str]) ->
     ``restype`` is a DFS one. Cheap on the Blob hot path: a set intersection and a few lookups."""
     if query and not _DFS_QUERY.isdisjoint(query):
         return True
-    if method in ("PATCH", "POST"):
+    if method == "PATCH" or (method == "POST" and "x-ms-lease-action" in headers):
         return True
     if "x-ms-rename-source" in headers:
         return True

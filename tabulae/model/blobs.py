@@ -8,10 +8,18 @@ decides over them and the front-end renders them, so they live here, below all t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tabulae.model.policies import SignedIdentifier
 
 BASE = ""  # the snapshot value of a blob's current version (snapshots carry their timestamp)
+# A previous version of a blob (versioning) is stored, and named in the service, as this prefix and
+# its version id: after every snapshot (their names start with a digit) and before the base (stored
+# as "~"), the current version, so a listing gives snapshots, versions oldest first, then the blob.
+VERSION_PREFIX = "v"
+# A soft-deleted base blob (soft delete without versioning) is moved to this prefix and the time of
+# its deletion, after the base, so a new blob of that name can be written beside it.
+DELETED_BASE_PREFIX = "~d"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +104,22 @@ class BlobRecord:
     tags: dict[str, str] = field(default_factory=dict)  # blob index tags
     sealed: bool = False  # an append blob's
     version_id: str | None = None  # with versioning on: this version's id
+    deleted_time: float | None = None  # soft-deleted (epoch seconds); then ``committed`` is False
+    retention_days: int = 0  # a soft-deleted record's retention, in force when it was deleted
+    immutable_until: float | None = None  # epoch seconds: a time-based retention policy's end
+    immutable_mode: str | None = None  # that policy's mode, "Unlocked" or "Locked"
+    legal_hold: bool = False
+    last_access: float | None = None  # epoch seconds, kept while last access tracking is on
+    # In an account with a hierarchical namespace: owner, owning group, ACL text and sticky bit
+    # ({"o", "g", "a", "s"}); empty for a path that never had them (the defaults apply).
+    posix: dict[str, Any] = field(default_factory=dict)
 
 
 #: BlobRecord fields kept in a record's stored form only when set (all default to a falsy value).
 EXTENSIONS = (
     "sequence_number", "tier", "tier_changed", "rehydrate_to", "rehydrate_priority", "rehydrate_at",
-    "tags", "sealed", "version_id",
+    "tags", "sealed", "version_id", "deleted_time", "retention_days",
+    "immutable_until", "immutable_mode", "legal_hold", "last_access", "posix",
 )  # fmt: skip
 
 

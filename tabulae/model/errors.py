@@ -367,6 +367,17 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "ContentLengthMustBeZero": (400, "The Content-Length request header must be zero."),
     "LeaseNameMismatch": (409, "The lease name specified did not match the existing lease name."),
     "LeaseIsAlreadyBroken": (409, "The lease has already been broken and cannot be broken again."),
+    # a DFS operation of the hierarchical namespace on a flat account (the code from Hadoop's and
+    # Trino's detection of HNS; the message is assumed)
+    "HierarchicalNamespaceNotEnabled": (
+        400,
+        "This operation is only supported on a hierarchical namespace enabled account.",
+    ),
+    "FeatureNotYetSupportedForHierarchicalNamespaceAccounts": (
+        409,
+        "This operation is not permitted as the feature is not yet supported for hierarchical namespace "
+        "enabled accounts.",
+    ),
 }
 
 # Messages Azure uses for particular situations under a general code.

@@ -27,12 +27,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
 from tabulae.model.blobs import BASE as BASE  # the records live in the model, shared with the service
+from tabulae.model.blobs import DELETED_BASE_PREFIX as DELETED_BASE_PREFIX
 from tabulae.model.blobs import EXTENSIONS
+from tabulae.model.blobs import VERSION_PREFIX as VERSION_PREFIX
 from tabulae.model.blobs import BlobKey as BlobKey
 from tabulae.model.blobs import BlobRecord as BlobRecord
 from tabulae.model.blobs import ContainerRecord as ContainerRecord
@@ -44,9 +46,15 @@ from tabulae.model.edm import now_ticks
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import SignedIdentifier
 from tabulae.storage.blob_pages import PageEdit, PageSpan
+from tabulae.storage.namespace import RenameDecide, TreeState
 
 STORED_BASE = "~"  # how engines store BASE: after every timestamp, so snapshots list first
 GARBAGE_GRACE_SECONDS = 300.0  # unreferenced extents stay readable this long for running downloads
+# ... and this long while the data volume is low on space: a download holds the file it is sending
+# open (a deleted file stays readable through its descriptor), so the grace only has to cover the
+# moment between reading a blob's extents and opening a file, and files a long download has yet
+# to reach (those end it early, as a read of content overwritten meanwhile would)
+LOW_GARBAGE_GRACE_SECONDS = 10.0
 MAX_UNCOMMITTED_BLOCKS = 100_000
 
 
@@ -74,6 +82,7 @@ class BlobState:
     source_content: list[Extent] | None = None  # copy_blob: its extents
     pages: list[PageSpan] | None = None  # a page blob's spans in the range ``Needs.pages`` asked for
     source_pages: list[PageSpan] | None = None  # copy_blob from a page blob: all its spans
+    others: list[BlobRecord] | None = None  # every record of the blob but the base, when asked for
 
 
 @dataclass(slots=True)
@@ -84,15 +93,58 @@ class BlobWrite:
     delete_snapshots: bool = False  # with Needs(snapshots=True), so snapshots' page spans are found
     delete_snapshot: str | None = None  # one snapshot, by its timestamp
     snapshot: BlobRecord | None = None  # a new snapshot sharing the base's current extents
+    version: BlobRecord | None = None  # a new previous version, likewise (versioning)
     delete_base: bool = False  # the base blob, its extents and its staged blocks
     base: BlobRecord | None = None  # the base's new record (inserted or replaced)
     content: Sequence[Extent] | None = None  # the base's new extents
     append: Extent | None = None  # one more extent at the end of the base's content
     drop_staged: bool = False
     stage_block: Extent | None = None  # stage a block (replacing one of the same id)
-    snapshot_record: BlobRecord | None = None  # an existing snapshot's new record (Set Blob Tier)
+    snapshot_record: BlobRecord | None = None  # an existing snapshot's new record (Set Blob Tier, Tags)
     pages: PageEdit | None = None  # a page blob's spans to replace (after ``base``)
     snapshot_after: BlobRecord | None = None  # a snapshot of the base as this write leaves it
+    # Soft delete: records (snapshots, versions, deleted bases) rewritten where they are (to
+    # soft-delete or undelete them); records moved from one stored version to another with their
+    # extents (a base soft-deleted aside, or brought back); stored versions deleted for good.
+    rewrite: Sequence[BlobRecord] = ()
+    moves: Sequence[tuple[str, BlobRecord]] = ()  # (stored version it leaves, record where it goes)
+    purge: Sequence[str] = ()
+
+    change: bytes | None = None  # a change feed event, kept in this write's transaction
+    consume: Sequence[PendingChange] = ()  # kept events this write publishes (all, or it fails)
+
+
+@dataclass(frozen=True, slots=True)
+class TagQuery:
+    """Find Blobs by Tags in storage terms: every term ``(tag, operator, value)`` must hold
+    (operators ``=``, ``>``, ``>=``, ``<``, ``<=``, ordinal on strings; a blob without the tag
+    fails), and ``container`` limits an account-wide search to one container."""
+
+    terms: tuple[tuple[str, str, str], ...]
+    container: str | None = None
+
+
+class FoundBlob(NamedTuple):
+    """A blob Find Blobs by Tags found, with the values of the tags its query names."""
+
+    container: str
+    name: str
+    tags: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingChange:
+    """A change feed event kept by the write that made it, not yet written into the feed."""
+
+    dkey: int  # the distribution key of the blob it is about
+    seq: int  # order of keeping: the events of one blob are kept in the order of its writes
+    account: str
+    doc: bytes
+
+
+class ChangesTaken(Exception):
+    """A write meant to publish kept events found some already gone (another worker published
+    them); nothing of it was applied."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +156,7 @@ class Needs:
     snapshot: str | None = None
     snapshots: bool = False  # count them
     pages: tuple[int, int] | None = None  # a page blob's spans overlapping these bytes
+    others: bool = False  # load every record of the blob but the base (``state.others``)
 
 
 NO_NEEDS = Needs()
@@ -188,6 +241,17 @@ class BlobStore(ABC):
         Their extents become garbage. Raises ``ContainerNotFound``."""
 
     @abstractmethod
+    async def rename_container(
+        self, account: str, name: str, new_name: str, check: Callable[[ContainerRecord], None]
+    ) -> None:
+        """Rename a container with everything in it, atomically, if ``check`` passes. Raises
+        ``ContainerNotFound``, or ``ContainerAlreadyExists`` when ``new_name`` is taken."""
+
+    @abstractmethod
+    async def containers_from(self, low: str) -> list[tuple[str, str]]:
+        """(account, name) of every container of every account named ``low`` or after."""
+
+    @abstractmethod
     async def list_containers(
         self, account: str, prefix: str, after: str | None, limit: int
     ) -> list[ContainerRecord]:
@@ -251,6 +315,10 @@ class BlobStore(ABC):
         ``decide`` raises."""
 
     @abstractmethod
+    async def pending_changes(self, limit: int) -> list[PendingChange]:
+        """Up to ``limit`` kept change feed events (:attr:`BlobWrite.change`), oldest first."""
+
+    @abstractmethod
     async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:
         """As :meth:`write_blob` on ``dest``, with ``state.source`` and ``state.source_content``
         holding the source version (None when it does not exist) read in the same transaction.
@@ -279,12 +347,47 @@ class BlobStore(ABC):
         limit: int,
         snapshots: bool,
         uncommitted: bool,
+        versions: bool = False,
+        deleted: bool = False,
     ) -> BlobListing:
         """Up to ``limit`` records whose names start with ``prefix``, from ``start`` (a name and
-        stored version, inclusive) on. Snapshots and uncommitted blobs only when asked for.
+        stored version, inclusive) on. Snapshots, previous versions and uncommitted blobs only
+        when asked for.
         Raises ``ContainerNotFound``."""
 
+    @abstractmethod
+    async def find_blobs_by_tags(
+        self, account: str, container: str | None, query: TagQuery, after: tuple[str, str] | None, limit: int
+    ) -> list[FoundBlob]:
+        """Up to ``limit`` current committed blobs of the account (of ``container`` when given)
+        whose index tags satisfy ``query``, in (container, name) order strictly after ``after``;
+        looked up in the engine's tag index, which every write keeps in its own transaction.
+        Raises ``ContainerNotFound`` for a ``container`` that does not exist."""
+
+    # ------------------------------------------------------------------ hierarchical namespace
+
+    @abstractmethod
+    async def rename_path(
+        self, source: BlobKey, destination: BlobKey, parent: BlobKey | None, decide: RenameDecide
+    ) -> Any:
+        """Rename a path (and, when ``decide`` says so, every blob below it as a directory) to
+        ``destination`` in one transaction that copies no content; ``parent`` is the
+        destination's parent directory to load for ``decide`` (None: the root). Returns the
+        decision's result. Raises ``ContainerNotFound``, or what ``decide`` raises."""
+
+    @abstractmethod
+    async def delete_tree(self, key: BlobKey, decide: Callable[[TreeState], Any]) -> Any:
+        """Delete a path and every blob below it in one transaction once ``decide`` allows it."""
+
     # ------------------------------------------------------------------ maintenance
+
+    @abstractmethod
+    async def deleted_records(
+        self, after: tuple[int, str, str] | None, limit: int
+    ) -> list[tuple[tuple[int, str, str], BlobKey, BlobRecord]]:
+        """Up to ``limit`` soft-deleted records of every account (snapshots, versions and
+        deleted bases that are not committed), in a stable order strictly after the position
+        ``after``; each with its position, for the next call, and its blob's key."""
 
     @abstractmethod
     async def collect_garbage(self) -> int:

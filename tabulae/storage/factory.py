@@ -134,6 +134,15 @@ async def init_database(store_url: str, citus: bool) -> list[str]:
         raise StoreSetupError(str(exc)) from None
 
 
+def vacuum_sqlite(data_dir: Path) -> tuple[int, int, float]:
+    """``tabulae db vacuum``: rewrite the SQLite store in ``data_dir`` so that it hands freed
+    space back to its volume (and is compacted); its size before and after, and the seconds."""
+    from tabulae.storage.sqlite.vacuum import vacuum
+
+    done = vacuum(data_dir / "tabulae.db")
+    return done.before, done.after, done.seconds
+
+
 def backup_sqlite(data_dir: Path, destination: Path) -> None:
     """``tabulae backup``: a consistent online copy of the SQLite store in ``data_dir``: the
     database first, then every blob content file that copy references."""

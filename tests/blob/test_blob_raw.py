@@ -83,11 +83,8 @@ def test_put_blob_headers(http: BlobHttp, path: str) -> None:
 @pytest.mark.parametrize(
     ("method", "suffix", "headers", "status", "code"),
     [
-        ("GET", "/b?comp=tags", {}, 400, "UnsupportedQueryParameter"),
-        ("GET", "/b?versionid=2020-01-01T00:00:00.0000000Z", {}, 400, "UnsupportedQueryParameter"),
-        ("PUT", "/b", {"x-ms-blob-type": "BlockBlob", "x-ms-tags": "a=b"}, 400, "UnsupportedHeader"),
-        ("PUT", "/b?comp=immutabilityPolicies", {}, 400, "UnsupportedQueryParameter"),
-        ("DELETE", "/b?comp=legalhold", {}, 400, "UnsupportedQueryParameter"),
+        ("PUT", "/b?comp=query", {}, 400, "UnsupportedQueryParameter"),
+        ("DELETE", "/b?comp=legalhold", {}, 405, "UnsupportedHttpVerb"),
         ("GET", "/b?comp=nonsense", {}, 400, "InvalidQueryParameterValue"),
         ("POST", "/b", {}, 405, "UnsupportedHttpVerb"),
     ],

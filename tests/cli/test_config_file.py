@@ -201,7 +201,7 @@ accounts = ["a:S0VZ", "b:S0VZ:S0VZ"]
     with pytest.raises(ConfigError, match="targets_extra"):
         read(config)
     config.write_text(config.read_text().replace("[targets_extra]\n", ""))
-    defaults, cors = read(config)
+    defaults, cors, _features = read(config)
     assert defaults == {
         "host": "0.0.0.0",
         "store_url": "postgresql://db/x",
@@ -224,7 +224,7 @@ def test_sections_map_onto_their_settings(tmp_path: Path) -> None:
         "[accounts]\none = 'S0VZ'\ntwo = ['S0VZ', 'S0VZ']\n"
         "[[cors]]\nallowed-origins = '*'\nallowed-methods = ['get']\nexposed-headers = ['x-ms-*']\n"
     )
-    defaults, cors = read(config)
+    defaults, cors, _features = read(config)
     assert defaults == {
         "port": 1,
         "queue_port": 2,

@@ -139,6 +139,8 @@ def test_modify_and_remove() -> None:
 def test_remove_acl_recursive_as_the_sdk_sends_it() -> None:
     """What ``remove_access_control_recursive(acl="mask,default:user:x")`` puts in x-ms-acl."""
     assert acl.parse_removal("mask,default:user:x") == ((False, Kind.MASK, ""), (True, Kind.USER, "x"))
+    # the SDK's live tests name default base entries without a colon
+    assert acl.parse_removal("default:user,default:group") == ((True, Kind.USER, ""), (True, Kind.GROUP, ""))
 
 
 _qualifier = st.text(alphabet="abcdef0123456789-@.", min_size=1, max_size=12)

@@ -28,7 +28,17 @@ from hypothesis import strategies as st
 from tabulae.model import edm
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.model.queues import QueueMessage
-from tabulae.storage.blobs import BASE, BlobKey, BlobRecord, BlobState, BlobWrite, ContainerRecord, next_ticks
+from tabulae.storage.blobs import (
+    BASE,
+    BlobKey,
+    BlobRecord,
+    BlobState,
+    BlobWrite,
+    ContainerRecord,
+    FoundBlob,
+    TagQuery,
+    next_ticks,
+)
 from tabulae.storage.indexes import IndexProbe
 from tabulae.storage.postgres import PostgresStores, wire
 from tabulae.storage.postgres.engine import CITUS_SETTINGS
@@ -59,6 +69,18 @@ class Recording:
 
     def cursor(self, *args: Any, **kwargs: Any) -> Recording:
         return Recording(self._target.cursor(*args, **kwargs), self._log)
+
+    async def executemany(self, query: Any, rows: Any, **kwargs: Any) -> Any:
+        rows = list(rows)
+        self._log.extend((query, row) for row in rows[:1])  # one row shows where they all go
+        return await self._target.executemany(query, rows, **kwargs)
+
+    async def __aenter__(self) -> Recording:
+        await self._target.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._target.__aexit__(*exc)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._target, name)
@@ -382,6 +404,47 @@ def test_a_blobs_rows_and_chunks_go_to_one_shard() -> None:
             cursor = await conn.execute(
                 "SELECT count(DISTINCT colocationid) FROM pg_dist_partition"
                 " WHERE logicalrelid = ANY(ARRAY['blobs', 'blob_chunks', 'blob_extents']::regclass[])"
+            )
+            assert await cursor.fetchone() == (1,)
+
+    run(body)
+
+
+def test_a_blobs_tags_live_on_its_shard_and_a_tag_search_runs_on_the_shards() -> None:
+    """Writing a blob with index tags is single-shard (its tag rows carry its key, in a table
+    colocated with the blobs), and Find Blobs by Tags is one distributed query whose joins of
+    tag rows run inside each shard (no repartition between workers)."""
+
+    async def body(url: str) -> None:
+        async with recorded(url) as (stores, log):
+            blobs = stores.blobs
+            await blobs.create_container(ACCOUNT, ContainerRecord("box", next_ticks(None)))
+            key = BlobKey(ACCOUNT, "box", "tagged")
+            log.clear()
+
+            def decide(state: BlobState) -> BlobWrite:
+                new = BlobRecord(
+                    name=key.name, snapshot=BASE, blob_type="BlockBlob", size=0, ticks=state.ticks,
+                    created=state.ticks, tags={"a": "1", "b": "2"},
+                )  # fmt: skip
+                return BlobWrite(result=new, base=new, content=[])
+
+            await blobs.write_blob(key, decide)
+            assert any("blob_tags" in statement[0] for statement in statements_of(log))
+            assert await assert_single_shard(url, log) >= 2
+            query = TagQuery((("a", "=", "1"), ("b", ">", "1")))
+            for container in ("box", None):
+                found = await blobs.find_blobs_by_tags(ACCOUNT, container, query, None, 10)
+                assert found == [FoundBlob("box", "tagged", {"a": "1", "b": "2"})]
+            searches = [s for s in statements_of(log) if "FROM blob_tags t0" in s[0]]
+            assert len(searches) == 2
+            for statement in searches:
+                nodes = await explain(url, statement)
+                assert len(nodes) == 1, statement[0]
+        async with await psycopg.AsyncConnection.connect(url) as conn:
+            cursor = await conn.execute(
+                "SELECT count(DISTINCT colocationid) FROM pg_dist_partition"
+                " WHERE logicalrelid = ANY(ARRAY['blobs', 'blob_tags']::regclass[])"
             )
             assert await cursor.fetchone() == (1,)
 

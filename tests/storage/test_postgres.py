@@ -26,6 +26,7 @@ from tabulae.storage.factory import is_postgres_url, open_stores
 from tabulae.storage.postgres import PostgresStores, init_schema
 from tabulae.storage.postgres import tables as postgres
 from tabulae.storage.postgres.tables import PostgresTables
+from tabulae.storage.postgres.wire import Statement, exchange, read_int8
 from tabulae.storage.scans import FULL_RANGE
 from tabulae.storage.sqlite import SqliteStores
 from tabulae.storage.volume import RETRY_SECONDS
@@ -282,13 +283,16 @@ def test_citus_schema_calls_each_citus_function_once(pg_url: str) -> None:
         finally:
             await admin(f"DROP DATABASE {name}")
         assert registered == [
+            ("blob_account_features", "n", None),
             ("blob_blocks", "h", "dkey"),
+            ("blob_changes", "h", "dkey"),
             ("blob_chunks", "h", "dkey"),
             ("blob_containers", "n", None),
             ("blob_extents", "h", "dkey"),
             ("blob_garbage", "h", "dkey"),
             ("blob_pages", "h", "dkey"),
             ("blob_service_properties", "n", None),
+            ("blob_tags", "h", "dkey"),
             ("blobs", "h", "dkey"),
             ("entities", "h", "dist"),
             ("property_indexes", "n", None),
@@ -476,6 +480,34 @@ def test_every_connection_may_be_kept_and_an_upload_still_gets_one(name: str) ->
     asyncio.run(main())
 
 
+def test_a_statement_prepared_in_the_exchange_that_finds_ours_gone_is_not_prepared_twice(
+    pg_url: str,
+) -> None:
+    """An exchange that prepares a new statement and then runs one psycopg has deallocated: the
+    new one was prepared before the missing one failed, so the retry must not prepare it again
+    (``already exists`` answered 500 on table inserts and queries after a rollback)."""
+    kept, fresh = (
+        Statement.of(
+            "SELECT 1::int8",
+        ),
+        Statement.of("SELECT 2::int8"),
+    )
+
+    async def main() -> None:
+        async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+            await exchange(conn, [(kept, ())])
+            await conn.execute("DEALLOCATE ALL")  # what psycopg does on a ROLLBACK
+            results = await exchange(conn, [(fresh, ()), (kept, ())])
+            assert [read_int8(result.get_value(0, 0) or b"") for result in results] == [2, 1]
+            await conn.execute("BEGIN")
+            await conn.execute("DEALLOCATE ALL")  # and in an open transaction
+            results = await exchange(conn, [(kept, ()), (fresh, ())])
+            assert [read_int8(result.get_value(0, 0) or b"") for result in results] == [1, 2]
+            assert conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+    asyncio.run(main())
+
+
 @pytest.mark.parametrize("name", database_backends())
 def test_point_deletes_sent_in_one_round_trip_keep_the_rules(name: str) -> None:
     """A point delete goes out without reading first (the table's check and a ``DELETE``
@@ -529,5 +561,69 @@ def test_point_deletes_sent_in_one_round_trip_keep_the_rules(name: str) -> None:
         finally:
             await one.close()
             await two.close()
+
+    asyncio.run(main())
+
+
+def test_a_full_disk_on_the_prepared_statement_path_is_server_busy(pg_url: str) -> None:
+    """Point reads and inserts go through libpq's prepared statements (``postgres.wire``), not
+    psycopg's ``execute``: the disk-full error (SQLSTATE 53100) the server sends there is mapped
+    the same way, 503 ServerBusy and the volume full. The server raises it for real, from a
+    trigger (inserts) and a view in the table's place (reads), in a database of the test's own."""
+    name = f"tabulae_diskfull_{uuid.uuid4().hex[:12]}"
+
+    async def admin(url: str, sql: str) -> None:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute(sql)
+
+    async def main() -> None:
+        await admin(pg_url, f"CREATE DATABASE {name}")
+        url = pg_url.rsplit("/", 1)[0] + "/" + name
+        try:
+            async with opened(url) as store:
+                await store.create_table("a", "T")
+                await store.apply("a", "T", [Mutation(MutationKind.INSERT, "p", "r0")])
+                assert await store.get_entity("a", "T", "p", "r0") is not None  # the table's id is known
+                await admin(
+                    url,
+                    "CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                    " RAISE EXCEPTION 'could not extend file: No space left on device'"
+                    " USING ERRCODE = '53100'; END $$;"
+                    " CREATE TRIGGER disk_full BEFORE INSERT ON entities"
+                    " FOR EACH ROW EXECUTE FUNCTION disk_full()",
+                )
+                sent = []
+                exchange = postgres.wire.exchange
+
+                async def counted(conn: object, calls: object) -> object:
+                    sent.append(calls)
+                    return await exchange(conn, calls)  # type: ignore[arg-type]
+
+                postgres.wire.exchange = counted  # type: ignore[assignment]
+                try:
+                    with pytest.raises(ServiceError) as info:
+                        await store.apply("a", "T", [Mutation(MutationKind.INSERT, "p", "r1")])
+                    assert sent, "the insert did not take the prepared-statement path"
+                    assert (info.value.status, info.value.code) == (503, "ServerBusy")
+                    assert "data volume is full" in info.value.message
+                    assert store._db.volume.full
+
+                    await admin(
+                        url,
+                        "CREATE FUNCTION disk_full_read() RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN"
+                        " RAISE EXCEPTION 'could not write to file: No space left on device'"
+                        " USING ERRCODE = '53100'; END $$;"
+                        " ALTER TABLE entities RENAME TO entities_kept;"
+                        " CREATE VIEW entities AS SELECT * FROM entities_kept WHERE disk_full_read()",
+                    )
+                    sent.clear()
+                    with pytest.raises(ServiceError) as info:
+                        await store.get_entity("a", "T", "p", "r0")
+                    assert sent, "the read did not take the prepared-statement path"
+                    assert (info.value.status, info.value.code) == (503, "ServerBusy")
+                finally:
+                    postgres.wire.exchange = exchange  # type: ignore[assignment]
+        finally:
+            await admin(pg_url, f"DROP DATABASE {name} WITH (FORCE)")
 
     asyncio.run(main())

@@ -22,7 +22,7 @@ from tabulae.admission.blobs import BlobTicket
 from tabulae.admission.gate import Gate
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
 from tabulae.auth.shared_key import verify_blob_queue_authorization
-from tabulae.blob.api import blobs, containers, delegation_key, from_url, pages
+from tabulae.blob.api import blobs, containers, delegation_key, from_url, immutability, pages, tags
 from tabulae.blob.api.batch import BatchScope, FailedPart, adopt_version, check_operation, submit_batch
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
@@ -75,6 +75,10 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.PUT_BLOB_FROM_URL: from_url.put_blob_from_url,
     Operation.PUT_BLOCK_FROM_URL: from_url.put_block_from_url,
     Operation.APPEND_BLOCK_FROM_URL: from_url.append_block_from_url,
+    Operation.SET_BLOB_TAGS: tags.set_blob_tags,
+    Operation.GET_BLOB_TAGS: tags.get_blob_tags,
+    Operation.FIND_BLOBS_BY_TAGS: tags.find_blobs_by_tags,
+    Operation.FIND_BLOBS_BY_TAGS_IN_CONTAINER: tags.find_blobs_by_tags,
     Operation.GET_USER_DELEGATION_KEY: delegation_key.get_user_delegation_key,
     Operation.SET_BLOB_TIER: blobs.set_blob_tier,
     Operation.SEAL_BLOB: blobs.seal_blob,
@@ -82,6 +86,11 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.PUT_PAGE_FROM_URL: from_url.put_page_from_url,
     Operation.GET_PAGE_RANGES: pages.get_page_ranges,
     Operation.INCREMENTAL_COPY: pages.incremental_copy,
+    Operation.UNDELETE_BLOB: blobs.undelete_blob,
+    Operation.RESTORE_CONTAINER: containers.restore_container,
+    Operation.SET_IMMUTABILITY_POLICY: immutability.set_immutability_policy,
+    Operation.DELETE_IMMUTABILITY_POLICY: immutability.delete_immutability_policy,
+    Operation.SET_LEGAL_HOLD: immutability.set_legal_hold,
 }
 
 # Response headers Azure names in Access-Control-Expose-Headers besides a CORS rule's own list.
@@ -193,6 +202,12 @@ class BlobApp(Frontend[Route]):
             return None
         record = await self.service.store.get_container(route.account, route.container)
         return None if record is None else stored_policies(record.acl).get
+
+    def frees_space(self, request: Request, route: Route) -> bool:
+        """A Blob Batch too runs while the volume is full: its sub-requests come back through
+        :meth:`respond`, where each is judged on its own (Delete Blob runs, Set Blob Tier is
+        refused in its part), as Azure runs a batch's sub-requests independently."""
+        return super().frees_space(request, route) or route.operation is Operation.SUBMIT_BATCH
 
     async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
         operation = route.operation

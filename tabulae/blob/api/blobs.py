@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tabulae.blob.api import formats
+from tabulae.blob import versioning
+from tabulae.blob.api import formats, immutability
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import includes, lease_request, lease_response, max_results, xml
 from tabulae.blob.api.headers import (
@@ -23,8 +24,10 @@ from tabulae.blob.api.headers import (
     overrides_from,
 )
 from tabulae.blob.api.operations import invalid_parameter, unsupported_parameter
+from tabulae.blob.api.tags import header_tags
 from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
+from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.limits import MIB, max_append, max_block, max_put_blob
 from tabulae.blob.rules.tiers import TierView, parse_priority, parse_tier
 from tabulae.blob.service import BLOB_TYPES, parse_snapshot
@@ -45,13 +48,28 @@ TIER_ON_GET_VERSION = "2026-10-06"  # Get Blob answers with the tier headers too
 
 
 def _snapshot(call: Call) -> str:
-    return parse_snapshot(call.request.query.get("snapshot"))
+    return version_or_snapshot(call.request.query)
+
+
+def version_or_snapshot(query: dict[str, str]) -> str:
+    """The snapshot or version (``versionid``) a request names, as the service names them."""
+    version = query.get("versionid")
+    if version is None:
+        return parse_snapshot(query.get("snapshot"))
+    if "snapshot" in query:  # assumed: one request names one of them
+        raise invalid_parameter("versionid", version)
+    return versioning.key_of(version)
 
 
 def _no_snapshot(call: Call) -> None:
-    """Snapshots are read-only: a write naming one is 400 InvalidOperation."""
-    if "snapshot" in call.request.query:
+    """Snapshots and versions are read-only: a write naming one is 400 InvalidOperation."""
+    if "snapshot" in call.request.query or "versionid" in call.request.query:
         raise ServiceError("InvalidOperation")
+
+
+def version_header(record: BlobRecord) -> Headers:
+    """``x-ms-version-id`` of a write that made a version."""
+    return [(b"x-ms-version-id", record.version_id.encode())] if record.version_id else []
 
 
 def requested_tier(call: Call) -> str | None:
@@ -101,6 +119,7 @@ async def get_blob(call: Call) -> Response:
         response_headers = blob_headers(
             record, lease, _overrides(call), whole=True, properties=False, tier=_read_tier(call, record)
         )
+        response_headers += await _protection_headers(call, record, read=True)
         if size <= SMALL_RESPONSE:  # one write, no streaming machinery
             stream = call.service.read(call.key, extents, 0, size)
             return Response(200, response_headers, b"".join([chunk async for chunk in stream]))
@@ -114,6 +133,7 @@ async def get_blob(call: Call) -> Response:
     response_headers = blob_headers(
         record, lease, _overrides(call), whole=False, properties=False, tier=_read_tier(call, record)
     )
+    response_headers += await _protection_headers(call, record, read=True)
     response_headers.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
     if end - start <= SMALL_RESPONSE and not (want_md5 or want_crc):
         stream = call.service.read(call.key, extents, start, end)
@@ -146,7 +166,15 @@ async def get_blob_properties(call: Call) -> Response:
     headers = blob_headers(
         record, lease, _overrides(call), whole=True, properties=True, tier=call.service.tier_view(record)
     )
+    headers += await _protection_headers(call, record, read=False)
     return StreamedResponse(200, headers, stream=None, length=record.size)
+
+
+async def _protection_headers(call: Call, record: BlobRecord, *, read: bool) -> Headers:
+    """Immutability and last access headers (blob/api/immutability.py)."""
+    return immutability.response_headers(record) + await immutability.last_access_header(
+        call, record, read=read
+    )
 
 
 async def get_blob_metadata(call: Call) -> Response:
@@ -160,7 +188,10 @@ async def get_block_list(call: Call) -> Response:
     which = call.request.query.get("blocklisttype", "committed").lower()
     if which not in ("committed", "uncommitted", "all"):
         raise invalid_parameter("blocklisttype", call.request.query["blocklisttype"])
-    record, committed, staged = await call.service.get_block_list(call.key, _snapshot(call), call.lease_id)
+    if_tags = conditions(call.request.headers).if_tags  # its one condition ("Get Block List")
+    record, committed, staged = await call.service.get_block_list(
+        call.key, _snapshot(call), call.lease_id, Conditions(if_tags=if_tags)
+    )
     extra: Headers = []
     if record.committed:
         extra = etag_headers(record.ticks)
@@ -184,6 +215,8 @@ async def list_blobs(call: Call) -> Response:
         limit=max_results(query),
         snapshots="snapshots" in include,
         uncommitted="uncommittedblobs" in include,
+        versions="versions" in include,
+        deleted="deleted" in include,
     )
     items: list = []
     for item in page.items:
@@ -193,6 +226,7 @@ async def list_blobs(call: Call) -> Response:
             lease = call.service.lease_state(item.lease) if not item.snapshot else None
             items.append((item, lease))
     tier_view = call.service.tier_view
+    tracked = (await call.service.features.get(call.route.account)).last_access_tracking
     body = formats.render_blobs(
         call.route.base,
         call.route.container,
@@ -201,6 +235,11 @@ async def list_blobs(call: Call) -> Response:
         include,
         page.next_marker,
         tier_of=lambda record: formats.tier_elements(tier_view(record)),
+        remaining_days=call.service.remaining_days,
+        extra_of=lambda record: (
+            (immutability.last_access_element(record) if tracked else "")
+            + immutability.listing_elements(record, include)
+        ),
     )
     return xml(body)
 
@@ -234,9 +273,11 @@ async def put_blob(call: Call) -> Response:
         request_metadata(call.request),
         cond,
         call.lease_id,
+        tags=header_tags(headers),
         tier=requested_tier(call),
+        protect=immutability.requested(call),
     )
-    response_headers = etag_headers(record.ticks) + _ENCRYPTED
+    response_headers = etag_headers(record.ticks) + _ENCRYPTED + version_header(record)
     if blob_type == "BlockBlob":
         response_headers.extend(_checksum_headers(sums, md5=True))
     return Response(201, response_headers)
@@ -271,9 +312,14 @@ async def put_block_list(call: Call) -> Response:
         request_metadata(call.request),
         cond,
         call.lease_id,
+        tags=header_tags(headers),
         tier=requested_tier(call),
+        protect=immutability.requested(call),
     )
-    return Response(201, etag_headers(record.ticks) + _checksum_headers(sums, md5=False) + _ENCRYPTED)
+    return Response(
+        201,
+        etag_headers(record.ticks) + _checksum_headers(sums, md5=False) + _ENCRYPTED + version_header(record),
+    )
 
 
 def _digest_or_none(value: str | None) -> bytes | None:
@@ -330,7 +376,7 @@ async def set_blob_metadata(call: Call) -> Response:
     record = await call.service.set_blob_metadata(
         call.key, request_metadata(call.request), conditions(headers), call.lease_id
     )
-    return Response(200, etag_headers(record.ticks) + _ENCRYPTED)
+    return Response(200, etag_headers(record.ticks) + _ENCRYPTED + version_header(record))
 
 
 async def delete_blob(call: Call) -> Response:
@@ -340,6 +386,8 @@ async def delete_blob(call: Call) -> Response:
     option = headers.get("x-ms-delete-snapshots")
     if option is not None and option not in ("include", "only"):
         raise bad_header("x-ms-delete-snapshots", option)
+    if call.grant is not None:
+        call.grant.check_delete("versionid" in call.request.query)
     tier_since = (
         http_seconds(headers.get("x-ms-access-tier-if-modified-since")),
         http_seconds(headers.get("x-ms-access-tier-if-unmodified-since")),
@@ -359,7 +407,7 @@ async def snapshot_blob(call: Call) -> Response:
     )
     response_headers = etag_headers(base.ticks)
     response_headers.append((b"x-ms-snapshot", name.encode()))
-    return Response(201, response_headers + _ENCRYPTED)
+    return Response(201, response_headers + _ENCRYPTED + version_header(base))
 
 
 async def lease_blob(call: Call) -> Response:
@@ -390,8 +438,16 @@ async def set_blob_tier(call: Call) -> Response:
         parse_tier(value, call.version),
         parse_priority(headers.get("x-ms-rehydrate-priority")),
         call.lease_id,
+        Conditions(if_tags=conditions(headers).if_tags),  # its one condition ("Set Blob Tier")
     )
     return Response(status)
+
+
+async def undelete_blob(call: Call) -> Response:
+    """Undelete Blob: 200 (see :mod:`tabulae.blob.softdeletion`)."""
+    _no_snapshot(call)
+    await call.service.undelete_blob(call.key)
+    return Response(200)
 
 
 async def seal_blob(call: Call) -> Response:

@@ -110,6 +110,9 @@ async def list_containers(call: Call) -> Response:
         call.route.account, query.get("prefix", ""), query.get("marker"), limit, system="system" in include
     )
     listed = [(record, call.service.lease_state(record.lease)) for record in found]
+    deleted = []
+    if "deleted" in include and next_marker is None:  # on the last page, after the live ones
+        deleted = await call.service.deleted_containers(call.route.account, query.get("prefix", ""))
     body = formats.render_containers(
         call.route.base,
         query.get("prefix", ""),
@@ -118,8 +121,21 @@ async def list_containers(call: Call) -> Response:
         listed,
         "metadata" in include,
         next_marker,
+        deleted=[(d.name, d.version, d.deletion.time.timestamp(), days) for d, days in deleted],
     )
     return xml(body)
+
+
+async def restore_container(call: Call) -> Response:
+    """Restore Container (``comp=undelete``): 201 with the restored container's name."""
+    headers = call.request.headers
+    await call.service.restore_container(
+        call.route.account,
+        call.route.container,
+        headers.get("x-ms-deleted-container-name"),
+        headers.get("x-ms-deleted-container-version"),
+    )
+    return Response(201)
 
 
 async def get_service_properties(call: Call) -> Response:

@@ -25,12 +25,12 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from tabulae.auth.flow import authenticate
 from tabulae.auth.sas import SasToken, stored_policies
+from tabulae.blob.api.blobs import version_or_snapshot
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.headers import bad_header, conditions
 from tabulae.blob.api.routing import Kind, Operation, resolve
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
 from tabulae.blob.rules.conditions import Conditions
-from tabulae.blob.service import parse_snapshot
 from tabulae.http.fetch import Fetched, FetchError, FetchLimits, fetch
 from tabulae.http.options import Accounts
 from tabulae.model.blobs import BlobKey, ContentProperties
@@ -103,6 +103,7 @@ class SourceRead:
     properties: ContentProperties
     metadata: dict[str, str]
     blob_type: str = "BlockBlob"
+    tags: dict[str, str] = field(default_factory=dict)  # a blob of this server's index tags
 
     @property
     def length(self) -> int:
@@ -170,7 +171,7 @@ def locate(call: Call, url: str) -> Source:
         if route.kind is not Kind.BLOB:
             raise bad_header("x-ms-copy-source", url)
         key = BlobKey(route.account, route.container, route.blob)
-        return Source(url, key, parse_snapshot(query.get("snapshot")), query)
+        return Source(url, key, version_or_snapshot(query), query)
     if not call.options.copy_from_remote:
         raise remote_disabled()
     return Source(url, query=query)
@@ -257,6 +258,7 @@ async def read_local(
         properties=record.properties,
         metadata=record.metadata,
         blob_type=record.blob_type,
+        tags=record.tags,
     )
 
 

@@ -10,6 +10,7 @@ from email.utils import formatdate
 from urllib.parse import quote
 from xml.sax.saxutils import escape
 
+from tabulae.blob.api.tag_formats import tag_set
 from tabulae.blob.rules.blocks import KINDS
 from tabulae.blob.rules.conditions import etag_of
 from tabulae.blob.rules.names import XML_UNSAFE
@@ -25,7 +26,7 @@ from tabulae.http.documents import (
     xml_bool,
 )
 from tabulae.model import edm
-from tabulae.model.blobs import BlobRecord, ContainerRecord, Extent
+from tabulae.model.blobs import VERSION_PREFIX, BlobRecord, ContainerRecord, Extent
 from tabulae.model.errors import ServiceError
 
 DECLARATION = '<?xml version="1.0" encoding="utf-8"?>'
@@ -82,7 +83,9 @@ def render_containers(
     containers: Sequence[tuple[ContainerRecord, LeaseView]],
     include_metadata: bool,
     next_marker: str | None,
+    deleted: Sequence[tuple[str, str, float, int]] = (),
 ) -> bytes:
+    """``deleted``: soft-deleted containers (name, version, deletion time, remaining days)."""
     parts = [
         DECLARATION,
         f'<EnumerationResults ServiceEndpoint="{escape(base)}/">',
@@ -99,6 +102,12 @@ def render_containers(
             f"{_lease(lease)}{public}{_FIXED_CONTAINER_PROPERTIES}</Properties>"
             + (_metadata(record.metadata) if include_metadata else "")
             + "</Container>"
+        )
+    for name, version, when, left in deleted:
+        parts.append(
+            f"<Container><Name>{escape(name)}</Name><Deleted>true</Deleted><Version>{version}</Version>"
+            f"<Properties><Last-Modified>{epoch_date(when)}</Last-Modified><DeletedTime>{epoch_date(when)}"
+            f"</DeletedTime><RemainingRetentionDays>{left}</RemainingRetentionDays></Properties></Container>"
         )
     parts.append("</Containers>")
     parts.append(_element("NextMarker", next_marker))
@@ -138,9 +147,11 @@ def _inferred(tier: str) -> str:
     return f"<AccessTier>{tier}</AccessTier><AccessTierInferred>true</AccessTierInferred>"
 
 
-def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: bool, tier: str) -> str:
+def _blob_properties(
+    record: BlobRecord, lease: LeaseView | None, include_copy: bool, tier: str, extra: str = ""
+) -> str:
     """One blob's ``<Properties>``: built as one string, as a listing builds 5,000 of them."""
-    if not record.committed:
+    if not record.committed and record.deleted_time is None:  # a blob of staged blocks only
         return (
             f"<Properties><Content-Length>{record.size}</Content-Length>"
             f"<BlobType>{record.blob_type}</BlobType><ServerEncrypted>true</ServerEncrypted></Properties>"
@@ -172,7 +183,7 @@ def _blob_properties(record: BlobRecord, lease: LeaseView | None, include_copy: 
         f"{_field('Content-Disposition', p.content_disposition)}"
         f"{_sequence(record)}<BlobType>{record.blob_type}</BlobType>{tier}"
         f"{_lease(lease) if lease is not None else ''}{copied}{_SEALED if record.sealed else ''}"
-        "<ServerEncrypted>true</ServerEncrypted></Properties>"
+        f"{extra}<ServerEncrypted>true</ServerEncrypted>{_tag_count(record)}</Properties>"
     )
 
 
@@ -183,6 +194,10 @@ def _sequence(record: BlobRecord) -> str:
     return f"<x-ms-blob-sequence-number>{record.sequence_number}</x-ms-blob-sequence-number>"
 
 
+def _tag_count(record: BlobRecord) -> str:
+    return f"<TagCount>{len(record.tags)}</TagCount>" if record.tags else ""
+
+
 def render_blobs(
     base: str,
     container: str,
@@ -191,6 +206,8 @@ def render_blobs(
     include: frozenset[str],
     next_marker: str | None,
     tier_of: Callable[[BlobRecord], str] | None = None,
+    remaining_days: Callable[[BlobRecord], int] | None = None,
+    extra_of: Callable[[BlobRecord], str] | None = None,
 ) -> bytes:
     """``tier_of`` gives a blob's tier elements (:func:`tier_elements`); without it every block
     blob shows the default tier, inferred."""
@@ -209,17 +226,43 @@ def render_blobs(
             continue
         record, lease = item
         parts.append(f"<Blob>{_name(record.name)}")
-        if record.snapshot:
-            parts.append(f"<Snapshot>{record.snapshot}</Snapshot>")
+        parts.append(_version_elements(record, "versions" in include))
         tier = tier_of(record) if tier_of is not None else _TIER if record.blob_type == "BlockBlob" else ""
-        parts.append(_blob_properties(record, lease, "copy" in include, tier))
+        extra = extra_of(record) if extra_of is not None and record.committed else ""
+        properties = _blob_properties(record, lease, "copy" in include, tier, extra)
+        if record.deleted_time is not None:  # soft-deleted
+            left = remaining_days(record) if remaining_days is not None else record.retention_days
+            parts.append("<Deleted>true</Deleted>")
+            properties = (
+                f"{properties[: -len('</Properties>')]}<DeletedTime>{epoch_date(record.deleted_time)}"
+                f"</DeletedTime><RemainingRetentionDays>{left}</RemainingRetentionDays></Properties>"
+            )
+        parts.append(properties)
         if "metadata" in include and record.committed:
             parts.append(_metadata(record.metadata))
+        if "tags" in include and record.tags:
+            parts.append(f"<Tags>{tag_set(record.tags)}</Tags>")
         parts.append("<OrMetadata /></Blob>")
     parts.append("</Blobs>")
     parts.append(_element("NextMarker", next_marker))
     parts.append("</EnumerationResults>")
     return "".join(parts).encode()
+
+
+def _version_elements(record: BlobRecord, versions: bool) -> str:
+    """``<Snapshot>`` of a snapshot, ``<VersionId>`` of a version (a previous one is stored under
+    ``v`` and its id), and ``<IsCurrentVersion>`` of the base blob in a listing of versions."""
+    snapshot = record.snapshot
+    if snapshot.startswith(VERSION_PREFIX):
+        return f"<VersionId>{snapshot[len(VERSION_PREFIX) :]}</VersionId>"
+    if snapshot.startswith("~"):  # a soft-deleted base blob, kept aside
+        return ""
+    if snapshot:
+        return f"<Snapshot>{snapshot}</Snapshot>"
+    if record.version_id:
+        current = "<IsCurrentVersion>true</IsCurrentVersion>" if versions else ""
+        return f"<VersionId>{record.version_id}</VersionId>{current}"
+    return ""
 
 
 def _name(name: str) -> str:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 
-from tabulae.blob.api import background_copy
-from tabulae.blob.api.blobs import bool_header, requested_tier
+from tabulae.blob.api import background_copy, immutability
+from tabulae.blob.api.blobs import bool_header, requested_tier, version_header
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.copy_source import (
     authorize_local,
@@ -30,12 +30,14 @@ from tabulae.blob.api.copy_source import (
     source_refused,
 )
 from tabulae.blob.api.headers import bad_header, byte_range, conditions, content_properties, etag_headers
+from tabulae.blob.api.tags import header_tags
 from tabulae.blob.pageblobs import PageBlobs, PageWrite
 from tabulae.blob.rules import copies
 from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
 from tabulae.blob.rules.limits import MAX_BLOCK_BLOB, max_append, max_block, max_put_blob
 from tabulae.blob.rules.pages import MAX_PAGE_WRITE, SequenceConditions, check_aligned, parse_sequence_number
+from tabulae.blob.rules.tags import copy_source_tags
 from tabulae.blob.rules.tiers import parse_priority
 from tabulae.blob.service import APPEND_BLOB, BLOCK_BLOB, Upload
 from tabulae.http.messages import Headers, Response
@@ -240,19 +242,19 @@ async def copy_blob(call: Call) -> Response:
     if source.key is not None:
         await authorize_local(call, source, shared_key_ok=True)
         try:
-            # tags: x-ms-tags goes here.
             record = await call.service.copy_blob(
                 source.key, source.snapshot, call.key, recorded(url), given if given else None,
                 conditions(headers), conditions(headers, "x-ms-source-"), call.lease_id,
+                tags=header_tags(headers),
                 tier=requested_tier(call), priority=parse_priority(headers.get("x-ms-rehydrate-priority")),
-                seal=bool_header(headers, "x-ms-seal-blob"),
+                seal=bool_header(headers, "x-ms-seal-blob"), protect=immutability.requested(call),
             )  # fmt: skip
         except ServiceError as exc:
             if exc.code == "CannotVerifyCopySource":
                 raise source_refused(404, "BlobNotFound", "The specified blob does not exist.") from None
             raise
         assert record.copy is not None
-        return Response(202, etag_headers(record.ticks) + _copy_headers(record.copy))
+        return Response(202, etag_headers(record.ticks) + _copy_headers(record.copy) + version_header(record))
     fetched, read = await open_remote(call, source, None, MAX_BLOCK_BLOB)
     try:
         blob_type = APPEND_BLOB if read.blob_type == APPEND_BLOB else BLOCK_BLOB
@@ -287,10 +289,10 @@ async def _copy_from_url(call: Call) -> Response:
         properties = replace(read.properties, content_md5=None)
         copy = CopyState(str(uuid.uuid4()), recorded(url), "", 0)
         upload = Upload(read.chunks, read.length, _source_md5(headers), _source_crc64(headers))
-        # tags/tier: x-ms-tags (or x-ms-copy-tags: COPY), x-ms-access-tier go to copy_from_upload.
+        tags = copy_source_tags(headers.get("x-ms-copy-source-tag-option"), header_tags(headers), read.tags)
         record, sums = await call.service.copy_from_upload(
             call.key, upload, properties, given if given else read.metadata, conditions(headers),
-            call.lease_id, copy,
+            call.lease_id, copy, tags=tags,
         )  # fmt: skip
     finally:
         if fetched is not None:

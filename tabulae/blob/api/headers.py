@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from tabulae.auth.shared_key import parse_rfc1123
 from tabulae.blob.api.formats import LeaseView, epoch_date, http_date
 from tabulae.blob.rules.conditions import Conditions, etag_of
+from tabulae.blob.rules.tags import parse_filter
 from tabulae.blob.rules.tiers import TierView, header_pairs
 from tabulae.http.messages import Headers
 from tabulae.http.metadata import metadata_headers
-from tabulae.model.blobs import BlobRecord, ContentProperties
+from tabulae.model.blobs import VERSION_PREFIX, BlobRecord, ContentProperties
 from tabulae.model.errors import ServiceError
 
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)")
@@ -49,12 +50,15 @@ def _date(value: str | None) -> int | None:
 
 
 def conditions(headers: dict[str, str], prefix: str = "") -> Conditions:
-    """``If-*`` headers (``x-ms-source-if-*`` with ``prefix="x-ms-source-"``)."""
+    """``If-*`` headers and ``x-ms-if-tags`` (``x-ms-source-if-*`` with ``prefix="x-ms-source-"``)."""
+    tags_header = (prefix or "x-ms-") + "if-tags"
+    if_tags = headers.get(tags_header)
     return Conditions(
         _etags(headers.get(prefix + "if-match")),
         _etags(headers.get(prefix + "if-none-match")),
         _date(headers.get(prefix + "if-modified-since")),
         _date(headers.get(prefix + "if-unmodified-since")),
+        parse_filter(if_tags, header=tags_header) if if_tags is not None else None,
     )
 
 
@@ -166,8 +170,7 @@ def blob_headers(
         headers.append((b"x-ms-blob-sequence-number", str(record.sequence_number).encode()))
     if tier is not None:
         headers.extend((name.encode(), value.encode()) for name, value in header_pairs(tier, epoch_date))
-    if record.snapshot:
-        headers.append((b"x-ms-snapshot", record.snapshot.encode()))
+    headers.extend(version_headers(record))
     copy = record.copy
     if copy is not None:
         headers.extend(
@@ -188,8 +191,23 @@ def blob_headers(
             headers.append((b"x-ms-incremental-copy", b"true"))
             if copy.destination_snapshot is not None:
                 headers.append((b"x-ms-copy-destination-snapshot", copy.destination_snapshot.encode()))
+    if record.tags:
+        headers.append((b"x-ms-tag-count", str(len(record.tags)).encode()))
     headers.extend(metadata_headers(record.metadata))
     return headers
+
+
+def version_headers(record: BlobRecord) -> Headers:
+    """``x-ms-snapshot`` of a snapshot; ``x-ms-version-id`` and ``x-ms-is-current-version`` of a
+    version (the base blob is the current one when it has an id)."""
+    if record.snapshot.startswith(VERSION_PREFIX):
+        return [(b"x-ms-version-id", record.snapshot[len(VERSION_PREFIX) :].encode()),
+                (b"x-ms-is-current-version", b"false")]  # fmt: skip
+    if record.snapshot:
+        return [(b"x-ms-snapshot", record.snapshot.encode())]
+    if record.version_id:
+        return [(b"x-ms-version-id", record.version_id.encode()), (b"x-ms-is-current-version", b"true")]
+    return []
 
 
 def etag_headers(ticks: int) -> Headers:

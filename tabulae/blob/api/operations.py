@@ -3,7 +3,7 @@
 
 The operation then picks the handler (``app.HANDLERS``), the permission a SAS must carry and
 whether anonymous callers may perform it (``sas``), so routing and authorisation can never
-disagree about what a request does. Features Tabulae does not have (versions, tags,
+disagree about what a request does. Features Tabulae does not have (versions,
 immutability, blob queries) get the Azure error a service
 gives for a parameter or header it does not support, never a half-done operation.
 """
@@ -16,15 +16,10 @@ from tabulae.model.errors import ServiceError
 # comp values of features Tabulae does not serve, on any resource.
 _UNSUPPORTED_COMP = frozenset(
     {
-        "tags", "blobs",
-        "immutabilityPolicies", "legalhold", "expiry", "query", "rename", "undelete",
+        "expiry", "query", "rename",
     }
 )  # fmt: skip
 _UNSUPPORTED_HEADERS = (
-    "x-ms-tags",
-    "x-ms-immutability-policy-until-date",
-    "x-ms-immutability-policy-mode",
-    "x-ms-legal-hold",
     "x-ms-encryption-key",
     "x-ms-encryption-scope",
 )
@@ -64,6 +59,8 @@ def _service(method: str, restype: str | None, comp: str | None) -> Operation:
         return _verb(method, {"GET": Operation.GET_SERVICE_STATS})
     if restype == "account" and comp == "properties":
         return _verb(method, {"GET": Operation.GET_ACCOUNT_INFO, "HEAD": Operation.GET_ACCOUNT_INFO})
+    if comp == "blobs" and restype is None:
+        return _verb(method, {"GET": Operation.FIND_BLOBS_BY_TAGS})
     if comp == "batch" and restype is None:
         return _verb(method, {"POST": Operation.SUBMIT_BATCH})
     if restype == "service" and comp == "userdelegationkey":
@@ -112,8 +109,12 @@ def _container(method: str, restype: str | None, comp: str | None) -> Operation:
         return _verb(method, {"PUT": Operation.LEASE_CONTAINER})
     if comp == "list":
         return _verb(method, {"GET": Operation.LIST_BLOBS})
+    if comp == "blobs":
+        return _verb(method, {"GET": Operation.FIND_BLOBS_BY_TAGS_IN_CONTAINER})
     if comp == "batch":
         return _verb(method, {"POST": Operation.SUBMIT_BATCH})
+    if comp == "undelete":
+        return _verb(method, {"PUT": Operation.RESTORE_CONTAINER})
     raise invalid_parameter("comp", comp)
 
 
@@ -161,6 +162,8 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
         return _verb(method, {"PUT": Operation.SNAPSHOT_BLOB})
     if comp == "copy":
         return _verb(method, {"PUT": Operation.ABORT_COPY})
+    if comp == "tags":
+        return _verb(method, {"PUT": Operation.SET_BLOB_TAGS, "GET": Operation.GET_BLOB_TAGS})
     if comp == "tier":
         return _verb(method, {"PUT": Operation.SET_BLOB_TIER})
     if comp == "seal":
@@ -169,8 +172,16 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
         return _verb(method, {"PUT": Operation.PUT_PAGE})
     if comp == "pagelist":
         return _verb(method, {"GET": Operation.GET_PAGE_RANGES})
+    if comp == "immutabilityPolicies":
+        return _verb(
+            method, {"PUT": Operation.SET_IMMUTABILITY_POLICY, "DELETE": Operation.DELETE_IMMUTABILITY_POLICY}
+        )
+    if comp == "legalhold":
+        return _verb(method, {"PUT": Operation.SET_LEGAL_HOLD})
     if comp == "incrementalcopy":
         return _verb(method, {"PUT": Operation.INCREMENTAL_COPY})
+    if comp == "undelete":
+        return _verb(method, {"PUT": Operation.UNDELETE_BLOB})
     raise invalid_parameter("comp", comp)
 
 
@@ -181,9 +192,6 @@ def resolve_operation(route: Route, method: str, query: dict[str, str], headers:
     restype = query.get("restype")
     if comp in _UNSUPPORTED_COMP:
         raise unsupported_parameter("comp", comp)
-    for name in ("versionid", "tags"):
-        if name in query:
-            raise unsupported_parameter(name, query[name])
     for name in _UNSUPPORTED_HEADERS:
         if name in headers:
             raise unsupported_header(name, headers[name])
@@ -202,5 +210,6 @@ READ_ONLY = frozenset(
         Operation.GET_ACCOUNT_INFO, Operation.GET_CONTAINER_PROPERTIES, Operation.GET_CONTAINER_METADATA,
         Operation.GET_CONTAINER_ACL, Operation.LIST_BLOBS, Operation.GET_BLOCK_LIST, Operation.GET_BLOB,
         Operation.GET_BLOB_PROPERTIES, Operation.GET_BLOB_METADATA, Operation.GET_PAGE_RANGES,
+        Operation.GET_BLOB_TAGS, Operation.FIND_BLOBS_BY_TAGS, Operation.FIND_BLOBS_BY_TAGS_IN_CONTAINER,
     }
 )  # fmt: skip

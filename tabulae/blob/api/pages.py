@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tabulae.blob.api import blobs, copy_source
+from tabulae.blob.api import blobs, copy_source, immutability
 from tabulae.blob.api.blobs import _no_snapshot
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import max_results, xml
 from tabulae.blob.api.formats import DECLARATION
 from tabulae.blob.api.headers import bad_header, byte_range, conditions, content_properties, etag_headers
 from tabulae.blob.api.operations import unsupported_header
+from tabulae.blob.api.tags import header_tags
 from tabulae.blob.pageblobs import PageBlobs, PageRange, PageWrite
 from tabulae.blob.rules.checksums import Checksums, b64
 from tabulae.blob.rules.conditions import Conditions
@@ -102,6 +103,8 @@ async def put_page_blob(call: Call) -> Response:
         request_metadata(call.request),
         _create_conditions(call),
         call.lease_id,
+        tags=header_tags(headers),
+        protect=immutability.requested(call),
     )
     return Response(201, [*etag_headers(record.ticks), _ENCRYPTED])
 

@@ -63,6 +63,10 @@ class Operation(enum.StrEnum):
     APPEND_BLOCK_FROM_URL = "AppendBlockFromUrl"
     PUT_PAGE_FROM_URL = "PutPageFromUrl"
     ABORT_COPY = "AbortCopyBlob"
+    SET_BLOB_TAGS = "SetBlobTags"
+    GET_BLOB_TAGS = "GetBlobTags"
+    FIND_BLOBS_BY_TAGS = "FindBlobsByTags"
+    FIND_BLOBS_BY_TAGS_IN_CONTAINER = "FindBlobsByTagsInContainer"
     SUBMIT_BATCH = "SubmitBatch"
     GET_USER_DELEGATION_KEY = "GetUserDelegationKey"
     SET_BLOB_TIER = "SetBlobTier"
@@ -70,6 +74,11 @@ class Operation(enum.StrEnum):
     PUT_PAGE = "PutPage"
     GET_PAGE_RANGES = "GetPageRanges"
     INCREMENTAL_COPY = "IncrementalCopyBlob"
+    UNDELETE_BLOB = "UndeleteBlob"
+    RESTORE_CONTAINER = "RestoreContainer"
+    SET_IMMUTABILITY_POLICY = "SetBlobImmutabilityPolicy"
+    DELETE_IMMUTABILITY_POLICY = "DeleteBlobImmutabilityPolicy"
+    SET_LEGAL_HOLD = "SetBlobLegalHold"
 
 
 @dataclass(slots=True)  # not frozen: built on every request

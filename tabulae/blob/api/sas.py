@@ -1,6 +1,7 @@
 """The Blob service's SAS ("Create a service SAS", "Create an account SAS") and anonymous access.
 
-A service SAS names a container (``sr=c``) or a blob (``sr=b``, its snapshot ``sr=bs``). Its
+A service SAS names a container (``sr=c``) or a blob (``sr=b``, its snapshot ``sr=bs``, its
+version ``sr=bv``, whose version id is signed where a snapshot's time would be). Its
 signature covers the canonical resource, which is built from the request's own URL, so a token
 for one container or blob cannot be used on another: the signature no longer matches. What each
 operation needs of the token's permissions is one table per kind of token below, keyed by the
@@ -57,12 +58,18 @@ _BLOB_PERMISSIONS: dict[Op, _Requirement] = {
     Op.PUT_PAGE_FROM_URL: ("w",),
     Op.ABORT_COPY: ("w",),
     Op.LEASE_BLOB: ("wd",),
-    Op.DELETE_BLOB: ("d",),
+    Op.DELETE_BLOB: ("dx",),  # d for a blob or snapshot, x for a version: see check_delete
+    Op.SET_BLOB_TAGS: ("t",),
+    Op.GET_BLOB_TAGS: ("t",),
     Op.SET_BLOB_TIER: ("w",),
     Op.SEAL_BLOB: ("w",),
     Op.PUT_PAGE: ("w",),
     Op.GET_PAGE_RANGES: ("r",),
     Op.INCREMENTAL_COPY: ("cw",),
+    Op.UNDELETE_BLOB: ("w",),  # assumed: the reference names no permission for it
+    Op.SET_IMMUTABILITY_POLICY: ("i",),
+    Op.DELETE_IMMUTABILITY_POLICY: ("i",),
+    Op.SET_LEGAL_HOLD: ("i",),
 }
 # What a container SAS adds: listing, and the container's own properties and lease.
 _CONTAINER_PERMISSIONS: dict[Op, _Requirement] = {
@@ -73,6 +80,7 @@ _CONTAINER_PERMISSIONS: dict[Op, _Requirement] = {
     Op.SET_CONTAINER_METADATA: ("w",),
     Op.LEASE_CONTAINER: ("wd",),
     Op.DELETE_CONTAINER: ("d",),
+    Op.FIND_BLOBS_BY_TAGS_IN_CONTAINER: ("f",),
 }
 # Account SAS: (resource type letter, permission groups).
 _ACCOUNT_RULES: dict[Op, tuple[str, _Requirement]] = {
@@ -81,6 +89,7 @@ _ACCOUNT_RULES: dict[Op, tuple[str, _Requirement]] = {
     Op.SET_SERVICE_PROPERTIES: ("s", ("w",)),
     Op.GET_SERVICE_STATS: ("s", ("r",)),
     Op.CREATE_CONTAINER: ("c", ("cw",)),
+    Op.RESTORE_CONTAINER: ("c", ("w",)),  # assumed: the reference names no permission for it
     Op.DELETE_CONTAINER: ("c", ("d",)),
     Op.GET_CONTAINER_PROPERTIES: ("c", ("r",)),
     Op.GET_CONTAINER_METADATA: ("c", ("r",)),
@@ -89,6 +98,8 @@ _ACCOUNT_RULES: dict[Op, tuple[str, _Requirement]] = {
     Op.SET_CONTAINER_ACL: ("c", ("w",)),
     Op.LEASE_CONTAINER: ("c", ("wd",)),
     Op.LIST_BLOBS: ("c", ("l",)),
+    Op.FIND_BLOBS_BY_TAGS: ("s", ("f",)),
+    Op.FIND_BLOBS_BY_TAGS_IN_CONTAINER: ("c", ("f",)),
     **{op: ("o", requirement) for op, requirement in _BLOB_PERMISSIONS.items()},
 }
 # Anonymous reads a container's public access level allows ("Configure anonymous read access").
@@ -145,6 +156,11 @@ class BlobGrant:
             if not self.permissions.intersection(group):
                 raise ServiceError("AuthorizationPermissionMismatch")
 
+    def check_delete(self, version: bool) -> None:
+        """Delete Blob needs ``x`` (delete version) for a version and ``d`` for anything else."""
+        if ("x" if version else "d") not in self.permissions:
+            raise ServiceError("AuthorizationPermissionMismatch")
+
     @property
     def create_only(self) -> bool:
         """A token that may create blobs but not overwrite them (``c`` without ``w``)."""
@@ -198,12 +214,12 @@ def verify_blob_sas(
         )
         return BlobGrant(granted.permissions, granted.resource_types, overrides=pairs)
     sr = query.get("sr", "")
-    if sr not in ("c", "b", "bs") or not container or (sr != "c" and not blob):
+    if sr not in ("c", "b", "bs", "bv") or not container or (sr != "c" and not blob):
         raise ServiceError(
             "AuthenticationFailed", detail=f"The signed resource (sr) '{sr}' does not fit the URL."
         )
     resource = f"/blob/{account}/{container}" + (f"/{blob}" if sr != "c" else "")
-    snapshot = query.get("snapshot", "") if sr == "bs" else ""
+    snapshot = query.get("snapshot", "") if sr == "bs" else query.get("versionid", "") if sr == "bv" else ""
     if delegation.is_delegation_sas(query):
         if token.si is not None:
             raise ServiceError(

@@ -24,13 +24,13 @@ def parse_tags_document(body: bytes) -> dict[str, str]:
     root = parse_document(body, "Tags")
     if root is None:
         return {}
-    tag_set = root.find("TagSet")
-    if tag_set is None:
+    elements = root.find("TagSet")
+    if elements is None:
         if len(root):
             raise ServiceError("InvalidXmlDocument")
         return {}
     pairs: list[tuple[str, str]] = []
-    for element in tag_set:
+    for element in elements:
         if element.tag != "Tag":
             raise ServiceError("InvalidXmlDocument")
         key = element.find("Key")
@@ -39,7 +39,8 @@ def parse_tags_document(body: bytes) -> dict[str, str]:
     return check_tags(pairs)
 
 
-def _tag_set(tags: Mapping[str, str]) -> str:
+def tag_set(tags: Mapping[str, str]) -> str:
+    """``<TagSet>…</TagSet>``: also a listing's ``<Tags>`` content."""
     items = "".join(
         f"<Tag><Key>{escape(key)}</Key><Value>{escape(value)}</Value></Tag>" for key, value in tags.items()
     )
@@ -48,7 +49,7 @@ def _tag_set(tags: Mapping[str, str]) -> str:
 
 def render_tags_document(tags: Mapping[str, str]) -> bytes:
     """The Get Blob Tags body."""
-    return f"{DECLARATION}<Tags>{_tag_set(tags)}</Tags>".encode()
+    return f"{DECLARATION}<Tags>{tag_set(tags)}</Tags>".encode()
 
 
 def render_found_blobs(
@@ -60,7 +61,7 @@ def render_found_blobs(
     """The Find Blobs by Tags body: (container, blob name, matching tags) per blob."""
     items = "".join(
         f"<Blob><Name>{escape(name)}</Name><ContainerName>{escape(container)}</ContainerName>"
-        f"<Tags>{_tag_set(tags)}</Tags></Blob>"
+        f"<Tags>{tag_set(tags)}</Tags></Blob>"
         for container, name, tags in blobs
     )
     marker = f"<NextMarker>{escape(next_marker)}</NextMarker>" if next_marker else "<NextMarker />"

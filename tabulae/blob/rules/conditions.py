@@ -9,8 +9,10 @@ When both headers of a pair are given, the ETag one decides (RFC 9110 §13.2.2).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
+from tabulae.blob.rules import tags as tag_rules
 from tabulae.model.edm import TICKS_PER_SECOND, UNIX_EPOCH_TICKS
 from tabulae.model.errors import ServiceError
 
@@ -23,6 +25,7 @@ class Conditions:
     if_none_match: tuple[str, ...] | None = None
     if_modified_since: int | None = None
     if_unmodified_since: int | None = None
+    if_tags: tag_rules.Node | None = None  # x-ms-if-tags, parsed
 
     @property
     def empty(self) -> bool:
@@ -31,6 +34,7 @@ class Conditions:
             and self.if_none_match is None
             and self.if_modified_since is None
             and self.if_unmodified_since is None
+            and self.if_tags is None
         )
 
 
@@ -57,16 +61,20 @@ def not_met(status: int = 412, code: str = "ConditionNotMet") -> ServiceError:
     return error
 
 
-def check(conditions: Conditions, ticks: int | None, *, read: bool) -> None:
-    """Raise unless ``conditions`` hold for a resource modified at ``ticks`` (None: missing).
+def check(
+    conditions: Conditions, ticks: int | None, *, read: bool, tags: Mapping[str, str] | None = None
+) -> None:
+    """Raise unless ``conditions`` hold for a resource modified at ``ticks`` (None: missing)
+    whose blob index tags are ``tags``.
 
-    On a missing resource only If-Match can fail (it needs something to match); the date
-    conditions have nothing to compare and are ignored, as HTTP asks.
+    On a missing resource only If-Match and x-ms-if-tags can fail (they need something to
+    match); the date conditions have nothing to compare and are ignored, as HTTP asks. An unmet
+    x-ms-if-tags is 412 ConditionNotMet, on reads too, once the HTTP conditions held.
     """
     if conditions.empty:
         return
     if ticks is None:
-        if conditions.if_match is not None:
+        if conditions.if_match is not None or conditions.if_tags is not None:
             raise not_met()
         return
     etag = etag_of(ticks)
@@ -82,14 +90,17 @@ def check(conditions: Conditions, ticks: int | None, *, read: bool) -> None:
             raise not_met(status)
     elif conditions.if_modified_since is not None and second <= conditions.if_modified_since:
         raise not_met(status)
+    if conditions.if_tags is not None and not tag_rules.matches(tags or {}, conditions.if_tags):
+        raise not_met()
 
 
 def check_dates_only(conditions: Conditions, ticks: int, *, allow_unmodified: bool = True) -> None:
     """Container operations honour only the date conditions (Set Container Metadata only
-    If-Modified-Since); another condition header there is 400 UnsupportedHeader."""
+    If-Modified-Since); another condition header there is 400 UnsupportedHeader, and
+    x-ms-if-tags, a blob's condition, is not looked at."""
     if conditions.if_match is not None or conditions.if_none_match is not None:
         name = "If-Match" if conditions.if_match is not None else "If-None-Match"
         raise ServiceError("UnsupportedHeader", fields=(("HeaderName", name),))
     if not allow_unmodified and conditions.if_unmodified_since is not None:
         raise ServiceError("UnsupportedHeader", fields=(("HeaderName", "If-Unmodified-Since"),))
-    check(conditions, ticks, read=False)
+    check(replace(conditions, if_tags=None), ticks, read=False)  # a container has no tags to test

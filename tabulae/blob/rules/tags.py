@@ -92,6 +92,25 @@ def render_tags_header(tags: Mapping[str, str]) -> str:
     return "&".join(f"{quote(key, safe='')}={quote(value, safe='')}" for key, value in tags.items())
 
 
+COPY_TAG_OPTIONS = ("REPLACE", "COPY")
+
+
+def copy_source_tags(
+    option: str | None, given: Mapping[str, str] | None, source: Mapping[str, str]
+) -> dict[str, str]:
+    """The tags a copy gives its destination by ``x-ms-copy-source-tag-option``: ``COPY`` takes
+    the source's, ``REPLACE`` (the default) those of ``x-ms-tags`` (none without it). Any other
+    value is 400 InvalidHeaderValue (case-sensitive, as the reference lists them)."""
+    if option is not None and option not in COPY_TAG_OPTIONS:
+        raise ServiceError(
+            "InvalidHeaderValue",
+            fields=(("HeaderName", "x-ms-copy-source-tag-option"), ("HeaderValue", option)),
+        )
+    if option == "COPY":
+        return dict(source)
+    return dict(given or {})
+
+
 # ------------------------------------------------------------------------------- filters
 
 
@@ -228,7 +247,7 @@ class _Parser:
             if not key or (len(key) > MAX_KEY and self.header is None):
                 raise self.fail("tag must be between 1 and 128 characters in length", start)
             if not TAG_CHARS.issuperset(key):
-                raise self.fail("character not permitted in tag name", start)
+                raise self.fail("character not permitted in tag name or value", start)
             return key
         end = start
         while end < len(self.text) and (
@@ -260,7 +279,7 @@ class _Parser:
         if len(value) > MAX_VALUE and self.header is None:
             raise self.fail("tag value must be between 0 and 256 characters in length", start)
         if not TAG_CHARS.issuperset(value):
-            raise self.fail("character not permitted in tag value", start)
+            raise self.fail("character not permitted in tag name or value", start)
         return value
 
 
@@ -278,10 +297,11 @@ def parse_filter(text: str, *, header: str | None = None, allow_container: bool 
     return node
 
 
-def _comparisons(node: Node) -> list[Comparison]:
+def comparisons(node: Node) -> list[Comparison]:
+    """Every comparison of a filter, in order (a ``where`` has no OR: all of them must hold)."""
     if isinstance(node, Comparison):
         return [node]
-    return [c for term in node.terms for c in _comparisons(term)]
+    return [c for term in node.terms for c in comparisons(term)]
 
 
 _SIDE = {"=": "eq", ">": "low", ">=": "low", "<": "high", "<=": "high"}
@@ -290,7 +310,7 @@ _SIDE = {"=": "eq", ">": "low", ">=": "low", "<": "high", "<=": "high"}
 def _check_where(text: str, node: Node) -> None:
     """The ``where`` limits: 10 distinct keys; per key one equality alone, or one bound per side."""
     seen: dict[str, list[str]] = {}
-    for comparison in _comparisons(node):
+    for comparison in comparisons(node):
         sides = seen.setdefault(comparison.key, [])
         side = _SIDE[comparison.operator]
         if comparison.key != CONTAINER and ((sides and (side == "eq" or "eq" in sides)) or side in sides):
@@ -333,7 +353,7 @@ def matches(tags: Mapping[str, str], node: Node, container: str | None = None) -
 def filter_keys(node: Node) -> list[str]:
     """The tag keys a filter names, in order, once each: Find Blobs by Tags returns only these."""
     keys: list[str] = []
-    for comparison in _comparisons(node):
+    for comparison in comparisons(node):
         if comparison.key != CONTAINER and comparison.key not in keys:
             keys.append(comparison.key)
     return keys
@@ -341,7 +361,7 @@ def filter_keys(node: Node) -> list[str]:
 
 def container_scope(node: Node) -> str | None:
     """The container an account-level ``where`` is limited to by ``@container = '...'``, if any."""
-    for comparison in _comparisons(node) if not isinstance(node, AnyOf) else ():
+    for comparison in comparisons(node) if not isinstance(node, AnyOf) else ():
         if comparison.key == CONTAINER:
             return comparison.value
     return None

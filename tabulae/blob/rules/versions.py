@@ -78,3 +78,10 @@ def current_version(version_ids: Iterable[str], deleted: bool) -> str | None:
 def is_current_header(version_id: str, current: str | None) -> tuple[bytes, bytes]:
     """The ``x-ms-is-current-version`` header of a read of ``version_id``."""
     return (b"x-ms-is-current-version", b"true" if version_id == current else b"false")
+
+
+def new_version_id_ticks(tick: int, previous: str | None) -> str:
+    """As :func:`new_version_id`, from a time in 100 ns ticks since 1970 (a write's timestamp)."""
+    if previous is not None:
+        tick = max(tick, parse(previous) + 1)
+    return render(tick)

@@ -81,9 +81,36 @@ def delete(
         " ON CONFLICT ({key,} ref) DO UPDATE SET dropped = excluded.dropped",
         cid,
     )
-    for table in ("blob_extents", "blob_blocks", "blob_pages", "blobs"):
+    for table in ("blob_extents", "blob_blocks", "blob_pages", "blob_tags", "blobs"):
         yield Sql(f"DELETE FROM {table} WHERE container_id = :c", cid)
     yield Sql("DELETE FROM blob_containers WHERE id = :c", cid)
+
+
+def rename(
+    account: str, name: str, new: str, check: Callable[[ContainerRecord], None], guard: Sql | None = None
+) -> Plan[None]:
+    """Give the container another name, with everything in it, if ``check`` passes (container
+    soft delete sets it aside and restores it so). Raises ``ContainerNotFound``, or
+    ``ContainerAlreadyExists`` when ``new`` is taken."""
+    if guard is not None:
+        yield guard
+    where = {"account": account, "name": name}
+    row = yield Sql(f"SELECT ticks, doc FROM blob_containers WHERE {_BY_NAME} {{lock}}", where, "one")
+    if row is None:
+        raise container_missing()
+    check(decode_container(name, row[0], bytes(row[1])))
+    taken = yield Sql(
+        f"SELECT 1 FROM blob_containers WHERE {_BY_NAME}", {"account": account, "name": new}, "one"
+    )
+    if taken is not None:
+        raise ServiceError("ContainerAlreadyExists")
+    yield Sql(f"UPDATE blob_containers SET name = :new WHERE {_BY_NAME}", {**where, "new": new})
+
+
+def every_account(low: str) -> Plan[list[tuple[str, str]]]:
+    """(account, name) of every container whose name is ``low`` or after, in every account."""
+    rows = yield Sql("SELECT account, name FROM blob_containers WHERE name >= :low", {"low": low}, "all")
+    return [(str(row[0]), str(row[1])) for row in rows]
 
 
 def page(account: str, prefix: str, start: str | None, limit: int) -> Plan[list[ContainerRecord]]:

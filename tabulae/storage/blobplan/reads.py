@@ -9,9 +9,11 @@ from typing import Any, NamedTuple
 from tabulae.model.blobs import BlobKey, BlobRecord, Extent
 from tabulae.storage.blobs import (
     STORED_BASE,
+    VERSION_PREFIX,
     BlobListing,
     BlobState,
     Needs,
+    PendingChange,
     container_missing,
     decode_blob,
     listing_start,
@@ -30,6 +32,10 @@ _ROW = "{key=} container_id = :c AND name = :name AND version = :version"
 # Statements are constants, not f-strings built per call: the runners look each text up by value.
 _EXTENTS = "SELECT ref, length, block_id FROM blob_extents WHERE " + _ROW + " ORDER BY seq"
 _VERSION = f"SELECT {BLOB_COLUMNS} FROM blobs WHERE " + _ROW
+_OTHERS = (
+    f"SELECT {BLOB_COLUMNS} FROM blobs WHERE {{key=}} container_id = :c AND name = :name"
+    f" AND version <> '{STORED_BASE}' ORDER BY version"
+)
 _BASE_LOCKED = f"SELECT {BLOB_COLUMNS}, staged, staged_id_length FROM blobs WHERE " + _ROW + " {lock}"
 
 
@@ -112,17 +118,31 @@ def list_blobs(
     limit: int,
     snapshots: bool,
     uncommitted: bool,
+    versions: bool = False,
+    deleted: bool = False,
 ) -> Plan[BlobListing]:
-    """A page of a container's blobs: a range scan of every shard, in (name, version) order."""
+    """A page of a container's blobs: a range scan of every shard, in (name, version) order.
+
+    A row that is not committed is a blob with only staged blocks (at the base) or a
+    soft-deleted record (anywhere else)."""
     cid = yield from container_id(account, container)
     low_name, low_version = listing_start(prefix, start)
     where = "container_id = :c AND (name, version) >= (:name, :version)"
     if prefix:
         where += " AND name < :end"
-    if not snapshots:
-        where += f" AND version = '{STORED_BASE}'"
-    if not uncommitted:
-        where += " AND committed"
+    if not snapshots and not versions:
+        where += f" AND version >= '{STORED_BASE}'"  # the base, and deleted bases after it
+    elif not snapshots:
+        where += f" AND version >= '{VERSION_PREFIX}'"
+    elif not versions:
+        where += f" AND (version < '{VERSION_PREFIX}' OR version >= '{STORED_BASE}')"
+    shown = ["committed"]
+    if uncommitted:
+        shown.append(f"version = '{STORED_BASE}'")
+    if deleted:
+        shown.append(f"version <> '{STORED_BASE}'")
+    if len(shown) < 3:
+        where += f" AND ({' OR '.join(shown)})"
     params = {"c": cid, "name": low_name, "version": low_version, "end": prefix_end(prefix) if prefix else "",
               "n": limit + 1}  # fmt: skip
     rows = yield Sql(
@@ -140,13 +160,19 @@ def load_state(at: At, cid: int, needs: Needs) -> Plan[BlobState]:
     )
     base = blob_of(row) if row else None
     state = BlobState(base=base, ticks=next_ticks(base.ticks if base else None))
+    if needs.snapshot is not None:  # a snapshot or version, live (a soft-deleted one is not there)
+        target = yield Sql(_VERSION, at.row(cid, needs.snapshot), "one")
+        state.target = blob_of(target) if target and target[4] else None
+    if needs.others:
+        rows = yield Sql(_OTHERS, at.row(cid), "all")
+        state.others = [blob_of(other) for other in rows]
     if row is None:
         return state
     state.staged_count, state.staged_id_length = int(row[6]), row[7]
     if needs.snapshots:
         count = yield Sql(
             "SELECT count(*) FROM blobs WHERE {key=} container_id = :c AND name = :name"
-            " AND version <> :version",
+            f" AND version < '{VERSION_PREFIX}' AND committed",
             at.row(cid),
             "one",
         )
@@ -155,7 +181,18 @@ def load_state(at: At, cid: int, needs: Needs) -> Plan[BlobState]:
         state.content = yield from extents(at, cid)
     if needs.staged:
         state.staged = yield from staged(at, cid)
-    if needs.snapshot is not None:
-        target = yield Sql(_VERSION, at.row(cid, needs.snapshot), "one")
-        state.target = blob_of(target) if target else None
     return state
+
+
+_PENDING = "SELECT {key,} seq, account, doc FROM blob_changes ORDER BY seq LIMIT :limit"
+
+
+def pending_changes(limit: int) -> Plan[list[PendingChange]]:
+    """Kept change feed events, oldest first (on PostgreSQL each row carries its ``dkey``)."""
+    rows = yield Sql(_PENDING, {"limit": limit}, "all")
+    changes = []
+    for row in rows:
+        dkey, rest = (row[0], row[1:]) if len(row) == 4 else (0, row)
+        seq, account, doc = rest
+        changes.append(PendingChange(int(dkey), int(seq), str(account), bytes(doc)))
+    return changes

@@ -10,10 +10,21 @@ from typing import Any, TypeVar
 
 from tabulae.model.blobs import BASE, BlobKey, BlobRecord, ContainerRecord, Extent
 from tabulae.storage.blob_pages import PageSpan
-from tabulae.storage.blobplan import containers, pages, reads, writes
+from tabulae.storage.blobplan import containers, pages, paths, reads, retained, tags, writes
 from tabulae.storage.blobplan.reads import At
 from tabulae.storage.blobplan.writes import CopyExtent
-from tabulae.storage.blobs import NO_NEEDS, BlobListing, BlobStore, Decide, Needs, Staged, stored_version
+from tabulae.storage.blobs import (
+    NO_NEEDS,
+    BlobListing,
+    BlobStore,
+    Decide,
+    FoundBlob,
+    Needs,
+    PendingChange,
+    Staged,
+    TagQuery,
+    stored_version,
+)
 from tabulae.storage.plan import Plan, Sql
 
 T = TypeVar("T")
@@ -34,6 +45,10 @@ class PlannedBlobs(BlobStore):
     async def _commit(self, make: Callable[[], Plan[tuple[Any, set[str]]]], staged: Staged | None) -> Any:
         """Run a write as :meth:`_write` does, consuming ``staged`` (see :meth:`write_blob`): the
         plan returns the write's result and the refs it named."""
+
+    rekey: str | None = None
+    """SQL for a row's distribution key from ``:account``, ``:dcontainer`` and a new name
+    (``{name}``), when the engine has one (a rename moves rows between keys)."""
 
     copy_extent: CopyExtent | None = None
     """How the engine copies an extent to another blob's distribution key, if it has one."""
@@ -60,6 +75,20 @@ class PlannedBlobs(BlobStore):
         )
         return result
 
+    async def pending_changes(self, limit: int) -> list[PendingChange]:
+        return await self._read(lambda: reads.pending_changes(limit))
+
+    async def rename_path(
+        self, source: BlobKey, destination: BlobKey, parent: BlobKey | None, decide: paths.RenameDecide
+    ) -> Any:
+        src, dst = self._at(source), self._at(destination)
+        above = self._at(parent) if parent is not None else None
+        return await self._write(lambda: paths.rename(src, dst, above, decide, self.rekey))
+
+    async def delete_tree(self, key: BlobKey, decide: Callable[[paths.TreeState], Any]) -> Any:
+        at = self._at(key)
+        return await self._write(lambda: paths.delete_tree(at, decide))
+
     async def create_container(self, account: str, record: ContainerRecord) -> None:
         """An engine that numbers containers itself; one with ids of its own overrides this."""
         await self._write(lambda: containers.create(account, record, None))
@@ -78,6 +107,15 @@ class PlannedBlobs(BlobStore):
         guard = self._guard(account, name, shared=False)
         await self._write(lambda: containers.delete(account, name, check, guard))
 
+    async def rename_container(
+        self, account: str, name: str, new_name: str, check: Callable[[ContainerRecord], None]
+    ) -> None:
+        guard = self._guard(account, name, shared=False)
+        await self._write(lambda: containers.rename(account, name, new_name, check, guard))
+
+    async def containers_from(self, low: str) -> list[tuple[str, str]]:
+        return await self._read(lambda: containers.every_account(low))
+
     async def list_containers(
         self, account: str, prefix: str, start: str | None, limit: int
     ) -> list[ContainerRecord]:
@@ -95,6 +133,17 @@ class PlannedBlobs(BlobStore):
         at, version = self._at(key), stored_version(snapshot)
         return await self._read(lambda: pages.version_spans(at, version, start, end), snapshot=True)
 
+    async def deleted_records(
+        self, after: tuple[int, str, str] | None, limit: int
+    ) -> list[tuple[tuple[int, str, str], BlobKey, BlobRecord]]:
+        cid, name, version = after if after is not None else (-1, "", "")
+        params = {"c": cid, "name": name, "version": version, "n": limit}
+        rows = await self._read(lambda: _rows(Sql(retained.DELETED, params, "all")))
+        return [
+            ((int(row[0]), row[3], row[4]), BlobKey(row[1], row[2], row[3]), reads.blob_of(row[3:]))
+            for row in rows
+        ]
+
     async def list_blocks(self, key: BlobKey) -> tuple[BlobRecord | None, list[Extent], list[Extent]]:
         at = self._at(key)
         return await self._read(lambda: reads.list_blocks(at), snapshot=True)
@@ -109,7 +158,21 @@ class PlannedBlobs(BlobStore):
         limit: int,
         snapshots: bool,
         uncommitted: bool,
+        versions: bool = False,
+        deleted: bool = False,
     ) -> BlobListing:
         return await self._read(
-            lambda: reads.list_blobs(account, container, prefix, start, limit, snapshots, uncommitted)
+            lambda: reads.list_blobs(
+                account, container, prefix, start, limit, snapshots, uncommitted, versions, deleted
+            )
         )
+
+    async def find_blobs_by_tags(
+        self, account: str, container: str | None, query: TagQuery, after: tuple[str, str] | None, limit: int
+    ) -> list[FoundBlob]:
+        return await self._read(lambda: tags.find(account, container, query, after, limit))
+
+
+def _rows(statement: Sql) -> Plan[list[Any]]:
+    rows = yield statement
+    return list(rows)

@@ -16,9 +16,18 @@ from typing import Any
 
 from tabulae.model.blobs import Extent
 from tabulae.storage.blob_pages import EVERY_PAGE, PageEdit, PageSpan
-from tabulae.storage.blobplan import garbage, pages
+from tabulae.storage.blobplan import garbage, pages, retained, tags
 from tabulae.storage.blobplan.reads import At, committed, container_id, load_state
-from tabulae.storage.blobs import STORED_BASE, BlobState, BlobWrite, Decide, Needs, encode_blob
+from tabulae.storage.blobs import (
+    STORED_BASE,
+    VERSION_PREFIX,
+    BlobState,
+    BlobWrite,
+    ChangesTaken,
+    Decide,
+    Needs,
+    encode_blob,
+)
 from tabulae.storage.plan import Plan, Restart, Sql
 
 PAGE_BLOB = "PageBlob"
@@ -33,7 +42,7 @@ _INSERT_BLOB = (
 )
 _EXTENT_COLUMNS = "INSERT INTO blob_extents ({key,} container_id, name, version, seq, ref, length, block_id)"
 # Statements are constants, not f-strings built per call: the runners look each text up by value.
-_OTHER_VERSIONS = _BLOB + " AND version <> :version"
+_SNAPSHOTS = _BLOB + f" AND version < '{VERSION_PREFIX}'"  # previous versions outlive the blob
 _EXTENT_REFS = "SELECT ref FROM blob_extents WHERE " + _ROW
 _DELETE_EXTENTS = "DELETE FROM blob_extents WHERE " + _ROW
 _BLOCK_REFS = "SELECT ref FROM blob_blocks WHERE " + _BLOB
@@ -53,6 +62,8 @@ _SNAPSHOT_EXTENTS = (
 _NO_STAGED = "UPDATE blobs SET staged = 0, staged_id_length = NULL WHERE " + _ROW
 _BLOCK_REF = _BLOCK_REFS + " AND block_id = :block_id"
 _COUNT_STAGED = "UPDATE blobs SET staged = staged + :added, staged_id_length = :length WHERE " + _ROW
+_KEEP_CHANGE = "INSERT INTO blob_changes ({key,} account, doc) VALUES ({:key,} :account, :doc)"
+_DROP_CHANGE = "DELETE FROM blob_changes WHERE {key=} seq = :seq"
 _STAGE_BLOCK = (
     "INSERT INTO blob_blocks ({key,} container_id, name, block_id, seq, ref, length)"
     " VALUES ({:key,} :c, :name, :block_id, :seq, :ref, :length)"
@@ -146,15 +157,17 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
     base = at.row(cid)
     paged = state.base is not None and state.base.blob_type == PAGE_BLOB
     if write.delete_snapshots:  # snapshots may be page blobs whatever the base is now
-        dropped |= yield from _delete_version(_OTHER_VERSIONS, base, paged or state.snapshots > 0)
+        dropped |= yield from _delete_version(_SNAPSHOTS, base, paged or state.snapshots > 0)
     if write.delete_snapshot is not None:
         target = state.target
         snapshot_paged = target is None or target.blob_type == PAGE_BLOB
         dropped |= yield from _delete_version(_ROW, at.row(cid, write.delete_snapshot), snapshot_paged)
-    if write.snapshot is not None:
-        frozen = write.snapshot
-        yield Sql(_INSERT_BLOB, {**at.row(cid, frozen.snapshot), "committed": True, "ticks": frozen.ticks,
-                                 "size": frozen.size, "doc": encode_blob(frozen)})  # fmt: skip
+    for frozen in (write.snapshot, write.version):
+        if frozen is None:
+            continue
+        values = {**at.row(cid, frozen.snapshot), "committed": frozen.committed, "ticks": frozen.ticks,
+                  "size": frozen.size, "doc": encode_blob(frozen)}  # fmt: skip
+        yield Sql(_INSERT_BLOB, values)
         yield Sql(_SNAPSHOT_EXTENTS, {**base, "snapshot": frozen.snapshot})
         if frozen.blob_type == PAGE_BLOB:
             yield from pages.copy(at, cid, frozen.snapshot)
@@ -170,6 +183,11 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
             yield Sql(_UPDATE_BLOB, values)
         elif not (yield Sql(_INSERT_BLOB + " ON CONFLICT DO NOTHING", values, "rowcount")):
             raise Restart  # a concurrent write created the blob: decide again
+    if write.delete_base or write.base is not None:  # the tag index follows the current version
+        old = state.base.tags if existed and state.base is not None else {}
+        new = write.base.tags if write.base is not None and write.base.committed else {}
+        if old != new:
+            yield from tags.replace_tags(at, cid, old, new)
     referenced: set[str] = set()
     if write.pages is None and existed and not write.delete_base and _replaces_pages(state, write):
         write.pages = PageEdit(0, EVERY_PAGE)  # a page blob replaced by another type keeps no spans
@@ -217,6 +235,13 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
         yield Sql(_SNAPSHOT_EXTENTS, {**base, "snapshot": frozen.snapshot})
         if frozen.blob_type == PAGE_BLOB:
             yield from pages.copy(at, cid, frozen.snapshot)
+    if write.rewrite or write.moves or write.purge:
+        dropped |= yield from retained.apply(at, cid, write)
+    if write.change is not None:
+        yield Sql(_KEEP_CHANGE, {"dkey": at.dkey, "account": at.key.account, "doc": write.change})
+    for change in write.consume:
+        if not (yield Sql(_DROP_CHANGE, {"dkey": change.dkey, "seq": change.seq}, "rowcount")):
+            raise ChangesTaken
     for ref in dropped - referenced:
         yield from garbage.drop(at.dkey, ref)
     return referenced

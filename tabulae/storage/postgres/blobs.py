@@ -8,7 +8,8 @@ Content is stored in ``blob_chunks`` rows of ``CHUNK_BYTES`` (``bytea``), so fro
 files and stay stateless. Every row of a blob (its versions, extents, staged blocks, chunks and
 garbage) carries ``dkey``, a 64-bit hash of account, container and blob name, which is the
 distribution column under Citus: a blob lives on one shard, and every write of one blob is a
-single-shard transaction. Containers and service properties are reference tables.
+single-shard transaction (its ``blob_tags`` index rows too). Containers and service properties
+are reference tables.
 
 An upload runs in one transaction from its first chunk to the commit of the record that names
 it (:class:`PgStaged` holds its connection), so a front-end that dies mid-upload leaves nothing:
@@ -53,6 +54,7 @@ from tabulae.storage.blobs import (
     Staged,
     extent_offsets,
 )
+from tabulae.storage.namespace import RenameDecide
 from tabulae.storage.plan import Plan, Sql
 from tabulae.storage.postgres.engine import PostgresDatabase, Schema
 
@@ -135,6 +137,18 @@ _STATEMENTS = (
     "CREATE INDEX IF NOT EXISTS blob_blocks_ref ON blob_blocks (dkey, ref)",
     "CREATE INDEX IF NOT EXISTS blob_blocks_container ON blob_blocks (container_id)",
     """
+    CREATE TABLE IF NOT EXISTS blob_tags (
+        dkey bigint NOT NULL,
+        container_id bigint NOT NULL,
+        name text COLLATE "C" NOT NULL,
+        tag text COLLATE "C" NOT NULL,
+        value text COLLATE "C" NOT NULL,
+        CONSTRAINT blob_tags_pkey PRIMARY KEY (dkey, container_id, name, tag)
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS blob_tags_lookup ON blob_tags (tag, value, container_id, name)",
+    "CREATE INDEX IF NOT EXISTS blob_tags_container ON blob_tags (container_id)",
+    """
     CREATE TABLE IF NOT EXISTS blob_pages (
         dkey bigint NOT NULL,
         container_id bigint NOT NULL,
@@ -160,6 +174,15 @@ _STATEMENTS = (
     )
     """,
     """
+    CREATE TABLE IF NOT EXISTS blob_changes (
+        dkey bigint NOT NULL,
+        seq bigserial NOT NULL,
+        account text COLLATE "C" NOT NULL,
+        doc bytea NOT NULL,
+        CONSTRAINT blob_changes_pkey PRIMARY KEY (dkey, seq)
+    )
+    """,
+    """
     CREATE TABLE IF NOT EXISTS blob_garbage (
         dkey bigint NOT NULL,
         ref uuid NOT NULL,
@@ -175,9 +198,11 @@ SCHEMA = Schema(
         "blobs": "dkey",
         "blob_extents": "dkey",
         "blob_blocks": "dkey",
+        "blob_tags": "dkey",
         "blob_pages": "dkey",
         "blob_chunks": "dkey",
         "blob_garbage": "dkey",
+        "blob_changes": "dkey",
     },
 )
 
@@ -238,6 +263,25 @@ class PostgresBlobs(PlannedBlobs):
 
     async def _write(self, make: Callable[[], Plan[T]]) -> T:
         return await self._db.run_plan(make, retry=True, transaction=True)
+
+    # dkey_of in SQL, for the rows a rename moves (paths.rename): the first 8 bytes of the hash
+    # as a signed big-endian integer.
+    rekey = (
+        "('x' || left(encode(sha256(convert_to(:account || E'\\n' || :dcontainer || E'\\n' || {name},"
+        " 'UTF8')), 'hex'), 16))::bit(64)::bigint"
+    )
+
+    async def rename_path(
+        self, source: BlobKey, destination: BlobKey, parent: BlobKey | None, decide: RenameDecide
+    ) -> Any:
+        """As the plan does; Citus cannot change a row's distribution column, so there a rename
+        is 501 (a rename that moves no rows between shards needs a tree of its own)."""
+        try:
+            return await super().rename_path(source, destination, parent, decide)
+        except ServiceError as error:
+            if isinstance(error.__cause__, psycopg.errors.FeatureNotSupported):
+                raise ServiceError("NotImplemented", detail="rename is not available on Citus yet") from error
+            raise
 
     def _at(self, key: BlobKey) -> At:
         return at(key)

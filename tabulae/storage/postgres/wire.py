@@ -67,7 +67,6 @@ def read_int8(value: bytes) -> int:
 
 
 Call = tuple[Statement, Sequence[bytes | None]]
-_ROLLBACK = Statement.of("ROLLBACK")
 
 # the statements each server session (libpq connection) has prepared; a closed one takes its set along
 _prepared: weakref.WeakKeyDictionary[Any, set[bytes]] = weakref.WeakKeyDictionary()
@@ -82,14 +81,23 @@ async def exchange(conn: Connection, calls: Sequence[Call]) -> list[pq.abc.PGres
     psycopg deallocates every prepared statement of a session when it sees a ``ROLLBACK`` or a
     ``DROP`` there (its own cache may have gone stale), ours too: a statement found missing is
     prepared again and the calls are sent once more (nothing was committed: a ``COMMIT`` after
-    a missing statement is not run, and a transaction it leaves open is rolled back first)."""
+    a missing statement is not run, and a transaction it leaves open is rolled back first).
+    Which of ours the session still has is asked of the server, not assumed: a statement this
+    same exchange prepared before the missing one was found is there, and preparing it again
+    would fail."""
     try:
         return await _exchange(conn, calls)
     except InvalidSqlStatementName:
-        _prepared.pop(conn.pgconn, None)
         if conn.pgconn.transaction_status != pq.TransactionStatus.IDLE:
-            await _exchange(conn, ((_ROLLBACK, ()),))
+            await conn.execute("ROLLBACK")  # not prepared: ours may be gone too
+        _prepared[conn.pgconn] = await _names_prepared(conn)
         return await _exchange(conn, calls)
+
+
+async def _names_prepared(conn: Connection) -> set[bytes]:
+    """The names of the statements the session has prepared, as the server knows them."""
+    cursor = await conn.execute("SELECT name FROM pg_prepared_statements")
+    return {str(row[0]).encode() for row in await cursor.fetchall()}
 
 
 async def _exchange(conn: Connection, calls: Sequence[Call]) -> list[pq.abc.PGresult]:

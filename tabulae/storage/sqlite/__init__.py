@@ -14,6 +14,7 @@ from tabulae.storage.sqlite.queues import SCHEMA as QUEUES_SCHEMA
 from tabulae.storage.sqlite.queues import SqliteQueues
 from tabulae.storage.sqlite.tables import SCHEMA as TABLES_SCHEMA
 from tabulae.storage.sqlite.tables import SqliteTables
+from tabulae.storage.sqlite.vacuum import convert_at_start
 from tabulae.storage.stores import Stores
 from tabulae.storage.volume import Volume
 
@@ -24,12 +25,15 @@ def check_store(directory: Path) -> None:
     """Open the store once and close it again, in the parent process before any worker starts:
     a new one gets its schema here, so a store that cannot be made (a full volume) stops the
     server before it announces itself, and removes what it began, so that nothing half-made is
-    left for the next start. Raises the engine's error."""
+    left for the next start. A small store made before ``auto_vacuum = INCREMENTAL`` is
+    converted here too (:mod:`.vacuum`), before anyone waits for it. Raises the engine's error."""
     new = not (directory / "tabulae.db").exists()
     volume = Volume(directory)
     try:
         database = SqliteDatabase(directory, TABLES_SCHEMA + QUEUES_SCHEMA + BLOBS_SCHEMA, volume=volume)
         asyncio.run(database.close())
+        if not new:
+            convert_at_start(directory / "tabulae.db")
     except (OSError, sqlite3.Error) as exc:
         if new:
             for name in STORE_FILES:

@@ -7,7 +7,8 @@ staged first by :mod:`.blob_files` (a file synced before the job is even queued,
 
 Extents a write stops referencing go to ``blob_garbage`` in the same transaction and are deleted
 after ``GARBAGE_GRACE_SECONDS`` (a download that began before may still be reading them; on a
-full volume at once, since the room is needed more than a late download); files a crash left
+volume low on space after ``LOW_GARBAGE_GRACE_SECONDS``, and on a full one at once, since the
+room is needed more than a late download); files a crash left
 unreferenced are found by :meth:`ContentFiles.collect_orphans`. ``tabulae backup``
 pauses the collector while it copies, so no file it needs can go.
 """
@@ -27,6 +28,7 @@ from tabulae.storage.blobplan.garbage import REFERENCED, collect
 from tabulae.storage.blobplan.store import PlannedBlobs
 from tabulae.storage.blobs import (
     GARBAGE_GRACE_SECONDS,
+    LOW_GARBAGE_GRACE_SECONDS,
     BlobKey,
     Digest,
     Extent,
@@ -99,6 +101,15 @@ CREATE TABLE IF NOT EXISTS blob_blocks (
     PRIMARY KEY (container_id, name, block_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS blob_blocks_ref ON blob_blocks (ref);
+CREATE TABLE IF NOT EXISTS blob_tags (
+    dkey INTEGER NOT NULL DEFAULT 0,
+    container_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (container_id, name, tag)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS blob_tags_lookup ON blob_tags (tag, value);
 CREATE TABLE IF NOT EXISTS blob_pages (
     container_id INTEGER NOT NULL,
     name TEXT NOT NULL,
@@ -119,6 +130,11 @@ CREATE TABLE IF NOT EXISTS blob_garbage (
     ref TEXT PRIMARY KEY,
     dropped REAL NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS blob_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    account TEXT NOT NULL,
+    doc BLOB NOT NULL
+);
 """
 
 ORPHANS_INTERVAL_SECONDS = 60.0  # the content directory is scanned for crash orphans at most this often
@@ -226,13 +242,17 @@ class SqliteBlobs(PlannedBlobs):
         """Delete expired garbage (rows in a write job, files after it commits), then look for
         files a crash orphaned, under the collector's lock (so one process at a time, and never
         while a backup copies)."""
-        full = self._db.volume.full
+        volume = self._db.volume
+        grace = 0.0 if volume.full else LOW_GARBAGE_GRACE_SECONDS if volume.low else GARBAGE_GRACE_SECONDS
+        before = time.time() - grace
         with self._files.collecting() as mine:
             if not mine:
                 return 0
-            grace = 0.0 if full else GARBAGE_GRACE_SECONDS
-            files = await self._db.write_plan(_collect(time.time() - grace))
-            removed = await self._files.unlink(files)
+            removed = 0
+            # looked for first, on the reader: collected every few seconds while the volume is
+            # low, most rounds find nothing, and a write job would commit (and sync) nothing
+            if self._db.reader.execute(_EXPIRED, (before,)).fetchone() is not None:
+                removed = await self._files.unlink(await self._db.write_plan(_collect(before)))
             if time.monotonic() - self._orphans_at < ORPHANS_INTERVAL_SECONDS:
                 return removed  # collected often while the volume is full: the scan keeps its pace
             self._orphans_at = time.monotonic()
@@ -273,6 +293,9 @@ def copy_content(root: Path, destination: Path, database: Path) -> None:
     finally:
         conn.close()
     copy_files(root, destination, refs)
+
+
+_EXPIRED = "SELECT 1 FROM blob_garbage WHERE dropped < ? LIMIT 1"
 
 
 def _collect(before: float) -> Plan[list[str]]:

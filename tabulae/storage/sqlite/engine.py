@@ -66,8 +66,11 @@ def _connect(path: str, durable: bool) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # takes effect only on a new database
     # Also only on a new database: pages deletes free can be handed back to the volume (reclaim),
-    # which a full volume needs; otherwise they stay in the file for later writes only.
-    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+    # which a full volume needs; otherwise they stay in the file for later writes only. Set only
+    # when the file is new: on an existing one the pragma writes, and a restart on a full volume
+    # (after a kill -9, with a log to recover) must still open the store so that deletes can run.
+    if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     # NORMAL: commits write the WAL without fsync, checkpoints still sync. The store fsyncs the

@@ -1,0 +1,209 @@
+"""The Blob port's front-end with the Data Lake (DFS) API beside the Blob API.
+
+For an IP host the DFS SDK sends its requests to the Blob endpoint, so each request is told
+apart by what it carries (:mod:`tabulae.dfs.routing`): a Blob request goes on through
+:class:`BlobApp` unchanged, a DFS one takes the same pipeline (admission, authentication,
+errors) to a DFS handler, and its errors are written as the DFS API writes them (JSON).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from tabulae.auth.sas import SasToken
+from tabulae.blob.api.app import BlobApp
+from tabulae.blob.api.call import Call
+from tabulae.blob.api.routing import ROOT_CONTAINER, Kind, Route
+from tabulae.blob.api.sas import BlobGrant, verify_blob_sas
+from tabulae.blob.service import BlobService
+from tabulae.dfs import formats
+from tabulae.dfs.handlers import HANDLERS, DfsCall, path_headers
+from tabulae.dfs.paths import normalize
+from tabulae.dfs.routing import (
+    READ_ONLY,
+    DfsOperation,
+    Location,
+    Target,
+    resolve,
+    sas_allows,
+    sas_permissions,
+)
+from tabulae.dfs.service import DataLakeService
+from tabulae.http.frontend import Frontend
+from tabulae.http.messages import Request, Response, error_time
+from tabulae.model.blobs import BlobKey
+from tabulae.model.errors import ServiceError
+
+
+def location_of(request: Request, route: Route) -> Location:
+    """The DFS location of a Blob route: a one-segment path is a file system, not a blob of
+    ``$root``."""
+    if route.kind is Kind.SERVICE:
+        return Location(Target.ACCOUNT)
+    if route.kind is Kind.CONTAINER:
+        return Location(Target.FILESYSTEM, route.container)
+    if route.container == ROOT_CONTAINER and ROOT_CONTAINER not in request.raw_path:
+        return Location(Target.FILESYSTEM, route.blob)
+    if route.blob.strip("/") == "":
+        return Location(Target.FILESYSTEM, route.container)
+    return Location(Target.PATH, route.container, route.blob)
+
+
+DFS_REQUEST = "DfsRequest"
+# Blob features an HNS account does not have ("Blob Storage feature support in Azure Storage
+# accounts"): page blobs (and their incremental copies) and blob index tags.
+_REFUSED_COMP = frozenset({"page", "pagelist", "incrementalcopy", "tags"})
+# What a flat account cannot do through the DFS API (pyarrow, Hadoop and Trino tell a flat
+# account by Get Access Control's 400).
+_HNS_ONLY = frozenset(
+    {
+        DfsOperation.GET_ACCESS_CONTROL, DfsOperation.SET_ACCESS_CONTROL,
+        DfsOperation.SET_ACCESS_CONTROL_RECURSIVE, DfsOperation.RENAME,
+    }
+)  # fmt: skip
+_UNSUPPORTED = frozenset({"UnsupportedQueryParameter", "UnsupportedHeader", "InvalidQueryParameterValue"})
+
+
+def _hns_refused(request: Request) -> bool:
+    """Whether a Blob request uses a feature Azure refuses on an HNS account (cheap: no I/O)."""
+    return (
+        request.query.get("comp") in _REFUSED_COMP
+        or request.headers.get("x-ms-blob-type") == "PageBlob"
+        or "x-ms-tags" in request.headers
+    )
+
+
+def _is_dfs(request: Request) -> bool:
+    return isinstance(request.operation, DfsOperation) or request.operation == DFS_REQUEST
+
+
+class DataLakeApp(BlobApp):
+    """:class:`BlobApp` that also serves the DFS API on the same port and data."""
+
+    def __init__(self, service: BlobService, *args: Any, **kwargs: Any) -> None:
+        super().__init__(service, *args, **kwargs)
+        self.dfs = DataLakeService(service)
+
+    def _dfs_operation(self, request: Request, route: Route) -> tuple[DfsOperation, Location] | None:
+        location = location_of(request, route)
+        if (
+            location.target is Target.FILESYSTEM
+            and "action" in request.query
+            and "resource" not in request.query
+        ):
+            location = Location(Target.PATH, location.filesystem, "")  # the file system's root directory
+        try:
+            operation = resolve(location, request.method, request.query, request.headers)
+        except ServiceError:
+            request.operation = DFS_REQUEST  # a DFS request naming no operation: a DFS error
+            raise
+        return None if operation is None else (operation, location)
+
+    async def authenticate(self, request: Request, route: Route) -> None:
+        found = self._dfs_operation(request, route) if request.batch is None else None
+        if found is None:
+            try:
+                await super().authenticate(request, route)
+            except ServiceError as error:
+                # a feature this server lacks altogether is still one an HNS account refuses
+                if (
+                    error.code in _UNSUPPORTED
+                    and _hns_refused(request)
+                    and await self.dfs.is_hns(route.account)
+                ):
+                    raise ServiceError("FeatureNotYetSupportedForHierarchicalNamespaceAccounts") from None
+                raise
+            if _hns_refused(request) and await self.dfs.is_hns(route.account):
+                raise ServiceError("FeatureNotYetSupportedForHierarchicalNamespaceAccounts")
+            return
+        operation, location = found
+        if self.gate is not None and route.ticket is not None:
+            try:
+                self.gate.admit(route.ticket)
+            except ServiceError:
+                route.ticket = None
+                raise
+        request.operation = operation
+        if operation in _HNS_ONLY and not await self.dfs.is_hns(route.account):
+            raise ServiceError("HierarchicalNamespaceNotEnabled")
+        if location.target is Target.PATH:
+            route.container, route.blob = location.filesystem, normalize(location.path)
+        elif location.target is Target.FILESYSTEM:
+            route.container, route.blob = location.filesystem, ""
+        await Frontend.authenticate(self, request, route)
+
+    async def verify_sas(
+        self, request: Request, route: Route, token: SasToken, keys: list[bytes]
+    ) -> BlobGrant:
+        operation = request.operation
+        if not isinstance(operation, DfsOperation):
+            return await super().verify_sas(request, route, token, keys)
+        grant = verify_blob_sas(
+            token,
+            request.query,
+            account=route.account,
+            keys=keys,
+            container=route.container,
+            blob=route.blob,
+            policy_lookup=await self._policies(route, token),
+            is_https=request.scheme == "https",
+            client_ip=request.client_ip,
+            now=datetime.now(UTC),
+            headers=request.headers,
+        )
+        if not sas_allows("".join(grant.permissions), sas_permissions(operation, request.headers)):
+            raise ServiceError("AuthorizationPermissionMismatch")
+        return grant
+
+    async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
+        operation = request.operation
+        if not isinstance(operation, DfsOperation):
+            response = await super().dispatch(request, route, request_id)
+            if (
+                request.method == "PUT"
+                and response.status == 201
+                and route.kind is Kind.BLOB
+                and "/" in route.blob
+            ):
+                await self._add_parents(route, request)
+            if request.method in ("HEAD", "GET") and route.kind is Kind.BLOB and response.status < 300:
+                await self._add_path_headers(route, response)
+            return response
+        if route.secondary and operation not in READ_ONLY:
+            raise ServiceError("AuthorizationFailure")
+        grant = request.grant if isinstance(request.grant, BlobGrant) else None
+        call = Call(self.service, request, route, route.receive, self.options, grant)
+        handler = HANDLERS.get(operation)
+        if handler is None:
+            raise ServiceError("NotImplemented")
+        return await handler(DfsCall(call, self.dfs, operation, route.container, route.blob))
+
+    async def _add_parents(self, route: Route, request: Request) -> None:
+        """A blob written through the Blob API into an HNS account gets its parent directories,
+        as Azure makes them (its namespace has no path without its parents)."""
+        if request.query.get("comp") not in (None, "blocklist") or not await self.dfs.is_hns(route.account):
+            return
+        await self.dfs.ensure_directories(BlobKey(route.account, route.container, route.blob))
+
+    async def _add_path_headers(self, route: Route, response: Response) -> None:
+        """A path of an HNS account read through the Blob API carries its owner, group,
+        permissions and resource type, as Azure's answers do."""
+        if not await self.dfs.is_hns(route.account):
+            return
+        found = await self.service.store.get_blob(BlobKey(route.account, route.container, route.blob))
+        if found is not None:
+            response.headers.extend(path_headers(found[0]))
+
+    def error_response(
+        self, request: Request, route: Route | None, error: ServiceError, request_id: str
+    ) -> Response:
+        if not _is_dfs(request):
+            return super().error_response(request, route, error, request_id)
+        headers = [(b"x-ms-error-code", error.code.encode())]
+        if error.headers:
+            headers.extend(error.headers)
+        if request.method == "HEAD" or error.status == 304:
+            return Response(error.status, headers)
+        headers.append((b"content-type", formats.JSON_CONTENT_TYPE))
+        return Response(error.status, headers, formats.error_body(error, request_id, error_time()))

@@ -1,0 +1,561 @@
+"""Handlers of the DFS operations: HTTP in, :class:`DataLakeService` call, HTTP out, in the
+shapes of the Data Lake Storage Gen2 REST reference (JSON bodies, ``x-ms-*`` headers)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from tabulae.auth.sas import parse_sas, stored_policies
+from tabulae.blob.api import blobs as blob_handlers
+from tabulae.blob.api.call import Call
+from tabulae.blob.api.containers import lease_request, lease_response
+from tabulae.blob.api.headers import conditions, etag_headers
+from tabulae.blob.api.sas import verify_blob_sas
+from tabulae.blob.rules import leases
+from tabulae.blob.rules.conditions import NONE, check, etag_of
+from tabulae.blob.rules.leases import parse_lease_id
+from tabulae.blob.service import LeaseRequest
+from tabulae.dfs import acl, formats
+from tabulae.dfs.paths import RenameSource, normalize, parse_rename_source
+from tabulae.dfs.routing import (
+    APPEND_LEASE_ACTIONS,
+    DfsOperation,
+    RecursiveMode,
+    count,
+    flag,
+    recursive_mode,
+    sas_allows,
+)
+from tabulae.dfs.service import ROOT, CreateRequest, DataLakeService, FlushRequest, is_directory, posix_of
+from tabulae.http.messages import Headers, Response
+from tabulae.model import edm
+from tabulae.model.blobs import BlobKey, BlobRecord, ContentProperties
+from tabulae.model.errors import ServiceError
+
+_ENCRYPTED = (b"x-ms-request-server-encrypted", b"true")
+_NAMESPACE = formats.NAMESPACE_ENABLED
+MAX_LIST = 5000
+
+
+@dataclass(slots=True)
+class DfsCall:
+    """A DFS request as its handler sees it: the Blob call (request, route, body) and the DFS
+    service over the same store."""
+
+    call: Call
+    dfs: DataLakeService
+    operation: DfsOperation
+    filesystem: str
+    path: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return self.call.request.headers
+
+    @property
+    def query(self) -> dict[str, str]:
+        return self.call.request.query
+
+    @property
+    def key(self) -> BlobKey:
+        return BlobKey(self.call.route.account, self.filesystem, self.path)
+
+
+def _moment(ticks: int) -> datetime:
+    micros = (ticks - edm.UNIX_EPOCH_TICKS) // 10
+    return datetime.fromtimestamp(micros // 1_000_000, UTC).replace(microsecond=micros % 1_000_000)
+
+
+def _json(status: int, body: bytes, extra: Headers = ()) -> Response:  # type: ignore[assignment]
+    return Response(status, [(b"content-type", formats.JSON_CONTENT_TYPE), *extra], body)
+
+
+def _content_properties(
+    headers: dict[str, str], default: ContentProperties | None = None
+) -> ContentProperties | None:
+    """``x-ms-content-type`` and its siblings (Path - Create and Flush); None when none is sent."""
+    names = ("x-ms-content-type", "x-ms-content-encoding", "x-ms-content-language",
+             "x-ms-content-disposition", "x-ms-cache-control", "x-ms-content-md5")  # fmt: skip
+    if not any(name in headers for name in names):
+        return default
+    return ContentProperties(*(headers.get(name) for name in names))
+
+
+def _lease(headers: dict[str, str], name: str = "x-ms-lease-id") -> str | None:
+    """A lease id header; the SDK sends ``x-ms-source-lease-id`` empty on every rename."""
+    return parse_lease_id(headers.get(name) or None, name)
+
+
+async def _lease_after(c: DfsCall, action: str | None) -> None:
+    """The lease half of Create Path with ``x-ms-proposed-lease-id`` and of Append and Flush
+    with ``x-ms-lease-action`` (REST 2023-08-03 on): acquire, renew or release once the write is
+    done. ``acquire-release`` leaves no lease behind, so it takes nothing here."""
+    headers = c.headers
+    if action == "acquire":
+        duration = leases.parse_duration(headers.get("x-ms-lease-duration"))
+        request = LeaseRequest(
+            "acquire", proposed_id=_lease(headers, "x-ms-proposed-lease-id"), duration=duration
+        )
+    elif action in ("auto-renew", "release"):
+        request = LeaseRequest("renew" if action == "auto-renew" else "release", lease_id=_lease(headers))
+    else:
+        return
+    await c.call.service.lease_blob(c.key, request, NONE)
+
+
+def _lease_action(c: DfsCall) -> str | None:
+    action = c.headers.get("x-ms-lease-action")
+    if action is not None and action not in APPEND_LEASE_ACTIONS:
+        raise ServiceError(
+            "InvalidHeaderValue", fields=(("HeaderName", "x-ms-lease-action"), ("HeaderValue", action))
+        )
+    return action
+
+
+def _write_lease(c: DfsCall, action: str | None) -> str | None:
+    """The lease id the write itself must present: none when it acquires one."""
+    return None if action in ("acquire", "acquire-release") else _lease(c.headers)
+
+
+def _expiry_of(record: BlobRecord) -> datetime | None:
+    seconds = posix_of(record).expiry
+    return datetime.fromtimestamp(seconds, UTC) if seconds is not None else None
+
+
+async def _set_expiry(c: DfsCall, option: str) -> BlobRecord:
+    """Set Expiry (``comp=expiry``) and Create Path's ``x-ms-expiry-option``: when a file
+    expires, kept with its owner and ACL; ``NeverExpire`` clears it."""
+    value = c.headers.get("x-ms-expiry-time")
+
+    def change(record: BlobRecord, ticks: int) -> BlobRecord:
+        if is_directory(record):
+            raise ServiceError("ResourceTypeMismatch")
+        moment = formats.expiry(option, value, now=datetime.now(UTC), created=_moment(record.created))
+        posix = replace(posix_of(record), expiry=moment.timestamp() if moment is not None else None)
+        return replace(record, posix=posix.stored())
+
+    return await c.dfs.update(c.key, change)
+
+
+async def set_expiry(c: DfsCall) -> Response:
+    option = c.headers.get("x-ms-expiry-option")
+    if option is None:
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-expiry-option"),))
+    record = await _set_expiry(c, option)
+    return Response(200, _record_headers(record))
+
+
+def _record_headers(record: BlobRecord) -> Headers:
+    return etag_headers(record.ticks)
+
+
+# ------------------------------------------------------------------ file systems
+
+
+async def create_filesystem(c: DfsCall) -> Response:
+    properties = formats.parse_properties(c.headers.get("x-ms-properties", ""))
+    try:
+        record = await c.call.service.create_container(c.call.route.account, c.filesystem, properties, None)
+    except ServiceError as error:
+        if error.code == "ContainerAlreadyExists":
+            raise ServiceError("FilesystemAlreadyExists") from None
+        raise
+    return Response(201, [*etag_headers(record.ticks), _NAMESPACE])
+
+
+async def _container(c: DfsCall):  # type: ignore[no-untyped-def]
+    try:
+        return await c.call.service.get_container(c.call.route.account, c.filesystem)
+    except ServiceError as error:
+        if error.code == "ContainerNotFound":
+            raise ServiceError("FilesystemNotFound") from None
+        raise
+
+
+async def delete_filesystem(c: DfsCall) -> Response:
+    await _container(c)
+    await c.call.service.delete_container(c.call.route.account, c.filesystem, conditions(c.headers), None)
+    return Response(202, [])
+
+
+async def get_filesystem_properties(c: DfsCall) -> Response:
+    record = await _container(c)
+    headers = [*etag_headers(record.ticks), _NAMESPACE]
+    headers.append((b"x-ms-properties", formats.render_properties(record.metadata).encode()))
+    return Response(200, headers)
+
+
+async def set_filesystem_properties(c: DfsCall) -> Response:
+    await _container(c)
+    properties = formats.parse_properties(c.headers.get("x-ms-properties", ""))
+    record = await c.call.service.set_container_metadata(
+        c.call.route.account, c.filesystem, properties, conditions(c.headers), None
+    )
+    return Response(200, etag_headers(record.ticks))
+
+
+async def list_filesystems(c: DfsCall) -> Response:
+    query = c.query
+    limit = count(query, "maxResults", minimum=1, maximum=MAX_LIST) or MAX_LIST
+    marker = query.get("continuation")
+    records, next_marker = await c.call.service.list_containers(
+        c.call.route.account, query.get("prefix", ""), marker, limit
+    )
+    items = [formats.FilesystemItem(r.name, _moment(r.ticks), f'"{etag_of(r.ticks)}"') for r in records]
+    extra: Headers = [(formats.CONTINUATION, next_marker.encode())] if next_marker else []
+    return _json(200, formats.list_filesystems(items), extra)
+
+
+async def list_paths(c: DfsCall) -> Response:
+    query = c.query
+    recursive = flag(query, "recursive")
+    if recursive is None:
+        from tabulae.dfs.routing import missing_parameter
+
+        raise missing_parameter("recursive")
+    limit = count(query, "maxResults", minimum=1) or MAX_LIST
+    limit = min(limit, MAX_LIST)
+    directory = normalize(query.get("directory", ""))
+    token = query.get("continuation")
+    after = formats.decode_continuation(token) if token else None
+    begin = query.get("beginFrom")
+    records, last = await c.dfs.list_paths(
+        c.call.route.account,
+        c.filesystem,
+        directory,
+        recursive,
+        after,
+        limit,
+        normalize(begin) if begin else None,
+    )
+    items = []
+    for record in records:
+        posix = posix_of(record)
+        items.append(
+            formats.PathItem(
+                name=record.name,
+                is_directory=is_directory(record),
+                content_length=record.size,
+                last_modified=_moment(record.ticks),
+                etag=etag_of(record.ticks),
+                owner=posix.owner,
+                group=posix.group,
+                permissions=posix.permissions,
+                creation_time=_moment(record.created),
+                expiry_time=_expiry_of(record),
+            )
+        )
+    extra: Headers = [(formats.CONTINUATION, formats.encode_continuation(last).encode())] if last else []
+    return _json(200, formats.list_paths(items), extra)
+
+
+# ------------------------------------------------------------------ paths
+
+
+def _permissions(headers: dict[str, str]) -> int | None:
+    text = headers.get("x-ms-permissions")
+    return acl.parse_permissions(text) if text is not None else None
+
+
+async def create_path(c: DfsCall) -> Response:
+    headers = c.headers
+    directory = c.operation is DfsOperation.CREATE_DIRECTORY
+    umask = headers.get("x-ms-umask")
+    acl_text = headers.get("x-ms-acl")
+    request = CreateRequest(
+        directory=directory,
+        permissions=_permissions(headers),
+        umask=acl.parse_umask(umask) if umask is not None else None,
+        entries=acl.parse_acl(acl_text, full=False, directory=directory) if acl_text else None,
+        owner=headers.get("x-ms-owner"),
+        group=headers.get("x-ms-group"),
+        metadata=formats.parse_properties(headers.get("x-ms-properties", "")),
+        properties=_content_properties(headers) or ContentProperties(),
+        conditions=conditions(headers),
+        lease_id=_lease(headers),
+    )
+    record = await c.dfs.create(c.key, request)
+    if "x-ms-expiry-option" in headers and not directory:
+        record = await _set_expiry(c, headers["x-ms-expiry-option"])
+    if "x-ms-proposed-lease-id" in headers:
+        await _lease_after(c, "acquire")
+    return Response(201, [*_record_headers(record), _ENCRYPTED])
+
+
+async def _authorize_source(c: DfsCall, source: RenameSource) -> None:
+    """A rename signed with the account key may move any path of the account. One authorised by
+    a SAS must also be allowed to take the source away: by a SAS of its own on the source (the
+    SDK appends it to ``x-ms-rename-source``), an account SAS, or the same container's SAS."""
+    grant = c.call.grant
+    if grant is None or grant.resource_types is not None:
+        return
+    account = c.call.route.account
+    token = parse_sas(source.sas) if source.sas else None
+    if token is None:
+        if grant.scope == "c" and source.filesystem == c.filesystem:
+            return
+        raise ServiceError("AuthorizationPermissionMismatch")
+    record = await c.call.service.store.get_container(account, source.filesystem)
+    policies = stored_policies(record.acl) if record else {}
+    source_grant = verify_blob_sas(
+        token,
+        source.sas,
+        account=account,
+        keys=c.call.options.accounts[account],
+        container=source.filesystem,
+        blob=source.path,
+        policy_lookup=policies.get,
+        is_https=c.call.request.scheme == "https",
+        client_ip=c.call.request.client_ip,
+        now=datetime.now(UTC),
+    )
+    if not sas_allows("".join(source_grant.permissions), ("dm",)):
+        raise ServiceError("AuthorizationPermissionMismatch")
+
+
+async def rename(c: DfsCall) -> Response:
+    source = parse_rename_source(c.headers["x-ms-rename-source"])
+    await _authorize_source(c, source)
+    account = c.call.route.account
+    record = await c.dfs.rename(
+        BlobKey(account, source.filesystem, source.path),
+        c.key,
+        source_conditions=conditions(c.headers, "x-ms-source-"),
+        conditions=conditions(c.headers),
+        source_lease=_lease(c.headers, "x-ms-source-lease-id"),
+        lease_id=_lease(c.headers),
+    )
+    headers = _record_headers(record) if record is not None else []
+    return Response(201, [*headers])
+
+
+async def append(c: DfsCall) -> Response:
+    position = count(c.query, "position")
+    if position is None:
+        from tabulae.dfs.routing import missing_parameter
+
+        raise missing_parameter("position")
+    upload = c.call.upload(4000 * 1024 * 1024)
+    action = _lease_action(c)
+    lease_id = _write_lease(c, action)
+    await c.dfs.append(c.key, position, upload, lease_id)
+    if flag(c.query, "flush", False):
+        await c.dfs.flush(c.key, FlushRequest(position=position + upload.length, lease_id=lease_id))
+    await _lease_after(c, action)
+    return Response(202, [_ENCRYPTED])
+
+
+async def flush(c: DfsCall) -> Response:
+    position = count(c.query, "position")
+    if position is None:
+        from tabulae.dfs.routing import missing_parameter
+
+        raise missing_parameter("position")
+    request = FlushRequest(
+        position=position,
+        retain=bool(flag(c.query, "retainUncommittedData", False)),
+        close=bool(flag(c.query, "close", False)),
+        properties=_content_properties(c.headers),
+        conditions=conditions(c.headers),
+        lease_id=_write_lease(c, _lease_action(c)),
+    )
+    record = await c.dfs.flush(c.key, request)
+    await _lease_after(c, _lease_action(c))
+    return Response(200, [*_record_headers(record), _ENCRYPTED])
+
+
+async def set_properties(c: DfsCall) -> Response:
+    headers = c.headers
+    properties = (
+        formats.parse_properties(headers["x-ms-properties"]) if "x-ms-properties" in headers else None
+    )
+    content = _content_properties(headers)
+
+    def change(record: BlobRecord, ticks: int) -> BlobRecord:
+        metadata = record.metadata
+        if properties is not None:
+            metadata = dict(properties)
+            if is_directory(record):
+                metadata["hdi_isfolder"] = "true"
+        return replace(
+            record,
+            ticks=ticks,
+            metadata=metadata,
+            properties=content if content is not None else record.properties,
+        )
+
+    record = await c.dfs.update(c.key, change, conditions(headers), _lease(headers))
+    return Response(200, _record_headers(record))
+
+
+async def set_access_control(c: DfsCall) -> Response:
+    headers = c.headers
+    owner, group = headers.get("x-ms-owner"), headers.get("x-ms-group")
+    permissions = _permissions(headers)
+    acl_text = headers.get("x-ms-acl")
+    if permissions is not None and acl_text is not None:
+        raise ServiceError(
+            "InvalidHeaderValue", fields=(("HeaderName", "x-ms-acl"), ("HeaderValue", acl_text))
+        )
+
+    def change(record: BlobRecord, ticks: int) -> BlobRecord:
+        posix = posix_of(record)
+        directory = is_directory(record)
+        entries, sticky = posix.entries, posix.sticky
+        if acl_text is not None:
+            entries = acl.complete(acl.parse_acl(acl_text, full=True, directory=directory))
+        if permissions is not None:
+            entries = acl.apply_mode(entries, permissions)
+            sticky = bool(permissions & acl.STICKY)
+        new = replace(
+            posix, owner=owner or posix.owner, group=group or posix.group, entries=entries, sticky=sticky
+        )
+        return replace(record, ticks=ticks, posix=new.stored())
+
+    record = await c.dfs.update(c.key, change, conditions(headers), _lease(headers))
+    return Response(200, _record_headers(record))
+
+
+MAX_RECORDS = 2000  # Set Access Control Recursive's batch when maxRecords is not given (assumed)
+
+
+def _recursive_change(mode: RecursiveMode, text: str) -> Callable[[BlobRecord, int], BlobRecord]:
+    """How one path's ACL changes in a recursive set, modify or remove; a file takes the access
+    entries only (default entries are a directory's)."""
+    if mode is RecursiveMode.REMOVE:
+        keys = acl.parse_removal(text)
+    else:
+        entries = acl.parse_acl(text, full=mode is RecursiveMode.SET, directory=True)
+
+    def change(record: BlobRecord, ticks: int) -> BlobRecord:
+        posix = posix_of(record)
+        directory = is_directory(record)
+        if mode is RecursiveMode.REMOVE:
+            new = acl.remove(posix.entries, [key for key in keys if directory or not key[0]])
+        else:
+            mine = [entry for entry in entries if directory or not entry.default]
+            if mode is RecursiveMode.SET:
+                new = acl.complete(mine)
+            else:
+                new = acl.modify(posix.entries, mine, directory=directory)
+        return replace(record, ticks=ticks, posix=replace(posix, entries=new).stored())
+
+    return change
+
+
+async def set_access_control_recursive(c: DfsCall) -> Response:
+    mode = recursive_mode(c.query)
+    text = c.headers.get("x-ms-acl")
+    if not text:
+        raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-acl"),))
+    change = _recursive_change(mode, text)
+    limit = count(c.query, "maxRecords", minimum=1) or MAX_RECORDS
+    token = c.query.get("continuation")
+    after = formats.decode_continuation(token) if token else None
+    todo: list[BlobRecord] = []
+    if after is None:
+        todo.append(await c.dfs.get(c.key))
+    directories = files = 0
+    last: str | None = None
+    if not todo or is_directory(todo[0]):
+        records, last = (
+            await c.dfs.list_paths(c.call.route.account, c.filesystem, c.path, True, after, limit - len(todo))
+            if limit > len(todo)
+            else ([], c.path)
+        )
+        todo.extend(records)
+    for record in todo:
+        await c.dfs.update(BlobKey(c.call.route.account, c.filesystem, record.name), change)
+        if is_directory(record):
+            directories += 1
+        else:
+            files += 1
+    headers: Headers = [_NAMESPACE]
+    if last is not None:
+        headers.append((formats.CONTINUATION, formats.encode_continuation(last).encode()))
+    return _json(200, formats.acl_recursive_result(directories, files, 0), headers)
+
+
+async def get_access_control(c: DfsCall) -> Response:
+    if not c.path:  # the root directory: the file system's defaults
+        container = await _container(c)
+        check(conditions(c.headers), container.ticks, read=True)
+        posix, headers = ROOT, etag_headers(container.ticks)
+    else:
+        record = await c.dfs.get(c.key)
+        check(conditions(c.headers), record.ticks, read=True)
+        posix, headers = posix_of(record), _record_headers(record)
+    headers.extend(
+        formats.access_control_headers(posix.owner, posix.group, posix.permissions, posix.acl_text)
+    )
+    return Response(200, headers)
+
+
+def path_headers(record: BlobRecord) -> Headers:
+    """What Get Properties (and the Blob API's HEAD and GET on an HNS account) add for a path."""
+    posix = posix_of(record)
+    headers = [formats.resource_type_header(is_directory(record))]
+    expires = _expiry_of(record)
+    if expires is not None:
+        headers.append((b"x-ms-expiry-time", formats.http_date(expires).encode()))
+    headers.extend(
+        formats.access_control_headers(posix.owner, posix.group, posix.permissions, posix.acl_text)
+    )
+    return headers
+
+
+async def get_properties(c: DfsCall) -> Response:
+    response = await blob_handlers.get_blob_properties(c.call)
+    record = await c.dfs.get(c.key)
+    response.headers.extend(path_headers(record))
+    metadata = {k: v for k, v in record.metadata.items() if k.lower() != "hdi_isfolder"}
+    response.headers.append((b"x-ms-properties", formats.render_properties(metadata).encode()))
+    return response
+
+
+async def delete_path(c: DfsCall) -> Response:
+    recursive = flag(c.query, "recursive")
+    await c.dfs.delete(c.key, recursive, conditions(c.headers), _lease(c.headers))
+    return Response(200, [])
+
+
+async def lease(c: DfsCall) -> Response:
+    request = lease_request(c.call.request)
+    outcome = await c.call.service.lease_blob(c.key, request, conditions(c.headers))
+    return lease_response(request, outcome)
+
+
+async def read(c: DfsCall) -> Response:
+    response = await blob_handlers.get_blob(c.call)
+    return response
+
+
+async def not_implemented(c: DfsCall) -> Response:
+    raise ServiceError("NotImplemented")
+
+
+HANDLERS: dict[DfsOperation, Callable[[DfsCall], Awaitable[Response]]] = {
+    DfsOperation.LIST_FILESYSTEMS: list_filesystems,
+    DfsOperation.CREATE_FILESYSTEM: create_filesystem,
+    DfsOperation.DELETE_FILESYSTEM: delete_filesystem,
+    DfsOperation.GET_FILESYSTEM_PROPERTIES: get_filesystem_properties,
+    DfsOperation.SET_FILESYSTEM_PROPERTIES: set_filesystem_properties,
+    DfsOperation.LIST_PATHS: list_paths,
+    DfsOperation.CREATE_FILE: create_path,
+    DfsOperation.CREATE_DIRECTORY: create_path,
+    DfsOperation.RENAME: rename,
+    DfsOperation.APPEND: append,
+    DfsOperation.FLUSH: flush,
+    DfsOperation.SET_PROPERTIES: set_properties,
+    DfsOperation.SET_ACCESS_CONTROL: set_access_control,
+    DfsOperation.SET_ACCESS_CONTROL_RECURSIVE: set_access_control_recursive,
+    DfsOperation.READ: read,
+    DfsOperation.GET_PROPERTIES: get_properties,
+    DfsOperation.GET_STATUS: get_properties,
+    DfsOperation.GET_ACCESS_CONTROL: get_access_control,
+    DfsOperation.DELETE_PATH: delete_path,
+    DfsOperation.LEASE: lease,
+    DfsOperation.SET_EXPIRY: set_expiry,
+}
