@@ -40,6 +40,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import psycopg
+
 from tabulae.model.errors import ServiceError
 from tabulae.storage.blobplan import containers
 from tabulae.storage.blobplan.garbage import collect
