@@ -13,10 +13,12 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 from psycopg import errors as pg_errors
+from psycopg_pool import AsyncConnectionPool
 
 from tabulae.model import edm
 from tabulae.model.blobs import BlobKey
@@ -25,6 +27,7 @@ from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.factory import is_postgres_url, open_stores
 from tabulae.storage.postgres import PostgresStores, init_schema
 from tabulae.storage.postgres import tables as postgres
+from tabulae.storage.postgres.engine import PostgresDatabase
 from tabulae.storage.postgres.tables import PostgresTables
 from tabulae.storage.postgres.wire import Statement, exchange, read_int8
 from tabulae.storage.scans import FULL_RANGE
@@ -476,6 +479,49 @@ def test_every_connection_may_be_kept_and_an_upload_still_gets_one(name: str) ->
             assert len(stores.database._kept) == 2
         finally:
             await stores.close()
+
+    asyncio.run(main())
+
+
+def test_kept_connections_left_unused_go_back_to_the_pool_which_closes_them(pg_url: str) -> None:
+    """Kept connections are out of the pool's sight: left unused they go back to it, so its idle
+    rule closes them as it would without keeping (an idle server held every connection it had
+    kept for ever, and many servers share one database's connection limit)."""
+    label = f"kept{uuid.uuid4().hex[:12]}"
+
+    async def connections() -> int:
+        async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+            cursor = await conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (label,)
+            )
+            row = await cursor.fetchone()
+            assert row is not None
+            return int(row[0])
+
+    async def busy(conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute("SELECT pg_sleep(0.2)")
+
+    async def main() -> None:
+        kwargs = {"autocommit": True, "application_name": label}
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            pg_url, min_size=0, max_size=3, max_idle=0.5, kwargs=kwargs, open=False
+        )
+        await pool.open(wait=True)
+        database = PostgresDatabase(pool)
+        database.kept_idle = 0.5
+        try:
+            await asyncio.gather(*(database.run(busy, idempotent=True) for _ in range(3)))
+            assert len(database._kept) == 3 and await connections() == 3
+            for _ in range(600):  # a minute at most, however busy the machine
+                if not database._kept and await connections() == 0:
+                    break
+                await asyncio.sleep(0.1)
+            assert not database._kept
+            assert await connections() == 0
+            await database.run(busy, idempotent=True)  # and new ones are opened and kept again
+            assert len(database._kept) == 1
+        finally:
+            await database.close()
 
     asyncio.run(main())
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import random
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 RETURN_EVERY = 1000  # uses after which a kept connection goes back through the pool
+KEPT_IDLE = 5.0  # seconds unused after which a kept connection goes back to the pool
 MAX_ATTEMPTS = 8  # tries of one write when it meets a conflict, a serialization failure or a deadlock
 
 
@@ -254,12 +256,17 @@ class PostgresDatabase:
         # checkout (its lock, checks, statistics, the connection's own commit on leaving its
         # block) costs more CPU than a point read's statement. Every connection may be kept, since
         # every user takes its connections here (uploads through :meth:`take`), and each goes
-        # back every RETURN_EVERY uses, so the pool's lifetime rules still apply. While someone
-        # waits on the pool for one, connections go back there instead, or they would wait on.
-        self._kept: list[Connection] = []
+        # back every RETURN_EVERY uses, and after KEPT_IDLE seconds unused, so the pool's lifetime
+        # and idle rules still apply (an idle server's connections close after the pool's
+        # max_idle, as without keeping; servers sharing one database must not hold theirs for
+        # ever). While someone waits on the pool for one, connections go back there instead, or
+        # they would wait on. Most recently kept last, with the time it was kept.
+        self._kept: list[tuple[Connection, float]] = []
         self._keep = pool.max_size
         self._uses = 0
         self._waiting = 0  # operations waiting on the pool for a connection
+        self._sweeper: asyncio.Task[None] | None = None  # returns connections kept too long unused
+        self.kept_idle = KEPT_IDLE
 
     @classmethod
     async def open(cls, url: str, *, min_size: int = 1, max_size: int = 16) -> PostgresDatabase:
@@ -275,8 +282,12 @@ class PostgresDatabase:
         return cls(pool)
 
     async def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
         kept, self._kept = self._kept, []
-        for conn in kept:
+        for conn, _ in kept:
             await self.pool.putconn(conn)
         await self.pool.close()
 
@@ -291,9 +302,24 @@ class PostgresDatabase:
             and conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
             and not self.pool.closed
         ):
-            self._kept.append(conn)
+            self._kept.append((conn, time.monotonic()))
+            if self._sweeper is None:
+                self._sweeper = asyncio.create_task(self._sweep())
         else:
             await self.pool.putconn(conn)
+
+    async def _sweep(self) -> None:
+        """While connections are kept, hand those unused for ``kept_idle`` seconds back to the pool
+        (the least recently kept come first, as the newest are taken first)."""
+        try:
+            while self._kept:
+                await asyncio.sleep(self.kept_idle)
+                horizon = time.monotonic() - self.kept_idle
+                while self._kept and self._kept[0][1] <= horizon:
+                    conn, _ = self._kept.pop(0)
+                    await self.pool.putconn(conn)
+        finally:
+            self._sweeper = None
 
     async def take(self) -> Connection:
         """A connection for a caller that holds it across awaits of its own (an upload's open
@@ -307,7 +333,7 @@ class PostgresDatabase:
     async def _get(self) -> Connection:
         """A kept connection, else one from the pool."""
         if self._kept:
-            return self._kept.pop()
+            return self._kept.pop()[0]
         self._waiting += 1
         try:
             return await self.pool.getconn()
@@ -366,7 +392,7 @@ class PostgresDatabase:
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
-                conn = self._kept.pop() if self._kept else await self._get()
+                conn = self._kept.pop()[0] if self._kept else await self._get()
                 try:
                     return await fn(conn)
                 finally:
