@@ -13,16 +13,21 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 from psycopg import errors as pg_errors
+from psycopg_pool import AsyncConnectionPool
 
+from tabulae.model import edm
+from tabulae.model.blobs import BlobKey
 from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.factory import is_postgres_url, open_stores
 from tabulae.storage.postgres import PostgresStores, init_schema
 from tabulae.storage.postgres import tables as postgres
+from tabulae.storage.postgres.engine import PostgresDatabase
 from tabulae.storage.postgres.tables import PostgresTables
 from tabulae.storage.postgres.wire import Statement, exchange, read_int8
 from tabulae.storage.scans import FULL_RANGE
@@ -440,6 +445,87 @@ def test_statements_prepared_through_libpq_survive_psycopg_deallocating_them(nam
     asyncio.run(main())
 
 
+@pytest.mark.parametrize("name", database_backends())
+def test_every_connection_may_be_kept_and_an_upload_still_gets_one(name: str) -> None:
+    """Connections are kept between operations up to the pool's size. An upload holds its
+    connection across the awaits of its body; it takes it through the database like every other
+    operation, so it uses one kept by earlier reads rather than waiting on an empty pool (it
+    waited until the pool's timeout when it took its own from the pool)."""
+    url = database_url(name)
+    asyncio.run(init_schema(url, citus=name == "citus"))
+    account, table = f"acct{uuid.uuid4().hex[:16]}", "Kept"
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"x" * 1000
+
+    async def main() -> None:
+        stores = await PostgresStores.open(url, max_size=2)
+        stores.database.pool.timeout = 5  # a connection that never comes fails in seconds
+        tables = stores.tables
+        try:
+            await tables.create_table(account, table)
+            await tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "r", {})])
+            taken = [await stores.database.take() for _ in range(2)]  # both of the pool's
+            for conn in taken:
+                await stores.database.give_back(conn)
+            assert len(stores.database._kept) == 2  # both kept: the pool has none left
+            assert await tables.get_entity(account, table, "p", "r") is not None
+            staged = await stores.blobs.stage(BlobKey(account, "box", "b"), chunks(), None)
+            try:
+                assert staged.extent.length == 1000
+                assert await tables.get_entity(account, table, "p", "r") is not None  # beside the upload
+            finally:
+                await stores.blobs.discard(staged)
+            assert len(stores.database._kept) == 2
+        finally:
+            await stores.close()
+
+    asyncio.run(main())
+
+
+def test_kept_connections_left_unused_go_back_to_the_pool_which_closes_them(pg_url: str) -> None:
+    """Kept connections are out of the pool's sight: left unused they go back to it, so its idle
+    rule closes them as it would without keeping (an idle server held every connection it had
+    kept for ever, and many servers share one database's connection limit)."""
+    label = f"kept{uuid.uuid4().hex[:12]}"
+
+    async def connections() -> int:
+        async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+            cursor = await conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (label,)
+            )
+            row = await cursor.fetchone()
+            assert row is not None
+            return int(row[0])
+
+    async def busy(conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute("SELECT pg_sleep(0.2)")
+
+    async def main() -> None:
+        kwargs = {"autocommit": True, "application_name": label}
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            pg_url, min_size=0, max_size=3, max_idle=0.5, kwargs=kwargs, open=False
+        )
+        await pool.open(wait=True)
+        database = PostgresDatabase(pool)
+        database.kept_idle = 0.5
+        try:
+            await asyncio.gather(*(database.run(busy, idempotent=True) for _ in range(3)))
+            assert len(database._kept) == 3 and await connections() == 3
+            for _ in range(600):  # a minute at most, however busy the machine
+                if not database._kept and await connections() == 0:
+                    break
+                await asyncio.sleep(0.1)
+            assert not database._kept
+            assert await connections() == 0
+            await database.run(busy, idempotent=True)  # and new ones are opened and kept again
+            assert len(database._kept) == 1
+        finally:
+            await database.close()
+
+    asyncio.run(main())
+
+
 def test_a_statement_prepared_in_the_exchange_that_finds_ours_gone_is_not_prepared_twice(
     pg_url: str,
 ) -> None:
@@ -464,6 +550,63 @@ def test_a_statement_prepared_in_the_exchange_that_finds_ours_gone_is_not_prepar
             results = await exchange(conn, [(kept, ()), (fresh, ())])
             assert [read_int8(result.get_value(0, 0) or b"") for result in results] == [1, 2]
             assert conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("name", database_backends())
+def test_point_deletes_sent_in_one_round_trip_keep_the_rules(name: str) -> None:
+    """A point delete goes out without reading first (the table's check and a ``DELETE``
+    conditional on the ETag, in one transaction). It still answers as the rules say: a missing
+    entity is ResourceNotFound, another version's ETag (or an ETag this service never gives)
+    UpdateConditionNotSatisfied, leaving the entity; with a cached id gone stale it deletes
+    from the table of that name or answers ResourceNotFound / TableNotFound."""
+    url = database_url(name)
+    asyncio.run(init_schema(url, citus=name == "citus"))
+    account, table = f"acct{uuid.uuid4().hex[:16]}", "Deletes"
+
+    def delete(rk: str, if_match: str | None = "*") -> list[Mutation]:
+        return [Mutation(MutationKind.DELETE, "p", rk, None, if_match)]
+
+    async def main() -> None:
+        one, two = await PostgresStores.open(url, max_size=2), await PostgresStores.open(url, max_size=2)
+        try:
+            await one.tables.create_table(account, table)
+            [a, b] = await two.tables.apply(  # two caches the id
+                account, table, [Mutation(MutationKind.INSERT, "p", rk, {}) for rk in ("a", "b")]
+            )
+            assert a is not None and b is not None
+            etag, other = edm.etag_of_ticks(a.ticks), edm.etag_of_ticks(b.ticks + 1)
+            assert await two.tables.apply(account, table, delete("a", etag)) == [None]
+            assert await two.tables.get_entity(account, table, "p", "a") is None
+            for rk, if_match, code in (
+                ("a", "*", "ResourceNotFound"),
+                ("a", None, "ResourceNotFound"),
+                ("b", other, "UpdateConditionNotSatisfied"),
+                ("b", edm.etag_of_ticks(b.ticks).replace("%3A", ":"), "UpdateConditionNotSatisfied"),
+            ):
+                with pytest.raises(ServiceError) as refused:
+                    await two.tables.apply(account, table, delete(rk, if_match))
+                assert refused.value.code == code
+            assert await two.tables.get_entity(account, table, "p", "b") is not None
+            assert await two.tables.apply(account, table, delete("b", None)) == [None]
+
+            await one.tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "c", {})])
+            await one.tables.delete_table(account, table)
+            await one.tables.create_table(account, table)  # two's id is stale now
+            with pytest.raises(ServiceError) as refused:
+                await two.tables.apply(account, table, delete("c"))
+            assert refused.value.code == "ResourceNotFound"
+            await one.tables.apply(account, table, [Mutation(MutationKind.INSERT, "p", "d", {})])
+            assert await two.tables.apply(account, table, delete("d")) == [None]
+            assert await one.tables.get_entity(account, table, "p", "d") is None
+            await one.tables.delete_table(account, table)
+            with pytest.raises(ServiceError) as refused:
+                await two.tables.apply(account, table, delete("d"))
+            assert refused.value.code == "TableNotFound"
+        finally:
+            await one.close()
+            await two.close()
 
     asyncio.run(main())
 

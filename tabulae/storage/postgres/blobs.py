@@ -58,7 +58,7 @@ from tabulae.storage.blobs import (
 )
 from tabulae.storage.namespace import RenameDecide
 from tabulae.storage.plan import Plan, Sql
-from tabulae.storage.postgres.engine import PostgresDatabase, Schema, database_error
+from tabulae.storage.postgres.engine import PostgresDatabase, Schema
 
 if TYPE_CHECKING:
     from tabulae.storage.postgres.engine import Connection
@@ -332,10 +332,7 @@ class PostgresBlobs(PlannedBlobs):
     async def stage(self, key: BlobKey, chunks: AsyncIterable[bytes], digest: Digest | None) -> Staged:
         dkey = dkey_of(key)
         ref = uuid.uuid4()
-        try:
-            conn = await self._db.pool.getconn()
-        except psycopg.Error as exc:
-            raise database_error(exc) from exc
+        conn = await self._db.take()
         try:
             await conn.execute("BEGIN")
             piece = bytearray()
@@ -376,7 +373,7 @@ class PostgresBlobs(PlannedBlobs):
         try:
             await conn.execute("COMMIT" if commit else "ROLLBACK")
         finally:
-            await self._db.pool.putconn(conn)
+            await self._db.give_back(conn)
 
     async def discard(self, staged: Staged) -> None:
         assert isinstance(staged, PgStaged)

@@ -48,8 +48,9 @@ def scan_stepping(
     for key_range in ranges_to_scan(ranges, after):
         params = dict(matching.params)
         routed = layout.route(table, key_range, params, "e.")
-        within = layout.table_where(table, params, "e.") + routed
-        within += range_sql(layout, table, key_range, after, params, "e.") + layout.alive
+        bounds = layout.table_where(table, params, "e.") + routed
+        bounds += range_sql(layout, table, key_range, after, params, "e.")
+        within = bounds + layout.alive
         params["tid"] = table
         stepping = not routed  # a range inside one partition is one shard's already
         beyond = ""  # past the partitions stepped through
@@ -64,8 +65,9 @@ def scan_stepping(
                 if resumed is not None:
                     params["part"], resumed = resumed, None
                 else:
+                    # without the table's check (a join on every shard): the read checks it
                     probe = yield Sql(
-                        f"SELECT e.{layout.partition} FROM entities e WHERE {within}{beyond}"
+                        f"SELECT e.{layout.partition} FROM entities e WHERE {bounds}{beyond}"
                         f" ORDER BY {keys} LIMIT 1",
                         params,
                         "one",

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import random
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 RETURN_EVERY = 1000  # uses after which a kept connection goes back through the pool
+KEPT_IDLE = 5.0  # seconds unused after which a kept connection goes back to the pool
 MAX_ATTEMPTS = 8  # tries of one write when it meets a conflict, a serialization failure or a deadlock
 
 
@@ -252,12 +254,19 @@ class PostgresDatabase:
         self.volume = Volume(None)  # the database's disk: full from its "disk full" error for a while
         # Connections kept between operations instead of going back to the pool: the pool's
         # checkout (its lock, checks, statistics, the connection's own commit on leaving its
-        # block) costs more CPU than a point read's statement. At most half the pool is kept
-        # (the rest stays for those who take connections from the pool themselves, such as
-        # uploads), and each goes back every RETURN_EVERY uses, so its lifetime rules still apply.
-        self._kept: list[Connection] = []
-        self._keep = pool.max_size // 2
+        # block) costs more CPU than a point read's statement. Every connection may be kept, since
+        # every user takes its connections here (uploads through :meth:`take`), and each goes
+        # back every RETURN_EVERY uses, and after KEPT_IDLE seconds unused, so the pool's lifetime
+        # and idle rules still apply (an idle server's connections close after the pool's
+        # max_idle, as without keeping; servers sharing one database must not hold theirs for
+        # ever). While someone waits on the pool for one, connections go back there instead, or
+        # they would wait on. Most recently kept last, with the time it was kept.
+        self._kept: list[tuple[Connection, float]] = []
+        self._keep = pool.max_size
         self._uses = 0
+        self._waiting = 0  # operations waiting on the pool for a connection
+        self._sweeper: asyncio.Task[None] | None = None  # returns connections kept too long unused
+        self.kept_idle = KEPT_IDLE
 
     @classmethod
     async def open(cls, url: str, *, min_size: int = 1, max_size: int = 16) -> PostgresDatabase:
@@ -273,8 +282,12 @@ class PostgresDatabase:
         return cls(pool)
 
     async def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
         kept, self._kept = self._kept, []
-        for conn in kept:
+        for conn, _ in kept:
             await self.pool.putconn(conn)
         await self.pool.close()
 
@@ -284,13 +297,52 @@ class PostgresDatabase:
         self._uses += 1
         if (
             len(self._kept) < self._keep
+            and not self._waiting
             and self._uses % RETURN_EVERY
             and conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
             and not self.pool.closed
         ):
-            self._kept.append(conn)
+            self._kept.append((conn, time.monotonic()))
+            if self._sweeper is None:
+                self._sweeper = asyncio.create_task(self._sweep())
         else:
             await self.pool.putconn(conn)
+
+    async def _sweep(self) -> None:
+        """While connections are kept, hand those unused for ``kept_idle`` seconds back to the pool
+        (the least recently kept come first, as the newest are taken first)."""
+        try:
+            while self._kept:
+                await asyncio.sleep(self.kept_idle)
+                horizon = time.monotonic() - self.kept_idle
+                while self._kept and self._kept[0][1] <= horizon:
+                    conn, _ = self._kept.pop(0)
+                    await self.pool.putconn(conn)
+        finally:
+            self._sweeper = None
+
+    async def take(self) -> Connection:
+        """A connection for a caller that holds it across awaits of its own (an upload's open
+        transaction), to hand back with :meth:`give_back`. Taken here rather than from the pool,
+        so that connections kept between operations never leave such a caller waiting for one."""
+        try:
+            return await self._get()
+        except psycopg.Error as exc:
+            raise database_error(exc) from exc
+
+    async def _get(self) -> Connection:
+        """A kept connection, else one from the pool."""
+        if self._kept:
+            return self._kept.pop()[0]
+        self._waiting += 1
+        try:
+            return await self.pool.getconn()
+        finally:
+            self._waiting -= 1
+
+    async def give_back(self, conn: Connection) -> None:
+        """Return a connection from :meth:`take`, its transaction ended (else the pool ends it)."""
+        await self._release(conn)
 
     async def account_document(self, table: str, account: str) -> bytes | None:
         """A per-account document (service properties): ``table`` has ``account`` and ``properties``."""
@@ -340,7 +392,7 @@ class PostgresDatabase:
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
-                conn = self._kept.pop() if self._kept else await self.pool.getconn()
+                conn = self._kept.pop()[0] if self._kept else await self._get()
                 try:
                     return await fn(conn)
                 finally:

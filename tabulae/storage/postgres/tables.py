@@ -21,7 +21,8 @@ database transaction (see :mod:`.engine`). The SQL keeps to what Citus can route
   few times. No triggers, no advisory locks, no reliance on SERIALIZABLE.
 
 Statements of one transaction are pipelined, so a write costs three round trips to the server
-whatever the size of its group, and a read one. Front-ends cache table name -> id as a hint
+whatever the size of its group, and a read one; inserts of one partition and a point delete,
+which need not read first, cost one. Front-ends cache table name -> id as a hint
 only: every statement that uses a cached id checks it, and a miss looks the name up again.
 Rows come back in binary format, so ``bytea`` is not hex-encoded on the wire.
 """
@@ -114,6 +115,25 @@ _BEGIN = wire.Statement.of("BEGIN")
 _COMMIT = wire.Statement.of("COMMIT")
 # the table still exists (ids are never reused), or a division by zero fails the transaction
 _TABLE_CHECK = wire.Statement.of("SELECT 1 / count(*) FROM tables WHERE id = $1", wire.INT8)
+
+
+# a point delete: of whatever version is stored (If-Match *), or of the version an ETag names
+_DELETE_ANY = wire.Statement.of("DELETE FROM entities WHERE dist = $1 AND rk = $2", wire.BYTEA, wire.BYTEA)
+_DELETE_VERSION = wire.Statement.of(
+    "DELETE FROM entities WHERE dist = $1 AND rk = $2 AND ticks = $3", wire.BYTEA, wire.BYTEA, wire.INT8
+)
+_ETAG_HEAD, _ETAG_TAIL = "W/\"datetime'", "'\""
+
+
+def _etag_ticks(etag: str) -> int | None:
+    """The ticks of the version ``etag`` names when it is exactly the ETag the service gives that
+    version (so comparing ticks in SQL is comparing the ETag's text, as the rules do); else None."""
+    if not (etag.startswith(_ETAG_HEAD) and etag.endswith(_ETAG_TAIL)):
+        return None
+    ticks = edm.parse_datetime(etag[len(_ETAG_HEAD) : -len(_ETAG_TAIL)].replace("%3A", ":"))
+    if ticks is None or ticks < 0 or edm.etag_of_ticks(ticks) != etag:
+        return None
+    return ticks
 
 
 @functools.cache
@@ -301,6 +321,13 @@ class PostgresTables(PlannedTables):
             inserted = await self._insert(cached, group)
             if inserted is not None:
                 return inserted
+        elif (
+            cached is not None
+            and len(group) == 1
+            and group[0].kind is MutationKind.DELETE
+            and await self._delete(cached, group[0])
+        ):
+            return [None]
 
         async def run(conn: Connection) -> list[StoredEntity | None]:
             try:
@@ -351,6 +378,34 @@ class PostgresTables(PlannedTables):
         if not await self._db.run(run, retry=True):
             return None
         return written(group, (blob for _existing, blob in decisions), ticks)
+
+    async def _delete(self, table_id: int, mutation: Mutation) -> bool:
+        """A point delete in one round trip: the table's check and a ``DELETE`` conditional on the
+        ETag, in one transaction. True when it deleted the entity; else nothing changed (the
+        entity is missing, its ETag differs, the table is gone, or the ETag is not one this
+        service gives) and the general path finds out which, to answer as the rules say."""
+        params: list[bytes | None] = [_dist(table_id, mutation.pk), _key(mutation.rk)]
+        if mutation.if_match in (None, "*"):
+            delete = _DELETE_ANY
+        else:
+            ticks = _etag_ticks(mutation.if_match)
+            if ticks is None:
+                return False
+            delete, params = _DELETE_VERSION, [*params, wire.int8(ticks)]
+        calls = ((_BEGIN, ()), (_TABLE_CHECK, (wire.int8(table_id),)), (delete, params), (_COMMIT, ()))
+
+        async def run(conn: Connection) -> bool:
+            try:
+                results = await wire.exchange(conn, calls)
+            except pg_errors.DivisionByZero:
+                await rollback(conn)
+                return False
+            except BaseException:
+                await rollback(conn)
+                raise
+            return results[2].command_tuples == 1
+
+        return await self._db.run(run, retry=True)
 
     async def _lock(self, conn: Connection, table_id: int, mutations: tuple[Mutation, ...]) -> list[Cursor]:
         """Queue ``SELECT … FOR UPDATE`` of the touched keys, one statement per PartitionKey (one

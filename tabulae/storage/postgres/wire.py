@@ -219,8 +219,9 @@ def _encode(value: Any) -> bytes:
     return str(value).encode()
 
 
+# None: the value as libpq gives it (``bytea`` in binary format is its bytes already)
 _DECODE: dict[int, Any] = {
-    BYTEA: bytes,
+    BYTEA: None,
     INT8: read_int8,
     23: lambda value: int.from_bytes(value, "big", signed=True),  # int4
     TEXT: bytes.decode,
@@ -234,14 +235,15 @@ def _rows(result: pq.abc.PGresult) -> list[tuple[Any, ...]] | None:
         decoders = [_DECODE[result.ftype(column)] for column in range(result.nfields)]
     except KeyError:
         return None
-    get = result.get_value
-    return [
-        tuple(
-            None if (value := get(row, column)) is None else decode(value)
-            for column, decode in enumerate(decoders)
-        )
-        for row in range(result.ntuples)
-    ]
+    # column by column, each a list comprehension: a generator per row cost more than the rows
+    get, rows = result.get_value, range(result.ntuples)
+    columns = []
+    for column, decode in enumerate(decoders):
+        values = [get(row, column) for row in rows]
+        if decode is not None:
+            values = [None if value is None else decode(value) for value in values]
+        columns.append(values)
+    return list(zip(*columns, strict=True))
 
 
 class Unsupported(Exception):
