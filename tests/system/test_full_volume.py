@@ -343,12 +343,6 @@ def _write_when_accepted(service: Service, first: int, timeout: float = 60.0) ->
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("kind", list(SERVICES))
-@pytest.mark.xfail(
-    reason="issue 36, open: since the blob features merged beside it, deletes on a full volume "
-    "sometimes find no room (the released reserve used up) and a restart on it sometimes resets "
-    "connections; passes on the branch alone. Kept running so that the fix shows as XPASS.",
-    strict=False,
-)
 def test_full_volume_refuses_writes_keeps_data_and_recovers_by_deleting(tmp_path: Path, kind: str) -> None:
     log_path = tmp_path / "server.log"
     state: dict[str, str] = {}
