@@ -190,7 +190,13 @@ class Queues:
                 found.update(keys)
                 break
             found.update(keys)
-        time.sleep(self.VISIBLE_AGAIN + 1)
+        # Until they are visible again, a request every second: the server closes a connection
+        # idle for its keep-alive (5 s), and the next request sent on it as it does so is reset
+        # (an SDK would retry that; these clients retry nothing, so every refusal is seen).
+        visible = time.monotonic() + self.VISIBLE_AGAIN + 1
+        while time.monotonic() < visible:
+            time.sleep(1)
+            self.queue.peek_messages(max_messages=1)
         return found
 
     def delete(self, keys: list[str]) -> list[str]:
