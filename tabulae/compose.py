@@ -265,7 +265,8 @@ def build_gateway(settings: Settings) -> Gateway:
             blobs = BlobsPage(blob_service, gate, containers)
             tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs, stores.volume)))
             tasks.append(asyncio.get_running_loop().create_task(purge_deleted(blob_service)))
-            publisher = FeedPublisher(stores.blobs, time.time)  # the change feed (blob/feed.py)
+            # the change feed (blob/feed.py), which waits while the volume is full
+            publisher = FeedPublisher(stores.blobs, time.time, paused=lambda: stores.volume.full)
             tasks.append(asyncio.get_running_loop().create_task(publisher.run()))
         tasks.append(asyncio.get_running_loop().create_task(watch_volume(stores)))
         extras: dict[str, AsgiApp] = {}

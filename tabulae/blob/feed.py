@@ -198,6 +198,9 @@ class FeedPublisher:
     store: BlobStore
     clock: Callable[[], float]
     batch: int = BATCH
+    # Whether to wait (the data volume is full): a chunk grown then would use the room deletes
+    # need, and the events stay kept with their writes until there is room again.
+    paused: Callable[[], bool] = lambda: False
     _open: set[tuple[str, datetime]] = field(default_factory=set)  # segments still Publishing
     _containers: set[str] = field(default_factory=set)  # accounts whose feed container exists
 
@@ -220,7 +223,7 @@ class FeedPublisher:
         """Publish for as long as the server runs; a failed round is logged and retried."""
         while True:
             try:
-                while await self.publish() >= self.batch:
+                while not self.paused() and await self.publish() >= self.batch:
                     pass  # a backlog: keep going without waiting
             except Exception:  # the job must outlive a failing round
                 log.exception("change feed publishing failed; retrying")

@@ -5,6 +5,7 @@ events still kept), and an hour's segment is finalized once the hour is over."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
 from collections.abc import AsyncIterator
@@ -85,6 +86,44 @@ def test_racing_publishers_publish_each_event_once_and_ended_hours_are_finalized
             assert segments["lastConsumable"] == datetime.fromtimestamp(end, UTC).strftime(
                 "%Y-%m-%dT%H:%M:%S.000Z"
             )
+        finally:
+            await stores.close()
+
+    asyncio.run(run())
+
+
+def test_publisher_waits_while_paused_and_publishes_the_kept_events_after(tmp_path: Path) -> None:
+    """Paused (the data volume is full, issue 36), the publisher writes nothing: a chunk grown
+    then would use the room deletes need. Its events stay kept, and are published once it may."""
+
+    async def run() -> None:
+        stores = await open_stores(None, tmp_path, in_memory=True)
+        try:
+            service = BlobService(stores.blobs, features=lambda _: AccountFeatures(blob_change_feed=True))
+            await stores.blobs.create_container(ACCOUNT, ContainerRecord("c", 1))
+            for n in range(5):
+                key = BlobKey(ACCOUNT, "c", f"b{n}")
+                await service.put_blob(
+                    key, "BlockBlob", Upload(_body(b"x"), 1), ContentProperties(), {}, NONE, None
+                )
+            full = True
+            publisher = FeedPublisher(stores.blobs, time.time, paused=lambda: full)
+            task = asyncio.get_running_loop().create_task(publisher.run(interval=0.05))
+            try:
+                await asyncio.sleep(0.5)  # some ten rounds
+                assert len(await stores.blobs.pending_changes(1000)) == 5
+                made = await stores.blobs.containers_from(cf.CONTAINER)
+                assert (ACCOUNT, cf.CONTAINER) not in made  # not even the feed's container
+                full = False
+                for _ in range(200):
+                    if not await stores.blobs.pending_changes(1000):
+                        break
+                    await asyncio.sleep(0.05)
+                assert await stores.blobs.pending_changes(1000) == []
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         finally:
             await stores.close()
 

@@ -138,11 +138,14 @@ async def set_legal_hold(call: Call) -> Response:
 
 async def last_access_header(call: Call, record: BlobRecord, *, read: bool) -> Headers:
     """``x-ms-last-access-time`` when the account tracks it; a read (``read``) of a blob whose
-    known access time is a day old stores the new one first."""
+    known access time is a day old stores the new one first, unless the data volume is full (a
+    read must not use the room deletes need: the time is stored by a read once there is room)."""
     if not (await call.service.features.get(call.key.account)).last_access_tracking:
         return []
     now = call.service.clock()
-    if read and not record.snapshot and protection.stale(record, now):
+    volume = call.options.volume
+    full = volume is not None and volume.full
+    if read and not record.snapshot and not full and protection.stale(record, now):
         await protection.touch(call.service.store, call.key, now)
         return [(b"x-ms-last-access-time", epoch_date(now).encode())]
     return [(b"x-ms-last-access-time", epoch_date(protection.last_access(record)).encode())]

@@ -48,6 +48,8 @@ CHECKPOINT_INTERVAL = 0.5  # seconds between background checkpoints while writes
 VACUUM_PAGES = 1024  # free pages a reclaim hands back to the volume at a time at most (one write job)
 RECLAIM_ROUNDS = 64  # slices handed back per reclaim (the next one comes a second later)
 WAL_LIMIT_BYTES = 64 * 1024 * 1024  # past this a checkpoint holds writers back and restarts the WAL
+_WAL_HEADER = 32  # bytes before the log's first frame
+_FRAME_HEADER = 24  # bytes before each frame's page
 
 # (function, arguments, whether it needs a savepoint of its own, its future)
 _Job = tuple[Callable[..., Any], tuple[Any, ...], bool, asyncio.Future[Any]]
@@ -77,6 +79,13 @@ def _connect(path: str, durable: bool) -> sqlite3.Connection:
     # WAL itself after each commit and before answering (see the module docstring).
     conn.execute("PRAGMA synchronous = " + ("NORMAL" if durable else "OFF"))
     conn.execute("PRAGMA wal_autocheckpoint = 0")  # checkpoints run on their own thread
+    # A delete must not log as much as it deletes: with secure_delete on (some builds of SQLite
+    # have it by default, this machine's Debian one among them) every page it frees is overwritten
+    # with zeros, a whole page in the log each, so a batch deleting some megabytes needed as much
+    # room in the log, more than a full volume's released reserve. FAST still clears deleted
+    # content in the pages a delete writes anyway; the pages it frees are reused or handed back
+    # to the volume (reclaim).
+    conn.execute("PRAGMA secure_delete = FAST")
     # 16 MiB of page cache (1,024 pages): the default 2 MiB holds fewer pages than the leaves that
     # writes to a hundred partitions keep touching, so every insert re-read its leaf page.
     conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
@@ -110,8 +119,8 @@ class SqliteDatabase:
         try:
             self._writer = _connect(self.path, durable)
             self._create_schema(schema)
-            if self.volume.reserve_bytes:  # a log reset after a checkpoint leaves no more than this
-                self._writer.execute(f"PRAGMA journal_size_limit = {int(self.volume.reserve_bytes)}")
+            # A log reset after a checkpoint is cut back to its limit (see _log_over_limit).
+            self._writer.execute(f"PRAGMA journal_size_limit = {self._log_limit()}")
             self.reader = _connect(self.path, durable)
             self._checkpointer = _connect(self.path, durable)
             self._page_size = int(self._checkpointer.execute("PRAGMA page_size").fetchone()[0])
@@ -181,6 +190,8 @@ class SqliteDatabase:
         while this task waits for its turn on the loop; later ones while the previous fsyncs."""
         try:
             while self._pending:
+                if self._log_over_limit():  # copied back before it grows further: see _log_limit
+                    await self._checkpoint_now()
                 group = self._pending[:GROUP_LIMIT]
                 del self._pending[:GROUP_LIMIT]
                 outcomes = await self._commit_group(group)
@@ -263,6 +274,28 @@ class SqliteDatabase:
         finally:
             os.close(fd)
 
+    def _log_limit(self) -> int:
+        """The most the log may hold. Kept within the volume's reserve too: copying a log back
+        can grow the database by as much as the log holds, and on a full volume only the
+        released reserve has room for that (a log larger than the reserve, copied back after
+        the volume filled, used up the room deletes need)."""
+        return min(WAL_LIMIT_BYTES, self.volume.reserve_bytes or WAL_LIMIT_BYTES)
+
+    def _over_limit(self, frames: int) -> bool:
+        return frames * (self._page_size + _FRAME_HEADER) >= self._log_limit()
+
+    def _log_over_limit(self) -> bool:
+        """Whether the log has grown past its limit (one ``stat`` per group): background
+        checkpoints now and then do not keep up with a burst of large writes, so the group
+        waits for one. The file's size tells: a log restarted by a checkpoint is cut back to
+        the limit (``journal_size_limit``) by its next write, and only grows past it again
+        with frames written since."""
+        try:
+            size = os.stat(self._wal_path).st_size
+        except OSError:
+            return False
+        return self._over_limit(max(0, size - _WAL_HEADER) // (self._page_size + _FRAME_HEADER))
+
     def _maybe_checkpoint(self) -> None:
         """Start a passive checkpoint on its own thread now and then; it never blocks writers."""
         # On a volume tight on space, after every group: a log copied back promptly holds little
@@ -286,10 +319,7 @@ class SqliteDatabase:
         whole copy and made the file grow again from zero.)"""
         _busy, frames, _copied = self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         full = self.volume.full
-        # The log is kept within the volume's reserve too: copying a log back can grow the
-        # database by as much as the log holds, and on a full volume only the reserve has room.
-        limit = min(WAL_LIMIT_BYTES, self.volume.reserve_bytes or WAL_LIMIT_BYTES)
-        if frames * self._page_size < limit and not (full and frames > 0):
+        if not self._over_limit(frames) and not (full and frames > 0):
             return
         # On a full volume the log's blocks are the room to win back: truncate it, not restart it.
         mode = "TRUNCATE" if full else "RESTART"

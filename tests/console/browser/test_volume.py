@@ -32,11 +32,14 @@ def test_insight_page_shows_free_space_low_and_full(page: Page, tmp_path: Path) 
             expect(card.get_by_test_id("volume-free")).to_contain_text("held in reserve")
             expect(card.get_by_test_id("volume-low")).to_contain_text("Less than 64 MiB free")
 
-            filler = fill_with_file(volume)
             with TableServiceClient.from_connection_string(server.connection_string, retry_total=0) as client:
+                # Made before the volume fills: a write on a volume without a block left is
+                # refused unless the store's log has blocks of its own to reuse, and a server
+                # that has written nothing yet has an empty log.
                 table = client.create_table("notes")
+                filler = fill_with_file(volume)
                 refused = None
-                for i in range(50):  # the reserve's room first, then none
+                for i in range(50):  # until one finds no room (perhaps the first)
                     try:
                         table.create_entity({"PartitionKey": "p", "RowKey": str(i), "pad": "x" * 30000})
                     except HttpResponseError as exc:
