@@ -16,31 +16,15 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob import BlobSasPermissions, BlobServiceClient, ContainerClient, generate_blob_sas
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
-from tests.backends import backend_names
 from tests.blob.remote_source import RemoteSource, content, remote_source
-from tests.conftest import fresh_store
 from tests.serverproc import DEV_KEY, ServerProcess
 
 _names = itertools.count()
 
 
-@pytest.fixture(scope="module", params=backend_names())
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ServerProcess]:
-    process = ServerProcess(
-        tmp_path_factory.mktemp("versionwrites") / "data",
-        extra_args=[*fresh_store(request.param), "--blob-versioning"],
-        backend=request.param,
-    )
-    process.start()
-    yield process
-    process.stop()
-
-
 @pytest.fixture
-def box(server: ServerProcess) -> Iterator[ContainerClient]:
-    with BlobServiceClient.from_connection_string(server.connection_string) as service:
+def box(versioned: ServerProcess) -> Iterator[ContainerClient]:
+    with BlobServiceClient.from_connection_string(versioned.connection_string) as service:
         yield service.create_container(f"vw{next(_names)}")
 
 
@@ -110,9 +94,9 @@ def test_a_pending_copy_makes_a_version(box: ContainerClient, remote: RemoteSour
     assert target.download_blob(version_id=first).readall() == b"before"
 
 
-def test_version_tags_with_the_async_client(server: ServerProcess) -> None:
+def test_version_tags_with_the_async_client(versioned: ServerProcess) -> None:
     async def run() -> None:
-        async with AsyncBlobServiceClient.from_connection_string(server.connection_string) as client:
+        async with AsyncBlobServiceClient.from_connection_string(versioned.connection_string) as client:
             container = await client.create_container(f"avw{next(_names)}")
             blob = container.get_blob_client("a")
             v1 = (await blob.upload_blob(b"one"))["version_id"]

@@ -29,23 +29,10 @@ from azure.storage.blob import (
 )
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
-from tests.backends import backend_names
 from tests.blobhttp import BlobHttp
-from tests.conftest import fresh_store
 from tests.serverproc import ServerProcess
 
 _names = itertools.count()
-
-
-@pytest.fixture(scope="module", params=backend_names())
-def versioned(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ServerProcess]:
-    extra = [*fresh_store(request.param), "--blob-versioning"]
-    process = ServerProcess(tmp_path_factory.mktemp("versionsonly"), extra_args=extra, backend=request.param)
-    process.start()
-    yield process
-    process.stop()
 
 
 @pytest.fixture
