@@ -338,6 +338,8 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         409,
         "The recursive query parameter value must be true to delete a non-empty directory.",
     ),
+    # Delete Blob of a non-empty directory of an HNS account (the Blob API's name for it).
+    "DirectoryIsNotEmpty": (409, "This operation is not permitted on a non-empty directory."),
     "SourcePathNotFound": (404, "The source path for a rename operation does not exist."),
     "RenameDestinationParentPathNotFound": (
         404,
