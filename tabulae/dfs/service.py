@@ -355,16 +355,11 @@ class DataLakeService:
             if is_directory(base):
                 raise ServiceError("ResourceTypeMismatch")
             leases.check_blob_access(base.lease, now, lease_id, write=True)
-            end = base.size
-            starts = {base.size}
-            for block, extent in (state.staged or {}).items():
-                start = block_offset(block)
-                if start is not None and start >= base.size:
-                    end = max(end, start + extent.length)
-                    starts.add(start)
-            # at the end of what was appended, or again where an append began: Azure takes the
-            # data anew there (as Put Block replaces a block) and Flush checks the whole run
-            if position != end and position not in starts:
+            # Appends may come in any order (the SDK uploads chunks in parallel) and again at
+            # the same offset (the data is taken anew there, as Put Block replaces a block):
+            # Flush checks that what it commits is one unbroken run. Only what is already
+            # committed cannot be appended to again.
+            if position < base.size:
                 raise ServiceError("InvalidFlushPosition")
             return BlobWrite(stage_block=replace(staged.extent, block_id=offset))
 
