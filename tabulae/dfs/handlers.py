@@ -259,6 +259,7 @@ async def list_paths(c: DfsCall) -> Response:
                 permissions=posix.permissions,
                 creation_time=_moment(record.created),
                 expiry_time=_expiry_of(record),
+                encryption_context=posix.context,
             )
         )
     extra: Headers = [(formats.CONTINUATION, formats.encode_continuation(last).encode())] if last else []
@@ -290,6 +291,7 @@ async def create_path(c: DfsCall) -> Response:
         conditions=conditions(headers),
         lease_id=_lease(headers),
         creator=None if c.principal.superuser else c.principal.oid,
+        encryption_context=None if directory else headers.get("x-ms-encryption-context"),
     )
     record = await c.dfs.create(c.key, request)
     if "x-ms-expiry-option" in headers and not directory:
@@ -554,6 +556,8 @@ def path_headers(record: BlobRecord) -> Headers:
     headers.extend(
         formats.access_control_headers(posix.owner, posix.group, posix.permissions, posix.acl_text)
     )
+    if posix.context is not None:
+        headers.append((b"x-ms-encryption-context", posix.context.encode()))
     return headers
 
 

@@ -103,6 +103,7 @@ class Posix:
     entries: tuple[acl.Entry, ...]
     sticky: bool = False
     expiry: float | None = None  # epoch seconds when a file expires (Set Expiry)
+    context: str | None = None  # x-ms-encryption-context, given when the file was created
 
     @property
     def permissions(self) -> str:
@@ -116,6 +117,8 @@ class Posix:
         stored: dict[str, object] = {"o": self.owner, "g": self.group, "a": self.acl_text, "s": self.sticky}
         if self.expiry is not None:
             stored["e"] = self.expiry
+        if self.context is not None:
+            stored["c"] = self.context
         return stored
 
 
@@ -143,6 +146,7 @@ def _stored_posix(stored: dict[str, Any]) -> Posix:
         _entries(str(stored["a"])),
         bool(stored.get("s", False)),
         float(expiry) if expiry is not None else None,
+        stored.get("c"),
     )
 
 
@@ -187,6 +191,7 @@ class CreateRequest:
     conditions: Conditions = NONE
     lease_id: str | None = None
     creator: str | None = None  # a token's oid, who owns the parents made on the way
+    encryption_context: str | None = None
 
 
 @dataclass(slots=True)
@@ -326,7 +331,9 @@ class DataLakeService:
                 acl=request.entries,
             )
             owner = request.owner or acl.SUPERUSER
-            posix = Posix(owner, request.group or above.group, new.acl, new.sticky)
+            posix = Posix(
+                owner, request.group or above.group, new.acl, new.sticky, context=request.encryption_context
+            )
             metadata = dict(request.metadata)
             if request.directory:
                 metadata[FOLDER] = "true"

@@ -258,3 +258,31 @@ def test_appends_in_any_order_flush_checks_the_run(admin_fs: FileSystemClient) -
     file.append_data(b"y", 13, 1)
     file.flush_data(15)
     assert file.download_file().readall() == b"Hello again!xyz"
+
+
+def test_encryption_context_is_kept_with_the_file(
+    server: ServerProcess, cert: SelfSignedCert, admin_fs: FileSystemClient
+) -> None:
+    file = admin_fs.get_file_client("ctx.txt")
+    file.create_file(encryption_context="encryptionContext")
+    assert file.get_file_properties()["encryption_context"] == "encryptionContext"
+    file.upload_data(b"data", overwrite=True, encryption_context="other")
+    download = file.download_file()
+    assert download.readall() == b"data"
+    assert download.properties["encryption_context"] == "other"
+    listed = {path.name: path.encryption_context for path in admin_fs.get_paths()}
+    assert listed == {"ctx.txt": "other"}
+    plain = admin_fs.create_file("plain.txt")
+    assert plain.get_file_properties()["encryption_context"] is None
+
+    async def scenario() -> None:
+        async with AsyncDataLakeServiceClient(
+            _url(server),
+            {"account_name": DEV_ACCOUNT, "account_key": DEV_KEY},
+            connection_verify=str(cert.cert),
+        ) as service:
+            afile = service.get_file_client(admin_fs.file_system_name, "actx.txt")
+            await afile.create_file(encryption_context="async")
+            assert (await afile.get_file_properties())["encryption_context"] == "async"
+
+    asyncio.run(scenario())
