@@ -19,6 +19,7 @@ from tabulae.blob.api.sas import BlobGrant, verify_blob_sas
 from tabulae.blob.service import BlobService
 from tabulae.dfs import blob_delete, formats, trash
 from tabulae.dfs.access import AccessGuard, principal_of
+from tabulae.dfs.acl import Principal
 from tabulae.dfs.handlers import HANDLERS, DfsCall, path_headers
 from tabulae.dfs.paths import normalize
 from tabulae.dfs.routing import (
@@ -161,7 +162,8 @@ class DataLakeApp(BlobApp):
             account=route.account,
             keys=keys,
             container=route.container,
-            blob=route.blob,
+            # a directory SAS lists its own directory: List Paths names it in the query
+            blob=route.blob or normalize(request.query.get("directory", "")),
             policy_lookup=await self._policies(route, token),
             is_https=request.scheme == "https",
             client_ip=request.client_ip,
@@ -175,6 +177,8 @@ class DataLakeApp(BlobApp):
     async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
         operation = request.operation
         principal = principal_of(request.headers)
+        if isinstance(request.grant, BlobGrant) and request.grant.acl_user:
+            principal = Principal(oid=request.grant.acl_user)  # a SAS with suoid: its user's ACLs apply
         if (
             not principal.superuser
             and route.kind is not Kind.SERVICE
@@ -204,7 +208,15 @@ class DataLakeApp(BlobApp):
                 and route.kind is Kind.BLOB
                 and "/" in route.blob
             ):
-                await self._add_parents(route, request)
+                await self._add_parents(route, request, principal)
+            if (
+                not principal.superuser
+                and route.kind is Kind.CONTAINER
+                and request.method == "PUT"
+                and response.status == 201
+                and await self.dfs.is_hns(route.account)
+            ):
+                await self.dfs.claim_root(route.account, route.container, principal.oid)
             if path is not None and response.status < 300:
                 response.headers.extend(path_headers(path))
             if request.method == "DELETE" and route.kind is Kind.BLOB and response.status == 202:
@@ -219,12 +231,15 @@ class DataLakeApp(BlobApp):
             raise ServiceError("NotImplemented")
         return await handler(DfsCall(call, self.dfs, operation, route.container, route.blob, principal))
 
-    async def _add_parents(self, route: Route, request: Request) -> None:
+    async def _add_parents(self, route: Route, request: Request, principal: Principal) -> None:
         """A blob written through the Blob API into an HNS account gets its parent directories,
-        as Azure makes them (its namespace has no path without its parents)."""
+        as Azure makes them (its namespace has no path without its parents), the caller's."""
         if request.query.get("comp") not in (None, "blocklist") or not await self.dfs.is_hns(route.account):
             return
-        await self.dfs.ensure_directories(BlobKey(route.account, route.container, route.blob))
+        creator = None if principal.superuser else principal.oid
+        await self.dfs.ensure_directories(
+            BlobKey(route.account, route.container, route.blob), creator=creator
+        )
 
     async def _path_read(self, route: Route) -> BlobRecord | None:
         """A path of an HNS account read through the Blob API: its record, for the owner,

@@ -174,6 +174,8 @@ async def create_filesystem(c: DfsCall) -> Response:
         if error.code == "ContainerAlreadyExists":
             raise ServiceError("FilesystemAlreadyExists") from None
         raise
+    if not c.principal.superuser:
+        await c.dfs.claim_root(c.call.route.account, c.filesystem, c.principal.oid)
     return Response(201, [*etag_headers(record.ticks), _NAMESPACE])
 
 
@@ -257,6 +259,7 @@ async def list_paths(c: DfsCall) -> Response:
                 permissions=posix.permissions,
                 creation_time=_moment(record.created),
                 expiry_time=_expiry_of(record),
+                encryption_context=posix.context,
             )
         )
     extra: Headers = [(formats.CONTINUATION, formats.encode_continuation(last).encode())] if last else []
@@ -287,6 +290,8 @@ async def create_path(c: DfsCall) -> Response:
         properties=_content_properties(headers) or ContentProperties(),
         conditions=conditions(headers),
         lease_id=_lease(headers),
+        creator=None if c.principal.superuser else c.principal.oid,
+        encryption_context=None if directory else headers.get("x-ms-encryption-context"),
     )
     record = await c.dfs.create(c.key, request)
     if "x-ms-expiry-option" in headers and not directory:
@@ -495,7 +500,15 @@ async def set_access_control_recursive(c: DfsCall) -> Response:
             else ([], c.path)
         )
         todo.extend(records)
+    failures: list[formats.AclFailure] = []
+    go_on = c.query.get("forceFlag", "").lower() == "true"
     for record in todo:
+        if not _may_set_acl(c.principal, record):
+            failures.append(formats.AclFailure(record.name, is_directory(record), _NOT_OWNER))
+            if not go_on:  # Azure stops at the first failure, with no continuation: the caller
+                last = None  # retries from the token it sent (the SDK hands that one back)
+                break
+            continue
         await c.dfs.update(BlobKey(c.call.route.account, c.filesystem, record.name), change)
         if is_directory(record):
             directories += 1
@@ -504,7 +517,18 @@ async def set_access_control_recursive(c: DfsCall) -> Response:
     headers: Headers = [_NAMESPACE]
     if last is not None:
         headers.append((formats.CONTINUATION, formats.encode_continuation(last).encode()))
-    return _json(200, formats.acl_recursive_result(directories, files, 0), headers)
+    body = formats.acl_recursive_result(directories, files, len(failures), failures)
+    return _json(200, body, headers)
+
+
+_NOT_OWNER = "This request is not authorized to perform this operation using this permission."
+
+
+def _may_set_acl(principal: acl.Principal, record: BlobRecord) -> bool:
+    """Set Access Control Recursive changes only what the caller may change: a path a token's
+    user (or a SAS's ``suoid``) does not own is a failed entry, not a refused request
+    ("Set access control lists recursively": failures are counted per entry)."""
+    return principal.superuser or principal.oid == posix_of(record).owner
 
 
 async def get_access_control(c: DfsCall) -> Response:
@@ -532,6 +556,8 @@ def path_headers(record: BlobRecord) -> Headers:
     headers.extend(
         formats.access_control_headers(posix.owner, posix.group, posix.permissions, posix.acl_text)
     )
+    if posix.context is not None:
+        headers.append((b"x-ms-encryption-context", posix.context.encode()))
     return headers
 
 

@@ -124,8 +124,9 @@ def test_flush_at_a_wrong_position(fs: FileSystemClient, lake: ServerProcess) ->
     with pytest.raises(HttpResponseError) as caught:
         file.flush_data(5)
     assert caught.value.error_code == "InvalidFlushPosition"
+    file.append_data(b"zz", 7, 2)  # a gap: the flush that needs it is refused
     http = BlobHttp(lake.blob_port)
-    reply = http.request("PATCH", f"/{fs.file_system_name}/f.bin?action=append&position=7", body=b"zz")
+    reply = http.request("PATCH", f"/{fs.file_system_name}/f.bin?action=flush&position=9")
     assert reply.status == 400 and _json_error(reply) == "InvalidFlushPosition"
 
 

@@ -133,6 +133,8 @@ class BlobGrant:
     resource_types: frozenset[str] | None = None
     scope: str | None = None
     overrides: tuple[tuple[str, str], ...] = ()  # (query name, value) of rscc..rsct
+    # A user delegation SAS's ``suoid``: the user whose access the path's ACLs decide (HNS only)
+    acl_user: str | None = None
 
     def check(self, operation: Op) -> None:
         if operation is Op.GET_ACCOUNT_INFO:
@@ -216,11 +218,14 @@ def verify_blob_sas(
         )
         return BlobGrant(granted.permissions, granted.resource_types, overrides=pairs)
     sr = query.get("sr", "")
-    if sr not in ("c", "b", "bs", "bv") or not container or (sr != "c" and not blob):
+    if sr not in ("c", "b", "bs", "bv", "d") or not container or (sr not in ("c", "d") and not blob):
         raise ServiceError(
             "AuthenticationFailed", detail=f"The signed resource (sr) '{sr}' does not fit the URL."
         )
-    resource = f"/blob/{account}/{container}" + (f"/{blob}" if sr != "c" else "")
+    if sr == "d":
+        resource = f"/blob/{account}/{container}" + directory_of(blob, query.get("sdd", ""))
+    else:
+        resource = f"/blob/{account}/{container}" + (f"/{blob}" if sr != "c" else "")
     snapshot = query.get("snapshot", "") if sr == "bs" else query.get("versionid", "") if sr == "bv" else ""
     if delegation.is_delegation_sas(query):
         if token.si is not None:
@@ -239,4 +244,21 @@ def verify_blob_sas(
     check_window(st, se, now)
     check_protocol(token.spr, is_https)
     check_ip(token.sip, client_ip)
-    return BlobGrant(frozenset(sp), scope=sr, overrides=pairs)
+    acl_user = (query.get("suoid") or None) if delegation.is_delegation_sas(query) else None
+    return BlobGrant(frozenset(sp), scope=sr, overrides=pairs, acl_user=acl_user)
+
+
+def directory_of(path: str, depth: str) -> str:
+    """The directory a directory SAS (``sr=d``) was signed for: the first ``sdd`` segments of
+    the requested path ("Create a service SAS": the depth is the number of directories beneath
+    the root), so the token serves that directory and everything under it and nothing beside
+    it, as the signature covers the directory's name."""
+    if not depth.isdigit():
+        raise ServiceError(
+            "AuthenticationFailed", detail="The directory depth (sdd) must be a non-negative integer."
+        )
+    segments = [segment for segment in path.split("/") if segment]
+    count = int(depth)
+    if count > len(segments):
+        raise ServiceError("AuthenticationFailed", detail="The directory depth (sdd) does not fit the URL.")
+    return "".join(f"/{segment}" for segment in segments[:count])

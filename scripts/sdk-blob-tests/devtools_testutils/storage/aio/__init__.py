@@ -1,6 +1,6 @@
 import asyncio
 
-from .. import StorageRecordedTestCase
+from .. import GenericTestProxyParametrize1, GenericTestProxyParametrize2, StorageRecordedTestCase  # noqa: F401
 
 
 class AsyncStorageRecordedTestCase(StorageRecordedTestCase):
