@@ -17,7 +17,7 @@ from tabulae.blob.api.call import Call
 from tabulae.blob.api.routing import ROOT_CONTAINER, Kind, Route
 from tabulae.blob.api.sas import BlobGrant, verify_blob_sas
 from tabulae.blob.service import BlobService
-from tabulae.dfs import blob_delete, formats, trash
+from tabulae.dfs import blob_delete, blob_write, formats, trash
 from tabulae.dfs.access import AccessGuard, principal_of
 from tabulae.dfs.acl import Principal
 from tabulae.dfs.handlers import HANDLERS, DfsCall, path_headers
@@ -199,6 +199,12 @@ class DataLakeApp(BlobApp):
                 answer = await blob_delete.delete_directory(self.dfs, request, key)
                 if answer is not None:
                     return answer
+            if (
+                route.kind is Kind.BLOB
+                and blob_write.applies(request)
+                and await self.dfs.is_hns(route.account)
+            ):
+                await blob_write.check_target(self.dfs, BlobKey(route.account, route.container, route.blob))
             reading = request.method in ("HEAD", "GET") and route.kind is Kind.BLOB
             path = await self._path_read(route) if reading else None
             response = await super().dispatch(request, route, request_id)

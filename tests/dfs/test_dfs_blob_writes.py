@@ -1,0 +1,111 @@
+"""Blob API writes that create a blob on an HNS account (``tabulae serve --hns``): a blob below a
+file or over a directory with children is refused before anything is stored (issue 33), with the
+Blob SDK (sync and aio) on every store."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from azure.core.exceptions import HttpResponseError
+from azure.storage.blob import BlobBlock, BlobServiceClient, ContainerClient
+from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
+from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient
+
+from tests.backends import backend_names
+from tests.conftest import fresh_store
+from tests.serverproc import DEV_ACCOUNT, ServerProcess
+
+
+@pytest.fixture(scope="module", params=backend_names())
+def lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    extra = [*fresh_store(request.param), "--hns", DEV_ACCOUNT]
+    process = ServerProcess(tmp_path_factory.mktemp("lake"), extra_args=extra, backend=request.param).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def fs(lake: ServerProcess) -> Iterator[FileSystemClient]:
+    service = DataLakeServiceClient.from_connection_string(lake.connection_string)
+    client = service.create_file_system("fs" + uuid.uuid4().hex[:12])
+    yield client
+    client.delete_file_system()
+
+
+@pytest.fixture
+def container(fs: FileSystemClient, lake: ServerProcess) -> ContainerClient:
+    return BlobServiceClient.from_connection_string(lake.connection_string).get_container_client(
+        fs.file_system_name
+    )
+
+
+def _paths(fs: FileSystemClient) -> list[tuple[str, bool]]:
+    return [(p.name, bool(p.is_directory)) for p in fs.get_paths(recursive=True)]
+
+
+def _refused(code: str) -> pytest.RaisesExc[HttpResponseError]:
+    return pytest.raises(HttpResponseError, check=lambda e: e.status_code == 409 and e.error_code == code)
+
+
+def test_put_blob_below_a_file_stores_nothing(fs: FileSystemClient, container: ContainerClient) -> None:
+    container.upload_blob("d/f.txt", b"file")
+    with _refused("PathConflict"):
+        container.upload_blob("d/f.txt/g", b"below a file")
+    with _refused("PathConflict"):
+        container.upload_blob("d/f.txt/h/i", b"deeper")
+    assert not container.get_blob_client("d/f.txt/g").exists()
+    assert not container.get_blob_client("d/f.txt/h").exists()
+    assert _paths(fs) == [("d", True), ("d/f.txt", False)]
+    assert container.download_blob("d/f.txt").readall() == b"file"
+
+
+def test_put_block_list_and_copy_below_a_file_store_nothing(
+    fs: FileSystemClient, container: ContainerClient
+) -> None:
+    container.upload_blob("f", b"file")
+    staged = container.get_blob_client("f/blocks")
+    staged.stage_block("b1", b"blocks")
+    with _refused("PathConflict"):
+        staged.commit_block_list([BlobBlock("b1")])
+    copy = container.get_blob_client("f/copy")
+    with _refused("PathConflict"):
+        copy.start_copy_from_url(container.get_blob_client("f").url, requires_sync=False)
+    with _refused("PathConflict"):
+        copy.start_copy_from_url(container.get_blob_client("f").url, requires_sync=True)
+    with _refused("PathConflict"):
+        copy.upload_blob_from_url(container.get_blob_client("f").url)
+    assert not staged.exists() and not copy.exists()
+    assert _paths(fs) == [("f", False)]
+
+
+def test_put_blob_over_a_directory(fs: FileSystemClient, container: ContainerClient) -> None:
+    container.upload_blob("d/f.txt", b"child")
+    with _refused("DirectoryIsNotEmpty"):
+        container.upload_blob("d", b"over a directory", overwrite=True)
+    with _refused("DirectoryIsNotEmpty"):
+        container.get_blob_client("d").start_copy_from_url(container.get_blob_client("d/f.txt").url)
+    assert _paths(fs) == [("d", True), ("d/f.txt", False)]
+    assert container.get_blob_client("d").get_blob_properties().metadata == {"hdi_isfolder": "true"}
+    # an empty directory is replaced, as Delete Blob removes it like a blob
+    fs.create_directory("empty")
+    container.upload_blob("empty", b"now a file", overwrite=True)
+    assert ("empty", False) in _paths(fs)
+    assert container.download_blob("empty").readall() == b"now a file"
+
+
+def test_async_client(fs: FileSystemClient, lake: ServerProcess) -> None:
+    async def scenario() -> None:
+        async with AsyncBlobServiceClient.from_connection_string(lake.connection_string) as service:
+            container = service.get_container_client(fs.file_system_name)
+            await container.upload_blob("d/f.txt", b"file")
+            with _refused("PathConflict"):
+                await container.upload_blob("d/f.txt/g", b"below a file")
+            assert not await container.get_blob_client("d/f.txt/g").exists()
+            with _refused("DirectoryIsNotEmpty"):
+                await container.upload_blob("d", b"over a directory", overwrite=True)
+
+    asyncio.run(scenario())
+    assert _paths(fs) == [("d", True), ("d/f.txt", False)]
