@@ -6,7 +6,9 @@ blobs whose names start with the directory's name and a ``/``: a name range, whi
 primary key orders, so finding them is an index range scan. A rename rewrites the names (and, on
 PostgreSQL, the distribution key, with the content chunks following it) of that range in one
 statement per table: no content is copied, and the transaction commits all of the new tree or
-none of it, so a crash leaves the old tree or the new one, never a mix.
+none of it, so a crash leaves the old tree or the new one, never a mix. Citus refuses to update a
+distribution column, so there each table's rows (chunks included) are deleted and inserted under
+their new keys instead, in the one distributed transaction (two-phase commit across the nodes).
 """
 
 from __future__ import annotations
@@ -73,16 +75,57 @@ def _move_statements(subtree: bool, rekey: str | None) -> tuple[str, ...]:
     return tuple(statements)
 
 
+# Each moved table's columns after its first three (dkey, container_id, name).
+_REST = {
+    "blobs": "version, committed, ticks, size, doc, staged, staged_id_length",
+    "blob_extents": "version, seq, ref, length, block_id",
+    "blob_blocks": "block_id, seq, ref, length",
+}
+
+
+@cache
+def _reinsert_statements(subtree: bool, rekey: str) -> tuple[str, ...]:
+    """The statements that move a name (and its range) where a row's distribution key cannot be
+    updated (Citus): each deletes the rows and inserts what it returned under the new name and
+    key, so the rows move between shards (chunks too: they live with their blob's key) in the
+    one distributed transaction. Deleting and inserting in one statement never lets the delete
+    see an inserted row, even when a new name falls in the old range (``a/b`` renamed ``a``)."""
+    where = _TREE if subtree else _ONE
+    new_name = ":dst || substr(old.name, :n)"
+    statements = []
+    for table in ("blob_extents", "blob_blocks"):
+        statements.append(
+            f"WITH e AS (SELECT DISTINCT dkey, ref, {new_name.replace('old.', '')} AS new FROM {table}"
+            f" WHERE {where}), old AS (DELETE FROM blob_chunks AS ch USING e"
+            " WHERE ch.dkey = e.dkey AND ch.ref = e.ref RETURNING e.new, ch.ref, ch.seq, ch.data)"
+            f" INSERT INTO blob_chunks (dkey, ref, seq, data) SELECT {rekey.format(name='old.new')},"
+            " old.ref, old.seq, old.data FROM old"
+        )
+    for table, rest in _REST.items():
+        statements.append(
+            f"WITH old AS (DELETE FROM {table} WHERE {where} RETURNING *)"
+            f" INSERT INTO {table} (dkey, container_id, name, {rest})"
+            f" SELECT {rekey.format(name=new_name)}, :dc, {new_name}, {rest} FROM old"
+        )
+    return tuple(statements)
+
+
 def rename(
     source: At,
     destination: At,
     parent: At | None,
     decide: RenameDecide,
     rekey: str | None,
+    *,
+    reinsert: bool = False,
+    guards: tuple[Sql, ...] = (),
 ) -> Plan[Any]:
     """Load and lock the source, the destination and its parent, decide, and move. ``rekey`` is
     the engine's SQL for a row's distribution key from ``:account``, ``:dcontainer`` and a new
-    name (``{name}``); None for an engine without one."""
+    name (``{name}``); None for an engine without one. With ``reinsert`` (and a ``rekey``) rows
+    are moved by delete and insert rather than updated in place; ``guards`` run first."""
+    for guard in guards:
+        _locked = yield guard  # a statement's answer comes back here (not from a tuple's iterator)
     scid = yield from container_id(source.key.account, source.key.container)
     dcid = yield from container_id(destination.key.account, destination.key.container)
     found = yield from load_state(source, scid, NO_NEEDS)
@@ -107,7 +150,11 @@ def rename(
     params = {"sc": scid, "dc": dcid, "src": src, "lo": low, "hi": high, "dst": destination.key.name,
               "n": len(src) + 1, "account": destination.key.account,
               "dcontainer": destination.key.container}  # fmt: skip
-    for statement in _move_statements(write.subtree, rekey):
+    if reinsert and rekey is not None:
+        statements = _reinsert_statements(write.subtree, rekey)
+    else:
+        statements = _move_statements(write.subtree, rekey)
+    for statement in statements:
         yield Sql(statement, params)
     if write.record is not None:
         record = write.record

@@ -37,7 +37,7 @@ class PostgresStores(Stores):
         self.volume = database.volume
         self.tables = PostgresTables(database, citus=citus)
         self.queues = PostgresQueues(database)
-        self.blobs = PostgresBlobs(database)
+        self.blobs = PostgresBlobs(database, citus=citus)
 
     @classmethod
     async def open(

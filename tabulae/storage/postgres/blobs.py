@@ -40,16 +40,15 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import psycopg
-
 from tabulae.model.errors import ServiceError
-from tabulae.storage.blobplan import containers
+from tabulae.storage.blobplan import containers, paths, reads
 from tabulae.storage.blobplan.garbage import collect
 from tabulae.storage.blobplan.reads import At
 from tabulae.storage.blobplan.store import PlannedBlobs
 from tabulae.storage.blobs import (
     GARBAGE_GRACE_SECONDS,
     BlobKey,
+    BlobListing,
     ContainerRecord,
     Digest,
     Extent,
@@ -224,6 +223,13 @@ def container_lock(account: str, name: str) -> int:
     return int(_DKEY.unpack(digest.digest()[:8])[0])
 
 
+def listing_lock(account: str, name: str) -> int:
+    """The key of a container's listing lock on Citus (see :meth:`PostgresBlobs.list_blobs`),
+    tagged apart from :func:`container_lock`."""
+    digest = hashlib.sha256(f"blob-listing\n{account}\n{name}".encode("utf-8", "surrogatepass"))
+    return int(_DKEY.unpack(digest.digest()[:8])[0])
+
+
 def at(key: BlobKey) -> At:
     return At(key, dkey_of(key))
 
@@ -254,9 +260,10 @@ class PgStaged(Staged):
 class PostgresBlobs(PlannedBlobs):
     """The :class:`BlobStore` contract over a :class:`PostgresDatabase`."""
 
-    def __init__(self, database: PostgresDatabase) -> None:
+    def __init__(self, database: PostgresDatabase, *, citus: bool = False) -> None:
         self._db = database
         self._run = database.run
+        self._citus = citus
 
     async def _read(self, make: Callable[[], Plan[T]], *, snapshot: bool = False) -> T:
         return await self._db.run_plan(
@@ -276,14 +283,60 @@ class PostgresBlobs(PlannedBlobs):
     async def rename_path(
         self, source: BlobKey, destination: BlobKey, parent: BlobKey | None, decide: RenameDecide
     ) -> Any:
-        """As the plan does; Citus cannot change a row's distribution column, so there a rename
-        is 501 (a rename that moves no rows between shards needs a tree of its own)."""
-        try:
+        """As the plan does on PostgreSQL. Citus refuses to update a distribution column, so there
+        the rows move by delete and insert in one distributed transaction, which Citus commits on
+        every node or on none; but each node's shards make the commit visible at their own
+        moment, so the rename holds its containers' listing locks exclusively (see
+        :meth:`list_blobs`) until every node has committed."""
+        if not self._citus:
             return await super().rename_path(source, destination, parent, decide)
-        except ServiceError as error:
-            if isinstance(error.__cause__, psycopg.errors.FeatureNotSupported):
-                raise ServiceError("NotImplemented", detail="rename is not available on Citus yet") from error
-            raise
+        src, dst = self._at(source), self._at(destination)
+        above = self._at(parent) if parent is not None else None
+        guards = tuple(
+            Sql("SELECT pg_advisory_xact_lock(:lock)", {"lock": lock})
+            for lock in sorted({listing_lock(key.account, key.container) for key in (source, destination)})
+        )
+        return await self._write(
+            lambda: paths.rename(src, dst, above, decide, self.rekey, reinsert=True, guards=guards)
+        )
+
+    async def list_blobs(
+        self,
+        account: str,
+        container: str,
+        *,
+        prefix: str,
+        start: tuple[str, str] | None,
+        limit: int,
+        snapshots: bool,
+        uncommitted: bool,
+        versions: bool = False,
+        deleted: bool = False,
+    ) -> BlobListing:
+        """As the plan does; on Citus under the container's listing lock held shared, since a
+        listing reads every shard, each in a snapshot of its own, and would otherwise see a
+        rename committed on some nodes and not yet on others (half of each tree)."""
+        page = partial(
+            reads.list_blobs,
+            account,
+            container,
+            prefix,
+            start,
+            limit,
+            snapshots,
+            uncommitted,
+            versions,
+            deleted,
+        )
+        if not self._citus:
+            return await self._read(page)
+        lock = Sql("SELECT pg_advisory_xact_lock_shared(:lock)", {"lock": listing_lock(account, container)})
+
+        def guarded() -> Plan[BlobListing]:
+            yield lock
+            return (yield from page())
+
+        return await self._db.run_plan(guarded, idempotent=True, transaction=True)
 
     def _at(self, key: BlobKey) -> At:
         return at(key)
