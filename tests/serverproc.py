@@ -109,6 +109,8 @@ class ServerProcess:
                 self.process.wait()
         _kill_group(group)  # no worker outlives its server, whatever happened to the parent
         code = self.process.returncode
+        if self.process.stderr:  # a caller that started the process itself may have piped it
+            self.process.stderr.close()
         self.process = None
         return code
 
