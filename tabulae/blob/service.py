@@ -140,14 +140,18 @@ def parse_snapshot(value: str | None) -> str:
     return snapshot_time(ticks)
 
 
-def encode_marker(name: str, version: str) -> str:
-    return base64.urlsafe_b64encode(f"{name}\n{version}".encode("utf-8", "surrogatepass")).decode()
+def _encode_pair(first: str, second: str) -> str:
+    return base64.urlsafe_b64encode(f"{first}\n{second}".encode("utf-8", "surrogatepass")).decode()
 
 
-def decode_marker(marker: str) -> tuple[str, str]:
+def _decode_pair(marker: str, *, split_at_last: bool) -> tuple[str, str]:
+    """The two parts of a marker made by :func:`_encode_pair`, split at the newline the part
+    that cannot hold one is next to; any other text is 400 InvalidQueryParameterValue."""
     try:
-        text = base64.b64decode(marker.encode("ascii"), altchars=b"-_", validate=True).decode()
-        name, newline, version = text.rpartition("\n")
+        text = base64.b64decode(marker.encode("ascii"), altchars=b"-_", validate=True).decode(
+            "utf-8", "surrogatepass"
+        )
+        first, newline, second = text.rpartition("\n") if split_at_last else text.partition("\n")
         if not newline:
             raise ValueError("not a marker")
     except (binascii.Error, ValueError, UnicodeError):
@@ -155,26 +159,25 @@ def decode_marker(marker: str) -> tuple[str, str]:
             "InvalidQueryParameterValue",
             fields=(("QueryParameterName", "marker"), ("QueryParameterValue", marker)),
         ) from None
-    return name, version
+    return first, second
+
+
+def encode_marker(name: str, version: str) -> str:
+    """List Blobs' marker: the name and stored version to resume after (a version has no newline)."""
+    return _encode_pair(name, version)
+
+
+def decode_marker(marker: str) -> tuple[str, str]:
+    return _decode_pair(marker, split_at_last=True)
 
 
 def encode_found_marker(container: str, name: str) -> str:
     """Find Blobs by Tags' marker: the last blob returned (a container name has no newline)."""
-    return base64.urlsafe_b64encode(f"{container}\n{name}".encode("utf-8", "surrogatepass")).decode()
+    return _encode_pair(container, name)
 
 
 def decode_found_marker(marker: str) -> tuple[str, str]:
-    try:
-        text = base64.b64decode(marker.encode("ascii"), altchars=b"-_", validate=True).decode()
-        container, newline, name = text.partition("\n")
-        if not newline:
-            raise ValueError("not a marker")
-    except (binascii.Error, ValueError, UnicodeError):
-        raise ServiceError(
-            "InvalidQueryParameterValue",
-            fields=(("QueryParameterName", "marker"), ("QueryParameterValue", marker)),
-        ) from None
-    return container, name
+    return _decode_pair(marker, split_at_last=False)
 
 
 def _require_base(state: BlobState, *, committed: bool = True) -> BlobRecord:
