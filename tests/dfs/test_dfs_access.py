@@ -15,15 +15,12 @@ from azure.storage.blob import BlobClient
 from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient
 from azure.storage.filedatalake.aio import DataLakeServiceClient as AsyncDataLakeServiceClient
 
-from tests.backends import backend_names
-from tests.conftest import fresh_store
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 from tests.tls import (
     AsyncStaticTokenCredential,
     SelfSignedCert,
     StaticTokenCredential,
     make_jwt,
-    make_self_signed_cert,
 )
 
 ALICE = "00000000-0000-0000-0000-00000000a11c"
@@ -31,20 +28,14 @@ BOB = "00000000-0000-0000-0000-000000000b0b"
 TEAM = "00000000-0000-0000-0000-0000000000ee"
 
 
-@pytest.fixture(scope="module")
-def cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
-    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
+@pytest.fixture
+def cert(oauth_cert: SelfSignedCert) -> SelfSignedCert:
+    return oauth_cert
 
 
-@pytest.fixture(scope="module", params=backend_names())
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, cert: SelfSignedCert
-) -> Iterator[ServerProcess]:
-    args = [*fresh_store(request.param), "--cert", str(cert.cert), "--key", str(cert.key)]
-    args += ["--oauth", "basic", "--hns", DEV_ACCOUNT]
-    process = ServerProcess(tmp_path_factory.mktemp("acl"), extra_args=args, backend=request.param).start()
-    yield process
-    process.stop()
+@pytest.fixture
+def server(oauth_hns_server: ServerProcess) -> ServerProcess:
+    return oauth_hns_server
 
 
 def _url(server: ServerProcess) -> str:

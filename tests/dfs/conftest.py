@@ -1,0 +1,29 @@
+"""A server the DFS access tests share: HTTPS, bearer tokens (``--oauth basic``) and an HNS
+development account, one per backend for the session (each test works in file systems of its own)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.backends import backend_names
+from tests.conftest import fresh_store
+from tests.serverproc import DEV_ACCOUNT, ServerProcess
+from tests.tls import SelfSignedCert, make_self_signed_cert
+
+
+@pytest.fixture(scope="session")
+def oauth_cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
+    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="session", params=backend_names())
+def oauth_hns_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, oauth_cert: SelfSignedCert
+) -> Iterator[ServerProcess]:
+    args = [*fresh_store(request.param), "--cert", str(oauth_cert.cert), "--key", str(oauth_cert.key)]
+    args += ["--oauth", "basic", "--hns", DEV_ACCOUNT]
+    process = ServerProcess(tmp_path_factory.mktemp("oauth"), extra_args=args, backend=request.param).start()
+    yield process
+    process.stop()
