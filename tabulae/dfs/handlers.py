@@ -35,6 +35,7 @@ from tabulae.dfs.service import (
     DataLakeService,
     FlushRequest,
     Posix,
+    filesystem_errors,
     is_directory,
     posix_of,
     root_posix,
@@ -180,12 +181,8 @@ async def create_filesystem(c: DfsCall) -> Response:
 
 
 async def _container(c: DfsCall):  # type: ignore[no-untyped-def]
-    try:
+    with filesystem_errors():
         return await c.call.service.get_container(c.call.route.account, c.filesystem)
-    except ServiceError as error:
-        if error.code == "ContainerNotFound":
-            raise ServiceError("FilesystemNotFound") from None
-        raise
 
 
 async def delete_filesystem(c: DfsCall) -> Response:

@@ -12,10 +12,11 @@ transaction of the store each (:meth:`BlobStore.rename_path`, :meth:`BlobStore.d
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -82,6 +83,17 @@ def _purge_orphan(slot: str) -> Callable[[BlobState], BlobWrite]:
 
 
 MAX_APPEND = 4000 * 1024 * 1024  # Path - Update: an append's body, as a block's
+
+
+@contextlib.contextmanager
+def filesystem_errors() -> Iterator[None]:
+    """A container the store did not find is, in the DFS API, a file system not found."""
+    try:
+        yield
+    except ServiceError as error:
+        if error.code == "ContainerNotFound":
+            raise ServiceError("FilesystemNotFound") from None
+        raise
 
 
 def is_directory(record: BlobRecord) -> bool:
@@ -257,12 +269,8 @@ class DataLakeService:
             updated = replace(record, ticks=ticks, posix=change(root_posix(record)).stored())
             return updated, updated
 
-        try:
+        with filesystem_errors():
             result = await self.store.update_container(account, filesystem, decide)
-        except ServiceError as error:
-            if error.code == "ContainerNotFound":
-                raise ServiceError("FilesystemNotFound") from None
-            raise
         assert isinstance(result, ContainerRecord)
         return result
 
@@ -498,12 +506,8 @@ class DataLakeService:
             kept = softdeletion.soft(replace(state.base, snapshot=slot), deleted_at, days)
             return TreeWrite(result=trash.deletion_id(slot), kept=kept)
 
-        try:
+        with filesystem_errors():
             done = await self.store.delete_tree(key, decide)
-        except ServiceError as error:
-            if error.code == "ContainerNotFound":
-                raise ServiceError("FilesystemNotFound") from None
-            raise
         return Deletion(done.result, done.finished)
 
     async def undelete(self, key: BlobKey, deletion: str) -> BlobRecord:
@@ -663,12 +667,8 @@ class DataLakeService:
             record = change(base, state.ticks)
             return BlobWrite(result=record, base=record)
 
-        try:
+        with filesystem_errors():
             record = await self.store.write_blob(key, decide)
-        except ServiceError as error:
-            if error.code == "ContainerNotFound":
-                raise ServiceError("FilesystemNotFound") from None
-            raise
         assert isinstance(record, BlobRecord)
         return record
 
@@ -697,15 +697,11 @@ class DataLakeService:
             start = (prefix + begin, "")
         items: list[BlobRecord] = []
         while len(items) < limit:
-            try:
+            with filesystem_errors():
                 listing = await self.store.list_blobs(
                     account, filesystem, prefix=prefix, start=start, limit=limit - len(items),
                     snapshots=False, uncommitted=False,
                 )  # fmt: skip
-            except ServiceError as error:
-                if error.code == "ContainerNotFound":
-                    raise ServiceError("FilesystemNotFound") from None
-                raise
             for record in listing.records:
                 rest = record.name[len(prefix) :]
                 if (recursive or "/" not in rest) and not trash.has_expired(record, now):
