@@ -202,12 +202,37 @@ async def run(auth: str, requests: int, keys_count: int = 1) -> float:
         return (time.process_time() - started) / requests * 1e6
 
 
+async def run_ranges(requests: int) -> float:
+    """Preload one partition of 1,000 entities, then time ``requests`` queries of 100 of them
+    (compare.py's ``range`` workload: ``PartitionKey eq`` and a ``RowKey`` range); returns CPU
+    µs per query."""
+    async with table_app() as (app, date):
+        insert = protocol.table_path(TABLE)
+        for i in range(1_000):
+            entity = protocol.fill(protocol.entity_fragments(), "p000", f"r{i:06d}").encode()
+            status = await _call(
+                app, "POST", insert, _headers(protocol.INSERT, insert, date, entity, True), entity
+            )
+            assert status == 201, status
+        queries = []
+        for start in range(0, 900, 9):
+            text = f"PartitionKey eq 'p000' and RowKey ge 'r{start:06d}' and RowKey lt 'r{start + 100:06d}'"
+            target = protocol.query_path(TABLE, text)
+            queries.append((target, _headers(protocol.GET, target, date, b"", True)))
+        assert await _call(app, "GET", *queries[0], b"") == 200
+        started = time.process_time()
+        with profiled():
+            for n in range(requests):
+                await _call(app, "GET", *queries[n % len(queries)], b"")
+        return (time.process_time() - started) / requests * 1e6
+
+
 def main() -> None:
     """Command line."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--workload", choices=("read", "batch"), default="read")
+    parser.add_argument("--workload", choices=("read", "batch", "range"), default="read")
     parser.add_argument("--auth", choices=("shared-key", "sas"), default="shared-key")
     parser.add_argument("--requests", type=int, default=None, help="20,000 reads or 200 batches")
     parser.add_argument("--keys", type=int, default=1, help="distinct entities read in turn")
@@ -236,6 +261,12 @@ def main() -> None:
         with fresh_store(args.store):
             per = asyncio.run(run_batches(batches, args.batch_size))
         print(f"batch: {per:.1f} µs CPU per entity (in process, {batches:,} batches of {args.batch_size})")
+        return
+    if args.workload == "range":
+        queries = args.requests or 2_000
+        with fresh_store(args.store):
+            per = asyncio.run(run_ranges(queries))
+        print(f"range: {per:.1f} µs CPU per 100-row query (in process, {queries:,} queries)")
         return
     args.requests = args.requests or 20_000
     with fresh_store(args.store):

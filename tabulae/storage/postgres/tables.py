@@ -189,10 +189,15 @@ class PostgresLayout(EntityLayout):
         return f" AND {alias}dist = :route"
 
     def entities(self, rows: Iterable[Sequence[Any]]) -> list[StoredEntity]:
-        return [
-            StoredEntity(_text(bytes(dist[8:])), _text(bytes(rk)), int(ticks), bytes(props))
-            for dist, rk, ticks, props in rows
-        ]
+        """The rows' entities. Rows come in key order, so neighbours usually share their
+        partition: its key is decoded once per run of rows, not once per row."""
+        found = []
+        last, pk = None, ""
+        for dist, rk, ticks, props in rows:
+            if dist != last:
+                last, pk = dist, _text(bytes(dist[8:]))
+            found.append(StoredEntity(pk, _text(bytes(rk)), int(ticks), bytes(props)))
+        return found
 
     def key(self, row: Sequence[Any]) -> tuple[str, str]:
         return _text(bytes(row[0][8:])), _text(bytes(row[1]))
