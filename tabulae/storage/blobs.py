@@ -170,11 +170,15 @@ class Digest(Protocol):
     """Something that watches the bytes of an upload go by (MD5 and CRC64 checks)."""
 
     def update(self, data: bytes) -> None:
-        """See the next bytes (every updater of :meth:`updaters`, one after the other)."""
+        """See the next bytes (:meth:`light` and every updater of :meth:`updaters`)."""
 
     def updaters(self) -> Sequence[Callable[[bytes], None]]:
         """Independent functions that each must see every byte, in order: an engine may run
         them on threads of their own, beside each other and beside its own writing."""
+
+    def light(self) -> Callable[[bytes], None] | None:
+        """One more function that must see every byte, in order, but costs less than handing
+        the bytes to another thread does: an engine calls it where it already is."""
 
 
 class Staged(ABC):

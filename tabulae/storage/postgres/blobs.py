@@ -413,6 +413,9 @@ class PostgresBlobs(PlannedBlobs):
         """Insert one chunk while the digest's updaters see it on helper threads."""
         loop = asyncio.get_running_loop()
         updaters = digest.updaters() if digest is not None else ()
+        light = digest.light() if digest is not None else None
+        if light is not None:
+            light(data)
         hashing = asyncio.gather(*(loop.run_in_executor(None, update, data) for update in updaters))
         try:
             await conn.execute(

@@ -2,13 +2,13 @@
 ``<data dir>/blobs/`` (named by a random id, in 256 sub-directories), or, up to
 ``INLINE_BYTES``, bytes kept for the database row the commit inserts.
 
-A file is written by a helper thread one piece behind the network, synced (data, then its
-directory entry) before :meth:`ContentFiles.stage` returns, and held under an exclusive
-``flock`` from its creation until the write naming it commits or fails. So a file that is
-unlocked and unreferenced is an orphan (a crash between the sync and the commit), and the
-collector may delete it; a file deleted between its creation and its lock is noticed by its link
-count and replaced. This module knows files, never SQL: what references a file is asked of a
-function its caller passes.
+A file is written by a helper thread one piece behind the network, synced (its directory entry
+while the body arrives, its data at the end) before :meth:`ContentFiles.stage` returns, and
+held under an exclusive ``flock`` from its creation until the write naming it commits or
+fails. So a file that is unlocked and unreferenced is an orphan (a crash between the sync and
+the commit), and the collector may delete it; a file deleted between its creation and its lock
+is noticed by its link count and replaced. This module knows files, never SQL: what references
+a file is asked of a function its caller passes.
 """
 
 from __future__ import annotations
@@ -138,32 +138,49 @@ class ContentFiles:
         iterator: AsyncIterator[bytes],
         digest: Digest | None,
     ) -> int:
+        """Write the body one piece behind the network while other threads feed the digest's
+        updaters and sync the new name's directory: so the end of the body waits for the last
+        piece's data only, not for a second sync of the directory after it."""
         loop = asyncio.get_running_loop()
         updaters = digest.updaters() if digest is not None else ()
+        light = digest.light() if digest is not None else None
+        named = loop.run_in_executor(self._io, _sync_directory, staged.path) if self._durable else None
         pending: asyncio.Future[list[None]] | None = None
         length = 0
         done = False
-        while not done:
-            while size < WRITE_BYTES:
-                try:
-                    chunk = await iterator.__anext__()
-                except StopAsyncIteration:
-                    done = True
-                    break
-                piece.append(chunk)
-                size += len(chunk)
+        try:
+            while not done:
+                while size < WRITE_BYTES:
+                    try:
+                        chunk = await iterator.__anext__()
+                    except StopAsyncIteration:
+                        done = True
+                        break
+                    piece.append(chunk)
+                    size += len(chunk)
+                if pending is not None:
+                    await pending
+                if size:
+                    pending = asyncio.gather(
+                        loop.run_in_executor(
+                            self._io, _write_piece, staged.fd, piece, length, self._durable, light
+                        ),
+                        *(loop.run_in_executor(self._io, _update_all, update, piece) for update in updaters),
+                    )
+                length += size
+                piece, size = [], 0
             if pending is not None:
                 await pending
-            pending = asyncio.gather(
-                loop.run_in_executor(self._io, _write_piece, staged.fd, piece, length, self._durable),
-                *(loop.run_in_executor(self._io, _update_all, update, piece) for update in updaters),
-            )
-            length += size
-            piece, size = [], 0
-        if pending is not None:
-            await pending
-        if self._durable:
-            await loop.run_in_executor(self._io, _sync_file, staged.fd, staged.path)
+            if self._durable:
+                await loop.run_in_executor(self._io, os.fdatasync, staged.fd)
+        except BaseException:
+            # the caller closes and unlinks the file next: no helper may still be using it
+            running = [future for future in (pending, named) if future is not None]
+            if running:
+                await asyncio.wait(running)
+            raise
+        if named is not None:
+            await named
         return length
 
     # ------------------------------------------------------------------ reading
@@ -296,8 +313,8 @@ def copy_files(root: Path, destination: Path, refs: Iterable[str]) -> None:
             os.close(fd)
 
 
-def _sync_file(fd: int, path: str) -> None:
-    os.fdatasync(fd)
+def _sync_directory(path: str) -> None:
+    """Make the new name ``path`` durable (a crash must not lose a synced file's name)."""
     dir_fd = os.open(os.path.dirname(path), os.O_RDONLY)
     try:
         os.fsync(dir_fd)  # the new name must survive a crash too
@@ -305,10 +322,13 @@ def _sync_file(fd: int, path: str) -> None:
         os.close(dir_fd)
 
 
-def _write_piece(fd: int, chunks: list[bytes], offset: int, durable: bool) -> None:
+def _write_piece(
+    fd: int, chunks: list[bytes], offset: int, durable: bool, light: Callable[[bytes], None] | None
+) -> None:
     """Write ``chunks`` at ``offset`` (the file's end) in one vectored call where the kernel
     takes it all; on a durable store, start writing them to the disk at once, so the sync at
-    the end of the upload waits for the last pieces only rather than for the whole file."""
+    the end of the upload waits for the last pieces only rather than for the whole file. The
+    digest's light updater sees them here too: a job of its own would cost more than it does."""
     size = sum(len(chunk) for chunk in chunks)
     if len(chunks) > MAX_VECTOR:  # a body that came in many tiny messages
         chunks = [b"".join(chunks)]
@@ -319,6 +339,9 @@ def _write_piece(fd: int, chunks: list[bytes], offset: int, durable: bool) -> No
             view = view[os.write(fd, view) :]
     if durable:
         start_writeback(fd, offset, size)
+    if light is not None:
+        for chunk in chunks:
+            light(chunk)
 
 
 def _update_all(update: Callable[[bytes], None], chunks: list[bytes]) -> None:
