@@ -13,7 +13,7 @@ has one (empty) data message.
 from __future__ import annotations
 
 import codecs
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,16 +112,16 @@ class Run:
         else:
             self._emit(self.writer.row(values))
 
-    def take(self, record: Record) -> Iterator[bytes]:
-        """One input record through the query; error messages for a record that fails."""
+    def take(self, record: Record) -> bytes | None:
+        """One input record through the query; the error message of a record that fails."""
         query = self.query
         try:
             if query.where is not None and query.where(record) is not True:
-                return
+                return None
             if self.aggregates is not None:
                 for aggregate in self.aggregates:
                     aggregate.add(record)
-                return
+                return None
             self._header(record)
             if query.projections is None:
                 if self.writer is None:
@@ -132,19 +132,26 @@ class Run:
                 names = [name for name, _ in query.projections]
                 self._row(names, [evaluate(record) for _, evaluate in query.projections])
         except RecordError as error:
-            yield self.framer.error(False, error.name, error.description, record.offset)
-            return
+            return self.framer.error(False, error.name, error.description, record.offset)
         self.rows += 1
         if query.limit is not None and self.rows >= query.limit:
             raise _Limit
+        return None
 
-    def flush(self, scanned: int, final: bool) -> Iterator[bytes]:
-        if self.data_size >= FLUSH_BYTES or (final and (self._pending or not self.sent_data)):
-            self.sent_data = True
-            yield self.framer.data(self._result())
-            self.data, self.data_size = [], 0
-            if not final:
-                yield self.framer.progress(scanned, self.total)
+    def piece(self, scanned: int) -> bytes:
+        """The result data gathered so far, and a progress message."""
+        self.sent_data = True
+        data = self.framer.data(self._result())
+        self.data, self.data_size = [], 0
+        return data + self.framer.progress(scanned, self.total)
+
+    def last(self, scanned: int) -> bytes:
+        """What is left of the result data (an empty piece when none was sent), then the
+        progress and end messages."""
+        out = b""
+        if self._pending or not self.sent_data:
+            out = self.framer.data(self._result())
+        return out + self.framer.progress(scanned, self.total) + self.framer.end(self.total)
 
     def _result(self) -> bytes:
         if self.writer is not None:
@@ -178,29 +185,17 @@ async def run(
     framer = state.framer
     yield framer.header() + framer.progress(0, total)
     scanned = 0
+    records: AsyncGenerator[tuple[int, Iterator[Record]], None] = (
+        _parquet(chunks, total) if spec.input == "parquet" else _text(_records(spec, query), chunks)
+    )
     try:
-        if spec.input == "parquet":
-            from tabulae.blob.query.parquet import parquet_records
-
-            async for record in parquet_records(chunks):
-                for message in state.take(record):
-                    yield message
-                for message in state.flush(scanned, False):
-                    yield message
-            scanned = total
-        else:
-            reader = _records(spec, query)
-            decoder = codecs.getincrementaldecoder("utf-8")("replace")
-            async for chunk in chunks:
-                scanned += len(chunk)
-                for record in reader.feed(decoder.decode(chunk), False):
-                    for message in state.take(record):
-                        yield message
-                for message in state.flush(scanned, False):
-                    yield message
-            for record in reader.feed(decoder.decode(b"", True), True):
-                for message in state.take(record):
-                    yield message
+        async for scanned, batch in records:
+            for record in batch:
+                error = state.take(record)
+                if error is not None:
+                    yield error
+                if state.data_size >= FLUSH_BYTES:
+                    yield state.piece(scanned)
         state.finish()
     except _Limit:
         pass
@@ -210,9 +205,29 @@ async def run(
     except RecordError as error:  # outside a record: a fatal error after all
         yield framer.error(True, error.name, error.description, scanned)
     finally:
+        await records.aclose()
         close = getattr(chunks, "aclose", None)
         if close is not None:
             await close()
-    for message in state.flush(scanned, True):
-        yield message
-    yield framer.progress(scanned, total) + framer.end(total)
+    yield state.last(scanned)
+
+
+async def _text(
+    reader: DelimitedReader | JsonReader, chunks: AsyncIterator[bytes]
+) -> AsyncGenerator[tuple[int, Iterator[Record]], None]:
+    """The records of each chunk of text, with the bytes read so far."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    scanned = 0
+    async for chunk in chunks:
+        scanned += len(chunk)
+        yield scanned, reader.feed(decoder.decode(chunk), False)
+    yield scanned, reader.feed(decoder.decode(b"", True), True)
+
+
+async def _parquet(
+    chunks: AsyncIterator[bytes], total: int
+) -> AsyncGenerator[tuple[int, Iterator[Record]], None]:
+    from tabulae.blob.query.parquet import parquet_records
+
+    async for record in parquet_records(chunks):
+        yield total, iter((record,))
