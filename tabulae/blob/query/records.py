@@ -55,6 +55,7 @@ class DelimitedReader:
         self.buffer += piece
         start = 0
         buffer = self.buffer
+        ascii_only = buffer.isascii()  # then a character is a byte, and offsets need no encoding
         while start < len(buffer):
             parsed = self._record(buffer, start, final)
             if parsed is None:
@@ -63,7 +64,9 @@ class DelimitedReader:
                 break
             fields, end = parsed
             offset = self.offset
-            self.offset += len(buffer[start:end].encode("utf-8", "surrogatepass"))
+            self.offset += (
+                end - start if ascii_only else len(buffer[start:end].encode("utf-8", "surrogatepass"))
+            )
             start = end
             if self.header_pending:
                 self.header_pending = False
@@ -76,13 +79,14 @@ class DelimitedReader:
         config = self.config
         separator = config.record
         end = buffer.find(separator, start)
-        if end >= 0 or final:
-            stop = end if end >= 0 else len(buffer)
-            segment = buffer[start:stop]
-            if (not config.quote or config.quote not in segment) and (
-                not config.escape or config.escape not in segment
-            ):
-                return self._fields(segment.split(config.column)), stop + len(separator) if end >= 0 else stop
+        if end < 0 and not final:
+            return None  # no record ends in what has come so far, quoted or not
+        stop = end if end >= 0 else len(buffer)
+        segment = buffer[start:stop]
+        if (not config.quote or config.quote not in segment) and (
+            not config.escape or config.escape not in segment
+        ):
+            return self._fields(segment.split(config.column)), stop + len(separator) if end >= 0 else stop
         return self._slow(buffer, start, final)
 
     def _fields(self, fields: list[str]) -> list[str]:
@@ -208,22 +212,27 @@ def _expand(value: Any, steps: Sequence[Name]) -> Iterator[Any]:
 class DelimitedWriter:
     def __init__(self, config: Delimited) -> None:
         self.config = config
-        self.specials = tuple(c for c in (config.column, config.quote, config.record, "\n", "\r") if c)
+        # Every character of a separator, not just the whole: a field ":" before the separator
+        # "::" would otherwise read back as an empty field and ":".
+        self.specials = frozenset(config.column + config.quote + config.record + "\n\r")
 
     def field(self, value: Any) -> str:
+        """A value as one field: the escape character doubled, the quote escaped (or doubled
+        without an escape character), and the field quoted when it holds a separator, quote or
+        line end (escaped character by character when there is no quote character)."""
         if value is None or value is MISSING:
             return ""
-        string = text(value)
+        original = text(value)
         config = self.config
-        if config.escape and config.quote:
-            string = string.replace(config.quote, config.escape + config.quote)
-        elif config.quote:
-            string = string.replace(config.quote, config.quote * 2) if config.quote in string else string
-        if config.quote and any(special in string for special in self.specials):
-            return config.quote + string + config.quote
-        if not config.quote and config.escape:
-            for special in self.specials:
-                string = string.replace(special, config.escape + special)
+        escape, quote = config.escape, config.quote
+        string = original.replace(escape, escape * 2) if escape else original
+        if quote:
+            string = string.replace(quote, escape + quote if escape else quote * 2)
+            if not self.specials.isdisjoint(original):
+                return quote + string + quote
+            return string
+        if escape:
+            string = "".join(escape + char if char in self.specials else char for char in string)
         return string
 
     def row(self, values: Sequence[Any]) -> str:
