@@ -3,8 +3,8 @@
 
 The operation then picks the handler (``app.HANDLERS``), the permission a SAS must carry and
 whether anonymous callers may perform it (``sas``), so routing and authorisation can never
-disagree about what a request does. Features Tabulae does not have (versions,
-immutability, blob queries) get the Azure error a service
+disagree about what a request does. Features Tabulae does not have (blob expiry,
+customer-provided keys and encryption scopes) get the Azure error a service
 gives for a parameter or header it does not support, never a half-done operation.
 """
 
