@@ -100,6 +100,22 @@ def _path(node: Path) -> Evaluator:
     first, rest = node.steps[0], node.steps[1:]
     ordinal = None if first.exact else _ORDINAL.match(first.text)
 
+    if ordinal is not None and not rest:
+        position = int(ordinal.group(1)) - 1
+
+        def column(record: Record) -> Any:  # the common case, _N of a CSV record, kept short
+            fields = record.fields
+            if fields is None:
+                return _child(record.value, first)
+            if position < len(fields):
+                return fields[position]
+            raise RecordError(
+                "InvalidColumnOrdinal",
+                f"The record has {len(fields)} columns; the query reads column {position + 1}.",
+            )
+
+        return column
+
     def lookup(record: Record) -> Any:
         fields = record.fields
         if fields is not None:
@@ -252,14 +268,28 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
+def _comparer(op: str) -> Callable[[Any, Any], bool | None]:
+    """The comparison ``op`` of two values: unknown with NULL or MISSING, else in one type."""
+    test = _COMPARE[op]
+
+    def compare_values(left: Any, right: Any) -> bool | None:
+        if left is None or left is MISSING or right is None or right is MISSING:
+            return None
+        if left.__class__ is not right.__class__:
+            left, right = _align(left, right)
+        try:
+            return test(left, right)
+        except TypeError:
+            raise RecordError("InvalidComparison", f"{left!r} and {right!r} cannot be compared.") from None
+
+    return compare_values
+
+
+_COMPARERS = {op: _comparer(op) for op in _COMPARE}
+
+
 def compare(op: str, left: Any, right: Any) -> bool | None:
-    if _unknown(left, right):
-        return None
-    left, right = _align(left, right)
-    try:
-        return _COMPARE[op](left, right)
-    except TypeError:
-        raise RecordError("InvalidComparison", f"{left!r} and {right!r} cannot be compared.") from None
+    return _COMPARERS[op](left, right)
 
 
 def _arithmetic(op: str, left: Any, right: Any) -> Any:
@@ -542,7 +572,8 @@ def compile_expression(node: object) -> Evaluator:
         if op in ("AND", "OR"):
             return lambda record: _logic(op, left(record), right(record))
         if op in _COMPARE:
-            return lambda record: compare(op, left(record), right(record))
+            comparison = _COMPARERS[op]
+            return lambda record: comparison(left(record), right(record))
         return lambda record: _arithmetic(op, left(record), right(record))
     if isinstance(node, Call):
         return _call(node)

@@ -12,6 +12,7 @@ separated by white space or the record separator or nothing at all.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +22,7 @@ from tabulae.blob.query.evaluate import MISSING, Columns, QueryError, Record, te
 from tabulae.blob.query.sql import Name
 
 MAX_RECORD = 4 * 1024 * 1024  # characters one record may hold before the query gives up on it
+SPLIT_WINDOW = 64 * 1024  # characters of plain records split in one go
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,13 +52,33 @@ class DelimitedReader:
         self.offset = 0  # bytes of the blob before ``buffer``
         self.columns: Columns | None = None
         self.header_pending = config.headers
+        specials = config.quote + config.escape
+        self._special = (
+            re.compile("|".join(re.escape(c) for c in (config.quote, config.escape) if c))
+            if specials
+            else None
+        )
 
     def feed(self, piece: str, final: bool) -> Iterator[Record]:
         self.buffer += piece
-        start = 0
         buffer = self.buffer
         ascii_only = buffer.isascii()  # then a character is a byte, and offsets need no encoding
+        separator = self.config.record
+        start = 0
         while start < len(buffer):
+            plain = self._plain_end(buffer, start)
+            if plain >= start:  # records with no quote or escape: split in one go
+                for line in buffer[start:plain].split(separator):
+                    offset = self.offset
+                    size = len(line) + len(separator)
+                    self.offset += (
+                        size if ascii_only else len((line + separator).encode("utf-8", "surrogatepass"))
+                    )
+                    record = self._take(self._fields(line.split(self.config.column)), offset)
+                    if record is not None:
+                        yield record
+                start = plain + len(separator)
+                continue
             parsed = self._record(buffer, start, final)
             if parsed is None:
                 if len(buffer) - start > MAX_RECORD:
@@ -68,12 +90,28 @@ class DelimitedReader:
                 end - start if ascii_only else len(buffer[start:end].encode("utf-8", "surrogatepass"))
             )
             start = end
-            if self.header_pending:
-                self.header_pending = False
-                self.columns = Columns(fields)
-                continue
-            yield Record(offset, fields, None, self.columns)
+            record = self._take(fields, offset)
+            if record is not None:
+                yield record
         self.buffer = buffer[start:]
+
+    def _plain_end(self, buffer: str, start: int) -> int:
+        """Where the last record separator before any quote or escape character is (-1: none),
+        so that every record before it reads by splitting; at most ``SPLIT_WINDOW`` characters
+        on, so the pieces split at once stay small whatever the size of the blob's chunks."""
+        limit = min(len(buffer), start + SPLIT_WINDOW)
+        if self._special is not None:
+            found = self._special.search(buffer, start)
+            if found is not None:
+                limit = found.start()
+        return buffer.rfind(self.config.record, start, limit)
+
+    def _take(self, fields: list[str], offset: int) -> Record | None:
+        if self.header_pending:
+            self.header_pending = False
+            self.columns = Columns(fields)
+            return None
+        return Record(offset, fields, None, self.columns)
 
     def _record(self, buffer: str, start: int, final: bool) -> tuple[list[str], int] | None:
         config = self.config
@@ -215,11 +253,15 @@ class DelimitedWriter:
         # Every character of a separator, not just the whole: a field ":" before the separator
         # "::" would otherwise read back as an empty field and ":".
         self.specials = frozenset(config.column + config.quote + config.record + "\n\r")
+        plain = self.specials | set(config.escape)
+        self._needs_work = re.compile("[" + "".join(re.escape(c) for c in sorted(plain)) + "]")
 
     def field(self, value: Any) -> str:
         """A value as one field: the escape character doubled, the quote escaped (or doubled
         without an escape character), and the field quoted when it holds a separator, quote or
         line end (escaped character by character when there is no quote character)."""
+        if value.__class__ is str and self._needs_work.search(value) is None:
+            return value  # the common case: nothing to quote or escape
         if value is None or value is MISSING:
             return ""
         original = text(value)
@@ -236,7 +278,14 @@ class DelimitedWriter:
         return string
 
     def row(self, values: Sequence[Any]) -> str:
-        return self.config.column.join(self.field(value) for value in values) + self.config.record
+        config = self.config
+        if (
+            all(value.__class__ is str for value in values)
+            and self._needs_work.search("".join(values)) is None
+        ):
+            return config.column.join(values) + config.record  # no field needs quoting or escaping
+        field = self.field
+        return config.column.join([field(value) for value in values]) + config.record
 
     def names(self, names: Sequence[str]) -> str:
         return self.row(names)
