@@ -398,3 +398,22 @@ def test_data_lake_query_file(lake: ServerProcess) -> None:
         assert counted.readall() == b"5\n"
     finally:
         fs.delete_file_system()
+
+
+def test_anonymous_query_follows_the_container_acl(
+    http: BlobHttp, container: ContainerClient, people: BlobClient
+) -> None:
+    target = f"/{people.container_name}/people.csv?comp=query"
+    body = _document("SELECT COUNT(*) FROM BlobStorage")
+    assert http.request("POST", target, {}, body, signed=False).code == "ResourceNotFound"
+    container.set_container_access_policy(signed_identifiers={}, public_access="blob")
+    reply = http.request("POST", target, {}, body, signed=False)
+    assert reply.status == 200 and {"data": b"5\n"} in list(fastavro.reader(io.BytesIO(reply.body)))
+
+
+def test_expression_errors_say_why(http: BlobHttp, people: BlobClient) -> None:
+    reply = http.request(
+        "POST", f"/{people.container_name}/people.csv?comp=query", {}, _document("SELECT a FROM")
+    )
+    assert reply.status == 400 and reply.error_fields()["XmlNodeName"] == "Expression"
+    assert b"Expected a name at position 13" in reply.body

@@ -39,8 +39,13 @@ _NOT_OF_THE_ANSWER = frozenset({b"content-type", b"content-md5", b"content-lengt
 
 
 def _bad(node: str, value: str, why: str | None = None) -> ServiceError:
+    """400 ``InvalidXmlNodeValue`` naming the node; ``why`` (a syntax error's place) joins the
+    catalogue's message."""
+    message = (
+        None if why is None else f"The value for one of the XML nodes is not in the correct format. {why}"
+    )
     return ServiceError(
-        "InvalidXmlNodeValue", detail=why, fields=(("XmlNodeName", node), ("XmlNodeValue", value[:256]))
+        "InvalidXmlNodeValue", message, fields=(("XmlNodeName", node), ("XmlNodeValue", value[:256]))
     )
 
 

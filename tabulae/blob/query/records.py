@@ -215,6 +215,9 @@ class JsonReader:
                     break
                 position = self.offset + len(buffer[:begin].encode("utf-8", "surrogatepass"))
                 raise QueryError("InvalidJsonRecord", f"Invalid JSON: {error.msg}.", position) from None
+            except RecursionError:
+                position = self.offset + len(buffer[:begin].encode("utf-8", "surrogatepass"))
+                raise QueryError("InvalidJsonRecord", "The JSON record nests too deeply.", position) from None
             offset = self.offset + len(buffer[:begin].encode("utf-8", "surrogatepass"))
             for sub in _expand(value, self.table):
                 yield Record(offset, None, sub, None)

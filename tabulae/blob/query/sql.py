@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass, field
 
 MAX_EXPRESSION = 256 * 1024  # characters; the reference's limit on Expression
+MAX_DEPTH = 200  # levels of an expression tree
 
 
 class SqlError(ValueError):
@@ -422,8 +423,33 @@ def _has_aggregate(node: object) -> bool:
     return False
 
 
+def _depth(node: object) -> int:
+    """How deep an expression tree goes, counted without recursion (a long chain such as
+    ``1+1+...`` is built by a loop, so its depth is not bounded by the parser's recursion)."""
+    deepest = 0
+    stack = [(node, 1)]
+    while stack:
+        current, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(current, Unary):
+            stack.append((current.operand, depth + 1))
+        elif isinstance(current, Binary):
+            stack.extend(((current.left, depth + 1), (current.right, depth + 1)))
+        elif isinstance(current, Call):
+            stack.extend((arg, depth + 1) for arg in current.args)
+    return deepest
+
+
 def parse(text: str) -> Select:
-    """The query ``text`` says; :class:`SqlError` when it is not one of the dialect."""
+    """The query ``text`` says; :class:`SqlError` when it is not one of the dialect, or nests
+    deeper than ``MAX_DEPTH`` (evaluation recurses through the tree, once per record)."""
     if len(text) > MAX_EXPRESSION:
         raise SqlError("The expression is longer than 256 KiB.")
-    return _Parser(text).query()
+    try:
+        select = _Parser(text).query()
+    except RecursionError:
+        raise SqlError(f"The expression nests deeper than {MAX_DEPTH} levels.") from None
+    trees = [item.expr for item in select.items or ()] + ([select.where] if select.where is not None else [])
+    if any(_depth(tree) > MAX_DEPTH for tree in trees):
+        raise SqlError(f"The expression nests deeper than {MAX_DEPTH} levels.")
+    return select

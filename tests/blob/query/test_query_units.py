@@ -63,6 +63,13 @@ def test_syntax_errors(expression: str) -> None:
         compile_select(parse(expression))
 
 
+def test_deep_expressions_are_refused() -> None:
+    for text in ("(" * 5000 + "1" + ")" * 5000, "1" + "+1" * 20000, "NOT " * 5000 + "TRUE", "-" * 5000 + "1"):
+        with pytest.raises(SqlError):
+            parse(f"SELECT * FROM BlobStorage WHERE {text} = 1")
+    assert parse("SELECT * FROM BlobStorage WHERE " + "1" + "+1" * 150 + " = 151").where is not None
+
+
 def test_unknown_function_and_arity() -> None:
     with pytest.raises(SqlError):
         compile_select(parse("SELECT NOPE(a) FROM BlobStorage"))
@@ -157,3 +164,10 @@ def test_messages() -> None:
         QuerySpec("SELECT a FROM BlobStorage", JsonLines(), JsonLines(";")), b'{"a":1}{"a":"\xc3\xa9"}\n'
     )
     assert [m for m in json if "data" in m] == [{"data": '{"a":1};{"a":"é"};'.encode()}]
+    deep = _answer(
+        QuerySpec("SELECT * FROM BlobStorage", JsonLines(), JsonLines()), b'{"a":1}\n' + b"[" * 100_000, 4096
+    )
+    assert [(m["name"], m["fatal"], m["position"]) for m in deep if "fatal" in m] == [
+        ("InvalidJsonRecord", True, 8)
+    ]
+    assert [m for m in deep if "data" in m] == [{"data": b'{"a":1}\n'}]
