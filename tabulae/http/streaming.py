@@ -24,11 +24,13 @@ from tabulae.model.errors import ServiceError
 
 @dataclass(slots=True)
 class StreamedResponse(Response):
-    """A response whose body comes from ``stream`` (``length`` bytes in all), or, for HEAD, a
-    response that announces ``length`` bytes and sends none."""
+    """A response whose body comes from ``stream`` (``length`` bytes in all, or as many as it
+    yields when ``chunked``: sent with chunked transfer encoding), or, for HEAD, a response that
+    announces ``length`` bytes and sends none."""
 
     stream: AsyncIterator[bytes | FilePiece] | None = None
     length: int = 0
+    chunked: bool = False
 
 
 async def body_chunks(request: Request, receive: Any, timeout: float) -> AsyncIterator[bytes]:
@@ -69,7 +71,8 @@ async def send_streamed(
     read. An error from the stream after the headers went out can only end the connection: the
     client sees a short body."""
     headers = response.headers
-    headers.append((b"content-length", str(response.length).encode()))
+    if not response.chunked:
+        headers.append((b"content-length", str(response.length).encode()))
     add_standard_headers(headers, request, request_id, clock, server)
     await send({"type": "http.response.start", "status": response.status, "headers": headers})
     stream = response.stream

@@ -83,7 +83,7 @@ def test_put_blob_headers(http: BlobHttp, path: str) -> None:
 @pytest.mark.parametrize(
     ("method", "suffix", "headers", "status", "code"),
     [
-        ("PUT", "/b?comp=query", {}, 400, "UnsupportedQueryParameter"),
+        ("PUT", "/b?comp=query", {}, 405, "UnsupportedHttpVerb"),
         ("DELETE", "/b?comp=legalhold", {}, 405, "UnsupportedHttpVerb"),
         ("GET", "/b?comp=nonsense", {}, 400, "InvalidQueryParameterValue"),
         ("POST", "/b", {}, 405, "UnsupportedHttpVerb"),

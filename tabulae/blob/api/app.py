@@ -22,7 +22,7 @@ from tabulae.admission.blobs import BlobTicket
 from tabulae.admission.gate import Gate
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
 from tabulae.auth.shared_key import verify_blob_queue_authorization
-from tabulae.blob.api import blobs, containers, delegation_key, from_url, immutability, pages, tags
+from tabulae.blob.api import blobs, containers, delegation_key, from_url, immutability, pages, query, tags
 from tabulae.blob.api.batch import BatchScope, FailedPart, adopt_version, check_operation, submit_batch
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
@@ -63,6 +63,7 @@ HANDLERS: dict[Operation, Handler] = {
     Operation.GET_BLOCK_LIST: blobs.get_block_list,
     Operation.APPEND_BLOCK: blobs.append_block,
     Operation.GET_BLOB: blobs.get_blob,
+    Operation.QUERY_BLOB: query.query_blob,
     Operation.GET_BLOB_PROPERTIES: blobs.get_blob_properties,
     Operation.SET_BLOB_PROPERTIES: pages.set_blob_properties,
     Operation.GET_BLOB_METADATA: blobs.get_blob_metadata,
@@ -207,7 +208,10 @@ class BlobApp(Frontend[Route]):
         """A Blob Batch too runs while the volume is full: its sub-requests come back through
         :meth:`respond`, where each is judged on its own (Delete Blob runs, Set Blob Tier is
         refused in its part), as Azure runs a batch's sub-requests independently."""
-        return super().frees_space(request, route) or route.operation is Operation.SUBMIT_BATCH
+        return super().frees_space(request, route) or route.operation in (
+            Operation.SUBMIT_BATCH,
+            Operation.QUERY_BLOB,  # a read, by POST
+        )
 
     async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
         operation = route.operation

@@ -3,8 +3,8 @@
 
 The operation then picks the handler (``app.HANDLERS``), the permission a SAS must carry and
 whether anonymous callers may perform it (``sas``), so routing and authorisation can never
-disagree about what a request does. Features Tabulae does not have (versions,
-immutability, blob queries) get the Azure error a service
+disagree about what a request does. Features Tabulae does not have (blob expiry,
+customer-provided keys and encryption scopes) get the Azure error a service
 gives for a parameter or header it does not support, never a half-done operation.
 """
 
@@ -16,7 +16,7 @@ from tabulae.model.errors import ServiceError
 # comp values of features Tabulae does not serve, on any resource.
 _UNSUPPORTED_COMP = frozenset(
     {
-        "expiry", "query", "rename",
+        "expiry", "rename",
     }
 )  # fmt: skip
 _UNSUPPORTED_HEADERS = (
@@ -182,6 +182,8 @@ def _blob(method: str, comp: str | None, headers: dict[str, str]) -> Operation:
         return _verb(method, {"PUT": Operation.INCREMENTAL_COPY})
     if comp == "undelete":
         return _verb(method, {"PUT": Operation.UNDELETE_BLOB})
+    if comp == "query":
+        return _verb(method, {"POST": Operation.QUERY_BLOB})
     raise invalid_parameter("comp", comp)
 
 
@@ -211,5 +213,6 @@ READ_ONLY = frozenset(
         Operation.GET_CONTAINER_ACL, Operation.LIST_BLOBS, Operation.GET_BLOCK_LIST, Operation.GET_BLOB,
         Operation.GET_BLOB_PROPERTIES, Operation.GET_BLOB_METADATA, Operation.GET_PAGE_RANGES,
         Operation.GET_BLOB_TAGS, Operation.FIND_BLOBS_BY_TAGS, Operation.FIND_BLOBS_BY_TAGS_IN_CONTAINER,
+        Operation.QUERY_BLOB,
     }
 )  # fmt: skip

@@ -50,6 +50,7 @@ class Operation(enum.StrEnum):
     GET_BLOCK_LIST = "GetBlockList"
     APPEND_BLOCK = "AppendBlock"
     GET_BLOB = "GetBlob"
+    QUERY_BLOB = "QueryBlobContents"
     GET_BLOB_PROPERTIES = "GetBlobProperties"
     SET_BLOB_PROPERTIES = "SetBlobProperties"
     GET_BLOB_METADATA = "GetBlobMetadata"

@@ -41,6 +41,7 @@ _Requirement = tuple[str, ...]
 
 _BLOB_PERMISSIONS: dict[Op, _Requirement] = {
     Op.GET_BLOB: ("r",),
+    Op.QUERY_BLOB: ("r",),
     Op.GET_BLOB_PROPERTIES: ("r",),
     Op.GET_BLOB_METADATA: ("r",),
     Op.GET_BLOCK_LIST: ("r",),
@@ -104,7 +105,7 @@ _ACCOUNT_RULES: dict[Op, tuple[str, _Requirement]] = {
 }
 # Anonymous reads a container's public access level allows ("Configure anonymous read access").
 _PUBLIC_BLOB_READS = frozenset(
-    {Op.GET_BLOB, Op.GET_BLOB_PROPERTIES, Op.GET_BLOB_METADATA, Op.GET_PAGE_RANGES}
+    {Op.GET_BLOB, Op.GET_BLOB_PROPERTIES, Op.GET_BLOB_METADATA, Op.GET_PAGE_RANGES, Op.QUERY_BLOB}
 )
 _PUBLIC_CONTAINER_READS = _PUBLIC_BLOB_READS | {
     Op.LIST_BLOBS,

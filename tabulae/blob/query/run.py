@@ -1,0 +1,233 @@
+"""A query run over a blob's content as it streams: records read, filtered, projected or
+aggregated, and the answer's Avro messages produced as they are ready.
+
+The messages: a progress message first (the SDK's reader takes the first message before it can
+report errors), then result data in pieces of at most ``FLUSH_BYTES`` each followed by a
+progress message, an error message for each record that fails (non-fatal: the record is
+skipped) or for what ends the query (fatal), and at the end the last result data, a progress
+message and the end message. Result data is held back until ``FLUSH_BYTES`` have gathered, so
+a small answer is one data message however many records failed; an answer with no rows still
+has one (empty) data message.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from tabulae.blob.query.avro import Framer
+from tabulae.blob.query.evaluate import Compiled, QueryError, Record, RecordError, compile_select
+from tabulae.blob.query.records import (
+    Delimited,
+    DelimitedReader,
+    DelimitedWriter,
+    JsonLines,
+    JsonReader,
+    JsonWriter,
+)
+from tabulae.blob.query.sql import parse
+
+FLUSH_BYTES = 256 * 1024
+
+Format = Delimited | JsonLines | str  # str: "parquet" (input) or "arrow" (output)
+
+
+@dataclass(frozen=True, slots=True)
+class QuerySpec:
+    """A ``QueryRequest``: the expression and the input and output serialisations."""
+
+    expression: str
+    input: Format = field(default_factory=Delimited)
+    output: Format = field(default_factory=Delimited)
+    arrow_schema: tuple[tuple[str, str, int | None, int | None], ...] = ()  # type, name, precision, scale
+
+
+def prepare(spec: QuerySpec) -> Compiled:
+    """The query compiled; :class:`~.sql.SqlError` when the expression is not one."""
+    return compile_select(parse(spec.expression))
+
+
+class _Limit(Exception):
+    """LIMIT reached: no more records are read."""
+
+
+class Run:
+    """The state of one query: what is written so far and what is still to be sent."""
+
+    def __init__(self, spec: QuerySpec, query: Compiled, total: int) -> None:
+        self.spec = spec
+        self.query = query
+        self.total = total
+        self.framer = Framer()
+        self.data: list[str] = []
+        self.data_size = 0
+        self.sent_data = False
+        self.rows = 0
+        self.aggregates = query.new_aggregates() if query.aggregates is not None else None
+        output = spec.output
+        self.writer: DelimitedWriter | JsonWriter | None
+        if isinstance(output, Delimited):
+            self.writer = DelimitedWriter(output)
+        elif isinstance(output, JsonLines):
+            self.writer = JsonWriter(output)
+        else:
+            self.writer = None
+        self.arrow_rows: list[list[Any]] = []
+        self.arrow: Any = None
+        if output == "arrow":
+            from tabulae.blob.query.arrow import ArrowStream
+
+            self.arrow = ArrowStream(spec.arrow_schema)
+        self.header_written = not (isinstance(output, Delimited) and output.headers)
+
+    # -- output
+    def _emit(self, piece: str) -> None:
+        self.data.append(piece)
+        self.data_size += len(piece)
+
+    @property
+    def _pending(self) -> bool:
+        return bool(self.data or self.arrow_rows)
+
+    def _header(self, record: Record | None) -> None:
+        if self.header_written:
+            return
+        self.header_written = True
+        assert isinstance(self.writer, DelimitedWriter)
+        if self.query.projections is not None:
+            self._emit(self.writer.names([name for name, _ in self.query.projections]))
+        elif self.query.aggregates is not None:
+            self._emit(self.writer.names([name for name, _ in self.query.aggregates]))
+        elif record is not None and record.names is not None:
+            self._emit(self.writer.names(record.names.names))
+
+    def _row(self, names: list[str], values: list[Any]) -> None:
+        if self.writer is None:
+            self.arrow_rows.append(values)
+            self.data_size += 64  # roughly: flushed as a batch with the others
+        elif isinstance(self.writer, JsonWriter):
+            self._emit(self.writer.row_named(list(zip(names, values, strict=True))))
+        else:
+            self._emit(self.writer.row(values))
+
+    def take(self, record: Record) -> bytes | None:
+        """One input record through the query; the error message of a record that fails."""
+        query = self.query
+        try:
+            if query.where is not None and query.where(record) is not True:
+                return None
+            if self.aggregates is not None:
+                for aggregate in self.aggregates:
+                    aggregate.add(record)
+                return None
+            self._header(record)
+            if query.projections is None:
+                if self.writer is None:
+                    self._row([], list(record.fields or []))
+                else:
+                    self._emit(self.writer.whole(record))
+            else:
+                names = [name for name, _ in query.projections]
+                self._row(names, [evaluate(record) for _, evaluate in query.projections])
+        except RecordError as error:
+            return self.framer.error(False, error.name, error.description, record.offset)
+        self.rows += 1
+        if query.limit is not None and self.rows >= query.limit:
+            raise _Limit
+        return None
+
+    def piece(self, scanned: int) -> bytes:
+        """The result data gathered so far, and a progress message."""
+        self.sent_data = True
+        data = self.framer.data(self._result())
+        self.data, self.data_size = [], 0
+        return data + self.framer.progress(scanned, self.total)
+
+    def last(self, scanned: int) -> bytes:
+        """What is left of the result data (an empty piece when none was sent), then the
+        progress and end messages."""
+        out = b""
+        if self._pending or not self.sent_data:
+            out = self.framer.data(self._result())
+        return out + self.framer.progress(scanned, self.total) + self.framer.end(self.total)
+
+    def _result(self) -> bytes:
+        if self.writer is not None:
+            return "".join(self.data).encode("utf-8", "surrogatepass")
+        rows, self.arrow_rows = self.arrow_rows, []
+        piece: bytes = self.arrow.piece(rows)
+        return piece
+
+    def finish(self) -> None:
+        if self.aggregates is not None:
+            self._header(None)
+            assert self.query.aggregates is not None
+            names = [name for name, _ in self.query.aggregates]
+            self._row(names, [aggregate.result() for aggregate in self.aggregates])
+        elif not self.header_written:
+            self._header(None)
+
+
+def _records(spec: QuerySpec, query: Compiled) -> DelimitedReader | JsonReader:
+    if isinstance(spec.input, JsonLines):
+        return JsonReader(spec.input, query.table)
+    assert isinstance(spec.input, Delimited)
+    return DelimitedReader(spec.input)
+
+
+async def run(
+    spec: QuerySpec, query: Compiled, chunks: AsyncIterator[bytes], total: int
+) -> AsyncIterator[bytes]:
+    """The answer's bytes for ``query`` over the blob's ``chunks`` (``total`` bytes in all)."""
+    state = Run(spec, query, total)
+    framer = state.framer
+    yield framer.header() + framer.progress(0, total)
+    scanned = 0
+    records: AsyncGenerator[tuple[int, Iterator[Record]], None] = (
+        _parquet(chunks, total) if spec.input == "parquet" else _text(_records(spec, query), chunks)
+    )
+    try:
+        async for scanned, batch in records:
+            for record in batch:
+                error = state.take(record)
+                if error is not None:
+                    yield error
+                if state.data_size >= FLUSH_BYTES:
+                    yield state.piece(scanned)
+        state.finish()
+    except _Limit:
+        pass
+    except QueryError as error:
+        position = error.position if error.position is not None else scanned
+        yield framer.error(True, error.name, error.description, position)
+    except RecordError as error:  # outside a record: a fatal error after all
+        yield framer.error(True, error.name, error.description, scanned)
+    finally:
+        await records.aclose()
+        close = getattr(chunks, "aclose", None)
+        if close is not None:
+            await close()
+    yield state.last(scanned)
+
+
+async def _text(
+    reader: DelimitedReader | JsonReader, chunks: AsyncIterator[bytes]
+) -> AsyncGenerator[tuple[int, Iterator[Record]], None]:
+    """The records of each chunk of text, with the bytes read so far."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    scanned = 0
+    async for chunk in chunks:
+        scanned += len(chunk)
+        yield scanned, reader.feed(decoder.decode(chunk), False)
+    yield scanned, reader.feed(decoder.decode(b"", True), True)
+
+
+async def _parquet(
+    chunks: AsyncIterator[bytes], total: int
+) -> AsyncGenerator[tuple[int, Iterator[Record]], None]:
+    from tabulae.blob.query.parquet import parquet_records
+
+    async for record in parquet_records(chunks):
+        yield total, iter((record,))
