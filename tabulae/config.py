@@ -152,6 +152,15 @@ class Settings:
         type=int,
         metavar="MIB",
     )
+    blob_garbage_grace: float = setting(
+        300.0,
+        flag="--blob-garbage-grace",
+        help="seconds blob content that a write replaced or a delete removed stays readable for "
+        "downloads under way before its space is given back (collected as often); on PostgreSQL "
+        "it must cover the longest download, on SQLite the time to reach each block of one",
+        type=float,
+        metavar="SECONDS",
+    )
     in_memory: bool = setting(
         False,
         flag="--in-memory",

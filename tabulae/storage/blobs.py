@@ -428,9 +428,10 @@ class BlobStore(ABC):
         ``after``; each with its position, for the next call, and its blob's key."""
 
     @abstractmethod
-    async def collect_garbage(self) -> int:
-        """Delete extents unreferenced for longer than the grace period, and bytes a crash left
-        behind; safe to run from several processes at once. Returns how many were deleted."""
+    async def collect_garbage(self, grace: float = GARBAGE_GRACE_SECONDS) -> int:
+        """Delete extents unreferenced for longer than ``grace`` seconds (less while the volume
+        is low or full), and bytes a crash left behind; safe to run from several processes at
+        once. Returns how many were deleted."""
 
 
 # --------------------------------------------------------------------------- stored forms
