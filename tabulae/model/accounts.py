@@ -1,7 +1,7 @@
 """An account's features that Azure keeps in its management plane, not in the data-plane REST API:
 blob versioning, the change feed, container soft delete, last access time tracking, permanent
-delete of soft-deleted snapshots and versions, and the hierarchical namespace (Data Lake Storage
-Gen2).
+delete of soft-deleted snapshots and versions, version-level immutability with the account's
+default policy, and the hierarchical namespace (Data Lake Storage Gen2).
 
 In Azure they are properties of the storage account resource, set with the resource manager
 (``az storage account blob-service-properties update``, the portal, ARM templates). Tabulae has no
