@@ -18,7 +18,8 @@ to where it started (within 1% of what it held, plus 16 MiB or a quarter of the 
 most ``--wait`` seconds.
 
 Content no record names is kept for a grace period (a download may still be reading it) and
-collected every two minutes. On SQLite the server runs with ``--disk-warn`` above the volume's
+collected every two minutes, or as often as the grace when it is shorter (``--grace``, the
+servers' ``--blob-garbage-grace``). On SQLite the server runs with ``--disk-warn`` above the volume's
 size (unless ``--default-grace``): a volume below the warning is collected every few seconds with
 a short grace, the state a server is in when space matters. PostgreSQL has no volume to watch, so
 its full grace applies, and its files shrink only when autovacuum next truncates the content
@@ -196,16 +197,17 @@ def run_one(store: str, versioning: bool, flags: list[str], url: str | None, arg
 @contextlib.contextmanager
 def store_flags(store: str, args: argparse.Namespace) -> Iterator[tuple[list[str], str | None]]:
     """The ``serve`` flags of a fresh store of the kind ``store``, and its URL (PostgreSQL)."""
+    grace = [] if args.grace is None else ["--blob-garbage-grace", str(args.grace)]
     if store == "sqlite":
         if args.default_grace:
-            yield [], None
+            yield grace, None
             return
         volume = os.statvfs(Path(os.environ.get("TMPDIR", "/tmp")))
         above = volume.f_blocks * volume.f_frsize // MIB * 2  # twice the volume: always below it
-        yield ["--disk-warn", str(above)], None
+        yield ["--disk-warn", str(above), *grace], None
     else:
         with postgres_store(args.store) as url:
-            yield ["--store", url], url
+            yield ["--store", url, *grace], url
 
 
 def mib(value: int | None) -> str:
@@ -267,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     add("--no-sqlite", action="store_true", help="PostgreSQL only")
     add("--no-pg", action="store_true", help="SQLite only")
     add("--default-grace", action="store_true", help="SQLite with the default --disk-warn: the full grace")
+    add("--grace", type=float, default=None, help="the servers' --blob-garbage-grace (seconds; default: "
+        "theirs, 300)")  # fmt: skip
     add("--settle", type=float, default=None, help="seconds to wait after each overwrite before measuring "
         "again (default 16 with the short grace on SQLite, else 0)")  # fmt: skip
     add("--wait", type=float, default=900.0, help="longest wait for the space to return (900 s)")

@@ -248,6 +248,8 @@ def _check(settings: Settings) -> None:
         raise _usage("--shutdown-timeout must be 0 or more seconds")
     if settings.rehydrate_delay < 0:
         raise _usage("--rehydrate-delay must be 0 or more seconds")
+    if settings.blob_garbage_grace < 0:
+        raise _usage("--blob-garbage-grace must be 0 or more seconds")
     try:
         check_days(settings.container_soft_delete, "--container-soft-delete")
         for account in settings.accounts:

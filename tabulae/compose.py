@@ -68,7 +68,7 @@ from tabulae.model.errors import ServiceError
 from tabulae.model.policies import CorsRule
 from tabulae.queue.api.app import QueueApp
 from tabulae.queue.service import now_us
-from tabulae.storage.blobs import BlobStore
+from tabulae.storage.blobs import GARBAGE_GRACE_SECONDS, BlobStore
 from tabulae.storage.factory import VolumeSettings, open_stores
 from tabulae.storage.queues import QueueStats, QueueStore
 from tabulae.storage.stores import Stores
@@ -263,7 +263,11 @@ def build_gateway(settings: Settings) -> Gateway:
             by_port[ports["blob"]] = lake
             tasks.append(asyncio.get_running_loop().create_task(sweep_paths(lake.dfs)))
             blobs = BlobsPage(blob_service, gate, containers)
-            tasks.append(asyncio.get_running_loop().create_task(collect_garbage(stores.blobs, stores.volume)))
+            tasks.append(
+                asyncio.get_running_loop().create_task(
+                    collect_garbage(stores.blobs, stores.volume, settings.blob_garbage_grace)
+                )
+            )
             tasks.append(asyncio.get_running_loop().create_task(purge_deleted(blob_service)))
             # the change feed (blob/feed.py), which waits while the volume is full
             publisher = FeedPublisher(stores.blobs, time.time, paused=lambda: stores.volume.full)
@@ -373,19 +377,21 @@ def insight_warnings(server: ServerInsight) -> Any:
     return warnings
 
 
-async def collect_garbage(store: BlobStore, volume: Volume) -> None:
+async def collect_garbage(store: BlobStore, volume: Volume, grace: float = GARBAGE_GRACE_SECONDS) -> None:
     """Collect unreferenced blob content now (a crash may have left some) and then every few
-    minutes, in every worker; the store makes concurrent collections safe. While the volume is
-    full or low, every few seconds: deleted content is what gives the room back."""
+    minutes (as often as ``grace``, the seconds it stays readable, when shorter), in every
+    worker; the store makes concurrent collections safe. While the volume is full or low, every
+    few seconds: deleted content is what gives the room back."""
+    interval = min(GARBAGE_INTERVAL_SECONDS, max(grace, FULL_GARBAGE_INTERVAL_SECONDS))
     while True:
         try:
-            await store.collect_garbage()
+            await store.collect_garbage(grace)
         except ServiceError as exc:  # the store said why (a full volume says so itself): retried
             log.debug("blob garbage collection failed: %s", exc.detail or exc.message)
         except Exception:  # never fatal: the next round tries again
             log.exception("blob garbage collection failed")
         waited = 0.0
-        while waited < GARBAGE_INTERVAL_SECONDS:
+        while waited < interval:
             await asyncio.sleep(FULL_GARBAGE_INTERVAL_SECONDS)
             waited += FULL_GARBAGE_INTERVAL_SECONDS
             if volume.full or (volume.low and waited >= LOW_GARBAGE_INTERVAL_SECONDS):

@@ -152,6 +152,15 @@ class Settings:
         type=int,
         metavar="MIB",
     )
+    blob_garbage_grace: float = setting(
+        300.0,
+        flag="--blob-garbage-grace",
+        help="seconds blob content that a write replaced or a delete removed stays readable for "
+        "downloads under way before its space is given back (collected as often); on PostgreSQL "
+        "it must cover the longest download, on SQLite the time to reach each block of one",
+        type=float,
+        metavar="SECONDS",
+    )
     in_memory: bool = setting(
         False,
         flag="--in-memory",
@@ -390,6 +399,28 @@ class Settings:
         "for good, in every account",
         action="store_true",
     )
+    version_level_immutability: bool = setting(
+        False,
+        flag="--version-level-immutability",
+        help="version-level immutability support in every account (needs --blob-versioning): a "
+        "container holding any blob cannot be deleted",
+        action="store_true",
+    )
+    default_immutability_days: int = setting(
+        0,
+        flag="--default-immutability-days",
+        help="every account's default version-level retention policy (needs "
+        "--version-level-immutability): each new blob version without a policy of its own is "
+        "protected this many days (1-146000); 0: none",
+        type=int,
+        metavar="DAYS",
+    )
+    default_immutability_locked: bool = setting(
+        False,
+        flag="--default-immutability-locked",
+        help="lock that default policy (it may then only be extended)",
+        action="store_true",
+    )
     hns_accounts: tuple[str, ...] = setting(
         (),
         flag="--hns",
@@ -430,6 +461,9 @@ class Settings:
             container_soft_delete=self.container_soft_delete,
             last_access_tracking=self.last_access_tracking,
             blob_permanent_delete=self.blob_permanent_delete,
+            version_level_immutability=self.version_level_immutability and not hns,
+            default_immutability_days=self.default_immutability_days if not hns else 0,
+            default_immutability_locked=self.default_immutability_locked and not hns,
             hns=hns,
         )
         return check_combination(apply(features, parse(self.account_features.get(account, {}))))

@@ -16,7 +16,15 @@ from collections.abc import Callable
 
 import orjson
 
-from tabulae.model.accounts import CHANGEABLE, AccountFeatures, FeatureError, apply, check_combination, parse
+from tabulae.model.accounts import (
+    CHANGEABLE,
+    AccountFeatures,
+    FeatureError,
+    apply,
+    check_change,
+    check_combination,
+    parse,
+)
 from tabulae.storage.blobs import BlobStore
 
 FRESH_SECONDS = 1.0
@@ -52,8 +60,12 @@ class AccountFeatureBook:
         """Lay ``document``'s changes over what was changed before and keep them; raises
         :class:`FeatureError` for a feature that does not exist or cannot change at run time."""
         changes = parse(document, allowed=CHANGEABLE)
-        kept = {**await self._changes(account), **changes}
-        check_combination(apply(self._configured(account), kept))
+        before = await self._changes(account)
+        kept = {**before, **changes}
+        check_change(
+            apply(self._configured(account), before),
+            check_combination(apply(self._configured(account), kept)),
+        )
         await self._store.set_account_features(account, orjson.dumps(kept))
         self._cache.pop(account, None)
         return await self.get(account)

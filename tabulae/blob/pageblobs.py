@@ -20,6 +20,7 @@ from collections.abc import AsyncIterable, Callable, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from tabulae.blob import versioning
 from tabulae.blob.rules import leases
 from tabulae.blob.rules.checksums import Checksums
 from tabulae.blob.rules.conditions import Conditions, check
@@ -123,10 +124,13 @@ class PageBlobs:
         protect: Callable[[BlobRecord], BlobRecord] | None = None,
     ) -> BlobRecord:
         """Put Blob of a page blob: an empty blob of ``size`` bytes (every page unwritten),
-        replacing whatever blob had the name, as Put Blob does."""
+        replacing whatever blob had the name, as Put Blob does (with versioning on, a new
+        version, the one it replaces kept as a previous version with its pages)."""
         check_blob_name(key.name)
         check_blob_size(size)
         now = self._clock()
+        versioned = await self.service._versioning(key.account)
+        keep = await self.service._keep(key.account)
 
         def decide(state: BlobState) -> BlobWrite:
             base = state.base if state.base is not None and state.base.committed else None
@@ -149,7 +153,7 @@ class PageBlobs:
             write = BlobWrite(result=record, base=record, content=[], drop_staged=True)
             if state.base is not None:
                 write.pages = PageEdit(0, EVERY_PAGE)
-            return write
+            return versioning.stamp(write, state, versioned, keep)
 
         record: BlobRecord = await self.store.write_blob(key, decide)
         return record

@@ -41,12 +41,12 @@ from typing import Any
 
 from tabulae.blob import worm_guard
 from tabulae.blob.feed import event_of
-from tabulae.blob.rules import access_time
+from tabulae.blob.rules import access_time, container_worm
 from tabulae.blob.rules import immutability as rules
 from tabulae.blob.rules.names import SYSTEM_CONTAINERS
 from tabulae.model import edm
 from tabulae.model.accounts import AccountFeatures
-from tabulae.model.blobs import ContainerWorm
+from tabulae.model.blobs import ContainerRecord, ContainerWorm
 from tabulae.model.errors import ServiceError
 from tabulae.storage.blobs import (
     BASE,
@@ -58,6 +58,7 @@ from tabulae.storage.blobs import (
     BlobState,
     BlobStore,
     BlobWrite,
+    ContentsCheck,
     Decide,
     Needs,
     Staged,
@@ -70,6 +71,7 @@ _FREE_FIELDS = (
     "lease", "tier", "tier_changed", "rehydrate_to", "rehydrate_priority", "rehydrate_at", "tags",
     "immutable_until", "immutable_mode", "legal_hold", "last_access",
 )  # fmt: skip
+_DAY_SECONDS = 86_400.0
 _SNAPSHOT_ROUNDS = 3  # how often the snapshots of a blob being deleted are read before giving up
 
 
@@ -110,6 +112,24 @@ def _kept_as_version(base: BlobRecord, write: BlobWrite) -> bool:
     if kept is None or write.content is None or write.base is None or write.delete_base:
         return False
     return replace(kept, snapshot=base.snapshot, lease=base.lease, version_id=base.version_id) == base
+
+
+def deletion_check(seconds: float, version_level: bool) -> ContentsCheck:
+    """What Delete Container checks in its transaction: the container's WORM policy and hold
+    (:func:`~tabulae.blob.rules.container_worm.check_container_delete`), then its blob versions:
+    one still under a legal hold or a retention date in the future (any version, snapshot or
+    soft-deleted record) refuses the deletion with 409
+    ``ContainerImmutableStorageWithVersioningEnabled``, as does any blob at all in an account
+    with version-level immutability (``version_level``: Azure's "must delete all blobs in the
+    container before you can delete the container")."""
+    now = datetime.fromtimestamp(seconds, UTC)
+
+    def check(container: ContainerRecord, any_blob: bool, protected: BlobRecord | None) -> None:
+        container_worm.check_container_delete(container.worm, any_blob)
+        if protected is not None or (version_level and any_blob):
+            raise ServiceError("ContainerImmutableStorageWithVersioningEnabled")
+
+    return ContentsCheck(lambda record: is_protected(record, now), check)
 
 
 class _SnapshotsNeeded(Exception):
@@ -359,6 +379,13 @@ def initial(
     if hold:
         record = replace(record, legal_hold=True)
     return record
+
+
+def by_default(record: BlobRecord, days: int, mode: str) -> BlobRecord:
+    """A new version under the account's default policy: protected ``days`` from its creation
+    (its Last-Modified), in ``mode``."""
+    created = (record.ticks - edm.UNIX_EPOCH_TICKS) / edm.TICKS_PER_SECOND
+    return replace(record, immutable_until=created + days * _DAY_SECONDS, immutable_mode=mode)
 
 
 # ---------------------------------------------------------------------------- last access time

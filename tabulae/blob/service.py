@@ -21,7 +21,7 @@ from typing import cast
 
 from tabulae.blob import softdeletion, versioning
 from tabulae.blob.features import AccountFeatureBook
-from tabulae.blob.protection import GuardedStore
+from tabulae.blob.protection import GuardedStore, deletion_check
 from tabulae.blob.rules import blocks, copies, leases, softdelete, tiers
 from tabulae.blob.rules import properties as service_properties
 from tabulae.blob.rules import tags as tag_rules
@@ -443,12 +443,14 @@ class BlobService:
             leases.check_container_access(record.lease, now, lease_id, required=True)
             check_dates_only(conditions, record.ticks)
 
-        days = (await self.features.get(account)).container_soft_delete
+        features = await self.features.get(account)
+        contents = deletion_check(self._clock(), features.version_level_immutability)
+        days = features.container_soft_delete
         if days and name not in SYSTEM_CONTAINERS:  # kept, renamed aside, until its retention ends
             hidden = softdeletion.hidden_container(name, self._retention_clock(), days)
-            await self.store.rename_container(account, name, hidden, check_delete)
+            await self.store.rename_container(account, name, hidden, check_delete, contents)
             return
-        await self.store.delete_container(account, name, check_delete)
+        await self.store.delete_container(account, name, check_delete, contents)
 
     async def lease_container(
         self, account: str, name: str, request: LeaseRequest, conditions: Conditions

@@ -1,7 +1,7 @@
 """An account's features that Azure keeps in its management plane, not in the data-plane REST API:
 blob versioning, the change feed, container soft delete, last access time tracking, permanent
-delete of soft-deleted snapshots and versions, and the hierarchical namespace (Data Lake Storage
-Gen2).
+delete of soft-deleted snapshots and versions, version-level immutability with the account's
+default policy, and the hierarchical namespace (Data Lake Storage Gen2).
 
 In Azure they are properties of the storage account resource, set with the resource manager
 (``az storage account blob-service-properties update``, the portal, ARM templates). Tabulae has no
@@ -22,6 +22,7 @@ from typing import Any
 from tabulae.model.errors import ServiceError
 
 MAX_CONTAINER_SOFT_DELETE_DAYS = 365  # Azure's container delete retention: 1 to 365 days
+MAX_IMMUTABILITY_DAYS = 146_000  # a time-based retention policy: 1 to 146,000 days
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,13 @@ class AccountFeatures:
     # ``deleteRetentionPolicy.allowPermanentDelete``: Delete Blob with ``deletetype=permanent``
     # may remove a soft-deleted snapshot or version for good.
     blob_permanent_delete: bool = False
+    # Version-level immutability support ("Configure immutability policies for blob versions"):
+    # once on it cannot be turned off, it needs versioning, and every container holding a blob
+    # refuses Delete Container; the account's default time-based policy (days; 0: none),
+    # unlocked or locked, protects each new blob version that sets no policy of its own.
+    version_level_immutability: bool = False
+    default_immutability_days: int = 0
+    default_immutability_locked: bool = False
     hns: bool = False  # a hierarchical namespace: containers are Data Lake file systems
 
 
@@ -69,6 +77,17 @@ def parse(document: Any, *, allowed: tuple[str, ...] = tuple(NAMES)) -> dict[str
             )
         if name == "container-soft-delete":
             changes[NAMES[name]] = check_days(value)
+        elif name == "default-immutability-days":
+            if (
+                not isinstance(value, int)
+                or isinstance(value, bool)
+                or not 0 <= value <= MAX_IMMUTABILITY_DAYS
+            ):
+                raise FeatureError(
+                    f"{name}: expected 0 (no default policy) or a number of days from 1 to "
+                    f"{MAX_IMMUTABILITY_DAYS}, not {value!r}"
+                )
+            changes[NAMES[name]] = value
         elif isinstance(value, bool):
             changes[NAMES[name]] = value
         else:
@@ -84,7 +103,30 @@ def check_combination(features: AccountFeatures) -> AccountFeatures:
         raise FeatureError(
             "blob-change-feed: Azure has no change feed on an account with a hierarchical namespace"
         )
+    if features.version_level_immutability:
+        if not features.blob_versioning:
+            raise FeatureError("version-level-immutability: needs blob-versioning on")
+        if features.hns:
+            raise FeatureError(
+                "version-level-immutability: Azure has none on an account with a hierarchical namespace"
+            )
+    if features.default_immutability_days and not features.version_level_immutability:
+        raise FeatureError("default-immutability-days: needs version-level-immutability on")
+    if features.default_immutability_locked and not features.default_immutability_days:
+        raise FeatureError("default-immutability-locked: there is no default policy to lock")
     return features
+
+
+def check_change(before: AccountFeatures, after: AccountFeatures) -> None:
+    """Refuse a run-time change Azure never makes: turning version-level immutability off, and
+    unlocking, shortening or removing a locked default policy (which may only be extended)."""
+    if before.version_level_immutability and not after.version_level_immutability:
+        raise FeatureError("version-level-immutability: cannot be turned off once on")
+    if before.default_immutability_locked:
+        if not after.default_immutability_locked:
+            raise FeatureError("default-immutability-locked: a locked default policy cannot be unlocked")
+        if after.default_immutability_days < before.default_immutability_days:
+            raise FeatureError("default-immutability-days: a locked default policy can only be extended")
 
 
 def refused(error: FeatureError) -> ServiceError:

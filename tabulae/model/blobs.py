@@ -64,6 +64,7 @@ class ContainerWorm:
     allow_appends: bool = False
     allow_appends_all: bool = False
     hold_tags: tuple[str, ...] = ()
+    extensions: int = 0  # how often the policy was extended since it was locked (at most five)
 
 
 @dataclass(slots=True)

@@ -211,6 +211,21 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         409,
         "This operation is not permitted as the immutability policy is locked.",
     ),
+    # Delete Container refused while immutability protects it (codes and messages as Azure's
+    # answers quote them in public reports; see tabulae/blob/container_delete.py).
+    "ContainerImmutabilityPolicyLocked": (
+        409,
+        "The requested operation is not allowed as the container has a locked immutability policy.",
+    ),
+    "ContainerHasLegalHold": (
+        409,
+        "The requested operation is not allowed as the container has one or more legal holds.",
+    ),
+    "ContainerImmutableStorageWithVersioningEnabled": (
+        409,
+        "The requested operation is not allowed as the container has a immutable storage with "
+        "versioning enabled.",
+    ),
     "AppendPositionConditionNotMet": (412, "The append position condition specified was not met."),
     "MaxBlobSizeConditionNotMet": (412, "The max blob size condition specified was not met."),
     "CannotVerifyCopySource": (404, "Could not verify the copy source within the specified time."),

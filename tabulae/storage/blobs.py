@@ -215,6 +215,19 @@ class BlobListing:
     more: bool  # whether records follow the last one
 
 
+@dataclass(frozen=True, slots=True)
+class ContentsCheck:
+    """What a container's deletion is judged by besides its record (immutability: a container
+    holding protected blob versions is not deleted). The store pages through the records that
+    carry a retention date or a legal hold until ``protects`` says one still protects, then calls
+    ``check(container, any_blob, protected)``: ``any_blob`` says whether it holds any record
+    at all (a current, previous, snapshot, soft-deleted or uncommitted one), ``protected`` is the
+    first protected record found or None. ``check`` raises to refuse."""
+
+    protects: Callable[[BlobRecord], bool]
+    check: Callable[[ContainerRecord, bool, BlobRecord | None], None]
+
+
 class BlobStore(ABC):
     """A durable store of containers and blobs for many accounts.
 
@@ -242,17 +255,28 @@ class BlobStore(ABC):
 
     @abstractmethod
     async def delete_container(
-        self, account: str, name: str, check: Callable[[ContainerRecord], None]
+        self,
+        account: str,
+        name: str,
+        check: Callable[[ContainerRecord], None],
+        contents: ContentsCheck | None = None,
     ) -> None:
-        """Delete a container with every blob and block in it, atomically, if ``check`` passes.
-        Their extents become garbage. Raises ``ContainerNotFound``."""
+        """Delete a container with every blob and block in it, atomically, if ``check`` (and
+        ``contents``, in the same transaction) passes. Their extents become garbage. Raises
+        ``ContainerNotFound``."""
 
     @abstractmethod
     async def rename_container(
-        self, account: str, name: str, new_name: str, check: Callable[[ContainerRecord], None]
+        self,
+        account: str,
+        name: str,
+        new_name: str,
+        check: Callable[[ContainerRecord], None],
+        contents: ContentsCheck | None = None,
     ) -> None:
-        """Rename a container with everything in it, atomically, if ``check`` passes. Raises
-        ``ContainerNotFound``, or ``ContainerAlreadyExists`` when ``new_name`` is taken."""
+        """Rename a container with everything in it, atomically, if ``check`` (and ``contents``)
+        passes. Raises ``ContainerNotFound``, or ``ContainerAlreadyExists`` when ``new_name``
+        is taken."""
 
     @abstractmethod
     async def containers_from(self, low: str) -> list[tuple[str, str]]:
@@ -408,9 +432,10 @@ class BlobStore(ABC):
         ``after``; each with its position, for the next call, and its blob's key."""
 
     @abstractmethod
-    async def collect_garbage(self) -> int:
-        """Delete extents unreferenced for longer than the grace period, and bytes a crash left
-        behind; safe to run from several processes at once. Returns how many were deleted."""
+    async def collect_garbage(self, grace: float = GARBAGE_GRACE_SECONDS) -> int:
+        """Delete extents unreferenced for longer than ``grace`` seconds (less while the volume
+        is low or full), and bytes a crash left behind; safe to run from several processes at
+        once. Returns how many were deleted."""
 
 
 # --------------------------------------------------------------------------- stored forms

@@ -83,6 +83,9 @@ class Dialect:
         "{skip locked}": "",
         "{::uuid}": "",
         "{now}": "((julianday('now') - 2440587.5) * 86400.0)",
+        # a blob record's stored form names a retention date or a legal hold
+        "{immutability marked}": "(instr(doc, CAST('\"immutable_until\"' AS BLOB)) > 0"
+        " OR instr(doc, CAST('\"legal_hold\"' AS BLOB)) > 0)",
     }
 
     def __init__(self, markers: Mapping[str, str] | None = None) -> None:
@@ -148,6 +151,8 @@ class PostgresDialect(Dialect):
         "{skip locked}": "FOR UPDATE SKIP LOCKED",
         "{::uuid}": "::uuid",
         "{now}": "now()",
+        "{immutability marked}": "(position(convert_to('\"immutable_until\"', 'UTF8') in doc) > 0"
+        " OR position(convert_to('\"legal_hold\"', 'UTF8') in doc) > 0)",
     }
 
     def _render(self, text: str) -> str:

@@ -1,5 +1,6 @@
 """``tabulae account show|set``: an account's features on a running server (versioning, change
-feed, container soft delete, last access tracking; the hierarchical namespace is shown only).
+feed, container soft delete, last access tracking, version-level immutability and the default
+policy; the hierarchical namespace is shown only).
 
 Azure sets these in its management plane; a Tabulae server keeps them per account and takes
 changes through its signed ``/-/accounts`` endpoint, which these commands call with the account
@@ -20,6 +21,7 @@ from tabulae.tools.indexes import AdminClient
 
 ACCOUNT_ADMIN_PATH = "/-/accounts"
 _TRUE, _FALSE = ("true", "on", "yes", "1"), ("false", "off", "no", "0")
+_DAYS = ("container-soft-delete", "default-immutability-days")  # features counted in days
 
 
 def add_commands(commands: Any) -> None:
@@ -34,7 +36,7 @@ def add_commands(commands: Any) -> None:
         help="change features",
         description="Change the named features of the account on a running server: "
         + ", ".join(f"{name}=…" for name in CHANGEABLE)
-        + " (true/false; container-soft-delete takes days, 0 for off).",
+        + " (true/false; container-soft-delete and default-immutability-days take days, 0 for off).",
     )
     change.add_argument("changes", nargs="+", metavar="NAME=VALUE")
     for sub in (show, change):
@@ -49,10 +51,12 @@ def parse_changes(items: list[str]) -> dict[str, Any]:
         if not sep or not name:
             raise Failure("InvalidArguments", f"expected NAME=VALUE, not {item!r}")
         value: Any
-        if text.lower() in _TRUE:
+        if name in _DAYS and text.isdigit():
+            value = int(text)
+        elif text.lower() in _TRUE:
             value = True
         elif text.lower() in _FALSE:
-            value = 0 if name == "container-soft-delete" else False  # days: off is 0
+            value = 0 if name in _DAYS else False  # days: off is 0
         elif text.isdigit():
             value = int(text)
         else:

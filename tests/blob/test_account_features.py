@@ -31,6 +31,9 @@ FLAT = {
     "container-soft-delete": 3,
     "last-access-tracking": False,
     "blob-permanent-delete": False,
+    "version-level-immutability": False,
+    "default-immutability-days": 0,
+    "default-immutability-locked": False,
     "hns": False,
 }
 
@@ -101,6 +104,9 @@ def test_flags_apply_to_every_account_and_hns_to_the_one_named(featured: ServerP
         "container-soft-delete\t3",
         "last-access-tracking\tfalse",
         "blob-permanent-delete\tfalse",
+        "version-level-immutability\tfalse",
+        "default-immutability-days\t0",
+        "default-immutability-locked\tfalse",
         "hns\tfalse",
     ]
     # Every port serves it (the Blob port too, for a server without a Table service).
@@ -177,7 +183,12 @@ def test_changes_survive_a_restart_and_the_config_file_sets_them_per_account(tmp
     config.write_text(f"[account-features.{DEV_ACCOUNT}]\nlast-access-tracking = true\n")
     server = ServerProcess(tmp_path / "data", extra_args=["--config", str(config)]).start()
     try:
-        want = {**dict.fromkeys(FLAT, False), "container-soft-delete": 0, "last-access-tracking": True}
+        want = {
+            **dict.fromkeys(FLAT, False),
+            "container-soft-delete": 0,
+            "default-immutability-days": 0,
+            "last-access-tracking": True,
+        }
         assert _admin(server, "GET") == (200, want)
         assert _admin(server, "PUT", {"blob-versioning": True})[0] == 200
         server.stop()

@@ -205,17 +205,12 @@ async def _collect(target: Target) -> int:
     """Run the store's collector from here, a second process over the same store, with no
     grace period on SQLite (its files are held open by downloads) and the usual one on
     PostgreSQL (whose downloads read chunk rows the collector would delete)."""
-    grace = sqlite_blobs.GARBAGE_GRACE_SECONDS
-    sqlite_blobs.GARBAGE_GRACE_SECONDS = -1.0
+    stores = await open_stores(target.store, target.server.data_dir, False)
     try:
-        stores = await open_stores(target.store, target.server.data_dir, False)
-        try:
-            return await stores.blobs.collect_garbage()
-        finally:
-            await stores.close()
+        sqlite = isinstance(stores.blobs, sqlite_blobs.SqliteBlobs)
+        return await stores.blobs.collect_garbage(-1.0 if sqlite else pg_blobs.GARBAGE_GRACE_SECONDS)
     finally:
-        sqlite_blobs.GARBAGE_GRACE_SECONDS = grace
-        assert pg_blobs.GARBAGE_GRACE_SECONDS > 0
+        await stores.close()
 
 
 def test_plain_http_downloads_use_sendfile_and_tls_does_not(target: Target, tmp_path: Path) -> None:

@@ -270,7 +270,7 @@ async def put_blob(call: Call) -> Response:
         call.lease_id,
         tags=header_tags(headers),
         tier=requested_tier(call),
-        protect=immutability.requested(call),
+        protect=await immutability.requested(call),
     )
     response_headers = etag_headers(record.ticks) + _ENCRYPTED + version_header(record)
     if blob_type == "BlockBlob":
@@ -309,7 +309,7 @@ async def put_block_list(call: Call) -> Response:
         call.lease_id,
         tags=header_tags(headers),
         tier=requested_tier(call),
-        protect=immutability.requested(call),
+        protect=await immutability.requested(call),
     )
     return Response(
         201,

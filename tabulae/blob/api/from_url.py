@@ -248,7 +248,7 @@ async def copy_blob(call: Call) -> Response:
                 conditions(headers), conditions(headers, "x-ms-source-"), call.lease_id,
                 tags=header_tags(headers),
                 tier=requested_tier(call), priority=parse_priority(headers.get("x-ms-rehydrate-priority")),
-                seal=bool_header(headers, "x-ms-seal-blob"), protect=immutability.requested(call),
+                seal=bool_header(headers, "x-ms-seal-blob"), protect=await immutability.requested(call),
             )  # fmt: skip
         except ServiceError as exc:
             if exc.code == "CannotVerifyCopySource":

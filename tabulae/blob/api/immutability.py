@@ -58,13 +58,15 @@ def _snapshot(call: Call) -> str:
     return version_or_snapshot(call.request.query)
 
 
-def requested(call: Call) -> Protect | None:
+async def requested(call: Call) -> Protect | None:
     """The protection an upload or copy asks for, checked now (so a doomed upload is refused
-    before its body is read), as a function that gives the new version its protection."""
+    before its body is read), as a function that gives the new version its protection; without
+    a policy of its own, the account's default policy when it has one."""
     headers = call.request.headers
     until_text, mode_text, hold_text = headers.get(UNTIL), headers.get(MODE), headers.get(HOLD)
+    default = await _account_default(call)
     if until_text is None and mode_text is None and hold_text is None:
-        return None
+        return default
     if until_text is None and mode_text is not None:
         raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", UNTIL),))
     until = _until(until_text) if until_text is not None else None
@@ -72,7 +74,19 @@ def requested(call: Call) -> Protect | None:
     hold = _hold(hold_text) if hold_text is not None else None
     now = datetime.fromtimestamp(call.service.clock(), UTC)
     protection.initial(BlobRecord("", "", "BlockBlob", 0, 0, 0), until, mode, hold, now)  # validates
+    if until is None and default is not None:  # a legal hold asked for, the default policy kept
+        return lambda record: protection.initial(default(record), None, None, hold, now)
     return lambda record: protection.initial(record, until, mode, hold, now)
+
+
+async def _account_default(call: Call) -> Protect | None:
+    """The account's default version-level policy as a :data:`Protect`, if it has one."""
+    features = await call.service.features.get(call.key.account)
+    days = features.default_immutability_days
+    if not days:
+        return None
+    mode = LOCKED if features.default_immutability_locked else UNLOCKED
+    return lambda record: protection.by_default(record, days, mode)
 
 
 def response_headers(record: BlobRecord) -> Headers:

@@ -104,9 +104,9 @@ async def put_page_blob(call: Call) -> Response:
         _create_conditions(call),
         call.lease_id,
         tags=header_tags(headers),
-        protect=immutability.requested(call),
+        protect=await immutability.requested(call),
     )
-    return Response(201, [*etag_headers(record.ticks), _ENCRYPTED])
+    return Response(201, [*etag_headers(record.ticks), _ENCRYPTED, *blobs.version_header(record)])
 
 
 def _page_range(headers: dict[str, str]) -> tuple[int, int]:

@@ -18,7 +18,10 @@ Azure's:
 * Append Block is allowed with ``allowProtectedAppendWrites`` (time-based policy) or
   ``allowProtectedAppendWritesAll`` (also under a legal hold); the two are mutually exclusive.
 * An unlocked policy may be changed freely or deleted; a locked one may only be extended (its
-  append setting fixed), never shortened, unlocked or deleted. Retention is 1 to 146,000 days.
+  append setting fixed), never shortened, unlocked or deleted, and extended at most five times
+  ("A maximum of five increases to the effective retention period is allowed over the lifetime
+  of a locked policy"; the management plane's error for a sixth is not public, so the endpoint
+  refuses it as any other change it refuses). Retention is 1 to 146,000 days.
   A legal hold has 1 to 10 tags of 3 to 23 alphanumeric characters.
 """
 
@@ -32,6 +35,7 @@ from tabulae.model.errors import ServiceError
 
 MAX_DAYS = 146_000
 MAX_TAGS = 10
+MAX_EXTENSIONS = 5  # increases of a locked policy's retention over its lifetime
 DAY_SECONDS = 86_400.0
 _FIELDS = {
     "immutability-period-days": "days",
@@ -79,6 +83,11 @@ def change(current: ContainerWorm | None, changes: Any) -> ContainerWorm | None:
             raise WormError("immutability-period-days: a locked policy can only be extended")
         if (new.allow_appends, new.allow_appends_all) != (old.allow_appends, old.allow_appends_all):
             raise WormError("allow-protected-append-writes: fixed once the policy is locked")
+        if new.days > old.days:
+            if old.extensions >= MAX_EXTENSIONS:
+                limit = f"can be extended at most {MAX_EXTENSIONS} times"
+                raise WormError(f"immutability-period-days: a locked policy {limit}")
+            new = replace(new, extensions=old.extensions + 1)
     if new.locked and not new.days:
         raise WormError("locked: there is no time-based policy to lock")
     if not new.days:
@@ -138,3 +147,16 @@ def check(worm: ContainerWorm, *, delete: bool, append: bool, retained: bool) ->
         raise ServiceError("BlobImmutableDueToLegalHold")
     if worm.days and (retained or not delete):
         raise ServiceError("BlobImmutableDueToPolicy")
+
+
+def check_container_delete(worm: ContainerWorm | None, any_blob: bool) -> None:
+    """Raise Azure's error if Delete Container may not remove a container with policy ``worm``
+    ("Container-level WORM policies", Deletion: a container with a policy must be empty to be
+    deleted; a legal hold refuses it outright). ``any_blob``: the container holds any blob."""
+    if worm is None:
+        return
+    if worm.hold_tags:
+        raise ServiceError("ContainerHasLegalHold")
+    if worm.days and any_blob:
+        # The unlocked case has no public code of its own: its blobs are what is immutable.
+        raise ServiceError("ContainerImmutabilityPolicyLocked" if worm.locked else "BlobImmutableDueToPolicy")

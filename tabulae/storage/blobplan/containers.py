@@ -8,7 +8,9 @@ from typing import Any
 from tabulae.model.blobs import ContainerRecord
 from tabulae.model.errors import ServiceError
 from tabulae.storage.blobs import (
+    ContentsCheck,
     container_missing,
+    decode_blob,
     decode_container,
     encode_container,
     next_ticks,
@@ -17,6 +19,35 @@ from tabulae.storage.blobs import (
 from tabulae.storage.plan import Plan, Sql
 
 _BY_NAME = "account = :account AND name = :name"
+#: Records that may carry a retention date or a legal hold (their JSON names the field; the
+#: record decoded says for sure), a page at a time in key order.
+_MARKED = (
+    "SELECT name, version, ticks, size, committed, doc FROM blobs WHERE container_id = :c"
+    " AND (name > :name OR (name = :name AND version > :version))"
+    " AND {immutability marked} ORDER BY name, version LIMIT 200"
+)
+
+
+def _inspect(record: ContainerRecord, cid: Any, contents: ContentsCheck | None) -> Plan[None]:
+    """Run ``contents`` over the container's records (see :class:`ContentsCheck`)."""
+    if contents is None:
+        return
+    any_blob = (
+        yield Sql("SELECT 1 FROM blobs WHERE container_id = :c LIMIT 1", {"c": cid}, "one")
+    ) is not None
+    protected = None
+    after = ("", "")
+    while any_blob and protected is None:
+        rows = yield Sql(_MARKED, {"c": cid, "name": after[0], "version": after[1]}, "all")
+        for name, version, ticks, size, committed, doc in rows:
+            blob = decode_blob(name, version, ticks, size, committed, bytes(doc))
+            if contents.protects(blob):
+                protected = blob
+                break
+        if len(rows) < 200:
+            break
+        after = (rows[-1][0], rows[-1][1])
+    contents.check(record, any_blob, protected)
 
 
 def create(account: str, record: ContainerRecord, cid: int | None) -> Plan[None]:
@@ -57,7 +88,11 @@ def update(
 
 
 def delete(
-    account: str, name: str, check: Callable[[ContainerRecord], None], guard: Sql | None = None
+    account: str,
+    name: str,
+    check: Callable[[ContainerRecord], None],
+    guard: Sql | None = None,
+    contents: ContentsCheck | None = None,
 ) -> Plan[None]:
     """Delete the container and everything in it if ``check`` passes; every extent it named
     becomes garbage (the collector checks again that nothing else names one). ``guard`` runs
@@ -71,7 +106,9 @@ def delete(
     )
     if row is None:
         raise container_missing()
-    check(decode_container(name, row[1], bytes(row[2])))
+    record = decode_container(name, row[1], bytes(row[2]))
+    check(record)
+    yield from _inspect(record, row[0], contents)
     cid = {"c": row[0]}
     yield Sql(
         "INSERT INTO blob_garbage ({key,} ref, dropped)"
@@ -87,7 +124,12 @@ def delete(
 
 
 def rename(
-    account: str, name: str, new: str, check: Callable[[ContainerRecord], None], guard: Sql | None = None
+    account: str,
+    name: str,
+    new: str,
+    check: Callable[[ContainerRecord], None],
+    guard: Sql | None = None,
+    contents: ContentsCheck | None = None,
 ) -> Plan[None]:
     """Give the container another name, with everything in it, if ``check`` passes (container
     soft delete sets it aside and restores it so). Raises ``ContainerNotFound``, or
@@ -95,10 +137,12 @@ def rename(
     if guard is not None:
         yield guard
     where = {"account": account, "name": name}
-    row = yield Sql(f"SELECT ticks, doc FROM blob_containers WHERE {_BY_NAME} {{lock}}", where, "one")
+    row = yield Sql(f"SELECT id, ticks, doc FROM blob_containers WHERE {_BY_NAME} {{lock}}", where, "one")
     if row is None:
         raise container_missing()
-    check(decode_container(name, row[0], bytes(row[1])))
+    record = decode_container(name, row[1], bytes(row[2]))
+    check(record)
+    yield from _inspect(record, row[0], contents)
     taken = yield Sql(
         f"SELECT 1 FROM blob_containers WHERE {_BY_NAME}", {"account": account, "name": new}, "one"
     )

@@ -17,6 +17,7 @@ from tabulae.storage.blobs import (
     NO_NEEDS,
     BlobListing,
     BlobStore,
+    ContentsCheck,
     Decide,
     FoundBlob,
     Needs,
@@ -108,16 +109,25 @@ class PlannedBlobs(BlobStore):
         return await self._write(lambda: containers.update(account, name, decide))
 
     async def delete_container(
-        self, account: str, name: str, check: Callable[[ContainerRecord], None]
+        self,
+        account: str,
+        name: str,
+        check: Callable[[ContainerRecord], None],
+        contents: ContentsCheck | None = None,
     ) -> None:
         guard = self._guard(account, name, shared=False)
-        await self._write(lambda: containers.delete(account, name, check, guard))
+        await self._write(lambda: containers.delete(account, name, check, guard, contents))
 
     async def rename_container(
-        self, account: str, name: str, new_name: str, check: Callable[[ContainerRecord], None]
+        self,
+        account: str,
+        name: str,
+        new_name: str,
+        check: Callable[[ContainerRecord], None],
+        contents: ContentsCheck | None = None,
     ) -> None:
         guard = self._guard(account, name, shared=False)
-        await self._write(lambda: containers.rename(account, name, new_name, check, guard))
+        await self._write(lambda: containers.rename(account, name, new_name, check, guard, contents))
 
     async def containers_from(self, low: str) -> list[tuple[str, str]]:
         return await self._read(lambda: containers.every_account(low))

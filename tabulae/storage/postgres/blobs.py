@@ -474,17 +474,15 @@ class PostgresBlobs(PlannedBlobs):
 
     # ------------------------------------------------------------------ maintenance
 
-    async def collect_garbage(self) -> int:
-        """Delete garbage older than the grace period that nothing references again. Several
+    async def collect_garbage(self, grace: float = GARBAGE_GRACE_SECONDS) -> int:
+        """Delete garbage older than ``grace`` seconds that nothing references again. Several
         front-ends may run this at once: each garbage row is taken (deleted) by one of them.
         Plain multi-shard DELETE … RETURNING, which Citus runs on every shard."""
-        return await self._db.run_plan(_collect, retry=True, transaction=True)
+        return await self._db.run_plan(partial(_collect, grace), retry=True, transaction=True)
 
 
-def _collect() -> Plan[int]:
-    taken, free = yield from collect(
-        "dropped < now() - make_interval(secs => :grace)", {"grace": GARBAGE_GRACE_SECONDS}
-    )
+def _collect(grace: float) -> Plan[int]:
+    taken, free = yield from collect("dropped < now() - make_interval(secs => :grace)", {"grace": grace})
     for dkey, ref in free:
         yield Sql("DELETE FROM blob_chunks WHERE dkey = :dkey AND ref = :ref", {"dkey": dkey, "ref": ref})
     return taken

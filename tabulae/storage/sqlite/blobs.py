@@ -238,12 +238,12 @@ class SqliteBlobs(PlannedBlobs):
 
     # ------------------------------------------------------------------ maintenance
 
-    async def collect_garbage(self) -> int:
+    async def collect_garbage(self, grace: float = GARBAGE_GRACE_SECONDS) -> int:
         """Delete expired garbage (rows in a write job, files after it commits), then look for
         files a crash orphaned, under the collector's lock (so one process at a time, and never
         while a backup copies)."""
         volume = self._db.volume
-        grace = 0.0 if volume.full else LOW_GARBAGE_GRACE_SECONDS if volume.low else GARBAGE_GRACE_SECONDS
+        grace = 0.0 if volume.full else min(grace, LOW_GARBAGE_GRACE_SECONDS) if volume.low else grace
         before = time.time() - grace
         with self._files.collecting() as mine:
             if not mine:

@@ -83,7 +83,19 @@ def test_policy_transitions() -> None:
     ):
         with pytest.raises(rules.WormError):
             rules.change(locked, changes)
-    assert rules.change(locked, {"immutability-period-days": 11}) == ContainerWorm(days=11, locked=True)
+    extended = rules.change(locked, {"immutability-period-days": 11})
+    assert extended == ContainerWorm(days=11, locked=True, extensions=1)
+    assert rules.change(extended, {"immutability-period-days": 11}) == extended  # no increase, no count
+    for days in range(12, 16):
+        extended = rules.change(extended, {"immutability-period-days": days})
+    assert extended is not None and extended.extensions == rules.MAX_EXTENSIONS
+    with pytest.raises(rules.WormError, match="at most 5 times"):
+        rules.change(extended, {"immutability-period-days": 16})
+    rules.check_container_delete(None, True)
+    with pytest.raises(ServiceError) as refused:
+        rules.check_container_delete(extended, True)
+    assert refused.value.code == "ContainerImmutabilityPolicyLocked"
+    rules.check_container_delete(extended, False)  # empty: it may go
     held = rules.change(None, {"legal-hold-tags": ["CaseA1", "casea1"]})
     assert held == ContainerWorm(hold_tags=("casea1",))
     assert rules.document(held)["state"] is None and rules.has_hold(held) and not rules.has_policy(held)
