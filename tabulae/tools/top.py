@@ -103,9 +103,11 @@ def metrics_headers(
 
 
 def fetch_snapshot(
-    url: str, timeout: float = 5.0, headers: Mapping[str, str] | None = None
+    url: str, timeout: float = 15.0, headers: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """One GET of the JSON metrics, with ``headers`` (:func:`metrics_headers`) when given."""
+    """One GET of the JSON metrics, with ``headers`` (:func:`metrics_headers`) when given. The
+    timeout is generous: a server busy enough to be worth watching may answer slowly, and a
+    missing one is refused at once anyway."""
     request = urllib.request.Request(url, headers={"Accept": "application/json", **(headers or {})})
     with urllib.request.urlopen(request, timeout=timeout) as response:
         document = json.loads(response.read())
