@@ -8,6 +8,7 @@ errors) to a DFS handler, and its errors are written as the DFS API writes them 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,6 +37,7 @@ from tabulae.http.frontend import Frontend
 from tabulae.http.messages import Request, Response, error_time
 from tabulae.model.blobs import BlobKey, BlobRecord
 from tabulae.model.errors import ServiceError
+from tabulae.model.roles import Role
 
 
 def location_of(request: Request, route: Route) -> Location:
@@ -93,10 +95,13 @@ def _is_dfs(request: Request) -> bool:
 class DataLakeApp(BlobApp):
     """:class:`BlobApp` that also serves the DFS API on the same port and data."""
 
-    def __init__(self, service: BlobService, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, service: BlobService, *args: Any, roles: Mapping[str, Role] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(service, *args, **kwargs)
         self.dfs = DataLakeService(service)
         self.access = AccessGuard(self.dfs)
+        self.roles = dict(roles or {})  # data roles by object ID (--oauth-role)
 
     def _dfs_operation(self, request: Request, route: Route) -> tuple[DfsOperation, Location] | None:
         location = location_of(request, route)
@@ -174,7 +179,7 @@ class DataLakeApp(BlobApp):
 
     async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
         operation = request.operation
-        principal = principal_of(request.headers)
+        principal = principal_of(request.headers, self.roles)
         if isinstance(request.grant, BlobGrant) and request.grant.acl_user:
             principal = Principal(oid=request.grant.acl_user)  # a SAS with suoid: its user's ACLs apply
         if (
@@ -214,13 +219,13 @@ class DataLakeApp(BlobApp):
             ):
                 await self._add_parents(route, request, principal)
             if (
-                not principal.superuser
+                principal.creator is not None
                 and route.kind is Kind.CONTAINER
                 and request.method == "PUT"
                 and response.status == 201
                 and await self.dfs.is_hns(route.account)
             ):
-                await self.dfs.claim_root(route.account, route.container, principal.oid)
+                await self.dfs.claim_root(route.account, route.container, principal.creator)
             if path is not None and response.status < 300:
                 response.headers.extend(path_headers(path))
             if request.method == "DELETE" and route.kind is Kind.BLOB and response.status == 202:
@@ -240,9 +245,8 @@ class DataLakeApp(BlobApp):
         as Azure makes them (its namespace has no path without its parents), the caller's."""
         if request.query.get("comp") not in (None, "blocklist") or not await self.dfs.is_hns(route.account):
             return
-        creator = None if principal.superuser else principal.oid
         await self.dfs.ensure_directories(
-            BlobKey(route.account, route.container, route.blob), creator=creator
+            BlobKey(route.account, route.container, route.blob), creator=principal.creator
         )
 
     async def _path_read(self, route: Route) -> BlobRecord | None:
