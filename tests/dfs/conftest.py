@@ -12,7 +12,6 @@ from tests.conftest import fresh_store
 from tests.serverproc import DEV_ACCOUNT, ServerProcess
 from tests.tls import SelfSignedCert, make_self_signed_cert
 
-
 # Data roles of the shared server (--oauth-role), for identities no other test uses.
 DATA_OWNER = "00000000-0000-0000-0000-0000000d0001"
 DATA_CONTRIBUTOR = "00000000-0000-0000-0000-0000000d0002"
