@@ -23,14 +23,14 @@ role, so a contributor sets the ACL only of a path it owns and never its owner. 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tabulae.auth.bearer import token_claims
 from tabulae.auth.flow import is_bearer
 from tabulae.dfs import acl
 from tabulae.dfs.acl import Principal, R, W, X
-from tabulae.dfs.paths import ancestors, normalize, parse_rename_source
+from tabulae.dfs.paths import ancestors, is_within, normalize, parent, parse_rename_source
 from tabulae.dfs.routing import DfsOperation
 from tabulae.dfs.service import DataLakeService, Posix, is_directory, posix_of, root_posix
 from tabulae.model.blobs import BlobKey, BlobRecord
@@ -68,6 +68,8 @@ class Need:
     target: int = 0
     sticky: bool = False  # deleting or renaming a child: the parent's sticky bit applies
 
+
+_STEP = 1000  # paths read per page while checking a tree
 
 TRAVERSE = Need()
 READ = Need(target=R)
@@ -179,6 +181,13 @@ class AccessGuard:
             chain = await self.check(principal, key, need)
             if operation is DfsOperation.CREATE_FILE and chain.target is not None:
                 _require(principal, posix_of(chain.target), W)  # an overwrite writes the file
+            elif (
+                operation is DfsOperation.DELETE_PATH
+                and chain.target is not None
+                and is_directory(chain.target)
+                and query.get("recursive", "").lower() == "true"
+            ):
+                await self.check_tree(principal, key, chain.target)
             return
         if operation is DfsOperation.LIST_PATHS:
             directory = normalize(query.get("directory", ""))
@@ -201,6 +210,60 @@ class AccessGuard:
                 raise denied()
             if principal.oid != owner:
                 raise denied()
+
+    async def check_tree(self, principal: Principal, key: BlobKey, directory: BlobRecord) -> None:
+        """A recursive delete of the directory ``key`` empties every directory of its tree, so
+        it needs ``rwx`` on each one that has children, the directory itself included (POSIX's
+        ``rm -r``, and HDFS's check of every subdirectory, which Azure's "recursive ACL checks as
+        a POSIX requirement" of Delete Path's ``paginated`` names); else 403 and nothing goes.
+        An empty directory is removed by the write on its parent alone."""
+        directories = {key.name: directory}
+        checked: set[str] = set()
+        after: str | None = None
+        while True:
+            records, after = await self.dfs.list_paths(
+                key.account, key.container, key.name, True, after, _STEP
+            )
+            for record in records:
+                if is_directory(record):
+                    directories[record.name] = record
+                above = parent(record.name)
+                if above in checked:
+                    continue
+                found = directories.get(above)
+                if found is None:  # a parent listed on an earlier page
+                    found = await self._record(BlobKey(key.account, key.container, above))
+                if found is not None:
+                    _require(principal, posix_of(found), R | W | X)
+                checked.add(above)
+            if after is None:
+                return
+
+    async def check_descent(self, principal: Principal, top: BlobKey, records: Sequence[BlobRecord]) -> None:
+        """A recursive List Paths descends into each directory below ``top`` whose children
+        it shows, and listing a directory needs ``r-x`` on it (the reference's table: "List
+        directory"), as on every directory it lists alone; one it may not list makes the whole
+        request 403 (assumed: Azure answers a listing whole, never with holes). ``top`` itself
+        was checked before the listing; a caller whose role lets it list skips this."""
+        if principal.superuser or principal.role is not None:
+            return
+        shown = {record.name: record for record in records}
+        allowed = {top.name}
+        for record in records:
+            chain: list[str] = []
+            directory = parent(record.name)
+            while directory not in allowed and is_within(directory, top.name):
+                chain.append(directory)
+                directory = parent(directory)
+            for name in reversed(chain):
+                found = shown.get(name) or await self._record(BlobKey(top.account, top.container, name))
+                if found is not None:
+                    _require(principal, posix_of(found), R | X)
+                allowed.add(name)
+
+    async def _record(self, key: BlobKey) -> BlobRecord | None:
+        found = await self.dfs.store.get_blob(key)
+        return found[0] if found is not None else None
 
     async def authorize_blob(self, principal: Principal, method: str, key: BlobKey, comp: str | None) -> None:
         """The same rules for the Blob API's operations on a path of an HNS account: a read

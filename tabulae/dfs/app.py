@@ -238,7 +238,9 @@ class DataLakeApp(BlobApp):
         handler = HANDLERS.get(operation)
         if handler is None:
             raise ServiceError("NotImplemented")
-        return await handler(DfsCall(call, self.dfs, operation, route.container, route.blob, principal))
+        return await handler(
+            DfsCall(call, self.dfs, operation, route.container, route.blob, principal, self.access)
+        )
 
     async def _add_parents(self, route: Route, request: Request, principal: Principal) -> None:
         """A blob written through the Blob API into an HNS account gets its parent directories,

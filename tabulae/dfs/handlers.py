@@ -19,6 +19,7 @@ from tabulae.blob.rules.conditions import NONE, check, etag_of
 from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.blob.service import LeaseRequest
 from tabulae.dfs import acl, formats
+from tabulae.dfs.access import AccessGuard
 from tabulae.dfs.paths import RenameSource, normalize, parse_rename_source
 from tabulae.dfs.routing import (
     APPEND_LEASE_ACTIONS,
@@ -62,6 +63,7 @@ class DfsCall:
     filesystem: str
     path: str
     principal: acl.Principal = acl.SUPER
+    access: AccessGuard | None = None  # what a listing checks as it goes
 
     @property
     def headers(self) -> dict[str, str]:
@@ -241,6 +243,10 @@ async def list_paths(c: DfsCall) -> Response:
         limit,
         normalize(begin) if begin else None,
     )
+    if recursive and c.access is not None:
+        await c.access.check_descent(
+            c.principal, BlobKey(c.call.route.account, c.filesystem, directory), records
+        )
     items = []
     for record in records:
         posix = posix_of(record)
