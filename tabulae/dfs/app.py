@@ -18,7 +18,7 @@ from tabulae.blob.api.call import Call
 from tabulae.blob.api.routing import ROOT_CONTAINER, Kind, Route
 from tabulae.blob.api.sas import BlobGrant, verify_blob_sas
 from tabulae.blob.service import BlobService
-from tabulae.dfs import blob_delete, blob_write, formats, trash
+from tabulae.dfs import blob_delete, blob_undelete, blob_write, formats, trash
 from tabulae.dfs.access import AccessGuard, principal_of
 from tabulae.dfs.acl import Principal
 from tabulae.dfs.handlers import HANDLERS, DfsCall, path_headers
@@ -200,6 +200,15 @@ class DataLakeApp(BlobApp):
             ):
                 key = BlobKey(route.account, route.container, route.blob)
                 answer = await blob_delete.delete_directory(self.dfs, request, key)
+                if answer is not None:
+                    return answer
+            if (
+                route.kind is Kind.BLOB
+                and blob_undelete.applies(request)
+                and await self.dfs.is_hns(route.account)
+            ):
+                key = BlobKey(route.account, route.container, route.blob)
+                answer = await blob_undelete.undelete_directory(self.dfs, key)
                 if answer is not None:
                     return answer
             if (
