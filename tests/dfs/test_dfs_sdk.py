@@ -299,6 +299,17 @@ def test_blob_index_tags_on_an_hns_account(fs: FileSystemClient, lake: ServerPro
     assert found == ["t/made.txt", "t/set.txt"]
 
 
+def test_blob_index_tags_on_an_hns_account_async(fs: FileSystemClient, lake: ServerProcess) -> None:
+    async def scenario() -> None:
+        async with AsyncDataLakeServiceClient.from_connection_string(lake.connection_string) as service:
+            file = service.get_file_system_client(fs.file_system_name).get_file_client("tagged")
+            await file.create_file()
+            await file.set_tags({"k": "v"})
+            assert await file.get_tags() == {"k": "v"}
+
+    asyncio.run(scenario())
+
+
 def test_a_flat_account_has_no_namespace_operations(server: ServerProcess) -> None:
     """The session's server keeps devstoreaccount1 flat: Get Access Control (how pyarrow, Hadoop
     and Trino tell the two apart) is 400 HierarchicalNamespaceNotEnabled."""
