@@ -34,6 +34,7 @@ from tabulae.config import (
 from tabulae.examples import command as examples
 from tabulae.migrate import command as migrate
 from tabulae.model.accounts import FeatureError, check_days
+from tabulae.model.roles import RoleError, assignments
 from tabulae.tools import accounts, datacli, indexes, stress, top
 from tabulae.tools.failures import EXIT_INTERRUPTED, EXIT_START, EXIT_USAGE, Failure, describe, line
 
@@ -66,6 +67,7 @@ _FROM_FLAG: dict[str, Callable[[Any], Any]] = {
     "services": services_from,
     "console_hosts": tuple,
     "hns_accounts": tuple,
+    "oauth_roles": tuple,
     "oauth": lambda value: value == "basic",
     "targets": lambda value: value == "azure",
     "copy_from_remote": lambda value: value != "off",
@@ -75,6 +77,7 @@ _FLAG_DEFAULTS: dict[str, Callable[[], Any]] = {
     "accounts": list,
     "console_hosts": list,
     "hns_accounts": list,
+    "oauth_roles": list,
     "oauth": lambda: "off",
     "targets": lambda: None,
     "copy_from_remote": lambda: "on",
@@ -240,6 +243,10 @@ def _check(settings: Settings) -> None:
         raise _usage("--workers must be at least 1")
     if settings.oauth and settings.cert_file is None:
         raise _usage("--oauth basic needs --cert and --key: the SDKs send bearer tokens over HTTPS only")
+    try:
+        assignments(settings.oauth_roles)
+    except RoleError as exc:
+        raise _usage(f"--oauth-role {exc}") from None
     if settings.clock_skew < 0:
         raise _usage("--clock-skew must be 0 (off) or more seconds")
     if settings.max_connections_per_client < 0:

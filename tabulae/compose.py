@@ -66,6 +66,7 @@ from tabulae.insight.tracing import RequestTracer, TimedStore, request_tracer
 from tabulae.insight.volume import volume_prometheus
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import CorsRule
+from tabulae.model.roles import assignments
 from tabulae.queue.api.app import QueueApp
 from tabulae.queue.service import now_us
 from tabulae.storage.blobs import GARBAGE_GRACE_SECONDS, BlobStore
@@ -259,7 +260,9 @@ def build_gateway(settings: Settings) -> Gateway:
                 features=settings.features_of,
             )
             features = blob_service.features
-            lake = DataLakeApp(blob_service, options, gate, containers)
+            lake = DataLakeApp(
+                blob_service, options, gate, containers, roles=assignments(settings.oauth_roles)
+            )
             by_port[ports["blob"]] = lake
             tasks.append(asyncio.get_running_loop().create_task(sweep_paths(lake.dfs)))
             blobs = BlobsPage(blob_service, gate, containers)

@@ -206,6 +206,15 @@ class Settings:
         "signature (local development only; needs --cert, as the SDKs send tokens over HTTPS only)",
         choices=["off", "basic"],
     )
+    oauth_roles: tuple[str, ...] = setting(
+        (),
+        flag="--oauth-role",
+        help="give the bearer-token identity (or group) OID an Azure data role on every account: "
+        "OID=owner (Storage Blob Data Owner: a superuser), OID=contributor (read, write, delete) or "
+        "OID=reader (read, list); checked before a hierarchical namespace's ACLs; repeatable",
+        metavar="OID=ROLE",
+        action="append",
+    )
     clock_skew: float = setting(
         900.0,
         flag="--clock-skew",
@@ -530,6 +539,7 @@ class Settings:
         data["services"] = tuple(data["services"])
         data["console_hosts"] = tuple(data["console_hosts"])
         data["hns_accounts"] = tuple(data["hns_accounts"])
+        data["oauth_roles"] = tuple(data["oauth_roles"])
         data["console_secret"] = base64.b64decode(data["console_secret"])
         data["metrics_secret"] = base64.b64decode(data["metrics_secret"])
         return cls(**data)

@@ -19,6 +19,8 @@ allowed-methods = ["GET", "PUT"]
 [account-features.devstoreaccount1]   # what Azure sets in its management plane, per account
 blob-versioning = true
 container-soft-delete = 7
+[oauth-roles]    # bearer-token object ID = owner | contributor | reader (--oauth-role)
+"00000000-0000-0000-0000-0000000000aa" = "owner"
 ```
 
 The file's values become the command line's defaults, so a flag given on the command line wins
@@ -33,6 +35,7 @@ from typing import Any
 
 from tabulae.config import ConfigError, Settings
 from tabulae.model.accounts import FeatureError, parse
+from tabulae.model.roles import ROLE_NAMES
 
 CORS_METHODS = ("DELETE", "GET", "HEAD", "MERGE", "POST", "OPTIONS", "PUT", "PATCH")
 _PORTS = {"table": "port", "queue": "queue_port", "blob": "blob_port"}
@@ -83,6 +86,8 @@ def read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, di
                 except FeatureError as exc:
                     raise ConfigError(f"{where}.{account}.{exc}") from None
                 features[account] = section
+        elif key == "oauth-roles":
+            defaults["oauth_roles"] = _roles(where, value)
         elif key == "cors":
             rules = value if isinstance(value, list) else [value]
             cors = [_cors_rule(f"{where}[{i}]", rule) for i, rule in enumerate(rules)]
@@ -117,6 +122,16 @@ def _accounts(where: str, value: Any) -> list[str]:
         if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys):
             raise ConfigError(f"{where}.{name}: expected a base64 key or a list of one or two")
         specs.append(":".join([name, *keys]))
+    return specs
+
+
+def _roles(where: str, value: Any) -> list[str]:
+    """``[oauth-roles] OID = "owner"`` as ``--oauth-role`` values."""
+    specs = []
+    for oid, role in _table(where, value).items():
+        if not isinstance(role, str) or role.lower() not in ROLE_NAMES:
+            raise ConfigError(f"{where}.{oid}: expected owner, contributor or reader")
+        specs.append(f"{oid}={role}")
     return specs
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from tabulae.blob import worm_guard
+from tabulae.blob import namespace_guard, worm_guard
 from tabulae.blob.feed import event_of
 from tabulae.blob.rules import access_time, container_worm
 from tabulae.blob.rules import immutability as rules
@@ -192,12 +192,22 @@ class GuardedStore:
             return False
         return (await self._features(key.account)).blob_change_feed
 
+    async def _namespace(self, key: BlobKey, needs: Needs) -> Needs:
+        """``needs`` with the namespace loaded when ``key`` is a path of an HNS account (its
+        writes pass :func:`namespace_guard.check`)."""
+        if self._features is None or key.container in SYSTEM_CONTAINERS:
+            return needs
+        if not (await self._features(key.account)).hns:
+            return needs
+        return replace(needs, namespace=True)
+
     def _guarded(
         self,
         decide: Decide,
         snapshots: _Snapshots | None,
         key: BlobKey | None = None,
         worm: ContainerWorm | None = None,
+        namespace: bool = False,
     ) -> Decide:
         seconds = self._clock()
         now = datetime.fromtimestamp(seconds, UTC)
@@ -206,6 +216,8 @@ class GuardedStore:
             write = decide(state)
             check_write(state, write, now, snapshots)
             worm_guard.check(worm, state, write, seconds, _changes_data)
+            if namespace:
+                namespace_guard.check(state, write)
             if key is not None:
                 write.change = event_of(key, state, write)
             return write
@@ -218,19 +230,27 @@ class GuardedStore:
         snapshots: _Snapshots | None = None
         feed = key if await self._feeds(key) else None
         worm = await self.worms.get(key)
+        needs = await self._namespace(key, needs)
         for _ in range(_SNAPSHOT_ROUNDS):
             try:
                 return await self._store.write_blob(
-                    key, self._guarded(decide, snapshots, feed, worm), needs=needs, staged=staged
+                    key,
+                    self._guarded(decide, snapshots, feed, worm, needs.namespace),
+                    needs=needs,
+                    staged=staged,
                 )
             except _SnapshotsNeeded:
                 snapshots = await self._snapshots(key)
         raise ServiceError("OperationTimedOut")  # snapshots kept coming and going
 
-    async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:
+    async def copy_blob(
+        self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide, *, needs: Needs = NO_NEEDS
+    ) -> Any:
         feed = dest if await self._feeds(dest) else None
         worm = await self.worms.get(dest)
-        return await self._store.copy_blob(source, snapshot, dest, self._guarded(decide, None, feed, worm))
+        needs = await self._namespace(dest, needs)
+        guarded = self._guarded(decide, None, feed, worm, needs.namespace)
+        return await self._store.copy_blob(source, snapshot, dest, guarded, needs=needs)
 
     async def rename_path(
         self, source: BlobKey, destination: BlobKey, parent: BlobKey | None, decide: Any

@@ -10,37 +10,50 @@ scenarios (read: ``r--`` on the file; write or append: ``-w-``; create, delete a
 directory). Only the owning user (or a superuser) sets permissions and ACLs, only a superuser
 the owner, and the owner the group to one of its own groups. A directory with the sticky bit
 lets only a child's owner or its own owner delete or rename the child. Shared Key and SAS callers
-are superusers: ACLs never apply to them. Role assignments (RBAC) are not modelled: a token's
-caller has no role, so the ACLs alone decide (Azure grants a caller with a data role before
-looking at ACLs). Denied: 403 ``AuthorizationPermissionMismatch``.
+are superusers: ACLs never apply to them.
+
+A token's data role (``--oauth-role``, :mod:`tabulae.model.roles`) is asked first, as Azure
+evaluates role assignments before ACLs ("Access control model in Azure Data Lake Storage"): an
+owner is a superuser; a contributor's data operations, and a reader's reads and listings, are
+allowed without looking at an ACL; whatever the role does not cover (a reader's write, a
+contributor's change of a path's access control) is decided by the ACLs as for a caller with no
+role, so a contributor sets the ACL only of a path it owns and never its owner. Denied: 403
+``AuthorizationPermissionMismatch``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tabulae.auth.bearer import token_claims
 from tabulae.auth.flow import is_bearer
 from tabulae.dfs import acl
 from tabulae.dfs.acl import Principal, R, W, X
-from tabulae.dfs.paths import ancestors, normalize, parse_rename_source
+from tabulae.dfs.paths import ancestors, is_within, normalize, parent, parse_rename_source
 from tabulae.dfs.routing import DfsOperation
 from tabulae.dfs.service import DataLakeService, Posix, is_directory, posix_of, root_posix
 from tabulae.model.blobs import BlobKey, BlobRecord
 from tabulae.model.errors import ServiceError
+from tabulae.model.roles import Role
 
 
-def principal_of(headers: Mapping[str, str]) -> Principal:
-    """Who a verified request comes from: the bearer token's ``oid`` and ``groups``; a
-    superuser for Shared Key and SAS."""
+def principal_of(headers: Mapping[str, str], roles: Mapping[str, Role] | None = None) -> Principal:
+    """Who a verified request comes from: the bearer token's ``oid`` and ``groups`` with the
+    highest role assigned to either (``roles``, by object ID); a superuser for Shared Key and
+    SAS, and for a token with the owner role."""
     header = headers.get("authorization")
     if header is None or not is_bearer(header):
         return acl.SUPER
     claims = token_claims(header)
     groups = claims.get("groups")
     members = frozenset(str(group) for group in groups) if isinstance(groups, list) else frozenset()
-    return Principal(str(claims.get("oid") or ""), members)
+    oid = str(claims.get("oid") or "")
+    role = None
+    if roles:
+        held = [roles[name] for name in (oid, *members) if name in roles]
+        role = max(held) if held else None
+    return Principal(oid, members, superuser=role is Role.OWNER, role=role)
 
 
 def denied() -> ServiceError:
@@ -56,12 +69,35 @@ class Need:
     sticky: bool = False  # deleting or renaming a child: the parent's sticky bit applies
 
 
+_STEP = 1000  # paths read per page while checking a tree
+
 TRAVERSE = Need()
 READ = Need(target=R)
 WRITE = Need(target=W)
 LIST = Need(target=R | X)
 CREATE = Need(parent=W | X)
 DELETE = Need(parent=W | X, sticky=True)
+
+# What a reader's role allows without an ACL: reading and listing ("Storage Blob Data Reader").
+_READS = frozenset(
+    {
+        DfsOperation.READ, DfsOperation.GET_PROPERTIES, DfsOperation.GET_STATUS,
+        DfsOperation.GET_ACCESS_CONTROL, DfsOperation.LIST_PATHS,
+    }
+)  # fmt: skip
+# What a contributor's role does not cover: a path's access control ("Storage Blob Data
+# Contributor" sets the ACL of what it owns, as any owning user may, and never the owner).
+_ACCESS_CONTROL = frozenset({DfsOperation.SET_ACCESS_CONTROL, DfsOperation.SET_ACCESS_CONTROL_RECURSIVE})
+
+
+def role_allows(role: Role | None, operation: DfsOperation) -> bool:
+    """Whether a data role alone allows a DFS operation, before any ACL is read."""
+    if role is None:
+        return False
+    if role is Role.READER:
+        return operation in _READS
+    return role is Role.OWNER or operation not in _ACCESS_CONTROL
+
 
 _NEEDS: dict[DfsOperation, Need] = {
     DfsOperation.READ: READ,
@@ -138,13 +174,20 @@ class AccessGuard:
         query: Mapping[str, str],
     ) -> None:  # fmt: skip
         """Check a DFS operation on ``key`` (a path, or the file system's root)."""
-        if principal.superuser:
+        if principal.superuser or role_allows(principal.role, operation):
             return
         need = _NEEDS.get(operation)
         if need is not None:
             chain = await self.check(principal, key, need)
             if operation is DfsOperation.CREATE_FILE and chain.target is not None:
                 _require(principal, posix_of(chain.target), W)  # an overwrite writes the file
+            elif (
+                operation is DfsOperation.DELETE_PATH
+                and chain.target is not None
+                and is_directory(chain.target)
+                and query.get("recursive", "").lower() == "true"
+            ):
+                await self.check_tree(principal, key, chain.target)
             return
         if operation is DfsOperation.LIST_PATHS:
             directory = normalize(query.get("directory", ""))
@@ -153,8 +196,10 @@ class AccessGuard:
             source = parse_rename_source(headers["x-ms-rename-source"])
             await self.check(principal, BlobKey(key.account, source.filesystem, source.path), DELETE)
             await self.check(principal, key, CREATE)
-        elif operation in (DfsOperation.SET_ACCESS_CONTROL, DfsOperation.SET_ACCESS_CONTROL_RECURSIVE):
-            chain = await self.check(principal, key, TRAVERSE)
+        elif operation in _ACCESS_CONTROL:
+            # a contributor's role lets it reach the path; the owner rules below still apply
+            contributes = principal.role is Role.CONTRIBUTOR
+            chain = await (self.chain(key) if contributes else self.check(principal, key, TRAVERSE))
             owner = _owner(chain, key)
             if owner is None:
                 return  # a missing path: the operation says 404
@@ -166,11 +211,67 @@ class AccessGuard:
             if principal.oid != owner:
                 raise denied()
 
+    async def check_tree(self, principal: Principal, key: BlobKey, directory: BlobRecord) -> None:
+        """A recursive delete of the directory ``key`` empties every directory of its tree, so
+        it needs ``rwx`` on each one that has children, the directory itself included (POSIX's
+        ``rm -r``, and HDFS's check of every subdirectory, which Azure's "recursive ACL checks as
+        a POSIX requirement" of Delete Path's ``paginated`` names); else 403 and nothing goes.
+        An empty directory is removed by the write on its parent alone."""
+        directories = {key.name: directory}
+        checked: set[str] = set()
+        after: str | None = None
+        while True:
+            records, after = await self.dfs.list_paths(
+                key.account, key.container, key.name, True, after, _STEP
+            )
+            for record in records:
+                if is_directory(record):
+                    directories[record.name] = record
+                above = parent(record.name)
+                if above in checked:
+                    continue
+                found = directories.get(above)
+                if found is None:  # a parent listed on an earlier page
+                    found = await self._record(BlobKey(key.account, key.container, above))
+                if found is not None:
+                    _require(principal, posix_of(found), R | W | X)
+                checked.add(above)
+            if after is None:
+                return
+
+    async def check_descent(self, principal: Principal, top: BlobKey, records: Sequence[BlobRecord]) -> None:
+        """A recursive List Paths descends into each directory below ``top`` whose children
+        it shows, and listing a directory needs ``r-x`` on it (the reference's table: "List
+        directory"), as on every directory it lists alone; one it may not list makes the whole
+        request 403 (assumed: Azure answers a listing whole, never with holes). ``top`` itself
+        was checked before the listing; a caller whose role lets it list skips this."""
+        if principal.superuser or principal.role is not None:
+            return
+        shown = {record.name: record for record in records}
+        allowed = {top.name}
+        for record in records:
+            chain: list[str] = []
+            directory = parent(record.name)
+            while directory not in allowed and is_within(directory, top.name):
+                chain.append(directory)
+                directory = parent(directory)
+            for name in reversed(chain):
+                found = shown.get(name) or await self._record(BlobKey(top.account, top.container, name))
+                if found is not None:
+                    _require(principal, posix_of(found), R | X)
+                allowed.add(name)
+
+    async def _record(self, key: BlobKey) -> BlobRecord | None:
+        found = await self.dfs.store.get_blob(key)
+        return found[0] if found is not None else None
+
     async def authorize_blob(self, principal: Principal, method: str, key: BlobKey, comp: str | None) -> None:
         """The same rules for the Blob API's operations on a path of an HNS account: a read
         reads the file, Get Properties traverses, a write of content creates or overwrites, any
         other write (metadata, properties, lease, blocks) writes the blob, a delete deletes."""
-        if principal.superuser or not key.name:
+        if principal.superuser or not key.name or principal.role is Role.CONTRIBUTOR:
+            return
+        if principal.role is Role.READER and method in ("GET", "HEAD"):
             return
         if method == "GET":
             await self.check(principal, key, READ)

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from tabulae.model.errors import ServiceError
+from tabulae.model.roles import Role
 
 R, W, X = 4, 2, 1
 RWX = 7
@@ -393,12 +394,20 @@ def new_owner_and_group(caller: str | None, parent_group: str | None) -> tuple[s
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who asks: the token's ``oid`` and the groups it belongs to; ``superuser`` for Shared Key,
-    account SAS and service SAS callers (ACLs do not apply to them)."""
+    """Who asks: the token's ``oid`` and the groups it belongs to, and the data role assigned to
+    it (:mod:`tabulae.model.roles`); ``superuser`` for Shared Key, account SAS and service SAS
+    callers, who have no ``oid``, and for a token with the Storage Blob Data Owner role (ACLs
+    do not apply to either)."""
 
     oid: str = ""
     groups: frozenset[str] = frozenset()
     superuser: bool = False
+    role: Role | None = None
+
+    @property
+    def creator(self) -> str | None:
+        """Who owns what this caller creates: its ``oid``; None (``$superuser``) without one."""
+        return self.oid or None
 
 
 SUPER = Principal(superuser=True)

@@ -1,17 +1,11 @@
-"""Blob API writes that create a blob (Put Blob, Put Block List, Copy Blob, Put Blob From URL)
-on an HNS account: the namespace checks made before anything is stored.
+"""Blob API writes from a URL (Copy Blob, Copy Blob From URL, Put Blob From URL) on an HNS
+account: the namespace refusals answered before the source is read.
 
-Azure's namespace never holds a path below a file, nor a file with children: a write of
-``d/f.txt/g`` when ``d/f.txt`` is a file is 409 ``PathConflict`` (Create Path's answer, which
-the parents made for the blob would hit anyway), and a write over a directory that has children
-is 409 ``DirectoryIsNotEmpty`` ("This operation is not permitted on a non-empty directory.", the
-answer az CLI, azcopy and Storage Explorer users report from the Blob API for a directory with
-children; no public source shows a Blob API overwrite of a directory, so this follows Delete
-Blob's rule: replacing a directory's blob would leave its children without a parent). An empty
-directory is replaced by the blob, as Delete Blob removes an empty directory like a blob.
-
-The checks read before the write: a file created at an ancestor between the check and the write
-still makes the parents' creation fail afterwards (the old order's ``PathConflict``)."""
+The rule itself is :mod:`tabulae.blob.namespace_guard`, checked inside every write's
+transaction; a write that copies from a URL reads (and authorises) its source first, so without
+this early look a copy below a file would answer the source's trouble (an unreadable source's
+401 ``CannotVerifyCopySource``) rather than the namespace's 409. The look reads before the
+write: the write's own check is what holds when a concurrent create races it."""
 
 from __future__ import annotations
 
@@ -21,14 +15,14 @@ from tabulae.http.messages import Request
 from tabulae.model.blobs import BlobKey
 from tabulae.model.errors import ServiceError
 
-# The comp values of the Blob API's PUTs that create or replace a blob (None: Put Blob, Copy
-# Blob, Put Blob From URL).
-_CREATING = (None, "blocklist")
-
 
 def applies(request: Request) -> bool:
-    """A Blob API PUT that creates or replaces a blob (cheap: no I/O)."""
-    return request.method == "PUT" and request.query.get("comp") in _CREATING
+    """A Blob API PUT that creates or replaces a blob from a URL (cheap: no I/O)."""
+    return (
+        request.method == "PUT"
+        and "x-ms-copy-source" in request.headers
+        and request.query.get("comp") is None
+    )
 
 
 async def check_target(dfs: DataLakeService, key: BlobKey) -> None:

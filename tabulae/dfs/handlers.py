@@ -19,6 +19,7 @@ from tabulae.blob.rules.conditions import NONE, check, etag_of
 from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.blob.service import LeaseRequest
 from tabulae.dfs import acl, formats
+from tabulae.dfs.access import AccessGuard
 from tabulae.dfs.paths import RenameSource, normalize, parse_rename_source
 from tabulae.dfs.routing import (
     APPEND_LEASE_ACTIONS,
@@ -62,6 +63,7 @@ class DfsCall:
     filesystem: str
     path: str
     principal: acl.Principal = acl.SUPER
+    access: AccessGuard | None = None  # what a listing checks as it goes
 
     @property
     def headers(self) -> dict[str, str]:
@@ -175,8 +177,8 @@ async def create_filesystem(c: DfsCall) -> Response:
         if error.code == "ContainerAlreadyExists":
             raise ServiceError("FilesystemAlreadyExists") from None
         raise
-    if not c.principal.superuser:
-        await c.dfs.claim_root(c.call.route.account, c.filesystem, c.principal.oid)
+    if c.principal.creator is not None:
+        await c.dfs.claim_root(c.call.route.account, c.filesystem, c.principal.creator)
     return Response(201, [*etag_headers(record.ticks), _NAMESPACE])
 
 
@@ -241,6 +243,10 @@ async def list_paths(c: DfsCall) -> Response:
         limit,
         normalize(begin) if begin else None,
     )
+    if recursive and c.access is not None:
+        await c.access.check_descent(
+            c.principal, BlobKey(c.call.route.account, c.filesystem, directory), records
+        )
     items = []
     for record in records:
         posix = posix_of(record)
@@ -281,13 +287,13 @@ async def create_path(c: DfsCall) -> Response:
         permissions=_permissions(headers),
         umask=acl.parse_umask(umask) if umask is not None else None,
         entries=acl.parse_acl(acl_text, full=False, directory=directory) if acl_text else None,
-        owner=headers.get("x-ms-owner") or (None if c.principal.superuser else c.principal.oid) or None,
+        owner=headers.get("x-ms-owner") or c.principal.creator,
         group=headers.get("x-ms-group"),
         metadata=formats.parse_properties(headers.get("x-ms-properties", "")),
         properties=_content_properties(headers) or ContentProperties(),
         conditions=conditions(headers),
         lease_id=_lease(headers),
-        creator=None if c.principal.superuser else c.principal.oid,
+        creator=c.principal.creator,
         encryption_context=None if directory else headers.get("x-ms-encryption-context"),
     )
     record = await c.dfs.create(c.key, request)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tabulae.blob import softdeletion
+from tabulae.blob.namespace_guard import FOLDER, is_directory
 from tabulae.blob.rules import leases
 from tabulae.blob.rules.conditions import NONE, Conditions, check
 from tabulae.blob.rules.names import check_blob_name
@@ -57,7 +58,6 @@ from tabulae.model.blobs import (
 from tabulae.model.errors import ServiceError
 from tabulae.storage.namespace import RenameState, RenameWrite, TreeState, TreeWrite, UndeleteState
 
-FOLDER = "hdi_isfolder"
 DELETE_BATCH = 10_000
 DELETE_BATCH_ENV = "TABULAE_TEST_DFS_DELETE_BATCH"
 LIST_STEP = 1000  # records read per store call while filtering a listing
@@ -94,10 +94,6 @@ def filesystem_errors() -> Iterator[None]:
         if error.code == "ContainerNotFound":
             raise ServiceError("FilesystemNotFound") from None
         raise
-
-
-def is_directory(record: BlobRecord) -> bool:
-    return any(name.lower() == FOLDER and value.lower() == "true" for name, value in record.metadata.items())
 
 
 def existing(record: BlobRecord | None, has_children: bool = False) -> Existing | None:

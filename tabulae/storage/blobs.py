@@ -86,6 +86,8 @@ class BlobState:
     pages: list[PageSpan] | None = None  # a page blob's spans in the range ``Needs.pages`` asked for
     source_pages: list[PageSpan] | None = None  # copy_blob from a page blob: all its spans
     others: list[BlobRecord] | None = None  # every record of the blob but the base, when asked for
+    ancestors: list[BlobRecord | None] | None = None  # Needs.namespace: each base above, outermost first
+    has_children: bool = False  # Needs.namespace: a base (committed or staged) below the blob
 
 
 @dataclass(slots=True)
@@ -160,6 +162,11 @@ class Needs:
     snapshots: bool = False  # count them
     pages: tuple[int, int] | None = None  # a page blob's spans overlapping these bytes
     others: bool = False  # load every record of the blob but the base (``state.others``)
+    # A path of a hierarchical namespace: the records of the directories above it
+    # (``state.ancestors``) and whether names below it exist (``state.has_children``), read
+    # after the engine has serialised this write with every other namespace write on the same
+    # path (an ancestor's write, or a write below the blob), so the namespace stays a tree.
+    namespace: bool = False
 
 
 NO_NEEDS = Needs()
@@ -350,7 +357,9 @@ class BlobStore(ABC):
         """Up to ``limit`` kept change feed events (:attr:`BlobWrite.change`), oldest first."""
 
     @abstractmethod
-    async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:
+    async def copy_blob(
+        self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide, *, needs: Needs = NO_NEEDS
+    ) -> Any:
         """As :meth:`write_blob` on ``dest``, with ``state.source`` and ``state.source_content``
         holding the source version (None when it does not exist) read in the same transaction.
         Extents of the source that the write names are shared or copied, as the engine needs."""

@@ -122,6 +122,7 @@ def test_top_of_an_unreachable_server_is_one_line() -> None:
         ("serve", "--workers", "0"),
         ("serve", "--port", "10002", "--queue-port", "10002"),
         ("serve", "--account", "bad name:key"),
+        ("serve", "--oauth-role", "00aa=admin"),
         ("serve", "--in-memory", "--store", "postgresql://nobody@127.0.0.1:1/none"),
         ("db", "init"),
         ("stress", "--mix", "1,2"),

@@ -12,6 +12,13 @@ from tests.conftest import fresh_store
 from tests.serverproc import DEV_ACCOUNT, ServerProcess
 from tests.tls import SelfSignedCert, make_self_signed_cert
 
+# Data roles of the shared server (--oauth-role), for identities no other test uses.
+DATA_OWNER = "00000000-0000-0000-0000-0000000d0001"
+DATA_CONTRIBUTOR = "00000000-0000-0000-0000-0000000d0002"
+DATA_READER = "00000000-0000-0000-0000-0000000d0003"
+READERS_GROUP = "00000000-0000-0000-0000-0000000d00ff"
+ROLES = {DATA_OWNER: "owner", DATA_CONTRIBUTOR: "contributor", DATA_READER: "reader", READERS_GROUP: "reader"}
+
 
 @pytest.fixture(scope="session")
 def oauth_cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
@@ -24,6 +31,8 @@ def oauth_hns_server(
 ) -> Iterator[ServerProcess]:
     args = [*fresh_store(request.param), "--cert", str(oauth_cert.cert), "--key", str(oauth_cert.key)]
     args += ["--oauth", "basic", "--hns", DEV_ACCOUNT]
+    for oid, role in ROLES.items():
+        args += ["--oauth-role", f"{oid}={role}"]
     process = ServerProcess(tmp_path_factory.mktemp("oauth"), extra_args=args, backend=request.param).start()
     yield process
     process.stop()

@@ -177,3 +177,84 @@ def test_access_checks_async(server: ServerProcess, cert: SelfSignedCert, admin_
             assert raised.value.error_code == "AuthorizationPermissionMismatch"
 
     asyncio.run(scenario())
+
+
+def _tree(admin_fs: FileSystemClient) -> None:
+    """``work/team`` (Alice: ``rwx`` on both) holding ``open`` (hers too) and ``locked``
+    (``rwx------``, $superuser's) each with a file, and an empty ``bare`` (``rwx------``)."""
+    hers = f"user::rwx,group::---,other::---,user:{ALICE}:rwx"
+    for name in ("work", "work/team", "work/team/open"):
+        admin_fs.create_directory(name).set_access_control(acl=hers)
+    for name in ("work/team/locked", "work/team/bare"):
+        admin_fs.create_directory(name).set_access_control(permissions="rwx------")
+    admin_fs.create_file("work/team/open/f")
+    admin_fs.create_file("work/team/locked/f")
+
+
+def test_a_recursive_listing_needs_read_and_execute_on_every_directory_it_descends_into(
+    server: ServerProcess, cert: SelfSignedCert, admin_fs: FileSystemClient
+) -> None:
+    _tree(admin_fs)
+    alice = _as(server, cert, ALICE).get_file_system_client(admin_fs.file_system_name)
+    with pytest.raises(HttpResponseError) as raised:
+        list(alice.get_paths(path="work/team", recursive=True))
+    assert (raised.value.status_code, raised.value.error_code) == (403, "AuthorizationPermissionMismatch")
+    assert [p.name for p in alice.get_paths(path="work/team", recursive=False)] == [
+        "work/team/bare", "work/team/locked", "work/team/open",
+    ]  # fmt: skip
+    assert [p.name for p in alice.get_paths(path="work/team/open")] == ["work/team/open/f"]
+    admin_fs.get_directory_client("work/team/locked").set_access_control(
+        acl=f"user::rwx,group::---,other::---,user:{ALICE}:r-x"
+    )
+    assert [p.name for p in alice.get_paths(path="work", recursive=True)] == [
+        "work/team", "work/team/bare", "work/team/locked", "work/team/locked/f",
+        "work/team/open", "work/team/open/f",
+    ]  # fmt: skip
+    # one page at a time, each checked
+    pages = alice.get_paths(path="work", recursive=True, max_results=2).by_page()
+    assert sum(len(list(page)) for page in pages) == 6
+
+
+def test_a_recursive_delete_needs_write_on_every_directory_it_empties(
+    server: ServerProcess, cert: SelfSignedCert, admin_fs: FileSystemClient
+) -> None:
+    _tree(admin_fs)
+    alice = _as(server, cert, ALICE).get_file_system_client(admin_fs.file_system_name)
+    with pytest.raises(HttpResponseError) as raised:
+        alice.get_directory_client("work/team").delete_directory()
+    assert (raised.value.status_code, raised.value.error_code) == (403, "AuthorizationPermissionMismatch")
+    assert len(list(admin_fs.get_paths(path="work", recursive=True))) == 6  # nothing went
+    admin_fs.get_directory_client("work/team/locked").set_access_control(
+        acl=f"user::rwx,group::---,other::---,user:{ALICE}:r-x"
+    )
+    with pytest.raises(HttpResponseError) as raised:  # read alone does not empty it
+        alice.get_directory_client("work/team").delete_directory()
+    assert raised.value.status_code == 403
+    admin_fs.get_directory_client("work/team/locked").set_access_control(
+        acl=f"user::rwx,group::---,other::---,user:{ALICE}:rwx"
+    )
+    alice.get_directory_client("work/team").delete_directory()  # the empty `bare` needs nothing
+    assert [p.name for p in admin_fs.get_paths(recursive=True)] == ["data", "data/secret", "work"]
+
+
+def test_recursive_checks_async(
+    server: ServerProcess, cert: SelfSignedCert, admin_fs: FileSystemClient
+) -> None:
+    _tree(admin_fs)
+
+    async def scenario() -> None:
+        async with AsyncDataLakeServiceClient(
+            _url(server),
+            AsyncStaticTokenCredential(_token(ALICE)),
+            connection_verify=str(cert.cert),
+            retry_total=0,
+        ) as service:
+            fs = service.get_file_system_client(admin_fs.file_system_name)
+            with pytest.raises(HttpResponseError) as raised:
+                [p async for p in fs.get_paths(path="work/team", recursive=True)]
+            assert raised.value.error_code == "AuthorizationPermissionMismatch"
+            with pytest.raises(HttpResponseError) as raised:
+                await fs.get_directory_client("work/team").delete_directory()
+            assert raised.value.error_code == "AuthorizationPermissionMismatch"
+
+    asyncio.run(scenario())

@@ -1,12 +1,14 @@
 """Blob API writes that create a blob on an HNS account (``tabulae serve --hns``): a blob below a
-file or over a directory with children is refused before anything is stored (issue 33), with the
-Blob SDK (sync and aio) on every store."""
+file or over a directory with children is refused inside the write's transaction, so racing
+writes never leave a file with children (issue 33), with the Blob SDK (sync and aio) on every
+store."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from azure.core.exceptions import HttpResponseError
@@ -109,3 +111,48 @@ def test_async_client(fs: FileSystemClient, lake: ServerProcess) -> None:
 
     asyncio.run(scenario())
     assert _paths(fs) == [("d", True), ("d/f.txt", False)]
+
+
+_NAMESPACE_REFUSALS = {"PathConflict", "DirectoryIsNotEmpty"}
+
+
+def _files_with_children(container: ContainerClient) -> list[str]:
+    blobs = list(container.list_blobs(include=["metadata"]))
+    files = {b.name for b in blobs if (b.metadata or {}).get("hdi_isfolder") != "true"}
+    return sorted(f for f in files if any(b.name.startswith(f + "/") for b in blobs))
+
+
+def test_racing_writes_never_leave_a_file_with_children(
+    fs: FileSystemClient, container: ContainerClient
+) -> None:
+    """Put Blob of ``a`` against Put Blob and Create Path of names below it, side by side: each
+    round ends with ``a`` a file and nothing below it, or a directory with its children; the
+    losers are refused with the namespace's 409s, nothing else."""
+    refused: list[str] = []
+
+    def put_file(name: str) -> None:
+        try:
+            container.upload_blob(name, b"file", overwrite=True)
+        except HttpResponseError as error:
+            assert error.status_code == 409 and error.error_code in _NAMESPACE_REFUSALS, error
+            refused.append(str(error.error_code))
+
+    def create_path(name: str) -> None:
+        try:
+            fs.create_file(name)
+        except HttpResponseError as error:
+            assert error.status_code == 409 and error.error_code in _NAMESPACE_REFUSALS, error
+            refused.append(str(error.error_code))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for round_ in range(12):
+            top = f"r{round_}/a"
+            work = [
+                (put_file, top), (put_file, f"{top}/b"), (put_file, top), (create_path, f"{top}/c"),
+                (put_file, top), (put_file, f"{top}/d/e"), (put_file, top), (create_path, f"{top}/f"),
+            ]  # fmt: skip
+            tasks = [pool.submit(call, name) for call, name in work]
+            for task in tasks:
+                task.result(timeout=120)
+    assert _files_with_children(container) == []
+    assert refused  # the races were run, and some lost

@@ -157,6 +157,42 @@ def test_undelete_restores_a_directory_with_its_tree(kept: FileSystemClient) -> 
     assert list(kept.list_deleted_paths()) == []
 
 
+def test_undelete_blob_restores_a_directory_with_its_tree(
+    kept: FileSystemClient, lake: tuple[ServerProcess, Clock]
+) -> None:
+    """Undelete Blob of a deleted directory (the Blob API's restore, as Storage Explorer and the
+    Blob SDK call it) brings back what Undelete Path does: the directory and its tree."""
+    directory = kept.create_directory("blobtree")
+    directory.create_file("a/one").upload_data(b"one", overwrite=True)
+    directory.create_file("two").upload_data(b"two", overwrite=True)
+    directory.delete_directory()
+    assert _paths(kept) == []
+    with BlobServiceClient.from_connection_string(lake[0].connection_string) as blobs:
+        container = blobs.get_container_client(kept.file_system_name)
+        container.get_blob_client("blobtree").undelete_blob()
+        assert _paths(kept) == ["blobtree", "blobtree/a", "blobtree/a/one", "blobtree/two"]
+        assert container.get_blob_client("blobtree/a/one").download_blob().readall() == b"one"
+        assert list(kept.list_deleted_paths()) == []
+        with pytest.raises(ResourceNotFoundError):  # nothing kept: Undelete Blob's 404
+            container.get_blob_client("nothing").undelete_blob()
+
+
+def test_undelete_blob_of_a_directory_async(
+    kept: FileSystemClient, lake: tuple[ServerProcess, Clock]
+) -> None:
+    from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
+
+    kept.create_directory("adir").create_file("b/c").upload_data(b"c", overwrite=True)
+    kept.get_directory_client("adir").delete_directory()
+
+    async def scenario() -> None:
+        async with AsyncBlobServiceClient.from_connection_string(lake[0].connection_string) as blobs:
+            await blobs.get_blob_client(kept.file_system_name, "adir").undelete_blob()
+
+    asyncio.run(scenario())
+    assert _paths(kept) == ["adir", "adir/b", "adir/b/c"]
+
+
 def test_undelete_a_file_by_its_deletion_id(kept: FileSystemClient) -> None:
     """The SDK's live ``test_undelete_file_with_version_id``: the id Delete File answers (on the
     Blob port, the Blob API's Delete Blob) restores it; twice is 404, over a live path 409."""

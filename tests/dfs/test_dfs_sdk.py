@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import orjson
 import pytest
+from azure.core import MatchConditions
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob import BlobServiceClient
 from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient
@@ -277,9 +278,36 @@ def test_blob_api_writes_make_parents_and_hns_refusals(fs: FileSystemClient, lak
     with pytest.raises(HttpResponseError) as caught:
         container.get_blob_client("pages").create_page_blob(512)
     assert caught.value.error_code == "FeatureNotYetSupportedForHierarchicalNamespaceAccounts"
+
+
+def test_blob_index_tags_on_an_hns_account(fs: FileSystemClient, lake: ServerProcess) -> None:
+    """Real Azure now sets and reads index tags on an HNS account's files (recorded for
+    azure-storage-file-datalake 12.26's ``test_data_lake_tags``), conditions included, and
+    finds them by tags."""
+    blobs = BlobServiceClient.from_connection_string(lake.connection_string)
+    container = blobs.get_container_client(fs.file_system_name)
+    container.upload_blob("t/made.txt", b"x", tags={"project": "lake"})
+    file = fs.create_file("t/set.txt")
+    etag = file.get_file_properties().etag
     with pytest.raises(HttpResponseError) as caught:
-        container.get_blob_client("x/y/z.txt").set_blob_tags({"a": "b"})
-    assert caught.value.error_code == "FeatureNotYetSupportedForHierarchicalNamespaceAccounts"
+        file.set_tags({"project": "lake"}, etag="0x1", match_condition=MatchConditions.IfNotModified)
+    assert caught.value.status_code == 412
+    file.set_tags({"project": "lake", "n": "2"}, etag=etag, match_condition=MatchConditions.IfNotModified)
+    assert file.get_tags() == {"project": "lake", "n": "2"}
+    assert container.get_blob_client("t/made.txt").get_blob_tags() == {"project": "lake"}
+    found = sorted(b.name for b in container.find_blobs_by_tags("\"project\" = 'lake'"))
+    assert found == ["t/made.txt", "t/set.txt"]
+
+
+def test_blob_index_tags_on_an_hns_account_async(fs: FileSystemClient, lake: ServerProcess) -> None:
+    async def scenario() -> None:
+        async with AsyncDataLakeServiceClient.from_connection_string(lake.connection_string) as service:
+            file = service.get_file_system_client(fs.file_system_name).get_file_client("tagged")
+            await file.create_file()
+            await file.set_tags({"k": "v"})
+            assert await file.get_tags() == {"k": "v"}
+
+    asyncio.run(scenario())
 
 
 def test_a_flat_account_has_no_namespace_operations(server: ServerProcess) -> None:

@@ -4,12 +4,13 @@ cut into bounded pieces that always leaves a tree behind."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
 
 from tabulae.model.errors import ServiceError
-from tabulae.storage.blobs import BlobKey, BlobRecord, BlobStore
+from tabulae.storage.blobs import BlobKey, BlobRecord, BlobState, BlobStore, BlobWrite, Needs
 from tabulae.storage.namespace import TreeState, TreeWrite, UndeleteState
 from tests.storage.conftest import Backend
 from tests.storage.test_blob_conformance import put, read_all, run
@@ -85,5 +86,36 @@ def test_tree_deleted_in_pieces_stays_a_tree(backend: Backend) -> None:
             assert "d" in names and rounds < 10
         assert rounds == 3  # five descendants, two a piece, then the rest with the directory
         assert [name for name, _ in await _names(store, account)] == ["d-sibling", "d0"]
+
+    run(backend, body)
+
+
+def test_a_namespace_write_sees_the_directories_above_it_and_what_is_below(backend: Backend) -> None:
+    """``Needs.namespace``: ``state.ancestors`` holds the base of each directory above the blob,
+    outermost first (None where there is none), and ``state.has_children`` whether a base is
+    named below it (a name that merely shares the prefix, ``d0`` or ``d-sibling``, is not)."""
+
+    async def body(store: BlobStore, account: str) -> None:
+        await _plant(store, account)
+        seen: dict[str, BlobState] = {}
+
+        def look(name: str) -> Callable[[BlobState], BlobWrite]:
+            def decide(state: BlobState) -> BlobWrite:
+                seen[name] = state
+                return BlobWrite()
+
+            return decide
+
+        for name in ("d", "d/a/x", "d/missing/deeper", "d0", "top"):
+            await store.write_blob(BlobKey(account, "box", name), look(name), needs=Needs(namespace=True))
+        assert seen["d"].ancestors == [] and seen["d"].has_children
+        above = seen["d/a/x"].ancestors
+        assert [record.name if record else None for record in above or ()] == ["d", "d/a"]
+        assert not seen["d/a/x"].has_children
+        deeper = seen["d/missing/deeper"].ancestors or []
+        assert [record.name if record else None for record in deeper] == ["d", None]
+        assert not seen["d0"].has_children and not seen["top"].has_children
+        await store.write_blob(BlobKey(account, "box", "d/b/z"), look("plain"))
+        assert seen["plain"].ancestors is None  # not asked for: nothing read
 
     run(backend, body)

@@ -19,7 +19,7 @@ from typing import Any
 
 from tabulae.model.blobs import BlobRecord
 from tabulae.storage.blobplan import garbage
-from tabulae.storage.blobplan.reads import BLOB_COLUMNS, At, blob_of, container_id, load_state
+from tabulae.storage.blobplan.reads import BLOB_COLUMNS, At, blob_of, container_id, has_children, load_state
 from tabulae.storage.blobplan.writes import apply
 from tabulae.storage.blobs import NO_NEEDS, STORED_BASE, BlobState, BlobWrite, encode_blob, next_ticks
 from tabulae.storage.namespace import RenameDecide, RenameState, TreeDone, TreeState, TreeWrite, UndeleteState
@@ -28,11 +28,6 @@ from tabulae.storage.plan import Plan, Sql
 _TABLES = ("blobs", "blob_extents", "blob_blocks")
 _ONE = "container_id = :sc AND name = :src"
 _TREE = "container_id = :sc AND (name = :src OR (name > :lo AND name < :hi))"
-# A child is a live path (a base, committed or staged), not what a soft delete kept below it.
-_CHILD = (
-    "SELECT 1 FROM blobs WHERE container_id = :c AND name > :lo AND name < :hi"
-    f" AND version = '{STORED_BASE}' LIMIT 1"
-)
 _VERSION_ROW = (
     f"SELECT {BLOB_COLUMNS} FROM blobs WHERE {{key=}} container_id = :c"
     " AND name = :name AND version = :version"
@@ -46,12 +41,6 @@ _UPDATE_RECORD = (
 def _range(name: str) -> tuple[str, str]:
     """The names strictly below ``name`` as a directory: after ``name/`` and before ``name0``."""
     return name + "/", name + "0"
-
-
-def has_children(cid: int, name: str) -> Plan[bool]:
-    low, high = _range(name)
-    row = yield Sql(_CHILD, {"c": cid, "lo": low, "hi": high}, "one")
-    return row is not None
 
 
 @cache

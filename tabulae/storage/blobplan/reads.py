@@ -151,6 +151,31 @@ def list_blobs(
     return BlobListing([blob_of(row) for row in rows[:limit]], len(rows) > limit)
 
 
+# A child is a live path (a base, committed or staged), not what a soft delete kept below it.
+_CHILD = (
+    "SELECT 1 FROM blobs WHERE container_id = :c AND name > :lo AND name < :hi"
+    f" AND version = '{STORED_BASE}' LIMIT 1"
+)
+_ANCESTOR = f"SELECT {BLOB_COLUMNS} FROM blobs WHERE " + _ROW
+
+
+def has_children(cid: int, name: str) -> Plan[bool]:
+    """Whether a base blob is named below ``name`` as a directory: after ``name/`` and before
+    ``name0``."""
+    row = yield Sql(_CHILD, {"c": cid, "lo": name + "/", "hi": name + "0"}, "one")
+    return row is not None
+
+
+def load_namespace(state: BlobState, at: At, cid: int, above: Sequence[At]) -> Plan[None]:
+    """``state.ancestors`` (the base of each of ``above``) and ``state.has_children``."""
+    found: list[BlobRecord | None] = []
+    for ancestor in above:
+        row = yield Sql(_ANCESTOR, ancestor.row(cid), "one")
+        found.append(blob_of(row) if row is not None else None)
+    state.ancestors = found
+    state.has_children = yield from has_children(cid, at.key.name)
+
+
 def load_state(at: At, cid: int, needs: Needs) -> Plan[BlobState]:
     """The base record, locked for the write, its counts, and what ``needs`` asks for."""
     row = yield Sql(

@@ -62,17 +62,47 @@ class PlannedBlobs(BlobStore):
         """A statement a write into (``shared``) or the deletion of a container runs first."""
         return None
 
+    def _path_locks(self, key: BlobKey) -> tuple[Sql, ...]:
+        """Statements a namespace write (``Needs.namespace``) runs first so that writes along one
+        path never decide side by side; none where one writer runs every write (SQLite)."""
+        return ()
+
+    def _namespace(self, key: BlobKey, needs: Needs) -> tuple[tuple[At, ...], tuple[Sql, ...]]:
+        if not needs.namespace:
+            return (), ()
+        parts = key.name.split("/")
+        above = tuple(
+            self._at(BlobKey(key.account, key.container, "/".join(parts[:depth])))
+            for depth in range(1, len(parts))
+        )
+        return above, self._path_locks(key)
+
     async def write_blob(
         self, key: BlobKey, decide: Decide, *, needs: Needs = NO_NEEDS, staged: Staged | None = None
     ) -> Any:
         at, guard = self._at(key), self._guard(key.account, key.container, shared=True)
-        return await self._commit(lambda: writes.write_blob(at, decide, needs, guard=guard), staged)
+        above, locks = self._namespace(key, needs)
+        return await self._commit(
+            lambda: writes.write_blob(at, decide, needs, guard=guard, above=above, path_locks=locks), staged
+        )
 
-    async def copy_blob(self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide) -> Any:
+    async def copy_blob(
+        self, source: BlobKey, snapshot: str, dest: BlobKey, decide: Decide, *, needs: Needs = NO_NEEDS
+    ) -> Any:
         origin = (self._at(source), stored_version(snapshot))
         at, guard = self._at(dest), self._guard(dest.account, dest.container, shared=True)
+        above, locks = self._namespace(dest, needs)
         result, _named = await self._write(
-            lambda: writes.write_blob(at, decide, Needs(), source=origin, guard=guard, copy=self.copy_extent)
+            lambda: writes.write_blob(
+                at,
+                decide,
+                needs,
+                source=origin,
+                guard=guard,
+                copy=self.copy_extent,
+                above=above,
+                path_locks=locks,
+            )
         )
         return result
 

@@ -9,7 +9,7 @@ become garbage unless another row still names them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import cache
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 from tabulae.model.blobs import Extent
 from tabulae.storage.blob_pages import EVERY_PAGE, PageEdit, PageSpan
 from tabulae.storage.blobplan import garbage, pages, retained, tags
-from tabulae.storage.blobplan.reads import At, committed, container_id, load_state
+from tabulae.storage.blobplan.reads import At, committed, container_id, load_namespace, load_state
 from tabulae.storage.blobs import (
     STORED_BASE,
     VERSION_PREFIX,
@@ -80,16 +80,24 @@ def write_blob(
     source: tuple[At, str] | None = None,
     guard: Sql | None = None,
     copy: CopyExtent | None = None,
+    above: Sequence[At] = (),
+    path_locks: Sequence[Sql] = (),
 ) -> Plan[tuple[Any, set[str]]]:
     """Load, decide, apply; returns the decision's result and the refs the write named.
 
     ``source`` (Copy Blob) is a blob and stored version read into ``state.source``; when it has
     another distribution key, ``copy`` brings the extents the write names over. ``guard`` runs
-    first (an engine's container lock)."""
+    first (an engine's container lock), then ``path_locks`` (with ``needs.namespace``: the
+    engine's locks that serialise writes along the path), and ``above`` are the directories
+    above the blob whose records ``state.ancestors`` holds."""
     if guard is not None:
         yield guard
+    for lock in path_locks:
+        _locked = yield lock
     cid = yield from container_id(at.key.account, at.key.container)
     state = yield from load_state(at, cid, needs)
+    if needs.namespace:
+        yield from load_namespace(state, at, cid, above)
     if needs.pages is not None and state.base is not None:
         state.pages = yield from pages.spans(at, cid, STORED_BASE, *needs.pages)
     if source is not None:

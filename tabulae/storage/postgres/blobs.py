@@ -230,6 +230,13 @@ def listing_lock(account: str, name: str) -> int:
     return int(_DKEY.unpack(digest.digest()[:8])[0])
 
 
+def path_lock(account: str, container: str, name: str) -> int:
+    """The key of a namespace path's transaction advisory lock (see
+    :meth:`PostgresBlobs._path_locks`), tagged apart from the others."""
+    digest = hashlib.sha256(f"blob-path\n{account}\n{container}\n{name}".encode("utf-8", "surrogatepass"))
+    return int(_DKEY.unpack(digest.digest()[:8])[0])
+
+
 def at(key: BlobKey) -> At:
     return At(key, dkey_of(key))
 
@@ -346,6 +353,24 @@ class PostgresBlobs(PlannedBlobs):
         deletion, so a container cannot be deleted under a write (see the module docstring)."""
         function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
         return Sql(f"SELECT {function}(:lock)", {"lock": container_lock(account, container)})
+
+    def _path_locks(self, key: BlobKey) -> tuple[Sql, ...]:
+        """A namespace write holds each directory above it shared and its own name exclusively
+        (transaction advisory locks, by name: a directory that does not exist yet has no row to
+        lock). So a write of ``a`` and one of ``a/b`` take turns, and the second decides over
+        what the first committed (a file ``a`` is then a conflict for ``a/b``, and ``a/b`` a
+        child that a file ``a`` may not have), while writes below one directory share it. Taken
+        outermost first, so two writes never wait on each other in a cycle."""
+        parts = key.name.split("/")
+        shared = [
+            Sql("SELECT pg_advisory_xact_lock_shared(:lock)",
+                {"lock": path_lock(key.account, key.container, "/".join(parts[:depth]))})
+            for depth in range(1, len(parts))
+        ]  # fmt: skip
+        own = Sql(
+            "SELECT pg_advisory_xact_lock(:lock)", {"lock": path_lock(key.account, key.container, key.name)}
+        )
+        return (*shared, own)
 
     async def _commit(self, make: Callable[[], Plan[tuple[Any, set[str]]]], staged: Staged | None) -> Any:
         if staged is None:
