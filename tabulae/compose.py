@@ -258,6 +258,7 @@ def build_gateway(settings: Settings) -> Gateway:
                 stores.blobs,
                 tiering=TierPolicy(settings.default_access_tier, settings.rehydrate_delay),
                 features=settings.features_of,
+                owner=settings.frontend or None,
             )
             features = blob_service.features
             lake = DataLakeApp(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +29,16 @@ _names = itertools.count()
 settings.register_profile("ci", database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+# Every test server is a new interpreter importing the whole package, once per worker process
+# too. Where the environment turns bytecode caching off (PYTHONDONTWRITEBYTECODE), each of them
+# would compile every module from source again, the better part of a server's start. The
+# processes the tests start share a cache of their own instead, kept out of the checkout and
+# removed with the session.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+    _bytecode = tempfile.mkdtemp(prefix="tabulae-test-pyc-")
+    os.environ["PYTHONPYCACHEPREFIX"] = _bytecode
+    atexit.register(shutil.rmtree, _bytecode, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -196,8 +196,10 @@ class BlobService:
         clock: Callable[[], float] = time.time,
         tiering: TierPolicy | None = None,
         features: Callable[[str], AccountFeatures] = lambda account: OFF,
+        owner: str | None = None,
     ) -> None:
         self._clock = clock
+        self._owner = owner  # "host:pid" of the server process, named by the copies it runs
         self.tiering = tiering or TierPolicy()
         # Each account's features: the settings' (``features``) with run-time changes laid over.
         self.features = AccountFeatureBook(store, features)
@@ -1275,7 +1277,7 @@ class BlobService:
                 properties=content_properties,
                 metadata=metadata,
                 lease=leases.after_write(base.lease, now) if base is not None else Lease(),
-                copy=copies.pending(str(uuid.uuid4()), source_url, total, state.ticks),
+                copy=copies.pending(str(uuid.uuid4()), source_url, total, state.ticks, self._owner),
                 tags=tags or {},
             )
             if blob_type == BLOCK_BLOB:

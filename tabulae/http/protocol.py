@@ -43,6 +43,10 @@ KEEP_ALIVE_SECONDS = 5.0
 # the body) is half-closed and read to nothing for at most this long and this much, then closed.
 DRAIN_SECONDS = 5.0
 DRAIN_BYTES = 32 * 1024 * 1024
+# A TLS connection the stopping server closes sends its close_notify, then waits for the client's;
+# an idle pooled client never reads it to answer. So its socket is closed this long after (a
+# one-sided TLS close, as HTTP allows) rather than holding the server's exit up.
+TLS_CLOSE_SECONDS = 1.0
 
 
 _REASONS = {400: "Bad Request", 414: "URI Too Long", 500: "Internal Server Error", 503: "Service Unavailable"}
@@ -336,15 +340,18 @@ class AzureHttpProtocol(HttpToolsProtocol):
         return True
 
     def shutdown(self) -> None:
-        """The server is stopping: idle connections close now (uvicorn's own), one lingering
-        after its answer too, and one with a request in flight once that request is answered,
-        or after ``shutdown_timeout`` seconds, whichever comes first."""
+        """The server is stopping: idle connections close now (uvicorn's own; over TLS, without
+        waiting long for the client's close_notify), one lingering after its answer too, and one
+        with a request in flight once that request is answered, or after ``shutdown_timeout``
+        seconds, whichever comes first."""
         if self._drain is not None:
             self._drain.close()
             return
         super().shutdown()
         if not self.transport.is_closing():
             self._stop_timer = self.loop.call_later(self.shutdown_timeout, self._stop_now)
+        elif self.scheme == "https" and not self._gone:
+            self._stop_timer = self.loop.call_later(TLS_CLOSE_SECONDS, self._stop_now)
 
     def _stop_now(self) -> None:
         """A request still in flight when the server must stop: its client gets a reset (it retries;

@@ -89,6 +89,7 @@ class CopyState:
     status_description: str | None = None
     incremental: bool = False  # an Incremental Copy of a page blob's snapshot
     destination_snapshot: str | None = None  # that copy's snapshot at the destination
+    owner: str | None = None  # while pending: "host:pid" of the server running it, if known
 
 
 @dataclass(slots=True)

@@ -511,8 +511,15 @@ def encode_blob(record: BlobRecord) -> bytes:
 
 def _encode_copy(copy: CopyState) -> list[Any]:
     fields = [copy.copy_id, copy.source, copy.progress, copy.completed, copy.status]
-    if copy.status_description is not None or copy.incremental or copy.destination_snapshot is not None:
+    if (
+        copy.status_description is not None
+        or copy.incremental
+        or copy.destination_snapshot is not None
+        or copy.owner is not None
+    ):
         fields += [copy.status_description, copy.incremental, copy.destination_snapshot]
+    if copy.owner is not None:
+        fields.append(copy.owner)
     return fields
 
 

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import html
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from azure.data.tables import TableServiceClient
-from azure.storage.blob import BlobServiceClient
-
+from tests.bulkhttp import create_containers, create_tables
 from tests.consoleclient import ConsoleClient
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 
@@ -16,13 +13,7 @@ from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 def test_ten_thousand_tables_page_by_page(tmp_path: Path) -> None:
     local = ServerProcess(tmp_path / "data", extra_args=["--in-memory"]).start()  # no fsync per create
     try:
-        with TableServiceClient.from_connection_string(local.connection_string) as service:
-
-            def create(number: int) -> None:
-                service.create_table(f"t{number:05d}")
-
-            with ThreadPoolExecutor(8) as pool:
-                list(pool.map(create, range(10_000)))
+        create_tables(local, (f"t{number:05d}" for number in range(10_000)))  # through the server
         console = ConsoleClient(local.port)
         assert console.sign_in(DEV_ACCOUNT, DEV_KEY).status == 303
         path, seen, pages = "/tables", 0, 0
@@ -49,13 +40,7 @@ def test_ten_thousand_tables_page_by_page(tmp_path: Path) -> None:
 def test_ten_thousand_containers_page_by_page(tmp_path: Path) -> None:
     local = ServerProcess(tmp_path / "data", extra_args=["--in-memory"]).start()
     try:
-        with BlobServiceClient.from_connection_string(local.connection_string) as service:
-
-            def create(number: int) -> None:
-                service.create_container(f"c{number:05d}")
-
-            with ThreadPoolExecutor(8) as pool:
-                list(pool.map(create, range(10_000)))
+        create_containers(local, (f"c{number:05d}" for number in range(10_000)))
         console = ConsoleClient(local.port)
         assert console.sign_in(DEV_ACCOUNT, DEV_KEY).status == 303
         path, seen = "/blobs", []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import http.client
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -338,3 +339,24 @@ def test_bearer_header_over_plain_http_is_refused(
     assert response.status in {400, 401, 403}, response
     assert response.header("x-ms-error-code") in {"InvalidAuthenticationInfo", "AuthenticationFailed"}
     assert not _table_exists(service, table_name)
+
+
+def test_an_idle_tls_keep_alive_connection_does_not_hold_up_the_stop(
+    tmp_path_factory: pytest.TempPathFactory, cert: SelfSignedCert
+) -> None:
+    """Stopping closes an idle HTTPS connection without waiting for the client's close_notify,
+    which a pooled connection nobody reads never sends: the server exits cleanly, well inside
+    its (here long) shutdown timeout."""
+    server = _tls_server(tmp_path_factory, cert, "--shutdown-timeout", "60")
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, timeout=30, context=cert.ssl_context())
+    try:
+        conn.request("GET", f"/{DEV_ACCOUNT}/Tables", headers={"x-ms-version": "2019-02-02"})
+        response = conn.getresponse()
+        response.read()
+        assert response.getheader("Connection", "keep-alive").lower() != "close"  # kept open, idle
+        started = time.monotonic()
+        code = server.stop(timeout=45)
+        assert code == 0 and time.monotonic() - started < 30
+    finally:
+        conn.close()
+        server.stop()

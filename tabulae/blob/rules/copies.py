@@ -8,10 +8,18 @@ restart, a crash) stops beating, and once it has been silent for :data:`STALE_SE
 failed the next time anyone looks at it, rather than left pending for ever. The worker's pause
 limit on the source (a fetch's read timeout) is well inside that, so a live copy is never
 mistaken for a dead one.
+
+A pending copy also names its owner, the server process that runs it (``host:pid``). When that
+is a process of this machine that no longer exists (the server was killed and started again,
+as it always is on SQLite), the copy is known to be dead at once and need not wait out its
+heartbeat. A copy owned on another machine (front-ends sharing PostgreSQL), or by a process
+still running, is left to the heartbeat: only that can tell a live copy from a dead one there.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import replace
 
 from tabulae.model.blobs import CopyState
@@ -24,17 +32,39 @@ MAX_SYNC_COPY = 256 * 1024 * 1024  # Copy Blob From URL copies at most 256 MiB
 INTERRUPTED = '500 InternalError "The copy was interrupted (the server stopped); start it again."'
 
 
-def pending(copy_id: str, source: str, total: int, now: int) -> CopyState:
-    return CopyState(copy_id, source, f"0/{total}", now, PENDING)
+HOST = socket.gethostname()
+
+
+def pending(copy_id: str, source: str, total: int, now: int, owner: str | None = None) -> CopyState:
+    return CopyState(copy_id, source, f"0/{total}", now, PENDING, owner=owner)
 
 
 def is_stale(copy: CopyState | None, now: int) -> bool:
-    """A pending copy whose heartbeat stopped more than STALE_SECONDS ago."""
+    """A pending copy whose heartbeat stopped more than STALE_SECONDS ago, or whose owner is a
+    process of this machine that has ended."""
     return (
         copy is not None
         and copy.status == PENDING
-        and now - copy.completed > int(STALE_SECONDS * TICKS_PER_SECOND)
+        and (now - copy.completed > int(STALE_SECONDS * TICKS_PER_SECOND) or owner_gone(copy.owner))
     )
+
+
+def owner_gone(owner: str | None) -> bool:
+    """Whether ``owner`` ("host:pid") is certainly no running process: it names this host and no
+    process has that id. Anything less certain (another host, an unknown owner, a process id
+    since reused) is not gone: the heartbeat decides for those."""
+    if owner is None:
+        return False
+    host, _, pid = owner.rpartition(":")
+    if host != HOST or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists, but belongs to someone else
+        return False
+    return False
 
 
 def check_no_pending(copy: CopyState | None, now: int) -> None:
@@ -50,9 +80,9 @@ def progressed(copy: CopyState, copied: int, now: int) -> CopyState:
 
 
 def finished(copy: CopyState, size: int, now: int) -> CopyState:
-    return replace(copy, progress=f"{size}/{size}", completed=now, status=SUCCESS)
+    return replace(copy, progress=f"{size}/{size}", completed=now, status=SUCCESS, owner=None)
 
 
 def ended(copy: CopyState, status: str, now: int, description: str | None = None) -> CopyState:
     """An aborted or failed copy: its progress as it stood, the time it ended."""
-    return replace(copy, completed=now, status=status, status_description=description)
+    return replace(copy, completed=now, status=status, status_description=description, owner=None)
