@@ -40,6 +40,7 @@ from tabulae.blob.api import background_copy
 from tabulae.blob.api.account_admin import ACCOUNT_ADMIN_PATH, AccountAdmin
 from tabulae.blob.features import AccountFeatureBook
 from tabulae.blob.feed import FeedPublisher
+from tabulae.blob.rules import copies
 from tabulae.blob.rules.tiers import TierPolicy
 from tabulae.blob.service import BlobService
 from tabulae.config import DEV_ACCOUNT, DEV_KEY, SETTINGS_ENV, Settings
@@ -258,7 +259,7 @@ def build_gateway(settings: Settings) -> Gateway:
                 stores.blobs,
                 tiering=TierPolicy(settings.default_access_tier, settings.rehydrate_delay),
                 features=settings.features_of,
-                owner=settings.frontend or None,
+                owner=copies.this_process(),
             )
             features = blob_service.features
             lake = DataLakeApp(

@@ -9,11 +9,13 @@ failed the next time anyone looks at it, rather than left pending for ever. The 
 limit on the source (a fetch's read timeout) is well inside that, so a live copy is never
 mistaken for a dead one.
 
-A pending copy also names its owner, the server process that runs it (``host:pid``). When that
-is a process of this machine that no longer exists (the server was killed and started again,
-as it always is on SQLite), the copy is known to be dead at once and need not wait out its
-heartbeat. A copy owned on another machine (front-ends sharing PostgreSQL), or by a process
-still running, is left to the heartbeat: only that can tell a live copy from a dead one there.
+A pending copy also names its owner, the server process that runs it (``host:pid``, the host
+qualified by its process-id namespace, so two containers that share a host name never judge
+each other's processes). When that is a process of this machine that no longer exists (the
+server was killed and started again, as it always is on SQLite), the copy is known to be dead
+at once and need not wait out its heartbeat. A copy owned on another machine (front-ends
+sharing PostgreSQL), or by a process still running, is left to the heartbeat: only that can
+tell a live copy from a dead one there.
 """
 
 from __future__ import annotations
@@ -32,7 +34,21 @@ MAX_SYNC_COPY = 256 * 1024 * 1024  # Copy Blob From URL copies at most 256 MiB
 INTERRUPTED = '500 InternalError "The copy was interrupted (the server stopped); start it again."'
 
 
-HOST = socket.gethostname()
+def _process_space() -> str:
+    """This host's name, with its process-id namespace where the system names one: a process
+    id means something only within that namespace."""
+    try:
+        return f"{socket.gethostname()}/{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        return socket.gethostname()
+
+
+HOST = _process_space()
+
+
+def this_process() -> str:
+    """The owner a copy run by this process names."""
+    return f"{HOST}:{os.getpid()}"
 
 
 def pending(copy_id: str, source: str, total: int, now: int, owner: str | None = None) -> CopyState:

@@ -49,3 +49,12 @@ def test_the_owner_is_stored_with_the_copy_and_older_records_read_without_one() 
     assert decode_blob("b", "", NOW, 0, True, encode_blob(owned)).copy == owned.copy
     unowned = replace(record, copy=copies.pending("id", "http://source/x", 10, NOW))
     assert decode_blob("b", "", NOW, 0, True, encode_blob(unowned)).copy == unowned.copy
+
+
+def test_this_process_names_its_host_with_its_process_id_namespace() -> None:
+    """Two containers may share a host name but not their process ids: a process id of another
+    namespace under the same name is not judged, only the heartbeat decides for it."""
+    assert copies.this_process() == f"{copies.HOST}:{os.getpid()}"
+    if os.path.exists("/proc/self/ns/pid"):
+        elsewhere = f"{copies.HOST.split('/')[0]}/1:{ended_pid()}"
+        assert not copies.is_stale(copies.pending("id", "http://source/x", 10, NOW, elsewhere), NOW)
