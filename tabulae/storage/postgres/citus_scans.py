@@ -115,10 +115,27 @@ def _successors(
 
 
 def _probe(
-    layout: EntityLayout, bounds: str, params: dict[str, object], at: bytes, expected: Sequence[bytes]
+    layout: EntityLayout,
+    bounds: str,
+    params: dict[str, object],
+    at: bytes,
+    expected: Sequence[bytes],
+    wide: bool,
 ) -> Plan[tuple[list[bytes], list[bytes], bool]]:
     """The partitions that follow ``at``, in key order, as far as one probe makes them certain;
-    the partitions seen beyond them (to expect next); and whether the range ends after them."""
+    the partitions seen beyond them (to expect next); and whether the range ends after them.
+
+    Unless ``wide`` (stepping looks like it will go on), nothing is expected and only the next
+    partition is asked for, without a transaction: a sparse scan leaves stepping soon after."""
+    if not wide and not expected:
+        params["step"] = at
+        found = yield Sql(
+            f"SELECT e.{layout.partition} FROM entities e WHERE {bounds} AND e.{layout.partition} > :step"
+            f" ORDER BY e.{layout.partition}, e.rk LIMIT 1",
+            params,
+            "one",
+        )
+        return ([], [], True) if found is None else ([bytes(found[0])], [], False)
     points = [at, *sorted({p for p in expected if p > at})[:EXPECTED]]
     first, seen = yield from _successors(layout, bounds, params, points)
     asked = set(points)
@@ -183,13 +200,16 @@ def scan_stepping(
                     batch, resumed = [resumed], None
                     if hint.read_out:  # its rest likely holds nothing: read it with what follows
                         coming, expected, ended = yield from _probe(
-                            layout, bounds, params, batch[0], expected
+                            layout, bounds, params, batch[0], expected, True
                         )
                         if coming and not density:
                             batch.append(coming.pop(0))
                 else:
                     if not coming and not ended:
-                        coming, expected, ended = yield from _probe(layout, bounds, params, at, expected)
+                        wide = stepped_matches * STEP_PARTITIONS >= want - len(found)
+                        coming, expected, ended = yield from _probe(
+                            layout, bounds, params, at, expected, wide
+                        )
                     if not coming:
                         break
                     batch = [coming.pop(0)]
