@@ -6,8 +6,9 @@ the first ``n`` of them all. Where matches are dense, every shard fills its ``n`
 of it is thrown away, page after page. No statement can give each shard only its share, and a
 shard cannot be named in SQL, but a PartitionKey can: all of a partition lives on one shard.
 
-So this plan steps through partitions while matches are dense: it reads one partition at a time
-(a statement Citus routes to its one shard), only as far as the page needs. Which partition
+So this plan steps through partitions while matches are dense: it reads a partition at a time
+(a statement Citus routes to its one shard), or the few it expects to read to their end in one
+statement (``= ANY``, sent to their shards only), only as far as the page needs. Which partition
 comes next is found by a probe of every shard's key index (no entity read), and a probe costs a
 task per shard whatever it asks, so one probe asks many questions: for each of several points,
 every shard's first partition after it (:func:`_successors`). The first point is where the scan
@@ -16,7 +17,8 @@ previous page of the same scan left in :class:`ScanHints`). Each answer holds th
 partition after every point, so the expected partitions are checked, not trusted: the scan
 steps through them as far as each one is the true successor of the one before, and a partition
 created since (or a hint gone stale) only shortens the run. A page thus costs one probe however
-many partitions it crosses, where it cost one per partition.
+many partitions it crosses, where it cost one per partition. Until the partitions read promise
+the page, a probe asks for the next partition alone, as a sparse scan needs no more.
 
 When a partition yields too few matches for stepping to pay (a sparse filter, or partitions of a
 row or two), the rest of the range goes to one statement over every shard, as on PostgreSQL,
