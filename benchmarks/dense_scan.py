@@ -93,11 +93,11 @@ async def measure(name: str, url: str, citus: bool, rows: int, every: int, plain
         print(f"{name}: loaded {rows:,} entities in {time.perf_counter() - started:.0f}s", flush=True)
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("VACUUM ANALYZE entities")
-        variants = (
-            [("as Tabulae scans", True), ("one statement over every shard", False)]
-            if citus
-            else [("", False)]
-        )
+        variants: list[tuple[str, bool]] = [("", False)]
+        if citus:
+            variants = [("as Tabulae scans", True)] + (
+                [("one statement over every shard", False)] if plain else []
+            )
         for label, stepping in variants:
             stores.tables._citus = stepping
             await asyncio.sleep(FLUSH)

@@ -148,6 +148,8 @@ async def explain(url: str, statement: Statement, analyze: bool = False) -> list
     that is rolled back)."""
     query, params = statement
     async with await psycopg.AsyncConnection.connect(url) as conn:
+        if "CROSS JOIN LATERAL (SELECT" in query:  # a Citus stepping probe: as the store sends it
+            await conn.execute("SET LOCAL citus.subquery_pushdown TO on")
         options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
         cursor = await conn.execute(f"EXPLAIN ({options}) {query}", params)  # type: ignore[arg-type]
         row = await cursor.fetchone()
@@ -642,5 +644,134 @@ def test_a_dense_scan_steps_and_reads_about_what_it_returns(stepping_url: str) -
                 sent[stepping] = fetched
             assert sent[True] <= 2 * 12 * 30, sent
             assert sent[False] > 2 * sent[True], sent
+
+    asyncio.run(body())
+
+
+def _probes(log: list[Statement]) -> int:
+    """Statements of a filtered scan that ask every shard (neither a partition's read nor a count)."""
+    return sum(
+        1
+        for text, _params in statements_of(log)
+        if "FROM entities" in text and "%(part)s" not in text and "count(*)" not in text
+    )
+
+
+def test_a_dense_scan_asks_every_shard_about_once_a_page(stepping_url: str) -> None:
+    """Forty partitions of 30 entities, every other one matching, read in pages of 40: each page
+    crosses three or four partitions, yet sends one probe over every shard, now and then two (a
+    probe checks the partitions the previous page expected next, several at once), where one
+    per partition crossed was sent before. The pages are those of one statement over every
+    shard."""
+
+    async def body() -> None:
+        async with recorded(stepping_url) as (stores, log):
+            tables = stores.tables
+            await tables.create_table(ACCOUNT, "Probes")
+            for p in range(40):
+                rows = [
+                    Mutation(
+                        MutationKind.INSERT, f"p{p:02d}", f"{i:03d}", {"flag": (edm.BOOLEAN, i % 2 == 0)}
+                    )
+                    for i in range(30)
+                ]
+                await tables.apply(ACCOUNT, "Probes", rows)
+            service = TableService(tables)
+            log.clear()
+            stepped = await _pages_of(service, "Probes", "flag eq true", 40)
+            probes = _probes(log)
+            tables._citus = False
+            assert await _pages_of(service, "Probes", "flag eq true", 40) == stepped
+            assert len(stepped) == 15
+            # one probe per partition crossed before: 40 and more
+            assert probes < 40 and probes <= 2 * len(stepped), (probes, len(stepped))
+
+    asyncio.run(body())
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    partitions=st.lists(
+        st.tuples(st.integers(1, 30), st.sampled_from(sorted(DENSITIES))), min_size=2, max_size=8
+    ),
+    text=st.sampled_from(STEPPING_FILTERS),
+    top=st.one_of(st.none(), st.integers(1, 25)),
+    changes=st.lists(st.tuples(st.integers(0, 8), st.booleans()), min_size=1, max_size=5),
+)
+def test_stepping_pages_follow_partitions_made_and_emptied_between_pages(
+    stepping_url: str,
+    partitions: list[tuple[int, str]],
+    text: str,
+    top: int | None,
+    changes: list[tuple[int, bool]],
+) -> None:
+    """Between pages a partition is created where none was (``True``: in a gap of the key order
+    the previous page's probe did not see) or one is emptied (``False``), so the partitions a
+    page expected next are wrong: from each token, stepping gives the page, token and count of
+    rows scanned that one statement over every shard gives from that token."""
+    table = f"moves{next(_stepping_tables)}"
+
+    def group(pk: str, size: int, every: int, kind: MutationKind) -> list[Mutation]:
+        return [
+            Mutation(
+                kind,
+                pk,
+                f"r{row:03d}",
+                {"flag": (edm.BOOLEAN, every != 0 and row % every == 0), "n": (edm.INT32, row % 10)}
+                if kind is MutationKind.INSERT
+                else None,
+                None if kind is MutationKind.INSERT else "*",
+            )
+            for row in range(size)
+        ]
+
+    async def body() -> None:
+        stores = await PostgresStores.open(stepping_url, max_size=2)
+        try:
+            tables = stores.tables
+            await tables.create_table(ACCOUNT, table)
+            live: dict[int, int] = {}
+            for number, (size, density) in enumerate(partitions):
+                await tables.apply(
+                    ACCOUNT, table, group(f"p{2 * number:02d}", size, DENSITIES[density], MutationKind.INSERT)
+                )
+                live[2 * number] = size
+            service = TableService(tables)
+            token: tuple[str | None, str | None] = (None, None)
+            pending = list(changes)
+            for _ in range(200):
+                tables._citus = True
+                stepped = await service.query_entities(ACCOUNT, table, text, top, *token)
+                tables._citus = False
+                plain = await service.query_entities(ACCOUNT, table, text, top, *token)
+                assert [(e.pk, e.rk, e.ticks) for e in stepped.entities] == [
+                    (e.pk, e.rk, e.ticks) for e in plain.entities
+                ], (text, top, token)
+                assert (stepped.next_partition_token, stepped.next_row_token, stepped.scanned) == (
+                    plain.next_partition_token,
+                    plain.next_row_token,
+                    plain.scanned,
+                )
+                if stepped.next_partition_token is None:
+                    break
+                token = (stepped.next_partition_token, stepped.next_row_token)
+                if pending:
+                    where, create = pending.pop(0)
+                    number = 2 * min(where, len(partitions) - 1)
+                    if create and number + 1 not in live:
+                        await tables.apply(
+                            ACCOUNT, table, group(f"p{number + 1:02d}", 7, 1, MutationKind.INSERT)
+                        )
+                        live[number + 1] = 7
+                    elif not create and live.get(number):
+                        await tables.apply(
+                            ACCOUNT, table, group(f"p{number:02d}", live[number], 0, MutationKind.DELETE)
+                        )
+                        live[number] = 0
+            else:
+                raise AssertionError("paging did not end")
+            await tables.delete_table(ACCOUNT, table)
+        finally:
+            await stores.close()
 
     asyncio.run(body())

@@ -6,17 +6,30 @@ the first ``n`` of them all. Where matches are dense, every shard fills its ``n`
 of it is thrown away, page after page. No statement can give each shard only its share, and a
 shard cannot be named in SQL, but a PartitionKey can: all of a partition lives on one shard.
 
-So this plan steps through partitions while matches are dense: it finds the next partition in
-key order (a one-row probe of every shard's key index, no entity read) and reads that
-partition alone (a statement Citus routes to its one shard), only as far as the page needs.
-When a partition yields too few matches for stepping to pay (a sparse filter, or partitions of
-a row or two), the rest of the range goes to one statement over every shard, as on PostgreSQL,
+So this plan steps through partitions while matches are dense: it reads a partition at a time
+(a statement Citus routes to its one shard), or the few it expects to read to their end in one
+statement (``= ANY``, sent to their shards only), only as far as the page needs. Which partition
+comes next is found by a probe of every shard's key index (no entity read), and a probe costs a
+task per shard whatever it asks, so one probe asks many questions: for each of several points,
+every shard's first partition after it (:func:`_successors`). The first point is where the scan
+stands; the others are the partitions it expects next (those the previous probe saw, or those a
+previous page of the same scan left in :class:`ScanHints`). Each answer holds the true next
+partition after every point, so the expected partitions are checked, not trusted: the scan
+steps through them as far as each one is the true successor of the one before, and a partition
+created since (or a hint gone stale) only shortens the run. A page thus costs one probe however
+many partitions it crosses, where it cost one per partition. Until the partitions read promise
+the page, a probe asks for the next partition alone, as a sparse scan needs no more.
+
+When a partition yields too few matches for stepping to pay (a sparse filter, or partitions of a
+row or two), the rest of the range goes to one statement over every shard, as on PostgreSQL,
 where each shard then reads what a scan must read anyway.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from tabulae.model import edm
 from tabulae.model.entity import StoredEntity
@@ -28,6 +41,116 @@ from tabulae.storage.table_plans import EntityLayout, Matching, range_sql
 # Stepping goes on while the partitions read so far promise the page within this many more
 # partitions; beyond that one statement over every shard costs fewer round trips.
 STEP_PARTITIONS = 4
+# The expected partitions one probe checks besides where the scan stands: each is one more
+# index probe on every shard, within the same task.
+EXPECTED = 4
+HINTS = 1024  # scans whose expected partitions a store remembers between pages
+
+_START = b""  # a point before every partition of every table: the probe's ranges bound it
+
+
+class Hint(NamedTuple):
+    """What a page that ended in a partition expected of the next page's."""
+
+    expected: tuple[bytes, ...]  # the partitions after it
+    read_out: bool  # the partition was read to its end
+    density: int  # matches a partition read to its end gave (0: none was)
+
+
+_NO_HINT = Hint((), False, 0)
+
+
+class ScanHints:
+    """Where a scan expected to go when its page ended, by table and the partition the next page
+    resumes in: the partitions it expected next, and whether it had read that partition to its
+    end, and how many matches a partition gave. A hint only: the probe checks the partitions,
+    and a partition's rest is read all the same (with the next one, in one statement, when it
+    was read to its end; and with them the partitions that will likely be read to their end
+    too, by how many matches the earlier ones gave; the hint wrong, that statement reads more
+    than it returns). The continuation token names the entity, so nothing
+    of this goes to the client; a page that reaches another process, or a hint forgotten, costs
+    one more statement."""
+
+    def __init__(self, limit: int = HINTS) -> None:
+        self._limit = limit
+        self._hints: OrderedDict[tuple[int, bytes], Hint] = OrderedDict()
+
+    def take(self, table: int, partition: bytes) -> Hint:
+        return self._hints.pop((table, partition), _NO_HINT)
+
+    def leave(self, table: int, partition: bytes, hint: Hint) -> None:
+        self._hints[(table, partition)] = hint
+        while len(self._hints) > self._limit:
+            self._hints.popitem(last=False)
+
+
+def _successors(
+    layout: EntityLayout, bounds: str, params: dict[str, object], points: list[bytes]
+) -> Plan[tuple[dict[bytes, bytes], set[bytes]]]:
+    """For each point, the first partition after it within ``bounds``, and every partition seen:
+    one statement over every shard, each answering for every point with one step of its key index.
+
+    The ``LIMIT 1`` of the lateral subquery is meant per shard: that is what
+    ``citus.subquery_pushdown`` makes Citus do (its planner otherwise refuses a limit in a
+    lateral subquery), so every shard sends its own next partition after each point and the
+    least of them is the table's. The setting lives for this statement's transaction only."""
+    part = layout.partition
+    params["points"] = points
+    yield Sql("BEGIN")
+    yield Sql("SET LOCAL citus.subquery_pushdown TO on")
+    rows = yield Sql(
+        f"SELECT p.x, n.{part} FROM unnest(CAST(:points AS bytea[])) AS p(x) CROSS JOIN LATERAL"
+        f" (SELECT e.{part} FROM entities e WHERE {bounds} AND e.{part} > p.x"
+        f" ORDER BY e.{part}, e.rk LIMIT 1) n ORDER BY 1, 2 LIMIT :answers",
+        {**params, "answers": 1024 * len(points)},
+        "all",
+    )
+    yield Sql("COMMIT")
+    first: dict[bytes, bytes] = {}
+    seen: set[bytes] = set()
+    for point, partition in rows:
+        point, partition = bytes(point), bytes(partition)
+        seen.add(partition)
+        if point not in first or partition < first[point]:
+            first[point] = partition
+    return first, seen
+
+
+def _probe(
+    layout: EntityLayout,
+    bounds: str,
+    params: dict[str, object],
+    at: bytes,
+    expected: Sequence[bytes],
+    wide: bool,
+) -> Plan[tuple[list[bytes], list[bytes], bool]]:
+    """The partitions that follow ``at``, in key order, as far as one probe makes them certain;
+    the partitions seen beyond them (to expect next); and whether the range ends after them.
+
+    Unless ``wide`` (stepping looks like it will go on), nothing is expected and only the next
+    partition is asked for, without a transaction: a sparse scan leaves stepping soon after."""
+    if not wide and not expected:
+        params["step"] = at
+        found = yield Sql(
+            f"SELECT e.{layout.partition} FROM entities e WHERE {bounds} AND e.{layout.partition} > :step"
+            f" ORDER BY e.{layout.partition}, e.rk LIMIT 1",
+            params,
+            "one",
+        )
+        return ([], [], True) if found is None else ([bytes(found[0])], [], False)
+    points = [at, *sorted({p for p in expected if p > at})[:EXPECTED]]
+    first, seen = yield from _successors(layout, bounds, params, points)
+    asked = set(points)
+    following: list[bytes] = []
+    point = at
+    while point in asked:  # each step is certain: the successor of a point every shard answered for
+        successor = first.get(point)
+        if successor is None:
+            return following, [], True
+        following.append(successor)
+        point = successor
+    beyond = sorted(p for p in seen if p > point)
+    return following, beyond, False
 
 
 def scan_stepping(
@@ -37,6 +160,7 @@ def scan_stepping(
     after: tuple[str, str] | None,
     want: int,
     matching: Matching,
+    hints: ScanHints | None = None,
 ) -> Plan[ScanChunk]:
     """Up to ``want`` rows that pass ``matching``, in key order, and how many rows of the ranges
     were examined to find them: the contract of :func:`~tabulae.storage.table_plans.scan_matching`
@@ -56,27 +180,55 @@ def scan_stepping(
         beyond = ""  # past the partitions stepped through
         parts: list[bytes] = []  # the partitions stepped through, in key order
         stepped_matches = 0
+        coming: list[bytes] = []  # the partitions certain to follow the last one read
+        expected: list[bytes] = []  # partitions seen further on
+        ended = False  # no partition follows ``coming``
+        at = _START
         # a continuation most often resumes inside the partition where the last page ended
         resumed = None
+        hint = _NO_HINT
+        full_matches = full_parts = 0  # of the partitions this chunk read to their end
         if after is not None and stepping and not found and not examined:
             resumed = layout.partition_value(table, after[0])
+            if hints is not None:
+                hint = hints.take(table, resumed)
+                expected = list(hint.expected)
+        density = hint.density
         while True:
+            batch: list[bytes] = []
+            tail = resumed is not None  # the batch begins with the rest of the resumed partition
             if stepping:
                 if resumed is not None:
-                    params["part"], resumed = resumed, None
+                    batch, resumed = [resumed], None
+                    if hint.read_out:  # its rest likely holds nothing: read it with what follows
+                        coming, expected, ended = yield from _probe(
+                            layout, bounds, params, batch[0], expected, True
+                        )
+                        if coming and not density:
+                            batch.append(coming.pop(0))
                 else:
-                    # without the table's check (a join on every shard): the read checks it
-                    probe = yield Sql(
-                        f"SELECT e.{layout.partition} FROM entities e WHERE {bounds}{beyond}"
-                        f" ORDER BY {keys} LIMIT 1",
-                        params,
-                        "one",
-                    )
-                    if probe is None:
+                    if not coming and not ended:
+                        wide = stepped_matches * STEP_PARTITIONS >= want - len(found)
+                        coming, expected, ended = yield from _probe(
+                            layout, bounds, params, at, expected, wide
+                        )
+                    if not coming:
                         break
-                    params["part"] = bytes(probe[0])
-                parts.append(params["part"])
-                where = f"{within}{beyond} AND e.{layout.partition} = :part"
+                    batch = [coming.pop(0)]
+                # with them, the partitions likely read to their end as well
+                if density and not (tail and not hint.read_out):
+                    likely = density * (len(batch) - tail)
+                    while coming and likely + density < want - len(found):
+                        batch.append(coming.pop(0))
+                        likely += density
+                at = batch[-1]
+                params["part"] = at
+                parts.extend(batch)
+                if len(batch) == 1:
+                    where = f"{within}{beyond} AND e.{layout.partition} = :part"
+                else:
+                    params["batch"] = batch
+                    where = f"{within}{beyond} AND e.{layout.partition} = ANY(:batch)"
             else:
                 where = within + beyond
             params["need"] = want - len(found)
@@ -101,10 +253,19 @@ def scan_stepping(
                     params,
                     "one",
                 )
+                if stepping and hints is not None:  # the next page resumes in one of the last two
+                    gave = full_matches // full_parts if full_parts else density
+                    for index in range(max(0, len(parts) - 2), len(parts)):
+                        ahead = (*parts[index + 1 :], *coming, *expected)
+                        hints.leave(table, parts[index], Hint(ahead[:EXPECTED], index < len(parts) - 1, gave))
                 return ScanChunk(found, examined + int(counted[0]), (last.pk, last.rk), False, exact)
             if not stepping:
                 break  # one statement over every shard read the rest of the range
             stepped_matches += len(matched)
+            full_parts += len(batch) - tail
+            full_matches += len(matched)
+            if full_parts:
+                density = full_matches // full_parts
             # the first partition may be the tail of one a previous chunk read: judge on two
             if len(parts) >= 2 and (want - len(found)) * len(parts) > stepped_matches * STEP_PARTITIONS:
                 stepping = False

@@ -45,7 +45,7 @@ from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.plan import Plan
 from tabulae.storage.postgres import planned, wire
-from tabulae.storage.postgres.citus_scans import scan_stepping
+from tabulae.storage.postgres.citus_scans import ScanHints, scan_stepping
 from tabulae.storage.postgres.engine import PostgresDatabase, Restart, Schema, rollback
 from tabulae.storage.postgres.indexes import PostgresIndexes
 from tabulae.storage.postgres.pushdown import NUL_ESCAPE, UNDECIDED, PostgresDialect, record_sql
@@ -217,6 +217,7 @@ class PostgresTables(PlannedTables):
         super().__init__(layout, TableIds(), PostgresDialect())
         self._db = database
         self._citus = citus
+        self._scan_hints = ScanHints()  # where dense Citus scans go next (:mod:`.citus_scans`)
         self.indexes = PostgresIndexes(database, layout)
 
     async def _read(self, make: Callable[[], Plan[T]]) -> T:
@@ -292,7 +293,7 @@ class PostgresTables(PlannedTables):
         """On Citus a filtered scan steps through partitions while matches are dense
         (:mod:`.citus_scans`): one statement over every shard would read each shard's fill."""
         if self._citus and matching.condition and window is None:
-            return scan_stepping(self._layout, table, ranges, after, want, matching)
+            return scan_stepping(self._layout, table, ranges, after, want, matching, self._scan_hints)
         return super()._scan_matching(table, ranges, after, want, matching, window)
 
     async def get_service_properties(self, account: str) -> bytes | None:
