@@ -775,3 +775,33 @@ def test_stepping_pages_follow_partitions_made_and_emptied_between_pages(
             await stores.close()
 
     asyncio.run(body())
+
+
+def test_without_wide_probes_a_dense_scan_asks_for_one_partition_at_a_time(stepping_url: str) -> None:
+    """A Citus without ``citus.subquery_pushdown`` (the store checks at start) never sends the
+    wide probe: every probe asks for the next partition alone, and the pages are those of one
+    statement over every shard all the same."""
+
+    async def body() -> None:
+        async with recorded(stepping_url) as (stores, log):
+            tables = stores.tables
+            assert tables._scan_hints.wide_probes  # this Citus has the setting
+            tables._scan_hints.wide_probes = False
+            await tables.create_table(ACCOUNT, "Narrow")
+            for p in range(12):
+                rows = [
+                    Mutation(
+                        MutationKind.INSERT, f"p{p:02d}", f"{i:03d}", {"flag": (edm.BOOLEAN, i % 2 == 0)}
+                    )
+                    for i in range(30)
+                ]
+                await tables.apply(ACCOUNT, "Narrow", rows)
+            service = TableService(tables)
+            log.clear()
+            stepped = await _pages_of(service, "Narrow", "flag eq true", 40)
+            assert not any("unnest(" in text for text, _params in statements_of(log))
+            tables._citus = False
+            assert await _pages_of(service, "Narrow", "flag eq true", 40) == stepped
+            assert sum(len(rows) for rows, *_ in stepped) == 12 * 15
+
+    asyncio.run(body())

@@ -31,11 +31,11 @@ async def check_serving(url: str) -> None:
 class PostgresStores(Stores):
     """The stores of one database; open with ``await PostgresStores.open(url)``."""
 
-    def __init__(self, database: PostgresDatabase, *, citus: bool = False) -> None:
+    def __init__(self, database: PostgresDatabase, *, citus: bool = False, wide_probes: bool = True) -> None:
         self.database = database
         self.kind = "citus" if citus else "postgres"
         self.volume = database.volume
-        self.tables = PostgresTables(database, citus=citus)
+        self.tables = PostgresTables(database, citus=citus, wide_probes=wide_probes)
         self.queues = PostgresQueues(database)
         self.blobs = PostgresBlobs(database, citus=citus)
 
@@ -49,7 +49,9 @@ class PostgresStores(Stores):
         if create_schema:
             await check_serving(url)
         database = await PostgresDatabase.open(url, min_size=min_size, max_size=max_size)
-        return cls(database, citus=await database.run(engine.citus_present, idempotent=True))
+        citus = await database.run(engine.citus_present, idempotent=True)
+        wide = citus and await database.run(engine.citus_subquery_pushdown, idempotent=True)
+        return cls(database, citus=citus, wide_probes=wide)
 
     async def close(self) -> None:
         await self.database.close()

@@ -71,8 +71,11 @@ class ScanHints:
     of this goes to the client; a page that reaches another process, or a hint forgotten, costs
     one more statement."""
 
-    def __init__(self, limit: int = HINTS) -> None:
+    def __init__(self, limit: int = HINTS, wide_probes: bool = True) -> None:
         self._limit = limit
+        # a Citus without ``citus.subquery_pushdown`` (a setting it discourages, so a later
+        # release may drop it) steps by asking for one partition at a time, as sparse scans do
+        self.wide_probes = wide_probes
         self._hints: OrderedDict[tuple[int, bytes], Hint] = OrderedDict()
 
     def take(self, table: int, partition: bytes) -> Hint:
@@ -169,6 +172,7 @@ def scan_stepping(
     exact = matching.exact
     examined = 0
     keys = f"e.{layout.partition}, e.rk"
+    wide_ok = hints is None or hints.wide_probes
     for key_range in ranges_to_scan(ranges, after):
         params = dict(matching.params)
         routed = layout.route(table, key_range, params, "e.")
@@ -202,7 +206,7 @@ def scan_stepping(
                     batch, resumed = [resumed], None
                     if hint.read_out:  # its rest likely holds nothing: read it with what follows
                         coming, expected, ended = yield from _probe(
-                            layout, bounds, params, batch[0], expected, True
+                            layout, bounds, params, batch[0], expected if wide_ok else [], wide_ok
                         )
                         if coming and not density:
                             batch.append(coming.pop(0))
@@ -210,7 +214,7 @@ def scan_stepping(
                     if not coming and not ended:
                         wide = stepped_matches * STEP_PARTITIONS >= want - len(found)
                         coming, expected, ended = yield from _probe(
-                            layout, bounds, params, at, expected, wide
+                            layout, bounds, params, at, expected if wide_ok else [], wide and wide_ok
                         )
                     if not coming:
                         break

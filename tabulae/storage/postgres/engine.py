@@ -112,6 +112,13 @@ async def citus_present(conn: Connection) -> bool:
     return bool(row and row[0])
 
 
+async def citus_subquery_pushdown(conn: Connection) -> bool:
+    """True when this Citus knows ``citus.subquery_pushdown``, which dense scans' wide probes
+    use (:mod:`.citus_scans`)."""
+    row = await (await conn.execute("SELECT current_setting('citus.subquery_pushdown', true)")).fetchone()
+    return bool(row and row[0] is not None)
+
+
 async def _existing(conn: Connection, tables: Sequence[str]) -> set[str]:
     return {row[0] for row in await (await conn.execute(_EXISTING, (list(tables),))).fetchall()}
 

@@ -212,12 +212,14 @@ class PostgresTables(PlannedTables):
     """The :class:`TableStore` contract over a :class:`PostgresDatabase`: the plans of
     :mod:`tabulae.storage.table_plans`, and PostgreSQL's own pipelined writes."""
 
-    def __init__(self, database: PostgresDatabase, *, citus: bool = False) -> None:
+    def __init__(self, database: PostgresDatabase, *, citus: bool = False, wide_probes: bool = True) -> None:
         layout = PostgresLayout()
         super().__init__(layout, TableIds(), PostgresDialect())
         self._db = database
         self._citus = citus
-        self._scan_hints = ScanHints()  # where dense Citus scans go next (:mod:`.citus_scans`)
+        self._scan_hints = ScanHints(
+            wide_probes=wide_probes
+        )  # where dense Citus scans go next (:mod:`.citus_scans`)
         self.indexes = PostgresIndexes(database, layout)
 
     async def _read(self, make: Callable[[], Plan[T]]) -> T:
