@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import cProfile
 import pstats
+import random
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -227,12 +228,52 @@ async def run_ranges(requests: int) -> float:
         return (time.process_time() - started) / requests * 1e6
 
 
+async def run_pages(requests: int) -> float:
+    """Create four 1 GiB page blobs on a Blob-only app, then time ``requests`` Put Page of 4 KiB
+    at random page offsets, in turn over the blobs (compare.py's page workload, account SAS);
+    returns CPU µs per write."""
+    from blobs import CONTAINER, VERSION, account_sas
+
+    scratch = tempfile.TemporaryDirectory(prefix="bench-inprocess-pages-")
+    settings = Settings(data_dir=Path(scratch.name), services=("blob",), port=10000)
+    for name, value in OVERRIDES.items():
+        setattr(settings, name, value)
+    app = build_gateway(settings)
+    await app.startup()
+    try:
+        sas = account_sas()
+        base = [("Host", "127.0.0.1:10000"), ("x-ms-version", VERSION)]
+        container = f"/{protocol.ACCOUNT}/{CONTAINER}"
+        assert await _call(app, "PUT", f"{container}?restype=container&{sas}", base, b"") == 201
+        names = [f"{container}/disk-{i}" for i in range(4)]
+        create = [*base, ("x-ms-blob-type", "PageBlob"), ("x-ms-blob-content-length", str(1024**3))]
+        for name in names:
+            assert await _call(app, "PUT", f"{name}?{sas}", create, b"") == 201
+        rng = random.Random(0)
+        data = rng.randbytes(4096)
+        writes = []
+        for n in range(requests + 1):
+            offset = rng.randrange(1024**3 // 4096) * 4096
+            headers = [*base, ("x-ms-page-write", "update"), ("Content-Length", "4096"),
+                       ("x-ms-range", f"bytes={offset}-{offset + 4095}")]  # fmt: skip
+            writes.append((f"{names[n % len(names)]}?comp=page&{sas}", headers))
+        assert await _call(app, "PUT", *writes[0], data) == 201
+        started = time.process_time()
+        with profiled():
+            for target, headers in writes[1:]:
+                await _call(app, "PUT", target, headers, data)
+        return (time.process_time() - started) / requests * 1e6
+    finally:
+        await app.shutdown()
+        scratch.cleanup()
+
+
 def main() -> None:
     """Command line."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--workload", choices=("read", "batch", "range"), default="read")
+    parser.add_argument("--workload", choices=("read", "batch", "range", "page"), default="read")
     parser.add_argument("--auth", choices=("shared-key", "sas"), default="shared-key")
     parser.add_argument("--requests", type=int, default=None, help="20,000 reads or 200 batches")
     parser.add_argument("--keys", type=int, default=1, help="distinct entities read in turn")
@@ -267,6 +308,12 @@ def main() -> None:
         with fresh_store(args.store):
             per = asyncio.run(run_ranges(queries))
         print(f"range: {per:.1f} µs CPU per 100-row query (in process, {queries:,} queries)")
+        return
+    if args.workload == "page":
+        writes = args.requests or 2_000
+        with fresh_store(args.store):
+            per = asyncio.run(run_pages(writes))
+        print(f"page: {per:.1f} µs CPU per Put Page of 4 KiB (in process, {writes:,} writes)")
         return
     args.requests = args.requests or 20_000
     with fresh_store(args.store):
