@@ -21,13 +21,18 @@ from tabulae.storage.plan import Plan, Sql
 _ROW = "{key=} container_id = :c AND name = :name AND version = :version"
 _COLUMNS = "page_start, page_end, ref, ref_offset, cleared"
 # Statements are constants: the runners look each text up by value.
-_BEFORE = (
-    "SELECT page_start FROM blob_pages WHERE " + _ROW + " AND page_start <= :low"
-    " ORDER BY page_start DESC LIMIT 1"
+# the span that starts at or before ``low`` (one backward index step), else ``low`` itself: the
+# first start to read, found in the same statement as the spans
+_FIRST = (
+    "coalesce((SELECT page_start FROM blob_pages WHERE " + _ROW + " AND page_start <= :low"
+    " ORDER BY page_start DESC LIMIT 1), :low)"
 )
 _SPANS = (
-    f"SELECT {_COLUMNS} FROM blob_pages WHERE " + _ROW + " AND page_start >= :first AND page_start < :high"
-    " AND page_end > :low ORDER BY page_start"
+    f"SELECT {_COLUMNS} FROM blob_pages WHERE "
+    + _ROW
+    + " AND page_start >= "
+    + _FIRST
+    + " AND page_start < :high AND page_end > :low ORDER BY page_start"
 )
 _IN_EDIT = _ROW + " AND page_start >= :low AND page_start < :high"
 _EDIT_DELETE = "DELETE FROM blob_pages WHERE " + _IN_EDIT + " RETURNING ref, cleared"
@@ -43,10 +48,7 @@ _COPY = (
 
 def spans(at: At, cid: int, version: str, low: int, high: int) -> Plan[list[PageSpan]]:
     """The spans of one version overlapping ``[low, high)``, in order."""
-    where = at.row(cid, version)
-    row = yield Sql(_BEFORE, {**where, "low": low}, "one")
-    first = int(row[0]) if row else low
-    rows = yield Sql(_SPANS, {**where, "first": first, "low": low, "high": high}, "all")
+    rows = yield Sql(_SPANS, {**at.row(cid, version), "low": low, "high": high}, "all")
     return [
         PageSpan(int(a), int(b), str(ref), int(offset), bool(cleared)) for a, b, ref, offset, cleared in rows
     ]
