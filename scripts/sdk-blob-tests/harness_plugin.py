@@ -18,6 +18,8 @@ for var in (
     "VERSIONED_STORAGE",
     "PREMIUM_STORAGE",
     "SOFT_DELETE_STORAGE",
+    "DATALAKE_STORAGE",  # azure-storage-file-datalake's tests
+    "STORAGE_DATA_LAKE_SOFT_DELETE",
 ):
     os.environ.setdefault(f"{var}_ACCOUNT_NAME", "devstoreaccount1")
     os.environ.setdefault(
