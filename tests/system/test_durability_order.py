@@ -38,7 +38,7 @@ def _start_traced(data_dir: Path, trace: Path, port: int, service: str = "table"
     assert strace is not None, "strace is required (scripts/check installs it)"
     command = [
         strace, "-f", "-y", "-qq", "-s", "64", "-o", str(trace),
-        "-e", "trace=fsync,fdatasync,pwrite64,write,writev,sendto,sendmsg",
+        "-e", "trace=openat,fsync,fdatasync,pwrite64,write,writev,sendto,sendmsg",
         sys.executable, "-m", "tabulae", "serve", port_flag, str(port), "--data-dir", str(data_dir),
         "--workers", "1", "--services", service,
     ]  # fmt: skip
