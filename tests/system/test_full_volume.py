@@ -288,6 +288,22 @@ def _server(data_dir: Path, log_path: Path, workers: int = 2) -> IsolatedServer:
     return server
 
 
+def _wait_answering(server: IsolatedServer, timeout: float = 60.0) -> None:
+    """Until every service's port has answered an HTTP request. ``start`` returns once the
+    supervisor's sockets accept connections, before its workers run: these clients retry
+    nothing, and a connection made that early was seen reset now and then."""
+    deadline = time.monotonic() + timeout
+    for port in (server.port, server.queue_port, server.blob_port):
+        while True:
+            try:
+                _get(port, "/-/ready")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+
 def _get(port: int, path: str) -> tuple[int, bytes]:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
@@ -380,6 +396,7 @@ def test_full_volume_refuses_writes_keeps_data_and_recovers_by_deleting(tmp_path
             server.kill()
             full_free = free_bytes(volume)
             server.start()
+            _wait_answering(server)
             service.close()
             service = SERVICES[kind](server, state)
             assert service.read_all() == set(acked)
