@@ -30,27 +30,12 @@ import fastavro
 
 from tabulae.blob.changefeed.events import ChangeEvent
 from tabulae.blob.changefeed.schema import SCHEMA
+from tabulae.model.avro_container import container_block, container_header
 
-MAGIC = b"Obj\x01"
 _SCHEMA_TEXT = json.dumps(SCHEMA, separators=(",", ":")).encode()
 _PARSED = fastavro.parse_schema(SCHEMA)
 #: Records per block; Azure's recorded chunk has blocks of about a hundred.
 BLOCK_RECORDS = 100
-
-
-def _long(value: int) -> bytes:
-    """Avro's zigzag variable-length encoding of a long."""
-    zigzag = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while zigzag > 0x7F:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
-
-
-def _bytes(value: bytes) -> bytes:
-    return _long(len(value)) + value
 
 
 def sync_marker(path: str) -> bytes:
@@ -58,14 +43,9 @@ def sync_marker(path: str) -> bytes:
     return hashlib.blake2b(path.encode(), digest_size=16, person=b"tabulae-cfchunk").digest()
 
 
-def _header(marker: bytes) -> bytes:
-    meta = _bytes(b"avro.codec") + _bytes(b"null") + _bytes(b"avro.schema") + _bytes(_SCHEMA_TEXT)
-    return MAGIC + _long(2) + meta + _long(0) + marker
-
-
 def render_chunk(path: str, events: Iterable[ChangeEvent]) -> bytes:
     """A whole chunk: the header (codec, schema, sync marker) then the events' blocks."""
-    return _header(sync_marker(path)) + append_to_chunk(path, events)
+    return container_header(_SCHEMA_TEXT, sync_marker(path)) + append_to_chunk(path, events)
 
 
 def append_to_chunk(path: str, events: Iterable[ChangeEvent]) -> bytes:
@@ -80,11 +60,11 @@ def append_to_chunk(path: str, events: Iterable[ChangeEvent]) -> bytes:
         fastavro.schemaless_writer(block, _PARSED, event.record())
         count += 1
         if count == BLOCK_RECORDS:
-            out += _long(count) + _bytes(block.getvalue()) + marker
+            out += container_block(count, block.getvalue(), marker)
             block = io.BytesIO()
             count = 0
     if count:
-        out += _long(count) + _bytes(block.getvalue()) + marker
+        out += container_block(count, block.getvalue(), marker)
     return bytes(out)
 
 
