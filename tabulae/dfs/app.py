@@ -193,30 +193,10 @@ class DataLakeApp(BlobApp):
             elif route.kind is Kind.BLOB:
                 await self.access.authorize_blob(principal, request.method, key, request.query.get("comp"))
         if not isinstance(operation, DfsOperation):
-            if (
-                route.kind is Kind.BLOB
-                and blob_delete.applies(request)
-                and await self.dfs.is_hns(route.account)
-            ):
-                key = BlobKey(route.account, route.container, route.blob)
-                answer = await blob_delete.delete_directory(self.dfs, request, key)
+            if route.kind is Kind.BLOB:
+                answer = await self._blob_api_on_a_tree(request, route)
                 if answer is not None:
                     return answer
-            if (
-                route.kind is Kind.BLOB
-                and blob_undelete.applies(request)
-                and await self.dfs.is_hns(route.account)
-            ):
-                key = BlobKey(route.account, route.container, route.blob)
-                answer = await blob_undelete.undelete_directory(self.dfs, key)
-                if answer is not None:
-                    return answer
-            if (
-                route.kind is Kind.BLOB
-                and blob_write.applies(request)
-                and await self.dfs.is_hns(route.account)
-            ):
-                await blob_write.check_target(self.dfs, BlobKey(route.account, route.container, route.blob))
             reading = request.method in ("HEAD", "GET") and route.kind is Kind.BLOB
             path = await self._path_read(route) if reading else None
             response = await super().dispatch(request, route, request_id)
@@ -272,6 +252,23 @@ class DataLakeApp(BlobApp):
         if trash.has_expired(found[0], self.service.clock()):
             raise ServiceError("BlobNotFound")
         return found[0]
+
+    async def _blob_api_on_a_tree(self, request: Request, route: Route) -> Response | None:
+        """The Blob API requests an HNS account answers as a tree: Delete Blob and Undelete
+        Blob of a directory take its children along; a copy from a URL is refused below a file
+        before its source is read. None: the Blob API answers as ever (and any other request,
+        or a flat account, costs no lookup here)."""
+        deleting, undeleting = blob_delete.applies(request), blob_undelete.applies(request)
+        copying = blob_write.applies(request)
+        if not (deleting or undeleting or copying) or not await self.dfs.is_hns(route.account):
+            return None
+        key = BlobKey(route.account, route.container, route.blob)
+        if deleting:
+            return await blob_delete.delete_directory(self.dfs, request, key)
+        if undeleting:
+            return await blob_undelete.undelete_directory(self.dfs, key)
+        await blob_write.check_target(self.dfs, key)
+        return None
 
     async def _add_deletion_id(self, route: Route, request: Request, response: Response) -> None:
         """Delete Blob of a path kept by soft delete on an HNS account answers the deletion's
