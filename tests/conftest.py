@@ -17,7 +17,7 @@ import pytest
 from hypothesis import settings
 
 from tests.backends import CREATED_STORES, backend_names, database_url
-from tests.serverproc import ServerProcess
+from tests.serverproc import DEV_ACCOUNT, ServerProcess
 
 # The services' SDK clients and raw-HTTP clients as fixtures, for every test directory.
 pytest_plugins = ["tests.service_clients"]
@@ -116,6 +116,16 @@ def server(
     """
     extra = fresh_store(request.param)
     process = ServerProcess(tmp_path_factory.mktemp("data"), extra_args=extra, backend=request.param).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module", params=backend_names())
+def lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server whose development account has a hierarchical namespace (``--hns``), one per
+    backend for each test module that takes it (modules set account features of their own)."""
+    extra = [*fresh_store(request.param), "--hns", DEV_ACCOUNT]
+    process = ServerProcess(tmp_path_factory.mktemp("lake"), extra_args=extra, backend=request.param).start()
     yield process
     process.stop()
 

@@ -11,7 +11,6 @@ import asyncio
 import base64
 import io
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import fastavro
@@ -32,9 +31,7 @@ from azure.storage.blob.aio import BlobClient as AsyncBlobClient
 from azure.storage.filedatalake import DataLakeServiceClient
 from azure.storage.filedatalake import DelimitedTextDialect as LakeDialect
 
-from tests.backends import backend_names
 from tests.blobhttp import BlobHttp
-from tests.conftest import fresh_store
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 
 CSV = (
@@ -369,14 +366,6 @@ def test_what_cannot_be_queried(http: BlobHttp, container: ContainerClient) -> N
 
 
 # ------------------------------------------------------------------------------ Data Lake
-
-
-@pytest.fixture(scope="module", params=backend_names())
-def lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    extra = [*fresh_store(request.param), "--hns", DEV_ACCOUNT]
-    process = ServerProcess(tmp_path_factory.mktemp("lake"), extra_args=extra, backend=request.param).start()
-    yield process
-    process.stop()
 
 
 def test_data_lake_query_file(lake: ServerProcess) -> None:

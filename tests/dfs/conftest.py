@@ -1,11 +1,14 @@
 """A server the DFS access tests share: HTTPS, bearer tokens (``--oauth basic``) and an HNS
-development account, one per backend for the session (each test works in file systems of its own)."""
+development account, one per backend for the session (each test works in file systems of its own);
+and a fresh file system on the module's plain HNS server (``lake``, in tests/conftest.py)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import pytest
+from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient
 
 from tests.backends import backend_names
 from tests.conftest import fresh_store
@@ -36,3 +39,12 @@ def oauth_hns_server(
     process = ServerProcess(tmp_path_factory.mktemp("oauth"), extra_args=args, backend=request.param).start()
     yield process
     process.stop()
+
+
+@pytest.fixture
+def fs(lake: ServerProcess) -> Iterator[FileSystemClient]:
+    """A new file system on the module's HNS server (``lake``), deleted afterwards."""
+    service = DataLakeServiceClient.from_connection_string(lake.connection_string)
+    client = service.create_file_system("fs" + uuid.uuid4().hex[:12])
+    yield client
+    client.delete_file_system()

@@ -6,24 +6,12 @@ host-style endpoints only, so the account is addressed as ``devstoreaccount1.loc
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.dataset as ds
-import pytest
 from pyarrow import fs as pafs
 
-from tests.backends import backend_names
-from tests.conftest import fresh_store
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
-
-
-@pytest.fixture(scope="module", params=backend_names())
-def lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    extra = [*fresh_store(request.param), "--hns", DEV_ACCOUNT]
-    process = ServerProcess(tmp_path_factory.mktemp("lake"), extra_args=extra, backend=request.param).start()
-    yield process
-    process.stop()
 
 
 def _files(filesystem: pafs.AzureFileSystem, base: str) -> list[tuple[str, pafs.FileType]]:

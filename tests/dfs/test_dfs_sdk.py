@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
 
 import orjson
 import pytest
@@ -16,26 +15,8 @@ from azure.storage.blob import BlobServiceClient
 from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient
 from azure.storage.filedatalake.aio import DataLakeServiceClient as AsyncDataLakeServiceClient
 
-from tests.backends import backend_names
 from tests.blobhttp import BlobHttp, Reply
-from tests.conftest import fresh_store
-from tests.serverproc import DEV_ACCOUNT, ServerProcess
-
-
-@pytest.fixture(scope="module", params=backend_names())
-def lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    extra = [*fresh_store(request.param), "--hns", DEV_ACCOUNT]
-    process = ServerProcess(tmp_path_factory.mktemp("lake"), extra_args=extra, backend=request.param).start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-def fs(lake: ServerProcess) -> Iterator[FileSystemClient]:
-    service = DataLakeServiceClient.from_connection_string(lake.connection_string)
-    client = service.create_file_system("fs" + uuid.uuid4().hex[:12])
-    yield client
-    client.delete_file_system()
+from tests.serverproc import ServerProcess
 
 
 def _names(fs: FileSystemClient, path: str | None = None, recursive: bool = True) -> list[tuple[str, bool]]:

@@ -13,20 +13,8 @@ import pytest
 from azure.core.exceptions import HttpResponseError
 from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient
 
-from tests.backends import backend_names
 from tests.blob.test_blob_container_worm import _policy, _settle
-from tests.conftest import fresh_store
-from tests.serverproc import DEV_ACCOUNT, ServerProcess
-
-
-@pytest.fixture(scope="module", params=backend_names())
-def lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    extra = [*fresh_store(request.param), "--hns", DEV_ACCOUNT]
-    process = ServerProcess(
-        tmp_path_factory.mktemp("wormlake"), extra_args=extra, backend=request.param
-    ).start()
-    yield process
-    process.stop()
+from tests.serverproc import ServerProcess
 
 
 @pytest.fixture
