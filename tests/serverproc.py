@@ -16,10 +16,22 @@ DEV_ACCOUNT = "devstoreaccount1"
 DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
 
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free port this test process has not handed out before. The kernel may give the same
+    ephemeral port to two binds in a row once the first socket is closed, and one server's three
+    ports (or two servers of one test) must differ."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if len(_handed_out) > 10_000:  # the ephemeral range is ~28,000 ports; let it cycle
+            _handed_out.clear()
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def _kill_group(group: int) -> None:

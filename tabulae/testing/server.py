@@ -101,10 +101,14 @@ class TabulaeServer:
         return cls(endpoints, account, pairs["AccountKey"])
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def _free_ports(count: int) -> list[int]:
+    """Distinct free ports: all sockets stay bound until the last is taken, because the kernel may
+    hand the same ephemeral port to two binds in a row once the first socket is closed."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
 
 
 def _ready(port: int) -> bool:
@@ -162,7 +166,7 @@ def start(
 ) -> TabulaeServer:
     """Start ``tabulae serve`` on free ports over ``data_dir`` and wait until it is ready."""
     for _attempt in range(_BIND_ATTEMPTS):
-        ports = {service: _free_port() for service in SERVICES}
+        ports = dict(zip(SERVICES, _free_ports(len(SERVICES)), strict=True))
         command = [sys.executable, "-m", "tabulae", "serve", "--workers", "1", "--data-dir", str(data_dir)]
         for service, port in ports.items():
             command += [_PORT_FLAGS[service], str(port)]

@@ -144,9 +144,9 @@ def test_a_taken_port_is_retried_on_fresh_ones(tmp_path: Path, monkeypatch: pyte
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         busy = taken.getsockname()[1]
-        picks = iter([busy])
-        original = server._free_port
-        monkeypatch.setattr(server, "_free_port", lambda: next(picks, None) or original())
+        picks = iter([[busy, *server._free_ports(2)]])
+        original = server._free_ports
+        monkeypatch.setattr(server, "_free_ports", lambda count: next(picks, None) or original(count))
         started = server.start(tmp_path)
         try:
             assert busy not in [started.port(s) for s in ("table", "queue", "blob")]
