@@ -55,6 +55,7 @@ from tabulae.dfs.app import DataLakeApp
 from tabulae.dfs.service import DataLakeService
 from tabulae.http.addressing import path_style_only
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
+from tabulae.http.heap import keep_freed_memory
 from tabulae.http.listeners import listen, per_worker
 from tabulae.http.options import FrontendOptions
 from tabulae.http.protocol import KEEP_ALIVE_SECONDS, AzureHttpProtocol
@@ -457,6 +458,7 @@ def create_app() -> Gateway:
     """Factory used by worker processes of ``tabulae serve --workers N``."""
     settings = Settings.from_json(os.environ[SETTINGS_ENV])
     configure_protocol(settings)  # this worker's own copy of the class
+    keep_freed_memory()
     return build_gateway(settings)
 
 
@@ -575,6 +577,7 @@ def serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> None
 
 def _serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> None:
     configure_protocol(settings)
+    keep_freed_memory()  # the single worker's, or the parent's before it starts its workers
     options: dict[str, Any] = {
         "loop": "uvloop",
         "http": AzureHttpProtocol,

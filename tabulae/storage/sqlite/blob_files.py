@@ -27,6 +27,7 @@ from pathlib import Path
 
 from tabulae.model.errors import ServiceError
 from tabulae.storage.blobs import Digest, Extent, Staged
+from tabulae.storage.sqlite.direct_writes import BufferPool, DirectWriter, enable_direct
 from tabulae.storage.sqlite.writeback import start_writeback
 
 INLINE_BYTES = 64 * 1024  # extents up to this size are rows, larger ones files
@@ -73,6 +74,10 @@ class ContentFiles:
         self._durable = durable
         self._io = ThreadPoolExecutor(4, thread_name_prefix="tabulae-blob-io")
         self._made_dirs: set[str] = set()
+        # A durable store writes uploads around the page cache while the file system allows it
+        # (the first refusal turns it off); a store that never syncs gains nothing from it.
+        self._direct = durable
+        self._buffers = BufferPool(WRITE_BYTES, keep=8)
 
     def close(self) -> None:
         self._io.shutdown(wait=True)
@@ -128,6 +133,8 @@ class ContentFiles:
             if os.fstat(fd).st_nlink == 0:  # the collector took it between creation and lock
                 os.close(fd)
                 continue
+            if self._direct and not enable_direct(fd):
+                self._direct = False
             return SqliteStaged(Extent("f" + name, 0), fd=fd, path=path)
 
     async def _fill(
@@ -145,6 +152,7 @@ class ContentFiles:
         updaters = digest.updaters() if digest is not None else ()
         light = digest.light() if digest is not None else None
         named = loop.run_in_executor(self._io, _sync_directory, staged.path) if self._durable else None
+        direct = DirectWriter(staged.fd, self._buffers) if self._is_direct(staged.fd) else None
         pending: asyncio.Future[list[None]] | None = None
         length = 0
         done = False
@@ -160,7 +168,12 @@ class ContentFiles:
                     size += len(chunk)
                 if pending is not None:
                     await pending
-                if size:
+                if size and direct is not None:
+                    pending = asyncio.gather(
+                        loop.run_in_executor(self._io, direct.write, piece, light),
+                        *(loop.run_in_executor(self._io, _update_all, update, piece) for update in updaters),
+                    )
+                elif size:
                     pending = asyncio.gather(
                         loop.run_in_executor(
                             self._io, _write_piece, staged.fd, piece, length, self._durable, light
@@ -171,6 +184,8 @@ class ContentFiles:
                 piece, size = [], 0
             if pending is not None:
                 await pending
+            if direct is not None:
+                await loop.run_in_executor(self._io, direct.finish)
             if self._durable:
                 await loop.run_in_executor(self._io, os.fdatasync, staged.fd)
         except BaseException:
@@ -178,10 +193,16 @@ class ContentFiles:
             running = [future for future in (pending, named) if future is not None]
             if running:
                 await asyncio.wait(running)
+            if direct is not None:
+                direct.close()
             raise
         if named is not None:
             await named
         return length
+
+    def _is_direct(self, fd: int) -> bool:
+        """Whether ``fd`` was opened for direct writes (it was, unless the file system refused)."""
+        return self._direct and bool(fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_DIRECT", 0))
 
     # ------------------------------------------------------------------ reading
 
