@@ -69,6 +69,7 @@ from tabulae.insight.volume import volume_prometheus
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import CorsRule
 from tabulae.model.roles import assignments
+from tabulae.peers_dir import make_peers_dir
 from tabulae.queue.api.app import QueueApp
 from tabulae.queue.service import now_us
 from tabulae.storage.blobs import GARBAGE_GRACE_SECONDS, BlobStore
@@ -617,7 +618,7 @@ def _serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> Non
             raise StartupFailed("the server could not start (the reason is logged above)")
         return
 
-    settings.peers_dir = shared_directory()
+    settings.peers_dir = make_peers_dir()
     try:
         os.environ[SETTINGS_ENV] = settings.to_json()
         config = uvicorn.Config(
@@ -632,14 +633,6 @@ def _serve(settings: Settings, worker_sockets: list[list[socket.socket]]) -> Non
         shutil.rmtree(settings.peers_dir, ignore_errors=True)
     if supervisor.failed or any(process.exitcode == STARTUP_FAILURE for process in supervisor.processes):
         raise StartupFailed("a worker could not start (the reason is logged above); the server stopped")
-
-
-def shared_directory() -> str:
-    """A new private directory for the workers to share counters through (``insight.peers``,
-    ``admission.ledger``): in memory (``/dev/shm``) where the system has it."""
-    memory = "/dev/shm"
-    parent = memory if os.path.isdir(memory) and os.access(memory, os.W_OK) else None
-    return tempfile.mkdtemp(prefix="tabulae-", dir=parent)
 
 
 def exit_on_stop_signals() -> None:
