@@ -186,6 +186,8 @@ class ContentFiles:
                 await pending
             if direct is not None:
                 await loop.run_in_executor(self._io, direct.finish)
+                if direct.refused:
+                    self._direct = False
             if self._durable:
                 await loop.run_in_executor(self._io, os.fdatasync, staged.fd)
         except BaseException:

@@ -15,6 +15,7 @@ through the page cache.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import mmap
 import os
@@ -69,9 +70,10 @@ class DirectWriter:
     """One upload's sequential direct writes: whole blocks go out as pieces arrive, and the part
     of a block not yet complete waits at the buffer's front for the next piece (or the end)."""
 
-    __slots__ = ("_buffer", "_fd", "_fill", "_offset", "_pool", "_view")
+    __slots__ = ("_buffer", "_fd", "_fill", "_offset", "_pool", "_view", "refused")
 
     def __init__(self, fd: int, pool: BufferPool) -> None:
+        self.refused = False  # the disk refused a direct write: the rest went through the cache
         self._fd = fd
         self._pool = pool
         self._buffer: mmap.mmap | None = pool.take()
@@ -98,7 +100,8 @@ class DirectWriter:
     def finish(self) -> None:
         """Write the last partial block through the page cache (the caller syncs after this)."""
         if self._fill:
-            _disable_direct(self._fd)
+            if not self.refused:
+                _disable_direct(self._fd)
             self._write_all(self._view[: self._fill])
             self._offset += self._fill
             self._fill = 0
@@ -124,5 +127,13 @@ class DirectWriter:
     def _write_all(self, data: memoryview) -> None:
         offset = self._offset
         while data:
-            written = os.pwrite(self._fd, data, offset)
+            try:
+                written = os.pwrite(self._fd, data, offset)
+            except OSError as exc:
+                # A disk whose blocks are larger than ALIGN: finish this file through the cache.
+                if exc.errno != errno.EINVAL or self.refused:
+                    raise
+                _disable_direct(self._fd)
+                self.refused = True
+                continue
             data, offset = data[written:], offset + written
