@@ -56,7 +56,7 @@ from tabulae.dfs.service import DataLakeService
 from tabulae.http.addressing import path_style_only
 from tabulae.http.gateway import AsgiApp, Gateway, Mounts
 from tabulae.http.heap import keep_freed_memory
-from tabulae.http.listeners import listen, per_worker
+from tabulae.http.listeners import open_reserved, per_worker, reserve
 from tabulae.http.options import FrontendOptions
 from tabulae.http.protocol import KEEP_ALIVE_SECONDS, AzureHttpProtocol
 from tabulae.insight.containers import ContainerCounters
@@ -499,7 +499,7 @@ def bind(settings: Settings) -> list[list[socket.socket]]:
         for service, port in settings.ports().items():
             host = settings.host_of(service)
             try:
-                by_port.append(listen(host, port, settings.workers))
+                by_port.append(reserve(host, port, settings.workers))
             except OSError as exc:
                 flag = {"table": "--port", "queue": "--queue-port", "blob": "--blob-port"}[service]
                 raise BindError(
@@ -507,6 +507,7 @@ def bind(settings: Settings) -> list[list[socket.socket]]:
                     f"{exc.strerror or exc} (choose another with {flag}, or leave it out with --services)",
                     _BIND_CODES.get(exc.errno or 0, "CannotListen"),
                 ) from None
+        by_port = open_reserved(by_port, settings.workers)
     except BaseException:
         for sockets in by_port:
             for sock in sockets:

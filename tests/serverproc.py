@@ -34,9 +34,31 @@ def free_port() -> int:
             return port
 
 
-def _kill_group(group: int) -> None:
+def _kill_group(group: int, within: float = 0.0) -> None:
+    """Kill every process of ``group``, and wait up to ``within`` seconds until none is left
+    (its leader reaped first by the caller): a worker still dying holds its listening sockets,
+    and a server started again on the same ports would meet them."""
+    deadline = time.monotonic() + within
     with contextlib.suppress(ProcessLookupError):  # the whole group has already exited
         os.killpg(group, signal.SIGKILL)
+    while _group_running(group) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _group_running(group: int) -> bool:
+    """Whether a process of ``group`` still runs (a zombie has let go of everything; whether one
+    is reaped depends on the system's init, so it does not count)."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as stat:
+                fields = stat.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if fields[2] == str(group) and fields[0] != "Z":
+            return True
+    return False
 
 
 @dataclass
@@ -119,7 +141,7 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        _kill_group(group)  # no worker outlives its server, whatever happened to the parent
+        _kill_group(group, within=10.0)  # no worker outlives its server, whatever happened to the parent
         code = self.process.returncode
         if self.process.stderr:  # a caller that started the process itself may have piped it
             self.process.stderr.close()
