@@ -129,7 +129,45 @@ def test_non_fatal_errors_skip_the_record(container: ContainerClient) -> None:
     assert [(e.is_fatal, e.position) for e in errors] == [(False, 12)]  # the offset of "short"
     data, errors = query(blob, "SELECT _1 FROM BlobStorage WHERE _2 > 'x' OR CAST(_1 AS INT) > 3")
     assert data == b"4\n"
-    assert [e.error for e in errors] == ["InvalidCast", "InvalidColumnOrdinal"]  # "a", then "short"
+    assert [e.error for e in errors] == ["InvalidTypeConversion", "InvalidColumnOrdinal"]  # "a", "short"
+
+
+def test_conversion_errors_are_named_as_azure_names_them(container: ContainerClient) -> None:
+    # What real Azure answered the SDKs' own tests (azure-sdk-for-js "query should work with non
+    # fatal error event", .NET QueryAsync_NonFatalError): one name and description for every value
+    # that does not convert, at the offset of its record.
+    blob = container.get_blob_client("pizza.csv")
+    blob.upload_blob(b"100,hello,300,400\n150,250,350,450\n")
+    data, errors = query(blob, "select _2 from BlobStorage where _2 > 100")
+    assert data == b"250\n"
+    assert [(e.error, e.description, e.is_fatal, e.position) for e in errors] == [
+        ("InvalidTypeConversion", "Invalid type conversion.", False, 0)
+    ]
+
+
+def test_json_input_over_other_text_is_azures_parse_error(container: ContainerClient) -> None:
+    # Azure's answer to Microsoft's Java test queryFatalError (recorded): delimited text read as
+    # JSON ends the query with this fatal error, and no rows.
+    body = b"rn1.rn2.rn3.rn4\n" + b"100.200.300.400\n300.400.500.600\n" * 32
+    blob = container.get_blob_client("dotted.csv")
+    blob.upload_blob(body)
+    data, errors = query(blob, "SELECT * from BlobStorage", blob_format=DelimitedJsonDialect(delimiter=""))
+    assert data == b""
+    assert [(e.error, e.description, e.is_fatal, e.position) for e in errors] == [
+        (
+            "ParseError",
+            "Unexpected token 'rn1.rn2.rn3.rn4' at [byte: 0]. Expecting tokens '{', or '['. ",
+            True,
+            0,
+        )
+    ]
+    # the same in the middle of the blob: the byte of the token, the offset of its record
+    blob.upload_blob(b'{"a": 1}\n{"a": 2,}\n', overwrite=True)
+    data, errors = query(blob, "SELECT a from BlobStorage", blob_format=DelimitedJsonDialect())
+    assert data == b'{"a":1}\n'
+    assert [(e.error, e.description, e.position) for e in errors] == [
+        ("ParseError", "Unexpected token '}' at [byte: 17]. ", 9)
+    ]
 
 
 def test_json_input(container: ContainerClient) -> None:
@@ -165,7 +203,8 @@ def test_fatal_error_ends_the_query(container: ContainerClient) -> None:
     blob.upload_blob(b'{"a": 1}\n{"a": 2}\n{a: 3}\n{"a": 4}\n')
     data, errors = query(blob, "SELECT a FROM BlobStorage", blob_format=DelimitedJsonDialect())
     assert data == b'{"a":1}\n{"a":2}\n'
-    assert [(e.error, e.is_fatal, e.position) for e in errors] == [("InvalidJsonRecord", True, 18)]
+    assert [(e.error, e.is_fatal, e.position) for e in errors] == [("ParseError", True, 18)]
+    assert errors[0].description == "Unexpected token 'a' at [byte: 19]. "
 
 
 def test_parquet_input_and_arrow_output(container: ContainerClient) -> None:

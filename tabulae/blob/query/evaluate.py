@@ -39,6 +39,13 @@ class RecordError(Exception):
         self.description = description
 
 
+def conversion_error() -> RecordError:
+    """A value that does not convert to the type an operator, function or CAST needs: Azure names
+    it ``InvalidTypeConversion`` with this one description, whatever the value (the SDKs' tests
+    against real Azure assert both)."""
+    return RecordError("InvalidTypeConversion", "Invalid type conversion.")
+
+
 class QueryError(Exception):
     """An error that ends the query: reported as a fatal error message (at ``position``, the
     blob offset, when known)."""
@@ -150,7 +157,7 @@ def _descend(value: Any, steps: Sequence[Name]) -> Any:
 
 def _number(value: Any) -> int | float:
     if isinstance(value, bool):
-        raise RecordError("InvalidCast", "A boolean is not a number.")
+        raise conversion_error()
     if isinstance(value, (int, float)):
         return value
     if isinstance(value, str):
@@ -162,15 +169,15 @@ def _number(value: Any) -> int | float:
         try:
             return float(text)
         except ValueError:
-            raise RecordError("InvalidCast", f"The value {value!r} is not a number.") from None
-    raise RecordError("InvalidCast", f"The value {value!r} is not a number.")
+            raise conversion_error() from None
+    raise conversion_error()
 
 
 def _int(value: Any) -> int:
     number = _number(value)
     if isinstance(number, float):
         if math.isnan(number) or math.isinf(number):
-            raise RecordError("InvalidCast", f"The value {value!r} is not an integer.")
+            raise conversion_error()
         return int(number)
     return number
 
@@ -180,7 +187,7 @@ def timestamp(value: Any) -> datetime:
     if isinstance(value, datetime):
         return value
     if not isinstance(value, str):
-        raise RecordError("InvalidCast", f"The value {value!r} is not a timestamp.")
+        raise conversion_error()
     text = value.strip()
     if text.endswith("T"):
         text = text[:-1]
@@ -193,7 +200,7 @@ def timestamp(value: Any) -> datetime:
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        raise RecordError("InvalidCast", f"The value {value!r} is not an ISO 8601 timestamp.") from None
+        raise conversion_error() from None
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
@@ -204,7 +211,7 @@ def _bool(value: Any) -> bool:
         return value.strip().lower() == "true"
     if isinstance(value, (int, float)):
         return value != 0
-    raise RecordError("InvalidCast", f"The value {value!r} is not a boolean.")
+    raise conversion_error()
 
 
 def text(value: Any) -> str:

@@ -214,16 +214,37 @@ class JsonReader:
                     start = begin
                     break
                 position = self.offset + len(buffer[:begin].encode("utf-8", "surrogatepass"))
-                raise QueryError("InvalidJsonRecord", f"Invalid JSON: {error.msg}.", position) from None
+                at = position + len(buffer[begin : error.pos].encode("utf-8", "surrogatepass"))
+                raise QueryError(
+                    "ParseError", _unexpected(buffer, error.pos, at, error.pos == begin), position
+                ) from None
             except RecursionError:
                 position = self.offset + len(buffer[:begin].encode("utf-8", "surrogatepass"))
-                raise QueryError("InvalidJsonRecord", "The JSON record nests too deeply.", position) from None
+                raise QueryError("ParseError", "The JSON record nests too deeply.", position) from None
             offset = self.offset + len(buffer[:begin].encode("utf-8", "surrogatepass"))
             for sub in _expand(value, self.table):
                 yield Record(offset, None, sub, None)
             start = end
         self.offset += len(buffer[:start].encode("utf-8", "surrogatepass"))
         self.buffer = buffer[start:]
+
+
+_PUNCTUATION = frozenset('{}[],:"')
+_TOKEN_END = re.compile(r'[\s{}\[\],:"]')
+
+
+def _unexpected(text: str, at: int, byte: int, document_start: bool) -> str:
+    """Azure's description of JSON it cannot read: the token found (a punctuation mark, or the
+    run of characters up to the next space or mark) and its byte offset; at the start of a
+    document, what may open one. As real Azure words it, trailing space included."""
+    char = text[at : at + 1]
+    if char in _PUNCTUATION:
+        token = char
+    else:
+        end = _TOKEN_END.search(text, at)
+        token = text[at : end.start() if end is not None else len(text)]
+    expecting = "Expecting tokens '{', or '['. " if document_start else ""
+    return f"Unexpected token '{token}' at [byte: {byte}]. {expecting}"
 
 
 def _expand(value: Any, steps: Sequence[Name]) -> Iterator[Any]:

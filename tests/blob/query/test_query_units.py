@@ -167,7 +167,5 @@ def test_messages() -> None:
     deep = _answer(
         QuerySpec("SELECT * FROM BlobStorage", JsonLines(), JsonLines()), b'{"a":1}\n' + b"[" * 100_000, 4096
     )
-    assert [(m["name"], m["fatal"], m["position"]) for m in deep if "fatal" in m] == [
-        ("InvalidJsonRecord", True, 8)
-    ]
+    assert [(m["name"], m["fatal"], m["position"]) for m in deep if "fatal" in m] == [("ParseError", True, 8)]
     assert [m for m in deep if "data" in m] == [{"data": b'{"a":1}\n'}]
