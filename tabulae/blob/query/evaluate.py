@@ -638,6 +638,7 @@ class Compiled:
     aggregates: list[tuple[str, Call]] | None
     limit: int | None
     table: tuple[Name, ...]
+    split: int | None = None  # sys.split's batch size
 
     def new_aggregates(self) -> list[Aggregate]:
         assert self.aggregates is not None
@@ -651,7 +652,7 @@ def compile_select(select: Select) -> Compiled:
     """The query's closures, compiled once; :class:`SqlError` for a call the dialect lacks."""
     where = None if select.where is None else compile_expression(select.where)
     if select.items is None:
-        return Compiled(where, None, None, select.limit, select.table)
+        return Compiled(where, None, None, select.limit, select.table, select.split)
     names = [_item_name(item.alias, item.expr, i) for i, item in enumerate(select.items, 1)]
     if select.aggregates:
         calls = []

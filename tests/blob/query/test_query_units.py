@@ -41,6 +41,26 @@ def test_grammar() -> None:
     assert parse("SELECT * FROM DataLakeStorage").items is None
 
 
+def test_top_average_and_split_grammar() -> None:
+    assert parse("SELECT TOP 5 a FROM BlobStorage LIMIT 9").limit == 5
+    assert parse("SELECT top 5 * FROM BlobStorage").limit == 5
+    column = parse("SELECT top, Top AS t FROM BlobStorage").items  # TOP only before a number
+    assert column is not None and [item.alias for item in column] == [None, "t"]
+    averaged = parse("SELECT average(a) FROM BlobStorage").items
+    assert averaged is not None and isinstance(averaged[0].expr, Call) and averaged[0].expr.name == "AVG"
+    split = parse("SELECT Sys.Split(10485760) FROM BlobStorage;")
+    assert (split.split, split.items, split.where) == (10485760, None, None)
+    for refused in (
+        "SELECT sys.split(10485759) FROM BlobStorage",
+        "SELECT sys.split(10485760) FROM BlobStorage LIMIT 1",
+        "SELECT sys.split(x) FROM BlobStorage",
+    ):
+        with pytest.raises(SqlError):
+            parse(refused)
+    with pytest.raises(SqlError):  # delimited text only
+        prepare(QuerySpec("SELECT sys.split(10485760) FROM BlobStorage", JsonLines()))
+
+
 @pytest.mark.parametrize(
     "expression",
     [
