@@ -164,6 +164,18 @@ def test_conversion_errors_are_named_as_azure_names_them(container: ContainerCli
     ]
 
 
+def test_short_records_are_azures_invalid_column_ordinal(container: ContainerClient) -> None:
+    # Azure's answer to Microsoft's Java test queryNonFatalError (recorded): each record too short
+    # for _2 is an error at its offset, naming the ordinal from 0.
+    blob = container.get_blob_client("dots.csv")
+    blob.upload_blob(b"100.200.300.400\n300.400.500.600\n" * 4)
+    data, errors = query(blob, "SELECT _1 from BlobStorage WHERE _2 > 250")
+    assert data == b""
+    assert [(e.error, e.description, e.is_fatal, e.position) for e in errors] == [
+        ("InvalidColumnOrdinal", "Column ordinal 1 does not exist in row.", False, 16 * i) for i in range(8)
+    ]
+
+
 def test_json_input_over_other_text_is_azures_parse_error(container: ContainerClient) -> None:
     # Azure's answer to Microsoft's Java test queryFatalError (recorded): delimited text read as
     # JSON ends the query with this fatal error, and no rows.

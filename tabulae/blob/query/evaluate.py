@@ -46,6 +46,13 @@ def conversion_error() -> RecordError:
     return RecordError("InvalidTypeConversion", "Invalid type conversion.")
 
 
+def missing_column(position: int) -> RecordError:
+    """A record too short for the column the query reads, in Azure's words: the ordinal it
+    names counts from 0 (``_2`` is ordinal 1), as recorded for Microsoft's Java test
+    queryNonFatalError."""
+    return RecordError("InvalidColumnOrdinal", f"Column ordinal {position} does not exist in row.")
+
+
 class QueryError(Exception):
     """An error that ends the query: reported as a fatal error message (at ``position``, the
     blob offset, when known)."""
@@ -116,10 +123,7 @@ def _path(node: Path) -> Evaluator:
                 return _child(record.value, first)
             if position < len(fields):
                 return fields[position]
-            raise RecordError(
-                "InvalidColumnOrdinal",
-                f"The record has {len(fields)} columns; the query reads column {position + 1}.",
-            )
+            raise missing_column(position)
 
         return column
 
@@ -136,10 +140,7 @@ def _path(node: Path) -> Evaluator:
                     return _descend(_child(record.value, first), rest)
                 position = found
             if position >= len(fields):
-                raise RecordError(
-                    "InvalidColumnOrdinal",
-                    f"The record has {len(fields)} columns; the query reads column {position + 1}.",
-                )
+                raise missing_column(position)
             return _descend(fields[position], rest)
         return _descend(_child(record.value, first), rest)
 
