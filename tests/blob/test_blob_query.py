@@ -193,11 +193,11 @@ def test_json_input_over_other_text_is_azures_parse_error(container: ContainerCl
         )
     ]
     # the same in the middle of the blob: the byte of the token, the offset of its record
-    blob.upload_blob(b'{"a": 1}\n{"a": 2,}\n', overwrite=True)
+    blob.upload_blob(b'{"a": 1}\n{"a" 2}\n', overwrite=True)
     data, errors = query(blob, "SELECT a from BlobStorage", blob_format=DelimitedJsonDialect())
     assert data == b'{"a":1}\n'
     assert [(e.error, e.description, e.position) for e in errors] == [
-        ("ParseError", "Unexpected token '}' at [byte: 17]. ", 9)
+        ("ParseError", "Unexpected token '2' at [byte: 14]. ", 9)
     ]
 
 
@@ -227,6 +227,24 @@ def test_json_input(container: ContainerClient) -> None:
         output_format=DelimitedTextDialect(),
     )
     assert data == b"1,mouse\n2,pad\n"
+
+
+def test_select_star_from_json_to_json_is_the_text_as_written(container: ContainerClient) -> None:
+    # Azure's answers to Microsoft's Java tests queryInputJson and queryInputJsonOutputCsv
+    # (recorded): a comma before the closing brace is read, and SELECT * from JSON to JSON gives
+    # each document back as written, then the record separator.
+    document = b'{\n\t"name0": "owner0",\n\t"name1": "owner1",\n}'
+    blob = container.get_blob_client("loose.json")
+    blob.upload_blob(document)
+    lines = DelimitedJsonDialect(delimiter="\n")
+    data, errors = query(blob, "SELECT * from BlobStorage", blob_format=lines, output_format=lines)
+    assert (data, errors) == (document + b"\n", [])
+    data, _ = query(
+        blob, "SELECT * from BlobStorage", blob_format=lines, output_format=DelimitedTextDialect()
+    )
+    assert data == b"owner0,owner1\n"
+    data, _ = query(blob, "SELECT name1 from BlobStorage", blob_format=lines, output_format=lines)
+    assert data == b'{"name1":"owner1"}\n'
 
 
 def test_fatal_error_ends_the_query(container: ContainerClient) -> None:

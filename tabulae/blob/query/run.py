@@ -198,7 +198,8 @@ class Run:
 
 def _records(spec: QuerySpec, query: Compiled) -> DelimitedReader | JsonReader:
     if isinstance(spec.input, JsonLines):
-        return JsonReader(spec.input, query.table)
+        whole = query.projections is None and query.aggregates is None and isinstance(spec.output, JsonLines)
+        return JsonReader(spec.input, query.table, keep_raw=whole)
     assert isinstance(spec.input, Delimited)
     return DelimitedReader(spec.input)
 

@@ -189,3 +189,17 @@ def test_messages() -> None:
     )
     assert [(m["name"], m["fatal"], m["position"]) for m in deep if "fatal" in m] == [("ParseError", True, 8)]
     assert [m for m in deep if "data" in m] == [{"data": b'{"a":1}\n'}]
+
+
+def test_trailing_commas_and_raw_documents_in_pieces() -> None:
+    body = b'{"a": [1, 2, ], "b": {"c": 1,},}\n{"d": ",}" , }\n{"e": 1,,}'
+    for piece in (1, 3, 7, len(body)):
+        raw = _answer(QuerySpec("SELECT * FROM BlobStorage", JsonLines(), JsonLines()), body, piece)
+        assert [m for m in raw if "data" in m] == [
+            {"data": b'{"a": [1, 2, ], "b": {"c": 1,},}\n{"d": ",}" , }\n'}
+        ]
+        assert [(m["name"], m["position"]) for m in raw if "fatal" in m] == [("ParseError", 48)]
+        named = _answer(
+            QuerySpec("SELECT a[1], b.c, d FROM BlobStorage", JsonLines(), Delimited()), body, piece
+        )
+        assert [m for m in named if "data" in m] == [{"data": b'2,1,\n,,",}"\n'}]
