@@ -323,6 +323,12 @@ def _arithmetic(op: str, left: Any, right: Any) -> Any:
 
 
 def like(value: str, pattern: str, escape: str | None) -> bool:
+    return _like_pattern(pattern, escape).fullmatch(value) is not None
+
+
+def _like_pattern(pattern: str, escape: str | None) -> re.Pattern[str]:
+    """A LIKE pattern as a regular expression (``%`` any run, ``_`` one character, the escape
+    character taking the next one as it is)."""
     out = []
     chars = iter(pattern)
     for char in chars:
@@ -334,7 +340,7 @@ def like(value: str, pattern: str, escape: str | None) -> bool:
             out.append(".")
         else:
             out.append(re.escape(char))
-    return re.fullmatch("".join(out), value, re.DOTALL) is not None
+    return re.compile("".join(out), re.DOTALL)
 
 
 def _logic(op: str, left: Any, right: Any) -> bool | None:
@@ -499,6 +505,15 @@ _SCALARS: dict[str, tuple[int, int, Callable[..., Any]]] = {  # name: (least, mo
 }
 
 
+def _fixed_pattern(nodes: Sequence[object]) -> re.Pattern[str] | None:
+    """LIKE's pattern compiled now when it and its escape character are literals (a NULL one
+    leaves it to the record: the answer is unknown)."""
+    if not all(isinstance(node, Literal) and node.value is not None for node in nodes):
+        return None
+    pattern, *rest = [text(node.value) for node in nodes if isinstance(node, Literal)]
+    return _like_pattern(pattern, rest[0] if rest else None)
+
+
 def _call(node: Call) -> Evaluator:
     args = [compile_expression(arg) for arg in node.args]
     name = node.name
@@ -508,6 +523,17 @@ def _call(node: Call) -> Evaluator:
     if name == "LIKE":
         value, pattern = args[0], args[1]
         escape = args[2] if len(args) > 2 else None
+        fixed = _fixed_pattern(node.args[1:])
+        if fixed is not None:  # the common case: a literal pattern, translated once per query
+            match = fixed.fullmatch
+
+            def matches_fixed(record: Record) -> Any:
+                subject = value(record)
+                if subject is None or subject is MISSING:
+                    return None
+                return match(subject if subject.__class__ is str else text(subject)) is not None
+
+            return matches_fixed
 
         def matches(record: Record) -> Any:
             subject, shape = value(record), pattern(record)

@@ -118,6 +118,10 @@ def test_values_and_logic() -> None:
     ) == ("2017-01-02 03:05")
     assert value("TO_STRING(CAST('1969-07-20T20:18Z' AS TIMESTAMP), 'MMMM d, y')") == "July 20, 1969"
     assert value("'abc' LIKE 'a%'") is True and value("'a_c' LIKE 'a!_c' ESCAPE '!'") is True
+    assert value("'abc' LIKE 'a!_c' ESCAPE '!'") is False and value("'a\nb' LIKE 'a_b'") is True
+    assert value("_2 LIKE '1%'", ["x", "12"]) is True and value("12 LIKE '1_'") is True  # as text
+    assert value("NULL LIKE 'a%'") is None and value("'a' LIKE NULL") is None
+    assert value("'a' LIKE _2", ["x", "%"]) is True  # a pattern from the record
     assert value("3 IN (1, NULL)") is None and value("3 IN (1, 3)") is True
 
 
