@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from tabulae.blob.query.evaluate import MISSING, RecordError, cast
+from tabulae.blob.query.evaluate import MISSING, cast, conversion_error
 
 FieldSpec = tuple[str, str, int | None, int | None]  # type, name, precision, scale
 TYPES = frozenset({"int64", "bool", "timestamp[ms]", "string", "double", "decimal"})
@@ -67,7 +67,7 @@ class ArrowStream:
         try:
             number = Decimal(str(value).strip())
         except InvalidOperation:
-            raise RecordError("InvalidCast", f"The value {value!r} is not a decimal.") from None
+            raise conversion_error() from None
         if number == number.to_integral_value() and "." not in str(value):
             return number.scaleb(-(scale or 0))
         return number.quantize(Decimal(1).scaleb(-(scale or 0)))

@@ -39,6 +39,20 @@ class RecordError(Exception):
         self.description = description
 
 
+def conversion_error() -> RecordError:
+    """A value that does not convert to the type an operator, function or CAST needs: Azure names
+    it ``InvalidTypeConversion`` with this one description, whatever the value (the SDKs' tests
+    against real Azure assert both)."""
+    return RecordError("InvalidTypeConversion", "Invalid type conversion.")
+
+
+def missing_column(position: int) -> RecordError:
+    """A record too short for the column the query reads, in Azure's words: the ordinal it
+    names counts from 0 (``_2`` is ordinal 1), as recorded for Microsoft's Java test
+    queryNonFatalError."""
+    return RecordError("InvalidColumnOrdinal", f"Column ordinal {position} does not exist in row.")
+
+
 class QueryError(Exception):
     """An error that ends the query: reported as a fatal error message (at ``position``, the
     blob offset, when known)."""
@@ -109,10 +123,7 @@ def _path(node: Path) -> Evaluator:
                 return _child(record.value, first)
             if position < len(fields):
                 return fields[position]
-            raise RecordError(
-                "InvalidColumnOrdinal",
-                f"The record has {len(fields)} columns; the query reads column {position + 1}.",
-            )
+            raise missing_column(position)
 
         return column
 
@@ -129,10 +140,7 @@ def _path(node: Path) -> Evaluator:
                     return _descend(_child(record.value, first), rest)
                 position = found
             if position >= len(fields):
-                raise RecordError(
-                    "InvalidColumnOrdinal",
-                    f"The record has {len(fields)} columns; the query reads column {position + 1}.",
-                )
+                raise missing_column(position)
             return _descend(fields[position], rest)
         return _descend(_child(record.value, first), rest)
 
@@ -150,7 +158,7 @@ def _descend(value: Any, steps: Sequence[Name]) -> Any:
 
 def _number(value: Any) -> int | float:
     if isinstance(value, bool):
-        raise RecordError("InvalidCast", "A boolean is not a number.")
+        raise conversion_error()
     if isinstance(value, (int, float)):
         return value
     if isinstance(value, str):
@@ -162,15 +170,15 @@ def _number(value: Any) -> int | float:
         try:
             return float(text)
         except ValueError:
-            raise RecordError("InvalidCast", f"The value {value!r} is not a number.") from None
-    raise RecordError("InvalidCast", f"The value {value!r} is not a number.")
+            raise conversion_error() from None
+    raise conversion_error()
 
 
 def _int(value: Any) -> int:
     number = _number(value)
     if isinstance(number, float):
         if math.isnan(number) or math.isinf(number):
-            raise RecordError("InvalidCast", f"The value {value!r} is not an integer.")
+            raise conversion_error()
         return int(number)
     return number
 
@@ -180,7 +188,7 @@ def timestamp(value: Any) -> datetime:
     if isinstance(value, datetime):
         return value
     if not isinstance(value, str):
-        raise RecordError("InvalidCast", f"The value {value!r} is not a timestamp.")
+        raise conversion_error()
     text = value.strip()
     if text.endswith("T"):
         text = text[:-1]
@@ -193,7 +201,7 @@ def timestamp(value: Any) -> datetime:
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        raise RecordError("InvalidCast", f"The value {value!r} is not an ISO 8601 timestamp.") from None
+        raise conversion_error() from None
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
@@ -204,7 +212,7 @@ def _bool(value: Any) -> bool:
         return value.strip().lower() == "true"
     if isinstance(value, (int, float)):
         return value != 0
-    raise RecordError("InvalidCast", f"The value {value!r} is not a boolean.")
+    raise conversion_error()
 
 
 def text(value: Any) -> str:
@@ -315,6 +323,12 @@ def _arithmetic(op: str, left: Any, right: Any) -> Any:
 
 
 def like(value: str, pattern: str, escape: str | None) -> bool:
+    return _like_pattern(pattern, escape).fullmatch(value) is not None
+
+
+def _like_pattern(pattern: str, escape: str | None) -> re.Pattern[str]:
+    """A LIKE pattern as a regular expression (``%`` any run, ``_`` one character, the escape
+    character taking the next one as it is)."""
     out = []
     chars = iter(pattern)
     for char in chars:
@@ -326,7 +340,7 @@ def like(value: str, pattern: str, escape: str | None) -> bool:
             out.append(".")
         else:
             out.append(re.escape(char))
-    return re.fullmatch("".join(out), value, re.DOTALL) is not None
+    return re.compile("".join(out), re.DOTALL)
 
 
 def _logic(op: str, left: Any, right: Any) -> bool | None:
@@ -491,6 +505,15 @@ _SCALARS: dict[str, tuple[int, int, Callable[..., Any]]] = {  # name: (least, mo
 }
 
 
+def _fixed_pattern(nodes: Sequence[object]) -> re.Pattern[str] | None:
+    """LIKE's pattern compiled now when it and its escape character are literals (a NULL one
+    leaves it to the record: the answer is unknown)."""
+    if not all(isinstance(node, Literal) and node.value is not None for node in nodes):
+        return None
+    pattern, *rest = [text(node.value) for node in nodes if isinstance(node, Literal)]
+    return _like_pattern(pattern, rest[0] if rest else None)
+
+
 def _call(node: Call) -> Evaluator:
     args = [compile_expression(arg) for arg in node.args]
     name = node.name
@@ -500,6 +523,17 @@ def _call(node: Call) -> Evaluator:
     if name == "LIKE":
         value, pattern = args[0], args[1]
         escape = args[2] if len(args) > 2 else None
+        fixed = _fixed_pattern(node.args[1:])
+        if fixed is not None:  # the common case: a literal pattern, translated once per query
+            match = fixed.fullmatch
+
+            def matches_fixed(record: Record) -> Any:
+                subject = value(record)
+                if subject is None or subject is MISSING:
+                    return None
+                return match(subject if subject.__class__ is str else text(subject)) is not None
+
+            return matches_fixed
 
         def matches(record: Record) -> Any:
             subject, shape = value(record), pattern(record)
@@ -631,6 +665,7 @@ class Compiled:
     aggregates: list[tuple[str, Call]] | None
     limit: int | None
     table: tuple[Name, ...]
+    split: int | None = None  # sys.split's batch size
 
     def new_aggregates(self) -> list[Aggregate]:
         assert self.aggregates is not None
@@ -644,7 +679,7 @@ def compile_select(select: Select) -> Compiled:
     """The query's closures, compiled once; :class:`SqlError` for a call the dialect lacks."""
     where = None if select.where is None else compile_expression(select.where)
     if select.items is None:
-        return Compiled(where, None, None, select.limit, select.table)
+        return Compiled(where, None, None, select.limit, select.table, select.split)
     names = [_item_name(item.alias, item.expr, i) for i, item in enumerate(select.items, 1)]
     if select.aggregates:
         calls = []

@@ -186,15 +186,29 @@ class DelimitedReader:
         return self._fields(fields), size
 
 
-class JsonReader:
-    """JSON documents fed in pieces; a document that cannot be read ends the query."""
+class RawJson(Record):
+    """A JSON record that keeps its text: ``SELECT *`` from JSON to JSON answers each document
+    as it was written (spacing, order and a trailing comma kept), as real Azure does."""
 
-    def __init__(self, config: JsonLines, table: Sequence[Name]) -> None:
+    __slots__ = ("raw",)
+
+    def __init__(self, offset: int, value: Any, raw: str) -> None:
+        super().__init__(offset, None, value, None)
+        self.raw = raw
+
+
+class JsonReader:
+    """JSON documents fed in pieces; a document that cannot be read ends the query. As Azure's
+    reader does, a comma before a closing brace or bracket is allowed. With ``keep_raw`` each
+    whole document comes as a :class:`RawJson`."""
+
+    def __init__(self, config: JsonLines, table: Sequence[Name], keep_raw: bool = False) -> None:
         self.skip = " \t\r\n" + config.record
         self.decoder = json.JSONDecoder()
         self.buffer = ""
         self.offset = 0
         self.table = list(table)
+        self.keep_raw = keep_raw and not table
 
     def feed(self, piece: str, final: bool) -> Iterator[Record]:
         buffer = self.buffer + piece
@@ -207,23 +221,71 @@ class JsonReader:
                 start = begin
                 break
             try:
-                value, end = self.decoder.raw_decode(buffer, begin)
+                try:
+                    value, end = self.decoder.raw_decode(buffer, begin)
+                except json.JSONDecodeError as first:
+                    value, end = self._lenient(buffer, begin, first)
             except json.JSONDecodeError as error:
                 incomplete = error.pos >= len(buffer) - 1 or error.msg.startswith("Unterminated string")
                 if incomplete and not final and len(buffer) - begin <= MAX_RECORD:
                     start = begin
                     break
                 position = self.offset + len(buffer[:begin].encode("utf-8", "surrogatepass"))
-                raise QueryError("InvalidJsonRecord", f"Invalid JSON: {error.msg}.", position) from None
+                at = position + len(buffer[begin : error.pos].encode("utf-8", "surrogatepass"))
+                raise QueryError(
+                    "ParseError", _unexpected(buffer, error.pos, at, error.pos == begin), position
+                ) from None
             except RecursionError:
                 position = self.offset + len(buffer[:begin].encode("utf-8", "surrogatepass"))
-                raise QueryError("InvalidJsonRecord", "The JSON record nests too deeply.", position) from None
+                raise QueryError("ParseError", "The JSON record nests too deeply.", position) from None
             offset = self.offset + len(buffer[:begin].encode("utf-8", "surrogatepass"))
-            for sub in _expand(value, self.table):
-                yield Record(offset, None, sub, None)
+            if self.keep_raw:
+                yield RawJson(offset, value, buffer[begin:end])
+            else:
+                for sub in _expand(value, self.table):
+                    yield Record(offset, None, sub, None)
             start = end
         self.offset += len(buffer[:start].encode("utf-8", "surrogatepass"))
         self.buffer = buffer[start:]
+
+    def _lenient(self, text: str, begin: int, error: json.JSONDecodeError) -> tuple[Any, int]:
+        """The document at ``begin`` read again with each comma that stands before a closing
+        brace or bracket blanked (a space keeps every offset); the last error when it still
+        does not read. Only reached when the strict reading failed."""
+        for _ in range(_MAX_TRAILING_COMMAS):
+            at = error.pos
+            if text[at : at + 1] not in ("}", "]"):
+                break
+            comma = at - 1
+            while comma > begin and text[comma] in " \t\r\n":
+                comma -= 1
+            if text[comma] != ",":
+                break
+            text = text[:comma] + " " + text[comma + 1 :]
+            try:
+                return self.decoder.raw_decode(text, begin)  # type: ignore[no-any-return]
+            except json.JSONDecodeError as again:
+                error = again
+        raise error
+
+
+_MAX_TRAILING_COMMAS = 64  # per document: beyond, the document is a parse error
+_PUNCTUATION = frozenset('{}[],:"')
+_TOKEN_END = re.compile(r'[\s{}\[\],:"]')
+
+
+def _unexpected(text: str, at: int, byte: int, document_start: bool) -> str:
+    """Azure's description of JSON it cannot read: the token found (a punctuation mark, or the
+    run of characters up to the next space or mark) and its byte offset; at the start of a
+    document, what may open one. As real Azure words it, trailing space included."""
+    char = text[at : at + 1]
+    if char in _PUNCTUATION:
+        token = char
+    else:
+        end = _TOKEN_END.search(text, at)
+        token = text[at : end.start() if end is not None else len(text)]
+    expecting = "Expecting tokens '{', or '['. " if document_start else ""
+    return f"Unexpected token '{token}' at [byte: {byte}]. {expecting}"
 
 
 def _expand(value: Any, steps: Sequence[Name]) -> Iterator[Any]:
@@ -312,6 +374,8 @@ class JsonWriter:
         return self._dump({name: value for name, value in pairs if value is not MISSING}) + self.separator
 
     def whole(self, record: Record) -> str:
+        if record.__class__ is RawJson:
+            return record.raw + self.separator  # type: ignore[attr-defined]
         if record.fields is not None:
             names = record.names.names if record.names is not None else []
             keys = [names[i] if i < len(names) else f"_{i + 1}" for i in range(len(record.fields))]

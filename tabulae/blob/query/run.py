@@ -27,7 +27,7 @@ from tabulae.blob.query.records import (
     JsonReader,
     JsonWriter,
 )
-from tabulae.blob.query.sql import parse
+from tabulae.blob.query.sql import SqlError, parse
 
 FLUSH_BYTES = 256 * 1024
 
@@ -45,8 +45,15 @@ class QuerySpec:
 
 
 def prepare(spec: QuerySpec) -> Compiled:
-    """The query compiled; :class:`~.sql.SqlError` when the expression is not one."""
-    return compile_select(parse(spec.expression))
+    """The query compiled; :class:`~.sql.SqlError` when the expression is not one (or is
+    ``sys.split`` over input that is not delimited text, the only kind it splits)."""
+    query = compile_select(parse(spec.expression))
+    if query.split is not None and not isinstance(spec.input, Delimited):
+        raise SqlError("sys.split is available only for CSV-formatted data.")
+    return query
+
+
+_SPLIT_NAME = "_1"  # the column of sys.split's answer
 
 
 class _Limit(Exception):
@@ -81,6 +88,9 @@ class Run:
 
             self.arrow = ArrowStream(spec.arrow_schema)
         self.header_written = not (isinstance(output, Delimited) and output.headers)
+        self.batch_start = 0  # sys.split: where the batch being measured starts
+        if query.split is not None:
+            self.take = self._take_split  # type: ignore[method-assign]
 
     # -- output
     def _emit(self, piece: str) -> None:
@@ -98,6 +108,8 @@ class Run:
         assert isinstance(self.writer, DelimitedWriter)
         if self.query.projections is not None:
             self._emit(self.writer.names([name for name, _ in self.query.projections]))
+        elif self.query.split is not None:
+            self._emit(self.writer.names([_SPLIT_NAME]))
         elif self.query.aggregates is not None:
             self._emit(self.writer.names([name for name, _ in self.query.aggregates]))
         elif record is not None and record.names is not None:
@@ -138,6 +150,16 @@ class Run:
             raise _Limit
         return None
 
+    def _take_split(self, record: Record) -> bytes | None:
+        """``sys.split``: a batch ends before the first record that starts ``split`` bytes or
+        more after the batch's start, so every batch holds whole records."""
+        assert self.query.split is not None
+        if record.offset - self.batch_start >= self.query.split:
+            self._header(None)
+            self._row([_SPLIT_NAME], [record.offset - self.batch_start])
+            self.batch_start = record.offset
+        return None
+
     def piece(self, scanned: int) -> bytes:
         """The result data gathered so far, and a progress message."""
         self.sent_data = True
@@ -161,7 +183,11 @@ class Run:
         return piece
 
     def finish(self) -> None:
-        if self.aggregates is not None:
+        if self.query.split is not None:
+            self._header(None)
+            if self.total > self.batch_start:
+                self._row([_SPLIT_NAME], [self.total - self.batch_start])
+        elif self.aggregates is not None:
             self._header(None)
             assert self.query.aggregates is not None
             names = [name for name, _ in self.query.aggregates]
@@ -172,7 +198,8 @@ class Run:
 
 def _records(spec: QuerySpec, query: Compiled) -> DelimitedReader | JsonReader:
     if isinstance(spec.input, JsonLines):
-        return JsonReader(spec.input, query.table)
+        whole = query.projections is None and query.aggregates is None and isinstance(spec.output, JsonLines)
+        return JsonReader(spec.input, query.table, keep_raw=whole)
     assert isinstance(spec.input, Delimited)
     return DelimitedReader(spec.input)
 

@@ -2,7 +2,8 @@
 
 The grammar ("Query acceleration SQL language reference"; keywords in any case)::
 
-    query      = SELECT items FROM table [WHERE expr] [LIMIT integer] [";"]
+    query      = SELECT [TOP integer] items FROM table [WHERE expr] [LIMIT integer] [";"]
+               | SELECT sys.split "(" integer ")" FROM table [";"]
     items      = "*" | item {"," item}
     item       = expr [[AS] name]
     table      = name ["[" "*" "]"] {"." name ["[" ("*" | integer) "]"]}
@@ -23,6 +24,9 @@ The grammar ("Query acceleration SQL language reference"; keywords in any case):
 Calls take their SQL forms besides the comma form: ``TRIM([BOTH|LEADING|TRAILING] [chars]
 FROM s)``, ``SUBSTRING(s FROM n [FOR m])``, ``EXTRACT(part FROM t)``, ``COUNT(*)``. A bare name
 is case-insensitive, a quoted one exact; ``_N`` names the N-th column of a CSV record.
+``TOP n`` limits the rows as ``LIMIT n`` does (the smaller wins when both are given);
+``AVERAGE`` is the reference's name for ``AVG``. ``sys.split(size)`` answers the sizes of the
+batches of whole records, each at least ``size`` bytes (at least 10 MiB), a CSV blob splits into.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from dataclasses import dataclass, field
 
 MAX_EXPRESSION = 256 * 1024  # characters; the reference's limit on Expression
 MAX_DEPTH = 200  # levels of an expression tree
+MIN_SPLIT = 10 * 1024 * 1024  # bytes; the least split_size sys.split takes
 
 
 class SqlError(ValueError):
@@ -91,9 +96,11 @@ class Select:
     where: object | None
     limit: int | None
     aggregates: bool = field(default=False)
+    split: int | None = None  # sys.split's batch size: the query answers batch sizes, not records
 
 
 AGGREGATES = frozenset({"COUNT", "SUM", "MIN", "MAX", "AVG"})
+_ALIASES = {"AVERAGE": "AVG"}  # the reference's names for calls known by another
 TYPES = frozenset({"INT", "INTEGER", "FLOAT", "DOUBLE", "DECIMAL", "NUMERIC", "STRING", "VARCHAR",
                    "TIMESTAMP", "BOOL", "BOOLEAN"})  # fmt: skip
 _KEYWORDS = frozenset({"SELECT", "FROM", "WHERE", "LIMIT", "AND", "OR", "NOT", "LIKE", "ESCAPE", "IN",
@@ -172,17 +179,23 @@ class _Parser:
     # -- the statement
     def query(self) -> Select:
         self.need_word("SELECT")
+        if self._split_ahead():
+            return self.split()
+        top = None
+        if (
+            self.peek.kind == "name"
+            and self.peek.text.upper() == "TOP"
+            and self.tokens[self.at + 1].kind == "number"
+        ):
+            self.at += 1  # TOP only before a number: a column may be called top
+            top = self.whole()
         items = None if self.op("*") else self.items()
         self.need_word("FROM")
         table = self.table()
         where = self.expr() if self.word("WHERE") else None
-        limit = None
-        if self.word("LIMIT"):
-            token = self.peek
-            if token.kind != "number" or not token.text.isdigit():
-                raise self.fail("a whole number")
-            self.at += 1
-            limit = int(token.text)
+        limit = self.whole() if self.word("LIMIT") else None
+        if top is not None:
+            limit = top if limit is None else min(top, limit)
         self.op(";")
         if self.peek.kind != "end":
             raise self.fail("the end of the expression")
@@ -190,6 +203,39 @@ class _Parser:
         if aggregates and items is not None and not all(_is_aggregate(item.expr) for item in items):
             raise SqlError("A SELECT list holds either aggregate expressions or projections, not both.")
         return Select(items, table, where, limit, aggregates)
+
+    def whole(self) -> int:
+        token = self.peek
+        if token.kind != "number" or not token.text.isdigit():
+            raise self.fail("a whole number")
+        self.at += 1
+        return int(token.text)
+
+    def _split_ahead(self) -> bool:
+        """Whether ``sys.split(`` comes next (``sys`` would otherwise read as a path)."""
+        ahead = self.tokens[self.at : self.at + 4]
+        return (
+            len(ahead) == 4
+            and ahead[0].kind == "name"
+            and ahead[0].text.upper() == "SYS"
+            and ahead[1].text == "."
+            and ahead[2].kind == "name"
+            and ahead[2].text.upper() == "SPLIT"
+            and ahead[3].text == "("
+        )
+
+    def split(self) -> Select:
+        self.at += 4
+        size = self.whole()
+        self.need_op(")")
+        self.need_word("FROM")
+        table = self.table()
+        self.op(";")
+        if self.peek.kind != "end":
+            raise self.fail("the end of the expression")
+        if size < MIN_SPLIT:
+            raise SqlError(f"The split size of sys.split must be at least {MIN_SPLIT} bytes.")
+        return Select(None, table, None, None, split=size)
 
     def items(self) -> tuple[Item, ...]:
         out = []
@@ -364,6 +410,7 @@ class _Parser:
 
     def call(self) -> Call:
         name = self.peek.text.upper()
+        name = _ALIASES.get(name, name)
         self.at += 2  # the name and "("
         if name == "COUNT" and self.op("*"):
             self.need_op(")")

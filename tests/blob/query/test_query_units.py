@@ -41,6 +41,26 @@ def test_grammar() -> None:
     assert parse("SELECT * FROM DataLakeStorage").items is None
 
 
+def test_top_average_and_split_grammar() -> None:
+    assert parse("SELECT TOP 5 a FROM BlobStorage LIMIT 9").limit == 5
+    assert parse("SELECT top 5 * FROM BlobStorage").limit == 5
+    column = parse("SELECT top, Top AS t FROM BlobStorage").items  # TOP only before a number
+    assert column is not None and [item.alias for item in column] == [None, "t"]
+    averaged = parse("SELECT average(a) FROM BlobStorage").items
+    assert averaged is not None and isinstance(averaged[0].expr, Call) and averaged[0].expr.name == "AVG"
+    split = parse("SELECT Sys.Split(10485760) FROM BlobStorage;")
+    assert (split.split, split.items, split.where) == (10485760, None, None)
+    for refused in (
+        "SELECT sys.split(10485759) FROM BlobStorage",
+        "SELECT sys.split(10485760) FROM BlobStorage LIMIT 1",
+        "SELECT sys.split(x) FROM BlobStorage",
+    ):
+        with pytest.raises(SqlError):
+            parse(refused)
+    with pytest.raises(SqlError):  # delimited text only
+        prepare(QuerySpec("SELECT sys.split(10485760) FROM BlobStorage", JsonLines()))
+
+
 @pytest.mark.parametrize(
     "expression",
     [
@@ -98,6 +118,10 @@ def test_values_and_logic() -> None:
     ) == ("2017-01-02 03:05")
     assert value("TO_STRING(CAST('1969-07-20T20:18Z' AS TIMESTAMP), 'MMMM d, y')") == "July 20, 1969"
     assert value("'abc' LIKE 'a%'") is True and value("'a_c' LIKE 'a!_c' ESCAPE '!'") is True
+    assert value("'abc' LIKE 'a!_c' ESCAPE '!'") is False and value("'a\nb' LIKE 'a_b'") is True
+    assert value("_2 LIKE '1%'", ["x", "12"]) is True and value("12 LIKE '1_'") is True  # as text
+    assert value("NULL LIKE 'a%'") is None and value("'a' LIKE NULL") is None
+    assert value("'a' LIKE _2", ["x", "%"]) is True  # a pattern from the record
     assert value("3 IN (1, NULL)") is None and value("3 IN (1, 3)") is True
 
 
@@ -167,7 +191,19 @@ def test_messages() -> None:
     deep = _answer(
         QuerySpec("SELECT * FROM BlobStorage", JsonLines(), JsonLines()), b'{"a":1}\n' + b"[" * 100_000, 4096
     )
-    assert [(m["name"], m["fatal"], m["position"]) for m in deep if "fatal" in m] == [
-        ("InvalidJsonRecord", True, 8)
-    ]
+    assert [(m["name"], m["fatal"], m["position"]) for m in deep if "fatal" in m] == [("ParseError", True, 8)]
     assert [m for m in deep if "data" in m] == [{"data": b'{"a":1}\n'}]
+
+
+def test_trailing_commas_and_raw_documents_in_pieces() -> None:
+    body = b'{"a": [1, 2, ], "b": {"c": 1,},}\n{"d": ",}" , }\n{"e": 1,,}'
+    for piece in (1, 3, 7, len(body)):
+        raw = _answer(QuerySpec("SELECT * FROM BlobStorage", JsonLines(), JsonLines()), body, piece)
+        assert [m for m in raw if "data" in m] == [
+            {"data": b'{"a": [1, 2, ], "b": {"c": 1,},}\n{"d": ",}" , }\n'}
+        ]
+        assert [(m["name"], m["position"]) for m in raw if "fatal" in m] == [("ParseError", 48)]
+        named = _answer(
+            QuerySpec("SELECT a[1], b.c, d FROM BlobStorage", JsonLines(), Delimited()), body, piece
+        )
+        assert [m for m in named if "data" in m] == [{"data": b'2,1,\n,,",}"\n'}]
