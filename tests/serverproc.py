@@ -48,16 +48,17 @@ def _kill_group(group: int, within: float = 0.0) -> None:
 def _group_running(group: int) -> bool:
     """Whether a process of ``group`` still runs (a zombie has let go of everything; whether one
     is reaped depends on the system's init, so it does not count)."""
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as stat:
-                fields = stat.read().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if fields[2] == str(group) and fields[0] != "Z":
-            return True
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat") as stat:
+                    fields = stat.read().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if fields[2] == str(group) and fields[0] != "Z":
+                return True
     return False
 
 
