@@ -36,6 +36,7 @@ _SPANS = (
 )
 _IN_EDIT = _ROW + " AND page_start >= :low AND page_start < :high"
 _EDIT_DELETE = "DELETE FROM blob_pages WHERE " + _IN_EDIT + " RETURNING ref, cleared"
+_EDIT_DELETE_KNOWN = "DELETE FROM blob_pages WHERE " + _IN_EDIT
 _INSERT = (
     f"INSERT INTO blob_pages ({{key,}} container_id, name, version, {_COLUMNS})"
     " VALUES ({:key,} :c, :name, :version, :start, :end, :ref{::uuid}, :offset, :cleared)"
@@ -82,7 +83,11 @@ def _kept(rows: Iterable[Any]) -> set[str]:
 def edit(at: At, cid: int, change: PageEdit) -> Plan[tuple[set[str], set[str]]]:
     """Apply ``change`` to the base's spans; returns the refs it dropped and those it named."""
     where = at.row(cid)
-    rows = yield Sql(_EDIT_DELETE, {**where, "low": change.low, "high": change.high}, "all")
+    if change.deleting is not None:
+        yield Sql(_EDIT_DELETE_KNOWN, {**where, "low": change.low, "high": change.high})
+        rows: Iterable[Any] = ((s.ref, s.cleared) for s in change.deleting)
+    else:
+        rows = yield Sql(_EDIT_DELETE, {**where, "low": change.low, "high": change.high}, "all")
     if change.spans:
         yield Sql(
             _INSERT,
