@@ -20,7 +20,7 @@ from tabulae.storage.blobs import (
     next_ticks,
     prefix_end,
 )
-from tabulae.storage.plan import Plan, Sql
+from tabulae.storage.plan import Plan, Sql, batch
 
 BLOB_COLUMNS = "name, version, ticks, size, committed, doc"
 _COMMITTED = (
@@ -193,15 +193,20 @@ def load_state(at: At, cid: int, needs: Needs) -> Plan[BlobState]:
     return (yield from state_of(at, cid, needs, row))
 
 
-def load_named(at: At, needs: Needs) -> Plan[tuple[int, BlobState]]:
+def load_named(at: At, needs: Needs, beside: Sql | None = None) -> Plan[tuple[int, BlobState, Any]]:
     """As :func:`load_state`, finding the container's id in the same statement when the blob
-    exists; returns that id too. Raises ``ContainerNotFound``."""
+    exists; returns that id, the state, and the reply of ``beside``, a read sent with the first
+    (after it, so under its lock) in one batch. Raises ``ContainerNotFound``."""
     key = at.key
     params = {"dkey": at.dkey, "account": key.account, "container": key.container, "name": key.name,
               "version": STORED_BASE}  # fmt: skip
-    row = yield Sql(_BASE_LOCKED_NAMED, params, "one")
+    first = Sql(_BASE_LOCKED_NAMED, params, "one")
+    if beside is None:
+        row, extra = (yield first), None
+    else:
+        row, extra = yield batch(first, beside)
     cid = int(row[8]) if row is not None else (yield from container_id(key.account, key.container))
-    return cid, (yield from state_of(at, cid, needs, row))
+    return cid, (yield from state_of(at, cid, needs, row)), extra
 
 
 def state_of(at: At, cid: int, needs: Needs, row: Sequence[Any] | None) -> Plan[BlobState]:

@@ -94,11 +94,12 @@ def write_blob(
         yield guard
     for lock in path_locks:
         _locked = yield lock
-    cid, state = yield from load_named(at, needs)
+    spans = pages.named_spans(at, STORED_BASE, *needs.pages) if needs.pages is not None else None
+    cid, state, rows = yield from load_named(at, needs, spans)
     if needs.namespace:
         yield from load_namespace(state, at, cid, above)
     if needs.pages is not None and state.base is not None:
-        state.pages = yield from pages.spans(at, cid, STORED_BASE, *needs.pages)
+        state.pages = pages.spans_of(rows)
     if source is not None:
         origin, version = source
         found = yield from committed(origin, version, True)

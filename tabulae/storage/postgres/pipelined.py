@@ -17,12 +17,12 @@ back (or back to its savepoint) outside pipeline mode, where the server runs it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import psycopg
 
-from tabulae.storage.plan import Dialect, Plan
+from tabulae.storage.plan import Dialect, Plan, Sql
 
 if TYPE_CHECKING:
     from psycopg import AsyncPipeline
@@ -42,6 +42,21 @@ async def run_pipelined(plan: Plan[T], conn: Connection, dialect: Dialect, pipe:
     try:
         while True:
             text, params, fetch, rows = send(reply)
+            if fetch == "batch":  # every statement sent, then every answer read: one round trip
+                steps = cast("Sequence[Sql]", rows)
+                sent = [
+                    await execute((prepared.get(s.text) or dialect.prepare(s.text))[0], s.params)
+                    for s in steps
+                ]
+                reply = [
+                    await cursor.fetchone()
+                    if step.fetch == "one"
+                    else await cursor.fetchall()
+                    if step.fetch == "all"
+                    else None
+                    for step, cursor in zip(steps, sent, strict=True)
+                ]
+                continue
             text, _convert = prepared.get(text) or dialect.prepare(text)  # psycopg takes mappings
             if rows is not None:
                 async with conn.cursor() as cursor:
