@@ -14,8 +14,11 @@ are reference tables.
 An upload runs in one transaction from its first chunk to the commit of the record that names
 it (:class:`PgStaged` holds its connection), so a front-end that dies mid-upload leaves nothing:
 the database rolls the transaction back. The commit step runs in a savepoint and is retried on
-conflicts without sending the bytes again. Reads fetch one chunk per statement, so a download
-holds no connection between chunks and never more than one chunk in memory.
+conflicts without sending the bytes again. Content of one chunk or less (a Put Page, a block,
+a small blob) is held in memory instead and inserted by the write's own transaction. Writes run
+in pipeline mode (:mod:`~tabulae.storage.postgres.pipelined`): a round trip per read, and one
+for the COMMIT. Reads fetch one chunk per statement, so a download holds no connection between
+chunks and never more than one chunk in memory.
 
 Writes lock the blob's current row (``SELECT … FOR UPDATE``), or insert it with ``ON CONFLICT
 DO NOTHING`` and start over when a concurrent insert won. A write holds its container's
