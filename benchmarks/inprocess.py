@@ -57,18 +57,17 @@ def fresh_store(url: str | None) -> Iterator[None]:
         return
     from stores import postgres_store
 
-    with postgres_store(url) as store:
-        global COUNTER
-        if ROUND_TRIPS:
-            COUNTER = TurnCounter(store).__enter__()
+    global COUNTER
+    with postgres_store(url) as store, contextlib.ExitStack() as stack:
+        if ROUND_TRIPS:  # the app talks to the database through the counting proxy
+            COUNTER = stack.enter_context(TurnCounter(store))
             store = COUNTER.url
         OVERRIDES["store_url"] = store
         try:
             yield
         finally:
             OVERRIDES.pop("store_url", None)
-            if COUNTER is not None:
-                COUNTER.__exit__()
+            COUNTER = None
 
 
 @contextlib.contextmanager
