@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import protocol
+from pgturns import TurnCounter
 from signing import http_date, table_sas
 
 from tabulae.compose import build_gateway
@@ -42,7 +43,9 @@ from tabulae.config import Settings
 TABLE = "bench"
 PROFILE = ""  # cProfile's sort key with --profile, else empty
 CONCURRENT = 1  # reads in flight at once (--concurrent)
+ROUND_TRIPS = False  # count round trips to the store (--round-trips)
 OVERRIDES: dict[str, Any] = {}  # settings the command line changed (--targets, --store)
+COUNTER: TurnCounter | None = None  # counts round trips to the store with --round-trips
 
 
 @contextlib.contextmanager
@@ -54,12 +57,17 @@ def fresh_store(url: str | None) -> Iterator[None]:
         return
     from stores import postgres_store
 
-    with postgres_store(url) as store:
+    global COUNTER
+    with postgres_store(url) as store, contextlib.ExitStack() as stack:
+        if ROUND_TRIPS:  # the app talks to the database through the counting proxy
+            COUNTER = stack.enter_context(TurnCounter(store))
+            store = COUNTER.url
         OVERRIDES["store_url"] = store
         try:
             yield
         finally:
             OVERRIDES.pop("store_url", None)
+            COUNTER = None
 
 
 @contextlib.contextmanager
@@ -258,11 +266,15 @@ async def run_pages(requests: int) -> float:
                        ("x-ms-range", f"bytes={offset}-{offset + 4095}")]  # fmt: skip
             writes.append((f"{names[n % len(names)]}?comp=page&{sas}", headers))
         assert await _call(app, "PUT", *writes[0], data) == 201
+        turns = COUNTER.turns if COUNTER is not None else 0
         started = time.process_time()
         with profiled():
             for target, headers in writes[1:]:
                 await _call(app, "PUT", target, headers, data)
-        return (time.process_time() - started) / requests * 1e6
+        spent = (time.process_time() - started) / requests * 1e6
+        if COUNTER is not None:
+            print(f"page: {(COUNTER.turns - turns) / requests:.2f} round trips to the store per Put Page")
+        return spent
     finally:
         await app.shutdown()
         scratch.cleanup()
@@ -279,6 +291,11 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=1, help="distinct entities read in turn")
     parser.add_argument("--batch-size", type=int, default=100)
     parser.add_argument("--store", metavar="URL", help="a PostgreSQL server: run on a new database there")
+    parser.add_argument(
+        "--round-trips",
+        action="store_true",
+        help="with --store, count the round trips to the database (through a counting proxy)",
+    )
     parser.add_argument("--workers", type=int, help="the settings' worker count (default: the cores)")
     parser.add_argument("--profile", nargs="?", const="tottime", default="", help="print cProfile's top")
     parser.add_argument("--concurrent", type=int, default=1, help="reads in flight at once")
@@ -292,8 +309,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.workers:
         OVERRIDES["workers"] = args.workers
-    global PROFILE, CONCURRENT
-    PROFILE, CONCURRENT = args.profile, args.concurrent
+    global PROFILE, CONCURRENT, ROUND_TRIPS
+    PROFILE, CONCURRENT, ROUND_TRIPS = args.profile, args.concurrent, args.round_trips
     if args.targets != "off":
         OVERRIDES.update(targets=True, partition_target=1e12, account_target=1e12)
         OVERRIDES["workers"] = 2 if args.targets == "server" else 1

@@ -85,9 +85,11 @@ def spans_of(pages: PageMap) -> list[PageSpan]:
 
 def _edit(loaded: Sequence[PageSpan], start: int, end: int, changed: PageMap) -> PageEdit:
     """Replace the spans loaded for ``[start, end)`` (the first may begin before it) with those
-    of ``changed``, the map they made after the write."""
+    of ``changed``, the map they made after the write. The deletion removes exactly the spans
+    loaded: those start in ``[low, end)``, and any other span starting there would overlap the
+    range, so it was loaded too."""
     low = min(start, loaded[0].start) if loaded else start
-    return PageEdit(low, end, spans_of(changed))
+    return PageEdit(low, end, spans_of(changed), deleting=loaded)
 
 
 def _page_blob(state: BlobState) -> BlobRecord:

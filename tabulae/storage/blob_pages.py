@@ -38,3 +38,7 @@ class PageEdit:
     low: int
     high: int
     spans: Sequence[PageSpan] = ()
+    # The spans the deletion removes, when the write read them under its lock (those it loaded
+    # around its range): the store then needs no answer from its DELETE to know what the edit
+    # stopped naming, and sends it with the other writes.
+    deleting: Sequence[PageSpan] | None = None

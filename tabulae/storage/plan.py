@@ -34,11 +34,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Generator, Mapping, Sequence
 from operator import itemgetter
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar, cast
 
 T = TypeVar("T")
 
-Fetch = Literal["none", "one", "all", "rowcount"]
+Fetch = Literal["none", "one", "all", "rowcount", "batch"]
 
 
 _NO_PARAMS: Mapping[str, Any] = {}  # shared by every statement without parameters: never changed
@@ -47,7 +47,8 @@ _NO_PARAMS: Mapping[str, Any] = {}  # shared by every statement without paramete
 class Sql(NamedTuple):
     """One statement of a plan. ``fetch`` says what the plan receives back: nothing, the first
     row (or None), every row, or the number of rows changed. ``rows`` makes it an
-    ``executemany`` over those parameter mappings (``params`` is then ignored).
+    ``executemany`` over those parameter mappings (``params`` is then ignored), or with the
+    ``batch`` fetch the statements of a :func:`batch`.
 
     A named tuple: a plan makes one per statement on the request path, and a tuple is the
     cheapest thing Python makes (and unpacks)."""
@@ -60,6 +61,19 @@ class Sql(NamedTuple):
 
 Plan = Generator[Sql, Any, T]
 """A store operation: yields statements, is sent their results, returns the answer."""
+
+
+def batch(*statements: Sql) -> Sql:
+    """One step of several statements, which an engine may send together and read back
+    together (one round trip in PostgreSQL's pipeline mode): the plan receives the list of
+    their replies. They still run one after another, so a read after a locking read sees what
+    the lock guards. Each fetches ``none``, ``one`` or ``all``."""
+    return Sql("", fetch="batch", rows=cast("Sequence[Mapping[str, Any]]", statements))  # typed as rows
+
+
+def _alone(statement: Sql) -> Plan[Any]:
+    """A plan of one statement: a batch's statements, run one by one where nothing batches."""
+    return (yield statement)
 
 
 RENDERED_LIMIT = 4096  # rendered texts a dialect keeps
@@ -171,11 +185,15 @@ def run_sync(plan: Plan[T], conn: Any, dialect: Dialect) -> T:
     try:
         while True:
             text, params, fetch, rows = send(reply)
-            text, convert = prepared.get(text) or dialect.prepare(text)
             if rows is not None:
+                if fetch == "batch":
+                    reply = [run_sync(_alone(step), conn, dialect) for step in cast("Sequence[Sql]", rows)]
+                    continue
+                text, convert = prepared.get(text) or dialect.prepare(text)
                 conn.executemany(text, rows if convert is None else map(convert, rows))
                 reply = None
                 continue
+            text, convert = prepared.get(text) or dialect.prepare(text)
             if convert is not None:
                 params = convert(params)
             if fetch == "one":
@@ -198,6 +216,9 @@ async def run_async(plan: Plan[T], conn: Any, dialect: Dialect) -> T:
     try:
         while True:
             text, params, fetch, rows = send(reply)
+            if fetch == "batch":
+                reply = [await run_async(_alone(step), conn, dialect) for step in cast("Sequence[Sql]", rows)]
+                continue
             text, _convert = prepared.get(text) or dialect.prepare(text)  # psycopg takes mappings
             if rows is not None:
                 async with conn.cursor() as cursor:

@@ -34,8 +34,15 @@ _SPANS = (
     + _FIRST
     + " AND page_start < :high AND page_end > :low ORDER BY page_start"
 )
+# The same by the container's name, for a write that reads them beside its blob's record (whose
+# row brings the container's id) in one round trip.
+_SPANS_NAMED = _SPANS.replace(
+    "container_id = :c",
+    "container_id = (SELECT id FROM blob_containers WHERE account = :account AND name = :container)",
+)
 _IN_EDIT = _ROW + " AND page_start >= :low AND page_start < :high"
 _EDIT_DELETE = "DELETE FROM blob_pages WHERE " + _IN_EDIT + " RETURNING ref, cleared"
+_EDIT_DELETE_KNOWN = "DELETE FROM blob_pages WHERE " + _IN_EDIT
 _INSERT = (
     f"INSERT INTO blob_pages ({{key,}} container_id, name, version, {_COLUMNS})"
     " VALUES ({:key,} :c, :name, :version, :start, :end, :ref{::uuid}, :offset, :cleared)"
@@ -49,6 +56,19 @@ _COPY = (
 def spans(at: At, cid: int, version: str, low: int, high: int) -> Plan[list[PageSpan]]:
     """The spans of one version overlapping ``[low, high)``, in order."""
     rows = yield Sql(_SPANS, {**at.row(cid, version), "low": low, "high": high}, "all")
+    return spans_of(rows)
+
+
+def named_spans(at: At, version: str, low: int, high: int) -> Sql:
+    """The statement reading what :func:`spans` reads, by the container's name."""
+    key = at.key
+    params = {"dkey": at.dkey, "account": key.account, "container": key.container, "name": key.name,
+              "version": version, "low": low, "high": high}  # fmt: skip
+    return Sql(_SPANS_NAMED, params, "all")
+
+
+def spans_of(rows: Iterable[Any]) -> list[PageSpan]:
+    """Spans from the rows of :func:`spans` or :func:`named_spans`."""
     return [
         PageSpan(int(a), int(b), str(ref), int(offset), bool(cleared)) for a, b, ref, offset, cleared in rows
     ]
@@ -82,7 +102,11 @@ def _kept(rows: Iterable[Any]) -> set[str]:
 def edit(at: At, cid: int, change: PageEdit) -> Plan[tuple[set[str], set[str]]]:
     """Apply ``change`` to the base's spans; returns the refs it dropped and those it named."""
     where = at.row(cid)
-    rows = yield Sql(_EDIT_DELETE, {**where, "low": change.low, "high": change.high}, "all")
+    if change.deleting is not None:
+        yield Sql(_EDIT_DELETE_KNOWN, {**where, "low": change.low, "high": change.high})
+        rows: Iterable[Any] = ((s.ref, s.cleared) for s in change.deleting)
+    else:
+        rows = yield Sql(_EDIT_DELETE, {**where, "low": change.low, "high": change.high}, "all")
     if change.spans:
         yield Sql(
             _INSERT,

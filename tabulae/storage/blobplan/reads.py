@@ -20,7 +20,7 @@ from tabulae.storage.blobs import (
     next_ticks,
     prefix_end,
 )
-from tabulae.storage.plan import Plan, Sql
+from tabulae.storage.plan import Plan, Sql, batch
 
 BLOB_COLUMNS = "name, version, ticks, size, committed, doc"
 _COMMITTED = (
@@ -37,6 +37,13 @@ _OTHERS = (
     f" AND version <> '{STORED_BASE}' ORDER BY version"
 )
 _BASE_LOCKED = f"SELECT {BLOB_COLUMNS}, staged, staged_id_length FROM blobs WHERE " + _ROW + " {lock}"
+# The same by the container's name: a write's first read, which finds the container's id with
+# the record (the row carries it) instead of a statement before it.
+_BASE_LOCKED_NAMED = (
+    f"SELECT {BLOB_COLUMNS}, staged, staged_id_length, container_id FROM blobs WHERE {{key=}} container_id ="
+    " (SELECT id FROM blob_containers WHERE account = :account AND name = :container)"
+    " AND name = :name AND version = :version {lock}"
+)
 
 
 class At(NamedTuple):
@@ -183,6 +190,27 @@ def load_state(at: At, cid: int, needs: Needs) -> Plan[BlobState]:
         at.row(cid),
         "one",
     )
+    return (yield from state_of(at, cid, needs, row))
+
+
+def load_named(at: At, needs: Needs, beside: Sql | None = None) -> Plan[tuple[int, BlobState, Any]]:
+    """As :func:`load_state`, finding the container's id in the same statement when the blob
+    exists; returns that id, the state, and the reply of ``beside``, a read sent with the first
+    (after it, so under its lock) in one batch. Raises ``ContainerNotFound``."""
+    key = at.key
+    params = {"dkey": at.dkey, "account": key.account, "container": key.container, "name": key.name,
+              "version": STORED_BASE}  # fmt: skip
+    first = Sql(_BASE_LOCKED_NAMED, params, "one")
+    if beside is None:
+        row, extra = (yield first), None
+    else:
+        row, extra = yield batch(first, beside)
+    cid = int(row[8]) if row is not None else (yield from container_id(key.account, key.container))
+    return cid, (yield from state_of(at, cid, needs, row)), extra
+
+
+def state_of(at: At, cid: int, needs: Needs, row: Sequence[Any] | None) -> Plan[BlobState]:
+    """The state a write decides over, from its base's row (locked) and what ``needs`` asks for."""
     base = blob_of(row) if row else None
     state = BlobState(base=base, ticks=next_ticks(base.ticks if base else None))
     if needs.snapshot is not None:  # a snapshot or version, live (a soft-deleted one is not there)

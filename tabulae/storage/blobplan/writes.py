@@ -17,7 +17,7 @@ from typing import Any
 from tabulae.model.blobs import Extent
 from tabulae.storage.blob_pages import EVERY_PAGE, PageEdit, PageSpan
 from tabulae.storage.blobplan import garbage, pages, retained, tags
-from tabulae.storage.blobplan.reads import At, committed, container_id, load_namespace, load_state
+from tabulae.storage.blobplan.reads import At, committed, load_named, load_namespace
 from tabulae.storage.blobs import (
     STORED_BASE,
     VERSION_PREFIX,
@@ -94,12 +94,12 @@ def write_blob(
         yield guard
     for lock in path_locks:
         _locked = yield lock
-    cid = yield from container_id(at.key.account, at.key.container)
-    state = yield from load_state(at, cid, needs)
+    spans = pages.named_spans(at, STORED_BASE, *needs.pages) if needs.pages is not None else None
+    cid, state, rows = yield from load_named(at, needs, spans)
     if needs.namespace:
         yield from load_namespace(state, at, cid, above)
     if needs.pages is not None and state.base is not None:
-        state.pages = yield from pages.spans(at, cid, STORED_BASE, *needs.pages)
+        state.pages = pages.spans_of(rows)
     if source is not None:
         origin, version = source
         found = yield from committed(origin, version, True)

@@ -14,8 +14,11 @@ are reference tables.
 An upload runs in one transaction from its first chunk to the commit of the record that names
 it (:class:`PgStaged` holds its connection), so a front-end that dies mid-upload leaves nothing:
 the database rolls the transaction back. The commit step runs in a savepoint and is retried on
-conflicts without sending the bytes again. Reads fetch one chunk per statement, so a download
-holds no connection between chunks and never more than one chunk in memory.
+conflicts without sending the bytes again. Content of one chunk or less (a Put Page, a block,
+a small blob) is held in memory instead and inserted by the write's own transaction. Writes run
+in pipeline mode (:mod:`~tabulae.storage.postgres.pipelined`): a round trip per read, and one
+for the COMMIT. Reads fetch one chunk per statement, so a download holds no connection between
+chunks and never more than one chunk in memory.
 
 Writes lock the blob's current row (``SELECT … FOR UPDATE``), or insert it with ``ON CONFLICT
 DO NOTHING`` and start over when a concurrent insert won. A write holds its container's
@@ -254,14 +257,26 @@ def copy_extent(source: int, dkey: int, extent: Extent) -> Plan[Extent]:
 
 class PgStaged(Staged):
     """Chunks inserted by a transaction still open on ``conn``; the write that names them
-    commits that transaction, and anything else rolls it back."""
+    commits that transaction, and anything else rolls it back. Content of one chunk or less
+    is not inserted yet (``conn`` is None): ``pending`` holds it, and the write that names it
+    inserts it in its own transaction."""
 
-    __slots__ = ("conn", "dkey", "extent")
+    __slots__ = ("conn", "dkey", "extent", "pending")
 
-    def __init__(self, extent: Extent, conn: Any, dkey: int) -> None:
+    def __init__(self, extent: Extent, conn: Any, dkey: int, pending: bytes | None = None) -> None:
         self.extent = extent
         self.conn: Any = conn
         self.dkey = dkey
+        self.pending = pending
+
+
+_INSERT_CHUNK = "INSERT INTO blob_chunks (dkey, ref, seq, data) VALUES (:dkey, :ref, 0, :data)"
+
+
+def _after(first: Sql, make: Callable[[], Plan[T]]) -> Plan[T]:
+    """``first``, then the plan ``make`` returns."""
+    yield first
+    return (yield from make())
 
 
 class PostgresBlobs(PlannedBlobs):
@@ -278,7 +293,7 @@ class PostgresBlobs(PlannedBlobs):
         )
 
     async def _write(self, make: Callable[[], Plan[T]]) -> T:
-        return await self._db.run_plan(make, retry=True, transaction=True)
+        return await self._db.run_plan(make, retry=True, transaction=True, pipeline=True)
 
     # dkey_of in SQL, for the rows a rename moves (paths.rename): the first 8 bytes of the hash
     # as a signed big-endian integer.
@@ -377,13 +392,23 @@ class PostgresBlobs(PlannedBlobs):
             result, _named = await self._write(make)
             return result
         assert isinstance(staged, PgStaged)
+        if staged.conn is None:  # small content: inserted by the write's own transaction
+            data, staged.pending = staged.pending, None
+            if data is None:
+                result, _named = await self._write(make)
+                return result
+            insert = Sql(
+                _INSERT_CHUNK, {"dkey": staged.dkey, "ref": uuid.UUID(staged.extent.ref), "data": data}
+            )
+            result, _named = await self._write(lambda: _after(insert, make))
+            return result
         conn, staged.conn = staged.conn, None
-        committed = False
         try:
-            result, _named = await self._db.run_plan_in(conn, make)
-            committed = True
-        finally:
-            await self._give_back(conn, commit=committed)
+            result, _named = await self._db.commit_in(conn, make)
+        except BaseException:
+            await self._give_back(conn, commit=False)
+            raise
+        await self._db.give_back(conn)
         return result
 
     copy_extent = staticmethod(copy_extent)
@@ -408,27 +433,37 @@ class PostgresBlobs(PlannedBlobs):
     # ------------------------------------------------------------------ content
 
     async def stage(self, key: BlobKey, chunks: AsyncIterable[bytes], digest: Digest | None) -> Staged:
+        """Content of more than one chunk is inserted chunk by chunk in a transaction of its
+        own, left open for the write that names it; up to one chunk is kept in memory instead
+        (it was in memory anyway), so that write inserts it with no round trip of its own."""
         dkey = dkey_of(key)
         ref = uuid.uuid4()
-        conn = await self._db.take()
+        conn = None
         try:
-            await conn.execute("BEGIN")
             piece = bytearray()
             seq = 0
             length = 0
             async for chunk in chunks:
                 piece += chunk
-                while len(piece) >= CHUNK_BYTES:
+                while len(piece) > CHUNK_BYTES:
                     part = bytes(piece[:CHUNK_BYTES])
                     del piece[:CHUNK_BYTES]
+                    if conn is None:
+                        conn = await self._db.take()
+                        await conn.execute("BEGIN")
                     await self._insert_chunk(conn, dkey, ref, seq, part, digest)
                     seq += 1
                     length += len(part)
+            if conn is None:
+                data = bytes(piece)
+                await _see(data, digest)
+                return PgStaged(Extent(str(ref), len(data)), None, dkey, data if data else None)
             if piece:
                 await self._insert_chunk(conn, dkey, ref, seq, bytes(piece), digest)
                 length += len(piece)
         except BaseException:
-            await self._give_back(conn, commit=False)
+            if conn is not None:
+                await self._give_back(conn, commit=False)
             raise
         return PgStaged(Extent(str(ref), length), conn, dkey)
 
@@ -436,12 +471,7 @@ class PostgresBlobs(PlannedBlobs):
         self, conn: Any, dkey: int, ref: uuid.UUID, seq: int, data: bytes, digest: Digest | None
     ) -> None:
         """Insert one chunk while the digest's updaters see it on helper threads."""
-        loop = asyncio.get_running_loop()
-        updaters = digest.updaters() if digest is not None else ()
-        light = digest.light() if digest is not None else None
-        if light is not None:
-            light(data)
-        hashing = asyncio.gather(*(loop.run_in_executor(None, update, data) for update in updaters))
+        hashing = _see(data, digest)
         try:
             await conn.execute(
                 "INSERT INTO blob_chunks (dkey, ref, seq, data) VALUES (%s, %s, %s, %b)",
@@ -458,6 +488,7 @@ class PostgresBlobs(PlannedBlobs):
 
     async def discard(self, staged: Staged) -> None:
         assert isinstance(staged, PgStaged)
+        staged.pending = None
         conn, staged.conn = staged.conn, None
         if conn is not None:
             await self._give_back(conn, commit=False)
@@ -504,6 +535,28 @@ class PostgresBlobs(PlannedBlobs):
         front-ends may run this at once: each garbage row is taken (deleted) by one of them.
         Plain multi-shard DELETE … RETURNING, which Citus runs on every shard."""
         return await self._db.run_plan(partial(_collect, grace), retry=True, transaction=True)
+
+
+SMALL_DIGEST = 64 * 1024  # content hashed on the event loop's thread: a thread's hand-off costs more
+
+
+def _see(data: bytes, digest: Digest | None) -> asyncio.Future[Any]:
+    """Let ``digest`` see ``data``: its light part now, its updaters on helper threads (the
+    future they complete), or now too when ``data`` is small."""
+    loop = asyncio.get_running_loop()
+    if digest is None:
+        done = loop.create_future()
+        done.set_result(None)
+        return done
+    light = digest.light()
+    if light is not None:
+        light(data)
+    updaters = digest.updaters()
+    if len(data) <= SMALL_DIGEST:
+        for update in updaters:
+            update(data)
+        updaters = ()
+    return asyncio.gather(*(loop.run_in_executor(None, update, data) for update in updaters))
 
 
 def _collect(grace: float) -> Plan[int]:

@@ -26,6 +26,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from tabulae.model.errors import ServiceError
 from tabulae.storage.plan import Dialect, Plan, PostgresDialect, Restart, run_async
+from tabulae.storage.postgres import pipelined
 from tabulae.storage.volume import FULL_MESSAGE, Volume
 
 __all__ = ["MAX_ATTEMPTS", "PostgresDatabase", "Restart", "Schema"]
@@ -427,14 +428,18 @@ class PostgresDatabase:
         transaction: bool = False,
         isolation: str | None = None,
         dialect: Dialect | None = None,
+        pipeline: bool = False,
     ) -> T:
         """Run the plan ``make()`` returns as :meth:`run` runs a function (a fresh plan each try),
         in one transaction when asked (at ``isolation`` when given, e.g. ``REPEATABLE READ`` for
         reads that must see one snapshot), else statement by statement in autocommit. ``dialect``
-        is a store's own (with markers of its own), else the engine's."""
+        is a store's own (with markers of its own), else the engine's. With ``pipeline`` the
+        transaction runs in pipeline mode (:mod:`~tabulae.storage.postgres.pipelined`)."""
         spelling = dialect or self.dialect
 
         async def fn(conn: Connection) -> T:
+            if pipeline:
+                return await pipelined.transaction(conn, make, spelling)
             if not transaction:
                 return await run_async(make(), conn, spelling)
             async with conn.transaction():
@@ -463,14 +468,17 @@ class PostgresDatabase:
                     raise  # else the id met an existing one: draw again
         raise ServiceError("InternalError", detail="could not draw a free id")
 
-    async def run_plan_in(self, conn: Connection, make: Callable[[], Plan[T]]) -> T:
+    async def commit_in(self, conn: Connection, make: Callable[[], Plan[T]]) -> T:
         """Run a plan in a savepoint of the transaction open on ``conn`` (an upload's, whose chunks
-        it commits), again on conflicts as :meth:`run` does, without starting that transaction over."""
+        it commits) and commit that transaction, in one pipeline; again on conflicts as
+        :meth:`run` does, without starting that transaction over. When it raises, the
+        transaction is still open (the caller rolls it back) or the COMMIT itself failed."""
         for attempt in range(MAX_ATTEMPTS):
             try:
-                async with conn.transaction():
-                    return await run_async(make(), conn, self.dialect)
+                return await pipelined.commit_step(conn, make, self.dialect)
             except _RETRYABLE:
+                if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+                    raise ServiceError("InternalError", detail="the commit failed") from None
                 if attempt == MAX_ATTEMPTS - 1:
                     raise ServiceError("ServerBusy", detail="too many concurrent changes") from None
                 await _pause(attempt)
