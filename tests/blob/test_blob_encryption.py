@@ -11,16 +11,19 @@ import hashlib
 import os
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from azure.core.exceptions import HttpResponseError
 from azure.storage.blob import (
     BlobBlock,
+    BlobSasPermissions,
     BlobServiceClient,
     BlobType,
     ContainerClient,
     ContainerEncryptionScope,
     CustomerProvidedEncryptionKey,
+    generate_blob_sas,
 )
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 from azure.storage.filedatalake import DataLakeServiceClient, EncryptionScopeOptions
@@ -161,6 +164,32 @@ def test_blocks_are_committed_with_the_key_they_were_staged_with(container: Cont
     blob.commit_block_list([BlobBlock("b2")], cpk=OTHER_KEY)
     assert blob.download_blob(cpk=OTHER_KEY).readall() == b"two"
     refused(lambda: blob.download_blob(cpk=KEY).readall(), "BlobCustomerSpecifiedEncryptionMismatch")
+
+
+def test_a_copy_reads_its_source_with_the_sources_key(container: ContainerClient) -> None:
+    source = container.get_blob_client("source")
+    source.upload_blob(b"0123456789", cpk=KEY)
+    sas = generate_blob_sas(
+        DEV_ACCOUNT, container.container_name, "source", account_key=DEV_KEY,
+        permission=BlobSasPermissions(read=True), expiry=datetime.now(UTC) + timedelta(hours=1),
+    )  # fmt: skip
+    source_url = f"{source.url}?{sas}"
+    target = container.get_blob_client("target")
+    with pytest.raises(HttpResponseError) as excinfo:
+        target.upload_blob_from_url(source_url)
+    assert (excinfo.value.status_code, code_of(excinfo)) == (409, "CannotVerifyCopySource")
+    assert (
+        excinfo.value.response.headers["x-ms-copy-source-error-code"] == "BlobUsesCustomerSpecifiedEncryption"
+    )
+    with pytest.raises(HttpResponseError) as excinfo:
+        target.upload_blob_from_url(source_url, source_cpk=OTHER_KEY)
+    assert excinfo.value.response.headers["x-ms-copy-source-error-code"] == (
+        "BlobCustomerSpecifiedEncryptionMismatch"
+    )
+    target.upload_blob_from_url(source_url, source_cpk=KEY, cpk=OTHER_KEY)  # re-keyed on the way
+    assert target.download_blob(cpk=OTHER_KEY).readall() == b"0123456789"
+    refused(lambda: source.query_blob("SELECT * from BlobStorage"), "BlobUsesCustomerSpecifiedEncryption")
+    assert source.query_blob("SELECT * from BlobStorage", cpk=KEY).readall() == b"0123456789\n"
 
 
 def _put(server: ServerProcess, cert: SelfSignedCert, path: str, headers: dict[str, str]) -> tuple[int, str]:

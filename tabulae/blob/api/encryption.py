@@ -38,7 +38,7 @@ DENY_OVERRIDE = "x-ms-deny-encryption-scope-override"
 #: Operations that must name the blob's customer-provided key (and, writing in place, its scope).
 CHECKED = frozenset(
     {
-        Operation.GET_BLOB, Operation.GET_BLOB_PROPERTIES, Operation.GET_BLOB_METADATA,
+        Operation.GET_BLOB, Operation.GET_BLOB_PROPERTIES, Operation.GET_BLOB_METADATA, Operation.QUERY_BLOB,
         Operation.APPEND_BLOCK, Operation.APPEND_BLOCK_FROM_URL, Operation.PUT_PAGE,
         Operation.PUT_PAGE_FROM_URL, Operation.SET_BLOB_METADATA, Operation.SNAPSHOT_BLOB,
     }
@@ -57,35 +57,43 @@ _PLAIN_CHECKED = Encryption(checks=True)
 _AES256 = "AES256"
 
 
-def customer_key(request: Request, *, write: bool) -> str | None:
-    """The Base64 SHA-256 of the request's customer-provided key, checked; None without one."""
+def customer_key(request: Request, *, write: bool, prefix: str = "x-ms-") -> str | None:
+    """The Base64 SHA-256 of the request's customer-provided key, checked; None without one.
+    ``prefix="x-ms-source-"``: the key of a copy's source."""
     headers = request.headers
-    key, digest, algorithm = headers.get(KEY), headers.get(KEY_SHA256), headers.get(ALGORITHM)
+    names = (prefix + KEY.removeprefix("x-ms-"), prefix + KEY_SHA256.removeprefix("x-ms-"),
+             prefix + ALGORITHM.removeprefix("x-ms-"))  # fmt: skip
+    key, digest, algorithm = (headers.get(name) for name in names)
     if key is None and digest is None and algorithm is None:
         return None
     if request.scheme != "https":
         raise ServiceError(
             "InvalidInput", "A customer-provided encryption key may only be sent over HTTPS."
         )  # assumed code: Azure's answer over HTTP is not in any recording found
-    for name, value in ((KEY, key), (KEY_SHA256, digest)):
+    for name, value in zip(names[:2], (key, digest), strict=True):
         if value is None:
             raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", name),))
     assert key is not None and digest is not None
     if algorithm is None:
         if write:
-            raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", ALGORITHM),))
+            raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", names[2]),))
     elif algorithm != _AES256:
-        raise bad_header(ALGORITHM, algorithm)
+        raise bad_header(names[2], algorithm)
     try:
         raw = base64.b64decode(key, validate=True)
     except (binascii.Error, ValueError):
-        raise bad_header(KEY, "Sanitized") from None  # never echo a key
+        raise bad_header(names[0], "Sanitized") from None  # never echo a key
     if len(raw) != 32:
-        raise bad_header(KEY, "Sanitized")
+        raise bad_header(names[0], "Sanitized")
     computed = base64.b64encode(hashlib.sha256(raw).digest()).decode()
     if not hmac.compare_digest(computed.encode(), digest.encode()):
-        raise bad_header(KEY_SHA256, digest)
+        raise bad_header(names[1], digest)
     return computed
+
+
+def check_source_key(record: BlobRecord, source_key: str | None) -> None:
+    """A copy's source read as Get Blob reads it: with the key it was written with, if any."""
+    check_key(record, Encryption(key_sha256=source_key))
 
 
 def _known(call: Call, scope: str) -> None:
