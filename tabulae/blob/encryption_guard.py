@@ -19,6 +19,13 @@ from tabulae.storage.blobs import BlobState, BlobWrite
 REQUEST: ContextVar[Encryption | None] = ContextVar("tabulae_blob_encryption", default=None)
 
 
+def scope_only() -> Encryption | None:
+    """The request's encryption without its key: what a directory made on the way to a path
+    takes (its scope, never the key of the file the request writes)."""
+    encryption = REQUEST.get()
+    return None if encryption is None else Encryption(scope=encryption.scope)
+
+
 def check(state: BlobState, write: BlobWrite) -> None:
     """Refuse ``write`` where the request's key or scope is not the blob's (or its staged
     blocks'); give a new blob the request's key and scope."""

@@ -307,7 +307,7 @@ class DataLakeService:
                 record = self._directory_record(name, state.ticks, posix, {})
                 return BlobWrite(result=posix, base=record, content=[], drop_staged=True)
 
-            token = encryption_guard.REQUEST.set(None)  # a parent made on the way takes no request's key
+            token = encryption_guard.REQUEST.set(encryption_guard.scope_only())  # a parent takes no key
             try:
                 above = await self.store.write_blob(BlobKey(key.account, key.container, name), decide)
             finally:

@@ -366,6 +366,7 @@ def test_data_lake_paths_take_keys_and_scopes(vault: ServerProcess, cert: SelfSi
         file = scoped.create_file("a/b.txt")
         file.upload_data(b"scoped", overwrite=True)
         assert file.get_file_properties().encryption_scope == LAKE_SCOPE
+        assert scoped.get_directory_client("a").get_directory_properties().encryption_scope == LAKE_SCOPE
         assert [p.encryption_scope for p in scoped.get_paths() if p.name == "a/b.txt"] == [LAKE_SCOPE]
     finally:
         scoped.delete_file_system()
