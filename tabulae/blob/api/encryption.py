@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 
@@ -96,6 +97,12 @@ def check_source_key(record: BlobRecord, source_key: str | None) -> None:
     check_key(record, Encryption(key_sha256=source_key))
 
 
+@functools.lru_cache(maxsize=4)
+def _scoped_accounts(pairs: frozenset[tuple[str, str]]) -> frozenset[str]:
+    """The accounts that have scopes (the settings' pairs, the same object every request)."""
+    return frozenset(account for account, _ in pairs)
+
+
 def _known(call: Call, scope: str) -> None:
     if scope != ACCOUNT_KEY_SCOPE and (call.route.account, scope) not in call.options.encryption_scopes:
         raise bad_header(SCOPE, scope)  # assumed code: the account has no such scope
@@ -135,7 +142,8 @@ async def _write_scope(call: Call, named: str | None, keyed: bool) -> str | None
     """The scope a write uses: the one it names, else its container's default (None: the account's)."""
     if named is not None:
         _known(call, named)
-    if not call.options.encryption_scopes:  # no scopes, so no container has a default
+    if call.route.account not in _scoped_accounts(call.options.encryption_scopes):
+        # an account without scopes has no container with a default: no read
         return None if named == ACCOUNT_KEY_SCOPE else named
     container = await call.service.store.get_container(call.route.account, call.route.container)
     default = container.default_scope if container is not None else None
