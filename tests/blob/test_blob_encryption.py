@@ -47,6 +47,10 @@ def new_key() -> CustomerProvidedEncryptionKey:
 
 
 KEY, OTHER_KEY = new_key(), new_key()
+SCOPE_DENIED = ContainerEncryptionScope(SCOPE, prevent_encryption_scope_override=True)
+SCOPE_REFUSAL = (
+    "BlobCustomerSpecifiedEncryptionMismatch"  # a key or scope where the container denies overrides
+)
 
 
 @pytest.fixture(scope="module")
@@ -370,3 +374,26 @@ def test_data_lake_paths_take_keys_and_scopes(vault: ServerProcess, cert: SelfSi
         assert [p.encryption_scope for p in scoped.get_paths() if p.name == "a/b.txt"] == [LAKE_SCOPE]
     finally:
         scoped.delete_file_system()
+
+
+def test_keys_and_scopes_outlive_a_restart(vault: ServerProcess, cert: SelfSignedCert) -> None:
+    """Kept in the stored records (last in the module: it restarts the module's server)."""
+    names = ["kept" + uuid.uuid4().hex[:10], "plain" + uuid.uuid4().hex[:10]]
+    with BlobServiceClient(url(vault), DEV_KEY, connection_verify=str(cert.cert), retry_total=0) as client:
+        scoped = client.create_container(names[0], container_encryption_scope=SCOPE_DENIED)
+        scoped.get_blob_client("scoped").upload_blob(b"s")
+        refused(lambda: scoped.get_blob_client("keyed").upload_blob(b"k", cpk=KEY), SCOPE_REFUSAL)
+        client.create_container(names[1]).get_blob_client("keyed").upload_blob(b"k", cpk=KEY)
+    vault.restart()
+    with BlobServiceClient(url(vault), DEV_KEY, connection_verify=str(cert.cert), retry_total=0) as client:
+        scoped, plain = (client.get_container_client(name) for name in names)
+        scope = scoped.get_container_properties().encryption_scope
+        assert (scope.default_encryption_scope, scope.prevent_encryption_scope_override) == (SCOPE, True)
+        assert scoped.get_blob_client("scoped").get_blob_properties().encryption_scope == SCOPE
+        refused(
+            lambda: plain.get_blob_client("keyed").get_blob_properties(),
+            "BlobUsesCustomerSpecifiedEncryption",
+        )
+        assert plain.get_blob_client("keyed").download_blob(cpk=KEY).readall() == b"k"
+        scoped.delete_container()
+        plain.delete_container()
