@@ -34,6 +34,7 @@ from tabulae.config import (
 from tabulae.examples import command as examples
 from tabulae.migrate import command as migrate
 from tabulae.model.accounts import FeatureError, check_days
+from tabulae.model.encryption import scope_pairs
 from tabulae.model.roles import RoleError, assignments
 from tabulae.tools import accounts, datacli, indexes, stress, top
 from tabulae.tools.failures import EXIT_INTERRUPTED, EXIT_START, EXIT_USAGE, Failure, describe, line
@@ -67,6 +68,7 @@ _FROM_FLAG: dict[str, Callable[[Any], Any]] = {
     "services": services_from,
     "console_hosts": tuple,
     "hns_accounts": tuple,
+    "encryption_scopes": tuple,
     "oauth_roles": tuple,
     "oauth": lambda value: value == "basic",
     "targets": lambda value: value == "azure",
@@ -77,6 +79,7 @@ _FLAG_DEFAULTS: dict[str, Callable[[], Any]] = {
     "accounts": list,
     "console_hosts": list,
     "hns_accounts": list,
+    "encryption_scopes": list,
     "oauth_roles": list,
     "oauth": lambda: "off",
     "targets": lambda: None,
@@ -270,6 +273,10 @@ def _check(settings: Settings) -> None:
         raise _usage(
             f"account features for {', '.join(sorted(set(unknown)))}, which the server does not serve"
         )
+    try:
+        scope_pairs(settings.encryption_scopes, settings.accounts)
+    except ValueError as exc:
+        raise _usage(f"--encryption-scope {exc}") from None
     if settings.store_url and settings.in_memory:
         raise _usage("--in-memory and --store exclude each other")
     if settings.otel:  # the packages and the exporter, checked before any worker needs them

@@ -66,6 +66,7 @@ from tabulae.insight.queues import QueueInsight
 from tabulae.insight.server import ServerInsight
 from tabulae.insight.tracing import RequestTracer, TimedStore, request_tracer
 from tabulae.insight.volume import volume_prometheus
+from tabulae.model.encryption import scope_pairs
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import CorsRule
 from tabulae.model.roles import assignments
@@ -107,6 +108,7 @@ def frontend_options(
         tracer=tracer,
         volume=volume,
         copy_from_remote=settings.copy_from_remote,
+        encryption_scopes=scope_pairs(settings.encryption_scopes, settings.accounts),
     )
 
 

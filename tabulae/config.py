@@ -374,6 +374,15 @@ class Settings:
         metavar="SECONDS",
     )
     # Features Azure sets in its management plane (tabulae.model.accounts), for every account;
+    encryption_scopes: tuple[str, ...] = setting(
+        (),
+        flag="--encryption-scope",
+        help="an encryption scope blob writes may name (x-ms-encryption-scope, a container's default "
+        "scope): NAME for every account, ACCOUNT:NAME for one; repeatable. Azure creates them in its "
+        "management plane",
+        metavar="[ACCOUNT:]NAME",
+        action="append",
+    )
     # ``[account-features.NAME]`` of ``--config`` sets them per account, ``/-/accounts`` at run time.
     blob_versioning: bool = setting(
         False,
@@ -539,6 +548,7 @@ class Settings:
         data["services"] = tuple(data["services"])
         data["console_hosts"] = tuple(data["console_hosts"])
         data["hns_accounts"] = tuple(data["hns_accounts"])
+        data["encryption_scopes"] = tuple(data["encryption_scopes"])
         data["oauth_roles"] = tuple(data["oauth_roles"])
         data["console_secret"] = base64.b64decode(data["console_secret"])
         data["metrics_secret"] = base64.b64decode(data["metrics_secret"])

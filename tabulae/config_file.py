@@ -150,6 +150,12 @@ def _flag_value(where: str, item: Any, value: Any) -> Any:
         )
     elif item.name == "copy_from_remote" and isinstance(value, bool):
         return "on" if value else "off"
+    if action == "append" and isinstance(value, list):  # a repeatable flag: a list of its values
+        if not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where}: expected a list of strings")
+        return list(value)
+    if action == "append" and isinstance(value, str):
+        return [value]
     if action == "store_true" or (action is not None and "Boolean" in getattr(action, "__name__", "")):
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: expected true or false")

@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from tabulae.blob import namespace_guard, worm_guard
+from tabulae.blob import encryption_guard, namespace_guard, worm_guard
 from tabulae.blob.feed import event_of
 from tabulae.blob.rules import access_time, container_worm
 from tabulae.blob.rules import immutability as rules
@@ -214,6 +214,7 @@ class GuardedStore:
 
         def guarded(state: BlobState) -> BlobWrite:
             write = decide(state)
+            encryption_guard.check(state, write)
             check_write(state, write, now, snapshots)
             worm_guard.check(worm, state, write, seconds, _changes_data)
             if namespace:

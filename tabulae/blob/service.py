@@ -385,10 +385,18 @@ class BlobService:
             self._with_logs.add(account)
 
     async def create_container(
-        self, account: str, name: str, metadata: dict[str, str], public_access: str | None
+        self,
+        account: str,
+        name: str,
+        metadata: dict[str, str],
+        public_access: str | None,
+        *,
+        default_scope: str | None = None,
+        deny_scope_override: bool = False,
     ) -> ContainerRecord:
         check_container_name(name)
         record = ContainerRecord(name, next_ticks(None), metadata, public_access)
+        record.default_scope, record.deny_scope_override = default_scope, deny_scope_override
         await self.store.create_container(account, record)
         return record
 

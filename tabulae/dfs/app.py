@@ -13,8 +13,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tabulae.auth.sas import SasToken
+from tabulae.blob import encryption_guard
 from tabulae.blob.api.app import BlobApp
 from tabulae.blob.api.call import Call
+from tabulae.blob.api.encryption import encryption_of, write_headers
 from tabulae.blob.api.routing import ROOT_CONTAINER, Kind, Route
 from tabulae.blob.api.sas import BlobGrant, verify_blob_sas
 from tabulae.blob.service import BlobService
@@ -69,6 +71,12 @@ _HNS_ONLY = frozenset(
     }
 )  # fmt: skip
 _UNSUPPORTED = frozenset({"UnsupportedQueryParameter", "UnsupportedHeader", "InvalidQueryParameterValue"})
+# The DFS operations that take a customer-provided key or an encryption scope (and echo them),
+# and those that must name the key of the file they change (blob/api/encryption.py).
+_ENCRYPTED_WRITES = frozenset(
+    {DfsOperation.CREATE_FILE, DfsOperation.CREATE_DIRECTORY, DfsOperation.APPEND, DfsOperation.FLUSH}
+)
+_KEYED = frozenset({DfsOperation.APPEND, DfsOperation.FLUSH})
 
 
 def _hns_refused(request: Request) -> bool:
@@ -227,9 +235,18 @@ class DataLakeApp(BlobApp):
         handler = HANDLERS.get(operation)
         if handler is None:
             raise ServiceError("NotImplemented")
-        return await handler(
-            DfsCall(call, self.dfs, operation, route.container, route.blob, principal, self.access)
-        )
+        written = operation in _ENCRYPTED_WRITES
+        encryption = await encryption_of(call, checks=operation in _KEYED, write=written)
+        token = encryption_guard.REQUEST.set(encryption)
+        try:
+            response = await handler(
+                DfsCall(call, self.dfs, operation, route.container, route.blob, principal, self.access)
+            )
+        finally:
+            encryption_guard.REQUEST.reset(token)
+        if written and response.status < 300:
+            response.headers.extend(write_headers(encryption))
+        return response
 
     async def _add_parents(self, route: Route, request: Request, principal: Principal) -> None:
         """A blob written through the Blob API into an HNS account gets its parent directories,

@@ -263,6 +263,7 @@ async def list_paths(c: DfsCall) -> Response:
                 creation_time=_moment(record.created),
                 expiry_time=_expiry_of(record),
                 encryption_context=posix.context,
+                encryption_scope=record.encryption_scope,
             )
         )
     extra: Headers = [(formats.CONTINUATION, formats.encode_continuation(last).encode())] if last else []

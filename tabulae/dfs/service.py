@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tabulae.blob import softdeletion
+from tabulae.blob import encryption_guard, softdeletion
 from tabulae.blob.namespace_guard import FOLDER, is_directory
 from tabulae.blob.rules import leases
 from tabulae.blob.rules.conditions import NONE, Conditions, check
@@ -307,7 +307,11 @@ class DataLakeService:
                 record = self._directory_record(name, state.ticks, posix, {})
                 return BlobWrite(result=posix, base=record, content=[], drop_staged=True)
 
-            above = await self.store.write_blob(BlobKey(key.account, key.container, name), decide)
+            token = encryption_guard.REQUEST.set(encryption_guard.scope_only())  # a parent takes no key
+            try:
+                above = await self.store.write_blob(BlobKey(key.account, key.container, name), decide)
+            finally:
+                encryption_guard.REQUEST.reset(token)
         return above if above is not None else root_posix(await self.root(key.account, key.container))
 
     async def create(self, key: BlobKey, request: CreateRequest) -> BlobRecord:

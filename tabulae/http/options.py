@@ -23,3 +23,4 @@ class FrontendOptions:
     tracer: Any = None  # an insight.tracing.RequestTracer with --otel: a span per request
     volume: Any = None  # a storage.volume.Volume: while ``full``, writes that free nothing get 503
     copy_from_remote: bool = True  # Blob copies may read sources outside this server
+    encryption_scopes: frozenset[tuple[str, str]] = frozenset()  # (account, scope) Blob writes may name

@@ -50,6 +50,8 @@ class ContainerRecord:
     lease: Lease = field(default_factory=Lease)
     posix: dict[str, Any] = field(default_factory=dict)  # an HNS file system's root directory's owner and ACL
     worm: ContainerWorm | None = None  # a container-level immutability policy and legal hold
+    default_scope: str | None = None  # x-ms-default-encryption-scope; None: the account's key
+    deny_scope_override: bool = False  # x-ms-deny-encryption-scope-override
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +133,10 @@ class BlobRecord:
     # In an account with a hierarchical namespace: owner, owning group, ACL text and sticky bit
     # ({"o", "g", "a", "s"}); empty for a path that never had them (the defaults apply).
     posix: dict[str, Any] = field(default_factory=dict)
+    encryption_scope: str | None = None  # the encryption scope its writes named (None: the account's key)
+    encryption_key_sha256: str | None = None  # Base64 SHA-256 of a customer-provided key it was written with
+    # [scope, key SHA-256] of the blocks staged since, where they differ from the blob's own
+    staged_encryption: list[str | None] | None = None
 
 
 #: BlobRecord fields kept in a record's stored form only when set (all default to a falsy value).
@@ -138,6 +144,7 @@ EXTENSIONS = (
     "sequence_number", "tier", "tier_changed", "rehydrate_to", "rehydrate_priority", "rehydrate_at",
     "tags", "sealed", "version_id", "deleted_time", "retention_days",
     "immutable_until", "immutable_mode", "legal_hold", "last_access", "posix",
+    "encryption_scope", "encryption_key_sha256", "staged_encryption",
 )  # fmt: skip
 
 

@@ -156,6 +156,18 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     # ----------------------------------------------------------------------- Blob service
     # Codes every XML service shares ("Common REST API error codes"), then the Blob ones.
     "UnsupportedHeader": (400, "One of the headers specified in the request is not supported."),
+    "BlobUsesCustomerSpecifiedEncryption": (
+        409,
+        "The blob is encrypted with customer specified encryption, but it was not provided in the request.",
+    ),
+    "BlobDoesNotUseCustomerSpecifiedEncryption": (
+        409,
+        "The blob is not encrypted with customer specified encryption, but one was provided in the request.",
+    ),
+    "BlobCustomerSpecifiedEncryptionMismatch": (
+        409,
+        "The given customer specified encryption does not match the encryption used to encrypt the blob.",
+    ),
     "UnsupportedQueryParameter": (
         400,
         "One of the query parameters specified in the request URI is not supported.",

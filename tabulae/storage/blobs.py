@@ -469,12 +469,15 @@ def encode_container(record: ContainerRecord) -> bytes:
         doc["posix"] = record.posix
     if record.worm is not None:  # only when set: a container stored before it has none
         doc["worm"] = asdict(record.worm)
+    if record.default_scope is not None:  # only when set: a container stored before has none
+        doc["scope"] = [record.default_scope, record.deny_scope_override]
     return orjson.dumps(doc)
 
 
 def decode_container(name: str, ticks: int, doc: bytes) -> ContainerRecord:
     data = orjson.loads(doc)
     worm = data.get("worm")
+    scope, deny = data.get("scope") or (None, False)
     return ContainerRecord(
         name=name,
         ticks=ticks,
@@ -484,6 +487,8 @@ def decode_container(name: str, ticks: int, doc: bytes) -> ContainerRecord:
         lease=Lease(**data["lease"]),
         posix=data.get("posix") or {},
         worm=None if worm is None else ContainerWorm(**{**worm, "hold_tags": tuple(worm["hold_tags"])}),
+        default_scope=scope,
+        deny_scope_override=deny,
     )
 
 

@@ -21,6 +21,7 @@ from azure.storage.queue import QueueServiceClient
 
 from tabulae.config import ConfigError
 from tabulae.config_file import read
+from tabulae.model.encryption import scope_pairs
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, _kill_group, free_port
 
 KEY = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"
@@ -165,6 +166,9 @@ def test_flags_override_the_file(tmp_path: Path, launched: list[subprocess.Popen
         ("[[cors]]\nallowed-origins = ['*']\nallowed-methods = ['FETCH']", "FETCH is not one of"),
         ("port = ", "not valid TOML"),
         ("[oauth-roles]\nabc = 'admin'", "oauth-roles.abc: expected owner, contributor or reader"),
+        ("encryption-scope = [1]", "encryption-scope: expected a list of strings"),
+        ("encryption-scope = 'a-b'", "--encryption-scope 'a-b': a scope name is 3 to 63 letters and digits"),
+        ("encryption-scope = 'nobody:abc'", "the server does not serve account 'nobody'"),
     ],
 )
 def test_bad_files_are_refused_naming_the_key(tmp_path: Path, text: str, message: str) -> None:
@@ -196,6 +200,8 @@ clock-skew = 0
 faults = 0.5
 data-dir = "d"
 accounts = ["a:S0VZ", "b:S0VZ:S0VZ"]
+encryption-scope = ["scope1", "b:scope2"]
+hns = "b"
 [targets_extra]
 """
     )
@@ -214,6 +220,8 @@ accounts = ["a:S0VZ", "b:S0VZ:S0VZ"]
         "faults": 0.5,
         "data_dir": Path("d"),
         "accounts": ["a:S0VZ", "b:S0VZ:S0VZ"],
+        "encryption_scopes": ["scope1", "b:scope2"],
+        "hns_accounts": ["b"],
     }
     assert cors == []
 
@@ -247,3 +255,8 @@ def test_sections_map_onto_their_settings(tmp_path: Path) -> None:
             "max_age_seconds": 0,
         }
     ]
+
+
+def test_encryption_scopes_are_per_account() -> None:
+    pairs = scope_pairs(["every1", "one:mine"], ["one", "two"])
+    assert pairs == {("one", "every1"), ("two", "every1"), ("one", "mine")}

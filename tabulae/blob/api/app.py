@@ -22,9 +22,11 @@ from tabulae.admission.blobs import BlobTicket
 from tabulae.admission.gate import Gate
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
 from tabulae.auth.shared_key import verify_blob_queue_authorization
+from tabulae.blob import encryption_guard
 from tabulae.blob.api import blobs, containers, delegation_key, from_url, immutability, pages, query, tags
 from tabulae.blob.api.batch import BatchScope, FailedPart, adopt_version, check_operation, submit_batch
 from tabulae.blob.api.call import Call
+from tabulae.blob.api.encryption import WRITES, request_encryption, write_headers
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
 from tabulae.blob.api.routing import Kind, Operation, Route, resolve
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
@@ -224,7 +226,14 @@ class BlobApp(Frontend[Route]):
             adopt_version(request)
         if operation is Operation.SUBMIT_BATCH:
             return await submit_batch(call, request_id, self._run_part, self.route)
-        response = await HANDLERS[operation](call)
+        encryption = await request_encryption(call, operation)
+        token = encryption_guard.REQUEST.set(encryption)
+        try:
+            response = await HANDLERS[operation](call)
+        finally:
+            encryption_guard.REQUEST.reset(token)
+        if encryption is not None and operation in WRITES and response.status < 300:
+            response.headers.extend(write_headers(encryption))
         if operation is Operation.SET_SERVICE_PROPERTIES:
             self.forget_cors_rules(route.account)
         return response

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tabulae.blob.api import formats, immutability
+from tabulae.blob import encryption_guard
+from tabulae.blob.api import encryption, formats, immutability
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import includes, lease_request, lease_response, max_results, xml
 from tabulae.blob.api.headers import (
@@ -164,9 +165,13 @@ async def get_blob_properties(call: Call) -> Response:
 
 
 async def _protection_headers(call: Call, record: BlobRecord, *, read: bool) -> Headers:
-    """Immutability and last access headers (blob/api/immutability.py)."""
-    return immutability.response_headers(record) + await immutability.last_access_header(
-        call, record, read=read
+    """Encryption headers, once the request names the blob's key (blob/api/encryption.py), then
+    immutability and last access headers (blob/api/immutability.py)."""
+    headers = encryption.read_headers(record, encryption_guard.REQUEST.get())
+    return (
+        headers
+        + immutability.response_headers(record)
+        + await immutability.last_access_header(call, record, read=read)
     )
 
 
@@ -174,7 +179,8 @@ async def get_blob_metadata(call: Call) -> Response:
     record, _ = await call.service.get_blob(
         call.key, _snapshot(call), conditions(call.request.headers), call.lease_id, content=False
     )
-    return Response(200, etag_headers(record.ticks) + metadata_headers(record.metadata))
+    checked = encryption.read_headers(record, encryption_guard.REQUEST.get())
+    return Response(200, etag_headers(record.ticks) + metadata_headers(record.metadata) + checked)
 
 
 async def get_block_list(call: Call) -> Response:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from email.utils import formatdate
 
-from tabulae.blob.api import formats
+from tabulae.blob.api import encryption, formats
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.headers import bad_header, conditions, etag_headers
 from tabulae.blob.api.operations import invalid_parameter
@@ -19,8 +19,6 @@ from tabulae.model.errors import ServiceError
 _PUBLIC_ACCESS = ("container", "blob")
 _LEASE_ACTIONS = ("acquire", "renew", "change", "release", "break")
 _FIXED_CONTAINER_HEADERS: Headers = [
-    (b"x-ms-default-encryption-scope", b"$account-encryption-key"),
-    (b"x-ms-deny-encryption-scope-override", b"false"),
     (b"x-ms-immutable-storage-with-versioning-enabled", b"false"),
 ]
 _ACCOUNT_INFO: Headers = [(b"x-ms-sku-name", b"Standard_LRS"), (b"x-ms-account-kind", b"StorageV2")]
@@ -162,11 +160,14 @@ async def get_account_info(call: Call) -> Response:
 
 
 async def create_container(call: Call) -> Response:
+    default_scope, deny_override = encryption.container_scope(call)
     record = await call.service.create_container(
         call.route.account,
         call.route.container,
         request_metadata(call.request),
         public_access(call.request),
+        default_scope=default_scope,
+        deny_scope_override=deny_override,
     )
     return Response(201, etag_headers(record.ticks))
 
@@ -191,6 +192,7 @@ async def get_container_properties(call: Call) -> Response:
         headers.append((b"x-ms-blob-public-access", record.public_access.encode()))
     headers.append((b"x-ms-has-immutability-policy", _bool(container_worm.has_policy(record.worm))))
     headers.append((b"x-ms-has-legal-hold", _bool(container_worm.has_hold(record.worm))))
+    headers.extend(encryption.container_headers(record.default_scope, record.deny_scope_override))
     headers.extend(_FIXED_CONTAINER_HEADERS)
     return Response(200, headers)
 

@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from tabulae.auth.flow import authenticate
 from tabulae.auth.sas import SasToken, stored_policies
+from tabulae.blob.api import encryption
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.headers import bad_header, conditions, version_or_snapshot
 from tabulae.blob.api.routing import Kind, Operation, resolve
@@ -235,10 +236,12 @@ async def read_local(
     as a Get Blob would check them (304 and 412 become CannotVerifyCopySource)."""
     key = source.key
     assert key is not None
+    source_key = encryption.customer_key(call.request, write=False, prefix="x-ms-source-")
     try:
         record, extents = await call.service.get_blob(
             key, source.snapshot, source_conditions, None, content=True
         )
+        encryption.check_source_key(record, source_key)
         start, end = 0, record.size
         if wanted is not None:
             start, end = wanted[0], min(wanted[1] + 1, record.size)

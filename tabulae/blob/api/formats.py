@@ -36,6 +36,19 @@ _FIXED_CONTAINER_PROPERTIES = (
     "<DenyEncryptionScopeOverride>false</DenyEncryptionScopeOverride>"
 )
 
+
+def _scope_properties(record: ContainerRecord) -> str:
+    """A container's ``DefaultEncryptionScope`` and ``DenyEncryptionScopeOverride``."""
+    if record.default_scope is None and not record.deny_scope_override:
+        return _FIXED_CONTAINER_PROPERTIES
+    deny = "true" if record.deny_scope_override else "false"
+    scope = escape(record.default_scope or "$account-encryption-key")
+    return (
+        f"<DefaultEncryptionScope>{scope}</DefaultEncryptionScope>"
+        f"<DenyEncryptionScopeOverride>{deny}</DenyEncryptionScopeOverride>"
+    )
+
+
 LeaseView = tuple[str, str, str | None]  # (status, state, duration)
 
 
@@ -108,7 +121,7 @@ def render_containers(
         parts.append(
             f"<Container><Name>{escape(record.name)}</Name><Properties>"
             f'<Last-Modified>{http_date(record.ticks)}</Last-Modified><Etag>"{etag_of(record.ticks)}"</Etag>'
-            f"{_lease(lease)}{public}{_FIXED_CONTAINER_PROPERTIES}{_worm_properties(record)}</Properties>"
+            f"{_lease(lease)}{public}{_scope_properties(record)}{_worm_properties(record)}</Properties>"
             + (_metadata(record.metadata) if include_metadata else "")
             + "</Container>"
         )
@@ -192,7 +205,16 @@ def _blob_properties(
         f"{_field('Content-Disposition', p.content_disposition)}"
         f"{_sequence(record)}<BlobType>{record.blob_type}</BlobType>{tier}"
         f"{_lease(lease) if lease is not None else ''}{copied}{_SEALED if record.sealed else ''}"
-        f"{extra}<ServerEncrypted>true</ServerEncrypted>{_tag_count(record)}</Properties>"
+        f"{extra}<ServerEncrypted>true</ServerEncrypted>{_encryption(record)}{_tag_count(record)}</Properties>"
+    )
+
+
+def _encryption(record: BlobRecord) -> str:
+    """A blob's customer-provided key digest and encryption scope, when it has them."""
+    if record.encryption_key_sha256 is None and record.encryption_scope is None:
+        return ""
+    return _optional("CustomerProvidedKeySha256", record.encryption_key_sha256 or "") + _optional(
+        "EncryptionScope", record.encryption_scope or ""
     )
 
 

@@ -3,9 +3,8 @@
 
 The operation then picks the handler (``app.HANDLERS``), the permission a SAS must carry and
 whether anonymous callers may perform it (``sas``), so routing and authorisation can never
-disagree about what a request does. Features Tabulae does not have (blob expiry,
-customer-provided keys and encryption scopes) get the Azure error a service
-gives for a parameter or header it does not support, never a half-done operation.
+disagree about what a request does. Features Tabulae does not have (blob expiry) get the Azure
+error a service gives for a parameter it does not support, never a half-done operation.
 """
 
 from __future__ import annotations
@@ -19,10 +18,6 @@ _UNSUPPORTED_COMP = frozenset(
         "expiry", "rename",
     }
 )  # fmt: skip
-_UNSUPPORTED_HEADERS = (
-    "x-ms-encryption-key",
-    "x-ms-encryption-scope",
-)
 
 
 def unsupported_parameter(name: str, value: str) -> ServiceError:
@@ -194,9 +189,6 @@ def resolve_operation(route: Route, method: str, query: dict[str, str], headers:
     restype = query.get("restype")
     if comp in _UNSUPPORTED_COMP:
         raise unsupported_parameter("comp", comp)
-    for name in _UNSUPPORTED_HEADERS:
-        if name in headers:
-            raise unsupported_header(name, headers[name])
     if route.kind is Kind.SERVICE:
         return _service(method, restype, comp)
     if route.kind is Kind.CONTAINER:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from tabulae.blob import encryption_guard
+from tabulae.blob.api import encryption
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.headers import (
     ContentOverrides,
@@ -168,6 +170,7 @@ async def query_blob(call: Call) -> Response:
         for pair in blob_headers(record, lease, overrides, whole=True, properties=False)
         if pair[0] not in _NOT_OF_THE_ANSWER
     ]
+    response_headers += encryption.read_headers(record, encryption_guard.REQUEST.get())
     response_headers.append((b"content-type", CONTENT_TYPE))
     chunks = call.service.read(call.key, extents, 0, record.size)
     return StreamedResponse(200, response_headers, stream=run(spec, query, chunks, record.size), chunked=True)

@@ -1,0 +1,52 @@
+"""The request's encryption, met by every blob write in its transaction.
+
+The Blob front-end names each request's :class:`~tabulae.blob.rules.encryption.Encryption`
+(:data:`REQUEST`, set around the handler) and :class:`~tabulae.blob.protection.GuardedStore`
+passes each write's decision through :func:`check`, like its other guards: judged by what the
+decision does (stages a block, replaces the content, changes the blob in place), so the
+operations need no parameter of their own. Writes outside a request (a pending copy finishing,
+the purge) carry none and are left as decided.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import replace
+
+from tabulae.blob.rules.encryption import Encryption, check_in_place, check_staged, staged_with, stamped
+from tabulae.storage.blobs import BlobState, BlobWrite
+
+REQUEST: ContextVar[Encryption | None] = ContextVar("tabulae_blob_encryption", default=None)
+
+
+def scope_only() -> Encryption | None:
+    """The request's encryption without its key: what a directory made on the way to a path
+    takes (its scope, never the key of the file the request writes)."""
+    encryption = REQUEST.get()
+    return None if encryption is None else Encryption(scope=encryption.scope)
+
+
+def check(state: BlobState, write: BlobWrite) -> None:
+    """Refuse ``write`` where the request's key or scope is not the blob's (or its staged
+    blocks'); give a new blob the request's key and scope."""
+    encryption = REQUEST.get()
+    if encryption is None:
+        return
+    base = state.base
+    live = base if base is not None and base.deleted_time is None else None  # a blob, or staged blocks
+    existing = live is not None and live.committed
+    if encryption.checks and live is not None and existing:
+        check_in_place(live, encryption)
+    if write.stage_block is not None and live is not None:
+        # Put Block: the blocks staged since are remembered with the blob where their key or
+        # scope is not its own (its ETag stays: staging changes nothing a reader sees).
+        wanted = [encryption.scope, encryption.key_sha256]
+        if staged_with(live) != wanted:
+            write.base = replace(write.base or live, staged_encryption=wanted)
+        return
+    new = write.base
+    if new is None or (existing and write.content is None):
+        return  # unchanged, or changed in place (its record keeps the blob's key and scope)
+    if encryption.commits and live is not None:
+        check_staged(staged_with(live), encryption)
+    write.base = stamped(new, encryption)
