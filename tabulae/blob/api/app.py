@@ -20,12 +20,14 @@ from typing import Any
 
 from tabulae.admission.blobs import BlobTicket
 from tabulae.admission.gate import Gate
+from tabulae.auth.rbac import require
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
 from tabulae.auth.shared_key import verify_blob_queue_authorization
 from tabulae.blob.api import blobs, containers, delegation_key, from_url, immutability, pages, query, tags
 from tabulae.blob.api.batch import BatchScope, FailedPart, adopt_version, check_operation, submit_batch
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
+from tabulae.blob.api.roles import NEEDS
 from tabulae.blob.api.routing import Kind, Operation, Route, resolve
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
 from tabulae.blob.service import BlobService
@@ -218,6 +220,8 @@ class BlobApp(Frontend[Route]):
         assert operation is not None  # resolved in authenticate
         if route.secondary and operation not in READ_ONLY:
             raise ServiceError("AuthorizationFailure")
+        if request.actions is not None:  # a bearer token, held to its roles
+            require(request.actions, NEEDS.get(operation))
         grant = request.grant if isinstance(request.grant, BlobGrant) else None
         call = Call(self.service, request, route, route.receive, self.options, grant)
         if request.batch is not None:
