@@ -193,11 +193,9 @@ class DataLakeApp(BlobApp):
             and await self.dfs.is_hns(route.account)
         ):
             acl_decided = await self._check_acls(request, route, principal)
-        if request.actions is not None:
-            if not acl_decided:
-                needs = dfs_roles.NEEDS if isinstance(operation, DfsOperation) else blob_roles.NEEDS
-                require(request.actions, needs.get(operation))  # type: ignore[call-overload]
-            request.actions = None  # decided here: the Blob API's dispatch does not ask again
+        if request.actions is not None and not acl_decided:  # a token held to its roles
+            needs = dfs_roles.NEEDS if isinstance(operation, DfsOperation) else blob_roles.NEEDS
+            require(request.actions, needs.get(operation))  # type: ignore[call-overload]
         if not isinstance(operation, DfsOperation):
             if route.kind is Kind.BLOB:
                 answer = await self._blob_api_on_a_tree(request, route)
@@ -236,6 +234,9 @@ class DataLakeApp(BlobApp):
         return await handler(
             DfsCall(call, self.dfs, operation, route.container, route.blob, principal, self.access)
         )
+
+    def check_roles(self, request: Request, operation: Operation) -> None:
+        """Nothing: :meth:`dispatch` has asked the roles (or, on an HNS account, the ACLs)."""
 
     async def _check_acls(self, request: Request, route: Route, principal: Principal) -> bool:
         """An HNS account's checks of a caller who is not a superuser: its role, then the ACLs

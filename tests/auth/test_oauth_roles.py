@@ -340,3 +340,23 @@ def test_table_roles_read_or_write_entities_each_operation_of_a_batch_checked(
     )
     assert [e["RowKey"] for e in keyed.get_table_client(name).list_entities()] == ["1", "2", "3"]
     tables(TABLE_CONTRIBUTOR).delete_table(name)
+
+
+def test_a_copy_sources_token_needs_a_role_that_reads_it(
+    blobs: Callable[..., BlobServiceClient], container: ContainerClient
+) -> None:
+    """Put Blob From URL with ``x-ms-copy-source-authorization``: the source's token is held to
+    its roles as a Get Blob with it would be; refused, the copy answers the source's 403 as
+    CannotVerifyCopySource."""
+    mine = blobs(CONTRIBUTOR).get_container_client(container.container_name)
+    source = container.get_blob_client("a.txt").url
+    copied = mine.get_blob_client("copied.txt")
+    copied.upload_blob_from_url(source, source_authorization="Bearer " + make_jwt(extra={"oid": READER}))
+    assert copied.download_blob().readall() == b"alpha"
+    with pytest.raises(HttpResponseError) as raised:
+        copied.upload_blob_from_url(
+            source, overwrite=True, source_authorization="Bearer " + make_jwt(extra={"oid": QUEUE_READER})
+        )
+    error = raised.value
+    assert (error.status_code, error.error_code) == (403, "CannotVerifyCopySource")
+    assert error.response.headers["x-ms-copy-source-error-code"] == "AuthorizationPermissionMismatch"

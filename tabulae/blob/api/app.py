@@ -220,8 +220,7 @@ class BlobApp(Frontend[Route]):
         assert operation is not None  # resolved in authenticate
         if route.secondary and operation not in READ_ONLY:
             raise ServiceError("AuthorizationFailure")
-        if request.actions is not None:  # a bearer token, held to its roles
-            require(request.actions, NEEDS.get(operation))
+        self.check_roles(request, operation)
         grant = request.grant if isinstance(request.grant, BlobGrant) else None
         call = Call(self.service, request, route, route.receive, self.options, grant)
         if request.batch is not None:
@@ -232,6 +231,11 @@ class BlobApp(Frontend[Route]):
         if operation is Operation.SET_SERVICE_PROPERTIES:
             self.forget_cors_rules(route.account)
         return response
+
+    def check_roles(self, request: Request, operation: Operation) -> None:
+        """A bearer token held to its roles (``--oauth-role``) needs what the operation needs."""
+        if request.actions is not None:
+            require(request.actions, NEEDS.get(operation))
 
     async def _run_part(self, request: Request) -> tuple[str, Response]:
         """One sub-request of a batch, through the same pipeline as a request of its own."""
