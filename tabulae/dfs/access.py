@@ -90,16 +90,6 @@ _READS = frozenset(
 _ACCESS_CONTROL = frozenset({DfsOperation.SET_ACCESS_CONTROL, DfsOperation.SET_ACCESS_CONTROL_RECURSIVE})
 
 
-_NEEDS_NAMES = (
-    DfsOperation.READ, DfsOperation.GET_PROPERTIES, DfsOperation.GET_STATUS, DfsOperation.GET_ACCESS_CONTROL,
-    DfsOperation.APPEND, DfsOperation.FLUSH, DfsOperation.SET_PROPERTIES, DfsOperation.SET_EXPIRY,
-    DfsOperation.LEASE, DfsOperation.CREATE_FILE, DfsOperation.CREATE_DIRECTORY, DfsOperation.DELETE_PATH,
-)  # fmt: skip
-# The DFS operations whose ACL check is :meth:`AccessGuard.authorize`'s (the rest, on file
-# systems and deleted paths, only a role decides).
-ACL_DECIDED = frozenset({*_NEEDS_NAMES, DfsOperation.LIST_PATHS, DfsOperation.RENAME, *_ACCESS_CONTROL})
-
-
 def role_allows(role: Role | None, operation: DfsOperation) -> bool:
     """Whether a data role alone allows a DFS operation, before any ACL is read."""
     if role is None:
@@ -123,6 +113,9 @@ _NEEDS: dict[DfsOperation, Need] = {
     DfsOperation.CREATE_DIRECTORY: CREATE,
     DfsOperation.DELETE_PATH: DELETE,
 }
+# The DFS operations whose ACL check is :meth:`AccessGuard.authorize`'s (the rest, on file
+# systems and deleted paths, only a role decides).
+ACL_DECIDED = frozenset({*_NEEDS, DfsOperation.LIST_PATHS, DfsOperation.RENAME, *_ACCESS_CONTROL})
 
 
 @dataclass(slots=True)

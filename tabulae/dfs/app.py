@@ -194,8 +194,11 @@ class DataLakeApp(BlobApp):
         ):
             acl_decided = await self._check_acls(request, route, principal)
         if request.actions is not None and not acl_decided:  # a token held to its roles
-            needs = dfs_roles.NEEDS if isinstance(operation, DfsOperation) else blob_roles.NEEDS
-            require(request.actions, needs.get(operation))  # type: ignore[call-overload]
+            if isinstance(operation, DfsOperation):
+                require(request.actions, dfs_roles.NEEDS.get(operation))
+            else:
+                assert route.operation is not None  # a Blob request's, resolved in authenticate
+                super().check_roles(request, route.operation)
         if not isinstance(operation, DfsOperation):
             if route.kind is Kind.BLOB:
                 answer = await self._blob_api_on_a_tree(request, route)
