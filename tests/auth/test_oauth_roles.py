@@ -29,6 +29,7 @@ from tests.tls import (
     AsyncStaticTokenCredential,
     SelfSignedCert,
     StaticTokenCredential,
+    https_request,
     make_jwt,
     make_self_signed_cert,
 )
@@ -360,3 +361,25 @@ def test_a_copy_sources_token_needs_a_role_that_reads_it(
     error = raised.value
     assert (error.status_code, error.error_code) == (403, "CannotVerifyCopySource")
     assert error.response.headers["x-ms-copy-source-error-code"] == "AuthorizationPermissionMismatch"
+
+
+def test_refusals_are_written_as_each_service_writes_its_errors(
+    roles_server: ServerProcess, oauth_cert: SelfSignedCert
+) -> None:
+    """Raw HTTP: the Table service's 403 in OData JSON, the Queue and Blob services' in XML, each
+    with the code header, as Azure writes them."""
+    headers = {
+        "Authorization": "Bearer " + make_jwt(extra={"oid": NOBODY}),
+        "x-ms-version": "2021-12-02",
+        "Accept": "application/json;odata=minimalmetadata",
+    }
+    table = https_request(roles_server.port, oauth_cert, "GET", f"/{DEV_ACCOUNT}/Tables", headers)
+    assert (table.status, table.header("x-ms-error-code")) == DENIED
+    assert table.json()["odata.error"]["code"] == "AuthorizationPermissionMismatch"
+    for port, target in (
+        (roles_server.queue_port, f"/{DEV_ACCOUNT}?comp=list"),
+        (roles_server.blob_port, f"/{DEV_ACCOUNT}?comp=list"),
+    ):
+        answer = https_request(port, oauth_cert, "GET", target, headers)
+        assert (answer.status, answer.header("x-ms-error-code")) == DENIED
+        assert b"<Code>AuthorizationPermissionMismatch</Code>" in answer.body
