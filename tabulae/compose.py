@@ -109,6 +109,7 @@ def frontend_options(
         volume=volume,
         copy_from_remote=settings.copy_from_remote,
         encryption_scopes=scope_pairs(settings.encryption_scopes, settings.accounts),
+        roles=assignments(settings.oauth_roles) or None,
     )
 
 
@@ -267,7 +268,7 @@ def build_gateway(settings: Settings) -> Gateway:
             )
             features = blob_service.features
             lake = DataLakeApp(
-                blob_service, options, gate, containers, roles=assignments(settings.oauth_roles)
+                blob_service, options, gate, containers, roles=assignments(settings.oauth_roles).blob
             )
             by_port[ports["blob"]] = lake
             tasks.append(asyncio.get_running_loop().create_task(sweep_paths(lake.dfs)))

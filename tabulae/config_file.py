@@ -19,7 +19,7 @@ allowed-methods = ["GET", "PUT"]
 [account-features.devstoreaccount1]   # what Azure sets in its management plane, per account
 blob-versioning = true
 container-soft-delete = 7
-[oauth-roles]    # bearer-token object ID = owner | contributor | reader (--oauth-role)
+[oauth-roles]    # bearer-token object ID = a data role or a list of them (--oauth-role)
 "00000000-0000-0000-0000-0000000000aa" = "owner"
 ```
 
@@ -35,7 +35,7 @@ from typing import Any
 
 from tabulae.config import ConfigError, Settings
 from tabulae.model.accounts import FeatureError, parse
-from tabulae.model.roles import ROLE_NAMES
+from tabulae.model.roles import ROLE_CHOICES, role_name
 
 CORS_METHODS = ("DELETE", "GET", "HEAD", "MERGE", "POST", "OPTIONS", "PUT", "PATCH")
 _PORTS = {"table": "port", "queue": "queue_port", "blob": "blob_port"}
@@ -126,12 +126,17 @@ def _accounts(where: str, value: Any) -> list[str]:
 
 
 def _roles(where: str, value: Any) -> list[str]:
-    """``[oauth-roles] OID = "owner"`` as ``--oauth-role`` values."""
-    specs = []
-    for oid, role in _table(where, value).items():
-        if not isinstance(role, str) or role.lower() not in ROLE_NAMES:
-            raise ConfigError(f"{where}.{oid}: expected owner, contributor or reader")
-        specs.append(f"{oid}={role}")
+    """``[oauth-roles] OID = "owner"`` (or a list of roles) as ``--oauth-role`` values."""
+    specs: list[str] = []
+    for oid, roles in _table(where, value).items():
+        roles = [roles] if isinstance(roles, str) else roles
+        if (
+            not isinstance(roles, list)
+            or not roles
+            or not all(isinstance(role, str) and role_name(role) for role in roles)
+        ):
+            raise ConfigError(f"{where}.{oid}: expected a role or a list of roles ({ROLE_CHOICES})")
+        specs.extend(f"{oid}={role}" for role in roles)
     return specs
 
 

@@ -113,6 +113,9 @@ _NEEDS: dict[DfsOperation, Need] = {
     DfsOperation.CREATE_DIRECTORY: CREATE,
     DfsOperation.DELETE_PATH: DELETE,
 }
+# The DFS operations whose ACL check is :meth:`AccessGuard.authorize`'s (the rest, on file
+# systems and deleted paths, only a role decides).
+ACL_DECIDED = frozenset({*_NEEDS, DfsOperation.LIST_PATHS, DfsOperation.RENAME, *_ACCESS_CONTROL})
 
 
 @dataclass(slots=True)
@@ -264,6 +267,29 @@ class AccessGuard:
     async def _record(self, key: BlobKey) -> BlobRecord | None:
         found = await self.dfs.store.get_blob(key)
         return found[0] if found is not None else None
+
+    async def authorize_list_blobs(
+        self, principal: Principal, key: BlobKey, query: Mapping[str, str], limit: int
+    ) -> None:
+        """List Blobs on an HNS account lists the directory its prefix ends in (``a/b`` and
+        ``a/`` list ``a``), which needs ``r-x`` on it and ``--x`` above, as List Paths of that
+        directory does (the reference's table: "List directory"); without ``/`` as delimiter it
+        lists the tree below as a recursive List Paths does, so each directory whose children
+        the page shows needs ``r-x`` too (assumed, as for List Paths: the docs do not say what
+        Azure does for List Blobs). A caller whose role lets it list is not asked."""
+        if principal.superuser or role_allows(principal.role, DfsOperation.LIST_PATHS):
+            return
+        directory = normalize(query.get("prefix", "").rpartition("/")[0])
+        top = BlobKey(key.account, key.container, directory)
+        await self.check(principal, top, LIST)
+        if query.get("delimiter") == "/":
+            return
+        page = await self.dfs.blobs.list_blobs(
+            key.account, key.container, prefix=query.get("prefix", ""), delimiter=None,
+            marker=query.get("marker") or None, limit=limit, snapshots=False, uncommitted=False,
+        )  # fmt: skip
+        records = [item for item in page.items if not isinstance(item, str)]
+        await self.check_descent(principal, top, records)
 
     async def authorize_blob(self, principal: Principal, method: str, key: BlobKey, comp: str | None) -> None:
         """The same rules for the Blob API's operations on a path of an HNS account: a read

@@ -12,16 +12,20 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from tabulae.auth.rbac import require
 from tabulae.auth.sas import SasToken
 from tabulae.blob import encryption_guard
+from tabulae.blob.api import roles as blob_roles
 from tabulae.blob.api.app import BlobApp
 from tabulae.blob.api.call import Call
+from tabulae.blob.api.containers import max_results
 from tabulae.blob.api.encryption import encryption_of, write_headers
-from tabulae.blob.api.routing import ROOT_CONTAINER, Kind, Route
+from tabulae.blob.api.routing import ROOT_CONTAINER, Kind, Operation, Route
 from tabulae.blob.api.sas import BlobGrant, verify_blob_sas
 from tabulae.blob.service import BlobService
 from tabulae.dfs import blob_delete, blob_undelete, blob_write, formats, trash
-from tabulae.dfs.access import AccessGuard, principal_of
+from tabulae.dfs import roles as dfs_roles
+from tabulae.dfs.access import ACL_DECIDED, AccessGuard, principal_of
 from tabulae.dfs.acl import Principal
 from tabulae.dfs.handlers import HANDLERS, DfsCall, path_headers
 from tabulae.dfs.paths import normalize
@@ -190,16 +194,19 @@ class DataLakeApp(BlobApp):
         principal = principal_of(request.headers, self.roles)
         if isinstance(request.grant, BlobGrant) and request.grant.acl_user:
             principal = Principal(oid=request.grant.acl_user)  # a SAS with suoid: its user's ACLs apply
+        acl_decided = False
         if (
             not principal.superuser
             and route.kind is not Kind.SERVICE
             and await self.dfs.is_hns(route.account)
         ):
-            key = BlobKey(route.account, route.container, route.blob)
+            acl_decided = await self._check_acls(request, route, principal)
+        if request.actions is not None and not acl_decided:  # a token held to its roles
             if isinstance(operation, DfsOperation):
-                await self.access.authorize(principal, operation, key, request.headers, request.query)
-            elif route.kind is Kind.BLOB:
-                await self.access.authorize_blob(principal, request.method, key, request.query.get("comp"))
+                require(request.actions, dfs_roles.NEEDS.get(operation))
+            else:
+                assert route.operation is not None  # a Blob request's, resolved in authenticate
+                super().check_roles(request, route.operation)
         if not isinstance(operation, DfsOperation):
             if route.kind is Kind.BLOB:
                 answer = await self._blob_api_on_a_tree(request, route)
@@ -247,6 +254,30 @@ class DataLakeApp(BlobApp):
         if written and response.status < 300:
             response.headers.extend(write_headers(encryption))
         return response
+
+    def check_roles(self, request: Request, operation: Operation) -> None:
+        """Nothing: :meth:`dispatch` has asked the roles (or, on an HNS account, the ACLs)."""
+
+    async def _check_acls(self, request: Request, route: Route, principal: Principal) -> bool:
+        """An HNS account's checks of a caller who is not a superuser: its role, then the ACLs
+        (:mod:`tabulae.dfs.access`), for the operations the ACL model covers (on paths, and List
+        Blobs, which lists a directory). True when they decided; False leaves the operation to
+        the caller's role alone (file systems, containers, and, with roles enforced, what
+        no ACL grants on a path: tags, immutability, undelete)."""
+        operation = request.operation
+        key = BlobKey(route.account, route.container, route.blob)
+        if isinstance(operation, DfsOperation):
+            await self.access.authorize(principal, operation, key, request.headers, request.query)
+            return operation in ACL_DECIDED
+        if route.kind is Kind.BLOB:
+            if request.actions is not None and operation in blob_roles.ROLE_ONLY:
+                return False
+            await self.access.authorize_blob(principal, request.method, key, request.query.get("comp"))
+            return True
+        if operation == Operation.LIST_BLOBS:
+            await self.access.authorize_list_blobs(principal, key, request.query, max_results(request.query))
+            return True
+        return False
 
     async def _add_parents(self, route: Route, request: Request, principal: Principal) -> None:
         """A blob written through the Blob API into an HNS account gets its parent directories,

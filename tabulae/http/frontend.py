@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from tabulae.auth.flow import authenticate, is_bearer
+from tabulae.auth.rbac import token_actions
 from tabulae.auth.sas import SasToken
 from tabulae.auth.shared_key import verify_blob_queue_authorization
 from tabulae.http import cors
@@ -215,7 +216,9 @@ class Frontend(ABC, Generic[RouteT]):
     async def authenticate(self, request: Request, route: RouteT) -> None:
         """Check who sent the request, in ``auth.flow``'s order: Shared Key or Shared Key Lite,
         bearer (when enabled) or SAS; anonymous requests get 401. A SAS grant goes to
-        ``request.grant`` (None: the account's full rights). A Shared Key header, on nearly
+        ``request.grant`` (None: the account's full rights, or a token's: with role assignments
+        configured, the actions its roles grant go to ``request.actions`` for the service to
+        check against the operation). A Shared Key header, on nearly
         every request, is verified here directly rather than through flow's coroutine; the
         order of the checks is the same."""
         keys = self.options.accounts[route.account]
@@ -233,6 +236,8 @@ class Frontend(ABC, Generic[RouteT]):
             shared_key=lambda signed: self.verify_shared_key(request, route, signed, keys),
             sas=lambda token: self.verify_sas(request, route, token, keys),
         )
+        if header is not None and self.options.roles:  # a verified token, and roles to hold it to
+            request.actions = token_actions(self.options.roles, header)
 
     def verify_shared_key(self, request: Request, route: RouteT, header: str, keys: list[bytes]) -> None:
         """Verify a Shared Key (Lite) header; the Blob and Queue services' string-to-sign unless

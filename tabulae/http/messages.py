@@ -51,6 +51,7 @@ class Request:
     body_read: bool = False  # the whole body has been received (or there was none)
     operation: str = ""  # the operation's REST name once the service has resolved it (for tracing)
     batch: Any = None  # for a sub-request of a batch, that batch (what its sub-requests may do)
+    actions: frozenset[str] | None = None  # a bearer token's role actions, when roles are enforced
 
     @classmethod
     def from_scope(cls, scope: dict[str, Any]) -> Request:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tabulae.model.policies import CorsRule
+from tabulae.model.roles import Assignments
 
 Accounts = dict[str, list[bytes]]  # account name -> its keys (one or two), never printed
 
@@ -24,3 +25,4 @@ class FrontendOptions:
     volume: Any = None  # a storage.volume.Volume: while ``full``, writes that free nothing get 503
     copy_from_remote: bool = True  # Blob copies may read sources outside this server
     encryption_scopes: frozenset[tuple[str, str]] = frozenset()  # (account, scope) Blob writes may name
+    roles: Assignments | None = None  # with any assignment, bearer tokens are held to their roles

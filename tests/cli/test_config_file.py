@@ -165,7 +165,7 @@ def test_flags_override_the_file(tmp_path: Path, launched: list[subprocess.Popen
         ("[[cors]]\nallowed-origins = ['*']", "a CORS rule needs allowed-origins and allowed-methods"),
         ("[[cors]]\nallowed-origins = ['*']\nallowed-methods = ['FETCH']", "FETCH is not one of"),
         ("port = ", "not valid TOML"),
-        ("[oauth-roles]\nabc = 'admin'", "oauth-roles.abc: expected owner, contributor or reader"),
+        ("[oauth-roles]\nabc = 'admin'", "oauth-roles.abc: expected a role or a list of roles"),
         ("encryption-scope = [1]", "encryption-scope: expected a list of strings"),
         ("encryption-scope = 'a-b'", "--encryption-scope 'a-b': a scope name is 3 to 63 letters and digits"),
         ("encryption-scope = 'nobody:abc'", "the server does not serve account 'nobody'"),
@@ -233,10 +233,11 @@ def test_sections_map_onto_their_settings(tmp_path: Path) -> None:
         "[accounts]\none = 'S0VZ'\ntwo = ['S0VZ', 'S0VZ']\n"
         "[[cors]]\nallowed-origins = '*'\nallowed-methods = ['get']\nexposed-headers = ['x-ms-*']\n"
         "[oauth-roles]\n'00aa' = 'owner'\n'00bb' = 'Reader'\n"
+        "'00cc' = ['queue-sender', 'Storage Table Data Reader']\n"
     )
     defaults, cors, _features = read(config)
     assert defaults == {
-        "oauth_roles": ["00aa=owner", "00bb=Reader"],
+        "oauth_roles": ["00aa=owner", "00bb=Reader", "00cc=queue-sender", "00cc=Storage Table Data Reader"],
         "port": 1,
         "queue_port": 2,
         "blob_port": 3,

@@ -24,6 +24,7 @@ from azure.storage.filedatalake import (
 )
 from azure.storage.filedatalake.aio import DataLakeServiceClient as AsyncDataLakeServiceClient
 
+from tests.dfs.conftest import DATA_CONTRIBUTOR, DATA_READER
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 from tests.tls import (
     AsyncStaticTokenCredential,
@@ -72,13 +73,17 @@ def _error(call) -> tuple[int, str | None]:  # type: ignore[no-untyped-def]
 
 
 def test_a_file_system_made_with_a_token_is_its_creators(server: ServerProcess, cert: SelfSignedCert) -> None:
-    alice = _as(server, cert, ALICE)
-    fs = alice.create_file_system("mine" + uuid.uuid4().hex[:10])
+    creator = _as(server, cert, DATA_CONTRIBUTOR)  # creating a container needs a role
+    fs = creator.create_file_system("mine" + uuid.uuid4().hex[:10])
     root = fs._get_root_directory_client().get_access_control()
-    assert (root["owner"], root["group"], root["permissions"]) == (ALICE, ALICE, "rwxr-x---")
+    assert (root["owner"], root["group"], root["permissions"]) == (
+        DATA_CONTRIBUTOR,
+        DATA_CONTRIBUTOR,
+        "rwxr-x---",
+    )
     fs.create_file("dir/f.txt").upload_data(b"hers", overwrite=True)
     assert fs.get_file_client("dir/f.txt").download_file().readall() == b"hers"
-    assert fs.get_file_client("dir/f.txt").get_access_control()["owner"] == ALICE
+    assert fs.get_file_client("dir/f.txt").get_access_control()["owner"] == DATA_CONTRIBUTOR
     other = _as(server, cert, "00000000-0000-0000-0000-000000000b0b").get_file_system_client(
         fs.file_system_name
     )
@@ -86,14 +91,14 @@ def test_a_file_system_made_with_a_token_is_its_creators(server: ServerProcess, 
     fs.delete_file_system()
 
     async def scenario() -> None:
-        credential = AsyncStaticTokenCredential(make_jwt(extra={"oid": ALICE}))
+        credential = AsyncStaticTokenCredential(make_jwt(extra={"oid": DATA_CONTRIBUTOR}))
         async with AsyncDataLakeServiceClient(
             _url(server), credential, connection_verify=str(cert.cert), retry_total=0
         ) as service:
             afs = await service.create_file_system("amine" + uuid.uuid4().hex[:10])
             await afs.create_file("a.txt")
             control = await afs.get_file_client("a.txt").get_access_control()
-            assert control["owner"] == ALICE
+            assert control["owner"] == DATA_CONTRIBUTOR
             await afs.delete_file_system()
 
     asyncio.run(scenario())
@@ -177,7 +182,7 @@ def _agent_tree(admin_fs: FileSystemClient) -> None:
 
 def _delegation_sas(server: ServerProcess, cert: SelfSignedCert, fs: FileSystemClient) -> str:
     start, expiry = datetime.now(UTC) - timedelta(minutes=5), datetime.now(UTC) + timedelta(hours=1)
-    key = _as(server, cert, ALICE).get_user_delegation_key(start, expiry)
+    key = _as(server, cert, DATA_READER).get_user_delegation_key(start, expiry)  # a reader may
     return generate_directory_sas(
         DEV_ACCOUNT,
         fs.file_system_name,

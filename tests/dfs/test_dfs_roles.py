@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from azure.core.exceptions import HttpResponseError
-from azure.storage.blob import BlobClient
+from azure.storage.blob import BlobClient, ContainerClient
+from azure.storage.blob.aio import ContainerClient as AsyncContainerClient
 from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient
 from azure.storage.filedatalake.aio import DataLakeServiceClient as AsyncDataLakeServiceClient
 
@@ -190,3 +191,105 @@ def test_roles_async(
         assert raised.value.error_code == "AuthorizationPermissionMismatch"
 
     asyncio.run(scenario())
+
+
+def _container(
+    server: ServerProcess, cert: SelfSignedCert, fs: FileSystemClient, oid: str
+) -> ContainerClient:
+    return ContainerClient(
+        _url(server), fs.file_system_name,
+        credential=StaticTokenCredential(_token(oid)), connection_verify=str(cert.cert), retry_total=0,
+    )  # fmt: skip
+
+
+def test_container_operations_of_an_hns_account_need_a_role(
+    as_: Callable[..., FileSystemClient],
+    oauth_hns_server: ServerProcess,
+    oauth_cert: SelfSignedCert,
+    admin_fs: FileSystemClient,
+) -> None:
+    """A container's own operations need the role's actions: no ACL grants them (Get and Set
+    Container Properties and Metadata, its ACL, a file system's creation and deletion)."""
+
+    def container(oid: str) -> ContainerClient:
+        return _container(oauth_hns_server, oauth_cert, admin_fs, oid)
+
+    assert _refused(lambda: container(NOBODY).get_container_properties()) == "AuthorizationPermissionMismatch"
+    assert _refused(lambda: as_(NOBODY).get_file_system_properties()) == "AuthorizationPermissionMismatch"
+    nobody = DataLakeServiceClient(
+        _url(oauth_hns_server), StaticTokenCredential(_token(NOBODY)),
+        connection_verify=str(oauth_cert.cert), retry_total=0,
+    )  # fmt: skip
+    assert _refused(lambda: nobody.create_file_system("no" + uuid.uuid4().hex[:10])) == (
+        "AuthorizationPermissionMismatch"
+    )
+    assert _refused(lambda: nobody.delete_file_system(admin_fs.file_system_name)) == (
+        "AuthorizationPermissionMismatch"
+    )
+    assert container(DATA_READER).get_container_properties().name == admin_fs.file_system_name
+    assert _refused(lambda: container(DATA_READER).set_container_metadata({"k": "v"})) == (
+        "AuthorizationPermissionMismatch"
+    )
+    container(DATA_CONTRIBUTOR).set_container_metadata({"k": "v"})
+    assert admin_fs.get_file_system_properties().metadata == {"k": "v"}
+    assert _refused(lambda: container(DATA_CONTRIBUTOR).get_container_access_policy()) == (
+        "AuthorizationPermissionMismatch"
+    )
+    assert container(DATA_OWNER).get_container_access_policy()["signed_identifiers"] == []
+
+
+def test_list_blobs_of_an_hns_account_needs_r_x_on_the_directory_it_lists(
+    oauth_hns_server: ServerProcess, oauth_cert: SelfSignedCert, admin_fs: FileSystemClient
+) -> None:
+    """Without a role, List Blobs is List Paths of the directory its prefix names: ``r-x`` on
+    it, ``--x`` above, and for a listing without ``/`` as delimiter ``r-x`` on each directory
+    whose children it shows; a role that reads lists without an ACL."""
+    nobody = _container(oauth_hns_server, oauth_cert, admin_fs, NOBODY)
+    assert _refused(lambda: [b.name for b in nobody.walk_blobs()]) == "AuthorizationPermissionMismatch"
+    admin_fs._get_root_directory_client().set_access_control(
+        acl=f"user::rwx,group::r-x,other::---,user:{NOBODY}:r-x"
+    )
+    assert sorted(b.name for b in nobody.walk_blobs()) == ["data", "data/"]  # the root, by "/"
+    assert _refused(lambda: [b.name for b in nobody.walk_blobs(name_starts_with="data/")]) == (
+        "AuthorizationPermissionMismatch"
+    )
+    assert _refused(lambda: [b.name for b in nobody.list_blobs()]) == "AuthorizationPermissionMismatch"
+    admin_fs.get_directory_client("data").set_access_control(
+        acl=f"user::rwx,group::---,other::---,user:{NOBODY}:r-x"
+    )
+    assert [b.name for b in nobody.walk_blobs(name_starts_with="data/")] == ["data/secret"]
+    assert [b.name for b in nobody.list_blobs()] == ["data", "data/secret"]
+    reader = _container(oauth_hns_server, oauth_cert, admin_fs, DATA_READER)
+    assert [b.name for b in reader.list_blobs()] == ["data", "data/secret"]
+
+
+def test_list_blobs_acls_async(
+    oauth_hns_server: ServerProcess, oauth_cert: SelfSignedCert, admin_fs: FileSystemClient
+) -> None:
+    async def names(oid: str) -> list[str]:
+        async with AsyncContainerClient(
+            _url(oauth_hns_server), admin_fs.file_system_name,
+            credential=AsyncStaticTokenCredential(_token(oid)),
+            connection_verify=str(oauth_cert.cert), retry_total=0,
+        ) as container:  # fmt: skip
+            return [blob.name async for blob in container.list_blobs()]
+
+    async def scenario() -> None:
+        assert await names(DATA_CONTRIBUTOR) == ["data", "data/secret"]
+        with pytest.raises(HttpResponseError) as raised:
+            await names(NOBODY)
+        assert (raised.value.status_code, raised.value.error_code) == (403, "AuthorizationPermissionMismatch")
+
+    asyncio.run(scenario())
+
+
+def test_tags_of_an_hns_path_need_a_role_that_has_them(
+    oauth_hns_server: ServerProcess, oauth_cert: SelfSignedCert, admin_fs: FileSystemClient
+) -> None:
+    """Tags are no ACL's to grant, and only Storage Blob Data Owner holds their actions."""
+    secret = _blob(oauth_hns_server, oauth_cert, admin_fs, "data/secret", DATA_CONTRIBUTOR)
+    assert _refused(lambda: secret.set_blob_tags({"t": "1"})) == "AuthorizationPermissionMismatch"
+    assert _refused(lambda: secret.get_blob_tags()) == "AuthorizationPermissionMismatch"
+    owned = _blob(oauth_hns_server, oauth_cert, admin_fs, "data/secret", DATA_OWNER)
+    owned.set_blob_tags({"t": "1"})
+    assert owned.get_blob_tags() == {"t": "1"}

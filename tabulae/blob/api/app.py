@@ -20,6 +20,7 @@ from typing import Any
 
 from tabulae.admission.blobs import BlobTicket
 from tabulae.admission.gate import Gate
+from tabulae.auth.rbac import require
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
 from tabulae.auth.shared_key import verify_blob_queue_authorization
 from tabulae.blob import encryption_guard
@@ -28,6 +29,7 @@ from tabulae.blob.api.batch import BatchScope, FailedPart, adopt_version, check_
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.encryption import WRITES, request_encryption, write_headers
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
+from tabulae.blob.api.roles import NEEDS
 from tabulae.blob.api.routing import Kind, Operation, Route, resolve
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
 from tabulae.blob.service import BlobService
@@ -220,6 +222,7 @@ class BlobApp(Frontend[Route]):
         assert operation is not None  # resolved in authenticate
         if route.secondary and operation not in READ_ONLY:
             raise ServiceError("AuthorizationFailure")
+        self.check_roles(request, operation)
         grant = request.grant if isinstance(request.grant, BlobGrant) else None
         call = Call(self.service, request, route, route.receive, self.options, grant)
         if request.batch is not None:
@@ -237,6 +240,11 @@ class BlobApp(Frontend[Route]):
         if operation is Operation.SET_SERVICE_PROPERTIES:
             self.forget_cors_rules(route.account)
         return response
+
+    def check_roles(self, request: Request, operation: Operation) -> None:
+        """A bearer token held to its roles (``--oauth-role``) needs what the operation needs."""
+        if request.actions is not None:
+            require(request.actions, NEEDS.get(operation))
 
     async def _run_part(self, request: Request) -> tuple[str, Response]:
         """One sub-request of a batch, through the same pipeline as a request of its own."""

@@ -24,10 +24,12 @@ from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from tabulae.auth.flow import authenticate
+from tabulae.auth.rbac import require, token_actions
 from tabulae.auth.sas import SasToken, stored_policies
 from tabulae.blob.api import encryption
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.headers import bad_header, conditions, version_or_snapshot
+from tabulae.blob.api.roles import READ
 from tabulae.blob.api.routing import Kind, Operation, resolve
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
 from tabulae.blob.rules.conditions import Conditions
@@ -183,6 +185,8 @@ async def authorize_local(call: Call, source: Source, *, shared_key_ok: bool) ->
     key = source.key
     assert key is not None
     if shared_key_ok and call.grant is None and key.account == call.route.account:
+        if call.request.actions is not None:  # a token held to its roles reads the source too
+            require(call.request.actions, READ)
         return
     if shared_key_ok and call.grant is not None and key.account == call.route.account:
         grant = call.grant
@@ -225,6 +229,8 @@ async def authorize_local(call: Call, source: Source, *, shared_key_ok: bool) ->
         )
         if source_grant is not None:
             source_grant.check(Operation.GET_BLOB)
+        elif token_header is not None and call.options.roles:  # the source's token, held to its roles
+            require(token_actions(call.options.roles, token_header), READ)
     except ServiceError as exc:
         raise source_refused(exc.status, exc.code, exc.message) from None
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
+from tabulae.auth.rbac import require
 from tabulae.auth.sas import SasToken, StoredPolicy, stored_policies
 from tabulae.http.errors import XML_CONTENT_TYPE, error_xml
 from tabulae.http.frontend import Call, Frontend
@@ -22,6 +23,7 @@ from tabulae.model.policies import CorsRule
 from tabulae.queue.api import handlers as ops
 from tabulae.queue.api.formats import BOM
 from tabulae.queue.api.operations import READ_OPERATIONS, Operation, resolve_operation
+from tabulae.queue.api.roles import NEEDS
 from tabulae.queue.api.routing import Route, resolve
 from tabulae.queue.api.sas import QueueGrant, verify_sas
 from tabulae.queue.service import QueueService
@@ -101,6 +103,8 @@ class QueueApp(Frontend[Route]):
         grant: QueueGrant | None = request.grant
         if grant is not None:
             grant.check(operation)
+        elif request.actions is not None:  # a bearer token, held to its roles
+            require(request.actions, NEEDS.get(operation))
         response = await HANDLERS[operation](Call(self.service, request, route))
         if operation is Operation.SET_SERVICE_PROPERTIES:
             self.forget_cors_rules(route.account)

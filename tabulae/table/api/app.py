@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
+from tabulae.auth.rbac import require
 from tabulae.auth.sas import SasToken, StoredPolicy, stored_policies
 from tabulae.auth.shared_key import verify_authorization
 from tabulae.http.errors import XML_CONTENT_TYPE, error_json, error_xml
@@ -25,6 +26,7 @@ from tabulae.table.api import admin, transactions
 from tabulae.table.api import handlers as ops
 from tabulae.table.api.odata import CONTENT_TYPES, MINIMAL, metadata_level
 from tabulae.table.api.operations import Operation, effective_method, resolve_operation
+from tabulae.table.api.roles import NEEDS
 from tabulae.table.api.routing import Resource, Route, resolve
 from tabulae.table.api.sas import SasGrant, verify_sas
 from tabulae.table.service import TableService
@@ -65,6 +67,16 @@ def _batch_authorizer(grant: SasGrant) -> transactions.Authorizer:
         if grant.table is not None and (route.table or "").lower() != grant.table.lower():
             raise ServiceError("AuthorizationResourceTypeMismatch")  # a table SAS reaches its table only
         grant.check(operation, pk=pk, rk=rk)
+
+    return authorize
+
+
+def _role_authorizer(actions: frozenset[str]) -> transactions.Authorizer:
+    """Check each operation of a batch against a bearer token's role actions ("Performing
+    Entity Group Transactions": each sub-operation is authorised on its own)."""
+
+    def authorize(route: Route, operation: Operation, pk: str, rk: str) -> None:
+        require(actions, NEEDS.get(operation))
 
     return authorize
 
@@ -151,8 +163,13 @@ class TableApp(Frontend[Route]):
         if operation is Operation.GET_SERVICE_STATS and not route.secondary:
             raise ServiceError("InvalidQueryParameterValue")  # stats exist on the secondary endpoint only
         grant: SasGrant | None = request.grant
+        actions = request.actions  # a bearer token's role actions, when roles are enforced
         if operation is Operation.BATCH:
-            authorize = _batch_authorizer(grant) if grant is not None else None
+            authorize = (
+                _batch_authorizer(grant)
+                if grant is not None
+                else (_role_authorizer(actions) if actions is not None else None)
+            )
             volume = self.options.volume
             return await transactions.submit(
                 self.service,
@@ -165,6 +182,8 @@ class TableApp(Frontend[Route]):
             )
         if grant is not None:
             grant.check(operation, pk=route.pk, rk=route.rk)
+        elif actions is not None:
+            require(actions, NEEDS.get(operation))
         if route.resource is Resource.NESTED:
             return await ops.nested(Call(self.service, request, route), operation)
         response = await HANDLERS[operation](Call(self.service, request, route))
