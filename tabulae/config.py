@@ -212,7 +212,9 @@ class Settings:
         help="give the bearer-token identity (or group) OID an Azure data role on every account: "
         "OID=owner (Storage Blob Data Owner: a superuser), OID=contributor (read, write, delete), "
         "OID=reader (read, list), queue-contributor, queue-reader, queue-processor, queue-sender, "
-        "table-contributor, table-reader (or Azure's role names); once any is given, every bearer "
+        "table-contributor, table-reader, account-contributor (Storage Account Contributor: the "
+        "services' properties, containers, queues, tables, no data) (or Azure's role names); once "
+        "any is given, every bearer "
         "token is held to its roles on every service (403 without one); checked before a "
         "hierarchical namespace's ACLs; repeatable",
         metavar="OID=ROLE",

@@ -26,9 +26,11 @@ is looked at; when it does not, the ACLs decide):
 - ``reader`` (Storage Blob Data Reader): read and list.
 
 No data role has the account's service-level actions (``blobServices/read`` and ``write`` for
-service properties and statistics, ``blobServices/getInfo/action`` for Get Account Information;
-Azure gives them with management roles such as Storage Account Contributor), nor the container,
-queue and table ACL actions but the Blob owner's: those need Shared Key or a SAS here.
+service properties and statistics, ``blobServices/getInfo/action`` for Get Account Information),
+nor the container, queue and table ACL actions but the Blob owner's: Azure gives them with
+management roles, of which Tabulae has Storage Account Contributor (``account-contributor``):
+every Action of the account and no DataAction, so an identity that also reads and writes data
+is given a data role beside it, as in Azure.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ ROLE_NAMES = {"reader": Role.READER, "contributor": Role.CONTRIBUTOR, "owner": R
 _BLOB = "blobServices/"
 _QUEUE = "queueServices/queues/"
 _TABLE = "tableServices/tables/"
+_MANAGED = ("read", "write", "delete", "getAcl/action", "setAcl/action")  # a container's, queue's, table's
 
 # Each built-in data role's actions, as its definition lists them ("/*" covers what is below).
 ROLE_ACTIONS: dict[str, frozenset[str]] = {
@@ -85,6 +88,19 @@ ROLE_ACTIONS: dict[str, frozenset[str]] = {
         }
     ),
     "table-reader": frozenset({_TABLE + "read", _TABLE + "entities/read"}),
+    # Storage Account Contributor, a management role: every Action of the account
+    # (storageAccounts/*) and no DataAction, so service properties, containers, queues, tables
+    # and their ACLs, but no blob, message or entity.
+    "account-contributor": frozenset(
+        {
+            _BLOB + "read", _BLOB + "write", _BLOB + "getInfo/action",
+            *(_BLOB + "containers/" + action for action in _MANAGED),
+            "queueServices/read", "queueServices/write",
+            *(_QUEUE + action for action in _MANAGED),
+            "tableServices/read", "tableServices/write",
+            *(_TABLE + action for action in _MANAGED),
+        }
+    ),
 }  # fmt: skip
 
 # Azure's names of the roles, accepted as well as the short ones (any case).
@@ -98,6 +114,7 @@ AZURE_NAMES = {
     "storage queue data message sender": "queue-sender",
     "storage table data contributor": "table-contributor",
     "storage table data reader": "table-reader",
+    "storage account contributor": "account-contributor",
 }
 
 ROLE_CHOICES = "|".join(ROLE_ACTIONS)

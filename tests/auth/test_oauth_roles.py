@@ -44,6 +44,8 @@ QUEUE_PROCESSOR = "00000000-0000-0000-0000-00000000f103"
 QUEUE_SENDER = "00000000-0000-0000-0000-00000000f104"
 TABLE_CONTRIBUTOR = "00000000-0000-0000-0000-00000000f201"
 TABLE_READER = "00000000-0000-0000-0000-00000000f202"
+ACCOUNT_CONTRIBUTOR = "00000000-0000-0000-0000-00000000f301"
+ADMIN = "00000000-0000-0000-0000-00000000f302"  # a data owner and an account contributor
 NOBODY = "00000000-0000-0000-0000-00000000f404"  # valid tokens, no assignment
 ROLES = [
     f"{OWNER}=owner",
@@ -56,6 +58,9 @@ ROLES = [
     f"{QUEUE_SENDER}=queue-sender",
     f"{TABLE_CONTRIBUTOR}=table-contributor",
     f"{TABLE_READER}=table-reader",
+    f"{ACCOUNT_CONTRIBUTOR}=Storage Account Contributor",
+    f"{ADMIN}=owner",
+    f"{ADMIN}=account-contributor",
 ]
 DENIED = (403, "AuthorizationPermissionMismatch")
 
@@ -203,6 +208,26 @@ def test_an_owner_also_sets_acls_and_tags_but_not_the_services_properties(
     # the service's own properties need a management role ("Storage Account Contributor")
     assert _refused(lambda: owner.get_service_properties()) == DENIED
     assert _refused(lambda: owner.set_service_properties(cors=[])) == DENIED
+
+
+def test_an_account_contributor_manages_the_service_and_containers_but_reads_no_data(
+    blobs: Callable[..., BlobServiceClient], container: ContainerClient
+) -> None:
+    manager = blobs(ACCOUNT_CONTRIBUTOR)
+    manager.set_service_properties(cors=[])
+    assert manager.get_service_properties()["cors"] == []
+    assert manager.get_account_information()["account_kind"]
+    made = manager.create_container("managed" + uuid.uuid4().hex[:8])
+    policy = AccessPolicy(ContainerSasPermissions(read=True), expiry=datetime.now(UTC) + timedelta(hours=1))
+    made.set_container_access_policy({"p1": policy})
+    assert _refused(lambda: made.upload_blob("x", b"x")) == DENIED  # no DataAction
+    own = manager.get_container_client(container.container_name)
+    assert _refused(lambda: own.download_blob("a.txt").readall()) == DENIED
+    made.delete_container()
+    # both roles add up, as Azure's assignments do
+    admin = blobs(ADMIN)
+    admin.get_service_properties()
+    assert admin.get_container_client(container.container_name).download_blob("a.txt").readall() == b"alpha"
 
 
 def test_blob_roles_async(

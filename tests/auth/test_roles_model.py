@@ -57,6 +57,16 @@ def test_each_role_allows_what_its_definition_lists() -> None:
     assert may("queue-sender", QUEUE_NEEDS, QueueOperation.PUT_MESSAGE)
     assert may("table-contributor", TABLE_NEEDS, TableOperation.UPSERT_MERGE)
     assert not may("table-reader", TABLE_NEEDS, TableOperation.INSERT_ENTITY)
+    # the management role: the services and their containers, queues, tables; no data
+    for needs, operation in ((BLOB_NEEDS, BlobOperation.SET_SERVICE_PROPERTIES),
+                             (BLOB_NEEDS, BlobOperation.GET_ACCOUNT_INFO),
+                             (BLOB_NEEDS, BlobOperation.SET_CONTAINER_ACL),
+                             (QUEUE_NEEDS, QueueOperation.SET_ACL),
+                             (TABLE_NEEDS, TableOperation.GET_SERVICE_STATS)):  # fmt: skip
+        assert may("account-contributor", needs, operation)
+    assert not may("account-contributor", BLOB_NEEDS, BlobOperation.GET_BLOB)
+    assert not may("account-contributor", QUEUE_NEEDS, QueueOperation.GET_MESSAGES)
+    assert not may("account-contributor", TABLE_NEEDS, TableOperation.QUERY_ENTITIES)
 
 
 def test_every_operation_names_what_it_needs() -> None:
