@@ -142,46 +142,67 @@ async def _exchange(conn: Connection, calls: Sequence[Call]) -> list[pq.abc.PGre
 
 
 async def _read(pg: Any) -> list[pq.abc.PGresult]:
-    """Every result up to the pipeline's sync, flushing what libpq could not send at once."""
+    """Every result up to the pipeline's sync, flushing what libpq could not send at once.
+
+    A large answer (a page of rows) arrives in several pieces, so the socket stays registered
+    with the loop until the sync rather than once per piece: each registration is two system
+    calls and a callback object. The loop's polling is level-triggered, so data that arrives
+    while nothing waits wakes the next wait."""
     loop = asyncio.get_running_loop()
     fd = pg.socket
     while pg.flush():
-        await _ready(loop, fd, write=True)
+        await _writable(loop, fd)
     results: list[pq.abc.PGresult] = []
-    await _ready(loop, fd)  # the answer cannot be there yet: reading now would find nothing
-    while True:
-        pg.consume_input()
-        while not pg.is_busy():
-            result = pg.get_result()
-            if result is None:
-                continue  # the end of one statement's results
-            if result.status == _SYNC:
-                return results
-            results.append(result)
-        if pg.status != pq.ConnStatus.OK:
-            raise psycopg.OperationalError("the database connection was lost")
-        await _ready(loop, fd)
+    arrived = _Arrivals(loop)
+    loop.add_reader(fd, arrived.wake)
+    try:
+        while True:
+            await arrived.next()  # the first time, the answer cannot be there yet
+            pg.consume_input()
+            while not pg.is_busy():
+                result = pg.get_result()
+                if result is None:
+                    continue  # the end of one statement's results
+                if result.status == _SYNC:
+                    return results
+                results.append(result)
+            if pg.status != pq.ConnStatus.OK:
+                raise psycopg.OperationalError("the database connection was lost")
+    finally:
+        loop.remove_reader(fd)
 
 
-async def _ready(loop: asyncio.AbstractEventLoop, fd: int, write: bool = False) -> None:
+class _Arrivals:
+    """Wakes a reader each time its socket has data, for as long as it stays registered."""
+
+    __slots__ = ("_loop", "_waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waiter: asyncio.Future[None] | None = None
+
+    def wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def next(self) -> asyncio.Future[None]:
+        self._waiter = waiter = self._loop.create_future()
+        return waiter
+
+
+async def _writable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
     waiter = loop.create_future()
 
     def wake() -> None:
         if not waiter.done():
             waiter.set_result(None)
 
-    if write:
-        loop.add_writer(fd, wake)
-        try:
-            await waiter
-        finally:
-            loop.remove_writer(fd)
-    else:
-        loop.add_reader(fd, wake)
-        try:
-            await waiter
-        finally:
-            loop.remove_reader(fd)
+    loop.add_writer(fd, wake)
+    try:
+        await waiter
+    finally:
+        loop.remove_writer(fd)
 
 
 # ------------------------------------------------------------------------- plans that read
