@@ -394,6 +394,14 @@ def test_a_range_within_one_partition_is_one_statement_of_its_own(name: str) -> 
             within = KeyRange(KeyBound("p", "r03", False), KeyBound("p", "r06", True))
             assert [e.rk for e in await two.tables.scan(account, table, [within], None, 100)] == rks[4:7]
 
+            # A large answer (100 KB) usually arrives in several pieces, read as they come.
+            text = "x" * 4000
+            big = [Mutation(MutationKind.INSERT, "big", rk, {"s": (edm.STRING, rk + text)}) for rk in rks]
+            await one.tables.apply(account, table, big)
+            whole = KeyRange(KeyBound("big", None, True), KeyBound("big", None, True))
+            found = await two.tables.scan(account, table, [whole], None, 1000)
+            assert [e.properties()["s"] for e in found] == [(edm.STRING, rk + text) for rk in rks]
+
             async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
                 remembered = two.tables._ids.get((account, table.lower()))
                 assert remembered is not None
