@@ -482,6 +482,41 @@ def test_scan_bounds_match_the_contract(backend: Backend) -> None:
     backend.run(body)
 
 
+def test_scans_within_one_partition_match_the_contract(backend: Backend) -> None:
+    """Ranges whose ends name one PartitionKey (a partition, a RowKey range, a point), with
+    every kind of bound, cursors before, inside and after the partition, and limits, against
+    the same model: PostgreSQL reads these in a statement of their own."""
+
+    async def body(store: Store) -> None:
+        a = backend.account
+        await with_table(store, a)
+        keys = [(pk, rk) for pk in SCAN_PKS for rk in SCAN_RKS]
+        await store.apply(a, TABLE, [insert(pk, rk, v=f"{pk}|{rk}") for pk, rk in keys if pk < "b"])
+        await store.apply(a, TABLE, [insert(pk, rk, v=f"{pk}|{rk}") for pk, rk in keys if pk >= "b"])
+        rng = random.Random(35)
+        probe_rks = [None, None, *SCAN_RKS, "0", "25", "2\ud83d"]
+
+        def bound(pk: str) -> KeyBound:
+            return KeyBound(pk, rng.choice(probe_rks), rng.random() < 0.5)
+
+        for _ in range(200):
+            pk = rng.choice([*SCAN_PKS, "aa"])
+            key_range = KeyRange(bound(pk), bound(pk))
+            after = None
+            if rng.random() < 0.5:
+                after = (rng.choice([pk, pk, "a", "b", "\uffff"]), rng.choice(SCAN_RKS))
+            limit = rng.choice([1, 2, 3, 100])
+            got = await store.scan(a, TABLE, [key_range], after, limit)
+            assert [(e.pk, e.rk) for e in got] == _expected_scan(keys, [key_range], after, limit), (
+                key_range,
+                after,
+                limit,
+            )
+            assert all(e.properties() == props(v=f"{e.pk}|{e.rk}") for e in got)
+
+    backend.run(body)
+
+
 def test_scan_examples(backend: Backend) -> None:
     async def body(store: Store) -> None:
         a = backend.account

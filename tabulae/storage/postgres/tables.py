@@ -44,7 +44,7 @@ from tabulae.model.entity import StoredEntity
 from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import Mutation, MutationKind
 from tabulae.storage.plan import Plan
-from tabulae.storage.postgres import planned, wire
+from tabulae.storage.postgres import partition_scan, planned, wire
 from tabulae.storage.postgres.citus_scans import ScanHints, scan_stepping
 from tabulae.storage.postgres.engine import PostgresDatabase, Restart, Schema, rollback
 from tabulae.storage.postgres.indexes import PostgresIndexes
@@ -266,13 +266,18 @@ class PostgresTables(PlannedTables):
         after: tuple[str, str] | None,
         limit: int,
     ) -> list[StoredEntity]:
-        """With the table's id remembered, the plan's statements through libpq directly; when
+        """With the table's id remembered, through libpq directly: a range within one partition
+        in a statement of its own (:mod:`.partition_scan`), others in the plan's statements. When
         they find nothing (or do not fit), the plan as usual, which also confirms the id."""
         table_id = self._ids.get((account, table.lower()))
         if table_id is not None:
+            within = partition_scan.call(table_id, ranges, after, limit)
             make = partial(scan_rows, self._layout, table_id, ranges, after, limit)
 
             async def run(conn: Connection) -> list[StoredEntity] | None:
+                if within is not None:
+                    [result] = await wire.exchange(conn, (within[0],))
+                    return partition_scan.entities(result, within[1])
                 try:
                     return await wire.run_read(conn, make())
                 except wire.Unsupported:

@@ -142,28 +142,68 @@ async def _exchange(conn: Connection, calls: Sequence[Call]) -> list[pq.abc.PGre
 
 
 async def _read(pg: Any) -> list[pq.abc.PGresult]:
-    """Every result up to the pipeline's sync, flushing what libpq could not send at once."""
+    """Every result up to the pipeline's sync, flushing what libpq could not send at once.
+
+    A large answer (a page of rows) arrives in several pieces. The first is waited for as a
+    point read's whole answer is, registering the socket with the loop for that one wait; if
+    more is to come, the socket then stays registered until the sync rather than once per
+    piece (each registration is two system calls and a callback). The loop's polling is
+    level-triggered, so data that arrives while nothing waits wakes the next wait."""
     loop = asyncio.get_running_loop()
     fd = pg.socket
     while pg.flush():
         await _ready(loop, fd, write=True)
     results: list[pq.abc.PGresult] = []
     await _ready(loop, fd)  # the answer cannot be there yet: reading now would find nothing
-    while True:
-        pg.consume_input()
-        while not pg.is_busy():
-            result = pg.get_result()
-            if result is None:
-                continue  # the end of one statement's results
-            if result.status == _SYNC:
+    if _collect(pg, results):
+        return results
+    arrived = _Arrivals(loop)
+    loop.add_reader(fd, arrived.wake)
+    try:
+        while True:
+            await arrived.next()
+            if _collect(pg, results):
                 return results
-            results.append(result)
-        if pg.status != pq.ConnStatus.OK:
-            raise psycopg.OperationalError("the database connection was lost")
-        await _ready(loop, fd)
+    finally:
+        loop.remove_reader(fd)
+
+
+def _collect(pg: Any, results: list[pq.abc.PGresult]) -> bool:
+    """Read what has arrived, adding each complete result to ``results``; True at the sync."""
+    pg.consume_input()
+    while not pg.is_busy():
+        result = pg.get_result()
+        if result is None:
+            continue  # the end of one statement's results
+        if result.status == _SYNC:
+            return True
+        results.append(result)
+    if pg.status != pq.ConnStatus.OK:
+        raise psycopg.OperationalError("the database connection was lost")
+    return False
+
+
+class _Arrivals:
+    """Wakes a reader each time its socket has data, for as long as it stays registered."""
+
+    __slots__ = ("_loop", "_waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waiter: asyncio.Future[None] | None = None
+
+    def wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def next(self) -> asyncio.Future[None]:
+        self._waiter = waiter = self._loop.create_future()
+        return waiter
 
 
 async def _ready(loop: asyncio.AbstractEventLoop, fd: int, write: bool = False) -> None:
+    """Wait once for ``fd`` to be readable (or writable), registered with the loop for that wait."""
     waiter = loop.create_future()
 
     def wake() -> None:
