@@ -80,7 +80,18 @@ def owner_gone(owner: str | None) -> bool:
         return True
     except OSError:  # it exists, but belongs to someone else
         return False
-    return False
+    return _ended(int(pid))
+
+
+def _ended(pid: int) -> bool:
+    """Whether ``pid`` is a zombie: ended, only waiting for its parent to collect its status (a
+    killed server's workers, until the system's init reaps them). Linux's /proc says; elsewhere
+    nothing is known, and the heartbeat decides."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def check_no_pending(copy: CopyState | None, now: int) -> None:

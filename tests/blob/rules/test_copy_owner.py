@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from dataclasses import replace
+from pathlib import Path
 
 from tabulae.blob.rules import copies
 from tabulae.model.blobs import BlobRecord
@@ -27,6 +29,20 @@ def test_a_copy_owned_by_an_ended_process_of_this_machine_is_stale_at_once() -> 
     copy = copies.pending("id", "http://source/x", 10, NOW, f"{copies.HOST}:{ended_pid()}")
     assert copies.is_stale(copy, NOW)
     assert copies.check_no_pending(copy, NOW) is None  # a new copy may start over it
+
+
+def test_a_copy_owned_by_a_process_that_ended_but_is_not_yet_reaped_is_stale_at_once() -> None:
+    """A killed server's workers stay zombies until the system's init collects them; a server
+    restarted meanwhile must still see their copies as dead."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        stat = Path(f"/proc/{child.pid}/stat")
+        while stat.read_text().rpartition(")")[2].split()[0] != "Z":
+            time.sleep(0.01)  # it ends by itself; nobody waits for it yet
+        copy = copies.pending("id", "http://source/x", 10, NOW, f"{copies.HOST}:{child.pid}")
+        assert copies.is_stale(copy, NOW)
+    finally:
+        child.wait()
 
 
 def test_a_copy_owned_by_a_running_process_or_elsewhere_waits_for_its_heartbeat() -> None:
