@@ -577,6 +577,13 @@ def test_kept_connections_left_unused_go_back_to_the_pool_which_closes_them(pg_u
     async def busy(conn: psycopg.AsyncConnection[Any]) -> None:
         await conn.execute("SELECT pg_sleep(0.2)")
 
+    together = asyncio.Barrier(3)
+
+    async def overlapping(conn: psycopg.AsyncConnection[Any]) -> None:
+        """Holds its connection until all three hold one: three connections, however slow."""
+        await conn.execute("SELECT 1")
+        await asyncio.wait_for(together.wait(), 60)
+
     async def main() -> None:
         kwargs = {"autocommit": True, "application_name": label}
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
@@ -586,7 +593,7 @@ def test_kept_connections_left_unused_go_back_to_the_pool_which_closes_them(pg_u
         database = PostgresDatabase(pool)
         database.kept_idle = 0.5
         try:
-            await asyncio.gather(*(database.run(busy, idempotent=True) for _ in range(3)))
+            await asyncio.gather(*(database.run(overlapping, idempotent=True) for _ in range(3)))
             assert len(database._kept) == 3 and await connections() == 3
             for _ in range(600):  # a minute at most, however busy the machine
                 if not database._kept and await connections() == 0:
