@@ -319,11 +319,6 @@ def _owner(chain: Chain, key: BlobKey) -> str | None:
     return posix_of(chain.target).owner if chain.target is not None else None
 
 
-def _require_sticky(principal: Principal, directory: Posix, child: Posix) -> None:
-    if not acl.sticky_allows(principal, directory.owner, child.owner):
-        raise denied()
-
-
 def _require(principal: Principal, posix: Posix, wanted: int) -> None:
     if not acl.allows(principal, wanted, posix.owner, posix.group, posix.entries):
         raise denied()
