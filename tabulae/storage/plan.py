@@ -209,15 +209,28 @@ def run_sync(plan: Plan[T], conn: Any, dialect: Dialect) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
-async def run_async(plan: Plan[T], conn: Any, dialect: Dialect) -> T:
-    """Run ``plan`` on an async connection (psycopg's ``AsyncConnection``), step by step."""
+async def run_async(plan: Plan[T], conn: Any, dialect: Dialect, pipe: Any = None) -> T:
+    """Run ``plan`` on an async connection (psycopg's ``AsyncConnection``), step by step; in
+    the connection's pipeline ``pipe`` when one is given (``postgres/pipelined.py``), where a
+    statement whose answer the plan does not read is only queued, and a row count waits for a
+    sync. A batch's statements are all sent before any answer is read: one round trip there."""
     send, execute, prepared = plan.send, conn.execute, dialect.prepared
     reply: Any = None
     try:
         while True:
             text, params, fetch, rows = send(reply)
             if fetch == "batch":
-                reply = [await run_async(_alone(step), conn, dialect) for step in cast("Sequence[Sql]", rows)]
+                steps = cast("Sequence[Sql]", rows)
+                sent = [
+                    await execute((prepared.get(s.text) or dialect.prepare(s.text))[0], s.params)
+                    for s in steps
+                ]
+                reply = [
+                    await cursor.fetchone() if step.fetch == "one"
+                    else await cursor.fetchall() if step.fetch == "all"
+                    else None
+                    for step, cursor in zip(steps, sent, strict=True)
+                ]  # fmt: skip
                 continue
             text, _convert = prepared.get(text) or dialect.prepare(text)  # psycopg takes mappings
             if rows is not None:
@@ -229,7 +242,10 @@ async def run_async(plan: Plan[T], conn: Any, dialect: Dialect) -> T:
             elif fetch == "all":
                 reply = await (await execute(text, params)).fetchall()
             elif fetch == "rowcount":
-                reply = (await execute(text, params)).rowcount
+                cursor = await execute(text, params)
+                if pipe is not None:
+                    await pipe.sync()  # a count is known only once the statement completed
+                reply = cursor.rowcount
             else:
                 await execute(text, params)
                 reply = None

@@ -58,12 +58,19 @@ _PLAIN_CHECKED = Encryption(checks=True)
 _AES256 = "AES256"
 
 
+def _key_headers(prefix: str) -> tuple[str, str, str]:
+    return tuple(prefix + name.removeprefix("x-ms-") for name in (KEY, KEY_SHA256, ALGORITHM))  # type: ignore[return-value]
+
+
+# The three key headers, by prefix: named once, not per request.
+_KEY_HEADERS = {prefix: _key_headers(prefix) for prefix in ("x-ms-", "x-ms-source-")}
+
+
 def customer_key(request: Request, *, write: bool, prefix: str = "x-ms-") -> str | None:
     """The Base64 SHA-256 of the request's customer-provided key, checked; None without one.
     ``prefix="x-ms-source-"``: the key of a copy's source."""
     headers = request.headers
-    names = (prefix + KEY.removeprefix("x-ms-"), prefix + KEY_SHA256.removeprefix("x-ms-"),
-             prefix + ALGORITHM.removeprefix("x-ms-"))  # fmt: skip
+    names = _KEY_HEADERS.get(prefix) or _key_headers(prefix)
     key, digest, algorithm = (headers.get(name) for name in names)
     if key is None and digest is None and algorithm is None:
         return None

@@ -17,16 +17,14 @@ back (or back to its savepoint) outside pipeline mode, where the server runs it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import psycopg
 
-from tabulae.storage.plan import Dialect, Plan, Sql
+from tabulae.storage.plan import Dialect, Plan, run_async
 
 if TYPE_CHECKING:
-    from psycopg import AsyncPipeline
-
     from tabulae.storage.postgres.engine import Connection
 
 T = TypeVar("T")
@@ -34,55 +32,12 @@ T = TypeVar("T")
 SAVEPOINT = "tabulae_commit"  # the staged upload's savepoint a commit step runs in
 
 
-async def run_pipelined(plan: Plan[T], conn: Connection, dialect: Dialect, pipe: AsyncPipeline) -> T:
-    """Run ``plan`` on ``conn`` in pipeline ``pipe``: a statement whose rows the plan reads waits
-    for its answer (and everything queued before it); the others are queued."""
-    send, execute, prepared = plan.send, conn.execute, dialect.prepared
-    reply: Any = None
-    try:
-        while True:
-            text, params, fetch, rows = send(reply)
-            if fetch == "batch":  # every statement sent, then every answer read: one round trip
-                steps = cast("Sequence[Sql]", rows)
-                sent = [
-                    await execute((prepared.get(s.text) or dialect.prepare(s.text))[0], s.params)
-                    for s in steps
-                ]
-                reply = [
-                    await cursor.fetchone()
-                    if step.fetch == "one"
-                    else await cursor.fetchall()
-                    if step.fetch == "all"
-                    else None
-                    for step, cursor in zip(steps, sent, strict=True)
-                ]
-                continue
-            text, _convert = prepared.get(text) or dialect.prepare(text)  # psycopg takes mappings
-            if rows is not None:
-                async with conn.cursor() as cursor:
-                    await cursor.executemany(text, rows)
-                reply = None
-            elif fetch == "one":
-                reply = await (await execute(text, params)).fetchone()
-            elif fetch == "all":
-                reply = await (await execute(text, params)).fetchall()
-            elif fetch == "rowcount":
-                cursor = await execute(text, params)
-                await pipe.sync()  # a count is known only once the statement completed
-                reply = cursor.rowcount
-            else:
-                await execute(text, params)
-                reply = None
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-
-
 async def transaction(conn: Connection, make: Callable[[], Plan[T]], dialect: Dialect) -> T:
     """``BEGIN``, the plan, ``COMMIT`` in one pipeline; rolled back when anything failed."""
     try:
         async with conn.pipeline() as pipe:
             await conn.execute("BEGIN")
-            result = await run_pipelined(make(), conn, dialect, pipe)
+            result = await run_async(make(), conn, dialect, pipe)
             await conn.execute("COMMIT")
     except BaseException:
         if _in_transaction(conn):
@@ -99,7 +54,7 @@ async def commit_step(conn: Connection, make: Callable[[], Plan[T]], dialect: Di
     try:
         async with conn.pipeline() as pipe:
             await conn.execute(f"SAVEPOINT {SAVEPOINT}")
-            result = await run_pipelined(make(), conn, dialect, pipe)
+            result = await run_async(make(), conn, dialect, pipe)
             await conn.execute("COMMIT")
     except BaseException:
         if _in_transaction(conn):  # else the COMMIT ended it: nothing is left to run again
