@@ -74,6 +74,16 @@ def anyio_backend():
     return "asyncio"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector, name, obj):
+    """Mark a coroutine test for anyio while it is collected, taking the ``anyio_backend``
+    fixture beside its own parameters. Marked only after collection, anyio re-makes the test
+    with a backend parameter alone and its ``pytest.mark.parametrize`` values are lost (every
+    run fails with "'SubRequest' object has no attribute 'param'")."""
+    if collector.istestfunction(obj, name) and inspect.iscoroutinefunction(obj):
+        pytest.mark.usefixtures("anyio_backend")(pytest.mark.anyio(obj))
+
+
 def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="playback only")
     for item in items:
