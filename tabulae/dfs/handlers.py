@@ -365,7 +365,7 @@ async def append(c: DfsCall) -> Response:
     if flag(c.query, "flush", False):
         await c.dfs.flush(c.key, FlushRequest(position=position + upload.length, lease_id=lease_id))
     await _lease_after(c, action)
-    return Response(202, [_ENCRYPTED])
+    return Response(202, [_ENCRYPTED, *c.call.echo])
 
 
 async def flush(c: DfsCall) -> Response:

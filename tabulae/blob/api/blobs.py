@@ -6,6 +6,7 @@ staging, downloads from the store's extents to the response as a stream.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from tabulae.blob import encryption_guard
@@ -26,6 +27,7 @@ from tabulae.blob.api.headers import (
 )
 from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.api.tags import header_tags
+from tabulae.blob.rules import structured
 from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
 from tabulae.blob.rules.conditions import Conditions
@@ -35,7 +37,7 @@ from tabulae.blob.service import BLOB_TYPES
 from tabulae.http.messages import Headers, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.http.streaming import StreamedResponse
-from tabulae.model.blobs import BASE, BlobRecord
+from tabulae.model.blobs import BASE, BlobRecord, Extent
 from tabulae.model.errors import ServiceError
 
 MAX_RANGE_CHECKSUM = 4 * MIB  # x-ms-range-get-content-md5 only for ranges up to this size
@@ -100,6 +102,13 @@ async def get_blob(call: Call) -> Response:
     want_crc = headers.get("x-ms-range-get-content-crc64", "").lower() == "true"
     if want_md5 and want_crc:
         raise bad_header("x-ms-range-get-content-crc64", headers["x-ms-range-get-content-crc64"])
+    framing = headers.get(structured.HEADER_NAME)
+    if framing is not None and structured.wanted(framing, call.version):
+        if want_md5 or want_crc:  # one check of the content or the other
+            name = "x-ms-range-get-content-md5" if want_md5 else "x-ms-range-get-content-crc64"
+            raise bad_header(name, headers[name])
+    else:
+        framing = None
     record, extents = await call.service.get_blob(
         call.key, snapshot, conditions(headers), call.lease_id, content=True
     )
@@ -114,6 +123,8 @@ async def get_blob(call: Call) -> Response:
             record, lease, _overrides(call), whole=True, properties=False, tier=_read_tier(call, record)
         )
         response_headers += await _protection_headers(call, record, read=True)
+        if framing is not None:
+            return _framed(call, extents, 0, size, 200, response_headers, framing)
         if size <= SMALL_RESPONSE:  # one write, no streaming machinery
             stream = call.service.read(call.key, extents, 0, size)
             return Response(200, response_headers, b"".join([chunk async for chunk in stream]))
@@ -129,6 +140,8 @@ async def get_blob(call: Call) -> Response:
     )
     response_headers += await _protection_headers(call, record, read=True)
     response_headers.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
+    if framing is not None:
+        return _framed(call, extents, start, end, 206, response_headers, framing)
     if end - start <= SMALL_RESPONSE and not (want_md5 or want_crc):
         stream = call.service.read(call.key, extents, start, end)
         return Response(206, response_headers, b"".join([chunk async for chunk in stream]))
@@ -144,6 +157,24 @@ async def get_blob(call: Call) -> Response:
         return StreamedResponse(206, response_headers, stream=_once(data), length=len(data))
     return StreamedResponse(
         206, response_headers, stream=call.service.stream(call.key, extents, start, end), length=end - start
+    )
+
+
+def _framed(
+    call: Call, extents: Sequence[Extent], start: int, end: int, status: int, headers: Headers, framing: str
+) -> Response:
+    """Bytes ``[start, end)`` as a structured message (blob/rules/structured.py), for a Get Blob
+    with ``x-ms-structured-body``: Content-Length is the message's, Content-Range and
+    ``x-ms-structured-content-length`` the content's. The content is read, not sent from its
+    file, as its CRC64s are computed on the way out."""
+    headers.append((structured.HEADER_NAME.encode(), framing.encode()))
+    headers.append((structured.LENGTH_HEADER_NAME.encode(), str(end - start).encode()))
+    content = call.service.read(call.key, extents, start, end)
+    return StreamedResponse(
+        status,
+        headers,
+        stream=structured.frame(content, end - start),
+        length=structured.encoded_length(end - start),
     )
 
 
@@ -281,7 +312,7 @@ async def put_blob(call: Call) -> Response:
     response_headers = etag_headers(record.ticks) + _ENCRYPTED + version_header(record)
     if blob_type == "BlockBlob":
         response_headers.extend(_checksum_headers(sums, md5=True))
-    return Response(201, response_headers)
+    return Response(201, [*response_headers, *call.echo])
 
 
 async def put_block(call: Call) -> Response:
@@ -289,7 +320,7 @@ async def put_block(call: Call) -> Response:
     block_id = check_block_id(call.request.query.get("blockid"))
     upload = call.upload(max_block(call.version))
     sums = await call.service.put_block(call.key, block_id, upload, call.lease_id)
-    return Response(201, _checksum_headers(sums, md5=upload.md5 is not None) + _ENCRYPTED)
+    return Response(201, [*_checksum_headers(sums, md5=upload.md5 is not None), *_ENCRYPTED, *call.echo])
 
 
 async def put_block_list(call: Call) -> Response:
@@ -356,7 +387,7 @@ async def append_block(call: Call) -> Response:
     response_headers.append((b"x-ms-blob-append-offset", str(offset).encode()))
     response_headers.append((b"x-ms-blob-committed-block-count", str(record.block_count).encode()))
     response_headers.extend(_checksum_headers(sums, md5=upload.md5 is not None))
-    return Response(201, response_headers + _ENCRYPTED)
+    return Response(201, [*response_headers, *_ENCRYPTED, *call.echo])
 
 
 async def set_blob_properties(call: Call) -> Response:

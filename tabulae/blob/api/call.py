@@ -10,6 +10,7 @@ from typing import Any
 from tabulae.blob.api.headers import bad_header
 from tabulae.blob.api.routing import Route
 from tabulae.blob.api.sas import BlobGrant
+from tabulae.blob.rules import structured
 from tabulae.blob.rules.checksums import decode_digest
 from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.blob.service import BlobService, Upload
@@ -30,6 +31,7 @@ class Call(FrontendCall[BlobService, Route]):
     receive: Any
     options: FrontendOptions
     grant: BlobGrant | None = None
+    echo: tuple[tuple[bytes, bytes], ...] = ()  # x-ms-structured-body of a structured upload, answered back
 
     @property
     def key(self) -> BlobKey:
@@ -50,15 +52,22 @@ class Call(FrontendCall[BlobService, Route]):
 
     def upload(self, limit: int) -> Upload:
         """The body as content to stream: its length is required (411 without one) and capped at
-        ``limit`` (413 past it); Content-MD5 and x-ms-content-crc64 come along to be checked."""
+        ``limit`` (413 past it); Content-MD5 and x-ms-content-crc64 come along to be checked. A
+        structured body (``x-ms-structured-body``) is taken apart as it streams, and ``limit``
+        is its content's (blob/rules/structured.py)."""
         headers = self.request.headers
         declared = headers.get("content-length")
         if declared is None:
             raise ServiceError("MissingContentLengthHeader")
         if not declared.isdigit():
             raise bad_header("Content-Length", declared)
-        length = int(declared)
-        if length > limit:
+        length = content = int(declared)
+        framing = headers.get(structured.HEADER_NAME)
+        if framing is not None and structured.wanted(framing, self.version):
+            content = structured.content_length(headers.get(structured.LENGTH_HEADER_NAME), length)
+        else:
+            framing = None
+        if content > limit:
             raise ServiceError(
                 "RequestBodyTooLarge",
                 "The request body is too large and exceeds the maximum permissible limit.",
@@ -69,7 +78,10 @@ class Call(FrontendCall[BlobService, Route]):
         if md5 is not None and crc is not None:
             raise bad_header("x-ms-content-crc64", headers["x-ms-content-crc64"])
         chunks = body_chunks(self.request, self.receive, self.options.body_timeout) if length else _empty()
-        return Upload(chunks, length, md5, crc)
+        if framing is None:
+            return Upload(chunks, length, md5, crc)
+        self.echo = ((structured.HEADER_NAME.encode(), framing.encode()),)
+        return Upload(structured.deframe(chunks, length, content), content, md5, crc)
 
 
 async def _empty() -> AsyncIterator[bytes]:

@@ -159,7 +159,7 @@ async def put_page(call: Call) -> Response:
     response_headers = [*etag_headers(record.ticks), _sequence_header(record.sequence_number), *extra]
     if action.lower() == "update":
         response_headers.append(_ENCRYPTED)
-    return Response(201, response_headers)
+    return Response(201, [*response_headers, *call.echo])
 
 
 def _checksums(sums: Checksums, *, md5: bool) -> Headers:
