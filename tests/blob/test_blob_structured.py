@@ -166,6 +166,10 @@ def test_put_blob_and_put_page_take_framed_bodies(http: BlobHttp, container: Con
     assert reply.status == 201, reply.body
     assert reply.headers["x-ms-structured-body"] == STRUCTURED
     assert pages.download_blob().readall() == bytes(1024) + page
+    headers = structured_headers(512, **{"x-ms-page-write": "update", "x-ms-range": "bytes=0-1023"})
+    reply = http.request("PUT", _path(container, "pages", "?comp=page"), headers, framed(page[:512]))
+    fields = _refused(reply, 400, "InvalidHeaderValue")
+    assert (fields["HeaderName"], fields["HeaderValue"]) == ("x-ms-structured-content-length", "512")
 
 
 def test_a_get_without_a_range_is_framed_whole(http: BlobHttp, container: ContainerClient) -> None:

@@ -143,8 +143,10 @@ async def put_page(call: Call) -> Response:
         if end - start > MAX_PAGE_WRITE:
             raise ServiceError("RequestBodyTooLarge", fields=(("MaxLimit", str(MAX_PAGE_WRITE)),))
         upload = call.upload(MAX_PAGE_WRITE)
-        if upload.length != end - start:
-            raise bad_header("Content-Length", str(upload.length))
+        if upload.length != end - start:  # a structured body's length is its content's
+            raise bad_header(
+                "x-ms-structured-content-length" if call.echo else "Content-Length", str(upload.length)
+            )
         record, sums = await pages.upload_pages(
             call.key, start, end, upload.chunks, upload.md5, upload.crc64, request
         )
