@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import socket
@@ -19,19 +20,35 @@ DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFP
 _handed_out: set[int] = set()
 
 
+def _worker_share() -> tuple[int, int]:
+    """Which ports are this test process's when pytest-xdist runs several (``gw0``, ``gw1``…):
+    those whose number halved, modulo the worker count, is the worker's index (Linux hands odd
+    ports to ``bind`` and even ones to ``connect``, so the number itself would leave one worker
+    none). A port one process has just seen free may be handed to another's bind the next
+    moment; two workers starting servers at once would otherwise now and then pick the same one."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count < 2:
+        return 0, 1
+    return int(worker[2:]) % count, count
+
+
 def free_port() -> int:
-    """A free port this test process has not handed out before. The kernel may give the same
-    ephemeral port to two binds in a row once the first socket is closed, and one server's three
-    ports (or two servers of one test) must differ."""
-    while True:
+    """A free port this test process has not handed out before, from its worker's share. The
+    kernel may give the same ephemeral port to two binds in a row once the first socket is
+    closed, and one server's three ports (or two servers of one test) must differ."""
+    index, count = _worker_share()
+    for attempt in itertools.count():
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = int(sock.getsockname()[1])
-        if len(_handed_out) > 10_000:  # the ephemeral range is ~28,000 ports; let it cycle
+        if len(_handed_out) > 10_000 // count:  # the ephemeral range is ~28,000 ports; let it cycle
             _handed_out.clear()
-        if port not in _handed_out:
+        ours = (port >> 1) % count == index or attempt > 1_000  # a kernel that picks otherwise
+        if ours and port not in _handed_out:
             _handed_out.add(port)
             return port
+    raise AssertionError("unreachable")
 
 
 def _kill_group(group: int, within: float = 0.0) -> None:

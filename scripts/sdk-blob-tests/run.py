@@ -90,9 +90,12 @@ def main() -> int:
         for word, number in found.items():
             totals[word] = totals.get(word, 0) + number
         print(f"{name}: {found.get('passed', 0)} passed, {found.get('failed', 0)} failed, "
-              f"{found.get('skipped', 0)} skipped", flush=True)  # fmt: skip
-    passed, failed, skipped = (totals.get(word, 0) for word in ("passed", "failed", "skipped"))
-    print(f"total: {passed} passed, {failed} failed, {skipped} skipped")
+              f"{found.get('skipped', 0)} skipped, {found.get('error', 0)} errors", flush=True)  # fmt: skip
+    passed, failed, skipped, errors = (
+        totals.get(word, 0) for word in ("passed", "failed", "skipped", "error")
+    )
+    # A test whose setup fails is an error, not a failure: counted apart, never dropped.
+    print(f"total: {passed} passed, {failed} failed, {skipped} skipped, {errors} errors")
     return 0
 
 
