@@ -230,9 +230,12 @@ def scan_stepping(
                 parts.extend(batch)
                 if len(batch) == 1:
                     where = f"{within}{beyond} AND e.{layout.partition} = :part"
-                else:
+                else:  # bounded too, or a shard's planner may read all its partitions and sort
                     params["batch"] = batch
-                    where = f"{within}{beyond} AND e.{layout.partition} = ANY(:batch)"
+                    where = (
+                        f"{within}{beyond} AND e.{layout.partition} = ANY(:batch)"
+                        f" AND e.{layout.partition} <= :part"
+                    )
             else:
                 where = within + beyond
             params["need"] = want - len(found)
@@ -282,8 +285,10 @@ def scan_stepping(
 
 def _among(layout: EntityLayout, stepping: bool, parts: list[bytes], params: dict[str, object]) -> str:
     """While stepping, the rows examined all lie in the partitions stepped through: a count
-    confined to them goes to their shards only."""
+    confined to them goes to their shards only, and bounded by the first and last of them, so
+    that each shard counts along its key index rather than through every row it holds."""
     if not stepping or not parts:
         return ""
-    params["parts"] = parts
-    return f" AND e.{layout.partition} = ANY(:parts)"
+    params.update(parts=parts, parts_lo=parts[0], parts_hi=parts[-1])
+    column = f"e.{layout.partition}"
+    return f" AND {column} = ANY(:parts) AND {column} >= :parts_lo AND {column} <= :parts_hi"

@@ -40,6 +40,18 @@ async def read(database: PostgresDatabase, make: Callable[[], Plan[T]]) -> T:
     return await database.run(run, idempotent=True)
 
 
+async def read_pipelined(database: PostgresDatabase, make: Callable[[], Plan[T]]) -> T:
+    """:func:`read` in libpq's pipeline mode: a statement whose answer the plan does not read
+    (``BEGIN``, ``SET LOCAL``, ``COMMIT``) is only queued, and travels with the next one it reads,
+    so a plan of many short statements waits once per statement it reads from."""
+
+    async def run(conn: Connection) -> T:
+        async with conn.pipeline() as pipe:
+            return await run_async(make(), _Binary(conn), DIALECT, pipe)
+
+    return await database.run(run, idempotent=True)
+
+
 async def write(database: PostgresDatabase, make: Callable[[], Plan[T]], *, transaction: bool = True) -> T:
     async def run(conn: Connection) -> T:
         if not transaction:

@@ -47,6 +47,7 @@ from tabulae.storage.plan import Plan
 from tabulae.storage.postgres import partition_scan, planned, wire
 from tabulae.storage.postgres.citus_scans import ScanHints, scan_stepping
 from tabulae.storage.postgres.engine import PostgresDatabase, Restart, Schema, rollback
+from tabulae.storage.postgres.gathered import Gathered
 from tabulae.storage.postgres.indexes import PostgresIndexes
 from tabulae.storage.postgres.pushdown import NUL_ESCAPE, UNDECIDED, PostgresDialect, record_sql
 from tabulae.storage.pushdown import Fragment, Translation
@@ -216,6 +217,7 @@ class PostgresTables(PlannedTables):
         layout = PostgresLayout()
         super().__init__(layout, TableIds(), PostgresDialect())
         self._db = database
+        self._gathered = Gathered(database)  # point and one-partition reads, per loop turn
         self._citus = citus
         self._scan_hints = ScanHints(
             wide_probes=wide_probes
@@ -227,6 +229,14 @@ class PostgresTables(PlannedTables):
 
     async def _write(self, make: Callable[[], Plan[T]], transaction: bool = True) -> T:
         return await planned.write(self._db, make, transaction=transaction)
+
+    async def _read_long(self, make: Callable[[], Plan[T]], resumed: bool) -> T:
+        """On Citus a filtered scan runs in pipeline mode: a probe's ``BEGIN`` and ``SET LOCAL``
+        go with it and its ``COMMIT`` with the next read (:mod:`.citus_scans`), one round trip
+        where there were four."""
+        if self._citus:
+            return await planned.read_pipelined(self._db, make)
+        return await self._read(make)
 
     def _matching(self, where: Fragment | bool, translation: Translation) -> Matching:
         """Each range in one statement returning at most the rows the page still needs (on
@@ -242,16 +252,12 @@ class PostgresTables(PlannedTables):
         return Matching(source, condition, params, translation.exact, _decided)
 
     async def get_entity(self, account: str, table: str, pk: str, rk: str) -> StoredEntity | None:
-        """With the table's id remembered, one prepared statement; otherwise (and to tell a
-        missing entity from a stale id) the plan."""
+        """With the table's id remembered, one prepared statement, sent with the loop turn's
+        other reads (:mod:`.gathered`); otherwise (and to tell a missing entity from a stale id)
+        the plan."""
         table_id = self._ids.get((account, table.lower()))
         if table_id is not None:
-            params = (_dist(table_id, pk), _key(rk), wire.int8(table_id))
-
-            async def run(conn: Connection) -> Any:
-                return (await wire.exchange(conn, ((_POINT, params),)))[0]
-
-            result = await self._db.run(run, idempotent=True)
+            result = await self._gathered.run((_POINT, (_dist(table_id, pk), _key(rk), wire.int8(table_id))))
             if result.ntuples:
                 return StoredEntity(
                     pk, rk, wire.read_int8(result.get_value(0, 0)), bytes(result.get_value(0, 1))
@@ -267,23 +273,25 @@ class PostgresTables(PlannedTables):
         limit: int,
     ) -> list[StoredEntity]:
         """With the table's id remembered, through libpq directly: a range within one partition
-        in a statement of its own (:mod:`.partition_scan`), others in the plan's statements. When
+        in a statement of its own (:mod:`.partition_scan`, sent with the loop turn's other such
+        reads, :mod:`.gathered`), others in the plan's statements. When
         they find nothing (or do not fit), the plan as usual, which also confirms the id."""
         table_id = self._ids.get((account, table.lower()))
         if table_id is not None:
             within = partition_scan.call(table_id, ranges, after, limit)
-            make = partial(scan_rows, self._layout, table_id, ranges, after, limit)
+            found: list[StoredEntity] | None
+            if within is not None:
+                found = partition_scan.entities(await self._gathered.run(within[0]), within[1])
+            else:
+                make = partial(scan_rows, self._layout, table_id, ranges, after, limit)
 
-            async def run(conn: Connection) -> list[StoredEntity] | None:
-                if within is not None:
-                    [result] = await wire.exchange(conn, (within[0],))
-                    return partition_scan.entities(result, within[1])
-                try:
-                    return await wire.run_read(conn, make())
-                except wire.Unsupported:
-                    return None
+                async def run(conn: Connection) -> list[StoredEntity] | None:
+                    try:
+                        return await wire.run_read(conn, make())
+                    except wire.Unsupported:
+                        return None
 
-            found = await self._db.run(run, idempotent=True)
+                found = await self._db.run(run, idempotent=True)
             if found:
                 return found
         return await super().scan(account, table, ranges, after, limit)
