@@ -4,8 +4,11 @@ The Blob front-end names each request's :class:`~tabulae.blob.rules.encryption.E
 (:data:`REQUEST`, set around the handler) and :class:`~tabulae.blob.protection.GuardedStore`
 passes each write's decision through :func:`check`, like its other guards: judged by what the
 decision does (stages a block, replaces the content, changes the blob in place), so the
-operations need no parameter of their own. Writes outside a request (a pending copy finishing,
-the purge) carry none and are left as decided.
+operations need no parameter of their own. The guard reads :data:`REQUEST` when the write is
+handed to the store, in the request's own context, never inside the decision: a store may run
+decisions elsewhere (SQLite's group commit runs a whole group in the task of the request that
+started it). Writes outside a request (a pending copy finishing, the purge) carry none and are
+left as decided.
 """
 
 from __future__ import annotations
@@ -26,10 +29,10 @@ def scope_only() -> Encryption | None:
     return None if encryption is None else Encryption(scope=encryption.scope)
 
 
-def check(state: BlobState, write: BlobWrite) -> None:
-    """Refuse ``write`` where the request's key or scope is not the blob's (or its staged
-    blocks'); give a new blob the request's key and scope."""
-    encryption = REQUEST.get()
+def check(state: BlobState, write: BlobWrite, encryption: Encryption | None) -> None:
+    """Refuse ``write`` where the request's key or scope (``encryption``, read from
+    :data:`REQUEST` in the request's context) is not the blob's (or its staged blocks'); give a
+    new blob the request's key and scope."""
     if encryption is None:
         return
     base = state.base
