@@ -16,7 +16,14 @@ from __future__ import annotations
 from contextvars import ContextVar
 from dataclasses import replace
 
-from tabulae.blob.rules.encryption import Encryption, check_in_place, check_staged, staged_with, stamped
+from tabulae.blob.rules.encryption import (
+    Encryption,
+    check_copy_source,
+    check_in_place,
+    check_staged,
+    staged_with,
+    stamped,
+)
 from tabulae.storage.blobs import BlobState, BlobWrite
 
 REQUEST: ContextVar[Encryption | None] = ContextVar("tabulae_blob_encryption", default=None)
@@ -32,7 +39,10 @@ def scope_only() -> Encryption | None:
 def check(state: BlobState, write: BlobWrite, encryption: Encryption | None) -> None:
     """Refuse ``write`` where the request's key or scope (``encryption``, read from
     :data:`REQUEST` in the request's context) is not the blob's (or its staged blocks'); give a
-    new blob the request's key and scope."""
+    new blob the request's key and scope. A copy's source written with a key is refused
+    whatever the request (it cannot name that key)."""
+    if state.source is not None and write.base is not None:
+        check_copy_source(state.source)
     if encryption is None:
         return
     base = state.base

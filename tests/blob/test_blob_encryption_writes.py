@@ -104,3 +104,25 @@ def test_concurrent_writes_each_take_their_own_key_and_scope(
             assert properties.encryption_key_sha256 is None
             assert properties.encryption_scope == (SCOPE if kind == "scope" else None)
         assert blob.download_blob(cpk=KEY if kind == "key" else None).readall() == f"{kind}{index}".encode()
+
+
+def test_copy_blob_cannot_copy_a_source_written_with_a_key(container: ContainerClient) -> None:
+    """Copy Blob names no key for its source (Azure's takes none), so a source written with
+    one is refused as a read without the key is, with the source's refusal in the copy-source
+    headers; nothing is written. A source with a scope copies."""
+    source = container.get_blob_client("keyed")
+    source.upload_blob(b"secret", cpk=KEY)
+    target = container.get_blob_client("copy")
+    error = refused(lambda: target.start_copy_from_url(source.url), "CannotVerifyCopySource")
+    assert error.response.headers["x-ms-copy-source-status-code"] == "409"
+    assert error.response.headers["x-ms-copy-source-error-code"] == "BlobUsesCustomerSpecifiedEncryption"
+    assert not target.exists()
+    snapshot = source.create_snapshot(cpk=KEY)
+    from_snapshot = container.get_blob_client("keyed", snapshot=snapshot["snapshot"])
+    refused(lambda: target.start_copy_from_url(from_snapshot.url), "CannotVerifyCopySource")
+    assert not target.exists()
+
+    scoped = container.get_blob_client("scoped")
+    scoped.upload_blob(b"open to the account", encryption_scope=SCOPE)
+    assert target.start_copy_from_url(scoped.url)["copy_status"] == "success"
+    assert target.download_blob().readall() == b"open to the account"
