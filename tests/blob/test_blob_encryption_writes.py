@@ -126,3 +126,22 @@ def test_copy_blob_cannot_copy_a_source_written_with_a_key(container: ContainerC
     scoped.upload_blob(b"open to the account", encryption_scope=SCOPE)
     assert target.start_copy_from_url(scoped.url)["copy_status"] == "success"
     assert target.download_blob().readall() == b"open to the account"
+
+
+def test_a_snapshot_echoes_no_key(container: ContainerClient) -> None:
+    """Snapshot Blob writes no content: Azure answers it ``x-ms-request-server-encrypted:
+    false`` and echoes neither the key's SHA-256 nor the scope (as recorded), while a write of
+    content under the same key echoes it."""
+    seen: dict[str, str] = {}
+
+    def keep(response) -> None:  # type: ignore[no-untyped-def]
+        seen.clear()
+        seen.update(response.http_response.headers)
+
+    for options in ({"cpk": KEY}, {"encryption_scope": SCOPE}, {}):
+        blob = container.get_blob_client("snap" + uuid.uuid4().hex[:8])
+        blob.upload_blob(b"content", raw_response_hook=keep, **options)
+        assert seen["x-ms-request-server-encrypted"] == "true"
+        blob.create_snapshot(raw_response_hook=keep, **options)
+        assert seen["x-ms-request-server-encrypted"] == "false"
+        assert "x-ms-encryption-key-sha256" not in seen and "x-ms-encryption-scope" not in seen
