@@ -123,6 +123,13 @@ def main() -> int:
         help="the server serves server.toml's accounts: give the tests that want a secondary, a "
         "versioned or a soft-delete account those (see above)",
     )
+    parser.add_argument(
+        "--timeout",
+        type=int,
+        default=600,
+        help="seconds one test may take (pytest-timeout): a few check a MiB byte by byte in Python, "
+        "minutes on a loaded machine (default 600)",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, SDK_TESTS_PORT=str(args.port), PYTHONPATH=f"{HERE}{os.pathsep}{args.tests}")
@@ -138,7 +145,7 @@ def main() -> int:
         with log.open("w") as handle:
             subprocess.run(
                 [sys.executable, "-m", "pytest", "-p", "harness_plugin", "-p", "no:cacheprovider",
-                 "-q", "-rfE", "--timeout", "120", name],
+                 "-q", "-rfE", "--timeout", str(args.timeout), name],
                 cwd=args.tests, env=env, stdout=handle, stderr=subprocess.STDOUT, check=False,
             )  # fmt: skip
         summary = _summary(log.read_text(errors="replace"))
