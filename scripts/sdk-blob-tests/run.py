@@ -18,6 +18,16 @@ SDK repository's test-proxy helpers (live mode only: no recordings, no proxy), a
 resolves the host-style names the tests build (``devstoreaccount1.blob.core.windows.net``) to
 127.0.0.1 so nothing leaves the machine, and stubs the management-plane client a few tests
 import. Prints pass/fail counts per file; pytest's logs go to ``--out``.
+
+Azure's test pipeline gives some tests accounts of their own: another account to copy from
+(``secondary``), one with blob versioning, one with blob soft delete. Without ``--accounts``
+they are all the development account, so those tests fail or prove nothing (a copy from
+"another" account is one from the same). With ``--accounts`` they are the accounts
+``server.toml`` serves, which also names the tests' encryption scopes and accepts bearer
+tokens; this script turns on the soft-delete account's delete retention before the tests::
+
+    tabulae serve --config scripts/sdk-blob-tests/server.toml --blob-port PORT --cert C --key K
+    python scripts/sdk-blob-tests/run.py TESTS PORT --accounts --ca C
 """
 
 from __future__ import annotations
@@ -53,6 +63,43 @@ def _summary(text: str) -> str:
     return ""
 
 
+#: The tests' account roles (their environment variables' prefixes) and server.toml's accounts.
+ROLES = {
+    "SECONDARY_STORAGE": "sdksecondary",
+    "VERSIONED_STORAGE": "sdkversioned",
+    "SOFT_DELETE_STORAGE": "sdksoftdelete",
+}
+
+
+def _account_keys() -> dict[str, str]:
+    import tomllib
+
+    return tomllib.loads((HERE / "server.toml").read_text())["accounts"]
+
+
+def _account_variables() -> dict[str, str]:
+    keys = _account_keys()
+    variables = {}
+    for role, account in ROLES.items():
+        variables[f"{role}_ACCOUNT_NAME"] = account
+        variables[f"{role}_ACCOUNT_KEY"] = keys[account]
+    return variables
+
+
+def _enable_soft_delete(port: int, ca: Path | None) -> None:
+    """Blob soft delete on the soft-delete account, as Azure's pipeline provisions it."""
+    from azure.storage.blob import BlobServiceClient, RetentionPolicy
+
+    account = ROLES["SOFT_DELETE_STORAGE"]
+    scheme = "http" if ca is None else "https"
+    client = BlobServiceClient(
+        f"{scheme}://127.0.0.1:{port}/{account}",
+        credential={"account_name": account, "account_key": _account_keys()[account]},
+        connection_verify=str(ca) if ca is not None else True,
+    )
+    client.set_service_properties(delete_retention_policy=RetentionPolicy(enabled=True, days=1))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -70,19 +117,35 @@ def main() -> int:
         "tests with a token credential (OAuth, user delegation SAS) need it, as the SDK sends tokens "
         "over HTTPS only",
     )
+    parser.add_argument(
+        "--accounts",
+        action="store_true",
+        help="the server serves server.toml's accounts: give the tests that want a secondary, a "
+        "versioned or a soft-delete account those (see above)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=int,
+        default=600,
+        help="seconds one test may take (pytest-timeout): a few check a MiB byte by byte in Python, "
+        "minutes on a loaded machine (default 600)",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, SDK_TESTS_PORT=str(args.port), PYTHONPATH=f"{HERE}{os.pathsep}{args.tests}")
     if args.ca is not None:
         ca = str(args.ca.resolve())
         env.update(SDK_TESTS_SCHEME="https", REQUESTS_CA_BUNDLE=ca, SSL_CERT_FILE=ca)
+    if args.accounts:
+        env.update(_account_variables())
+        _enable_soft_delete(args.port, args.ca)
     totals: dict[str, int] = {}
     for name in args.files:
         log = args.out / (Path(name).stem + ".log")
         with log.open("w") as handle:
             subprocess.run(
                 [sys.executable, "-m", "pytest", "-p", "harness_plugin", "-p", "no:cacheprovider",
-                 "-q", "-rfE", "--timeout", "120", name],
+                 "-q", "-rfE", "--timeout", str(args.timeout), name],
                 cwd=args.tests, env=env, stdout=handle, stderr=subprocess.STDOUT, check=False,
             )  # fmt: skip
         summary = _summary(log.read_text(errors="replace"))

@@ -4,8 +4,11 @@ The Blob front-end names each request's :class:`~tabulae.blob.rules.encryption.E
 (:data:`REQUEST`, set around the handler) and :class:`~tabulae.blob.protection.GuardedStore`
 passes each write's decision through :func:`check`, like its other guards: judged by what the
 decision does (stages a block, replaces the content, changes the blob in place), so the
-operations need no parameter of their own. Writes outside a request (a pending copy finishing,
-the purge) carry none and are left as decided.
+operations need no parameter of their own. The guard reads :data:`REQUEST` when the write is
+handed to the store, in the request's own context, never inside the decision: a store may run
+decisions elsewhere (SQLite's group commit runs a whole group in the task of the request that
+started it). Writes outside a request (a pending copy finishing, the purge) carry none and are
+left as decided.
 """
 
 from __future__ import annotations
@@ -13,7 +16,14 @@ from __future__ import annotations
 from contextvars import ContextVar
 from dataclasses import replace
 
-from tabulae.blob.rules.encryption import Encryption, check_in_place, check_staged, staged_with, stamped
+from tabulae.blob.rules.encryption import (
+    Encryption,
+    check_copy_source,
+    check_in_place,
+    check_staged,
+    staged_with,
+    stamped,
+)
 from tabulae.storage.blobs import BlobState, BlobWrite
 
 REQUEST: ContextVar[Encryption | None] = ContextVar("tabulae_blob_encryption", default=None)
@@ -26,10 +36,13 @@ def scope_only() -> Encryption | None:
     return None if encryption is None else Encryption(scope=encryption.scope)
 
 
-def check(state: BlobState, write: BlobWrite) -> None:
-    """Refuse ``write`` where the request's key or scope is not the blob's (or its staged
-    blocks'); give a new blob the request's key and scope."""
-    encryption = REQUEST.get()
+def check(state: BlobState, write: BlobWrite, encryption: Encryption | None) -> None:
+    """Refuse ``write`` where the request's key or scope (``encryption``, read from
+    :data:`REQUEST` in the request's context) is not the blob's (or its staged blocks'); give a
+    new blob the request's key and scope. A copy's source written with a key is refused
+    whatever the request (it cannot name that key)."""
+    if state.source is not None and write.base is not None:
+        check_copy_source(state.source)
     if encryption is None:
         return
     base = state.base

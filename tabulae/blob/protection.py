@@ -211,10 +211,11 @@ class GuardedStore:
     ) -> Decide:
         seconds = self._clock()
         now = datetime.fromtimestamp(seconds, UTC)
+        encryption = encryption_guard.REQUEST.get()  # here, in the request's context
 
         def guarded(state: BlobState) -> BlobWrite:
             write = decide(state)
-            encryption_guard.check(state, write)
+            encryption_guard.check(state, write, encryption)
             check_write(state, write, now, snapshots)
             worm_guard.check(worm, state, write, seconds, _changes_data)
             if namespace:

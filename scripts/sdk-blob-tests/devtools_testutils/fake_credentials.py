@@ -21,7 +21,10 @@ def _token():
     return f"{header}.{body}.sig"
 
 
-class FakeTokenCredential:
+class LiveTokenCredential:
+    """What ``get_credential`` gives in live mode: a token the server takes (``--oauth basic``
+    checks audience, issuer and times, not the signature)."""
+
     def get_token(self, *scopes, **kwargs):
         return AccessToken(_token(), int(time.time()) + 3600)
 
@@ -29,3 +32,16 @@ class FakeTokenCredential:
         from azure.core.credentials import AccessTokenInfo
 
         return AccessTokenInfo(_token(), int(time.time()) + 3600)
+
+
+class FakeTokenCredential:
+    """As the real devtools_testutils' one: a token no service takes, already expired (so the
+    SDK asks for it before every try), and how many times it was asked for."""
+
+    def __init__(self):
+        self.token = AccessToken("YOU SHALL NOT PASS", 0)
+        self.get_token_count = 0
+
+    def get_token(self, *scopes, **kwargs):
+        self.get_token_count += 1
+        return self.token

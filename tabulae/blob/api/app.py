@@ -27,7 +27,7 @@ from tabulae.blob import encryption_guard
 from tabulae.blob.api import blobs, containers, delegation_key, from_url, immutability, pages, query, tags
 from tabulae.blob.api.batch import BatchScope, FailedPart, adopt_version, check_operation, submit_batch
 from tabulae.blob.api.call import Call
-from tabulae.blob.api.encryption import WRITES, request_encryption, write_headers
+from tabulae.blob.api.encryption import ECHOES, request_encryption, write_headers
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
 from tabulae.blob.api.roles import NEEDS
 from tabulae.blob.api.routing import Kind, Operation, Route, resolve
@@ -235,7 +235,7 @@ class BlobApp(Frontend[Route]):
             response = await HANDLERS[operation](call)
         finally:
             encryption_guard.REQUEST.reset(token)
-        if encryption is not None and operation in WRITES and response.status < 300:
+        if encryption is not None and operation in ECHOES and response.status < 300:
             response.headers.extend(write_headers(encryption))
         if operation is Operation.SET_SERVICE_PROPERTIES:
             self.forget_cors_rules(route.account)

@@ -47,6 +47,7 @@ _LIST_INCLUDES = frozenset(
      "immutabilitypolicy", "legalhold", "deletedwithversions", "permissions"}
 )  # fmt: skip
 _ENCRYPTED: Headers = [(b"x-ms-request-server-encrypted", b"true")]
+_NOT_ENCRYPTED: Headers = [(b"x-ms-request-server-encrypted", b"false")]  # a write of no content
 TIER_ON_GET_VERSION = "2026-10-06"  # Get Blob answers with the tier headers too from this version
 
 
@@ -453,7 +454,7 @@ async def snapshot_blob(call: Call) -> Response:
     )
     response_headers = etag_headers(base.ticks)
     response_headers.append((b"x-ms-snapshot", name.encode()))
-    return Response(201, response_headers + _ENCRYPTED + version_header(base))
+    return Response(201, response_headers + _NOT_ENCRYPTED + version_header(base))
 
 
 async def lease_blob(call: Call) -> Response:

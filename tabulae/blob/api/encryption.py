@@ -53,6 +53,9 @@ WRITES = frozenset(
         Operation.SNAPSHOT_BLOB, Operation.COPY_BLOB,
     }
 )  # fmt: skip
+#: The writes whose answers echo the key's SHA-256 and the scope: not Snapshot Blob, which writes
+#: no content (Azure answers it ``x-ms-request-server-encrypted: false``, echoing neither, as recorded).
+ECHOES = WRITES - {Operation.SNAPSHOT_BLOB}
 _PLAIN = Encryption()
 _PLAIN_CHECKED = Encryption(checks=True)
 _AES256 = "AES256"

@@ -253,6 +253,9 @@ async def copy_blob(call: Call) -> Response:
         except ServiceError as exc:
             if exc.code == "CannotVerifyCopySource":
                 raise source_refused(404, "BlobNotFound", "The specified blob does not exist.") from None
+            if exc.code == "BlobUsesCustomerSpecifiedEncryption":  # the source's key, which it cannot name
+                # assumed: the From URL copies' answer; no recording of this Copy Blob was found
+                raise source_refused(exc.status, exc.code, exc.message) from None
             raise
         assert record.copy is not None
         return Response(202, etag_headers(record.ticks) + _copy_headers(record.copy) + version_header(record))

@@ -52,6 +52,14 @@ def check_in_place(record: BlobRecord, encryption: Encryption) -> None:
         raise ServiceError("BlobCustomerSpecifiedEncryptionMismatch")
 
 
+def check_copy_source(source: BlobRecord) -> None:
+    """A copy read inside the store (Copy Blob, Incremental Copy, a version restored) has no way
+    to name its source's customer-provided key (Azure's Copy Blob takes none), so a source
+    written with one is refused as a read without the key is: Azure could not decrypt it."""
+    if source.encryption_key_sha256 is not None:
+        raise ServiceError("BlobUsesCustomerSpecifiedEncryption")
+
+
 def staged_with(record: BlobRecord) -> list[str | None]:
     """[scope, key SHA-256] the blocks staged on ``record`` were written with."""
     if record.staged_encryption is not None:

@@ -6,7 +6,7 @@ import string
 import time
 import uuid
 
-from ..fake_credentials import FakeTokenCredential
+from ..fake_credentials import LiveTokenCredential
 
 _SALT = uuid.uuid4().hex
 LOGGING_FORMAT = "%(asctime)s %(name)-20s %(levelname)-5s %(message)s"
@@ -54,14 +54,14 @@ class StorageRecordedTestCase:
         return fn(*args, **kwargs)
 
     def generate_oauth_token(self):
-        return FakeTokenCredential()
+        return LiveTokenCredential()
 
     def get_credential(self, client_class, **kwargs):
         if kwargs.get("is_async"):
-            from ..fake_credentials_async import AsyncFakeCredential
+            from ..fake_credentials_async import AsyncLiveTokenCredential
 
-            return AsyncFakeCredential()
-        return FakeTokenCredential()
+            return AsyncLiveTokenCredential()
+        return LiveTokenCredential()
 
     def get_settings_value(self, key):
         return os.environ.get(key, "")
