@@ -51,6 +51,10 @@ class PlannedBlobs(BlobStore):
     """SQL for a row's distribution key from ``:account``, ``:dcontainer`` and a new name
     (``{name}``), when the engine has one (a rename moves rows between keys)."""
 
+    reinsert = False
+    """Whether a row's distribution key is changed by deleting and inserting it (Citus refuses an
+    ``UPDATE`` of it)."""
+
     copy_extent: CopyExtent | None = None
     """How the engine copies an extent to another blob's distribution key, if it has one."""
 
@@ -114,7 +118,8 @@ class PlannedBlobs(BlobStore):
     ) -> Any:
         src, dst = self._at(source), self._at(destination)
         above = self._at(parent) if parent is not None else None
-        return await self._write(lambda: paths.rename(src, dst, above, decide, self.rekey))
+        rekey, reinsert = self.rekey, self.reinsert
+        return await self._write(lambda: paths.rename(src, dst, above, decide, rekey, reinsert=reinsert))
 
     async def delete_tree(self, key: BlobKey, decide: Callable[[paths.TreeState], Any]) -> paths.TreeDone:
         at = self._at(key)
