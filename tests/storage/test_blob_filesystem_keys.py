@@ -21,9 +21,10 @@ from tabulae.storage.blobs import next_ticks as ticks_after
 from tabulae.storage.namespace import RenameState, RenameWrite
 from tabulae.storage.postgres import PostgresStores, settle_blob_keys
 from tabulae.storage.postgres.blob_keys import blob_dkey, container_dkey
-from tests.backends import database_backends, database_url
+from tests.backends import CITUS_ENV, database_backends, database_url
 from tests.conftest import fresh_citus_store, fresh_database
 from tests.storage.test_blob_conformance import put, read_all, record
+from tests.storage.test_citus import assert_single_shard, explain, recorded, statements_of, task_counts
 
 ACCOUNT = "lake"
 FLAT = "flat"
@@ -256,3 +257,41 @@ def test_turning_the_namespace_on_and_off_rekeys_every_row(url: str) -> None:
     assert {d for d, _, _ in chunk_rows(url)} <= {
         blob_dkey(account, "fs", name) for account in written for name in [*written[account], "pending"]
     }
+
+
+@pytest.mark.skipif(not os.environ.get(CITUS_ENV), reason=f"needs {CITUS_ENV} (a Citus coordinator)")
+def test_on_citus_a_file_systems_rename_listing_and_delete_each_go_to_one_shard() -> None:
+    """Citus's own ``EXPLAIN`` of every statement a directory rename sends (its lock reads,
+    the decision's reads, the moves) names one shard, and none of them is about content; so do
+    a listing of the file system and a recursive delete. A flat account's listing still asks
+    every shard (its blobs spread)."""
+    url = fresh_url("citus")
+
+    async def body() -> None:
+        async with recorded(url, colocated=frozenset({ACCOUNT})) as (stores, log):
+            store = stores.blobs
+            data = await plant(store, ACCOUNT, "fs")
+            await plant(store, FLAT, "fs")
+            log.clear()
+            source, target = BlobKey(ACCOUNT, "fs", "d"), BlobKey(ACCOUNT, "fs", "e")
+            await store.rename_path(source, target, None, move(source, target, True))
+            sent = statements_of(log)
+            assert any(statement[0].startswith("UPDATE blobs") for statement in sent)
+            assert not any("blob_chunks" in statement[0] for statement in sent)
+            assert await assert_single_shard(url, log) >= 5
+            listing = await store.list_blobs(
+                ACCOUNT, "fs", prefix="", start=None, limit=100, snapshots=False, uncommitted=False
+            )
+            assert [r.name for r in listing.records][:3] == ["d0", "e", "e-file"]
+            await assert_single_shard(url, log)
+            assert await read_all(store, BlobKey(ACCOUNT, "fs", "e/a/x")) == data["d/a/x"]
+            log.clear()
+            await store.delete_tree(BlobKey(ACCOUNT, "fs", "e"), lambda state: None)
+            await assert_single_shard(url, log)
+            await store.list_blobs(
+                FLAT, "fs", prefix="", start=None, limit=100, snapshots=False, uncommitted=False
+            )
+            spread = [s for s in statements_of(log) if "FROM blobs WHERE container_id" in s[0]]
+            assert spread and max(task_counts(await explain(url, spread[-1]))) > 1
+
+    asyncio.run(body())
