@@ -295,3 +295,25 @@ def test_on_citus_a_file_systems_rename_listing_and_delete_each_go_to_one_shard(
             assert spread and max(task_counts(await explain(url, spread[-1]))) > 1
 
     asyncio.run(body())
+
+
+def test_a_soft_deleted_container_is_rekeyed_by_the_name_it_comes_back_under(url: str) -> None:
+    """Container soft delete renames a container aside and restores it under its own name; its
+    rows are re-keyed for that name, so a container deleted before the namespace was turned on
+    reads once restored after."""
+    hidden = "~fs~01DB2C3D4E5F6A7B~7"
+    written: dict[str, bytes] = {}
+
+    async def make(store: BlobStore) -> None:
+        written.update(await plant(store, ACCOUNT, "fs"))
+        await store.rename_container(ACCOUNT, "fs", hidden, lambda record: None)
+
+    with_store(url, frozenset(), make)
+    asyncio.run(settle_blob_keys(url, [ACCOUNT], frozenset({ACCOUNT})))
+
+    async def restore(store: BlobStore) -> None:
+        await store.rename_container(ACCOUNT, hidden, "fs", lambda record: None)
+        for name, content in written.items():
+            assert await read_all(store, BlobKey(ACCOUNT, "fs", name)) == content, name
+
+    with_store(url, frozenset({ACCOUNT}), restore)

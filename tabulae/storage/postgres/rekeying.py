@@ -11,9 +11,9 @@ Citus refuses an ``UPDATE`` of a distribution column, so a batch deletes the row
 inserts them under their new key (one statement per table, ``WITH old AS (DELETE … RETURNING *)
 INSERT … SELECT … FROM old``), in one transaction: a batch commits all of its blobs' rows or
 none, so after a crash (a ``kill -9`` between batches or inside one) each blob is whole under
-one key or the other. A batch finds its blobs by their key not being the wanted one (having the container's key, or
-not having it), so running again (after a crash, or with the setting flipped back meanwhile)
-moves exactly what is left.
+one key or the other. A batch finds its blobs by their key not being the wanted one (having
+the container's key, or not having it), so running again (after a crash, or with the setting
+flipped back meanwhile) moves exactly what is left.
 Content chunks are copied to the new key and the old ones left as garbage, freed by the
 collector once nothing names them (in a file system kept on one key a copy shares its source's
 extents, so one extent may be named by several blobs that a batch does not all move).
@@ -107,10 +107,19 @@ def _record(account: str, colocated: bool, settled: bool) -> Plan[None]:
 
 
 def _containers(account: str) -> Plan[list[tuple[int, str]]]:
-    """Every container of the account, soft-deleted ones too (their rows come back with them)."""
+    """Every container of the account with the name its blobs are keyed by: soft-deleted ones
+    too, whose rows come back with them."""
     rows = yield Sql("SELECT id, name FROM blob_containers WHERE account = :account ORDER BY name",
                      {"account": account}, "all")  # fmt: skip
-    return [(int(row[0]), str(row[1])) for row in rows]
+    return [(int(row[0]), keyed_name(str(row[1]))) for row in rows]
+
+
+def keyed_name(container: str) -> str:
+    """The name a container's blobs are keyed by. Container soft delete renames a container
+    aside as ``~name~version~days`` (``blob/softdeletion.py``; no container name has a ``~``)
+    and restores it under ``name``, its rows untouched, so they keep the keys of ``name``."""
+    parts = container.split("~")
+    return parts[1] if len(parts) == 4 and not parts[0] else container
 
 
 async def settle(url: str, accounts: Iterable[str], colocated: frozenset[str]) -> list[str]:
