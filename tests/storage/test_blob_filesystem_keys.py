@@ -300,7 +300,7 @@ def test_on_citus_a_file_systems_rename_listing_and_delete_each_go_to_one_shard(
 def test_a_soft_deleted_container_is_rekeyed_by_the_name_it_comes_back_under(url: str) -> None:
     """Container soft delete renames a container aside and restores it under its own name; its
     rows are re-keyed for that name, so a container deleted before the namespace was turned on
-    reads once restored after."""
+    reads once restored after, and its purge (deleting it under its hidden name) takes them all."""
     hidden = "~fs~01DB2C3D4E5F6A7B~7"
     written: dict[str, bytes] = {}
 
@@ -315,5 +315,8 @@ def test_a_soft_deleted_container_is_rekeyed_by_the_name_it_comes_back_under(url
         await store.rename_container(ACCOUNT, hidden, "fs", lambda record: None)
         for name, content in written.items():
             assert await read_all(store, BlobKey(ACCOUNT, "fs", name)) == content, name
+        await store.rename_container(ACCOUNT, "fs", hidden, lambda record: None)
+        await store.delete_container(ACCOUNT, hidden, lambda record: None)  # its retention is over
 
     with_store(url, frozenset({ACCOUNT}), restore)
+    assert rows(url, "SELECT count(*) FROM blobs") == [(0,)]

@@ -62,6 +62,11 @@ class PlannedBlobs(BlobStore):
         """How this engine addresses a blob (its distribution key)."""
         return At(key)
 
+    def _container_key(self, account: str, container: str) -> int | None:
+        """The distribution key every blob of the container shares, if the engine keeps them
+        together (a file system of an account with a hierarchical namespace)."""
+        return None
+
     def _guard(self, account: str, container: str, *, shared: bool) -> Sql | None:
         """A statement a write into (``shared``) or the deletion of a container runs first."""
         return None
@@ -150,8 +155,8 @@ class PlannedBlobs(BlobStore):
         check: Callable[[ContainerRecord], None],
         contents: ContentsCheck | None = None,
     ) -> None:
-        guard = self._guard(account, name, shared=False)
-        await self._write(lambda: containers.delete(account, name, check, guard, contents))
+        guard, dkey = self._guard(account, name, shared=False), self._container_key(account, name)
+        await self._write(lambda: containers.delete(account, name, check, guard, contents, dkey))
 
     async def rename_container(
         self,

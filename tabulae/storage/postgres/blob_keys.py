@@ -50,6 +50,16 @@ BLOB_DKEY_SQL = (
 )
 
 
+def keyed_name(container: str) -> str:
+    """The name a container's blobs are keyed by. Container soft delete renames a container
+    aside as ``~name~version~days`` (``blob/softdeletion.py``; no container name has a ``~``)
+    and restores it under ``name``, its rows untouched, so they keep the keys of ``name``."""
+    if container[:1] != "~":
+        return container
+    parts = container.split("~")
+    return parts[1] if len(parts) == 4 else container
+
+
 class BlobKeys:
     """The distribution key rule of one server: which accounts keep each container together."""
 
@@ -59,15 +69,17 @@ class BlobKeys:
         self.colocated = colocated
 
     def of(self, key: BlobKey) -> int:
+        container = keyed_name(key.container)
         if key.account in self.colocated:
-            return container_dkey(key.account, key.container)
-        return blob_dkey(key.account, key.container, key.name)
+            return container_dkey(key.account, container)
+        return blob_dkey(key.account, container, key.name)
 
     def at(self, key: BlobKey) -> At:
+        container = keyed_name(key.container)
         if key.account in self.colocated:
-            return At(key, container_dkey(key.account, key.container), True)
-        return At(key, blob_dkey(key.account, key.container, key.name))
+            return At(key, container_dkey(key.account, container), True)
+        return At(key, blob_dkey(key.account, container, key.name))
 
     def container(self, account: str, container: str) -> int | None:
         """The key every blob of the container shares, or None when they are spread."""
-        return container_dkey(account, container) if account in self.colocated else None
+        return container_dkey(account, keyed_name(container)) if account in self.colocated else None

@@ -369,6 +369,9 @@ class PostgresBlobs(PlannedBlobs):
     def _at(self, key: BlobKey) -> At:
         return self.keys.at(key)
 
+    def _container_key(self, account: str, container: str) -> int | None:
+        return self.keys.container(account, container)
+
     def _guard(self, account: str, container: str, *, shared: bool) -> Sql | None:
         """The container's transaction advisory lock: shared by writes into it, exclusive for its
         deletion, so a container cannot be deleted under a write (see the module docstring)."""

@@ -27,7 +27,7 @@ from functools import cache
 import psycopg
 
 from tabulae.storage.plan import Plan, PostgresDialect, Sql, run_async
-from tabulae.storage.postgres.blob_keys import BLOB_DKEY_SQL, container_dkey
+from tabulae.storage.postgres.blob_keys import BLOB_DKEY_SQL, container_dkey, keyed_name
 
 BATCH_NAMES = 500  # blob names a batch moves (with every version, block, tag and page of each)
 SETTLE_LOCK = 0x7461_6275_6C61_6501  # a session advisory lock: one server settles at a time
@@ -112,14 +112,6 @@ def _containers(account: str) -> Plan[list[tuple[int, str]]]:
     rows = yield Sql("SELECT id, name FROM blob_containers WHERE account = :account ORDER BY name",
                      {"account": account}, "all")  # fmt: skip
     return [(int(row[0]), keyed_name(str(row[1]))) for row in rows]
-
-
-def keyed_name(container: str) -> str:
-    """The name a container's blobs are keyed by. Container soft delete renames a container
-    aside as ``~name~version~days`` (``blob/softdeletion.py``; no container name has a ``~``)
-    and restores it under ``name``, its rows untouched, so they keep the keys of ``name``."""
-    parts = container.split("~")
-    return parts[1] if len(parts) == 4 and not parts[0] else container
 
 
 async def settle(url: str, accounts: Iterable[str], colocated: frozenset[str]) -> list[str]:
