@@ -3,12 +3,15 @@ renamed, or deleted, in one transaction.
 
 A DFS path is the blob of the same name (one data set), so a directory's descendants are the
 blobs whose names start with the directory's name and a ``/``: a name range, which the blobs'
-primary key orders, so finding them is an index range scan. A rename rewrites the names (and, on
-PostgreSQL, the distribution key, with the content chunks following it) of that range in one
-statement per table: no content is copied, and the transaction commits all of the new tree or
-none of it, so a crash leaves the old tree or the new one, never a mix. Citus refuses to update a
-distribution column, so there each table's rows (chunks included) are deleted and inserted under
-their new keys instead, in the one distributed transaction (two-phase commit across the nodes).
+primary key orders, so finding them is an index range scan. A rename rewrites the names of that
+range in one statement per table: no content is copied, and the transaction commits all of the
+new tree or none of it, so a crash leaves the old tree or the new one, never a mix. On PostgreSQL
+an account with a hierarchical namespace keeps each container's rows on one distribution key
+(``postgres/blob_keys.py``), so that is all a rename within a file system does, on one shard;
+a flat account's rows are keyed by name, so there the distribution key changes too, with the
+content chunks following it. Citus refuses to update a distribution column, so there such rows
+(chunks included) are deleted and inserted under their new keys instead, in the one distributed
+transaction (two-phase commit across the nodes).
 """
 
 from __future__ import annotations
