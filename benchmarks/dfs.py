@@ -38,10 +38,10 @@ def seed(fs: FileSystemClient, root: str, files: int, size: int = 0) -> None:
 
     def make(index: int) -> None:
         file = fs.get_file_client(f"{root}/d{index // 100:05d}/f{index:07d}")
+        file.create_file()
         if content:
-            file.upload_data(content)
-        else:
-            file.create_file()
+            file.append_data(content, 0, len(content))
+            file.flush_data(len(content))
 
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(make, range(files)))
