@@ -1,10 +1,11 @@
 """The Data Lake (DFS) API's costs that grow with a tree: rename of a directory with N files,
 List Paths recursive (paths/s), and append+flush throughput beside ``dd`` on the same disk.
 
-    .venv/bin/python benchmarks/dfs.py --files 1000,10000 [--store postgresql://...]
+    .venv/bin/python benchmarks/dfs.py --files 1000,10000 [--store postgresql://...] [--file-bytes N]
 
-Files are made through the DFS API (16 threads, 100 per sub-directory); each rename moves the
-whole tree to a new name and is timed alone, as is one recursive listing of it.
+Files are made through the DFS API (16 threads, 100 per sub-directory; empty, or of
+``--file-bytes`` each); each rename moves the whole tree to a new name and is timed alone, as is
+one recursive listing of it.
 """
 
 from __future__ import annotations
@@ -30,21 +31,26 @@ def connect(server: TabulaeBlobServer) -> DataLakeServiceClient:
     )
 
 
-def seed(fs: FileSystemClient, root: str, files: int) -> None:
+def seed(fs: FileSystemClient, root: str, files: int, size: int = 0) -> None:
     for index in range(0, files, 100):
         fs.create_directory(f"{root}/d{index // 100:05d}")
+    content = b"\x5a" * size
 
     def make(index: int) -> None:
-        fs.get_file_client(f"{root}/d{index // 100:05d}/f{index:07d}").create_file()
+        file = fs.get_file_client(f"{root}/d{index // 100:05d}/f{index:07d}")
+        file.create_file()
+        if content:
+            file.append_data(content, 0, len(content))
+            file.flush_data(len(content))
 
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(make, range(files)))
 
 
-def rename_and_list(fs: FileSystemClient, files: int) -> None:
+def rename_and_list(fs: FileSystemClient, files: int, size: int = 0) -> None:
     root = f"tree{files}"
     started = time.perf_counter()
-    seed(fs, root, files)
+    seed(fs, root, files, size)
     print(f"  seeded {files} files in {time.perf_counter() - started:.1f} s")
     timings = []
     name = root
@@ -90,6 +96,7 @@ def main() -> None:
     parser.add_argument("--files", default="1000,10000", help="tree sizes, comma-separated")
     parser.add_argument("--store", default=None, help="a PostgreSQL URL (default: SQLite)")
     parser.add_argument("--mib", type=int, default=256, help="append+flush volume")
+    parser.add_argument("--file-bytes", type=int, default=0, help="each file's size (default: empty)")
     args = parser.parse_args()
     extra = ["--hns", ACCOUNT] + (["--store", args.store] if args.store else [])
     server = TabulaeBlobServer(extra)
@@ -99,7 +106,7 @@ def main() -> None:
         fs = service.create_file_system("bench" + uuid.uuid4().hex[:8])
         print(f"Tabulae DFS on {'PostgreSQL' if args.store else 'SQLite'}")
         for files in (int(text) for text in args.files.split(",")):
-            rename_and_list(fs, files)
+            rename_and_list(fs, files, args.file_bytes)
         append_flush(fs, args.mib, 4)
     finally:
         server.stop()

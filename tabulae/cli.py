@@ -320,9 +320,11 @@ def _check_store(settings: Settings) -> None:
     if not is_postgres_url(settings.store_url):
         return  # the workers refuse it, naming the scheme
     try:
-        asyncio.run(check_database(settings.store_url))
+        done = asyncio.run(check_database(settings.store_url, settings.accounts, settings.hns_set()))
     except StoreSetupError as exc:
         raise Failure("StoreNotReady", str(exc)) from None
+    for said in done:  # before the banner, so an operator sees why the start took longer
+        print(f"tabulae: {said}", file=sys.stderr, flush=True)
 
 
 def serve(args: argparse.Namespace) -> None:

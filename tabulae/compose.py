@@ -214,7 +214,11 @@ def build_gateway(settings: Settings) -> Gateway:
     async def start() -> Mounts:
         path_style_only(settings.path_style_only)
         stores = await open_stores(
-            settings.store_url, settings.data_dir, settings.in_memory, volume_for(settings)
+            settings.store_url,
+            settings.data_dir,
+            settings.in_memory,
+            volume_for(settings),
+            hns=settings.hns_set(),
         )
         tracer = request_tracer() if settings.otel else None
         if tracer is not None:  # each store call's time counts towards its request's span

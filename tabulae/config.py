@@ -491,6 +491,10 @@ class Settings:
         )
         return check_combination(apply(features, parse(self.account_features.get(account, {}))))
 
+    def hns_set(self) -> frozenset[str]:
+        """The served accounts with a hierarchical namespace (from ``--hns`` or the config file)."""
+        return frozenset(account for account in self.accounts if self.features_of(account).hns)
+
     def host_of(self, service: str) -> str:
         """The address ``service`` listens on: its own ``--queue-host``/``--blob-host``, else
         ``--host`` (the Table service, and with it the console and /metrics, always use that)."""

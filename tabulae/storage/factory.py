@@ -6,6 +6,7 @@ its pool installed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
@@ -44,14 +45,21 @@ def is_postgres_url(store_url: str | None) -> bool:
 
 
 async def open_stores(
-    store_url: str | None, data_dir: Path, in_memory: bool, volume: VolumeSettings | None = None
+    store_url: str | None,
+    data_dir: Path,
+    in_memory: bool,
+    volume: VolumeSettings | None = None,
+    *,
+    hns: frozenset[str] = frozenset(),
 ) -> Stores:
     """Open the engine the settings name; call it in the serving process, on its event loop.
 
     No URL means the embedded SQLite engine in ``data_dir`` (without fsync when ``in_memory``),
     watching its volume as ``volume`` says (the reserve it keeps, when to warn).
     A PostgreSQL URL opens a connection pool and creates the schema on an empty database;
-    ``data_dir`` and ``in_memory`` do not apply to it. Any other URL is a configuration error.
+    ``data_dir`` and ``in_memory`` do not apply to it; ``hns`` names the accounts with a
+    hierarchical namespace, whose file systems it keeps each on one distribution key (their rows
+    re-keyed before, by :func:`check_database`). Any other URL is a configuration error.
     """
     if not store_url:
         from tabulae.storage.sqlite import SqliteStores
@@ -72,7 +80,7 @@ async def open_stores(
         from tabulae.storage.postgres.engine import SchemaError
 
         try:
-            stores = await PostgresStores.open(store_url)
+            stores = await PostgresStores.open(store_url, colocated=hns)
         except SchemaError as exc:
             raise StoreSetupError(str(exc)) from None
         if volume is not None and volume.shared_dir is not None:  # the database's disk, said once
@@ -105,17 +113,21 @@ def check_data_dir(data_dir: Path) -> None:
         raise StoreUnusable(f"cannot open the store in {data_dir}: {exc}") from None
 
 
-async def check_database(store_url: str) -> None:
+async def check_database(
+    store_url: str, accounts: Iterable[str] = (), hns: frozenset[str] = frozenset()
+) -> list[str]:
     """Before ``serve`` binds its ports: make a PostgreSQL store ready to serve (the plain schema
-    on an empty database) or raise :class:`StoreSetupError` saying what to run (Citus installed
-    but ``db init --citus`` never run)."""
+    on an empty database, and the blob rows of ``accounts`` keyed as their namespace setting
+    wants: ``hns`` names those with one) or raise :class:`StoreSetupError` saying what to run
+    (Citus installed but ``db init --citus`` never run). Returns what it changed, for the operator."""
     import psycopg
 
-    from tabulae.storage.postgres import check_serving
+    from tabulae.storage.postgres import check_serving, settle_blob_keys
     from tabulae.storage.postgres.engine import SchemaError
 
     try:
         await check_serving(store_url)
+        return await settle_blob_keys(store_url, accounts, hns)
     except SchemaError as exc:
         raise StoreSetupError(str(exc)) from None
     except psycopg.Error as exc:

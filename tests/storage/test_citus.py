@@ -87,9 +87,10 @@ class Recording:
 
 
 @asynccontextmanager
-async def recorded(url: str) -> AsyncIterator[tuple[PostgresStores, list[Statement]]]:
-    """The stores of ``url`` with every statement their operations send noted in the list."""
-    stores = await PostgresStores.open(url, max_size=4)
+async def recorded(url: str, **options: Any) -> AsyncIterator[tuple[PostgresStores, list[Statement]]]:
+    """The stores of ``url`` (opened with ``options``) with every statement their operations
+    send noted in the list."""
+    stores = await PostgresStores.open(url, max_size=4, **options)
     log: list[Statement] = []
     real_run = stores.database.run
 

@@ -293,6 +293,7 @@ def test_citus_schema_calls_each_citus_function_once(pg_url: str) -> None:
             ("blob_containers", "n", None),
             ("blob_extents", "h", "dkey"),
             ("blob_garbage", "h", "dkey"),
+            ("blob_key_modes", "n", None),
             ("blob_pages", "h", "dkey"),
             ("blob_service_properties", "n", None),
             ("blob_tags", "h", "dkey"),

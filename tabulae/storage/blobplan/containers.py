@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from tabulae.model.blobs import ContainerRecord
@@ -93,10 +94,12 @@ def delete(
     check: Callable[[ContainerRecord], None],
     guard: Sql | None = None,
     contents: ContentsCheck | None = None,
+    dkey: int | None = None,
 ) -> Plan[None]:
     """Delete the container and everything in it if ``check`` passes; every extent it named
     becomes garbage (the collector checks again that nothing else names one). ``guard`` runs
-    first (an engine's container lock)."""
+    first (an engine's container lock); ``dkey`` is the key every blob of the container shares,
+    if they do (then each statement goes to that key's shard alone)."""
     if guard is not None:
         yield guard
     row = yield Sql(
@@ -109,18 +112,29 @@ def delete(
     record = decode_container(name, row[1], bytes(row[2]))
     check(record)
     yield from _inspect(record, row[0], contents)
-    cid = {"c": row[0]}
-    yield Sql(
-        "INSERT INTO blob_garbage ({key,} ref, dropped)"
-        " SELECT {key,} ref, {now} FROM blob_extents WHERE container_id = :c"
-        " UNION SELECT {key,} ref, {now} FROM blob_blocks WHERE container_id = :c"
-        " UNION SELECT {key,} ref, {now} FROM blob_pages WHERE container_id = :c AND NOT cleared"
-        " ON CONFLICT ({key,} ref) DO UPDATE SET dropped = excluded.dropped",
-        cid,
-    )
+    cid = {"c": row[0], "dkey": dkey}
+    yield Sql(_drop_garbage(dkey is not None), cid)
     for table in ("blob_extents", "blob_blocks", "blob_pages", "blob_tags", "blobs"):
-        yield Sql(f"DELETE FROM {table} WHERE container_id = :c", cid)
+        yield Sql(f"DELETE FROM {table} WHERE {_in(dkey is not None)}", cid)
     yield Sql("DELETE FROM blob_containers WHERE id = :c", cid)
+
+
+def _in(colocated: bool) -> str:
+    """The container's rows: all of them, on the one key they share when ``colocated``."""
+    return "{key=} container_id = :c" if colocated else "container_id = :c"
+
+
+@cache
+def _drop_garbage(colocated: bool) -> str:
+    """Every extent the container's rows name, made garbage."""
+    where = _in(colocated)
+    return (
+        "INSERT INTO blob_garbage ({key,} ref, dropped)"
+        f" SELECT {{key,}} ref, {{now}} FROM blob_extents WHERE {where}"
+        f" UNION SELECT {{key,}} ref, {{now}} FROM blob_blocks WHERE {where}"
+        f" UNION SELECT {{key,}} ref, {{now}} FROM blob_pages WHERE {where} AND NOT cleared"
+        " ON CONFLICT ({key,} ref) DO UPDATE SET dropped = excluded.dropped"
+    )
 
 
 def rename(

@@ -3,19 +3,22 @@ renamed, or deleted, in one transaction.
 
 A DFS path is the blob of the same name (one data set), so a directory's descendants are the
 blobs whose names start with the directory's name and a ``/``: a name range, which the blobs'
-primary key orders, so finding them is an index range scan. A rename rewrites the names (and, on
-PostgreSQL, the distribution key, with the content chunks following it) of that range in one
-statement per table: no content is copied, and the transaction commits all of the new tree or
-none of it, so a crash leaves the old tree or the new one, never a mix. Citus refuses to update a
-distribution column, so there each table's rows (chunks included) are deleted and inserted under
-their new keys instead, in the one distributed transaction (two-phase commit across the nodes).
+primary key orders, so finding them is an index range scan. A rename rewrites the names of that
+range in one statement per table: no content is copied, and the transaction commits all of the
+new tree or none of it, so a crash leaves the old tree or the new one, never a mix. On PostgreSQL
+an account with a hierarchical namespace keeps each container's rows on one distribution key
+(``postgres/blob_keys.py``), so that is all a rename within a file system does, on one shard;
+a flat account's rows are keyed by name, so there the distribution key changes too, with the
+content chunks following it. Citus refuses to update a distribution column, so there such rows
+(chunks included) are deleted and inserted under their new keys instead, in the one distributed
+transaction (two-phase commit across the nodes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from tabulae.model.blobs import BlobRecord
 from tabulae.storage.blobplan import garbage
@@ -43,14 +46,20 @@ def _range(name: str) -> tuple[str, str]:
     return name + "/", name + "0"
 
 
+def _scoped(where: str, colocated: bool) -> str:
+    """``where``, routed to the one shard of ``:dkey`` when every blob of the container has it."""
+    return "{key=} " + where if colocated else where
+
+
 @cache
-def _move_statements(subtree: bool, rekey: str | None) -> tuple[str, ...]:
+def _move_statements(subtree: bool, rekey: str | None, colocated: bool = False) -> tuple[str, ...]:
     """The statements that move a name (and its range): chunks first (they follow the extents'
-    keys, read before those change), then each table's rows."""
-    where = _TREE if subtree else _ONE
+    keys, read before those change) unless the container's blobs share one key, then each
+    table's rows."""
+    where = _scoped(_TREE if subtree else _ONE, colocated)
     new_name = ":dst || substr(name, :n)"
     statements = []
-    if rekey is not None:
+    if rekey is not None and not colocated:
         for table in ("blob_extents", "blob_blocks"):
             moved = rekey.format(name="e.new")
             statements.append(
@@ -73,16 +82,17 @@ _REST = {
 
 
 @cache
-def _reinsert_statements(subtree: bool, rekey: str) -> tuple[str, ...]:
+def _reinsert_statements(subtree: bool, rekey: str, colocated: bool = False) -> tuple[str, ...]:
     """The statements that move a name (and its range) where a row's distribution key cannot be
     updated (Citus): each deletes the rows and inserts what it returned under the new name and
-    key, so the rows move between shards (chunks too: they live with their blob's key) in the
-    one distributed transaction. Deleting and inserting in one statement never lets the delete
-    see an inserted row, even when a new name falls in the old range (``a/b`` renamed ``a``)."""
-    where = _TREE if subtree else _ONE
+    key, so the rows move between shards (chunks too, unless the container's blobs share one
+    key: :func:`_copy_chunk_statements`) in the one distributed transaction. Deleting and
+    inserting in one statement never lets the delete see an inserted row, even when a new name
+    falls in the old range (``a/b`` renamed ``a``)."""
+    where = _scoped(_TREE if subtree else _ONE, colocated)
     new_name = ":dst || substr(old.name, :n)"
     statements = []
-    for table in ("blob_extents", "blob_blocks"):
+    for table in () if colocated else ("blob_extents", "blob_blocks"):
         statements.append(
             f"WITH e AS (SELECT DISTINCT dkey, ref, {new_name.replace('old.', '')} AS new FROM {table}"
             f" WHERE {where}), old AS (DELETE FROM blob_chunks AS ch USING e"
@@ -99,6 +109,23 @@ def _reinsert_statements(subtree: bool, rekey: str) -> tuple[str, ...]:
     return tuple(statements)
 
 
+@cache
+def _copy_chunk_statements(subtree: bool) -> tuple[str, str]:
+    """A move between two file systems whose blobs are each kept on one key: the content the
+    moved rows name is copied to the destination's key, and left behind as garbage (another
+    path of the source may name the same extent: a copy shares it), which the collector frees
+    once the grace period is over and nothing names it. A download of the old name that is
+    under way reads on meanwhile."""
+    where = _scoped(_TREE if subtree else _ONE, True)
+    refs = f"SELECT ref FROM blob_extents WHERE {where} UNION SELECT ref FROM blob_blocks WHERE {where}"
+    return (
+        "INSERT INTO blob_chunks (dkey, ref, seq, data) SELECT :ddkey, ref, seq, data FROM blob_chunks"
+        f" WHERE dkey = :dkey AND ref IN ({refs}) ON CONFLICT (dkey, ref, seq) DO NOTHING",
+        f"INSERT INTO blob_garbage (dkey, ref, dropped) SELECT :dkey, ref, {{now}} FROM ({refs}) AS r"
+        " ON CONFLICT (dkey, ref) DO UPDATE SET dropped = excluded.dropped",
+    )
+
+
 def rename(
     source: At,
     destination: At,
@@ -111,8 +138,11 @@ def rename(
 ) -> Plan[Any]:
     """Load and lock the source, the destination and its parent, decide, and move. ``rekey`` is
     the engine's SQL for a row's distribution key from ``:account``, ``:dcontainer`` and a new
-    name (``{name}``); None for an engine without one. With ``reinsert`` (and a ``rekey``) rows
-    are moved by delete and insert rather than updated in place; ``guards`` run first."""
+    name (``{name}``); None for an engine without one. With ``reinsert`` (and a key to change)
+    rows are moved by delete and insert rather than updated in place; ``guards`` run first.
+    Where the container's blobs share one key (``source.colocated``) a move within it changes
+    names only, on that key's shard, and a move to another container copies the content its
+    rows name rather than moving it (other paths may share an extent)."""
     for guard in guards:
         _locked = yield guard  # a statement's answer comes back here (not from a tuple's iterator)
     scid = yield from container_id(source.key.account, source.key.container)
@@ -125,7 +155,7 @@ def rename(
         above = row.base
     children = False
     if there.base is not None:
-        children = yield from has_children(dcid, destination.key.name)
+        children = yield from has_children(dcid, destination)
     ticks = next_ticks(
         max(found.base.ticks if found.base else 0, there.base.ticks if there.base else 0) or None
     )
@@ -138,8 +168,15 @@ def rename(
     low, high = _range(src)
     params = {"sc": scid, "dc": dcid, "src": src, "lo": low, "hi": high, "dst": destination.key.name,
               "n": len(src) + 1, "account": destination.key.account,
-              "dcontainer": destination.key.container}  # fmt: skip
-    if reinsert and rekey is not None:
+              "dcontainer": destination.key.container, "dkey": source.dkey,
+              "ddkey": destination.dkey}  # fmt: skip
+    statements: tuple[str, ...]
+    if source.colocated and source.dkey == destination.dkey:
+        statements = _move_statements(write.subtree, None, True)  # names change in place, on one shard
+    elif source.colocated:
+        rows = _reinsert_statements if reinsert else _move_statements
+        statements = (*_copy_chunk_statements(write.subtree), *rows(write.subtree, ":ddkey", True))
+    elif reinsert and rekey is not None:
         statements = _reinsert_statements(write.subtree, rekey)
     else:
         statements = _move_statements(write.subtree, rekey)
@@ -174,18 +211,42 @@ def _drop_rows(tables: tuple[str, ...], where: str, params: dict[str, Any]) -> P
 
 
 _BELOW = "container_id = :sc AND name > :lo AND name < :hi"
-_LAST_NAMES = f"SELECT name FROM blobs WHERE {_BELOW}{_NOT_KEPT} ORDER BY name DESC LIMIT :n"
 _FROM_CUT = "container_id = :sc AND name >= :cut AND name < :hi"
 _BASE = f"version = '{STORED_BASE}'"
-_UNCOMMITTED = f"{_TREE} AND {_BASE} AND NOT committed"
-_SOFT_EXTENTS = f"UPDATE blob_extents SET version = :dv WHERE {_TREE} AND {_BASE}"
-_SOFT_ROWS = (
-    "UPDATE blobs SET version = :dv, committed = :no, staged = 0, staged_id_length = NULL"
-    f" WHERE {_TREE} AND {_BASE}"
-)
-_BACK_EXTENTS = f"UPDATE blob_extents SET version = '{STORED_BASE}' WHERE {_TREE} AND version = :dv"
-_BACK_ROWS = f"UPDATE blobs SET version = '{STORED_BASE}', committed = :yes WHERE {_TREE} AND version = :dv"
-_LIVE_BELOW = f"SELECT 1 FROM blobs WHERE {_BELOW} AND {_BASE} AND committed LIMIT 1"
+
+
+class _TreeSql(NamedTuple):
+    """The statements over a path's subtree, on every shard or on its container's one."""
+
+    tree: str  # the path and its descendants
+    cut: str  # the descendants from a name on
+    last_names: str
+    uncommitted: str
+    soft_extents: str
+    soft_rows: str
+    back_extents: str
+    back_rows: str
+    live_below: str
+
+
+@cache
+def _tree_sql(colocated: bool) -> _TreeSql:
+    tree, below = _scoped(_TREE, colocated), _scoped(_BELOW, colocated)
+    return _TreeSql(
+        tree=tree,
+        cut=_scoped(_FROM_CUT, colocated),
+        last_names=f"SELECT name FROM blobs WHERE {below}{_NOT_KEPT} ORDER BY name DESC LIMIT :n",
+        uncommitted=f"DELETE FROM blobs WHERE {tree} AND {_BASE} AND NOT committed",
+        soft_extents=f"UPDATE blob_extents SET version = :dv WHERE {tree} AND {_BASE}",
+        soft_rows="UPDATE blobs SET version = :dv, committed = :no, staged = 0, staged_id_length = NULL"
+        f" WHERE {tree} AND {_BASE}",
+        back_extents=f"UPDATE blob_extents SET version = '{STORED_BASE}' WHERE {tree} AND version = :dv",
+        back_rows=f"UPDATE blobs SET version = '{STORED_BASE}', committed = :yes"
+        f" WHERE {tree} AND version = :dv",
+        live_below=f"SELECT 1 FROM blobs WHERE {below} AND {_BASE} AND committed LIMIT 1",
+    )
+
+
 _REWRITE_ONE = (
     "UPDATE blobs SET committed = :committed, ticks = :ticks, size = :size, doc = :doc"
     " WHERE {key=} container_id = :c AND name = :name AND version = :version"
@@ -204,26 +265,27 @@ def delete_tree(at: At, decide: Callable[[TreeState], Any]) -> Plan[TreeDone]:
     :class:`TreeWrite` says so; the extents deleted rows named become garbage."""
     cid = yield from container_id(at.key.account, at.key.container)
     state: BlobState = yield from load_state(at, cid, NO_NEEDS)
-    children = yield from has_children(cid, at.key.name)
+    children = yield from has_children(cid, at)
     answer = decide(TreeState(state.base, children, state.ticks))
     write = answer if isinstance(answer, TreeWrite) else TreeWrite(result=answer)
     low, high = _range(at.key.name)
-    params: dict[str, Any] = {"sc": cid, "src": at.key.name, "lo": low, "hi": high}
+    params: dict[str, Any] = {"sc": cid, "src": at.key.name, "lo": low, "hi": high, "dkey": at.dkey}
+    sql = _tree_sql(at.colocated)
     if write.kept is not None:
         # Staged blocks and blobs with nothing committed are not kept (Azure keeps committed data).
-        yield from _drop_rows(("blob_blocks",), _TREE, params)
-        yield Sql(f"DELETE FROM blobs WHERE {_UNCOMMITTED}", params)
+        yield from _drop_rows(("blob_blocks",), sql.tree, params)
+        yield Sql(sql.uncommitted, params)
         moved = {**params, "dv": write.kept.snapshot, "no": False}
-        yield Sql(_SOFT_EXTENTS, moved)
-        yield Sql(_SOFT_ROWS, moved)
+        yield Sql(sql.soft_extents, moved)
+        yield Sql(sql.soft_rows, moved)
         yield _rewrite(at, cid, write.kept)
         return TreeDone(write.result)
     if write.limit is not None and children:
-        rows = yield Sql(_LAST_NAMES, {**params, "n": write.limit + 1}, "all")
+        rows = yield Sql(sql.last_names, {**params, "n": write.limit + 1}, "all")
         if len(rows) > write.limit:
-            yield from _drop_rows(_TABLES, _FROM_CUT, {**params, "cut": str(rows[write.limit - 1][0])})
+            yield from _drop_rows(_TABLES, sql.cut, {**params, "cut": str(rows[write.limit - 1][0])})
             return TreeDone(write.result, finished=False)
-    yield from _drop_rows(_TABLES, _TREE, params)
+    yield from _drop_rows(_TABLES, sql.tree, params)
     return TreeDone(write.result)
 
 
@@ -235,13 +297,15 @@ def undelete_tree(at: At, slot: str, decide: Callable[[UndeleteState], BlobRecor
     row = yield Sql(_VERSION_ROW, at.row(cid, slot), "one")
     deleted = blob_of(row) if row is not None and not row[4] else None
     low, high = _range(at.key.name)
-    params: dict[str, Any] = {"sc": cid, "src": at.key.name, "lo": low, "hi": high, "dv": slot, "yes": True}
-    below = yield Sql(_LIVE_BELOW, params, "one")
+    params: dict[str, Any] = {"sc": cid, "src": at.key.name, "lo": low, "hi": high, "dv": slot, "yes": True,
+                              "dkey": at.dkey}  # fmt: skip
+    sql = _tree_sql(at.colocated)
+    below = yield Sql(sql.live_below, params, "one")
     live = state.base if state.base is not None and state.base.committed else None
     record = decide(UndeleteState(live, deleted, state.ticks, below is not None))
-    yield from _drop_rows(("blob_blocks",), _TREE, params)
-    yield Sql(f"DELETE FROM blobs WHERE {_UNCOMMITTED}", params)
-    yield Sql(_BACK_EXTENTS, params)
-    yield Sql(_BACK_ROWS, params)
+    yield from _drop_rows(("blob_blocks",), sql.tree, params)
+    yield Sql(sql.uncommitted, params)
+    yield Sql(sql.back_extents, params)
+    yield Sql(sql.back_rows, params)
     yield _rewrite(at, cid, record)
     return record

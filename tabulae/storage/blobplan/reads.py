@@ -52,6 +52,9 @@ class At(NamedTuple):
 
     key: BlobKey
     dkey: int = 0
+    # Every blob of the container shares ``dkey`` (a file system kept on one shard): statements
+    # over a name range add the key condition, so they are routed to that shard alone.
+    colocated: bool = False
 
     def row(self, cid: int, version: str = STORED_BASE) -> dict[str, Any]:
         """The parameters naming one of this blob's versions in container ``cid``."""
@@ -127,14 +130,18 @@ def list_blobs(
     uncommitted: bool,
     versions: bool = False,
     deleted: bool = False,
+    dkey: int | None = None,
 ) -> Plan[BlobListing]:
-    """A page of a container's blobs: a range scan of every shard, in (name, version) order.
+    """A page of a container's blobs: a range scan of every shard, in (name, version) order, or
+    of the one shard of ``dkey`` when every blob of the container has that key.
 
     A row that is not committed is a blob with only staged blocks (at the base) or a
     soft-deleted record (anywhere else)."""
     cid = yield from container_id(account, container)
     low_name, low_version = listing_start(prefix, start)
     where = "container_id = :c AND (name, version) >= (:name, :version)"
+    if dkey is not None:
+        where = "{key=} " + where
     if prefix:
         where += " AND name < :end"
     if not snapshots and not versions:
@@ -151,7 +158,7 @@ def list_blobs(
     if len(shown) < 3:
         where += f" AND ({' OR '.join(shown)})"
     params = {"c": cid, "name": low_name, "version": low_version, "end": prefix_end(prefix) if prefix else "",
-              "n": limit + 1}  # fmt: skip
+              "n": limit + 1, "dkey": dkey}  # fmt: skip
     rows = yield Sql(
         f"SELECT {BLOB_COLUMNS} FROM blobs WHERE {where} ORDER BY name, version LIMIT :n", params, "all"
     )
@@ -163,13 +170,16 @@ _CHILD = (
     "SELECT 1 FROM blobs WHERE container_id = :c AND name > :lo AND name < :hi"
     f" AND version = '{STORED_BASE}' LIMIT 1"
 )
+_CHILD_COLOCATED = _CHILD.replace("WHERE ", "WHERE {key=} ", 1)
 _ANCESTOR = f"SELECT {BLOB_COLUMNS} FROM blobs WHERE " + _ROW
 
 
-def has_children(cid: int, name: str) -> Plan[bool]:
-    """Whether a base blob is named below ``name`` as a directory: after ``name/`` and before
-    ``name0``."""
-    row = yield Sql(_CHILD, {"c": cid, "lo": name + "/", "hi": name + "0"}, "one")
+def has_children(cid: int, at: At) -> Plan[bool]:
+    """Whether a base blob is named below ``at``'s name as a directory: after ``name/`` and
+    before ``name0`` (on its shard alone when its container's blobs share its key)."""
+    name = at.key.name
+    params = {"c": cid, "lo": name + "/", "hi": name + "0", "dkey": at.dkey}
+    row = yield Sql(_CHILD_COLOCATED if at.colocated else _CHILD, params, "one")
     return row is not None
 
 
@@ -180,7 +190,7 @@ def load_namespace(state: BlobState, at: At, cid: int, above: Sequence[At]) -> P
         row = yield Sql(_ANCESTOR, ancestor.row(cid), "one")
         found.append(blob_of(row) if row is not None else None)
     state.ancestors = found
-    state.has_children = yield from has_children(cid, at.key.name)
+    state.has_children = yield from has_children(cid, at)
 
 
 def load_state(at: At, cid: int, needs: Needs) -> Plan[BlobState]:

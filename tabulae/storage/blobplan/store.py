@@ -51,12 +51,21 @@ class PlannedBlobs(BlobStore):
     """SQL for a row's distribution key from ``:account``, ``:dcontainer`` and a new name
     (``{name}``), when the engine has one (a rename moves rows between keys)."""
 
+    reinsert = False
+    """Whether a row's distribution key is changed by deleting and inserting it (Citus refuses an
+    ``UPDATE`` of it)."""
+
     copy_extent: CopyExtent | None = None
     """How the engine copies an extent to another blob's distribution key, if it has one."""
 
     def _at(self, key: BlobKey) -> At:
         """How this engine addresses a blob (its distribution key)."""
         return At(key)
+
+    def _container_key(self, account: str, container: str) -> int | None:
+        """The distribution key every blob of the container shares, if the engine keeps them
+        together (a file system of an account with a hierarchical namespace)."""
+        return None
 
     def _guard(self, account: str, container: str, *, shared: bool) -> Sql | None:
         """A statement a write into (``shared``) or the deletion of a container runs first."""
@@ -114,7 +123,8 @@ class PlannedBlobs(BlobStore):
     ) -> Any:
         src, dst = self._at(source), self._at(destination)
         above = self._at(parent) if parent is not None else None
-        return await self._write(lambda: paths.rename(src, dst, above, decide, self.rekey))
+        rekey, reinsert = self.rekey, self.reinsert
+        return await self._write(lambda: paths.rename(src, dst, above, decide, rekey, reinsert=reinsert))
 
     async def delete_tree(self, key: BlobKey, decide: Callable[[paths.TreeState], Any]) -> paths.TreeDone:
         at = self._at(key)
@@ -145,8 +155,8 @@ class PlannedBlobs(BlobStore):
         check: Callable[[ContainerRecord], None],
         contents: ContentsCheck | None = None,
     ) -> None:
-        guard = self._guard(account, name, shared=False)
-        await self._write(lambda: containers.delete(account, name, check, guard, contents))
+        guard, dkey = self._guard(account, name, shared=False), self._container_key(account, name)
+        await self._write(lambda: containers.delete(account, name, check, guard, contents, dkey))
 
     async def rename_container(
         self,

@@ -6,7 +6,8 @@ container advisory locks, and the copy of an extent to another blob's shard.
 
 Content is stored in ``blob_chunks`` rows of ``CHUNK_BYTES`` (``bytea``), so front-ends keep no
 files and stay stateless. Every row of a blob (its versions, extents, staged blocks, chunks and
-garbage) carries ``dkey``, a 64-bit hash of account, container and blob name, which is the
+garbage) carries ``dkey``, a 64-bit hash of account, container and blob name (for an account with
+a hierarchical namespace, of account and container: :mod:`.blob_keys`), which is the
 distribution column under Citus: a blob lives on one shard, and every write of one blob is a
 single-shard transaction (its ``blob_tags`` index rows too). Containers and service properties
 are reference tables.
@@ -60,6 +61,7 @@ from tabulae.storage.blobs import (
 )
 from tabulae.storage.namespace import RenameDecide
 from tabulae.storage.plan import Plan, Sql
+from tabulae.storage.postgres.blob_keys import BLOB_DKEY_SQL, BlobKeys
 from tabulae.storage.postgres.engine import PostgresDatabase, Schema
 
 if TYPE_CHECKING:
@@ -93,6 +95,15 @@ _STATEMENTS = (
         account text COLLATE "C" NOT NULL,
         properties bytea NOT NULL,
         CONSTRAINT blob_account_features_pkey PRIMARY KEY (account)
+    )
+    """,
+    # How each account's blob rows are keyed (rekeying.py): absent, spread one blob at a time.
+    """
+    CREATE TABLE IF NOT EXISTS blob_key_modes (
+        account text COLLATE "C" NOT NULL,
+        colocated boolean NOT NULL,
+        settled boolean NOT NULL,
+        CONSTRAINT blob_key_modes_pkey PRIMARY KEY (account)
     )
     """,
     """
@@ -197,7 +208,7 @@ _STATEMENTS = (
 )
 SCHEMA = Schema(
     _STATEMENTS,
-    reference=("blob_containers", "blob_service_properties", "blob_account_features"),
+    reference=("blob_containers", "blob_service_properties", "blob_account_features", "blob_key_modes"),
     distributed={
         "blobs": "dkey",
         "blob_extents": "dkey",
@@ -211,12 +222,6 @@ SCHEMA = Schema(
 )
 
 _DKEY = struct.Struct(">q")
-
-
-def dkey_of(key: BlobKey) -> int:
-    """The distribution key of a blob: 64 bits of SHA-256 over account, container and name."""
-    digest = hashlib.sha256(f"{key.account}\n{key.container}\n{key.name}".encode("utf-8", "surrogatepass"))
-    return int(_DKEY.unpack(digest.digest()[:8])[0])
 
 
 def container_lock(account: str, name: str) -> int:
@@ -238,10 +243,6 @@ def path_lock(account: str, container: str, name: str) -> int:
     :meth:`PostgresBlobs._path_locks`), tagged apart from the others."""
     digest = hashlib.sha256(f"blob-path\n{account}\n{container}\n{name}".encode("utf-8", "surrogatepass"))
     return int(_DKEY.unpack(digest.digest()[:8])[0])
-
-
-def at(key: BlobKey) -> At:
-    return At(key, dkey_of(key))
 
 
 def copy_extent(source: int, dkey: int, extent: Extent) -> Plan[Extent]:
@@ -282,10 +283,16 @@ def _after(first: Sql, make: Callable[[], Plan[T]]) -> Plan[T]:
 class PostgresBlobs(PlannedBlobs):
     """The :class:`BlobStore` contract over a :class:`PostgresDatabase`."""
 
-    def __init__(self, database: PostgresDatabase, *, citus: bool = False) -> None:
+    def __init__(
+        self, database: PostgresDatabase, *, citus: bool = False, colocated: frozenset[str] = frozenset()
+    ) -> None:
+        """``colocated``: the accounts whose containers are each kept on one key (those with a
+        hierarchical namespace; :mod:`.blob_keys`)."""
         self._db = database
         self._run = database.run
         self._citus = citus
+        self.reinsert = citus
+        self.keys = BlobKeys(colocated)
 
     async def _read(self, make: Callable[[], Plan[T]], *, snapshot: bool = False) -> T:
         return await self._db.run_plan(
@@ -295,12 +302,7 @@ class PostgresBlobs(PlannedBlobs):
     async def _write(self, make: Callable[[], Plan[T]]) -> T:
         return await self._db.run_plan(make, retry=True, transaction=True, pipeline=True)
 
-    # dkey_of in SQL, for the rows a rename moves (paths.rename): the first 8 bytes of the hash
-    # as a signed big-endian integer.
-    rekey = (
-        "('x' || left(encode(sha256(convert_to(:account || E'\\n' || :dcontainer || E'\\n' || {name},"
-        " 'UTF8')), 'hex'), 16))::bit(64)::bigint"
-    )
+    rekey = BLOB_DKEY_SQL  # a flat account's rows that a rename moves (paths.rename)
 
     async def rename_path(
         self, source: BlobKey, destination: BlobKey, parent: BlobKey | None, decide: RenameDecide
@@ -309,8 +311,9 @@ class PostgresBlobs(PlannedBlobs):
         the rows move by delete and insert in one distributed transaction, which Citus commits on
         every node or on none; but each node's shards make the commit visible at their own
         moment, so the rename holds its containers' listing locks exclusively (see
-        :meth:`list_blobs`) until every node has committed."""
-        if not self._citus:
+        :meth:`list_blobs`) until every node has committed. A file system kept on one key needs
+        neither: within it a rename is a single-shard transaction that changes names in place."""
+        if not self._citus or source.account in self.keys.colocated:
             return await super().rename_path(source, destination, parent, decide)
         src, dst = self._at(source), self._at(destination)
         above = self._at(parent) if parent is not None else None
@@ -337,7 +340,9 @@ class PostgresBlobs(PlannedBlobs):
     ) -> BlobListing:
         """As the plan does; on Citus under the container's listing lock held shared, since a
         listing reads every shard, each in a snapshot of its own, and would otherwise see a
-        rename committed on some nodes and not yet on others (half of each tree)."""
+        rename committed on some nodes and not yet on others (half of each tree). A container
+        kept on one key is listed from its shard alone, in one snapshot."""
+        dkey = self.keys.container(account, container)
         page = partial(
             reads.list_blobs,
             account,
@@ -349,8 +354,9 @@ class PostgresBlobs(PlannedBlobs):
             uncommitted,
             versions,
             deleted,
+            dkey,
         )
-        if not self._citus:
+        if not self._citus or dkey is not None:
             return await self._read(page)
         lock = Sql("SELECT pg_advisory_xact_lock_shared(:lock)", {"lock": listing_lock(account, container)})
 
@@ -361,7 +367,10 @@ class PostgresBlobs(PlannedBlobs):
         return await self._db.run_plan(guarded, idempotent=True, transaction=True)
 
     def _at(self, key: BlobKey) -> At:
-        return at(key)
+        return self.keys.at(key)
+
+    def _container_key(self, account: str, container: str) -> int | None:
+        return self.keys.container(account, container)
 
     def _guard(self, account: str, container: str, *, shared: bool) -> Sql | None:
         """The container's transaction advisory lock: shared by writes into it, exclusive for its
@@ -436,7 +445,7 @@ class PostgresBlobs(PlannedBlobs):
         """Content of more than one chunk is inserted chunk by chunk in a transaction of its
         own, left open for the write that names it; up to one chunk is kept in memory instead
         (it was in memory anyway), so that write inserts it with no round trip of its own."""
-        dkey = dkey_of(key)
+        dkey = self.keys.of(key)
         ref = uuid.uuid4()
         conn = None
         try:
@@ -496,7 +505,7 @@ class PostgresBlobs(PlannedBlobs):
     async def read(
         self, key: BlobKey, extents: Sequence[Extent], start: int, end: int
     ) -> AsyncIterator[bytes]:
-        dkey = dkey_of(key)
+        dkey = self.keys.of(key)
         for extent, low, high in extent_offsets(extents, start, end):
             position = low
             while position < high:
