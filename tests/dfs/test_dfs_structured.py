@@ -8,52 +8,26 @@ import asyncio
 import os
 import uuid
 from io import BytesIO
-from typing import Any
 
 import orjson
-from azure.storage.blob._shared.streams import StructuredMessageEncodeStream, StructuredMessageProperties
 from azure.storage.filedatalake import FileSystemClient
 from azure.storage.filedatalake.aio import DataLakeServiceClient as AsyncDataLakeServiceClient
 
 from tests.blobhttp import BlobHttp
 from tests.serverproc import ServerProcess
-
-STRUCTURED = "XSM/1.0; properties=crc64"
-MIB = 1024 * 1024
-
-
-def framed(content: bytes, segment: int = 4 * MIB) -> bytes:
-    stream = StructuredMessageEncodeStream(
-        BytesIO(content), len(content), StructuredMessageProperties.CRC64, segment_size=segment
-    )
-    return stream.read()
-
-
-class Seen:
-    def __init__(self) -> None:
-        self.sent: list[str | None] = []
-        self.answered: list[str | None] = []
-
-    def hooks(self) -> dict[str, Any]:
-        def request(r: Any) -> None:
-            self.sent.append(r.http_request.headers.get("x-ms-structured-body"))
-
-        def response(r: Any) -> None:
-            self.answered.append(r.http_response.headers.get("x-ms-structured-body"))
-
-        return {"raw_request_hook": request, "raw_response_hook": response}
+from tests.structured_bodies import MIB, STRUCTURED, Exchanges, framed
 
 
 def test_appends_and_reads(fs: FileSystemClient) -> None:
     first, second = os.urandom(5 * MIB + 1), os.urandom(300)
     file = fs.create_file("dir/data.bin")
-    seen = Seen()
+    seen = Exchanges()
     file.append_data(BytesIO(first), 0, len(first), validate_content="crc64", **seen.hooks())
     file.append_data(BytesIO(second), len(first), len(second), validate_content="crc64", **seen.hooks())
     assert seen.sent == seen.answered == [STRUCTURED] * 2
     file.flush_data(len(first) + len(second))
     content = first + second
-    seen = Seen()
+    seen = Exchanges()
     assert file.download_file(validate_content="crc64", **seen.hooks()).readall() == content
     part = file.download_file(offset=4 * MIB, length=MIB + 100, validate_content="crc64", **seen.hooks())
     assert part.readall() == content[4 * MIB : 5 * MIB + 100]
@@ -67,7 +41,7 @@ def test_aio(lake: ServerProcess) -> None:
         async with AsyncDataLakeServiceClient.from_connection_string(lake.connection_string) as service:
             fs = await service.create_file_system("fs" + uuid.uuid4().hex[:12])
             file = await fs.create_file("a.bin")
-            seen = Seen()
+            seen = Exchanges()
             await file.append_data(
                 BytesIO(content), 0, len(content), validate_content="crc64", **seen.hooks()
             )

@@ -25,6 +25,19 @@ def _partition(pk: str) -> KeyRange:
     return KeyRange(KeyBound(pk, None, True), KeyBound(pk, None, True))
 
 
+def _count_exchanges() -> list[int]:
+    """From now on, the number of statements of each exchange the table store sends (the real
+    exchange runs; the caller puts ``exchange`` back)."""
+    sent: list[int] = []
+
+    async def recorded(conn: Any, calls: Any) -> Any:
+        sent.append(len(calls))
+        return await exchange(conn, calls)
+
+    postgres.wire.exchange = recorded  # type: ignore[assignment]
+    return sent
+
+
 @pytest.mark.parametrize("name", database_backends())
 def test_reads_of_one_turn_share_one_exchange_and_each_gets_its_own_answer(name: str) -> None:
     """Twenty point reads (one of a missing entity), two ranges of a partition and a read of a
@@ -37,12 +50,6 @@ def test_reads_of_one_turn_share_one_exchange_and_each_gets_its_own_answer(name:
     async def main() -> None:
         stores = await PostgresStores.open(url, max_size=4)
         tables = stores.tables
-        sent: list[int] = []
-
-        async def recorded(conn: Any, calls: Any) -> Any:
-            sent.append(len(calls))
-            return await exchange(conn, calls)
-
         try:
             await tables.create_table(account, table)
             for pk in ("a", "b"):
@@ -51,7 +58,7 @@ def test_reads_of_one_turn_share_one_exchange_and_each_gets_its_own_answer(name:
                 ]
                 await tables.apply(account, table, rows)
             assert await tables.get_entity(account, table, "a", "r00") is not None  # the id remembered
-            postgres.wire.exchange = recorded  # type: ignore[assignment]
+            sent = _count_exchanges()
             reads = [tables.get_entity(account, table, "a", f"r{i:02d}") for i in range(19)]
             reads.append(tables.get_entity(account, table, "a", "missing"))
             ranges = [tables.scan(account, table, [_partition(pk)], None, 100) for pk in ("a", "b")]
@@ -86,12 +93,6 @@ def test_a_batch_that_fails_leaves_each_read_to_run_alone(name: str) -> None:
     async def main() -> None:
         stores = await PostgresStores.open(url, max_size=4)
         tables, database = stores.tables, stores.database
-        sent: list[int] = []
-
-        async def recorded(conn: Any, calls: Any) -> Any:
-            sent.append(len(calls))
-            return await exchange(conn, calls)
-
         try:
             await tables.create_table(account, table)
             rows = [Mutation(MutationKind.INSERT, "p", f"r{i}", {"n": (edm.INT32, i)}) for i in range(8)]
@@ -105,7 +106,7 @@ def test_a_batch_that_fails_leaves_each_read_to_run_alone(name: str) -> None:
                 await admin.execute(
                     "SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS t(pid)", (pids,)
                 )
-            postgres.wire.exchange = recorded  # type: ignore[assignment]
+            sent = _count_exchanges()
             found = await asyncio.gather(*(tables.get_entity(account, table, "p", f"r{i}") for i in range(8)))
             assert [(e.rk, e.properties()["n"]) for e in found] == [  # type: ignore[union-attr]
                 (f"r{i}", (edm.INT32, i)) for i in range(8)

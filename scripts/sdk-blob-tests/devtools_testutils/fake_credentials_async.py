@@ -5,7 +5,20 @@ from azure.core.credentials import AccessToken
 from .fake_credentials import _token
 
 
-class AsyncLiveTokenCredential:
+class _AsyncCredential:
+    """What an async credential is besides its token: an async context that closes nothing."""
+
+    async def close(self):
+        pass
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *args):
+        pass
+
+
+class AsyncLiveTokenCredential(_AsyncCredential):
     """The async twin of :class:`~.fake_credentials.LiveTokenCredential`."""
 
     async def get_token(self, *scopes, **kwargs):
@@ -16,27 +29,9 @@ class AsyncLiveTokenCredential:
 
         return AccessTokenInfo(_token(), int(time.time()) + 3600)
 
-    async def close(self):
-        pass
 
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, *args):
-        pass
-
-
-class AsyncFakeCredential:
+class AsyncFakeCredential(_AsyncCredential):
     """As the real devtools_testutils' one: a token no service takes."""
 
     async def get_token(self, *scopes, **kwargs):
         return AccessToken("fake_token", 2527537086)
-
-    async def close(self):
-        pass
-
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, *args):
-        pass
