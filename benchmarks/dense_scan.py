@@ -6,9 +6,11 @@ schema on ``--citus``, then reads every page of ``flag eq true`` through the Tab
 following continuation tokens, and prints the time, the pages, the entities returned and the
 rows the database read for them: the growth of ``seq_tup_read + idx_tup_fetch`` of the entity
 tables (on Citus, of the shards on every worker), read after the statistics were flushed.
-On Citus it runs the scan twice over the same data: as Tabulae scans (partition stepping,
-``tabulae.storage.postgres.citus_scans``) and with one statement over every shard (the plain
-PostgreSQL plan), so the two compare in one run.
+Both stores are loaded first; then ``--repeat`` rounds each scan PostgreSQL and, moments later,
+Citus as Tabulae scans (partition stepping, ``tabulae.storage.postgres.citus_scans``), and print
+Citus's time over PostgreSQL's for every round, since one run on a busy machine says little
+(rows read are counted in the first round). Last, Citus once more with one statement over every
+shard (the plain PostgreSQL plan), so the two plans compare in one run.
 
     .venv/bin/python benchmarks/dense_scan.py --pg postgresql://… --citus postgresql://… --rows 200000
 """
@@ -17,8 +19,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import time
-from typing import Any
+from typing import NamedTuple
 
 import psycopg
 from stores import citus_store, postgres_store
@@ -84,34 +87,75 @@ async def scan(stores: PostgresStores) -> tuple[float, int, int]:
         token = (page.next_partition_token, page.next_row_token)
 
 
-async def measure(name: str, url: str, citus: bool, rows: int, every: int, plain: bool = True) -> None:
-    schema = url.split("search_path%3D", 1)[1] if "search_path%3D" in url else None
-    stores = await PostgresStores.open(url)
+class Store(NamedTuple):
+    name: str
+    url: str
+    citus: bool
+    stores: PostgresStores
+
+
+async def measured_scan(store: Store, stepping: bool, count_rows: bool) -> tuple[float, int, int, int | None]:
+    """One scan of every page: seconds, pages, entities returned, rows read (when counted)."""
+    schema = store.url.split("search_path%3D", 1)[1] if "search_path%3D" in store.url else None
+    store.stores.tables._citus = stepping
+    before = 0
+    if count_rows:
+        await asyncio.sleep(FLUSH)
+        before = rows_read(store.url, store.citus, schema)
+    seconds, pages, returned = await scan(store.stores)
+    if not count_rows:
+        return seconds, pages, returned, None
+    await asyncio.sleep(FLUSH)
+    return seconds, pages, returned, rows_read(store.url, store.citus, schema) - before
+
+
+async def measure(
+    opened: list[tuple[str, str, bool]], rows: int, every: int, repeat: int, plain: bool
+) -> None:
+    """Load every store, then scan them in turn ``repeat`` times (PostgreSQL, then Citus as
+    Tabulae scans, so each round compares two scans made moments apart), counting the rows
+    read in the first round; then, on Citus, one statement over every shard once."""
+    stores: list[Store] = []
     try:
-        started = time.perf_counter()
-        await load(stores, rows, every)
-        print(f"{name}: loaded {rows:,} entities in {time.perf_counter() - started:.0f}s", flush=True)
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("VACUUM ANALYZE entities")
-        variants: list[tuple[str, bool]] = [("", False)]
-        if citus:
-            variants = [("as Tabulae scans", True)] + (
-                [("one statement over every shard", False)] if plain else []
-            )
-        for label, stepping in variants:
-            stores.tables._citus = stepping
-            await asyncio.sleep(FLUSH)
-            before = rows_read(url, citus, schema)
-            seconds, pages, returned = await scan(stores)
-            await asyncio.sleep(FLUSH)
-            read = rows_read(url, citus, schema) - before
-            print(
-                f"{name} {label}: {seconds:.2f}s, {pages} pages, {returned:,} entities returned,"
-                f" {read:,} rows read ({read / max(returned, 1):.2f} per entity returned)",
-                flush=True,
-            )
+        for name, url, citus in opened:
+            store = Store(name, url, citus, await PostgresStores.open(url))
+            stores.append(store)
+            started = time.perf_counter()
+            await load(store.stores, rows, every)
+            print(f"{name}: loaded {rows:,} entities in {time.perf_counter() - started:.0f}s", flush=True)
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("VACUUM ANALYZE entities")
+        times: dict[str, list[float]] = {store.name: [] for store in stores}
+        for round_ in range(repeat):
+            for store in stores:
+                seconds, pages, returned, read = await measured_scan(store, store.citus, round_ == 0)
+                times[store.name].append(seconds)
+                label = "as Tabulae scans" if store.citus else ""
+                counted = (
+                    ""
+                    if read is None
+                    else (f", {read:,} rows read ({read / max(returned, 1):.2f} per entity returned)")
+                )
+                print(
+                    f"round {round_ + 1} {store.name} {label}: {seconds:.2f}s, {pages} pages,"
+                    f" {returned:,} entities returned{counted}",
+                    flush=True,
+                )
+        if "postgres" in times and "citus" in times:
+            ratios = [c / p for p, c in zip(times["postgres"], times["citus"], strict=True)]
+            print("citus / postgres, each round: " + ", ".join(f"{r:.2f}x" for r in ratios), flush=True)
+        for store in stores:
+            if store.citus and plain:
+                seconds, pages, returned, read = await measured_scan(store, False, True)
+                print(
+                    f"{store.name} one statement over every shard: {seconds:.2f}s, {pages} pages,"
+                    f" {returned:,} entities returned, {read:,} rows read"
+                    f" ({(read or 0) / max(returned, 1):.2f} per entity returned)",
+                    flush=True,
+                )
     finally:
-        await stores.close()
+        for store in stores:
+            await store.stores.close()
 
 
 def main() -> None:
@@ -122,19 +166,19 @@ def main() -> None:
     parser.add_argument("--citus", metavar="URL")
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--sparse", action="store_true", help="one entity in 10,000 matches")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of scans (rows read: the first)")
     parser.add_argument(
         "--no-plain", action="store_true", help="on Citus, leave out one statement over every shard"
     )
     args = parser.parse_args()
     every = 10_000 if args.sparse else 2
-    runs: list[tuple[str, Any, bool]] = []
-    if args.pg:
-        runs.append(("postgres", postgres_store(args.pg), False))
-    if args.citus:
-        runs.append(("citus", citus_store(args.citus), True))
-    for name, store, citus in runs:
-        with store as url:
-            asyncio.run(measure(name, url, citus, args.rows, every, not args.no_plain))
+    with contextlib.ExitStack() as stack:
+        opened: list[tuple[str, str, bool]] = []
+        if args.pg:
+            opened.append(("postgres", stack.enter_context(postgres_store(args.pg)), False))
+        if args.citus:
+            opened.append(("citus", stack.enter_context(citus_store(args.citus)), True))
+        asyncio.run(measure(opened, args.rows, every, args.repeat, not args.no_plain))
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ cannot resolve in place; an engine that runs transactions side by side runs it a
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from collections.abc import Callable, Generator, Mapping, Sequence
 from operator import itemgetter
@@ -38,7 +40,7 @@ from typing import Any, Literal, NamedTuple, TypeVar, cast
 
 T = TypeVar("T")
 
-Fetch = Literal["none", "one", "all", "rowcount", "batch"]
+Fetch = Literal["none", "one", "all", "rowcount", "batch", "aside", "collect"]
 
 
 _NO_PARAMS: Mapping[str, Any] = {}  # shared by every statement without parameters: never changed
@@ -69,6 +71,20 @@ def batch(*statements: Sql) -> Sql:
     their replies. They still run one after another, so a read after a locking read sees what
     the lock guards. Each fetches ``none``, ``one`` or ``all``."""
     return Sql("", fetch="batch", rows=cast("Sequence[Mapping[str, Any]]", statements))  # typed as rows
+
+
+def aside(*statements: Sql) -> Sql:
+    """Statements (fetching as in a :func:`batch`) that may run on a connection of their own
+    while the plan goes on: the plan receives a ticket, and their replies when it yields
+    :func:`collect` with it. Without a connection to spare, an engine runs them there and then. For a read
+    whose parts do not depend on each other (a Citus probe beside the reads it checks); a plan
+    that ends without collecting has the statements cancelled."""
+    return Sql("", fetch="aside", rows=cast("Sequence[Mapping[str, Any]]", statements))
+
+
+def collect(ticket: Any) -> Sql:
+    """The replies of the :func:`aside` statements that ``ticket`` stands for."""
+    return Sql("", {"ticket": ticket}, "collect")
 
 
 def _alone(statement: Sql) -> Plan[Any]:
@@ -186,12 +202,15 @@ def run_sync(plan: Plan[T], conn: Any, dialect: Dialect) -> T:
         while True:
             text, params, fetch, rows = send(reply)
             if rows is not None:
-                if fetch == "batch":
+                if fetch == "batch" or fetch == "aside":  # aside: the replies are the ticket
                     reply = [run_sync(_alone(step), conn, dialect) for step in cast("Sequence[Sql]", rows)]
                     continue
                 text, convert = prepared.get(text) or dialect.prepare(text)
                 conn.executemany(text, rows if convert is None else map(convert, rows))
                 reply = None
+                continue
+            if fetch == "collect":
+                reply = params["ticket"]
                 continue
             text, convert = prepared.get(text) or dialect.prepare(text)
             if convert is not None:
@@ -209,6 +228,16 @@ def run_sync(plan: Plan[T], conn: Any, dialect: Dialect) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
+async def _settle(asides: list[asyncio.Future[Any]]) -> None:
+    """Cancel the aside statements a plan left uncollected, and wait for them to end: their
+    connection goes back to the pool only then, and a failure of theirs is no one's to see."""
+    for future in asides:
+        future.cancel()
+    for future in asides:
+        with contextlib.suppress(BaseException):
+            await future
+
+
 async def run_async(plan: Plan[T], conn: Any, dialect: Dialect, pipe: Any = None) -> T:
     """Run ``plan`` on an async connection (psycopg's ``AsyncConnection``), step by step; in
     the connection's pipeline ``pipe`` when one is given (``postgres/pipelined.py``), where a
@@ -216,9 +245,24 @@ async def run_async(plan: Plan[T], conn: Any, dialect: Dialect, pipe: Any = None
     sync. A batch's statements are all sent before any answer is read: one round trip there."""
     send, execute, prepared = plan.send, conn.execute, dialect.prepared
     reply: Any = None
+    asides: list[asyncio.Future[Any]] | None = None
     try:
         while True:
             text, params, fetch, rows = send(reply)
+            if fetch == "aside":
+                steps = cast("Sequence[Sql]", rows)
+                runner = getattr(conn, "aside", None)
+                started = None if runner is None else await runner(steps)
+                if started is None:  # no other connection: run them now, as a batch
+                    reply = await run_async(_alone(batch(*steps)), conn, dialect, pipe)
+                else:
+                    reply = started
+                    asides = [*(asides or ()), started]
+                continue
+            if fetch == "collect":
+                ticket = params["ticket"]
+                reply = await ticket if isinstance(ticket, asyncio.Future) else ticket
+                continue
             if fetch == "batch":
                 steps = cast("Sequence[Sql]", rows)
                 sent = [
@@ -251,3 +295,6 @@ async def run_async(plan: Plan[T], conn: Any, dialect: Dialect, pipe: Any = None
                 reply = None
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
+    finally:
+        if asides:
+            await _settle(asides)

@@ -98,6 +98,17 @@ async def recorded(url: str, **options: Any) -> AsyncIterator[tuple[PostgresStor
         return await real_run(lambda conn: fn(Recording(conn, log)), **kwargs)
 
     stores.database.run = run  # type: ignore[method-assign]
+    real_spare, real_give_back = stores.database.spare, stores.database.give_back
+
+    async def spare() -> Any:  # statements a plan sends aside are noted too
+        conn = await real_spare()
+        return None if conn is None else Recording(conn, log)
+
+    async def give_back(conn: Any) -> None:
+        await real_give_back(conn._target if isinstance(conn, Recording) else conn)
+
+    stores.database.spare = spare  # type: ignore[method-assign]
+    stores.database.give_back = give_back  # type: ignore[method-assign]
     real_exchange = wire.exchange
 
     async def exchange(conn: Any, calls: Any) -> Any:
@@ -774,6 +785,48 @@ def test_stepping_pages_follow_partitions_made_and_emptied_between_pages(
             await tables.delete_table(ACCOUNT, table)
         finally:
             await stores.close()
+
+    asyncio.run(body())
+
+
+def test_a_page_reads_what_the_last_one_expected_while_a_probe_checks_it(stepping_url: str) -> None:
+    """Partitions of 60 entities, every other one matching, read in pages of 30: a page that
+    resumes at the end of a partition reads the partition the previous page expected next while
+    a probe on another connection checks that it is the next. A partition made in that gap
+    between two pages is found all the same: the probe disowns the read, and the page holds the
+    new partition's entities, as one statement over every shard's page does."""
+
+    def group(pk: str, size: int) -> list[Mutation]:
+        return [
+            Mutation(MutationKind.INSERT, pk, f"{i:03d}", {"flag": (edm.BOOLEAN, i % 2 == 0)})
+            for i in range(size)
+        ]
+
+    async def body() -> None:
+        async with recorded(stepping_url) as (stores, log):
+            tables = stores.tables
+            await tables.create_table(ACCOUNT, "Gaps")
+            for p in range(0, 12, 2):
+                await tables.apply(ACCOUNT, "Gaps", group(f"p{p:02d}", 60))
+            service = TableService(tables)
+            first = await service.query_entities(ACCOUNT, "Gaps", "flag eq true", 30, None, None)
+            assert {e.pk for e in first.entities} == {"p00"}
+            token = (first.next_partition_token, first.next_row_token)
+            await tables.apply(ACCOUNT, "Gaps", group("p01", 10))  # in the gap the page expected
+            log.clear()
+            stepped = await service.query_entities(ACCOUNT, "Gaps", "flag eq true", 30, *token)
+            texts = [text for text, _params in statements_of(log)]
+            assert any("CROSS JOIN LATERAL" in text for text in texts)  # the probe
+            assert any("= ANY(" in text and "%(need)s" in text for text in texts)  # the read beside it
+            tables._citus = False
+            plain = await service.query_entities(ACCOUNT, "Gaps", "flag eq true", 30, *token)
+            assert [(e.pk, e.rk) for e in stepped.entities] == [(e.pk, e.rk) for e in plain.entities]
+            assert [e.pk for e in stepped.entities][:5] == ["p01"] * 5
+            assert (stepped.next_partition_token, stepped.next_row_token, stepped.scanned) == (
+                plain.next_partition_token,
+                plain.next_row_token,
+                plain.scanned,
+            )
 
     asyncio.run(body())
 

@@ -11,7 +11,7 @@ So this plan steps through partitions while matches are dense: it reads a partit
 statement (``= ANY``, sent to their shards only), only as far as the page needs. Which partition
 comes next is found by a probe of every shard's key index (no entity read), and a probe costs a
 task per shard whatever it asks, so one probe asks many questions: for each of several points,
-every shard's first partition after it (:func:`_successors`). The first point is where the scan
+every shard's first partition after it (:func:`_successor_statements`). The first point is where the scan
 stands; the others are the partitions it expects next (those the previous probe saw, or those a
 previous page of the same scan left in :class:`ScanHints`). Each answer holds the true next
 partition after every point, so the expected partitions are checked, not trusted: the scan
@@ -20,6 +20,12 @@ created since (or a hint gone stale) only shortens the run. A page thus costs on
 many partitions it crosses, where it cost one per partition. Until the partitions read promise
 the page, a probe asks for the next partition alone, as a sparse scan needs no more.
 
+A page that resumes where the previous one read a partition to its end does not wait for its
+probe: it sends the probe aside, on another connection (:func:`~tabulae.storage.plan.aside`),
+and meanwhile reads the partitions the hint expects; then it keeps the rows of those the probe
+confirms, in order, and steps on from the first it disowns. A scan in steady state thus pays
+for its probe in the time of its reads.
+
 When a partition yields too few matches for stepping to pay (a sparse filter, or partitions of a
 row or two), the rest of the range goes to one statement over every shard, as on PostgreSQL,
 where each shard then reads what a scan must read anyway.
@@ -27,13 +33,15 @@ where each shard then reads what a scan must read anyway.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from tabulae.model import edm
 from tabulae.model.entity import StoredEntity
-from tabulae.storage.plan import Plan, Sql
+from tabulae.storage.plan import Plan, Sql, aside, collect
+from tabulae.storage.plan import batch as plan_batch
 from tabulae.storage.rules import ranges_to_scan
 from tabulae.storage.scans import KeyRange, ScanChunk
 from tabulae.storage.table_plans import EntityLayout, Matching, range_sql
@@ -47,6 +55,10 @@ EXPECTED = 4
 HINTS = 1024  # scans whose expected partitions a store remembers between pages
 
 _START = b""  # a point before every partition of every table: the probe's ranges bound it
+
+
+# the partitions certain to follow, those seen beyond them, and whether the range ends after them
+Following = tuple[list[bytes], list[bytes], bool]
 
 
 class Hint(NamedTuple):
@@ -87,28 +99,36 @@ class ScanHints:
             self._hints.popitem(last=False)
 
 
-def _successors(
+def _successor_statements(
     layout: EntityLayout, bounds: str, params: dict[str, object], points: list[bytes]
-) -> Plan[tuple[dict[bytes, bytes], set[bytes]]]:
-    """For each point, the first partition after it within ``bounds``, and every partition seen:
-    one statement over every shard, each answering for every point with one step of its key index.
+) -> tuple[Sql, ...]:
+    """For each point, every shard's first partition after it within ``bounds``: one statement
+    over every shard, each answering for every point with one step of its key index (the third
+    statement's rows).
 
     The ``LIMIT 1`` of the lateral subquery is meant per shard: that is what
     ``citus.subquery_pushdown`` makes Citus do (its planner otherwise refuses a limit in a
     lateral subquery), so every shard sends its own next partition after each point and the
     least of them is the table's. The setting lives for this statement's transaction only."""
     part = layout.partition
-    params["points"] = points
-    yield Sql("BEGIN")
-    yield Sql("SET LOCAL citus.subquery_pushdown TO on")
-    rows = yield Sql(
-        f"SELECT p.x, n.{part} FROM unnest(CAST(:points AS bytea[])) AS p(x) CROSS JOIN LATERAL"
-        f" (SELECT e.{part} FROM entities e WHERE {bounds} AND e.{part} > p.x"
-        f" ORDER BY e.{part}, e.rk LIMIT 1) n ORDER BY 1, 2 LIMIT :answers",
-        {**params, "answers": 1024 * len(points)},
-        "all",
+    return (
+        Sql("BEGIN"),
+        Sql("SET LOCAL citus.subquery_pushdown TO on"),
+        Sql(
+            f"SELECT p.x, n.{part} FROM unnest(CAST(:points AS bytea[])) AS p(x) CROSS JOIN LATERAL"
+            f" (SELECT e.{part} FROM entities e WHERE {bounds} AND e.{part} > p.x"
+            f" ORDER BY e.{part}, e.rk LIMIT 1) n ORDER BY 1, 2 LIMIT :answers",
+            {**params, "points": points, "answers": 1024 * len(points)},
+            "all",
+        ),
+        Sql("COMMIT"),
     )
-    yield Sql("COMMIT")
+
+
+def _following(rows: list[tuple[bytes, bytes]], at: bytes, points: list[bytes]) -> Following:
+    """From a probe's rows: the partitions that follow ``at``, in key order, as far as they are
+    certain (each the successor of a point every shard answered for); the partitions seen
+    beyond them; and whether the range ends after them."""
     first: dict[bytes, bytes] = {}
     seen: set[bytes] = set()
     for point, partition in rows:
@@ -116,7 +136,16 @@ def _successors(
         seen.add(partition)
         if point not in first or partition < first[point]:
             first[point] = partition
-    return first, seen
+    asked = set(points)
+    following: list[bytes] = []
+    point = at
+    while point in asked:
+        successor = first.get(point)
+        if successor is None:
+            return following, [], True
+        following.append(successor)
+        point = successor
+    return following, sorted(p for p in seen if p > point), False
 
 
 def _probe(
@@ -126,7 +155,7 @@ def _probe(
     at: bytes,
     expected: Sequence[bytes],
     wide: bool,
-) -> Plan[tuple[list[bytes], list[bytes], bool]]:
+) -> Plan[Following]:
     """The partitions that follow ``at``, in key order, as far as one probe makes them certain;
     the partitions seen beyond them (to expect next); and whether the range ends after them.
 
@@ -141,19 +170,14 @@ def _probe(
             "one",
         )
         return ([], [], True) if found is None else ([bytes(found[0])], [], False)
-    points = [at, *sorted({p for p in expected if p > at})[:EXPECTED]]
-    first, seen = yield from _successors(layout, bounds, params, points)
-    asked = set(points)
-    following: list[bytes] = []
-    point = at
-    while point in asked:  # each step is certain: the successor of a point every shard answered for
-        successor = first.get(point)
-        if successor is None:
-            return following, [], True
-        following.append(successor)
-        point = successor
-    beyond = sorted(p for p in seen if p > point)
-    return following, beyond, False
+    points = _points(at, expected)
+    replies = yield plan_batch(*_successor_statements(layout, bounds, params, points))
+    return _following(replies[2], at, points)
+
+
+def _points(at: bytes, expected: Sequence[bytes]) -> list[bytes]:
+    """What a probe asks about: ``at``, and the expected partitions after it."""
+    return [at, *sorted({p for p in expected if p > at})[:EXPECTED]]
 
 
 def scan_stepping(
@@ -173,6 +197,7 @@ def scan_stepping(
     examined = 0
     keys = f"e.{layout.partition}, e.rk"
     wide_ok = hints is None or hints.wide_probes
+
     for key_range in ranges_to_scan(ranges, after):
         params = dict(matching.params)
         routed = layout.route(table, key_range, params, "e.")
@@ -198,13 +223,20 @@ def scan_stepping(
                 hint = hints.take(table, resumed)
                 expected = list(hint.expected)
         density = hint.density
+        probe: Any = None  # the ticket of a probe sent aside, and what it asks about
+        points: list[bytes] = []
         while True:
             batch: list[bytes] = []
             tail = resumed is not None  # the batch begins with the rest of the resumed partition
             if stepping:
                 if resumed is not None:
                     batch, resumed = [resumed], None
-                    if hint.read_out:  # its rest likely holds nothing: read it with what follows
+                    if hint.read_out and density and wide_ok and expected:
+                        # read what the hint expects while a probe beside checks it
+                        points = _points(batch[0], expected)
+                        probe = yield aside(*_successor_statements(layout, bounds, params, points))
+                        coming, expected = points[1:], []
+                    elif hint.read_out:  # its rest likely holds nothing: read it with what follows
                         coming, expected, ended = yield from _probe(
                             layout, bounds, params, batch[0], expected if wide_ok else [], wide_ok
                         )
@@ -245,6 +277,19 @@ def scan_stepping(
                 params,
                 "all",
             )
+            if probe is not None:  # keep what the probe confirms: partitions that follow each other
+                _, _, answer, _ = yield collect(probe)
+                probe = None
+                certain, expected, ended = _following(answer, batch[0], points)
+                kept = 1
+                while kept < len(batch) and kept <= len(certain) and batch[kept] == certain[kept - 1]:
+                    kept += 1
+                if kept < len(batch):  # a partition came between, or one was emptied
+                    del parts[len(parts) - len(batch) + kept :]
+                    batch = batch[:kept]
+                    at = params["part"] = batch[-1]
+                    rows = rows[: next((n for n, row in enumerate(rows) if bytes(row[0]) > at), len(rows))]
+                coming = certain[kept - 1 :]
             matched = layout.entities(rows)
             if matching.row_exact is not None:
                 exact = exact and all(matching.row_exact(entity.blob) for entity in matched)
@@ -254,6 +299,10 @@ def scan_stepping(
                 params.update(
                     last_p=layout.partition_value(table, last.pk), last_r=edm.utf16_sort_key(last.rk)
                 )
+                if stepping:  # partitions a batch read past the page's last row come next
+                    cut = bisect_right(parts, params["last_p"])
+                    coming = [*parts[cut:], *coming]
+                    del parts[cut:]
                 counted = yield Sql(
                     f"SELECT count(*) FROM entities e WHERE {within}{_among(layout, stepping, parts, params)}"
                     f" AND ({keys}) <= (:last_p, :last_r)",

@@ -40,6 +40,7 @@ T = TypeVar("T")
 RETURN_EVERY = 1000  # uses after which a kept connection goes back through the pool
 KEPT_IDLE = 5.0  # seconds unused after which a kept connection goes back to the pool
 MAX_ATTEMPTS = 8  # tries of one write when it meets a conflict, a serialization failure or a deadlock
+SPARE_WAIT = 1.0  # seconds a spare connection may take to open (none idle, the pool not full)
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +348,23 @@ class PostgresDatabase:
             return await self.pool.getconn()
         finally:
             self._waiting -= 1
+
+    async def spare(self) -> Connection | None:
+        """A connection for work beside an operation's own (:func:`~tabulae.storage.plan.aside`),
+        only if one is to be had without waiting on others: a kept one, or one the pool has idle
+        or may still open. Never waiting keeps operations that each hold a connection from
+        waiting on each other's. Hand it back with :meth:`give_back`."""
+        if self._kept:
+            return self._kept.pop()[0]
+        stats = self.pool.get_stats()
+        if self._waiting or (
+            stats.get("pool_available", 0) == 0 and stats.get("pool_size", 0) >= self.pool.max_size
+        ):
+            return None
+        try:
+            return await self.pool.getconn(timeout=SPARE_WAIT)
+        except PoolTimeout:
+            return None
 
     async def give_back(self, conn: Connection) -> None:
         """Return a connection from :meth:`take`, its transaction ended (else the pool ends it)."""

@@ -6,10 +6,11 @@ so ``bytea`` is not hex-encoded on the wire."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tabulae.storage.plan import Plan, PostgresDialect, run_async
+from tabulae.storage.plan import Plan, PostgresDialect, Sql, batch, run_async
 from tabulae.storage.postgres.engine import PostgresDatabase
 
 if TYPE_CHECKING:
@@ -33,6 +34,37 @@ class _Binary:
         return self._conn.cursor(binary=True)
 
 
+class _Pooled(_Binary):
+    """A connection of the pool, whose plan may send statements aside (:func:`~tabulae.storage.
+    plan.aside`): they run on another connection of the pool, in pipeline mode."""
+
+    def __init__(self, conn: Connection, database: PostgresDatabase) -> None:
+        super().__init__(conn)
+        self._database = database
+
+    async def aside(self, steps: Sequence[Sql]) -> asyncio.Future[Any] | None:
+        """The steps started on a spare connection, or None when none is to be had at once."""
+        conn = await self._database.spare()
+        if conn is None:
+            return None
+        started = asyncio.ensure_future(self._run_aside(conn, steps))
+        await asyncio.sleep(0)  # it starts now: cancelled later, it still hands the connection back
+        return started
+
+    async def _run_aside(self, conn: Connection, steps: Sequence[Sql]) -> Any:
+        """The steps' replies; a database error as psycopg raised it, so that the plan that
+        collects them fails as if its own connection had (a lost one is tried again)."""
+        try:
+            async with conn.pipeline() as pipe:
+                return await run_async(_replies(steps), _Binary(conn), DIALECT, pipe)
+        finally:
+            await self._database.give_back(conn)
+
+
+def _replies(steps: Sequence[Sql]) -> Plan[Any]:
+    return (yield batch(*steps))
+
+
 async def read(database: PostgresDatabase, make: Callable[[], Plan[T]]) -> T:
     async def run(conn: Connection) -> T:
         return await run_async(make(), _Binary(conn), DIALECT)
@@ -47,7 +79,7 @@ async def read_pipelined(database: PostgresDatabase, make: Callable[[], Plan[T]]
 
     async def run(conn: Connection) -> T:
         async with conn.pipeline() as pipe:
-            return await run_async(make(), _Binary(conn), DIALECT, pipe)
+            return await run_async(make(), _Pooled(conn, database), DIALECT, pipe)
 
     return await database.run(run, idempotent=True)
 
