@@ -514,6 +514,13 @@ def encode_blob(record: BlobRecord) -> bytes:
     return orjson.dumps(doc)
 
 
+def tags_of(doc: bytes) -> dict[str, str]:
+    """The index tags of a stored record, read from its document alone (a plan restoring many
+    records' index rows needs nothing else of them)."""
+    fields = orjson.loads(doc)
+    return dict(fields[7].get("tags") or {}) if len(fields) > 7 else {}
+
+
 def _encode_copy(copy: CopyState) -> list[Any]:
     fields = [copy.copy_id, copy.source, copy.progress, copy.completed, copy.status]
     if (

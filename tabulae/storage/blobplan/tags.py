@@ -11,7 +11,7 @@ back in (container, blob) name order, which is also the order the marker resumes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tabulae.storage.blobplan.reads import At, container_id
@@ -32,6 +32,15 @@ def replace_tags(at: At, cid: int, old: Mapping[str, str], new: Mapping[str, str
         yield Sql(_DELETE, params)
     if new:
         yield Sql(_INSERT, rows=[{**params, "tag": tag, "value": value} for tag, value in new.items()])
+
+
+def restore_tags(at: At, cid: int, named: Sequence[tuple[str, Mapping[str, str]]]) -> Plan[None]:
+    """The index rows of records that become current again (an undelete), by name: records kept
+    aside have none, since the index holds current versions only."""
+    rows = [{"dkey": at.dkey, "c": cid, "name": name, "tag": tag, "value": value}
+            for name, tags in named for tag, value in tags.items()]  # fmt: skip
+    if rows:
+        yield Sql(_INSERT, rows=rows)
 
 
 def find(
