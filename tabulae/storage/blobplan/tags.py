@@ -23,6 +23,9 @@ _INSERT = (
     "INSERT INTO blob_tags ({key,} container_id, name, tag, value) VALUES ({:key,} :c, :name, :tag, :value)"
 )
 _OPERATORS = frozenset({"=", ">", ">=", "<", "<="})
+# Container soft delete renames a container aside under a name starting with this (no container
+# name can): its blobs keep their index rows for a restore, but are found only once restored.
+_HIDDEN = "~"
 
 
 def replace_tags(at: At, cid: int, old: Mapping[str, str], new: Mapping[str, str]) -> Plan[None]:
@@ -72,6 +75,7 @@ def find(
                 f" AND t{i}.name = t0.name AND " + " AND ".join(tests)
             )
     where.append("c.account = :account")
+    where.append(f"c.name < '{_HIDDEN}'")  # a soft-deleted container's blobs are not found
     if container is not None:
         params["c"] = yield from container_id(account, container)
         where.append("t0.container_id = :c")
