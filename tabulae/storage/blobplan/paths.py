@@ -259,7 +259,7 @@ def _tree_sql(colocated: bool) -> _TreeSql:
         f" WHERE {tree} AND version = :dv",
         live_below=f"SELECT 1 FROM blobs WHERE {below} AND {_BASE} AND committed LIMIT 1",
         drop_tags=f"DELETE FROM blob_tags WHERE {tree}",
-        kept_docs=f"SELECT name, doc FROM blobs WHERE {tree} AND version = :dv",
+        kept_docs=f"SELECT {{key,}} name, doc FROM blobs WHERE {tree} AND version = :dv",
     )
 
 
@@ -326,6 +326,9 @@ def undelete_tree(at: At, slot: str, decide: Callable[[UndeleteState], BlobRecor
     yield Sql(sql.back_extents, params)
     yield Sql(sql.back_rows, params)
     yield _rewrite(at, cid, record)
-    restored = [(str(name), tags_of(bytes(doc))) for name, doc in kept if name != at.key.name]
-    yield from tags.restore_tags(at, cid, [*restored, (at.key.name, record.tags)])
+    # each row's own key (an engine without one has none: 0), as in the rows it restores
+    restored = [(row[0] if len(row) > 2 else 0, str(row[-2]), tags_of(bytes(row[-1]))) for row in kept]
+    named = [(dkey, name, found) for dkey, name, found in restored if name != at.key.name]
+    named.append((at.dkey, at.key.name, record.tags))  # the path itself, as decided
+    yield from tags.restore_tags(cid, named)
     return record

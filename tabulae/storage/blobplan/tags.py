@@ -37,11 +37,11 @@ def replace_tags(at: At, cid: int, old: Mapping[str, str], new: Mapping[str, str
         yield Sql(_INSERT, rows=[{**params, "tag": tag, "value": value} for tag, value in new.items()])
 
 
-def restore_tags(at: At, cid: int, named: Sequence[tuple[str, Mapping[str, str]]]) -> Plan[None]:
-    """The index rows of records that become current again (an undelete), by name: records kept
-    aside have none, since the index holds current versions only."""
-    rows = [{"dkey": at.dkey, "c": cid, "name": name, "tag": tag, "value": value}
-            for name, tags in named for tag, value in tags.items()]  # fmt: skip
+def restore_tags(cid: int, named: Sequence[tuple[int, str, Mapping[str, str]]]) -> Plan[None]:
+    """The index rows of records that become current again (an undelete), by (distribution key,
+    name): records kept aside have none, since the index holds current versions only."""
+    rows = [{"dkey": dkey, "c": cid, "name": name, "tag": tag, "value": value}
+            for dkey, name, tags in named for tag, value in tags.items()]  # fmt: skip
     if rows:
         yield Sql(_INSERT, rows=rows)
 
