@@ -52,9 +52,14 @@ def check(state: BlobState, write: BlobWrite, encryption: Encryption | None) -> 
         check_in_place(live, encryption)
     if write.stage_block is not None and live is not None:
         # Put Block: the blocks staged since are remembered with the blob where their key or
-        # scope is not its own (its ETag stays: staging changes nothing a reader sees).
+        # scope is not its own (its ETag stays: staging changes nothing a reader sees). The
+        # blob remembers one key for all its staged blocks, so a block under another key than
+        # those staged is refused with the codes of a commit under it (assumed: no source says
+        # what Azure answers), and a commit never names blocks of two keys.
         wanted = [encryption.scope, encryption.key_sha256]
         if staged_with(live) != wanted:
+            if state.staged_count:
+                check_staged(staged_with(live), encryption)
             write.base = replace(write.base or live, staged_encryption=wanted)
         return
     new = write.base
@@ -62,4 +67,14 @@ def check(state: BlobState, write: BlobWrite, encryption: Encryption | None) -> 
         return  # unchanged, or changed in place (its record keeps the blob's key and scope)
     if encryption.commits and live is not None:
         check_staged(staged_with(live), encryption)
+        if existing and _names_committed(state, write):
+            check_in_place(live, encryption)  # its committed blocks are under the blob's key
     write.base = stamped(new, encryption)
+
+
+def _names_committed(state: BlobState, write: BlobWrite) -> bool:
+    """Whether a commit's content keeps any of the blob's committed blocks."""
+    if not state.content or not write.content:
+        return False
+    committed = {extent.ref for extent in state.content}
+    return any(extent.ref in committed for extent in write.content)

@@ -58,6 +58,9 @@ GARBAGE_GRACE_SECONDS = 300.0  # unreferenced extents stay readable this long fo
 # moment between reading a blob's extents and opening a file, and files a long download has yet
 # to reach (those end it early, as a read of content overwritten meanwhile would)
 LOW_GARBAGE_GRACE_SECONDS = 10.0
+# Garbage rows one collecting transaction takes: a backlog (a large container deleted, rows
+# re-keyed) is collected in many short transactions rather than one that holds every row.
+GARBAGE_BATCH = 500
 MAX_UNCOMMITTED_BLOCKS = 100_000
 
 
@@ -441,10 +444,11 @@ class BlobStore(ABC):
         ``after``; each with its position, for the next call, and its blob's key."""
 
     @abstractmethod
-    async def collect_garbage(self, grace: float = GARBAGE_GRACE_SECONDS) -> int:
+    async def collect_garbage(self, grace: float = GARBAGE_GRACE_SECONDS, batch: int = GARBAGE_BATCH) -> int:
         """Delete extents unreferenced for longer than ``grace`` seconds (less while the volume
-        is low or full), and bytes a crash left behind; safe to run from several processes at
-        once. Returns how many were deleted."""
+        is low or full), ``batch`` garbage rows a transaction until none has expired, and bytes
+        a crash left behind; safe to run from several processes at once. Returns how many were
+        deleted."""
 
 
 # --------------------------------------------------------------------------- stored forms
@@ -512,6 +516,13 @@ def encode_blob(record: BlobRecord) -> bytes:
     if extensions:
         doc.append(extensions)
     return orjson.dumps(doc)
+
+
+def tags_of(doc: bytes) -> dict[str, str]:
+    """The index tags of a stored record, read from its document alone (a plan restoring many
+    records' index rows needs nothing else of them)."""
+    fields = orjson.loads(doc)
+    return dict(fields[7].get("tags") or {}) if len(fields) > 7 else {}
 
 
 def _encode_copy(copy: CopyState) -> list[Any]:

@@ -172,6 +172,35 @@ def test_blocks_are_committed_with_the_key_they_were_staged_with(container: Cont
     refused(lambda: blob.download_blob(cpk=KEY).readall(), "BlobCustomerSpecifiedEncryptionMismatch")
 
 
+def test_a_commit_never_mixes_blocks_of_two_keys(container: ContainerClient) -> None:
+    """Blocks staged under one key are not committed under another: a block staged under a key
+    other than the blocks already staged is refused (no commit could then name both), and a
+    commit under a new key cannot name the blob's committed blocks, written under its old key."""
+    blob = container.get_blob_client("mixed")
+    blob.stage_block("b1", b"one", cpk=KEY)
+    refused(lambda: blob.stage_block("b2", b"two", cpk=OTHER_KEY), "BlobCustomerSpecifiedEncryptionMismatch")
+    refused(lambda: blob.stage_block("b2", b"two"), "BlobUsesCustomerSpecifiedEncryption")
+    refused(
+        lambda: blob.commit_block_list([BlobBlock("b1")], cpk=OTHER_KEY),
+        "BlobCustomerSpecifiedEncryptionMismatch",
+    )
+    blob.stage_block("b2", b"two", cpk=KEY)
+    blob.commit_block_list([BlobBlock("b1"), BlobBlock("b2")], cpk=KEY)
+    assert blob.download_blob(cpk=KEY).readall() == b"onetwo"
+    # nothing staged now: blocks under a new key may replace the blob, but not join its own
+    blob.stage_block("b3", b"three", cpk=OTHER_KEY)
+    committed_and_new = [BlobBlock("b1"), BlobBlock("b3")]
+    refused(
+        lambda: blob.commit_block_list(committed_and_new, cpk=OTHER_KEY),
+        "BlobCustomerSpecifiedEncryptionMismatch",
+    )
+    plain = container.get_blob_client("plain")
+    plain.stage_block("p1", b"plain")
+    refused(lambda: plain.stage_block("p2", b"keyed", cpk=KEY), "BlobDoesNotUseCustomerSpecifiedEncryption")
+    blob.commit_block_list([BlobBlock("b3")], cpk=OTHER_KEY)
+    assert blob.download_blob(cpk=OTHER_KEY).readall() == b"three"
+
+
 def test_a_copy_reads_its_source_with_the_sources_key(container: ContainerClient) -> None:
     source = container.get_blob_client("source")
     source.upload_blob(b"0123456789", cpk=KEY)

@@ -102,7 +102,7 @@ HANDLERS: dict[Operation, Handler] = {
 EXPOSED_HEADERS = (
     "x-ms-request-id,x-ms-client-request-id,Server,x-ms-version,Content-Type,Content-Length,Date,ETag,"
     "Last-Modified,Content-MD5,Content-Range,Accept-Ranges,x-ms-blob-type,x-ms-lease-status,"
-    "x-ms-lease-state,x-ms-creation-time,x-ms-error-code"
+    "x-ms-lease-state,x-ms-creation-time,x-ms-error-code,x-ms-structured-body,x-ms-structured-content-length"
 )
 
 

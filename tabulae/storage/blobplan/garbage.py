@@ -25,11 +25,18 @@ def drop(dkey: int, ref: str) -> Plan[None]:
         )
 
 
-def collect(expired: str, params: dict[str, Any]) -> Plan[tuple[int, list[tuple[int, str]]]]:
-    """Take (delete) the garbage rows that pass ``expired``, the engine's condition on
-    ``dropped``; returns how many, and the (dkey, ref) of those nothing names again, whose bytes
-    the engine then deletes. Several collectors may run at once: each row is taken by one."""
-    rows = yield Sql(f"DELETE FROM blob_garbage WHERE {expired} RETURNING {{key,}} ref", params, "all")
+def collect(expired: str, params: dict[str, Any], limit: int) -> Plan[tuple[int, list[tuple[int, str]]]]:
+    """Take (delete) up to ``limit`` of the garbage rows that pass ``expired``, the engine's
+    condition on ``dropped``; returns how many, and the (dkey, ref) of those nothing names
+    again, whose bytes the engine then deletes. An engine runs it a transaction at a time until
+    it takes fewer than ``limit``. Several collectors may run at once: each row is taken by
+    one (a row another took meanwhile is not deleted, nor returned, again)."""
+    rows = yield Sql(
+        f"DELETE FROM blob_garbage WHERE ({{key,}} ref) IN (SELECT {{key,}} ref FROM blob_garbage"
+        f" WHERE {expired} LIMIT :limit) RETURNING {{key,}} ref",
+        {**params, "limit": limit},
+        "all",
+    )
     free: list[tuple[int, str]] = []
     for row in rows:
         dkey = row[0] if len(row) > 1 else 0  # engines without a distribution key return the ref alone

@@ -21,14 +21,24 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from tabulae.model.blobs import BlobRecord
-from tabulae.storage.blobplan import garbage
+from tabulae.storage.blobplan import garbage, tags
 from tabulae.storage.blobplan.reads import BLOB_COLUMNS, At, blob_of, container_id, has_children, load_state
 from tabulae.storage.blobplan.writes import apply
-from tabulae.storage.blobs import NO_NEEDS, STORED_BASE, BlobState, BlobWrite, encode_blob, next_ticks
+from tabulae.storage.blobs import (
+    NO_NEEDS,
+    STORED_BASE,
+    BlobState,
+    BlobWrite,
+    encode_blob,
+    next_ticks,
+    tags_of,
+)
 from tabulae.storage.namespace import RenameDecide, RenameState, TreeDone, TreeState, TreeWrite, UndeleteState
 from tabulae.storage.plan import Plan, Sql
 
 _TABLES = ("blobs", "blob_extents", "blob_blocks")
+# The moved and deleted tables: the records' and their index tags' (a path's tags follow it).
+_PATH_TABLES = (*_TABLES, "blob_tags")
 _ONE = "container_id = :sc AND name = :src"
 _TREE = "container_id = :sc AND (name = :src OR (name > :lo AND name < :hi))"
 _VERSION_ROW = (
@@ -67,7 +77,7 @@ def _move_statements(subtree: bool, rekey: str | None, colocated: bool = False) 
                 f" {new_name} AS new FROM {table} WHERE {where}) AS e"
                 " WHERE ch.dkey = e.dkey AND ch.ref = e.ref"
             )
-    for table in _TABLES:
+    for table in _PATH_TABLES:
         keyed = f", dkey = {rekey.format(name=new_name)}" if rekey is not None else ""
         statements.append(f"UPDATE {table} SET container_id = :dc, name = {new_name}{keyed} WHERE {where}")
     return tuple(statements)
@@ -78,6 +88,7 @@ _REST = {
     "blobs": "version, committed, ticks, size, doc, staged, staged_id_length",
     "blob_extents": "version, seq, ref, length, block_id",
     "blob_blocks": "block_id, seq, ref, length",
+    "blob_tags": "tag, value",
 }
 
 
@@ -192,15 +203,16 @@ def rename(
 # What a hard delete removes: every row of the names but those soft deletes kept (``~d`` slots,
 # after the base's ``~``), which stay for their own undelete or purge.
 _NOT_KEPT = f" AND version <= '{STORED_BASE}'"
+_UNVERSIONED = ("blob_blocks", "blob_tags")  # tables whose rows are all of the current version
 
 
 def _drop_rows(tables: tuple[str, ...], where: str, params: dict[str, Any]) -> Plan[None]:
     """Delete the rows of ``tables`` that ``where`` selects, but for what soft deletes kept;
     the extents and blocks they named become garbage once nothing else names them."""
     refs: set[tuple[int, str]] = set()
-    scoped = {table: where + ("" if table == "blob_blocks" else _NOT_KEPT) for table in tables}
+    scoped = {table: where + ("" if table in _UNVERSIONED else _NOT_KEPT) for table in tables}
     for table in tables:
-        if table == "blobs":
+        if table in ("blobs", "blob_tags"):
             continue
         rows = yield Sql(f"SELECT {{key,}} ref FROM {table} WHERE {scoped[table]}", params, "all")
         refs.update((row[0] if len(row) > 1 else 0, str(row[-1])) for row in rows)
@@ -227,6 +239,8 @@ class _TreeSql(NamedTuple):
     back_extents: str
     back_rows: str
     live_below: str
+    drop_tags: str  # the tree's index tags, which only current versions have
+    kept_docs: str  # the records a soft delete kept in a slot, whose tags an undelete restores
 
 
 @cache
@@ -244,6 +258,8 @@ def _tree_sql(colocated: bool) -> _TreeSql:
         back_rows=f"UPDATE blobs SET version = '{STORED_BASE}', committed = :yes"
         f" WHERE {tree} AND version = :dv",
         live_below=f"SELECT 1 FROM blobs WHERE {below} AND {_BASE} AND committed LIMIT 1",
+        drop_tags=f"DELETE FROM blob_tags WHERE {tree}",
+        kept_docs=f"SELECT {{key,}} name, doc FROM blobs WHERE {tree} AND version = :dv",
     )
 
 
@@ -278,14 +294,15 @@ def delete_tree(at: At, decide: Callable[[TreeState], Any]) -> Plan[TreeDone]:
         moved = {**params, "dv": write.kept.snapshot, "no": False}
         yield Sql(sql.soft_extents, moved)
         yield Sql(sql.soft_rows, moved)
+        yield Sql(sql.drop_tags, params)
         yield _rewrite(at, cid, write.kept)
         return TreeDone(write.result)
     if write.limit is not None and children:
         rows = yield Sql(sql.last_names, {**params, "n": write.limit + 1}, "all")
         if len(rows) > write.limit:
-            yield from _drop_rows(_TABLES, sql.cut, {**params, "cut": str(rows[write.limit - 1][0])})
+            yield from _drop_rows(_PATH_TABLES, sql.cut, {**params, "cut": str(rows[write.limit - 1][0])})
             return TreeDone(write.result, finished=False)
-    yield from _drop_rows(_TABLES, sql.tree, params)
+    yield from _drop_rows(_PATH_TABLES, sql.tree, params)
     return TreeDone(write.result)
 
 
@@ -305,7 +322,13 @@ def undelete_tree(at: At, slot: str, decide: Callable[[UndeleteState], BlobRecor
     record = decide(UndeleteState(live, deleted, state.ticks, below is not None))
     yield from _drop_rows(("blob_blocks",), sql.tree, params)
     yield Sql(sql.uncommitted, params)
+    kept = yield Sql(sql.kept_docs, params, "all")
     yield Sql(sql.back_extents, params)
     yield Sql(sql.back_rows, params)
     yield _rewrite(at, cid, record)
+    # each row's own key (an engine without one has none: 0), as in the rows it restores
+    restored = [(row[0] if len(row) > 2 else 0, str(row[-2]), tags_of(bytes(row[-1]))) for row in kept]
+    named = [(dkey, name, found) for dkey, name, found in restored if name != at.key.name]
+    named.append((at.dkey, at.key.name, record.tags))  # the path itself, as decided
+    yield from tags.restore_tags(cid, named)
     return record

@@ -11,7 +11,7 @@ back in (container, blob) name order, which is also the order the marker resumes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tabulae.storage.blobplan.reads import At, container_id
@@ -23,6 +23,9 @@ _INSERT = (
     "INSERT INTO blob_tags ({key,} container_id, name, tag, value) VALUES ({:key,} :c, :name, :tag, :value)"
 )
 _OPERATORS = frozenset({"=", ">", ">=", "<", "<="})
+# Container soft delete renames a container aside under a name starting with this (no container
+# name can): its blobs keep their index rows for a restore, but are found only once restored.
+_HIDDEN = "~"
 
 
 def replace_tags(at: At, cid: int, old: Mapping[str, str], new: Mapping[str, str]) -> Plan[None]:
@@ -32,6 +35,15 @@ def replace_tags(at: At, cid: int, old: Mapping[str, str], new: Mapping[str, str
         yield Sql(_DELETE, params)
     if new:
         yield Sql(_INSERT, rows=[{**params, "tag": tag, "value": value} for tag, value in new.items()])
+
+
+def restore_tags(cid: int, named: Sequence[tuple[int, str, Mapping[str, str]]]) -> Plan[None]:
+    """The index rows of records that become current again (an undelete), by (distribution key,
+    name): records kept aside have none, since the index holds current versions only."""
+    rows = [{"dkey": dkey, "c": cid, "name": name, "tag": tag, "value": value}
+            for dkey, name, tags in named for tag, value in tags.items()]  # fmt: skip
+    if rows:
+        yield Sql(_INSERT, rows=rows)
 
 
 def find(
@@ -63,6 +75,7 @@ def find(
                 f" AND t{i}.name = t0.name AND " + " AND ".join(tests)
             )
     where.append("c.account = :account")
+    where.append(f"c.name < '{_HIDDEN}'")  # a soft-deleted container's blobs are not found
     if container is not None:
         params["c"] = yield from container_id(account, container)
         where.append("t0.container_id = :c")

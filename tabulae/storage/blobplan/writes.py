@@ -245,6 +245,9 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
             yield from pages.copy(at, cid, frozen.snapshot)
     if write.rewrite or write.moves or write.purge:
         dropped |= yield from retained.apply(at, cid, write)
+        back = next((r for _, r in write.moves if not r.snapshot and r.committed), None)
+        if back is not None and back.tags and not existed:  # an undeleted base: current again
+            yield from tags.replace_tags(at, cid, {}, back.tags)
     if write.change is not None:
         yield Sql(_KEEP_CHANGE, {"dkey": at.dkey, "account": at.key.account, "doc": write.change})
     for change in write.consume:

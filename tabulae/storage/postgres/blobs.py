@@ -50,6 +50,7 @@ from tabulae.storage.blobplan.garbage import collect
 from tabulae.storage.blobplan.reads import At
 from tabulae.storage.blobplan.store import PlannedBlobs
 from tabulae.storage.blobs import (
+    GARBAGE_BATCH,
     GARBAGE_GRACE_SECONDS,
     BlobKey,
     BlobListing,
@@ -539,11 +540,17 @@ class PostgresBlobs(PlannedBlobs):
 
     # ------------------------------------------------------------------ maintenance
 
-    async def collect_garbage(self, grace: float = GARBAGE_GRACE_SECONDS) -> int:
-        """Delete garbage older than ``grace`` seconds that nothing references again. Several
-        front-ends may run this at once: each garbage row is taken (deleted) by one of them.
-        Plain multi-shard DELETE … RETURNING, which Citus runs on every shard."""
-        return await self._db.run_plan(partial(_collect, grace), retry=True, transaction=True)
+    async def collect_garbage(self, grace: float = GARBAGE_GRACE_SECONDS, batch: int = GARBAGE_BATCH) -> int:
+        """Delete garbage older than ``grace`` seconds that nothing references again, ``batch``
+        rows a transaction (with their chunks) until fewer are left. Several front-ends may run
+        this at once: each garbage row is taken (deleted) by one of them. A multi-shard DELETE …
+        RETURNING, which Citus runs on every shard after picking the batch."""
+        total = 0
+        while True:
+            taken = await self._db.run_plan(partial(_collect, grace, batch), retry=True, transaction=True)
+            total += taken
+            if taken < batch:
+                return total
 
 
 SMALL_DIGEST = 64 * 1024  # content hashed on the event loop's thread: a thread's hand-off costs more
@@ -568,8 +575,10 @@ def _see(data: bytes, digest: Digest | None) -> asyncio.Future[Any]:
     return asyncio.gather(*(loop.run_in_executor(None, update, data) for update in updaters))
 
 
-def _collect(grace: float) -> Plan[int]:
-    taken, free = yield from collect("dropped < now() - make_interval(secs => :grace)", {"grace": grace})
+def _collect(grace: float, batch: int) -> Plan[int]:
+    taken, free = yield from collect(
+        "dropped < now() - make_interval(secs => :grace)", {"grace": grace}, batch
+    )
     for dkey, ref in free:
         yield Sql("DELETE FROM blob_chunks WHERE dkey = :dkey AND ref = :ref", {"dkey": dkey, "ref": ref})
     return taken

@@ -27,6 +27,7 @@ from tabulae.model.errors import ServiceError
 from tabulae.storage.blobplan.garbage import REFERENCED, collect
 from tabulae.storage.blobplan.store import PlannedBlobs
 from tabulae.storage.blobs import (
+    GARBAGE_BATCH,
     GARBAGE_GRACE_SECONDS,
     LOW_GARBAGE_GRACE_SECONDS,
     BlobKey,
@@ -238,10 +239,10 @@ class SqliteBlobs(PlannedBlobs):
 
     # ------------------------------------------------------------------ maintenance
 
-    async def collect_garbage(self, grace: float = GARBAGE_GRACE_SECONDS) -> int:
-        """Delete expired garbage (rows in a write job, files after it commits), then look for
-        files a crash orphaned, under the collector's lock (so one process at a time, and never
-        while a backup copies)."""
+    async def collect_garbage(self, grace: float = GARBAGE_GRACE_SECONDS, batch: int = GARBAGE_BATCH) -> int:
+        """Delete expired garbage (``batch`` rows a write job, their files after it commits,
+        until fewer are left), then look for files a crash orphaned, under the collector's lock
+        (so one process at a time, and never while a backup copies)."""
         volume = self._db.volume
         grace = 0.0 if volume.full else min(grace, LOW_GARBAGE_GRACE_SECONDS) if volume.low else grace
         before = time.time() - grace
@@ -252,7 +253,11 @@ class SqliteBlobs(PlannedBlobs):
             # looked for first, on the reader: collected every few seconds while the volume is
             # low, most rounds find nothing, and a write job would commit (and sync) nothing
             if self._db.reader.execute(_EXPIRED, (before,)).fetchone() is not None:
-                removed = await self._files.unlink(await self._db.write_plan(_collect(before)))
+                while True:
+                    taken, files = await self._db.write_plan(_collect(before, batch))
+                    removed += await self._files.unlink(files)
+                    if taken < batch:
+                        break
             if time.monotonic() - self._orphans_at < ORPHANS_INTERVAL_SECONDS:
                 return removed  # collected often while the volume is full: the scan keeps its pace
             self._orphans_at = time.monotonic()
@@ -298,14 +303,14 @@ def copy_content(root: Path, destination: Path, database: Path) -> None:
 _EXPIRED = "SELECT 1 FROM blob_garbage WHERE dropped < ? LIMIT 1"
 
 
-def _collect(before: float) -> Plan[list[str]]:
-    """Take garbage dropped before ``before``: inline rows go here, files (returned) once this
-    commits."""
-    _taken, free = yield from collect("dropped < :before", {"before": before})
+def _collect(before: float, batch: int) -> Plan[tuple[int, list[str]]]:
+    """Take up to ``batch`` garbage rows dropped before ``before``: inline rows go here, files
+    (returned, with how many rows were taken) once this commits."""
+    taken, free = yield from collect("dropped < :before", {"before": before}, batch)
     files: list[str] = []
     for _dkey, ref in free:
         if is_inline(ref):
             yield Sql("DELETE FROM blob_data WHERE ref = :ref", {"ref": ref})
         else:
             files.append(ref)
-    return files
+    return taken, files
