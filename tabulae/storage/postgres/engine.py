@@ -235,12 +235,16 @@ async def init_schema(url: str, schemas: Sequence[Schema], citus: bool = False) 
             done.append("distributed the existing empty tables " + ", ".join(empty_local))
         name = await (await conn.execute("SELECT current_database()")).fetchone()
         assert name is not None
-        for setting, value in CITUS_SETTINGS.items():
-            await conn.execute(
-                sql.SQL("ALTER DATABASE {} SET {} = {}").format(
-                    sql.Identifier(name[0]), sql.SQL(setting), sql.Literal(value)
+        # one front-end at a time: two setting the same database's settings at once fail with
+        # "tuple concurrently updated" (seen with inits of two schemas of one database)
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('tabulae: database settings'))")
+            for setting, value in CITUS_SETTINGS.items():
+                await conn.execute(
+                    sql.SQL("ALTER DATABASE {} SET {} = {}").format(
+                        sql.Identifier(name[0]), sql.SQL(setting), sql.Literal(value)
+                    )
                 )
-            )
         done.append(
             "schema ready and distributed with Citus; set "
             + ", ".join(f"{setting} = {value}" for setting, value in CITUS_SETTINGS.items())
