@@ -793,8 +793,9 @@ def test_a_page_reads_what_the_last_one_expected_while_a_probe_checks_it(steppin
     """Partitions of 60 entities, every other one matching, read in pages of 30: a page that
     resumes at the end of a partition reads the partition the previous page expected next while
     a probe on another connection checks that it is the next. A partition made in that gap
-    between two pages is found all the same: the probe disowns the read, and the page holds the
-    new partition's entities, as one statement over every shard's page does."""
+    between two pages is found all the same (the probe disowns the read, and the page holds the
+    new partition's entities), and a partition expected but emptied meanwhile is stepped over:
+    every page is the one a statement over every shard gives."""
 
     def group(pk: str, size: int) -> list[Mutation]:
         return [
@@ -812,7 +813,7 @@ def test_a_page_reads_what_the_last_one_expected_while_a_probe_checks_it(steppin
             first = await service.query_entities(ACCOUNT, "Gaps", "flag eq true", 30, None, None)
             assert {e.pk for e in first.entities} == {"p00"}
             token = (first.next_partition_token, first.next_row_token)
-            await tables.apply(ACCOUNT, "Gaps", group("p01", 10))  # in the gap the page expected
+            await tables.apply(ACCOUNT, "Gaps", group("p01", 60))  # in the gap the page expected
             log.clear()
             stepped = await service.query_entities(ACCOUNT, "Gaps", "flag eq true", 30, *token)
             texts = [text for text, _params in statements_of(log)]
@@ -827,6 +828,24 @@ def test_a_page_reads_what_the_last_one_expected_while_a_probe_checks_it(steppin
                 plain.next_row_token,
                 plain.scanned,
             )
+            # the partitions a page expects emptied before it: each page is still the plain one
+            token = (stepped.next_partition_token, stepped.next_row_token)
+            for emptied in (2, 6):
+                gone = [
+                    Mutation(MutationKind.DELETE, f"p{emptied:02d}", f"{i:03d}", None, "*") for i in range(60)
+                ]
+                await tables.apply(ACCOUNT, "Gaps", gone)
+                tables._citus = True
+                stepped = await service.query_entities(ACCOUNT, "Gaps", "flag eq true", 30, *token)
+                tables._citus = False
+                plain = await service.query_entities(ACCOUNT, "Gaps", "flag eq true", 30, *token)
+                assert [(e.pk, e.rk) for e in stepped.entities] == [(e.pk, e.rk) for e in plain.entities]
+                assert (stepped.next_partition_token, stepped.next_row_token, stepped.scanned) == (
+                    plain.next_partition_token,
+                    plain.next_row_token,
+                    plain.scanned,
+                )
+                token = (stepped.next_partition_token, stepped.next_row_token)
 
     asyncio.run(body())
 
