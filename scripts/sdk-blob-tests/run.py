@@ -24,10 +24,17 @@ Azure's test pipeline gives some tests accounts of their own: another account to
 they are all the development account, so those tests fail or prove nothing (a copy from
 "another" account is one from the same). With ``--accounts`` they are the accounts
 ``server.toml`` serves, which also names the tests' encryption scopes and accepts bearer
-tokens; this script turns on the soft-delete account's delete retention before the tests::
+tokens (the harness's token identity is a data owner, as the pipeline's test principal is);
+this script turns on the soft-delete accounts' delete retention before the tests::
 
     tabulae serve --config scripts/sdk-blob-tests/server.toml --blob-port PORT --cert C --key K
     python scripts/sdk-blob-tests/run.py TESTS PORT --accounts --ca C
+
+The azure-storage-file-datalake tests run the same way (``pip download
+azure-storage-file-datalake==12.26.1``, its tests/ directory, naming its files): with
+``--accounts`` their Data Lake account and soft-delete account are ``server.toml``'s two
+accounts with a hierarchical namespace; without it they are the development account, which
+then needs ``tabulae serve --hns devstoreaccount1``.
 """
 
 from __future__ import annotations
@@ -68,7 +75,11 @@ ROLES = {
     "SECONDARY_STORAGE": "sdksecondary",
     "VERSIONED_STORAGE": "sdkversioned",
     "SOFT_DELETE_STORAGE": "sdksoftdelete",
+    "DATALAKE_STORAGE": "sdkdatalake",  # azure-storage-file-datalake's tests: HNS accounts
+    "STORAGE_DATA_LAKE_SOFT_DELETE": "sdkdlsoftdelete",
 }
+#: The accounts whose blob soft delete Azure's pipeline turns on.
+SOFT_DELETE_ROLES = ("SOFT_DELETE_STORAGE", "STORAGE_DATA_LAKE_SOFT_DELETE")
 
 
 def _account_keys() -> dict[str, str]:
@@ -87,17 +98,18 @@ def _account_variables() -> dict[str, str]:
 
 
 def _enable_soft_delete(port: int, ca: Path | None) -> None:
-    """Blob soft delete on the soft-delete account, as Azure's pipeline provisions it."""
+    """Blob soft delete on the soft-delete accounts, as Azure's pipeline provisions them."""
     from azure.storage.blob import BlobServiceClient, RetentionPolicy
 
-    account = ROLES["SOFT_DELETE_STORAGE"]
     scheme = "http" if ca is None else "https"
-    client = BlobServiceClient(
-        f"{scheme}://127.0.0.1:{port}/{account}",
-        credential={"account_name": account, "account_key": _account_keys()[account]},
-        connection_verify=str(ca) if ca is not None else True,
-    )
-    client.set_service_properties(delete_retention_policy=RetentionPolicy(enabled=True, days=1))
+    for role in SOFT_DELETE_ROLES:
+        account = ROLES[role]
+        client = BlobServiceClient(
+            f"{scheme}://127.0.0.1:{port}/{account}",
+            credential={"account_name": account, "account_key": _account_keys()[account]},
+            connection_verify=str(ca) if ca is not None else True,
+        )
+        client.set_service_properties(delete_retention_policy=RetentionPolicy(enabled=True, days=1))
 
 
 def main() -> int:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from urllib.parse import parse_qsl, unquote
 
 from tabulae.auth.sas import parse_sas, stored_policies
+from tabulae.blob import encryption_guard
 from tabulae.blob.api import blobs as blob_handlers
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import lease_request, lease_response
@@ -48,6 +49,7 @@ from tabulae.model.blobs import BlobKey, BlobRecord, ContentProperties
 from tabulae.model.errors import ServiceError
 
 _ENCRYPTED = (b"x-ms-request-server-encrypted", b"true")
+_NOT_ENCRYPTED = (b"x-ms-request-server-encrypted", b"false")
 _NAMESPACE = formats.NAMESPACE_ENABLED
 MAX_LIST = 5000
 
@@ -384,7 +386,14 @@ async def flush(c: DfsCall) -> Response:
     )
     record = await c.dfs.flush(c.key, request)
     await _lease_after(c, _lease_action(c))
-    return Response(200, [*_record_headers(record), _ENCRYPTED])
+    return Response(200, [*_record_headers(record), _flush_encrypted()])
+
+
+def _flush_encrypted() -> tuple[bytes, bytes]:
+    """A Flush carries no content: Azure answers it ``x-ms-request-server-encrypted: false``,
+    ``true`` only when the request names a customer-provided key (as recorded for both)."""
+    encryption = encryption_guard.REQUEST.get()
+    return _ENCRYPTED if encryption is not None and encryption.key_sha256 is not None else _NOT_ENCRYPTED
 
 
 async def set_properties(c: DfsCall) -> Response:

@@ -112,6 +112,26 @@ def test_flush_at_a_wrong_position(fs: FileSystemClient, lake: ServerProcess) ->
     assert reply.status == 400 and _json_error(reply) == "InvalidFlushPosition"
 
 
+def test_a_flush_without_a_key_reports_nothing_encrypted(fs: FileSystemClient, lake: ServerProcess) -> None:
+    """Append's content is encrypted as it is stored (``x-ms-request-server-encrypted: true``);
+    a Flush carries no content, and Azure answers it ``false`` unless the request names a
+    customer-provided key (recorded for azure-storage-file-datalake's test_get_properties and
+    test_append_empty_data; with a key, test_file_append_flush_data_cpk says ``true``)."""
+    file = fs.create_file("plain.txt")
+    assert file.append_data(b"abc", 0, 3)["request_server_encrypted"] is True
+    assert file.flush_data(3)["request_server_encrypted"] is False
+    assert file.flush_data(3, close=True)["request_server_encrypted"] is False
+
+    async def scenario() -> None:
+        async with AsyncDataLakeServiceClient.from_connection_string(lake.connection_string) as service:
+            client = service.get_file_client(fs.file_system_name, "plain.txt")
+            assert (await client.append_data(b"de", 3, 2))["request_server_encrypted"] is True
+            assert (await client.flush_data(5))["request_server_encrypted"] is False
+
+    asyncio.run(scenario())
+    assert file.download_file().readall() == b"abcde"
+
+
 def test_properties_and_metadata(fs: FileSystemClient) -> None:
     file = fs.create_file("p.txt", metadata={"k": "v"})
     properties = file.get_file_properties()

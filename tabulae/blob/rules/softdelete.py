@@ -10,9 +10,9 @@ account setting of the management plane with the same range. A soft-deleted item
 removed for good once its retention has passed.
 
 Assumed where the docs are silent: an item keeps the retention in force when it was deleted
-(changing the policy later does not move its purge time); ``RemainingRetentionDays`` counts
-started days, so an item deleted just now under a 7-day policy shows 7 and one at its last
-second shows 1.
+(changing the policy later does not move its purge time). ``RemainingRetentionDays`` counts the
+whole days left after the one under way, as recorded: a blob, a Data Lake path or a container
+deleted just now under a 7-day policy shows 6, a blob under a 1-day policy 0.
 
 A container's version (``<Version>`` in a listing, ``x-ms-deleted-container-version`` in
 Restore Container, ``containerVersion`` in change feed records) is the container's creation time
@@ -61,9 +61,10 @@ class Deletion:
         return self.time + self.days * _DAY
 
     def remaining_days(self, now: datetime) -> int:
-        """``RemainingRetentionDays``: started days left, 0 once due for purge."""
+        """``RemainingRetentionDays``: whole days left after the one under way (0 in the last
+        day, and once due for purge)."""
         left = (self.purge_at - now) / _DAY
-        return max(0, min(self.days, math.ceil(left)))
+        return max(0, min(self.days - 1, math.ceil(left) - 1))
 
     def purged(self, now: datetime) -> bool:
         return now >= self.purge_at

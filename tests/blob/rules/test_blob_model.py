@@ -72,11 +72,11 @@ def test_version_soft_delete_undelete_and_purge() -> None:
     m.write("a", b"two")
     m.delete_version("a", v1)
     (entry,) = [e for e in m.listing() if e.version_id == v1]
-    assert entry.deleted and entry.remaining_days == 2
+    assert entry.deleted and entry.remaining_days == 1
     promoted = apply(m, Op("promote", "a", pick=0))  # v1, soft-deleted: not readable, not copyable
     assert isinstance(promoted, ModelError) and promoted.status == 404
     m.advance(timedelta(days=1))
-    assert [e.remaining_days for e in m.listing() if e.version_id == v1] == [1]
+    assert [e.remaining_days for e in m.listing() if e.version_id == v1] == [0]
     m.undelete("a")
     assert m.read("a", v1) == b"one"
     m.delete_version("a", v1)

@@ -31,15 +31,17 @@ def test_disabled_policy_ignores_days() -> None:
     assert sd.retention_days(False, "900") is None
 
 
-def test_remaining_days_count_started_days() -> None:
+def test_remaining_days_count_whole_days_after_the_current_one() -> None:
+    """As recorded: deleted seconds before the listing under a 7-day policy, 6."""
     d = sd.Deletion(T0, 7)
-    assert d.remaining_days(T0) == 7
-    assert d.remaining_days(T0 + timedelta(hours=1)) == 7
-    assert d.remaining_days(T0 + DAY) == 6
-    assert d.remaining_days(T0 + 7 * DAY - timedelta(seconds=1)) == 1
-    assert d.remaining_days(T0 + 7 * DAY) == 0 and d.purged(T0 + 7 * DAY)
+    assert d.remaining_days(T0) == 6
+    assert d.remaining_days(T0 + timedelta(seconds=2)) == 6
+    assert d.remaining_days(T0 + DAY + timedelta(hours=1)) == 5
+    assert d.remaining_days(T0 + 6 * DAY + timedelta(hours=1)) == 0  # the last day, still kept
     assert not d.purged(T0 + 7 * DAY - timedelta(microseconds=1))
-    assert d.remaining_days(T0 - DAY) == 7  # a clock behind the deletion never shows more than the policy
+    assert d.remaining_days(T0 + 7 * DAY) == 0 and d.purged(T0 + 7 * DAY)
+    assert d.remaining_days(T0 - DAY) == 6  # a clock behind the deletion never shows more
+    assert sd.Deletion(T0, 1).remaining_days(T0 + timedelta(seconds=1)) == 0
 
 
 @given(st.integers(1, 365), st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=400)))
@@ -47,9 +49,9 @@ def test_remaining_days_are_monotonic_and_bounded(days: int, elapsed: timedelta)
     d = sd.Deletion(T0, days)
     now = T0 + elapsed
     left = d.remaining_days(now)
-    assert 0 <= left <= days
+    assert 0 <= left < days
     assert d.remaining_days(now + timedelta(hours=5)) <= left
-    assert (left == 0) == d.purged(now)
+    assert not d.purged(now) or left == 0
 
 
 def test_purge_due_lists_what_ran_out_oldest_first() -> None:
