@@ -42,9 +42,14 @@ def oauth_hns_server(
 
 
 @pytest.fixture
-def fs(lake: ServerProcess) -> Iterator[FileSystemClient]:
-    """A new file system on the module's HNS server (``lake``), deleted afterwards."""
-    service = DataLakeServiceClient.from_connection_string(lake.connection_string)
+def service(lake: ServerProcess) -> DataLakeServiceClient:
+    """A Data Lake client of the module's HNS server (``lake``)."""
+    return DataLakeServiceClient.from_connection_string(lake.connection_string)
+
+
+@pytest.fixture
+def fs(service: DataLakeServiceClient) -> Iterator[FileSystemClient]:
+    """A new file system on the module's HNS server, deleted afterwards."""
     client = service.create_file_system("fs" + uuid.uuid4().hex[:12])
     yield client
     client.delete_file_system()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -18,18 +17,6 @@ from azure.storage.blob import BlobServiceClient
 from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient
 
 from tests.serverproc import ServerProcess
-
-
-@pytest.fixture
-def service(lake: ServerProcess) -> DataLakeServiceClient:
-    return DataLakeServiceClient.from_connection_string(lake.connection_string)
-
-
-@pytest.fixture
-def fs(service: DataLakeServiceClient) -> Iterator[FileSystemClient]:
-    client = service.create_file_system("fs" + uuid.uuid4().hex[:12])
-    yield client
-    client.delete_file_system()
 
 
 def _names(fs: FileSystemClient) -> list[str]:

@@ -41,18 +41,6 @@ def blobs(lake: ServerProcess) -> Iterator[BlobServiceClient]:
         yield client
 
 
-@pytest.fixture
-def service(lake: ServerProcess) -> DataLakeServiceClient:
-    return DataLakeServiceClient.from_connection_string(lake.connection_string)
-
-
-@pytest.fixture
-def fs(service: DataLakeServiceClient) -> Iterator[FileSystemClient]:
-    client = service.create_file_system("fs" + uuid.uuid4().hex[:12])
-    yield client
-    client.delete_file_system()
-
-
 def _retention(blobs: BlobServiceClient, days: int | None) -> None:
     blobs.set_service_properties(delete_retention_policy=RetentionPolicy(enabled=days is not None, days=days))
     time.sleep(1.2)  # the service reads the policy again after a second at most
