@@ -87,6 +87,11 @@ def collect(ticket: Any) -> Sql:
     return Sql("", {"ticket": ticket}, "collect")
 
 
+def batched(steps: Sequence[Sql]) -> Plan[list[Any]]:
+    """A plan of one :func:`batch` of ``steps``: aside statements as one connection runs them."""
+    return (yield batch(*steps))  # type: ignore[no-any-return]
+
+
 def _alone(statement: Sql) -> Plan[Any]:
     """A plan of one statement: a batch's statements, run one by one where nothing batches."""
     return (yield statement)
@@ -254,7 +259,7 @@ async def run_async(plan: Plan[T], conn: Any, dialect: Dialect, pipe: Any = None
                 runner = getattr(conn, "aside", None)
                 started = None if runner is None else await runner(steps)
                 if started is None:  # no other connection: run them now, as a batch
-                    reply = await run_async(_alone(batch(*steps)), conn, dialect, pipe)
+                    reply = await run_async(batched(steps), conn, dialect, pipe)
                 else:
                     reply = started
                     asides = [*(asides or ()), started]

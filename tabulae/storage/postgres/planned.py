@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tabulae.storage.plan import Plan, PostgresDialect, Sql, batch, run_async
+from tabulae.storage.plan import Plan, PostgresDialect, Sql, batched, run_async
 from tabulae.storage.postgres.engine import PostgresDatabase
 
 if TYPE_CHECKING:
@@ -56,13 +56,9 @@ class _Pooled(_Binary):
         collects them fails as if its own connection had (a lost one is tried again)."""
         try:
             async with conn.pipeline() as pipe:
-                return await run_async(_replies(steps), _Binary(conn), DIALECT, pipe)
+                return await run_async(batched(steps), _Binary(conn), DIALECT, pipe)
         finally:
             await self._database.give_back(conn)
-
-
-def _replies(steps: Sequence[Sql]) -> Plan[Any]:
-    return (yield batch(*steps))
 
 
 async def read(database: PostgresDatabase, make: Callable[[], Plan[T]]) -> T:
