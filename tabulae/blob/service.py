@@ -581,17 +581,25 @@ class BlobService:
         versions: bool = False,
         deleted: bool = False,
         with_versions: bool = False,
+        start_from: str | None = None,
+        end_before: str | None = None,
     ) -> BlobPage:
         """One page: records and prefixes in name order, ``limit`` of them at most, and the marker
         of the first item not on the page (so a page that ends on a prefix resumes after it).
         ``with_versions`` (``include=deletedwithversions``) adds a root for each blob that has
-        versions but no current version (:mod:`tabulae.blob.versions_only`)."""
+        versions but no current version (:mod:`tabulae.blob.versions_only`). ``start_from``
+        (``startFrom``) is the first name the listing may show, and composes with the marker: a
+        page resumes after the marker, but never before ``start_from``; names from
+        ``end_before`` (``endBefore``) on end the listing."""
         if delimiter and snapshots:
             raise ServiceError(
                 "InvalidQueryParameterValue",
                 fields=(("QueryParameterName", "include"), ("QueryParameterValue", "snapshots")),
             )
         start = decode_marker(marker) if marker else None
+        if start_from and (start is None or start < (start_from, "")):
+            start = (start_from, "")  # a name's stored versions all sort after ""
+        ended = False  # a name at ``end_before`` or after was reached
         now = self._retention_clock() if deleted else 0.0
         items: list[BlobRecord | str] = []
         first_keys: list[tuple[str, str]] = []  # where each item begins, for the next marker
@@ -620,6 +628,9 @@ class BlobService:
             )
             group: str | None = None
             for record in listing.records:
+                if end_before is not None and record.name >= end_before:
+                    ended = True
+                    break
                 if group is not None and record.name.startswith(group):
                     continue  # the rest of a prefix already listed
                 if record.deleted_time is not None and softdeletion.expired(record, now):
@@ -641,10 +652,11 @@ class BlobService:
                     first_keys.append((record.name, version))
                 if len(items) > limit:
                     break
-            if fold is not None and (not listing.records or not listing.more) and len(items) <= limit:
+            last_page = ended or not listing.records or not listing.more
+            if fold is not None and last_page and len(items) <= limit:
                 for shown, root in fold.flush():
                     add(shown, root)
-            if len(items) > limit or not listing.records:
+            if ended or len(items) > limit or not listing.records:
                 break
             if group is not None:
                 start = (prefix_end(group), "")  # skip what remains of the prefix

@@ -287,6 +287,7 @@ class AccessGuard:
         page = await self.dfs.blobs.list_blobs(
             key.account, key.container, prefix=query.get("prefix", ""), delimiter=None,
             marker=query.get("marker") or None, limit=limit, snapshots=False, uncommitted=False,
+            start_from=query.get("startFrom") or None, end_before=query.get("endBefore") or None,
         )  # fmt: skip
         records = [item for item in page.items if not isinstance(item, str)]
         await self.check_descent(principal, top, records)

@@ -4,7 +4,8 @@ Azure checks the header in its common front-end, before any service sees the req
 it does not know, malformed (``invalid``) or a date it has not deployed (``3025-01-01``), is
 refused with 400 ``InvalidHeaderValue`` naming the header and the value ("Versioning for the
 Azure Storage services"). The list runs from 2009-09-19 to the newest version the current SDKs
-send (azure-storage-blob and azure-storage-queue 12.x send 2026-10-06; azure-data-tables sends
+send (azure-storage-blob and azure-storage-queue 12.x send 2026-10-06, their betas 2026-12-06,
+which Azure's recordings of the blob SDK's tests show it answering; azure-data-tables sends
 2019-02-02, its 12.8 betas 2025-07-05). A request without the header is served at
 :data:`DEFAULT_VERSION`.
 """
@@ -25,6 +26,7 @@ KNOWN_VERSIONS = frozenset(
         "2021-12-02", "2022-11-02", "2023-01-03", "2023-05-03", "2023-08-03", "2023-11-03",
         "2024-02-04", "2024-05-04", "2024-08-04", "2024-11-04", "2025-01-05", "2025-05-05",
         "2025-07-05", "2025-11-05", "2026-02-06", "2026-04-06", "2026-06-06", "2026-10-06",
+        "2026-12-06",
     }
 )  # fmt: skip
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from tabulae.blob import encryption_guard
-from tabulae.blob.api import encryption, formats, immutability
+from tabulae.blob.api import arrow_listing, encryption, formats, immutability
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import includes, lease_request, lease_response, max_results, xml
 from tabulae.blob.api.headers import (
@@ -42,6 +42,7 @@ from tabulae.model.errors import ServiceError
 
 MAX_RANGE_CHECKSUM = 4 * MIB  # x-ms-range-get-content-md5 only for ranges up to this size
 SMALL_RESPONSE = 64 * 1024  # content up to this size is sent as one body rather than streamed
+_ARROW_STREAM = arrow_listing.ARROW_STREAM.encode()
 _LIST_INCLUDES = frozenset(
     {"snapshots", "metadata", "uncommittedblobs", "copy", "deleted", "tags", "versions",
      "immutabilitypolicy", "legalhold", "deletedwithversions", "permissions"}
@@ -249,6 +250,8 @@ async def list_blobs(call: Call) -> Response:
         versions="versions" in include,
         deleted="deleted" in include,
         with_versions="deletedwithversions" in include,
+        start_from=query.get("startFrom") or None,
+        end_before=query.get("endBefore") or None,
     )
     items: list = []
     for item in page.items:
@@ -274,6 +277,8 @@ async def list_blobs(call: Call) -> Response:
         ),
         versions_only=page.versions_only,
     )
+    if arrow_listing.wanted(call.request.headers.get("accept")):
+        return Response(200, [(b"content-type", _ARROW_STREAM)], arrow_listing.transcode(body))
     return xml(body)
 
 
