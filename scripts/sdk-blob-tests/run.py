@@ -6,7 +6,9 @@ The tests ship in the package's source distribution; get the version of the SDK 
     tar xzf /tmp/sdk/azure_storage_blob-12.31.1.tar.gz -C /tmp/sdk
 
 They need the SDK, pytest, pytest-timeout, anyio (its pytest plugin runs the ``*_async.py``
-files), requests, aiohttp, typing_extensions and PyJWT in the interpreter that runs this script.
+files), requests, aiohttp, typing_extensions, PyJWT and nanoarrow (``test_arrow*.py``: without
+it every test there fails in the SDK, before a request is sent) in the interpreter that runs
+this script.
 Then, with a server listening (Tabulae's Blob port, or ``azurite-blob --blobPort PORT`` for
 comparison):
 
