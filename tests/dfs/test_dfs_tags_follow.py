@@ -11,6 +11,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from azure.storage.blob import BlobServiceClient, RetentionPolicy
@@ -153,3 +154,22 @@ def test_soft_deleted_paths_leave_find_and_come_back_with_their_tags(
         _retention(blobs, None)
     assert _found_in(blobs, fs, value) == ["file.txt", "soft/a.txt", "soft/b/c.txt"]
     assert fs.get_file_client("soft/b/c.txt").get_tags() == {"project": value, "path": "soft/b/c.txt"}
+
+
+def test_an_undeleted_tree_larger_than_a_page_gets_every_tag_back(
+    fs: FileSystemClient, blobs: BlobServiceClient
+) -> None:
+    """The undelete restores its records' index tags a page (1,000 records) at a time."""
+    value = uuid.uuid4().hex
+    names = [f"big/{n // 100}/{n:04}.txt" for n in range(1_003)]
+    container = blobs.get_container_client(fs.file_system_name)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda name: container.upload_blob(name, b"x", tags={"project": value}), names))
+    _retention(blobs, 2)
+    try:
+        deleted = fs.get_directory_client("big").delete_directory()
+        assert _found(blobs, value) == []
+        fs._undelete_path("big", deleted["deletion_id"])
+    finally:
+        _retention(blobs, None)
+    assert _found_in(blobs, fs, value) == sorted(names)

@@ -203,6 +203,7 @@ def rename(
 # What a hard delete removes: every row of the names but those soft deletes kept (``~d`` slots,
 # after the base's ``~``), which stay for their own undelete or purge.
 _NOT_KEPT = f" AND version <= '{STORED_BASE}'"
+_TAG_PAGE = 1000  # kept records read at once for their index tags by an undelete
 _UNVERSIONED = ("blob_blocks", "blob_tags")  # tables whose rows are all of the current version
 
 
@@ -240,7 +241,7 @@ class _TreeSql(NamedTuple):
     back_rows: str
     live_below: str
     drop_tags: str  # the tree's index tags, which only current versions have
-    kept_docs: str  # the records a soft delete kept in a slot, whose tags an undelete restores
+    kept_docs: str  # a page of the records a soft delete kept in a slot, whose tags an undelete restores
 
 
 @cache
@@ -259,7 +260,8 @@ def _tree_sql(colocated: bool) -> _TreeSql:
         f" WHERE {tree} AND version = :dv",
         live_below=f"SELECT 1 FROM blobs WHERE {below} AND {_BASE} AND committed LIMIT 1",
         drop_tags=f"DELETE FROM blob_tags WHERE {tree}",
-        kept_docs=f"SELECT {{key,}} name, doc FROM blobs WHERE {tree} AND version = :dv",
+        kept_docs=f"SELECT {{key,}} name, doc FROM blobs WHERE {tree} AND version = :dv AND name > :after"
+        " ORDER BY name LIMIT :n",
     )
 
 
@@ -322,13 +324,17 @@ def undelete_tree(at: At, slot: str, decide: Callable[[UndeleteState], BlobRecor
     record = decide(UndeleteState(live, deleted, state.ticks, below is not None))
     yield from _drop_rows(("blob_blocks",), sql.tree, params)
     yield Sql(sql.uncommitted, params)
-    kept = yield Sql(sql.kept_docs, params, "all")
+    after = ""  # the kept records' index tags come back a page at a time: a tree may be large
+    while True:
+        kept = yield Sql(sql.kept_docs, {**params, "after": after, "n": _TAG_PAGE}, "all")
+        # each row's own key (an engine without one has none: 0), as in the rows it restores
+        restored = [(row[0] if len(row) > 2 else 0, str(row[-2]), tags_of(bytes(row[-1]))) for row in kept]
+        yield from tags.restore_tags(cid, [named for named in restored if named[1] != at.key.name])
+        if len(kept) < _TAG_PAGE:
+            break
+        after = restored[-1][1]
     yield Sql(sql.back_extents, params)
     yield Sql(sql.back_rows, params)
     yield _rewrite(at, cid, record)
-    # each row's own key (an engine without one has none: 0), as in the rows it restores
-    restored = [(row[0] if len(row) > 2 else 0, str(row[-2]), tags_of(bytes(row[-1]))) for row in kept]
-    named = [(dkey, name, found) for dkey, name, found in restored if name != at.key.name]
-    named.append((at.dkey, at.key.name, record.tags))  # the path itself, as decided
-    yield from tags.restore_tags(cid, named)
+    yield from tags.restore_tags(cid, [(at.dkey, at.key.name, record.tags)])  # the path itself, as decided
     return record
