@@ -32,6 +32,10 @@ this script turns on the soft-delete accounts' delete retention before the tests
     tabulae serve --config scripts/sdk-blob-tests/server.toml --blob-port PORT --cert C --key K
     python scripts/sdk-blob-tests/run.py TESTS PORT --accounts --ca C
 
+Start each run on an empty store (a new data directory or database): a few tests list the
+whole account (containers by prefix, blobs by index tags) and count only their own, which a
+second run against the same store finds beside those the first run left behind.
+
 The azure-storage-file-datalake tests run the same way (``pip download
 azure-storage-file-datalake==12.26.1``, its tests/ directory, naming its files): with
 ``--accounts`` their Data Lake account and soft-delete account are ``server.toml``'s two

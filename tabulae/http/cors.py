@@ -69,14 +69,20 @@ _VARY = (b"vary", b"Origin")
 
 
 def actual_headers(
-    rules: list[CorsRule], origin: str | None, method: str, exposed_by_service: str
+    rules: list[CorsRule],
+    origin: str | None,
+    method: str,
+    exposed_by_service: str,
+    response_headers: Headers,
 ) -> Headers:
     """CORS headers for the response to an actual (non-preflight) request, by Azure's table
     ("CORS support for the Azure Storage services", "Understanding how the Vary header is set").
 
     No rules, no headers. A matching rule adds ``Access-Control-Allow-Origin`` (``*`` for a rule
     allowing every origin, else the origin, with credentials) and ``Access-Control-Expose-Headers``
-    (the rule's list and ``exposed_by_service``, the service's own response headers). For GET and
+    (``exposed_by_service``, the service's own response headers, and the rule's list with each
+    wildcard entry replaced by the names of this response's headers it matches: see
+    :func:`exposed_names`). For GET and
     HEAD, ``Vary: Origin`` is added whenever the answer depends on the origin: a rule for exact
     origins matched, or none matched; never with a ``*`` rule's answer. A request without
     ``Origin`` only gets a ``*`` rule's headers, or ``Vary``. Other methods never get ``Vary``.
@@ -91,14 +97,41 @@ def actual_headers(
         rule = match_rule(rules, origin, method, [])
     if rule is None:
         return [_VARY] if varies else []
-    exposed = (
-        ",".join([*rule.exposed_headers, exposed_by_service]) if rule.exposed_headers else exposed_by_service
-    )
+    exposed = exposed_names(rule.exposed_headers, exposed_by_service, response_headers)
     headers = _allow_origin(rule, origin or "*")
     headers.append((b"access-control-expose-headers", exposed.encode("latin-1")))
     if varies and "*" not in rule.allowed_origins:
         headers.append(_VARY)
     return headers
+
+
+def exposed_names(entries: list[str], exposed_by_service: str, response_headers: Headers) -> str:
+    """``Access-Control-Expose-Headers`` for a rule's ``ExposedHeaders`` entries: the service's
+    own headers, each literal entry, and for a wildcard entry (``*``, or a prefix such as
+    ``x-ms-meta-*``) the names of the response's headers it matches, never the pattern itself.
+    Azure's answers to browsers name headers only (its recordings list ``x-ms-meta-a``,
+    ``x-ms-version-id``, ``Content-Disposition``... as each response has them), and a browser
+    reads a pattern other than a lone ``*`` as a literal name, so that metadata, checksums
+    (``x-ms-content-crc64``) and version ids would stay hidden from the page's script."""
+    if not entries:
+        return exposed_by_service
+    names = [exposed_by_service] if exposed_by_service else []
+    seen = {name.lower() for name in exposed_by_service.split(",")}
+    for entry in entries:
+        if not entry.endswith("*"):
+            if entry.lower() not in seen:
+                seen.add(entry.lower())
+                names.append(entry)
+            continue
+        prefix = entry[:-1].lower().encode("latin-1")
+        for raw, _ in response_headers:
+            lowered = raw.lower()
+            if lowered.startswith(prefix) and not lowered.startswith(b"access-control-"):
+                name = raw.decode("latin-1")
+                if name.lower() not in seen:
+                    seen.add(name.lower())
+                    names.append(name)
+    return ",".join(names)
 
 
 class RulesCache:

@@ -96,9 +96,9 @@ class Frontend(ABC, Generic[RouteT]):
         request_id = self._ids.next()
         route, response = await self.respond(request, receive, request_id)
         if route is not None and request.method != "OPTIONS":
-            cors_headers = self._cached_cors_headers(route, request)
+            cors_headers = self._cached_cors_headers(route, request, response.headers)
             if cors_headers is None:
-                cors_headers = await self._cors_headers(route, request)
+                cors_headers = await self._cors_headers(route, request, response.headers)
             response.headers.extend(cors_headers)
         if isinstance(response, StreamedResponse):
             try:
@@ -162,7 +162,7 @@ class Frontend(ABC, Generic[RouteT]):
 
     # ------------------------------------------------------------------------------ CORS
 
-    def _cached_cors_headers(self, route: RouteT, request: Request) -> Headers | None:
+    def _cached_cors_headers(self, route: RouteT, request: Request, answer: Headers) -> Headers | None:
         """The CORS headers of an actual request when they need no read ("CORS support for the
         Azure Storage services"): none for a request without ``Origin`` other than GET or HEAD,
         and for a GET or HEAD without one (where only ``Vary``, or a ``*`` rule's headers, can
@@ -175,9 +175,9 @@ class Frontend(ABC, Generic[RouteT]):
         rules = self._cors_rules.peek(route.account)
         if rules is None:
             return None
-        return cors.actual_headers(rules, None, request.method, self.exposed_headers) if rules else []
+        return cors.actual_headers(rules, None, request.method, self.exposed_headers, answer) if rules else []
 
-    async def _cors_headers(self, route: RouteT, request: Request) -> Headers:
+    async def _cors_headers(self, route: RouteT, request: Request, answer: Headers) -> Headers:
         """The CORS headers of an actual request, reading the rules: every time for a request with
         ``Origin`` (a rule change applies at once), through the cache for one without."""
         origin = request.headers.get("origin")
@@ -188,7 +188,7 @@ class Frontend(ABC, Generic[RouteT]):
                 rules = await self._cors_rules.get(route.account)
         except ServiceError:
             return []
-        return cors.actual_headers(rules, origin or None, request.method, self.exposed_headers)
+        return cors.actual_headers(rules, origin or None, request.method, self.exposed_headers, answer)
 
     def forget_cors_rules(self, account: str) -> None:
         """Drop the cached rules of an account whose service properties this worker just set."""

@@ -90,3 +90,34 @@ def test_a_browser_reads_the_structured_body_headers(
     page.goto(f"{origin}/app.html")
     status, body, length = page.evaluate(_READ, [url])
     assert (status, body, length) == (200, "XSM/1.0; properties=crc64", str(len(b"structured bytes")))
+
+
+_READ_METADATA = """async ([url]) => {
+    const response = await fetch(url, {headers: {"x-ms-version": "2025-01-05"}});
+    await response.arrayBuffer();
+    return [response.status, response.headers.get("x-ms-meta-color"), response.headers.get("x-ms-meta-*")];
+}"""
+
+
+def test_a_browser_reads_metadata_a_prefix_rule_exposes(
+    cors_server: ServerProcess, browser_page: Page, app_origin: str
+) -> None:
+    """A rule exposing ``x-ms-meta-*``: the page's script reads the blob's metadata header, which a
+    browser shows it only when ``Access-Control-Expose-Headers`` names it (a pattern it does not
+    understand)."""
+    page = browser_page
+    origin = app_origin
+    with BlobServiceClient.from_connection_string(cors_server.connection_string) as service:
+        rule = CorsRule([origin], ["GET"], allowed_headers=["x-ms-*"], exposed_headers=["x-ms-meta-*"])
+        service.set_service_properties(cors=[rule])
+        container = service.create_container("cors" + uuid.uuid4().hex[:10])
+        container.upload_blob("painted.txt", b"paint", metadata={"color": "red"})
+    sas = generate_blob_sas(
+        DEV_ACCOUNT, container.container_name, "painted.txt", account_key=DEV_KEY,
+        permission=BlobSasPermissions(read=True), expiry=datetime.now(UTC) + timedelta(hours=1),
+    )  # fmt: skip
+    url = (
+        f"http://127.0.0.1:{cors_server.blob_port}/{DEV_ACCOUNT}/{container.container_name}/painted.txt?{sas}"
+    )
+    page.goto(f"{origin}/app.html")
+    assert page.evaluate(_READ_METADATA, [url]) == [200, "red", None]
