@@ -212,6 +212,17 @@ def test_block_id_rules(http: BlobHttp, path: str) -> None:
     assert (reply.status, reply.code) == (400, "InvalidBlobOrBlock")  # ids of one blob share a length
 
 
+def test_block_id_lengths_are_of_the_bytes_encoded(http: BlobHttp, path: str) -> None:
+    """Azure compares the decoded ids: a client numbering its blocks "9" then "10" is refused at
+    the tenth, although both ids are four Base64 characters (``OQ==``, ``MTA=``)."""
+    assert http.request("PUT", f"{path}/ids?comp=block&blockid=OQ%3D%3D", {}, b"x").status == 201
+    reply = http.request("PUT", f"{path}/ids?comp=block&blockid=MTA%3D", {}, b"y")
+    assert (reply.status, reply.code) == (400, "InvalidBlobOrBlock")
+    assert http.request("PUT", f"{path}/ids?comp=block&blockid=OA%3D%3D", {}, b"z").status == 201
+    listed = http.request("GET", f"{path}/ids?comp=blocklist&blocklisttype=uncommitted")
+    assert b"OQ==" in listed.body and b"OA==" in listed.body and b"MTA=" not in listed.body
+
+
 def test_block_list_documents(http: BlobHttp, path: str) -> None:
     assert http.request("PUT", f"{path}/bl?comp=block&blockid=YWFh", {}, b"abc").status == 201
     for body, code in (

@@ -214,6 +214,8 @@ def test_block_ids() -> None:
     for bad in ("", "abc*", base64.b64encode(b"x" * 65).decode(), "YWJ"):
         assert code_of(lambda bad=bad: blocks.check_block_id(bad)) == "InvalidQueryParameterValue"
     assert code_of(lambda: blocks.check_same_length("YWJj", 8)) == "InvalidBlobOrBlock"
+    blocks.check_same_length("OQ==", 1)  # lengths are of the bytes encoded, not of the Base64
+    assert code_of(lambda: blocks.check_same_length("MTA=", 1)) == "InvalidBlobOrBlock"
 
 
 def test_extent_offsets() -> None:
