@@ -181,6 +181,15 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         "The MD5 value specified in the request is invalid. "
         "The MD5 value must be 128 bits and Base64-encoded.",
     ),
+    # both transactional checksums at once (Azure's front end names and words these three)
+    "BothCrc64AndMd5HeaderPresent": (
+        400,
+        "Both x-ms-content-crc64 header and Content-MD5 header are present.",
+    ),
+    "BothCrc64AndMd5RangeHeaderPresent": (
+        400,
+        "Both x-ms-range-get-content-crc64 header and x-ms-range-get-content-md5 header are present.",
+    ),
     "Crc64Mismatch": (
         400,
         "The CRC64 value specified in the request did not match with the CRC64 value "

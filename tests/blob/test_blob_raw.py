@@ -123,6 +123,44 @@ def test_checksums(http: BlobHttp, path: str) -> None:
     assert staged.status == 201 and staged.headers["x-ms-content-crc64"] == "peH8Xsgc5QI="
 
 
+def test_both_checksums_at_once(http: BlobHttp, path: str) -> None:
+    """One transactional checksum per request: an upload with both Content-MD5 and
+    x-ms-content-crc64, or a ranged read asking for both, gets Azure's own codes for it."""
+    body = b"HelloWorld"
+    both = {
+        "Content-MD5": base64.b64encode(hashlib.md5(body).digest()).decode(),
+        "x-ms-content-crc64": "AAAAAAAAAAA=",
+    }
+    reply = http.request("PUT", f"{path}/both", {"x-ms-blob-type": "BlockBlob", **both}, body)
+    assert (reply.status, reply.code) == (400, "BothCrc64AndMd5HeaderPresent")
+    assert reply.error_fields()["Message"].startswith(
+        "Both x-ms-content-crc64 header and Content-MD5 header are present."
+    )
+    reply = http.request("PUT", f"{path}/both?comp=block&blockid=YQ%3D%3D", both, body)
+    assert (reply.status, reply.code) == (400, "BothCrc64AndMd5HeaderPresent")
+    assert http.request("GET", f"{path}/both").status == 404  # nothing written
+    assert put_blob(http, f"{path}/both", body) == 201
+    wants = {
+        "x-ms-range": "bytes=0-4",
+        "x-ms-range-get-content-md5": "true",
+        "x-ms-range-get-content-crc64": "true",
+    }
+    reply = http.request("GET", f"{path}/both", wants)
+    assert (reply.status, reply.code) == (400, "BothCrc64AndMd5RangeHeaderPresent")
+
+
+def test_append_block_of_nothing(http: BlobHttp, path: str) -> None:
+    """Append Block with an empty body is 400 InvalidHeaderValue naming Content-Length (Azure
+    refuses a length that is not positive), and the blob keeps no empty block."""
+    assert http.request("PUT", f"{path}/app", {"x-ms-blob-type": "AppendBlob"}).status == 201
+    reply = http.request("PUT", f"{path}/app?comp=appendblock", {}, b"")
+    assert (reply.status, reply.code) == (400, "InvalidHeaderValue")
+    assert reply.error_fields()["HeaderName"] == "Content-Length"
+    head = http.request("HEAD", f"{path}/app")
+    assert head.headers["x-ms-blob-committed-block-count"] == "0"
+    assert http.request("PUT", f"{path}/app?comp=appendblock", {}, b"abc").status == 201
+
+
 def test_ranges_raw(http: BlobHttp, path: str) -> None:
     assert put_blob(http, f"{path}/r", bytes(range(100))) == 201
     reply = http.request("GET", f"{path}/r", {"x-ms-range": "bytes=10-19"})

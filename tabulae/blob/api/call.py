@@ -76,7 +76,7 @@ class Call(FrontendCall[BlobService, Route]):
         md5 = decode_digest(headers.get("content-md5"), 16, "Content-MD5")
         crc = decode_digest(headers.get("x-ms-content-crc64"), 8, "x-ms-content-crc64")
         if md5 is not None and crc is not None:
-            raise bad_header("x-ms-content-crc64", headers["x-ms-content-crc64"])
+            raise ServiceError("BothCrc64AndMd5HeaderPresent")
         chunks = body_chunks(self.request, self.receive, self.options.body_timeout) if length else _empty()
         if framing is None:
             return Upload(chunks, length, md5, crc)
