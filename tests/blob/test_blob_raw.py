@@ -161,6 +161,20 @@ def test_append_block_of_nothing(http: BlobHttp, path: str) -> None:
     assert http.request("PUT", f"{path}/app?comp=appendblock", {}, b"abc").status == 201
 
 
+def test_backslash_is_a_slash(http: BlobHttp, path: str, container: ContainerClient) -> None:
+    """Azure's front end reads a backslash in the path, percent-encoded (as the SDKs send it) or
+    not, as a slash: the blob is listed, read and deleted by the name with slashes."""
+    assert put_blob(http, f"{path}/dir%5Csub%5Cone.txt", b"one") == 201
+    assert put_blob(http, f"{path}/dir\\two.txt", b"two") == 201
+    names = [b.name for b in container.list_blobs(name_starts_with="dir")]
+    assert names == ["dir/sub/one.txt", "dir/two.txt"]
+    assert http.request("GET", f"{path}/dir/sub/one.txt").body == b"one"
+    assert http.request("GET", f"{path}/dir%5ctwo.txt").body == b"two"
+    assert container.get_blob_client("dir\\sub\\one.txt").download_blob().readall() == b"one"
+    assert http.request("DELETE", f"{path}/dir%5Csub/one.txt").status == 202
+    assert [b.name for b in container.list_blobs(name_starts_with="dir")] == ["dir/two.txt"]
+
+
 def test_ranges_raw(http: BlobHttp, path: str) -> None:
     assert put_blob(http, f"{path}/r", bytes(range(100))) == 201
     reply = http.request("GET", f"{path}/r", {"x-ms-range": "bytes=10-19"})
