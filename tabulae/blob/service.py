@@ -26,7 +26,14 @@ from tabulae.blob.rules import blocks, copies, leases, softdelete, tiers
 from tabulae.blob.rules import properties as service_properties
 from tabulae.blob.rules import tags as tag_rules
 from tabulae.blob.rules.checksums import Checksums
-from tabulae.blob.rules.conditions import NONE, Conditions, check, check_dates_only, not_met
+from tabulae.blob.rules.conditions import (
+    NONE,
+    Conditions,
+    check,
+    check_dates_only,
+    check_satisfiable,
+    not_met,
+)
 from tabulae.blob.rules.limits import MAX_COMMITTED_BLOCKS
 from tabulae.blob.rules.names import LOGS_CONTAINER, SYSTEM_CONTAINERS, check_blob_name, check_container_name
 from tabulae.blob.rules.pages import PageMap, Segment
@@ -487,6 +494,7 @@ class BlobService:
         content: bool,
     ) -> tuple[BlobRecord, list[Extent] | None]:
         """A blob version (and its extents, to stream) after its read conditions and lease."""
+        check_satisfiable(conditions)  # before the blob is looked for, as Azure checks it
         found = await self.store.get_blob(key, snapshot, content=content)
         if found is None and versioning.is_version(snapshot):
             found = await self.store.get_blob(key, BASE, content=content)  # the current version?

@@ -175,6 +175,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "MissingContentLengthHeader": (411, "The Content-Length header was not specified."),
     "MultipleConditionHeadersNotSupported": (400, "Multiple condition headers are not supported."),
     "ConditionNotMet": (412, "The condition specified using HTTP conditional header(s) is not met."),
+    "UnsatisfiableCondition": (400, "The request includes an unsatisfiable condition for this operation."),
     "InvalidRange": (416, "The range specified is invalid for the current size of the resource."),
     "InvalidMd5": (
         400,

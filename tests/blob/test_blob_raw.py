@@ -175,6 +175,19 @@ def test_backslash_is_a_slash(http: BlobHttp, path: str, container: ContainerCli
     assert [b.name for b in container.list_blobs(name_starts_with="dir")] == ["dir/two.txt"]
 
 
+def test_read_if_none_match_star(http: BlobHttp, path: str) -> None:
+    """Get Blob and Get Blob Properties with If-None-Match: * are 400 UnsatisfiableCondition,
+    for a blob that exists and one that does not; a write keeps its meaning (create only)."""
+    assert put_blob(http, f"{path}/star", b"x") == 201
+    for method in ("GET", "HEAD"):
+        for name in ("star", "nothere"):
+            reply = http.request(method, f"{path}/{name}", {"If-None-Match": "*"})
+            assert (reply.status, reply.code) == (400, "UnsatisfiableCondition")
+    reply = http.request("PUT", f"{path}/star", {"x-ms-blob-type": "BlockBlob", "If-None-Match": "*"}, b"y")
+    assert (reply.status, reply.code) == (409, "BlobAlreadyExists")
+    assert http.request("GET", f"{path}/star", {"If-None-Match": '"0x1"'}).body == b"x"
+
+
 def test_ranges_raw(http: BlobHttp, path: str) -> None:
     assert put_blob(http, f"{path}/r", bytes(range(100))) == 201
     reply = http.request("GET", f"{path}/r", {"x-ms-range": "bytes=10-19"})

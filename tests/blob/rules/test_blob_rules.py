@@ -182,6 +182,12 @@ def test_conditions(conditions: Conditions, read: bool, status: int | None) -> N
     assert status_of(conditions, read) == status
 
 
+def test_read_if_none_match_star_is_unsatisfiable() -> None:
+    """A read cannot be asked for only when the resource is missing: 400, met or not."""
+    for ticks in (TICKS, None):
+        assert status_of(Conditions(if_none_match=("*",)), True, ticks) == 400
+
+
 def test_conditions_on_a_missing_resource() -> None:
     assert status_of(Conditions(if_match=("*",)), False, None) == 412
     assert status_of(Conditions(if_none_match=("*",)), False, None) is None
