@@ -4,14 +4,15 @@ SAS grant, and the body (read whole when it is a small document, streamed when i
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from tabulae.blob.api.headers import bad_header
+from tabulae.blob.api.headers import bad_header, conditions
 from tabulae.blob.api.routing import Route
 from tabulae.blob.api.sas import BlobGrant
 from tabulae.blob.rules import structured
 from tabulae.blob.rules.checksums import decode_digest
+from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.blob.service import BlobService, Upload
 from tabulae.http.exchange import read_body
@@ -36,6 +37,15 @@ class Call(FrontendCall[BlobService, Route]):
     @property
     def key(self) -> BlobKey:
         return BlobKey(self.route.account, self.route.container, self.route.blob)
+
+    def create_conditions(self) -> Conditions:
+        """The request's conditions for a write that makes the blob anew (a copy onto it, Put
+        Blob From URL): a SAS that may create blobs but not write them ("c" without "w") may
+        not replace one, as if the request had said If-None-Match: *."""
+        found = conditions(self.request.headers)
+        if self.grant is not None and self.grant.create_only:
+            return replace(found, if_none_match=("*",))
+        return found
 
     @property
     def version(self) -> str:
