@@ -1148,10 +1148,7 @@ class BlobService:
                 copies.check_no_pending(base.copy, state.ticks)
                 if base.blob_type != origin.blob_type:
                     raise ServiceError("InvalidBlobType")
-                leases.check_blob_access(base.lease, now, lease_id, write=True)
-            elif lease_id is not None:
-                raise ServiceError("LeaseNotPresentWithBlobOperation")
-            check(conditions, base.ticks if base else None, read=False, tags=base.tags if base else None)
+            _check_replace(base, conditions, lease_id, now)  # If-None-Match: * is 409, as Put Blob's
             if tier is not None:
                 tiers.check_blob_type(origin.blob_type)
             archived = origin.blob_type == BLOCK_BLOB and (
@@ -1277,10 +1274,7 @@ class BlobService:
                 copies.check_no_pending(base.copy, state.ticks)
                 if base.blob_type != blob_type:
                     raise ServiceError("InvalidBlobType")
-                leases.check_blob_access(base.lease, now, lease_id, write=True)
-            elif lease_id is not None:
-                raise ServiceError("LeaseNotPresentWithBlobOperation")
-            check(conditions, base.ticks if base else None, read=False)
+            _check_replace(base, conditions, lease_id, now)
             if tier is not None:
                 tiers.check_blob_type(blob_type)
             record = BlobRecord(
@@ -1495,7 +1489,7 @@ def _purge(snapshot: str, now: float) -> Callable[[BlobState], BlobWrite]:
 
 
 def _check_replace(base: BlobRecord | None, conditions: Conditions, lease_id: str | None, now: float) -> None:
-    """The rules of a write that replaces a whole blob (Put Blob, Put Block List): its lease,
+    """The rules of a write that replaces a whole blob (Put Blob, Put Block List, copies): its lease,
     then its conditions. "Only if it does not exist" (If-None-Match: *, what the SDKs send
     unless told to overwrite) is 409 BlobAlreadyExists, but does not stop the holder of the
     blob's lease from replacing it: Azure then answers 201, or LeaseLost once the lease ended."""
