@@ -285,7 +285,9 @@ class PageBlobs:
         max_results: int | None,
     ) -> PageRanges:
         """The written ranges of a version inside ``window`` (first byte, last byte or None), or
-        with ``previous`` (a snapshot) what changed since it; a page of them from ``marker``."""
+        with ``previous`` (a snapshot) what changed since it; a page of them from ``marker``. A
+        window that starts at or past the end of a blob with pages is 416 InvalidRange, as Azure's
+        emulator answers it and as Get Blob does."""
         if previous is not None and snapshot != BASE and previous >= snapshot:
             raise ServiceError("PreviousSnapshotCannotBeNewer")
         low = window[0] - window[0] % 512 if window else 0
@@ -301,6 +303,8 @@ class PageBlobs:
         if snapshot == BASE:
             leases.check_blob_access(record.lease, self._clock(), lease_id, write=False)
         check(conditions, record.ticks, read=True, tags=record.tags)
+        if window is not None and 0 < record.size <= window[0]:  # a range starting past the end
+            raise ServiceError("InvalidRange")
         high = min(high, record.size)
         pages = page_map(spans)
         items: list[PageRange]

@@ -26,7 +26,14 @@ from tabulae.blob.rules import blocks, copies, leases, softdelete, tiers
 from tabulae.blob.rules import properties as service_properties
 from tabulae.blob.rules import tags as tag_rules
 from tabulae.blob.rules.checksums import Checksums
-from tabulae.blob.rules.conditions import NONE, Conditions, check, check_dates_only, not_met
+from tabulae.blob.rules.conditions import (
+    NONE,
+    Conditions,
+    check,
+    check_dates_only,
+    check_satisfiable,
+    not_met,
+)
 from tabulae.blob.rules.limits import MAX_COMMITTED_BLOCKS
 from tabulae.blob.rules.names import LOGS_CONTAINER, SYSTEM_CONTAINERS, check_blob_name, check_container_name
 from tabulae.blob.rules.pages import PageMap, Segment
@@ -487,6 +494,7 @@ class BlobService:
         content: bool,
     ) -> tuple[BlobRecord, list[Extent] | None]:
         """A blob version (and its extents, to stream) after its read conditions and lease."""
+        check_satisfiable(conditions)  # before the blob is looked for, as Azure checks it
         found = await self.store.get_blob(key, snapshot, content=content)
         if found is None and versioning.is_version(snapshot):
             found = await self.store.get_blob(key, BASE, content=content)  # the current version?
@@ -1152,10 +1160,7 @@ class BlobService:
                 copies.check_no_pending(base.copy, state.ticks)
                 if base.blob_type != origin.blob_type:
                     raise ServiceError("InvalidBlobType")
-                leases.check_blob_access(base.lease, now, lease_id, write=True)
-            elif lease_id is not None:
-                raise ServiceError("LeaseNotPresentWithBlobOperation")
-            check(conditions, base.ticks if base else None, read=False, tags=base.tags if base else None)
+            _check_replace(base, conditions, lease_id, now)  # If-None-Match: * is 409, as Put Blob's
             if tier is not None:
                 tiers.check_blob_type(origin.blob_type)
             archived = origin.blob_type == BLOCK_BLOB and (
@@ -1281,10 +1286,7 @@ class BlobService:
                 copies.check_no_pending(base.copy, state.ticks)
                 if base.blob_type != blob_type:
                     raise ServiceError("InvalidBlobType")
-                leases.check_blob_access(base.lease, now, lease_id, write=True)
-            elif lease_id is not None:
-                raise ServiceError("LeaseNotPresentWithBlobOperation")
-            check(conditions, base.ticks if base else None, read=False)
+            _check_replace(base, conditions, lease_id, now)
             if tier is not None:
                 tiers.check_blob_type(blob_type)
             record = BlobRecord(
@@ -1499,7 +1501,7 @@ def _purge(snapshot: str, now: float) -> Callable[[BlobState], BlobWrite]:
 
 
 def _check_replace(base: BlobRecord | None, conditions: Conditions, lease_id: str | None, now: float) -> None:
-    """The rules of a write that replaces a whole blob (Put Blob, Put Block List): its lease,
+    """The rules of a write that replaces a whole blob (Put Blob, Put Block List, copies): its lease,
     then its conditions. "Only if it does not exist" (If-None-Match: *, what the SDKs send
     unless told to overwrite) is 409 BlobAlreadyExists, but does not stop the holder of the
     blob's lease from replacing it: Azure then answers 201, or LeaseLost once the lease ended."""

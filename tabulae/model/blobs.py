@@ -156,3 +156,11 @@ class Extent:
     ref: str
     length: int
     block_id: str | None = None
+
+
+def block_id_size(block_id: str) -> int:
+    """The size in bytes of what a (valid, padded) Base64 block id encodes: the length Azure holds
+    a blob's staged ids to. Ids of one Base64 length can differ here (``OQ==`` is one byte,
+    ``MTA=`` two), and Azure refuses the second one."""
+    padding = len(block_id) - len(block_id.rstrip("="))
+    return len(block_id) // 4 * 3 - padding

@@ -175,11 +175,21 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "MissingContentLengthHeader": (411, "The Content-Length header was not specified."),
     "MultipleConditionHeadersNotSupported": (400, "Multiple condition headers are not supported."),
     "ConditionNotMet": (412, "The condition specified using HTTP conditional header(s) is not met."),
+    "UnsatisfiableCondition": (400, "The request includes an unsatisfiable condition for this operation."),
     "InvalidRange": (416, "The range specified is invalid for the current size of the resource."),
     "InvalidMd5": (
         400,
         "The MD5 value specified in the request is invalid. "
         "The MD5 value must be 128 bits and Base64-encoded.",
+    ),
+    # both transactional checksums at once (Azure's front end names and words these three)
+    "BothCrc64AndMd5HeaderPresent": (
+        400,
+        "Both x-ms-content-crc64 header and Content-MD5 header are present.",
+    ),
+    "BothCrc64AndMd5RangeHeaderPresent": (
+        400,
+        "Both x-ms-range-get-content-crc64 header and x-ms-range-get-content-md5 header are present.",
     ),
     "Crc64Mismatch": (
         400,

@@ -80,7 +80,7 @@ class BlobState:
     ticks: int  # this write's timestamp: now, and later than the base's (so ETags always change)
     snapshots: int = 0  # how many snapshots the blob has, when asked for
     staged_count: int = 0  # kept by the engine as blocks come and go, so reading it costs nothing
-    staged_id_length: int | None = None  # every staged block id has this length
+    staged_id_length: int | None = None  # every staged block id encodes this many bytes
     content: list[Extent] | None = None  # the base's extents, when asked for
     staged: dict[str, Extent] | None = None  # staged blocks by id, when asked for
     target: BlobRecord | None = None  # the snapshot asked for, if it exists

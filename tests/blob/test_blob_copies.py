@@ -293,6 +293,22 @@ def test_copy_blob_same_account_stays_instant(container: ContainerClient) -> Non
     assert refused(error) == (404, "CannotVerifyCopySource", "404", "BlobNotFound")
 
 
+def test_copy_only_if_missing(container: ContainerClient, remote: RemoteSource) -> None:
+    """Copy Blob with If-None-Match: * onto a blob that exists is 409 BlobAlreadyExists, as Put
+    Blob's is (Azure's "must not exist" condition), from this server or from elsewhere."""
+    source = source_blob(container, b"new")
+    container.upload_blob("there", b"old")
+    target = container.get_blob_client("there")
+    for url in (source.url, remote.url("/data/100")):
+        with pytest.raises(ResourceExistsError) as error:
+            target.start_copy_from_url(url, match_condition=MatchConditions.IfMissing)
+        assert (error.value.status_code, error.value.error_code) == (409, "BlobAlreadyExists")
+    assert target.download_blob().readall() == b"old"
+    fresh = container.get_blob_client("fresh")
+    fresh.start_copy_from_url(source.url, match_condition=MatchConditions.IfMissing)
+    assert fresh.download_blob().readall() == b"new"
+
+
 # ------------------------------------------------------------------------------ sources elsewhere
 
 

@@ -195,6 +195,16 @@ def test_get_page_ranges_bad_queries(http: BlobHttp, blob: str) -> None:
     assert b"<PageRange><Start>0</Start><End>511</End></PageRange>" in listed.body
 
 
+def test_get_page_ranges_past_the_end(http: BlobHttp, blob: str) -> None:
+    """A window starting at the blob's size or beyond is 416 InvalidRange; one that starts inside
+    and runs past the end is cut at the end."""
+    for window in ("bytes=4096-4607", "bytes=8192-8703"):
+        reply = http.request("GET", f"{blob}?comp=pagelist", {"x-ms-range": window})
+        assert_error(reply, 416, "InvalidRange")
+    listed = http.request("GET", f"{blob}?comp=pagelist", {"x-ms-range": "bytes=4095-8191"})
+    assert listed.status == 200
+
+
 def test_set_properties_bad_sequence_actions(http: BlobHttp, blob: str) -> None:
     def props(**headers: str) -> Reply:
         return http.request("PUT", blob + "?comp=properties", headers)

@@ -123,6 +123,71 @@ def test_checksums(http: BlobHttp, path: str) -> None:
     assert staged.status == 201 and staged.headers["x-ms-content-crc64"] == "peH8Xsgc5QI="
 
 
+def test_both_checksums_at_once(http: BlobHttp, path: str) -> None:
+    """One transactional checksum per request: an upload with both Content-MD5 and
+    x-ms-content-crc64, or a ranged read asking for both, gets Azure's own codes for it."""
+    body = b"HelloWorld"
+    both = {
+        "Content-MD5": base64.b64encode(hashlib.md5(body).digest()).decode(),
+        "x-ms-content-crc64": "AAAAAAAAAAA=",
+    }
+    reply = http.request("PUT", f"{path}/both", {"x-ms-blob-type": "BlockBlob", **both}, body)
+    assert (reply.status, reply.code) == (400, "BothCrc64AndMd5HeaderPresent")
+    assert reply.error_fields()["Message"].startswith(
+        "Both x-ms-content-crc64 header and Content-MD5 header are present."
+    )
+    reply = http.request("PUT", f"{path}/both?comp=block&blockid=YQ%3D%3D", both, body)
+    assert (reply.status, reply.code) == (400, "BothCrc64AndMd5HeaderPresent")
+    assert http.request("GET", f"{path}/both").status == 404  # nothing written
+    assert put_blob(http, f"{path}/both", body) == 201
+    wants = {
+        "x-ms-range": "bytes=0-4",
+        "x-ms-range-get-content-md5": "true",
+        "x-ms-range-get-content-crc64": "true",
+    }
+    reply = http.request("GET", f"{path}/both", wants)
+    assert (reply.status, reply.code) == (400, "BothCrc64AndMd5RangeHeaderPresent")
+
+
+def test_append_block_of_nothing(http: BlobHttp, path: str) -> None:
+    """Append Block with an empty body is 400 InvalidHeaderValue naming Content-Length (Azure
+    refuses a length that is not positive), and the blob keeps no empty block."""
+    assert http.request("PUT", f"{path}/app", {"x-ms-blob-type": "AppendBlob"}).status == 201
+    reply = http.request("PUT", f"{path}/app?comp=appendblock", {}, b"")
+    assert (reply.status, reply.code) == (400, "InvalidHeaderValue")
+    assert reply.error_fields()["HeaderName"] == "Content-Length"
+    head = http.request("HEAD", f"{path}/app")
+    assert head.headers["x-ms-blob-committed-block-count"] == "0"
+    assert http.request("PUT", f"{path}/app?comp=appendblock", {}, b"abc").status == 201
+
+
+def test_backslash_is_a_slash(http: BlobHttp, path: str, container: ContainerClient) -> None:
+    """Azure's front end reads a backslash in the path, percent-encoded (as the SDKs send it) or
+    not, as a slash: the blob is listed, read and deleted by the name with slashes."""
+    assert put_blob(http, f"{path}/dir%5Csub%5Cone.txt", b"one") == 201
+    assert put_blob(http, f"{path}/dir\\two.txt", b"two") == 201
+    names = [b.name for b in container.list_blobs(name_starts_with="dir")]
+    assert names == ["dir/sub/one.txt", "dir/two.txt"]
+    assert http.request("GET", f"{path}/dir/sub/one.txt").body == b"one"
+    assert http.request("GET", f"{path}/dir%5ctwo.txt").body == b"two"
+    assert container.get_blob_client("dir\\sub\\one.txt").download_blob().readall() == b"one"
+    assert http.request("DELETE", f"{path}/dir%5Csub/one.txt").status == 202
+    assert [b.name for b in container.list_blobs(name_starts_with="dir")] == ["dir/two.txt"]
+
+
+def test_read_if_none_match_star(http: BlobHttp, path: str) -> None:
+    """Get Blob and Get Blob Properties with If-None-Match: * are 400 UnsatisfiableCondition,
+    for a blob that exists and one that does not; a write keeps its meaning (create only)."""
+    assert put_blob(http, f"{path}/star", b"x") == 201
+    for method in ("GET", "HEAD"):
+        for name in ("star", "nothere"):
+            reply = http.request(method, f"{path}/{name}", {"If-None-Match": "*"})
+            assert (reply.status, reply.code) == (400, "UnsatisfiableCondition")
+    reply = http.request("PUT", f"{path}/star", {"x-ms-blob-type": "BlockBlob", "If-None-Match": "*"}, b"y")
+    assert (reply.status, reply.code) == (409, "BlobAlreadyExists")
+    assert http.request("GET", f"{path}/star", {"If-None-Match": '"0x1"'}).body == b"x"
+
+
 def test_ranges_raw(http: BlobHttp, path: str) -> None:
     assert put_blob(http, f"{path}/r", bytes(range(100))) == 201
     reply = http.request("GET", f"{path}/r", {"x-ms-range": "bytes=10-19"})
@@ -210,6 +275,17 @@ def test_block_id_rules(http: BlobHttp, path: str) -> None:
     assert http.request("PUT", f"{path}/blk?comp=block&blockid=YWFh", {}, b"x").status == 201
     reply = http.request("PUT", f"{path}/blk?comp=block&blockid=YWFhYQ%3D%3D", {}, b"x")
     assert (reply.status, reply.code) == (400, "InvalidBlobOrBlock")  # ids of one blob share a length
+
+
+def test_block_id_lengths_are_of_the_bytes_encoded(http: BlobHttp, path: str) -> None:
+    """Azure compares the decoded ids: a client numbering its blocks "9" then "10" is refused at
+    the tenth, although both ids are four Base64 characters (``OQ==``, ``MTA=``)."""
+    assert http.request("PUT", f"{path}/ids?comp=block&blockid=OQ%3D%3D", {}, b"x").status == 201
+    reply = http.request("PUT", f"{path}/ids?comp=block&blockid=MTA%3D", {}, b"y")
+    assert (reply.status, reply.code) == (400, "InvalidBlobOrBlock")
+    assert http.request("PUT", f"{path}/ids?comp=block&blockid=OA%3D%3D", {}, b"z").status == 201
+    listed = http.request("GET", f"{path}/ids?comp=blocklist&blocklisttype=uncommitted")
+    assert b"OQ==" in listed.body and b"OA==" in listed.body and b"MTA=" not in listed.body
 
 
 def test_block_list_documents(http: BlobHttp, path: str) -> None:

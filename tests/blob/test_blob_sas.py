@@ -102,6 +102,40 @@ def test_create_only_sas(blob_service: BlobServiceClient, container: ContainerCl
     assert container.download_blob("new").readall() == b"first"
 
 
+def test_create_only_sas_copies_onto_new_blobs_only(
+    blob_service: BlobServiceClient, container: ContainerClient
+) -> None:
+    """A SAS with "c" but not "w" may copy to a new blob ("copy a blob to a new blob") but not
+    over an existing one, by Copy Blob, Copy Blob From URL or Put Blob From URL."""
+    container.upload_blob("src", b"source")
+    container.upload_blob("dest", b"kept")
+    source = f"{container.url}/src?{container_sas(container.container_name, read=True)}"
+    creator = ContainerClient(
+        blob_service.url,
+        container.container_name,
+        credential=container_sas(container.container_name, create=True),
+    )
+    creator.get_blob_client("fresh").start_copy_from_url(source)
+    assert container.download_blob("fresh").readall() == b"source"
+    dest = creator.get_blob_client("dest")
+    for attempt in (
+        lambda: dest.start_copy_from_url(source),
+        lambda: dest.start_copy_from_url(source, requires_sync=True),
+        lambda: dest.upload_blob_from_url(source, overwrite=True),
+    ):
+        with pytest.raises(HttpResponseError) as refused:
+            attempt()
+        assert (refused.value.status_code, refused.value.error_code) == (409, "BlobAlreadyExists")
+    assert container.download_blob("dest").readall() == b"kept"
+    writer = ContainerClient(
+        blob_service.url,
+        container.container_name,
+        credential=container_sas(container.container_name, create=True, write=True),
+    )
+    writer.get_blob_client("dest").start_copy_from_url(source, requires_sync=True)
+    assert container.download_blob("dest").readall() == b"source"
+
+
 def test_stored_policy_and_revocation(blob_service: BlobServiceClient, container: ContainerClient) -> None:
     container.upload_blob("policy", b"data")
     policy = AccessPolicy(permission=ContainerSasPermissions(read=True), expiry=soon())

@@ -119,6 +119,9 @@ def test_key_needs_a_bearer_token_and_a_window_within_seven_days(
         with pytest.raises(ClientAuthenticationError) as refused:
             key_for(keyed)
         assert (refused.value.status_code, refused.value.error_code) == (403, "AuthenticationFailed")
+        assert "<AuthenticationErrorDetail>Only authentication scheme Bearer is supported<" in str(
+            refused.value
+        )
     for start, expiry in (
         (now(), now() + timedelta(days=7, minutes=5)),  # longer than seven days
         (now(), now() - timedelta(minutes=1)),  # ends before it starts

@@ -109,6 +109,13 @@ const sha = (b) => crypto.createHash("sha256").update(b).digest("hex");
   await container.setAccessPolicy("blob");
   const anonymous = new BlockBlobClient(`${endpoint}/${name}/dir/blocks.bin`);
   assert(sha(await anonymous.downloadToBuffer()) === sha(Buffer.concat(parts)), "anonymous read");
+  // The account's batch from the service client, whose path-style URL the SDK takes for a
+  // container's: it sends POST /devstoreaccount1?comp=batch&restype=container
+  const doomed = ["batch/a", "batch/b"].map((n) => container.getBlockBlobClient(n));
+  for (const b of doomed) await b.upload("x", 1);
+  const batched = await service.getBlobBatchClient().deleteBlobs(doomed.map((b) => b.url), cred);
+  assert(batched.subResponsesSucceededCount === 2, "batch " + JSON.stringify(batched.subResponses.map((r) => r.status)));
+  for (const b of doomed) assert(!(await b.exists()), "batch deleted " + b.name);
   // Deletes
   try { await blob.delete(); assert(false, "snapshots present"); }
   catch (e) { assert(e.statusCode === 409 && e.code === "SnapshotsPresent", "snapshots " + e.code); }

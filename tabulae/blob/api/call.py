@@ -4,14 +4,15 @@ SAS grant, and the body (read whole when it is a small document, streamed when i
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from tabulae.blob.api.headers import bad_header
+from tabulae.blob.api.headers import bad_header, conditions
 from tabulae.blob.api.routing import Route
 from tabulae.blob.api.sas import BlobGrant
 from tabulae.blob.rules import structured
 from tabulae.blob.rules.checksums import decode_digest
+from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.blob.service import BlobService, Upload
 from tabulae.http.exchange import read_body
@@ -36,6 +37,15 @@ class Call(FrontendCall[BlobService, Route]):
     @property
     def key(self) -> BlobKey:
         return BlobKey(self.route.account, self.route.container, self.route.blob)
+
+    def create_conditions(self) -> Conditions:
+        """The request's conditions for a write that makes the blob anew (a copy onto it, Put
+        Blob From URL): a SAS that may create blobs but not write them ("c" without "w") may
+        not replace one, as if the request had said If-None-Match: *."""
+        found = conditions(self.request.headers)
+        if self.grant is not None and self.grant.create_only:
+            return replace(found, if_none_match=("*",))
+        return found
 
     @property
     def version(self) -> str:
@@ -76,7 +86,7 @@ class Call(FrontendCall[BlobService, Route]):
         md5 = decode_digest(headers.get("content-md5"), 16, "Content-MD5")
         crc = decode_digest(headers.get("x-ms-content-crc64"), 8, "x-ms-content-crc64")
         if md5 is not None and crc is not None:
-            raise bad_header("x-ms-content-crc64", headers["x-ms-content-crc64"])
+            raise ServiceError("BothCrc64AndMd5HeaderPresent")
         chunks = body_chunks(self.request, self.receive, self.options.body_timeout) if length else _empty()
         if framing is None:
             return Upload(chunks, length, md5, crc)

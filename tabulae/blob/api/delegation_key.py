@@ -2,12 +2,13 @@
 Microsoft Entra identity of the request's bearer token, with which it signs user delegation SAS
 tokens (:mod:`tabulae.auth.delegation` derives and checks them).
 
-Only a bearer token may ask (403 ``AuthenticationFailed`` for Shared Key or a SAS, as Azurite
-answers). The body is ``<KeyInfo>`` with ``Start`` (optional: now), ``Expiry`` and, from
-2025-07-05, ``DelegatedUserTid``; an expiry that is not after the start, or more than seven days
-from now, is 400 ``InvalidXmlNodeValue`` naming the value in both ``XmlNodeName`` and
-``XmlNodeValue`` (what Azure writes for it). The answer echoes the key's signed fields as the
-request gave them, with the request's version, and the key.
+Only a bearer token may ask (403 ``AuthenticationFailed`` for Shared Key or a SAS, with Azure's
+detail "Only authentication scheme Bearer is supported"). The body is ``<KeyInfo>`` with
+``Start`` (optional: now), ``Expiry`` and, from 2025-07-05, ``DelegatedUserTid``; an expiry
+that is not after the start, or more than seven days from now, is 400 ``InvalidXmlNodeValue``
+naming the value in both ``XmlNodeName`` and ``XmlNodeValue`` (what Azure writes for it). The
+answer echoes the key's signed fields as the request gave them, with the request's version, and
+the key.
 """
 
 from __future__ import annotations

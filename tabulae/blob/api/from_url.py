@@ -119,8 +119,8 @@ async def put_blob_from_url(call: Call) -> Response:
         upload = Upload(read.chunks, read.length, _source_md5(headers), _source_crc64(headers))
         tags = copy_source_tags(headers.get("x-ms-copy-source-tag-option"), header_tags(headers), read.tags)
         record, sums = await call.service.put_blob(
-            call.key, BLOCK_BLOB, upload, properties, request_metadata(call.request), conditions(headers),
-            call.lease_id, tier=requested_tier(call), tags=tags,
+            call.key, BLOCK_BLOB, upload, properties, request_metadata(call.request),
+            call.create_conditions(), call.lease_id, tier=requested_tier(call), tags=tags,
         )  # fmt: skip
     finally:
         if fetched is not None:
@@ -245,7 +245,7 @@ async def copy_blob(call: Call) -> Response:
         try:
             record = await call.service.copy_blob(
                 source.key, source.snapshot, call.key, recorded(url), given if given else None,
-                conditions(headers), conditions(headers, "x-ms-source-"), call.lease_id,
+                call.create_conditions(), conditions(headers, "x-ms-source-"), call.lease_id,
                 tags=header_tags(headers),
                 tier=requested_tier(call), priority=parse_priority(headers.get("x-ms-rehydrate-priority")),
                 seal=bool_header(headers, "x-ms-seal-blob"), protect=await immutability.requested(call),
@@ -263,7 +263,7 @@ async def copy_blob(call: Call) -> Response:
     try:
         blob_type = APPEND_BLOB if read.blob_type == APPEND_BLOB else BLOCK_BLOB
         record = await call.service.start_pending_copy(
-            call.key, blob_type, read.properties, given if given else read.metadata, conditions(headers),
+            call.key, blob_type, read.properties, given if given else read.metadata, call.create_conditions(),
             call.lease_id, recorded(url), read.length, tags=header_tags(headers), tier=requested_tier(call),
         )  # fmt: skip
     except BaseException:
@@ -294,7 +294,7 @@ async def _copy_from_url(call: Call) -> Response:
         upload = Upload(read.chunks, read.length, _source_md5(headers), _source_crc64(headers))
         tags = copy_source_tags(headers.get("x-ms-copy-source-tag-option"), header_tags(headers), read.tags)
         record, sums = await call.service.copy_from_upload(
-            call.key, upload, properties, given if given else read.metadata, conditions(headers),
+            call.key, upload, properties, given if given else read.metadata, call.create_conditions(),
             call.lease_id, copy, tags=tags, tier=requested_tier(call),
         )  # fmt: skip
     finally:

@@ -56,7 +56,10 @@ def _service(method: str, restype: str | None, comp: str | None) -> Operation:
         return _verb(method, {"GET": Operation.GET_ACCOUNT_INFO, "HEAD": Operation.GET_ACCOUNT_INFO})
     if comp == "blobs" and restype is None:
         return _verb(method, {"GET": Operation.FIND_BLOBS_BY_TAGS})
-    if comp == "batch" and restype is None:
+    if comp == "batch" and restype in (None, "container"):
+        # The JavaScript SDK's BlobBatchClient takes a path-style account URL
+        # (http://127.0.0.1:10000/devstoreaccount1) for a container's, and sends the account's
+        # batch with restype=container: it is the account's batch all the same.
         return _verb(method, {"POST": Operation.SUBMIT_BATCH})
     if restype == "service" and comp == "userdelegationkey":
         return _verb(method, {"POST": Operation.GET_USER_DELEGATION_KEY})

@@ -4,7 +4,8 @@ names of the operations a request to them may be (which one is :mod:`.operations
 ``/{container}`` with ``restype=container`` (or ``restype=account``) names a container; any
 other one-segment path names a blob of the root container ``$root``; a longer path names the
 blob that is the rest of the path, slashes and a final slash included ("Naming and Referencing
-Containers, Blobs, and Metadata"). Each segment is percent-decoded once, as UTF-8.
+Containers, Blobs, and Metadata"); a backslash counts as a slash, as on Azure. Each segment is
+percent-decoded once, as UTF-8.
 """
 
 from __future__ import annotations
@@ -96,9 +97,18 @@ class Route:
     receive: Any = None  # the ASGI receive channel: handlers stream the body from it
 
 
+def _slashes(raw_path: str) -> str:
+    """A backslash in the path, as sent or percent-encoded, is a slash to Azure's front end: a
+    blob uploaded as ``a\\b`` (``a%5Cb``) is listed and read as ``a/b``."""
+    if "\\" in raw_path or "%5C" in raw_path or "%5c" in raw_path:
+        return raw_path.replace("\\", "/").replace("%5C", "/").replace("%5c", "/")
+    return raw_path
+
+
 def resolve(
     scheme: str, host: str, raw_path: str, accounts: dict[str, list[bytes]], restype: str | None
 ) -> Route:
+    raw_path = _slashes(raw_path)
     account, secondary, base, segments = locate_account(scheme, host, decode_segments(raw_path)[1:], accounts)
     if raw_path.endswith("/") and len(segments) >= 2:
         segments = [*segments, ""]  # a blob name may end with a slash

@@ -34,7 +34,7 @@ from tabulae.model.errors import ServiceError
 RESOURCE_FIELD_VERSION = "2018-11-09"  # sr and the snapshot time
 ENCRYPTION_SCOPE_VERSION = "2020-12-06"  # ses
 OVERRIDES = ("rscc", "rscd", "rsce", "rscl", "rsct")
-BEARER_ONLY = "Only a bearer token (Microsoft Entra ID) may get a user delegation key."
+BEARER_ONLY = "Only authentication scheme Bearer is supported"  # Azure's AuthenticationErrorDetail
 
 # Each string is a set of alternative letters; every one of them must be met.
 _Requirement = tuple[str, ...]

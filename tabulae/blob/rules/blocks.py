@@ -13,7 +13,7 @@ import binascii
 from collections.abc import Sequence
 
 from tabulae.blob.rules.limits import MAX_BLOCK_ID_BYTES, MAX_BLOCK_LIST
-from tabulae.model.blobs import Extent
+from tabulae.model.blobs import Extent, block_id_size
 from tabulae.model.errors import ServiceError
 
 COMMITTED, UNCOMMITTED, LATEST = "Committed", "Uncommitted", "Latest"
@@ -41,8 +41,9 @@ def check_block_id(block_id: str | None) -> str:
 
 
 def check_same_length(block_id: str, staged_length: int | None) -> None:
-    """All staged blocks of a blob have ids of one length (400 InvalidBlobOrBlock)."""
-    if staged_length is not None and staged_length != len(block_id):
+    """All staged blocks of a blob have ids of one length, counted in the bytes they encode
+    (400 InvalidBlobOrBlock)."""
+    if staged_length is not None and staged_length != block_id_size(block_id):
         raise ServiceError("InvalidBlobOrBlock")
 
 

@@ -3,7 +3,8 @@
 The front-end parses ``If-Match``, ``If-None-Match``, ``If-Modified-Since`` and
 ``If-Unmodified-Since`` into :class:`Conditions`; these functions decide against a record's
 ETag and Last-Modified. Reads answer an unmet If-None-Match or If-Modified-Since with 304 and
-an unmet If-Match or If-Unmodified-Since with 412; writes answer every unmet condition with 412.
+an unmet If-Match or If-Unmodified-Since with 412 (and ``If-None-Match: *`` with 400
+UnsatisfiableCondition); writes answer every unmet condition with 412.
 When both headers of a pair are given, the ETag one decides (RFC 9110 §13.2.2).
 """
 
@@ -61,6 +62,14 @@ def not_met(status: int = 412, code: str = "ConditionNotMet") -> ServiceError:
     return error
 
 
+def check_satisfiable(conditions: Conditions) -> None:
+    """A read with ``If-None-Match: *`` asks for a resource only if there is none: 400
+    UnsatisfiableCondition, whether or not the resource exists (Azure's answer since 2016-02-19;
+    before, the header was ignored on reads)."""
+    if conditions.if_none_match is not None and "*" in conditions.if_none_match:
+        raise ServiceError("UnsatisfiableCondition")
+
+
 def check(
     conditions: Conditions, ticks: int | None, *, read: bool, tags: Mapping[str, str] | None = None
 ) -> None:
@@ -73,6 +82,8 @@ def check(
     """
     if conditions.empty:
         return
+    if read:
+        check_satisfiable(conditions)
     if ticks is None:
         if conditions.if_match is not None or conditions.if_tags is not None:
             raise not_met()

@@ -14,7 +14,7 @@ from dataclasses import replace
 from functools import cache
 from typing import Any
 
-from tabulae.model.blobs import Extent
+from tabulae.model.blobs import Extent, block_id_size
 from tabulae.storage.blob_pages import EVERY_PAGE, PageEdit, PageSpan
 from tabulae.storage.blobplan import garbage, pages, retained, tags
 from tabulae.storage.blobplan.reads import At, committed, load_named, load_namespace
@@ -229,7 +229,10 @@ def apply(at: At, cid: int, write: BlobWrite, state: BlobState) -> Plan[set[str]
         one = {**base, "block_id": block.block_id}
         replaced = yield from _refs(_BLOCK_REF, one)
         dropped |= replaced
-        yield Sql(_COUNT_STAGED, {**base, "added": 0 if replaced else 1, "length": len(block.block_id or "")})
+        yield Sql(
+            _COUNT_STAGED,
+            {**base, "added": 0 if replaced else 1, "length": block_id_size(block.block_id or "")},
+        )
         yield Sql(_STAGE_BLOCK, {**one, "seq": time.time_ns(), "ref": block.ref, "length": block.length})
         referenced.add(block.ref)
     if write.snapshot_record is not None:

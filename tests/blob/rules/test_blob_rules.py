@@ -182,6 +182,12 @@ def test_conditions(conditions: Conditions, read: bool, status: int | None) -> N
     assert status_of(conditions, read) == status
 
 
+def test_read_if_none_match_star_is_unsatisfiable() -> None:
+    """A read cannot be asked for only when the resource is missing: 400, met or not."""
+    for ticks in (TICKS, None):
+        assert status_of(Conditions(if_none_match=("*",)), True, ticks) == 400
+
+
 def test_conditions_on_a_missing_resource() -> None:
     assert status_of(Conditions(if_match=("*",)), False, None) == 412
     assert status_of(Conditions(if_none_match=("*",)), False, None) is None
@@ -214,6 +220,8 @@ def test_block_ids() -> None:
     for bad in ("", "abc*", base64.b64encode(b"x" * 65).decode(), "YWJ"):
         assert code_of(lambda bad=bad: blocks.check_block_id(bad)) == "InvalidQueryParameterValue"
     assert code_of(lambda: blocks.check_same_length("YWJj", 8)) == "InvalidBlobOrBlock"
+    blocks.check_same_length("OQ==", 1)  # lengths are of the bytes encoded, not of the Base64
+    assert code_of(lambda: blocks.check_same_length("MTA=", 1)) == "InvalidBlobOrBlock"
 
 
 def test_extent_offsets() -> None:
