@@ -24,8 +24,9 @@ class StorageRecordedTestCase:
 
     def account_url(self, storage_account, account_type):
         """Host-style, as the tests expect: ``http://{account}.blob.core.windows.net:{port}``
-        (the harness plugin resolves that name to 127.0.0.1); ``https`` with ``run.py --ca``."""
-        port = os.environ["SDK_TESTS_PORT"]
+        (the harness plugin resolves that name to 127.0.0.1); ``https`` with ``run.py --ca``.
+        ../sdk-tests/run.py names a port per service (``SDK_TESTS_TABLE_PORT``)."""
+        port = os.environ.get(f"SDK_TESTS_{account_type.upper()}_PORT") or os.environ["SDK_TESTS_PORT"]
         scheme = os.environ.get("SDK_TESTS_SCHEME", "http")
         return f"{scheme}://{storage_account}.{account_type}.core.windows.net:{port}"
 
