@@ -19,6 +19,9 @@ TLS with a certificate for those names, and takes bearer tokens for the AAD test
     python scripts/sdk-tests/run.py /tmp/tqsdk/azure_data_tables-12.7.0/tests \
         --table-port T --queue-port Q --ca cert.pem [files...] --out DIR
 
+Give each run an empty store (a fresh ``--data-dir`` or database): a few tests create queues
+with fixed names (``testqueue1``) and never delete them, so a second run finds them there.
+
 What is ours is the harness: ../sdk-blob-tests' ``devtools_testutils/`` and
 ``harness_plugin.py`` (live mode, every account the development account, host-style names
 resolved to 127.0.0.1), and ``tq_plugin.py`` here (the table tests' account variables, their
