@@ -68,9 +68,10 @@ def is_delegation_sas(query: Mapping[str, str]) -> bool:
     return any(name in query for name in KEY_FIELDS)
 
 
-def key_of_token(query: Mapping[str, str], now: datetime) -> DelegationKey:
-    """The key a user delegation SAS names, checked: every field present, for the Blob service,
-    and within the key's own window (403 ``AuthenticationFailed`` otherwise)."""
+def key_of_token(query: Mapping[str, str], now: datetime, service: str = "b") -> DelegationKey:
+    """The key a user delegation SAS names, checked: every field present, for the service
+    (``b`` Blob, ``q`` Queue), and within the key's own window (403 ``AuthenticationFailed``
+    otherwise)."""
     missing = [name for name in KEY_FIELDS if not query.get(name)]
     if missing:
         raise ServiceError("AuthenticationFailed", detail=f"The user delegation SAS lacks {missing[0]}.")
@@ -78,8 +79,8 @@ def key_of_token(query: Mapping[str, str], now: datetime) -> DelegationKey:
         query["skoid"], query["sktid"], query["skt"], query["ske"], query["sks"], query["skv"],
         query.get("skdutid", ""),
     )  # fmt: skip
-    if key.service != "b":
-        raise ServiceError("AuthenticationFailed", detail="The signed key service (sks) must be b.")
+    if key.service != service:
+        raise ServiceError("AuthenticationFailed", detail=f"The signed key service (sks) must be {service}.")
     if not parse_iso8601(key.start, "skt") <= now <= parse_iso8601(key.expiry, "ske"):
         raise ServiceError("AuthenticationFailed", detail="The user delegation key is not valid now.")
     return key

@@ -26,6 +26,8 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         "Please refer to the information in the www-authenticate header.",
     ),
     "AuthorizationFailure": (403, "This request is not authorized to perform this operation."),
+    # A write to the read-only secondary endpoint (Table service, as Azure answers it).
+    "InsufficientAccountPermissions": (403, "Write operations are not allowed."),
     "AuthorizationPermissionMismatch": (
         403,
         "This request is not authorized to perform this operation using this permission.",

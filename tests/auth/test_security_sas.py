@@ -717,7 +717,7 @@ def test_table_sas_on_secondary_endpoint_reads_but_cannot_write(
         with pytest.raises(HttpResponseError) as caught:
             secondary.upsert_entity({"PartitionKey": "p", "RowKey": "2"})
     assert caught.value.status_code == 403
-    assert _code(caught.value) == "AuthorizationFailure"
+    assert _code(caught.value) == "InsufficientAccountPermissions"
     assert _rows(table) == [("p", "1", 1)]
 
 

@@ -495,7 +495,7 @@ def test_secondary_endpoint_refuses_writes(server: ServerProcess, table: TableCl
         else:
             secondary.delete_entity("p", "r")
     assert caught.value.status_code == 403
-    assert _code(caught.value) == "AuthorizationFailure"
+    assert _code(caught.value) == "InsufficientAccountPermissions"
     assert [(e["RowKey"], e["V"]) for e in table.list_entities()] == [("r", 1)]
 
 
@@ -507,7 +507,7 @@ def test_secondary_endpoint_refuses_table_writes_raw(
     created = raw.request(
         "POST", "Tables", {"TableName": table_name}, {"Content-Type": JSON_NOMETADATA}, path_prefix=prefix
     )
-    _assert_json_auth_error(created, 403, "AuthorizationFailure")
+    _assert_json_auth_error(created, 403, "InsufficientAccountPermissions")
     assert not _table_exists(service, table_name)
     listed = raw.request("GET", "Tables", path_prefix=prefix)
     assert listed.status == 200, listed

@@ -4,6 +4,8 @@ against a local endpoint (no test proxy, no recordings). Written for Tabulae's h
 import functools
 import os
 
+import pytest
+
 from .fake_credentials import STORAGE_ACCOUNT_FAKE_KEY, FakeTokenCredential  # noqa
 
 
@@ -17,13 +19,44 @@ def _noop(*args, **kwargs):
 
 add_body_regex_sanitizer = add_general_regex_sanitizer = add_header_regex_sanitizer = _noop
 add_oauth_response_sanitizer = add_uri_regex_sanitizer = set_custom_default_matcher = _noop
+# What the table and queue tests' conftest files ask of the proxy besides (scripts/sdk-tests).
+add_body_key_sanitizer = add_remove_header_sanitizer = add_uri_string_sanitizer = _noop
+remove_batch_sanitizers = set_bodiless_matcher = _noop
+
+
+@pytest.fixture(scope="session")
+def test_proxy():
+    """The proxy the conftest files start: none in live mode."""
+    return None
+
+
+def get_credential(is_async=False, **kwargs):
+    """The test principal's credential: a token ``tabulae serve --oauth basic`` takes."""
+    if is_async:
+        from .fake_credentials_async import AsyncLiveTokenCredential
+
+        return AsyncLiveTokenCredential()
+    from .fake_credentials import LiveTokenCredential
+
+    return LiveTokenCredential()
+
+
+def _accepted(func, kwargs):
+    """What of ``kwargs`` the test takes, as the real decorator trims them: a preparer passes
+    every value it has (the table tests' AAD ones take no key)."""
+    import inspect
+
+    kwargs.pop("variables", None)
+    parameters = inspect.signature(func).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return kwargs
+    return {name: value for name, value in kwargs.items() if name in parameters}
 
 
 def recorded_by_proxy(func):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        kwargs.pop("variables", None)
-        return func(*args, **kwargs)
+        return func(*args, **_accepted(func, kwargs))
 
     return wrapper
 
@@ -107,3 +140,30 @@ class RetryCounter:
 
     def simple_count(self, retry_context):
         self.count += 1
+
+
+#: The table tests' name for the loader (azure-sdk-tools keeps both).
+PowerShellPreparer = EnvironmentVariableLoader
+
+
+class AzureTestError(Exception):
+    pass
+
+
+def _unused_preparer(*args, **kwargs):
+    """The management-plane preparers, imported by test files but used by none that run live
+    here: applying one fails the test, as it would without a subscription."""
+
+    def decorate(func):
+        @functools.wraps(func)
+        def refuse(*a, **k):
+            raise AzureTestError("needs an Azure subscription")
+
+        return refuse
+
+    return decorate
+
+
+AzureMgmtPreparer = ResourceGroupPreparer = _unused_preparer
+
+from .storage import StorageRecordedTestCase as AzureRecordedTestCase  # noqa: E402,F401

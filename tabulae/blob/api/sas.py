@@ -28,13 +28,13 @@ from tabulae.auth.sas import (
     verify_signature,
 )
 from tabulae.blob.api.routing import Operation as Op
+from tabulae.http.delegation_key import BEARER_ONLY
 from tabulae.model.errors import ServiceError
 
 # Versions from which the service SAS string-to-sign gained fields.
 RESOURCE_FIELD_VERSION = "2018-11-09"  # sr and the snapshot time
 ENCRYPTION_SCOPE_VERSION = "2020-12-06"  # ses
 OVERRIDES = ("rscc", "rscd", "rsce", "rscl", "rsct")
-BEARER_ONLY = "Only authentication scheme Bearer is supported"  # Azure's AuthenticationErrorDetail
 
 # Each string is a set of alternative letters; every one of them must be met.
 _Requirement = tuple[str, ...]

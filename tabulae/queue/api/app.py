@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from tabulae.auth.rbac import require
 from tabulae.auth.sas import SasToken, StoredPolicy, stored_policies
+from tabulae.http.delegation_key import issue_key
 from tabulae.http.errors import XML_CONTENT_TYPE, error_xml
 from tabulae.http.frontend import Call, Frontend
 from tabulae.http.messages import NO_CACHE, Request, Response, error_time
@@ -86,6 +87,7 @@ class QueueApp(Frontend[Route]):
             is_https=request.scheme == "https",
             client_ip=request.client_ip,
             now=datetime.now(UTC),
+            query=request.query,
         )
 
     async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
@@ -101,6 +103,8 @@ class QueueApp(Frontend[Route]):
         if route.secondary and operation not in READ_OPERATIONS:
             raise ServiceError("AuthorizationFailure")
         grant: QueueGrant | None = request.grant
+        if operation is Operation.GET_USER_DELEGATION_KEY:
+            return self._user_delegation_key(request, route)
         if grant is not None:
             grant.check(operation)
         elif request.actions is not None:  # a bearer token, held to its roles
@@ -109,6 +113,20 @@ class QueueApp(Frontend[Route]):
         if operation is Operation.SET_SERVICE_PROPERTIES:
             self.forget_cors_rules(route.account)
         return response
+
+    def _user_delegation_key(self, request: Request, route: Route) -> Response:
+        """Get User Delegation Key, for a bearer token only (a SAS or Shared Key is refused in
+        :func:`issue_key`); once roles are enforced no queue role grants it, so it is refused."""
+        if request.actions is not None:
+            require(request.actions, NEEDS.get(Operation.GET_USER_DELEGATION_KEY))
+        document = issue_key(
+            request.headers.get("authorization"),
+            request.body,
+            service="q",
+            version=ops.version_of(request),
+            account_key=self.options.accounts[route.account][0],
+        )
+        return ops.xml_response(200, BOM + document)
 
     async def load_cors_rules(self, account: str) -> list[CorsRule]:
         return (await self.service.get_service_properties(account)).cors

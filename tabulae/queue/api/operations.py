@@ -32,6 +32,7 @@ class Operation(StrEnum):
     CLEAR_MESSAGES = "ClearMessages"
     UPDATE_MESSAGE = "UpdateMessage"
     DELETE_MESSAGE = "DeleteMessage"
+    GET_USER_DELEGATION_KEY = "GetUserDelegationKey"
 
 
 # Operations a secondary (read-only) endpoint serves. Get Messages changes the queue: not one.
@@ -68,8 +69,12 @@ def _service_operation(method: str, restype: str | None, comp: str | None) -> Op
         if method == "GET":
             return Operation.LIST_QUEUES
         raise ServiceError("UnsupportedHttpVerb")
-    if restype != "service" or comp not in ("properties", "stats"):
+    if restype != "service" or comp not in ("properties", "stats", "userdelegationkey"):
         raise ServiceError("InvalidQueryParameterValue")
+    if comp == "userdelegationkey":  # the Queue service has it since 2025-07-05's user delegation SAS
+        if method != "POST":
+            raise ServiceError("UnsupportedHttpVerb")
+        return Operation.GET_USER_DELEGATION_KEY
     if comp == "stats":
         if method != "GET":
             raise ServiceError("UnsupportedHttpVerb")

@@ -5,15 +5,17 @@ live in :mod:`tabulae.auth.sas`.
 A queue SAS grants ``r`` (metadata and Peek Messages), ``a`` (Put Message), ``u`` (Update
 Message) and ``p`` (Get and Delete Message) on the one queue whose name it signs; anything else
 (creating or deleting queues, metadata and ACL changes, Clear Messages, service operations) needs
-the account key or an account SAS.
+the account key or an account SAS. A user delegation SAS (signed with a key from Get User
+Delegation Key, ``sks=q``) grants the same as a queue SAS.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from tabulae.auth import delegation
 from tabulae.auth.sas import (
     SasToken,
     StoredPolicy,
@@ -81,6 +83,14 @@ def queue_sas_string_to_sign(token: SasToken, account: str, queue: str) -> str:
     return "\n".join(v or "" for v in values)
 
 
+def delegation_string_to_sign(query: Mapping[str, str], account: str, queue: str) -> str:
+    """A queue user delegation SAS's string-to-sign (the Queue service has them from 2025-07-05):
+    the queue SAS's fields with the key's seven (``skoid`` .. ``skdutid``) and ``sduoid`` where
+    ``si`` stands."""
+    names = ("sp", "st", "se", None, *delegation.KEY_FIELDS, "skdutid", "sduoid", "sip", "spr", "sv")
+    return "\n".join(f"/queue/{account}/{queue}" if name is None else query.get(name) or "" for name in names)
+
+
 @dataclass(frozen=True, slots=True)
 class QueueGrant:
     """What an authenticated SAS allows; ``check`` decides per operation."""
@@ -116,11 +126,13 @@ def verify_sas(
     is_https: bool,
     client_ip: str | None,
     now: datetime,
+    query: Mapping[str, str] | None = None,
 ) -> QueueGrant:
     """Authenticate ``token`` for a request to ``account`` (and ``queue``, "" for the service).
 
     A queue SAS is signed for the queue the URL names, so a token made for another queue fails
-    its signature check. ``policy_lookup`` resolves ``si`` in that queue's ACL.
+    its signature check. ``policy_lookup`` resolves ``si`` in that queue's ACL. ``query`` is the
+    request's query: a token carrying a user delegation key's fields is signed with that key.
     """
     require_version(token)
     if token.is_account:
@@ -128,7 +140,16 @@ def verify_sas(
             token, account=account, keys=keys, service="q", is_https=is_https, client_ip=client_ip, now=now
         )
         return QueueGrant(True, granted.permissions, granted.resource_types)
-    verify_signature(token.sig, queue_sas_string_to_sign(token, account, queue), keys)
+    if query is not None and delegation.is_delegation_sas(query):
+        if token.si is not None:
+            raise ServiceError(
+                "AuthenticationFailed", detail="A user delegation SAS cannot name a stored access policy."
+            )
+        key = delegation.key_of_token(query, now, "q")
+        signed = delegation_string_to_sign(query, account, queue)
+        verify_signature(token.sig, signed, delegation.key_values(key, keys))
+    else:
+        verify_signature(token.sig, queue_sas_string_to_sign(token, account, queue), keys)
     sp, st, se = apply_policy(token, policy_lookup)
     check_window(st, se, now)
     check_protocol(token.spr, is_https)

@@ -149,7 +149,7 @@ class TableApp(Frontend[Route]):
     async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
         method = effective_method(request.method, request.x_http_methods)
         if route.secondary and method not in _READ_METHODS:
-            raise ServiceError("AuthorizationFailure")
+            raise ServiceError("InsufficientAccountPermissions")
         query = request.query
         resource = route.resource
         operation = resolve_operation(

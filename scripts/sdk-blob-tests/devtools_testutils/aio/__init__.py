@@ -1,10 +1,11 @@
 import functools
 
+from .. import _accepted
+
 
 def recorded_by_proxy_async(func):
     @functools.wraps(func)
     async def wrapper(*args, **kwargs):
-        kwargs.pop("variables", None)
-        return await func(*args, **kwargs)
+        return await func(*args, **_accepted(func, kwargs))
 
     return wrapper

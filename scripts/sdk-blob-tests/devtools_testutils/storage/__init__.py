@@ -24,8 +24,9 @@ class StorageRecordedTestCase:
 
     def account_url(self, storage_account, account_type):
         """Host-style, as the tests expect: ``http://{account}.blob.core.windows.net:{port}``
-        (the harness plugin resolves that name to 127.0.0.1); ``https`` with ``run.py --ca``."""
-        port = os.environ["SDK_TESTS_PORT"]
+        (the harness plugin resolves that name to 127.0.0.1); ``https`` with ``run.py --ca``.
+        ../sdk-tests/run.py names a port per service (``SDK_TESTS_TABLE_PORT``)."""
+        port = os.environ.get(f"SDK_TESTS_{account_type.upper()}_PORT") or os.environ["SDK_TESTS_PORT"]
         scheme = os.environ.get("SDK_TESTS_SCHEME", "http")
         return f"{scheme}://{storage_account}.{account_type}.core.windows.net:{port}"
 
@@ -41,16 +42,26 @@ class StorageRecordedTestCase:
         return self.get_resource_name(name)
 
     def get_random_bytes(self, size):
-        """Not ``os.urandom``: the encryption tests patch that with a stub that calls itself for
-        sizes other than an IV's or a key's (their recordings never reach it)."""
+        """Not ``os.urandom``: the blob and queue encryption tests patch that with a stub that
+        calls itself for sizes other than an IV's or a key's (their recordings never reach it)."""
         return random.randbytes(size)
+
+    def setup_method(self, method):
+        """The queue client tests set up in unittest's ``setUp``, which pytest calls only on a
+        ``unittest.TestCase``."""
+        set_up = getattr(self, "setUp", None)
+        if set_up is not None:
+            set_up()
 
     def get_random_text_data(self, size):
         return "".join(random.choice(string.ascii_letters) for _ in range(size))
 
     def connection_string(self, account_name, key):
         """An account's connection string by its host-style endpoints, as Azure's test base gives."""
-        return f"DefaultEndpointsProtocol=https;AccountName={account_name};AccountKey={key};EndpointSuffix=core.windows.net"
+        return (
+            f"DefaultEndpointsProtocol=https;AccountName={account_name};AccountKey={key};"
+            "EndpointSuffix=core.windows.net"
+        )
 
     def get_datetime_variable(self, variables, name, dt):
         variables[name] = str(dt)

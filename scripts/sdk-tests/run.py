@@ -1,0 +1,106 @@
+"""Run Microsoft's own azure-data-tables and azure-storage-queue tests live against Tabulae.
+
+The tests ship in the packages' source distributions:
+
+    pip download --no-deps --no-binary :all: azure-data-tables==12.7.0 \
+        azure-storage-queue==12.18.1 -d /tmp/tqsdk
+    for f in /tmp/tqsdk/*.tar.gz; do tar xzf "$f" -C /tmp/tqsdk; done
+
+The interpreter running this script needs those SDKs, azure-identity, pytest, pytest-timeout
+and anyio (for the ``*_async.py`` files), as for ../sdk-blob-tests. The table tests speak
+HTTPS to ``https://devstoreaccount1.table.core.windows.net`` (no port), so the server serves
+TLS with a certificate for those names, and takes bearer tokens for the AAD tests:
+
+    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=sdk-tests \
+        -addext subjectAltName=DNS:*.table.core.windows.net,DNS:*.queue.core.windows.net \
+        -keyout key.pem -out cert.pem
+    tabulae serve --port T --queue-port Q --cert cert.pem --key key.pem --oauth basic \
+        --oauth-role 00000000-0000-0000-0000-0000000000aa=owner ...
+    python scripts/sdk-tests/run.py /tmp/tqsdk/azure_data_tables-12.7.0/tests \
+        --table-port T --queue-port Q --ca cert.pem [files...] --out DIR
+
+Give each run an empty store (a fresh ``--data-dir`` or database): a few tests create queues
+with fixed names (``testqueue1``) and never delete them, so a second run finds them there.
+
+What is ours is the harness: ../sdk-blob-tests' ``devtools_testutils/`` and
+``harness_plugin.py`` (live mode, every account the development account, host-style names
+resolved to 127.0.0.1), and ``tq_plugin.py`` here (the table tests' account variables, their
+port-less HTTPS names sent to the given ports, ``DefaultAzureCredential`` as the harness's
+token). Files default to every test file of the directory but the ``*cosmos*`` ones, which
+test Azure Cosmos DB's Table API, another service. Prints pass/fail counts per file; pytest's
+logs go to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BLOB_HARNESS = HERE.parent / "sdk-blob-tests"
+
+
+def counts(line: str) -> dict[str, int]:
+    return {word: int(n) for n, word in re.findall(r"(\d+) (passed|failed|skipped|errors?)", line)}
+
+
+def summary(text: str) -> dict[str, int]:
+    """The counts of pytest's closing line, wherever late warnings pushed it."""
+    for line in reversed(text.strip().splitlines()):
+        if " in " in line and counts(line):
+            return counts(line)
+    return {}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("tests", type=Path, help="the tests/ directory of the SDK's source distribution")
+    parser.add_argument("files", nargs="*", help="test files (default: all but the Cosmos ones)")
+    parser.add_argument("--table-port", type=int, required=True, help="Tabulae's Table port")
+    parser.add_argument("--queue-port", type=int, required=True, help="Tabulae's Queue port")
+    parser.add_argument("--ca", type=Path, required=True, help="the server's certificate (PEM)")
+    parser.add_argument("--out", type=Path, default=Path("sdk-test-logs"), help="where pytest's logs go")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds one test may take")
+    args = parser.parse_intermixed_args()
+    files = args.files or sorted(p.name for p in args.tests.glob("test_*.py") if "cosmos" not in p.name)
+    args.out.mkdir(parents=True, exist_ok=True)
+    ca = str(args.ca.resolve())
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(map(str, (HERE, BLOB_HARNESS, args.tests))),
+        SDK_TESTS_TABLE_PORT=str(args.table_port),
+        SDK_TESTS_QUEUE_PORT=str(args.queue_port),
+        SDK_TESTS_SCHEME="https",
+        REQUESTS_CA_BUNDLE=ca,
+        SSL_CERT_FILE=ca,
+    )
+    totals: dict[str, int] = {}
+    for name in files:
+        log = args.out / (Path(name).stem + ".log")
+        with log.open("w") as handle:
+            subprocess.run(
+                [sys.executable, "-m", "pytest", "-p", "harness_plugin", "-p", "tq_plugin",
+                 "-p", "no:cacheprovider", "-q", "-rfE", "--timeout", str(args.timeout), name],
+                cwd=args.tests, env=env, stdout=handle, stderr=subprocess.STDOUT, check=False,
+            )  # fmt: skip
+        found = summary(log.read_text(errors="replace"))
+        found["error"] = found.pop("errors", 0) + found.pop("error", 0)
+        for word, number in found.items():
+            totals[word] = totals.get(word, 0) + number
+        print(
+            f"{name}: "
+            + ", ".join(f"{found.get(w, 0)} {w}" for w in ("passed", "failed", "skipped", "error")),
+            flush=True,
+        )
+    print("total: " + ", ".join(f"{totals.get(w, 0)} {w}" for w in ("passed", "failed", "skipped", "error")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
