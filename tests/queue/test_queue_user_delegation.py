@@ -114,3 +114,35 @@ def test_user_delegation_queue_sas(
         with pytest.raises(ClientAuthenticationError) as bad:
             forged.send_message("forged")
         assert (bad.value.status_code, bad.value.error_code) == (403, "AuthenticationFailed")
+
+
+def test_roles_enforced_a_blob_data_role_gets_a_queue_key(
+    tmp_path_factory: pytest.TempPathFactory, cert: SelfSignedCert
+) -> None:
+    """With ``--oauth-role``, a key takes the Blob service's generateUserDelegationKey action,
+    which Azure names for Blob, Files and Queue alike: a Blob data role has it, a queue role
+    does not (403 AuthorizationPermissionMismatch)."""
+    reader, queue_only = "00000000-0000-0000-0000-0000000000aa", "00000000-0000-0000-0000-0000000000bb"
+    roles = ["--oauth-role", f"{reader}=reader", "--oauth-role", f"{queue_only}=queue-contributor"]
+    args = ["--workers", "1", "--cert", str(cert.cert), "--key", str(cert.key), "--oauth", "basic", *roles]
+    process = ServerProcess(tmp_path_factory.mktemp("qudkroles"), extra_args=args).start()
+    try:
+        start, expiry = window()
+        for oid, allowed in ((reader, True), (queue_only, False)):
+            with QueueServiceClient(
+                url(process),
+                StaticTokenCredential(make_jwt(extra={"oid": oid})),
+                connection_verify=str(cert.cert),
+                retry_total=0,
+            ) as client:
+                if allowed:
+                    assert client.get_user_delegation_key(start=start, expiry=expiry).signed_oid == oid
+                else:
+                    with pytest.raises(HttpResponseError) as refused:
+                        client.get_user_delegation_key(start=start, expiry=expiry)
+                    assert (refused.value.status_code, refused.value.error_code) == (
+                        403,
+                        "AuthorizationPermissionMismatch",
+                    )
+    finally:
+        process.stop()

@@ -116,7 +116,8 @@ class QueueApp(Frontend[Route]):
 
     def _user_delegation_key(self, request: Request, route: Route) -> Response:
         """Get User Delegation Key, for a bearer token only (a SAS or Shared Key is refused in
-        :func:`issue_key`); once roles are enforced no queue role grants it, so it is refused."""
+        :func:`issue_key`); once roles are enforced, for a token whose roles hold the Blob
+        service's ``generateUserDelegationKey`` action (a Blob data role; no queue role does)."""
         if request.actions is not None:
             require(request.actions, NEEDS.get(Operation.GET_USER_DELEGATION_KEY))
         document = issue_key(

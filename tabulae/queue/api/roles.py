@@ -30,4 +30,7 @@ NEEDS: dict[Operation, Need] = {
     Operation.DELETE_MESSAGE: need(_M + "process/action", _M + "delete"),
     Operation.CLEAR_MESSAGES: need(_M + "delete"),
     Operation.UPDATE_MESSAGE: need(_M + "write"),
+    # A user delegation key for queues takes the Blob service's action, as Azure's guide to user
+    # delegation SAS for Blob, Files and Queue says: a Blob data role grants it, no queue role.
+    Operation.GET_USER_DELEGATION_KEY: need("blobServices/generateUserDelegationKey/action"),
 }
