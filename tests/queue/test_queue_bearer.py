@@ -3,27 +3,12 @@ the same authentication flow as the Table service's, with the queue's own audien
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
 from azure.storage.queue import QueueClient
 
 from tests.serverproc import DEV_ACCOUNT, ServerProcess
-from tests.tls import SelfSignedCert, StaticTokenCredential, make_jwt, make_self_signed_cert
-
-
-@pytest.fixture(scope="module")
-def cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
-    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
-
-
-@pytest.fixture(scope="module")
-def oauth_server(tmp_path_factory: pytest.TempPathFactory, cert: SelfSignedCert) -> Iterator[ServerProcess]:
-    args = ["--workers", "1", "--cert", str(cert.cert), "--key", str(cert.key), "--oauth", "basic"]
-    process = ServerProcess(tmp_path_factory.mktemp("tlsdata"), extra_args=args).start()
-    yield process
-    process.stop()
+from tests.tls import SelfSignedCert, StaticTokenCredential, make_jwt
 
 
 def queue(server: ServerProcess, cert: SelfSignedCert, token: str, name: str) -> QueueClient:

@@ -14,22 +14,9 @@ from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
 from azure.storage.queue import QueueClient, QueueSasPermissions, QueueServiceClient, generate_queue_sas
 
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
-from tests.tls import TENANT, SelfSignedCert, StaticTokenCredential, make_jwt, make_self_signed_cert
+from tests.tls import TENANT, SelfSignedCert, StaticTokenCredential, make_jwt
 
 OID = "00000000-0000-0000-0000-000000000001"  # make_jwt's
-
-
-@pytest.fixture(scope="module")
-def cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
-    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
-
-
-@pytest.fixture(scope="module")
-def oauth_server(tmp_path_factory: pytest.TempPathFactory, cert: SelfSignedCert) -> Iterator[ServerProcess]:
-    args = ["--workers", "1", "--cert", str(cert.cert), "--key", str(cert.key), "--oauth", "basic"]
-    process = ServerProcess(tmp_path_factory.mktemp("qudk"), extra_args=args).start()
-    yield process
-    process.stop()
 
 
 def url(server: ServerProcess) -> str:
