@@ -878,3 +878,55 @@ def test_without_wide_probes_a_dense_scan_asks_for_one_partition_at_a_time(stepp
             assert sum(len(rows) for rows, *_ in stepped) == 12 * 15
 
     asyncio.run(body())
+
+
+def test_a_page_resuming_inside_a_partition_reads_its_rest_and_the_next_in_one_statement(
+    stepping_url: str,
+) -> None:
+    """Partitions of 60 entities whose last match is not their last row, every other one
+    matching, read in pages of 60: each page ends at a partition's last match, so the next
+    resumes inside it. Once a page has seen how many matches a partition gives, the next reads
+    that partition's rest together with the partitions it expects to fill the page in one
+    statement, while a probe on another connection checks them, where it read the rest alone,
+    then probed, then read partition by partition: its first read names three partitions. The
+    pages are those of one statement over every shard."""
+
+    async def body() -> None:
+        async with recorded(stepping_url) as (stores, log):
+            tables = stores.tables
+            await tables.create_table(ACCOUNT, "Rests")
+            for p in range(10):
+                rows = [
+                    Mutation(
+                        MutationKind.INSERT, f"p{p:02d}", f"{i:03d}", {"flag": (edm.BOOLEAN, i % 2 == 0)}
+                    )
+                    for i in range(60)
+                ]
+                await tables.apply(ACCOUNT, "Rests", rows)
+            service = TableService(tables)
+            token: tuple[str | None, str | None] = (None, None)
+            reads: list[list[int]] = []  # each page's reads: how many partitions each names
+            while True:
+                log.clear()
+                page = await service.query_entities(ACCOUNT, "Rests", "flag eq true", 60, *token)
+                reads.append(
+                    [
+                        len(params["batch"]) if "= ANY(" in text else 1
+                        for text, params in statements_of(log)
+                        if "%(need)s" in text
+                    ]
+                )
+                if page.next_partition_token is None:
+                    break
+                token = (page.next_partition_token, page.next_row_token)
+            assert len(reads) >= 5
+            # the rest and the two partitions after it, then the first row of the next (the
+            # service asks one entity beyond the page, to know whether another page follows)
+            assert all(page_reads == [3, 1] for page_reads in reads[2:-1]), reads
+            tables._citus = True
+            stepped = await _pages_of(service, "Rests", "flag eq true", 60)
+            tables._citus = False
+            assert await _pages_of(service, "Rests", "flag eq true", 60) == stepped
+            assert sum(len(rows) for rows, *_ in stepped) == 10 * 30
+
+    asyncio.run(body())

@@ -20,11 +20,13 @@ created since (or a hint gone stale) only shortens the run. A page thus costs on
 many partitions it crosses, where it cost one per partition. Until the partitions read promise
 the page, a probe asks for the next partition alone, as a sparse scan needs no more.
 
-A page that resumes where the previous one read a partition to its end does not wait for its
-probe: it sends the probe aside, on another connection (:func:`~tabulae.storage.plan.aside`),
-and meanwhile reads the partitions the hint expects; then it keeps the rows of those the probe
-confirms, in order, and steps on from the first it disowns. A scan in steady state thus pays
-for its probe in the time of its reads.
+A page that resumes where the previous one read a partition to its end, or inside a partition
+whose rest will likely not fill it, does not wait for its probe: it sends the probe aside, on
+another connection (:func:`~tabulae.storage.plan.aside`), and meanwhile reads, in one
+statement, that rest and as many of the partitions the hint expects as the page likely needs
+(by the matches a partition gave); then it keeps the rows of those the probe confirms, in
+order, and steps on from the first it disowns. A scan in steady state thus pays for its probe
+in the time of its reads, and a page costs that read and the count of the rows it examined.
 
 When a partition yields too few matches for stepping to pay (a sparse filter, or partitions of a
 row or two), the rest of the range goes to one statement over every shard, as on PostgreSQL,
@@ -67,9 +69,10 @@ class Hint(NamedTuple):
     expected: tuple[bytes, ...]  # the partitions after it
     read_out: bool  # the partition was read to its end
     density: int  # matches a partition read to its end gave (0: none was)
+    left: int  # matches its rest likely holds: ``density`` less those the page took of it
 
 
-_NO_HINT = Hint((), False, 0)
+_NO_HINT = Hint((), False, 0, 0)
 
 
 class ScanHints:
@@ -231,8 +234,9 @@ def scan_stepping(
             if stepping:
                 if resumed is not None:
                     batch, resumed = [resumed], None
-                    if hint.read_out and density and wide_ok and expected:
-                        # read what the hint expects while a probe beside checks it
+                    short = hint.read_out or hint.left < want  # its rest will not fill the page
+                    if short and density and wide_ok and expected:
+                        # read its rest with what the hint expects while a probe beside checks it
                         points = _points(batch[0], expected)
                         probe = yield aside(*_successor_statements(layout, bounds, params, points))
                         coming, expected = points[1:], []
@@ -251,10 +255,15 @@ def scan_stepping(
                     if not coming:
                         break
                     batch = [coming.pop(0)]
-                # with them, the partitions likely read to their end as well
-                if density and not (tail and not hint.read_out):
-                    likely = density * (len(batch) - tail)
-                    while coming and likely + density < want - len(found):
+                # with them, as many partitions as the page likely needs, the one it likely ends
+                # in too when the page likely takes half of that one's matches or more: a shard
+                # reads up to the whole page from its partitions, so a partition read for a few
+                # rows costs more than the statement it saves
+                if density and (probe is not None or not tail or hint.read_out):
+                    likely = (hint.left if tail else 0) + density * (len(batch) - tail)
+                    while coming and (short := want - len(found) - likely) > 0:
+                        if likely and 2 * short < density:
+                            break
                         batch.append(coming.pop(0))
                         likely += density
                 at = batch[-1]
@@ -309,11 +318,14 @@ def scan_stepping(
                     params,
                     "one",
                 )
-                if stepping and hints is not None:  # the next page resumes in one of the last two
+                if stepping and hints is not None and parts:  # the next page resumes in one of the last two
                     gave = full_matches // full_parts if full_parts else density
+                    taken = _taken_from_last(found)
                     for index in range(max(0, len(parts) - 2), len(parts)):
                         ahead = (*parts[index + 1 :], *coming, *expected)
-                        hints.leave(table, parts[index], Hint(ahead[:EXPECTED], index < len(parts) - 1, gave))
+                        last_one = index == len(parts) - 1
+                        left = max(0, gave - taken) if last_one else 0
+                        hints.leave(table, parts[index], Hint(ahead[:EXPECTED], not last_one, gave, left))
                 return ScanChunk(found, examined + int(counted[0]), (last.pk, last.rk), False, exact)
             if not stepping:
                 break  # one statement over every shard read the rest of the range
@@ -330,6 +342,17 @@ def scan_stepping(
         count = f"SELECT count(*) FROM entities e WHERE {within}{_among(layout, stepping, parts, params)}"
         examined += int((yield Sql(count, params, "one"))[0])
     return ScanChunk(found, examined, None, True, exact)
+
+
+def _taken_from_last(found: list[StoredEntity]) -> int:
+    """How many of the page's entities, at its end, share the last one's partition."""
+    last = found[-1].pk
+    taken = 0
+    for entity in reversed(found):
+        if entity.pk != last:
+            break
+        taken += 1
+    return taken
 
 
 def _among(layout: EntityLayout, stepping: bool, parts: list[bytes], params: dict[str, object]) -> str:
