@@ -889,7 +889,10 @@ def test_a_page_resuming_inside_a_partition_reads_its_rest_and_the_next_in_one_s
     that partition's rest together with the partitions it expects to fill the page in one
     statement, while a probe on another connection checks them, where it read the rest alone,
     then probed, then read partition by partition: its first read names three partitions. The
-    pages are those of one statement over every shard."""
+    one row it reads past its end (to know whether another page follows) comes with the count of
+    rows examined up to it, and the count of the partitions before it goes beside that read, so
+    the page sends no count after it. The pages, tokens and counts of rows examined are those of
+    one statement over every shard."""
 
     async def body() -> None:
         async with recorded(stepping_url) as (stores, log):
@@ -906,9 +909,11 @@ def test_a_page_resuming_inside_a_partition_reads_its_rest_and_the_next_in_one_s
             service = TableService(tables)
             token: tuple[str | None, str | None] = (None, None)
             reads: list[list[int]] = []  # each page's reads: how many partitions each names
+            counts_after: list[int] = []  # each page's counts sent once its last row was known
             while True:
                 log.clear()
                 page = await service.query_entities(ACCOUNT, "Rests", "flag eq true", 60, *token)
+                counts_after.append(sum(1 for text, _params in statements_of(log) if "%(last_r)s" in text))
                 reads.append(
                     [
                         len(params["batch"]) if "= ANY(" in text else 1
@@ -923,6 +928,9 @@ def test_a_page_resuming_inside_a_partition_reads_its_rest_and_the_next_in_one_s
             # the rest and the two partitions after it, then the first row of the next (the
             # service asks one entity beyond the page, to know whether another page follows)
             assert all(page_reads == [3, 1] for page_reads in reads[2:-1]), reads
+            # that row's read counts the rows examined up to it, and the partitions read to their
+            # end are counted beside it: no count waits for the page's last row
+            assert counts_after[2:-1] == [0] * len(counts_after[2:-1]), counts_after
             tables._citus = True
             stepped = await _pages_of(service, "Rests", "flag eq true", 60)
             tables._citus = False

@@ -26,7 +26,13 @@ another connection (:func:`~tabulae.storage.plan.aside`), and meanwhile reads, i
 statement, that rest and as many of the partitions the hint expects as the page likely needs
 (by the matches a partition gave); then it keeps the rows of those the probe confirms, in
 order, and steps on from the first it disowns. A scan in steady state thus pays for its probe
-in the time of its reads, and a page costs that read and the count of the rows it examined.
+in the time of its reads.
+
+The rows a page examined are counted without a round trip of their own where the page ends in
+a read of one partition for a few rows (most often the one row a page reads past its end, to
+know whether another page follows): that read counts, beside each row, the rows of its
+partition up to it, and the partitions read to their end before it are counted in the same
+pipeline. Elsewhere one count of the partitions not yet counted follows the page's last row.
 
 When a partition yields too few matches for stepping to pay (a sparse filter, or partitions of a
 row or two), the rest of the range goes to one statement over every shard, as on PostgreSQL,
@@ -55,6 +61,9 @@ STEP_PARTITIONS = 4
 # index probe on every shard, within the same task.
 EXPECTED = 4
 HINTS = 1024  # scans whose expected partitions a store remembers between pages
+# A read of one partition for at most this many rows counts the rows examined up to each (most
+# often the one row a page reads past its end, to know whether another page follows).
+RANKED = 16
 
 _START = b""  # a point before every partition of every table: the probe's ranges bound it
 
@@ -220,6 +229,7 @@ def scan_stepping(
         resumed = None
         hint = _NO_HINT
         full_matches = full_parts = 0  # of the partitions this chunk read to their end
+        counted = 0  # the first partitions of ``parts`` whose rows ``examined`` holds already
         if after is not None and stepping and not found and not examined:
             resumed = layout.partition_value(table, after[0])
             if hints is not None:
@@ -234,8 +244,8 @@ def scan_stepping(
             if stepping:
                 if resumed is not None:
                     batch, resumed = [resumed], None
-                    short = hint.read_out or hint.left < want  # its rest will not fill the page
-                    if short and density and wide_ok and expected:
+                    unfilled = hint.read_out or hint.left < want  # its rest will not fill the page
+                    if unfilled and density and wide_ok and expected:
                         # read its rest with what the hint expects while a probe beside checks it
                         points = _points(batch[0], expected)
                         probe = yield aside(*_successor_statements(layout, bounds, params, points))
@@ -280,12 +290,24 @@ def scan_stepping(
             else:
                 where = within + beyond
             params["need"] = want - len(found)
-            rows = yield Sql(
-                f"SELECT {keys}, e.ticks, e.props FROM {matching.source}"
-                f" WHERE {where} AND {matching.condition} ORDER BY {keys} LIMIT :need",
-                params,
-                "all",
+            # one partition's read numbers the rows it examines, so a page ending there needs no
+            # count of its own; the partitions read to their end before it are counted alongside
+            ranked = stepping and len(batch) == 1 and params["need"] <= RANKED
+            read = Sql(
+                _read_sql(layout, table, key_range, after, matching, where, params, ranked), params, "all"
             )
+            if ranked and counted < len(parts) - 1:
+                done = _within_parts(layout, parts[counted:-1], params, "done")
+                rows, tally = yield plan_batch(
+                    read, Sql(f"SELECT count(*) FROM entities e WHERE {within}{done}", params, "one")
+                )
+                examined += int(tally[0])
+                counted = len(parts) - 1
+            else:
+                rows = yield read
+            if ranked:
+                ranks = [row[4] for row in rows]
+                rows = [row[:4] for row in rows]
             if probe is not None:  # keep what the probe confirms: partitions that follow each other
                 _, _, answer, _ = yield collect(probe)
                 probe = None
@@ -312,12 +334,17 @@ def scan_stepping(
                     cut = bisect_right(parts, params["last_p"])
                     coming = [*parts[cut:], *coming]
                     del parts[cut:]
-                counted = yield Sql(
-                    f"SELECT count(*) FROM entities e WHERE {within}{_among(layout, stepping, parts, params)}"
-                    f" AND ({keys}) <= (:last_p, :last_r)",
-                    params,
-                    "one",
-                )
+                if ranked and rows:  # the rows its one partition examined up to the page's last
+                    examined += int(ranks[-1])
+                else:
+                    uncounted = _uncounted(layout, stepping, parts, counted, params)
+                    tally = yield Sql(
+                        f"SELECT count(*) FROM entities e WHERE {within}{uncounted}"
+                        f" AND ({keys}) <= (:last_p, :last_r)",
+                        params,
+                        "one",
+                    )
+                    examined += int(tally[0])
                 if stepping and hints is not None and parts:  # the next page resumes in one of the last two
                     gave = full_matches // full_parts if full_parts else density
                     taken = _taken_from_last(found)
@@ -326,7 +353,7 @@ def scan_stepping(
                         last_one = index == len(parts) - 1
                         left = max(0, gave - taken) if last_one else 0
                         hints.leave(table, parts[index], Hint(ahead[:EXPECTED], not last_one, gave, left))
-                return ScanChunk(found, examined + int(counted[0]), (last.pk, last.rk), False, exact)
+                return ScanChunk(found, examined, (last.pk, last.rk), False, exact)
             if not stepping:
                 break  # one statement over every shard read the rest of the range
             stepped_matches += len(matched)
@@ -339,8 +366,10 @@ def scan_stepping(
                 stepping = False
             beyond = f" AND e.{layout.partition} > :step"
             params["step"] = params["part"]
-        count = f"SELECT count(*) FROM entities e WHERE {within}{_among(layout, stepping, parts, params)}"
-        examined += int((yield Sql(count, params, "one"))[0])
+        uncounted = _uncounted(layout, stepping, parts, counted, params)
+        examined += int(
+            (yield Sql(f"SELECT count(*) FROM entities e WHERE {within}{uncounted}", params, "one"))[0]
+        )
     return ScanChunk(found, examined, None, True, exact)
 
 
@@ -355,12 +384,55 @@ def _taken_from_last(found: list[StoredEntity]) -> int:
     return taken
 
 
-def _among(layout: EntityLayout, stepping: bool, parts: list[bytes], params: dict[str, object]) -> str:
-    """While stepping, the rows examined all lie in the partitions stepped through: a count
+def _read_sql(
+    layout: EntityLayout,
+    table: int,
+    key_range: KeyRange,
+    after: tuple[str, str] | None,
+    matching: Matching,
+    where: str,
+    params: dict[str, Any],
+    ranked: bool,
+) -> str:
+    """The read of a step: the matching rows in key order, up to the page. ``ranked`` (a read of
+    the one partition ``:part``, routed to its shard, for a few rows) gives each match a fifth
+    column: the rows of that partition within the range up to it, matching or not, which are
+    the rows the page examined there. Each is an index-only count beside its row, so a read for
+    many rows is not ranked (and not written as a window over a subquery, which the planner
+    plans for every row of the partition, not for the limit)."""
+    keys = f"e.{layout.partition}, e.rk"
+    ranks = ""
+    if ranked:
+        part = layout.partition
+        bounds = " AND " + layout.table_where(table, params, "c.")
+        bounds += range_sql(layout, table, key_range, after, params, "c.")
+        ranks = f", (SELECT count(*) FROM entities c WHERE c.{part} = :part AND c.rk <= e.rk{bounds})"
+    return (
+        f"SELECT {keys}, e.ticks, e.props{ranks} FROM {matching.source}"
+        f" WHERE {where} AND {matching.condition} ORDER BY {keys} LIMIT :need"
+    )
+
+
+def _uncounted(
+    layout: EntityLayout, stepping: bool, parts: list[bytes], counted: int, params: dict[str, object]
+) -> str:
+    """The rows examined that ``examined`` does not hold yet: while stepping, those of the
+    partitions stepped through and not counted; otherwise every row of the range after the
+    partitions counted (the first of ``parts``, in key order)."""
+    if stepping:
+        return _within_parts(layout, parts[counted:], params, "parts")
+    if not counted:
+        return ""
+    params["counted_hi"] = parts[counted - 1]
+    return f" AND e.{layout.partition} > :counted_hi"
+
+
+def _within_parts(layout: EntityLayout, parts: list[bytes], params: dict[str, object], name: str) -> str:
+    """The rows of ``parts`` (partitions stepped through), as parameters named ``name``: a count
     confined to them goes to their shards only, and bounded by the first and last of them, so
     that each shard counts along its key index rather than through every row it holds."""
-    if not stepping or not parts:
-        return ""
-    params.update(parts=parts, parts_lo=parts[0], parts_hi=parts[-1])
+    if not parts:
+        return " AND false"
+    params.update({name: parts, f"{name}_lo": parts[0], f"{name}_hi": parts[-1]})
     column = f"e.{layout.partition}"
-    return f" AND {column} = ANY(:parts) AND {column} >= :parts_lo AND {column} <= :parts_hi"
+    return f" AND {column} = ANY(:{name}) AND {column} >= :{name}_lo AND {column} <= :{name}_hi"
