@@ -56,6 +56,19 @@ def token_claims(header: str) -> dict[str, object]:
     return _claims(header.split(None, 1)[1].strip())
 
 
+# Azure's own words for a token it refuses (AuthenticationErrorDetail), as real answers quote
+# them: an issuer it does not trust is 401 InvalidAuthenticationInfo with the challenge (Azure
+# answers so since 2021: azure-sdk-for-java#24926, AzureStorageExplorer#9050); an audience it
+# does not serve is 403 AuthenticationFailed (the only answer on record); its other checks keep
+# the generic 403 AuthenticationFailed, their own wording not being on record.
+ISSUER_MISMATCH = "Issuer validation failed. Issuer did not match."
+AUDIENCE_MISMATCH = "Audience validation failed. Audience did not match."
+CHALLENGE_MESSAGE = (
+    "Server failed to authenticate the request. "
+    "Please refer to the information in the www-authenticate header."
+)
+
+
 def verify_bearer(header: str, account: str, now: float | None = None, *, service: str = "table") -> None:
     """Accept a well-formed token for this account's audience from a Microsoft issuer, in its
     window; ``service`` (``table``, ``queue``, ``blob``) names the service's own audience."""
@@ -70,11 +83,16 @@ def verify_bearer(header: str, account: str, now: float | None = None, *, servic
     issuer = claims.get("iss")
     not_before = claims.get("nbf", 0)
     expires = claims.get("exp")
+    if not isinstance(issuer, str) or not issuer.startswith(_ISSUERS):
+        error = ServiceError(
+            "InvalidAuthenticationInfo", CHALLENGE_MESSAGE, detail=ISSUER_MISMATCH, headers=challenge
+        )
+        error.status = 401
+        raise error
+    if audience not in _audiences(account, service):
+        raise ServiceError("AuthenticationFailed", detail=AUDIENCE_MISMATCH, headers=challenge)
     if (
-        audience not in _audiences(account, service)
-        or not isinstance(issuer, str)
-        or not issuer.startswith(_ISSUERS)
-        or not isinstance(not_before, int | float)
+        not isinstance(not_before, int | float)
         or not isinstance(expires, int | float)
         or moment + _SKEW_SECONDS < not_before
         or moment - _SKEW_SECONDS >= expires

@@ -41,7 +41,7 @@ def error_xml(error: ServiceError, request_id: str, time_text: str, *, table_sty
     detail = "".join(
         f"<{name}>{escape(value)}</{name}>" if value else f"<{name} />" for name, value in error.fields
     )
-    if error.detail and error.code == "AuthenticationFailed":
+    if error.detail and error.code in ("AuthenticationFailed", "InvalidAuthenticationInfo"):
         detail += f"<AuthenticationErrorDetail>{escape(error.detail)}</AuthenticationErrorDetail>"
     return (
         f'<?xml version="1.0" encoding="utf-8"?><Error><Code>{error.code}</Code>'

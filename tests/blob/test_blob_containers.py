@@ -7,6 +7,8 @@ import asyncio
 import itertools
 import time
 from datetime import UTC, datetime, timedelta
+from urllib.parse import quote
+from xml.etree import ElementTree
 
 import pytest
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
@@ -22,7 +24,8 @@ from azure.storage.blob import (
 )
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
-from tests.serverproc import ServerProcess
+from tests.blobhttp import BlobHttp
+from tests.serverproc import DEV_ACCOUNT, ServerProcess
 
 _names = itertools.count()
 
@@ -90,6 +93,33 @@ def test_list_containers_prefix_paging_metadata(blob_service: BlobServiceClient)
         seen = [[c.name for c in page] for page in pages]
         assert seen == [names[0:2], names[2:4], names[4:]]
         assert list(blob_service.list_containers(name_starts_with=prefix + "zz")) == []
+    finally:
+        for name in names:
+            blob_service.delete_container(name)
+
+
+def test_list_containers_marker_is_azures(server: ServerProcess, blob_service: BlobServiceClient) -> None:
+    """``NextMarker`` of List Containers is ``/<account>/<container>``, the first container of
+    the next page, as real Azure writes it (the JavaScript SDK's recordings); such a marker, and a
+    bare name, resume there."""
+    prefix = unique("mkr")
+    names = [f"{prefix}a", f"{prefix}b", f"{prefix}c"]
+    for name in names:
+        blob_service.create_container(name)
+    http = BlobHttp(server.blob_port)
+    try:
+        first = http.request("GET", f"/?comp=list&prefix={prefix}&maxresults=1")
+        root = ElementTree.fromstring(first.body)
+        assert [n.text for n in root.iter("Name")] == names[:1]
+        assert root.findtext("NextMarker") == f"/{DEV_ACCOUNT}/{names[1]}"
+        for marker in (f"/{DEV_ACCOUNT}/{names[1]}", names[1]):
+            page = http.request("GET", f"/?comp=list&prefix={prefix}&marker={quote(marker, safe='')}")
+            root = ElementTree.fromstring(page.body)
+            assert [n.text for n in root.iter("Name")] == names[1:]
+            assert root.findtext("Marker") == marker
+            assert root.find("NextMarker") is not None and not root.findtext("NextMarker")
+        pages = blob_service.list_containers(name_starts_with=prefix, results_per_page=2).by_page()
+        assert [[c.name for c in page] for page in pages] == [names[:2], names[2:]]
     finally:
         for name in names:
             blob_service.delete_container(name)

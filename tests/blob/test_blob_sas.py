@@ -66,6 +66,33 @@ def test_container_sas_reaches_its_container_only(
         other.delete_container()
 
 
+def test_container_sas_never_reaches_the_container_itself(
+    blob_service: BlobServiceClient, container: ContainerClient
+) -> None:
+    """A container SAS, even with every permission, cannot read or set the container's
+    properties or metadata, lease it or delete it: 403 AuthorizationFailure, as Azure answers a
+    container client's ``exists()`` under one. Its blobs and their listing stay in reach."""
+    container.upload_blob("inside", b"data")
+    token = container_sas(
+        container.container_name, read=True, add=True, create=True, write=True, delete=True, list=True
+    )
+    scoped = ContainerClient(blob_service.url, container.container_name, credential=token)
+    for refused in (
+        scoped.get_container_properties,
+        scoped.exists,
+        lambda: scoped.set_container_metadata({"a": "b"}),
+        lambda: scoped.acquire_lease(15),
+        scoped.delete_container,
+    ):
+        with pytest.raises(HttpResponseError) as denied:
+            refused()
+        assert denied.value.status_code == 403 and denied.value.error_code == "AuthorizationFailure"
+    assert [b.name for b in scoped.list_blobs()] == ["inside"]
+    assert scoped.download_blob("inside").readall() == b"data"
+    properties = container.get_container_properties()
+    assert properties.metadata == {} and properties.lease.state == "available"
+
+
 def test_read_sas_cannot_write(blob_service: BlobServiceClient, container: ContainerClient) -> None:
     container.upload_blob("doc", b"v1")
     token = generate_blob_sas(

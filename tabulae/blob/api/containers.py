@@ -98,13 +98,30 @@ def lease_response(request: LeaseRequest, outcome: LeaseOutcome) -> Response:
 # ------------------------------------------------------------------------------ account
 
 
+def marker_start(account: str, marker: str | None) -> str | None:
+    """The container name a List Containers ``marker`` resumes at. Azure's ``NextMarker`` is
+    ``/<account>/<container>``, naming the first container of the next page (recordings of real
+    Azure: ``/fakeaccountname/container…x2``, then a page starting with ``container…x2``); a
+    bare name, as this server once answered, still reads as that name."""
+    if not marker:
+        return None
+    head = f"/{account}/"
+    return marker[len(head) :] if marker.startswith(head) and len(marker) > len(head) else marker
+
+
 async def list_containers(call: Call) -> Response:
     query = call.request.query
     limit = max_results(query)
     include = includes(query, frozenset({"metadata", "deleted", "system"}))
-    found, next_marker = await call.service.list_containers(
-        call.route.account, query.get("prefix", ""), query.get("marker"), limit, system="system" in include
+    account = call.route.account
+    found, next_name = await call.service.list_containers(
+        account,
+        query.get("prefix", ""),
+        marker_start(account, query.get("marker")),
+        limit,
+        system="system" in include,
     )
+    next_marker = None if next_name is None else f"/{account}/{next_name}"
     listed = [(record, call.service.lease_state(record.lease)) for record in found]
     deleted = []
     if "deleted" in include and next_marker is None:  # on the last page, after the live ones

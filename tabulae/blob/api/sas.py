@@ -72,17 +72,26 @@ _BLOB_PERMISSIONS: dict[Op, _Requirement] = {
     Op.DELETE_IMMUTABILITY_POLICY: ("i",),
     Op.SET_LEGAL_HOLD: ("i",),
 }
-# What a container SAS adds: listing, and the container's own properties and lease.
+# What a container SAS adds: listing the container's blobs (and finding them by tags).
 _CONTAINER_PERMISSIONS: dict[Op, _Requirement] = {
     **_BLOB_PERMISSIONS,
     Op.LIST_BLOBS: ("l",),
-    Op.GET_CONTAINER_PROPERTIES: ("r",),
-    Op.GET_CONTAINER_METADATA: ("r",),
-    Op.SET_CONTAINER_METADATA: ("w",),
-    Op.LEASE_CONTAINER: ("wd",),
-    Op.DELETE_CONTAINER: ("d",),
     Op.FIND_BLOBS_BY_TAGS_IN_CONTAINER: ("f",),
 }
+# The container itself a service SAS never reaches, whatever its permissions ("Create a service
+# SAS": no reading or writing the container's properties or metadata, no leasing or deleting
+# it; "use an account SAS instead"). Azure refuses them 403 AuthorizationFailure, as its answers
+# to Get Container Properties under a container SAS show (azure-sdk-for-net#17142,
+# azure-sdk-for-python#17094 and #24227).
+_CONTAINER_ITSELF = frozenset(
+    {
+        Op.GET_CONTAINER_PROPERTIES,
+        Op.GET_CONTAINER_METADATA,
+        Op.SET_CONTAINER_METADATA,
+        Op.LEASE_CONTAINER,
+        Op.DELETE_CONTAINER,
+    }
+)
 # Account SAS: (resource type letter, permission groups).
 _ACCOUNT_RULES: dict[Op, tuple[str, _Requirement]] = {
     Op.LIST_CONTAINERS: ("s", ("l",)),
@@ -151,6 +160,8 @@ class BlobGrant:
             if not resource_type or resource_type not in self.resource_types:
                 raise ServiceError("AuthorizationResourceTypeMismatch")
         else:
+            if self.scope == "c" and operation in _CONTAINER_ITSELF:
+                raise ServiceError("AuthorizationFailure")
             table = _CONTAINER_PERMISSIONS if self.scope == "c" else _BLOB_PERMISSIONS
             if operation not in table:
                 raise ServiceError("AuthorizationResourceTypeMismatch")
