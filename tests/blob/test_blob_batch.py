@@ -321,7 +321,8 @@ def test_subrequest_signatures_are_checked(
 def test_subrequests_relative_to_the_account_as_older_python_sdks_write_them(
     server: ServerProcess, http: BlobHttp, container: ContainerClient
 ) -> None:
-    """azure-storage-blob before 12.23 writes a sub-request's path without the account even to a
+    """azure-storage-blob before 12.23 (and 2.1.0's ``batch_delete_blobs``, the same bytes but its
+    User-Agent) writes a sub-request's path without the account even to a
     path-style endpoint (``DELETE /{container}/{blob}?``, signed as
     ``/{account}/{container}/{blob}``): on Azure the account is in the host, so that path is
     relative to the batch's endpoint. These are its bytes, as 12.8.1 sends them (captured)."""

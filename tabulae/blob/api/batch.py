@@ -16,11 +16,11 @@ adds is only what the REST reference ("Blob Batch") says of it:
 - sub-requests carry no ``x-ms-version``: they run with the batch's (:func:`adopt_version`, once
   authenticated, since the SDKs sign sub-requests without the header);
 - a sub-request's path is relative to the host, which on Azure names the account: against a
-  path-style endpoint (``http://127.0.0.1:10000/devstoreaccount1``) azure-storage-blob before 12.23
-  still writes ``DELETE /{container}/{blob}``, signed as ``/{account}/{container}/{blob}``, where
-  later versions write ``/{account}/{container}/{blob}``. A path that does not name the batch's
-  account is read under the batch's endpoint (:func:`anchor`), its signature checked over the path
-  as sent.
+  path-style endpoint (``http://127.0.0.1:10000/devstoreaccount1``) azure-storage-blob before
+  12.23 (and the legacy 2.x ``batch_delete_blobs``) still writes ``DELETE /{container}/{blob}``,
+  signed as ``/{account}/{container}/{blob}``, where later versions write
+  ``/{account}/{container}/{blob}``. A path that does not name the batch's account is read under
+  the batch's endpoint (:func:`anchor`), its signature checked over the path as sent.
 
 Sub-requests run side by side (Azure promises no order of execution), up to ``CONCURRENCY`` at
 once. The answer is 202 with one part per sub-request, in order, each with its ``Content-ID``, status
