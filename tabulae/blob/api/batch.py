@@ -72,7 +72,7 @@ class BatchScope:
     account: str
     container: str | None
     version: str
-    signed_path: str | None = None  # the path as sent, when :func:`anchor` read it under the batch's
+    signed_path: str | None = None  # the path as sent, when :func:`anchor` moved it under the endpoint
 
 
 @dataclass(slots=True)
@@ -125,6 +125,8 @@ def sub_request(parent: Request, sub: SubRequest, scope: BatchScope) -> Request:
 
 
 def _routes_to(request: Request, account: str, route_part: RoutePart) -> bool:
+    """Whether the sub-request, routed as the front-end would, addresses ``account`` (a path
+    that does not route at all does not)."""
     try:
         return route_part(request).account == account
     except ServiceError:
