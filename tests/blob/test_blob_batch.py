@@ -318,6 +318,38 @@ def test_subrequest_signatures_are_checked(
     assert names(container) == ["guarded"]
 
 
+def test_subrequests_relative_to_the_account_as_older_python_sdks_write_them(
+    server: ServerProcess, http: BlobHttp, container: ContainerClient
+) -> None:
+    """azure-storage-blob before 12.23 (and 2.1.0's ``batch_delete_blobs``, the same bytes but its
+    User-Agent) writes a sub-request's path without the account even to a
+    path-style endpoint (``DELETE /{container}/{blob}?``, signed as
+    ``/{account}/{container}/{blob}``): on Azure the account is in the host, so that path is
+    relative to the batch's endpoint. These are its bytes, as 12.8.1 sends them (captured)."""
+    name = container.container_name
+    upload(container, "a b", "dir/c", "cool", "guarded", "keep")
+    deletes = [
+        signed_subrequest(server, "DELETE", f"/{name}/a%20b?"),
+        signed_subrequest(server, "DELETE", f"/{name}/dir/c?"),
+    ]
+    parts = parts_of(send_batch(http, f"/{name}?restype=container&comp=batch", deletes))
+    assert [(cid, status) for cid, status, _ in parts] == [("0", 202), ("1", 202)]
+    tier = signed_subrequest(server, "PUT", f"/{name}/cool?comp=tier", **{"x-ms-access-tier": "Cool"})
+    parts = parts_of(send_batch(http, "/?comp=batch", [tier]))
+    assert [(cid, status) for cid, status, _ in parts] == [("0", 200)]
+    assert tiers(container, "cool") == [("Cool", False)]
+    # The signature still covers the path as sent; and a relative path stays in the batch's container.
+    forged = signed_subrequest(server, "DELETE", f"/{name}/guarded?").replace(b"guarded?", b"keep?")
+    parts = parts_of(send_batch(http, f"/{name}?restype=container&comp=batch", [forged]))
+    assert [(status, headers["x-ms-error-code"]) for _, status, headers in parts] == [
+        (403, "AuthenticationFailed")
+    ]
+    elsewhere = signed_subrequest(server, "DELETE", f"/{name}x/guarded?")
+    parts = parts_of(send_batch(http, f"/{name}?restype=container&comp=batch", [elsewhere]))
+    assert [(status, headers["x-ms-error-code"]) for _, status, headers in parts] == [(400, "InvalidInput")]
+    assert names(container) == ["cool", "guarded", "keep"]
+
+
 def test_batch_bad_bodies(http: BlobHttp) -> None:
     reply = http.request("POST", "/?comp=batch", {}, b"--x--")
     parts = parts_of(reply)

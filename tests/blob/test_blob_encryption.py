@@ -288,6 +288,42 @@ def test_a_key_is_refused_over_plain_http(server: ServerProcess) -> None:
     assert raw.request("GET", "/nokeys/blob").status == 404  # nothing was written
 
 
+LONE_ALGORITHM = {"x-ms-encryption-algorithm": "AES256"}  # what @azure/storage-blob 12.6-12.8 add
+
+
+def test_a_lone_algorithm_header_names_no_key(server: ServerProcess) -> None:
+    """@azure/storage-blob 12.6.0 to 12.8.0 send ``x-ms-encryption-algorithm: AES256`` on every
+    request, with no key: the request is one without a key, over HTTP as well."""
+    raw = BlobHttp(server.blob_port)
+    assert raw.request("PUT", "/lonealg?restype=container").status in (201, 409)
+    headers = {"x-ms-blob-type": "BlockBlob", "Content-Type": "application/octet-stream", **LONE_ALGORITHM}
+    put = raw.request("PUT", "/lonealg/blob", headers, b"abc")
+    assert (put.status, put.code) == (201, None)
+    assert "x-ms-encryption-key-sha256" not in put.headers
+    assert raw.request("HEAD", "/lonealg/blob", LONE_ALGORITHM).status == 200
+    read = raw.request("GET", "/lonealg/blob", LONE_ALGORITHM)
+    assert (read.status, read.body) == (200, b"abc")
+    assert raw.request("GET", "/lonealg/blob").body == b"abc"  # written without a key
+    assert (
+        raw.request("PUT", "/lonealg/blob?comp=metadata", {"x-ms-meta-k": "v", **LONE_ALGORITHM}).status
+        == 200
+    )
+
+
+def test_a_lone_algorithm_header_does_not_read_a_keyed_blob(
+    vault: ServerProcess, cert: SelfSignedCert, container: ContainerClient
+) -> None:
+    container.get_blob_client("keyed").upload_blob(b"secret", cpk=KEY)
+    target = f"/{DEV_ACCOUNT}/{container.container_name}/keyed"
+    signed = sign("GET", f"https://127.0.0.1:{vault.blob_port}{target}", LONE_ALGORITHM)
+    reply = https_request(vault.blob_port, cert, "GET", target, signed)
+    assert (reply.status, reply.headers.get("x-ms-error-code")) == (
+        409,
+        "BlobUsesCustomerSpecifiedEncryption",
+    )
+    assert _put(vault, cert, f"{container.container_name}/plain", LONE_ALGORITHM) == (201, "")
+
+
 def test_aio_round_trip(vault: ServerProcess, cert: SelfSignedCert, container: ContainerClient) -> None:
     async def scenario() -> None:
         async with AsyncBlobServiceClient(

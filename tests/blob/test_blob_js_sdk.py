@@ -6,6 +6,10 @@ The test installs the package itself with npm (once, into ``$TABULAE_TEST_CACHE`
 ``~/.cache/tabulae-test``) and runs ``js/blob_sdk.js`` with Node against the session server of
 each store. Without node and npm it is skipped locally and fails under CI, like the JavaScript
 queue test.
+
+It runs with today's release and with 12.8.0, of the releases (12.6.0 to 12.8.0) that send
+``x-ms-encryption-algorithm: AES256`` on every request without a key, as Storage Explorer did
+with them: Azure took those as requests without a customer-provided key.
 """
 
 from __future__ import annotations
@@ -19,22 +23,34 @@ import pytest
 
 from tests.serverproc import ServerProcess
 
-PACKAGE = "@azure/storage-blob@12.34.0"
+#: The releases run, each installed into a cache directory of its own.
+VERSIONS = ("12.34.0", "12.8.0")
 SCRIPT = Path(__file__).parents[1] / "js" / "blob_sdk.js"
 
 
-@pytest.fixture(scope="session")
-def blob_node_modules() -> Path:
+@pytest.fixture(scope="session", params=VERSIONS)
+def blob_node_modules(request: pytest.FixtureRequest) -> Path:
     if not (shutil.which("node") and shutil.which("npm")):
         if os.environ.get("CI"):
             pytest.fail("node and npm are needed for the JavaScript SDK test")
         pytest.skip("node and npm are not installed")
-    cache = Path(os.environ.get("TABULAE_TEST_CACHE", Path.home() / ".cache" / "tabulae-test")) / "js-blob"
+    version = request.param
+    folder = "js-blob" if version == VERSIONS[0] else f"js-blob-{version}"
+    cache = Path(os.environ.get("TABULAE_TEST_CACHE", Path.home() / ".cache" / "tabulae-test")) / folder
     modules = cache / "node_modules"
     if not (modules / "@azure" / "storage-blob" / "package.json").exists():
         cache.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(cache), PACKAGE],
+            [
+                "npm",
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--silent",
+                "--prefix",
+                str(cache),
+                f"@azure/storage-blob@{version}",
+            ],
             check=True,
             capture_output=True,
             timeout=300,

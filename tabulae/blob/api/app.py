@@ -164,7 +164,8 @@ class BlobApp(Frontend[Route]):
         await super().authenticate(request, route)
 
     def verify_shared_key(self, request: Request, route: Route, header: str, keys: list[bytes]) -> None:
-        """The Blob/Queue string-to-sign; a batch's sub-request is signed as of the batch's version."""
+        """The Blob/Queue string-to-sign; a batch's sub-request is signed as of the batch's version,
+        over the path it was sent with."""
         batch = request.batch
         if not isinstance(batch, BatchScope):
             super().verify_shared_key(request, route, header, keys)
@@ -172,7 +173,7 @@ class BlobApp(Frontend[Route]):
         verify_blob_queue_authorization(
             header,
             method=request.method,
-            raw_path=request.raw_path,
+            raw_path=batch.signed_path or request.raw_path,
             headers=request.headers,
             query_pairs=request.query_pairs,
             account=route.account,

@@ -14,7 +14,13 @@ adds is only what the REST reference ("Blob Batch") says of it:
 - only Delete Blob and Set Blob Tier run (``BATCHABLE``, checked on the operation the pipeline
   resolved, so a ``DELETE`` of a container is refused however its URL is spelt);
 - sub-requests carry no ``x-ms-version``: they run with the batch's (:func:`adopt_version`, once
-  authenticated, since the SDKs sign sub-requests without the header).
+  authenticated, since the SDKs sign sub-requests without the header);
+- a sub-request's path is relative to the host, which on Azure names the account: against a
+  path-style endpoint (``http://127.0.0.1:10000/devstoreaccount1``) azure-storage-blob before
+  12.23 (and the legacy 2.x ``batch_delete_blobs``) still writes ``DELETE /{container}/{blob}``,
+  signed as ``/{account}/{container}/{blob}``, where later versions write
+  ``/{account}/{container}/{blob}``. A path that does not name the batch's account is read under
+  the batch's endpoint (:func:`anchor`), its signature checked over the path as sent.
 
 Sub-requests run side by side (Azure promises no order of execution), up to ``CONCURRENCY`` at
 once. The answer is 202 with one part per sub-request, in order, each with its ``Content-ID``, status
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 from tabulae.blob.api.batch_codec import (
@@ -66,6 +72,7 @@ class BatchScope:
     account: str
     container: str | None
     version: str
+    signed_path: str | None = None  # the path as sent, when :func:`anchor` moved it under the endpoint
 
 
 @dataclass(slots=True)
@@ -117,6 +124,30 @@ def sub_request(parent: Request, sub: SubRequest, scope: BatchScope) -> Request:
     )
 
 
+def _routes_to(request: Request, account: str, route_part: RoutePart) -> bool:
+    """Whether the sub-request, routed as the front-end would, addresses ``account`` (a path
+    that does not route at all does not)."""
+    try:
+        return route_part(request).account == account
+    except ServiceError:
+        return False
+
+
+def anchor(request: Request, scope: BatchScope, base_path: str, route_part: RoutePart) -> Request:
+    """The sub-request read under the batch's path-style endpoint (``base_path``, the account
+    segment) when its own path names no blob of the batch's account but would under that
+    endpoint: the form Azure's host-style URLs make ordinary, which older Python SDKs send to
+    emulators too. Its signature stays checked over the path it was sent with."""
+    if not base_path or not request.raw_path.startswith("/"):
+        return request
+    if _routes_to(request, scope.account, route_part):
+        return request
+    anchored = replace(
+        request, raw_path=base_path + request.raw_path, batch=replace(scope, signed_path=request.raw_path)
+    )
+    return anchored if _routes_to(anchored, scope.account, route_part) else request
+
+
 def _check_scope(request: Request, scope: BatchScope, route_part: RoutePart) -> None:
     """A sub-request must name a blob of the batch's account (and container, when scoped). A URL
     that does not route at all is left to fail in its own part."""
@@ -163,7 +194,11 @@ async def submit_batch(call: Call, request_id: str, run: RunPart, route_part: Ro
     )
     try:
         batch = parse_blob_batch(request.headers.get("content-type"), request.body)
-        requests = [sub_request(request, sub, scope) for sub in batch.subrequests]
+        base_path = urlsplit(route.base).path  # "/{account}" on a path-style endpoint, else ""
+        requests = [
+            anchor(sub_request(request, sub, scope), scope, base_path, route_part)
+            for sub in batch.subrequests
+        ]
         for sub in requests:
             _check_scope(sub, scope, route_part)
     except ServiceError as error:

@@ -7,6 +7,9 @@ AES256``) is checked (32 bytes, its digest the one given) and only its SHA-256 i
 blob, to verify later requests by. Tabulae does not encrypt content with the key: the data
 directory is as protected as it is for any blob (the README says so), and reads without the key
 are refused exactly as Azure refuses them. The key travels over HTTPS only, as Azure requires.
+``x-ms-encryption-algorithm: AES256`` alone names no key and is ignored: @azure/storage-blob
+12.6 to 12.8 (and Storage Explorer built on it) send it on every request, and did so against
+Azure, whose answers they read as those of requests without one.
 
 A write's scope is the one it names (``x-ms-encryption-scope``, or the ``ses`` of its SAS), else
 its container's default; a scope must be one the account has (``--encryption-scope``).
@@ -75,8 +78,8 @@ def customer_key(request: Request, *, write: bool, prefix: str = "x-ms-") -> str
     headers = request.headers
     names = _KEY_HEADERS.get(prefix) or _key_headers(prefix)
     key, digest, algorithm = (headers.get(name) for name in names)
-    if key is None and digest is None and algorithm is None:
-        return None
+    if key is None and digest is None and algorithm in (None, _AES256):
+        return None  # no key: a lone default algorithm asks for nothing
     if request.scheme != "https":
         raise ServiceError(
             "InvalidInput", "A customer-provided encryption key may only be sent over HTTPS."
