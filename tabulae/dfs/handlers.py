@@ -33,6 +33,7 @@ from tabulae.dfs.routing import (
     sas_allows,
 )
 from tabulae.dfs.service import (
+    DEFAULT_CONTENT_TYPE,
     CreateRequest,
     DataLakeService,
     FlushRequest,
@@ -92,12 +93,14 @@ def _json(status: int, body: bytes, extra: Headers = ()) -> Response:  # type: i
 def _content_properties(
     headers: dict[str, str], default: ContentProperties | None = None
 ) -> ContentProperties | None:
-    """``x-ms-content-type`` and its siblings (Path - Create and Flush); None when none is sent."""
+    """``x-ms-content-type`` and its siblings (Path - Create, Flush, Set Properties); None when
+    none is sent. Sent without a type, the type is Azure's documented default."""
     names = ("x-ms-content-type", "x-ms-content-encoding", "x-ms-content-language",
              "x-ms-content-disposition", "x-ms-cache-control", "x-ms-content-md5")  # fmt: skip
     if not any(name in headers for name in names):
         return default
-    return ContentProperties(*(headers.get(name) for name in names))
+    content_type, *others = (headers.get(name) for name in names)
+    return ContentProperties(DEFAULT_CONTENT_TYPE if content_type is None else content_type, *others)
 
 
 def _lease(headers: dict[str, str], name: str = "x-ms-lease-id") -> str | None:
@@ -293,7 +296,7 @@ async def create_path(c: DfsCall) -> Response:
         owner=headers.get("x-ms-owner") or c.principal.creator,
         group=headers.get("x-ms-group"),
         metadata=formats.parse_properties(headers.get("x-ms-properties", "")),
-        properties=_content_properties(headers) or ContentProperties(),
+        properties=_content_properties(headers) or ContentProperties(content_type=DEFAULT_CONTENT_TYPE),
         conditions=conditions(headers),
         lease_id=_lease(headers),
         creator=c.principal.creator,
