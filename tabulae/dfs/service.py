@@ -469,7 +469,9 @@ class DataLakeService:
             assert state.source is not None and found is not None
             # The lease was on the source path, which is gone (assumed; pyarrow releases it by
             # the old name after its move, which Azure must then find free at the new one).
-            record = replace(state.source, name=destination.name, ticks=state.ticks, lease=Lease())
+            # The path keeps its ETag and Last-Modified: Azure answers the rename, and reads at
+            # the new name, with the source's (recorded for a file and for a directory).
+            record = replace(state.source, name=destination.name, lease=Lease())
             return RenameWrite(
                 result=record,
                 record=record,
