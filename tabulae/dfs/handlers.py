@@ -448,14 +448,17 @@ async def set_access_control(c: DfsCall) -> Response:
         container = await c.dfs.update_root(
             c.call.route.account, c.filesystem, lambda posix: changed(posix, True), conditions(headers)
         )
-        return Response(200, etag_headers(container.ticks))
+        return Response(200, [*etag_headers(container.ticks), _NAMESPACE])
 
     def change(record: BlobRecord, ticks: int) -> BlobRecord:
+        # An ACL is no content nor property: the path keeps its ETag and Last-Modified (recorded
+        # for azure-storage-file-datalake's test_set_access_control*, read back by Get Access
+        # Control), and Azure answers with x-ms-namespace-enabled.
         new = changed(posix_of(record), is_directory(record))
-        return replace(record, ticks=ticks, posix=new.stored())
+        return replace(record, posix=new.stored())
 
     record = await c.dfs.update(c.key, change, conditions(headers), _lease(headers))
-    return Response(200, _record_headers(record))
+    return Response(200, [*_record_headers(record), _NAMESPACE])
 
 
 MAX_RECORDS = 2000  # Set Access Control Recursive's batch when maxRecords is not given (assumed)
@@ -480,7 +483,7 @@ def _recursive_change(mode: RecursiveMode, text: str) -> Callable[[BlobRecord, i
                 new = acl.complete(mine)
             else:
                 new = acl.modify(posix.entries, mine, directory=directory)
-        return replace(record, ticks=ticks, posix=replace(posix, entries=new).stored())
+        return replace(record, posix=replace(posix, entries=new).stored())  # ETag kept, as by Set
 
     return change
 
