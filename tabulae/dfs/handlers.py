@@ -590,9 +590,11 @@ async def get_properties(c: DfsCall) -> Response:
 
 
 async def delete_path(c: DfsCall) -> Response:
-    """Delete Path: a kept (soft) deletion answers its id; a directory too large for one
-    request answers ``x-ms-continuation``, which the SDK sends back until none comes (the
-    token names the directory: the next request deletes what remains of it)."""
+    """Delete Path: a kept (soft) deletion answers its id and ``x-ms-delete-type-permanent:
+    false``, one gone for good ``true`` (both recorded: test_delete_directory on a soft-delete
+    account, test_delete_file on one without); a directory too large for one request answers
+    ``x-ms-continuation``, which the SDK sends back until none comes (the token names the
+    directory: the next request deletes what remains of it)."""
     recursive = flag(c.query, "recursive")
     token = c.query.get("continuation")
     if token and formats.decode_continuation(token) != c.path:
@@ -604,6 +606,8 @@ async def delete_path(c: DfsCall) -> Response:
     if done.deletion_id is not None:
         headers.append((b"x-ms-deletion-id", done.deletion_id.encode()))
         headers.append((b"x-ms-delete-type-permanent", b"false"))
+    elif done.finished:  # a piece of a larger delete: Azure's answer is not recorded
+        headers.append((b"x-ms-delete-type-permanent", b"true"))
     return Response(200, headers)
 
 
