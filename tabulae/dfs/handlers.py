@@ -367,10 +367,14 @@ async def append(c: DfsCall) -> Response:
     action = _lease_action(c)
     lease_id = _write_lease(c, action)
     await c.dfs.append(c.key, position, upload, lease_id)
+    headers: Headers = []
     if flag(c.query, "flush", False):
-        await c.dfs.flush(c.key, FlushRequest(position=position + upload.length, lease_id=lease_id))
+        # Flushed too, the file's new ETag and Last-Modified come back, as from Flush
+        # (recorded for azure-storage-file-datalake's test_flush_data_with_bool).
+        flushed = FlushRequest(position=position + upload.length, lease_id=lease_id)
+        headers = _record_headers(await c.dfs.flush(c.key, flushed))
     await _lease_after(c, action)
-    return Response(202, [_ENCRYPTED, *c.call.echo])
+    return Response(202, [*headers, _ENCRYPTED, *c.call.echo])
 
 
 async def flush(c: DfsCall) -> Response:
