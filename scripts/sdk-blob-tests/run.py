@@ -40,7 +40,12 @@ The azure-storage-file-datalake tests run the same way (``pip download
 azure-storage-file-datalake==12.26.1``, its tests/ directory, naming its files): with
 ``--accounts`` their Data Lake account and soft-delete account are ``server.toml``'s two
 accounts with a hierarchical namespace; without it they are the development account, which
-then needs ``tabulae serve --hns devstoreaccount1``.
+then needs ``tabulae serve --hns devstoreaccount1``. Their interpreter also needs
+azure-storage-extensions (``test_content_validation*.py`` use crc64: without it 13 tests of each
+fail in the SDK), and ``test_quick_query.py``'s two Parquet tests read
+``tests/resources/parquet.parquet``, which the source distribution does not ship (without it
+they fail opening it; its content is recorded, base64, in the request bodies of their
+recordings in Azure/azure-sdk-assets).
 """
 
 from __future__ import annotations

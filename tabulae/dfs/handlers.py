@@ -33,6 +33,7 @@ from tabulae.dfs.routing import (
     sas_allows,
 )
 from tabulae.dfs.service import (
+    DEFAULT_CONTENT_TYPE,
     CreateRequest,
     DataLakeService,
     FlushRequest,
@@ -92,12 +93,14 @@ def _json(status: int, body: bytes, extra: Headers = ()) -> Response:  # type: i
 def _content_properties(
     headers: dict[str, str], default: ContentProperties | None = None
 ) -> ContentProperties | None:
-    """``x-ms-content-type`` and its siblings (Path - Create and Flush); None when none is sent."""
+    """``x-ms-content-type`` and its siblings (Path - Create, Flush, Set Properties); None when
+    none is sent. Sent without a type, the type is Azure's documented default."""
     names = ("x-ms-content-type", "x-ms-content-encoding", "x-ms-content-language",
              "x-ms-content-disposition", "x-ms-cache-control", "x-ms-content-md5")  # fmt: skip
     if not any(name in headers for name in names):
         return default
-    return ContentProperties(*(headers.get(name) for name in names))
+    content_type, *others = (headers.get(name) for name in names)
+    return ContentProperties(DEFAULT_CONTENT_TYPE if content_type is None else content_type, *others)
 
 
 def _lease(headers: dict[str, str], name: str = "x-ms-lease-id") -> str | None:
@@ -293,7 +296,7 @@ async def create_path(c: DfsCall) -> Response:
         owner=headers.get("x-ms-owner") or c.principal.creator,
         group=headers.get("x-ms-group"),
         metadata=formats.parse_properties(headers.get("x-ms-properties", "")),
-        properties=_content_properties(headers) or ContentProperties(),
+        properties=_content_properties(headers) or ContentProperties(content_type=DEFAULT_CONTENT_TYPE),
         conditions=conditions(headers),
         lease_id=_lease(headers),
         creator=c.principal.creator,
@@ -364,10 +367,14 @@ async def append(c: DfsCall) -> Response:
     action = _lease_action(c)
     lease_id = _write_lease(c, action)
     await c.dfs.append(c.key, position, upload, lease_id)
+    headers: Headers = []
     if flag(c.query, "flush", False):
-        await c.dfs.flush(c.key, FlushRequest(position=position + upload.length, lease_id=lease_id))
+        # Flushed too, the file's new ETag and Last-Modified come back, as from Flush
+        # (recorded for azure-storage-file-datalake's test_flush_data_with_bool).
+        flushed = FlushRequest(position=position + upload.length, lease_id=lease_id)
+        headers = _record_headers(await c.dfs.flush(c.key, flushed))
     await _lease_after(c, action)
-    return Response(202, [_ENCRYPTED, *c.call.echo])
+    return Response(202, [*headers, _ENCRYPTED, *c.call.echo])
 
 
 async def flush(c: DfsCall) -> Response:
@@ -445,14 +452,17 @@ async def set_access_control(c: DfsCall) -> Response:
         container = await c.dfs.update_root(
             c.call.route.account, c.filesystem, lambda posix: changed(posix, True), conditions(headers)
         )
-        return Response(200, etag_headers(container.ticks))
+        return Response(200, [*etag_headers(container.ticks), _NAMESPACE])
 
     def change(record: BlobRecord, ticks: int) -> BlobRecord:
+        # An ACL is no content nor property: the path keeps its ETag and Last-Modified (recorded
+        # for azure-storage-file-datalake's test_set_access_control*, read back by Get Access
+        # Control), and Azure answers with x-ms-namespace-enabled.
         new = changed(posix_of(record), is_directory(record))
-        return replace(record, ticks=ticks, posix=new.stored())
+        return replace(record, posix=new.stored())
 
     record = await c.dfs.update(c.key, change, conditions(headers), _lease(headers))
-    return Response(200, _record_headers(record))
+    return Response(200, [*_record_headers(record), _NAMESPACE])
 
 
 MAX_RECORDS = 2000  # Set Access Control Recursive's batch when maxRecords is not given (assumed)
@@ -477,7 +487,7 @@ def _recursive_change(mode: RecursiveMode, text: str) -> Callable[[BlobRecord, i
                 new = acl.complete(mine)
             else:
                 new = acl.modify(posix.entries, mine, directory=directory)
-        return replace(record, ticks=ticks, posix=replace(posix, entries=new).stored())
+        return replace(record, posix=replace(posix, entries=new).stored())  # ETag kept, as by Set
 
     return change
 
@@ -584,9 +594,11 @@ async def get_properties(c: DfsCall) -> Response:
 
 
 async def delete_path(c: DfsCall) -> Response:
-    """Delete Path: a kept (soft) deletion answers its id; a directory too large for one
-    request answers ``x-ms-continuation``, which the SDK sends back until none comes (the
-    token names the directory: the next request deletes what remains of it)."""
+    """Delete Path: a kept (soft) deletion answers its id and ``x-ms-delete-type-permanent:
+    false``, one gone for good ``true`` (both recorded: test_delete_directory on a soft-delete
+    account, test_delete_file on one without); a directory too large for one request answers
+    ``x-ms-continuation``, which the SDK sends back until none comes (the token names the
+    directory: the next request deletes what remains of it)."""
     recursive = flag(c.query, "recursive")
     token = c.query.get("continuation")
     if token and formats.decode_continuation(token) != c.path:
@@ -598,6 +610,8 @@ async def delete_path(c: DfsCall) -> Response:
     if done.deletion_id is not None:
         headers.append((b"x-ms-deletion-id", done.deletion_id.encode()))
         headers.append((b"x-ms-delete-type-permanent", b"false"))
+    elif done.finished:  # a piece of a larger delete: Azure's answer is not recorded
+        headers.append((b"x-ms-delete-type-permanent", b"true"))
     return Response(200, headers)
 
 

@@ -61,6 +61,10 @@ from tabulae.storage.namespace import RenameState, RenameWrite, TreeState, TreeW
 DELETE_BATCH = 10_000
 DELETE_BATCH_ENV = "TABULAE_TEST_DFS_DELETE_BATCH"
 LIST_STEP = 1000  # records read per store call while filtering a listing
+#: A path's content type when no ``x-ms-content-type`` names one: Azure stores it for every file
+#: and directory Create Path makes (recorded: Get Properties answers it after a create without
+#: content headers, and after one with only a language and a disposition).
+DEFAULT_CONTENT_TYPE = "application/octet-stream"
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +280,7 @@ class DataLakeService:
         return BlobRecord(
             name=name, snapshot=BASE, blob_type=BLOCK_BLOB, size=0, ticks=ticks, created=ticks,
             metadata={**metadata, FOLDER: "true"}, posix=posix.stored(),
+            properties=ContentProperties(content_type=DEFAULT_CONTENT_TYPE),
         )  # fmt: skip
 
     async def ensure_directories(
@@ -464,7 +469,9 @@ class DataLakeService:
             assert state.source is not None and found is not None
             # The lease was on the source path, which is gone (assumed; pyarrow releases it by
             # the old name after its move, which Azure must then find free at the new one).
-            record = replace(state.source, name=destination.name, ticks=state.ticks, lease=Lease())
+            # The path keeps its ETag and Last-Modified: Azure answers the rename, and reads at
+            # the new name, with the source's (recorded for a file and for a directory).
+            record = replace(state.source, name=destination.name, lease=Lease())
             return RenameWrite(
                 result=record,
                 record=record,

@@ -6,7 +6,9 @@ tree or the new one, never a mix."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -15,7 +17,9 @@ from azure.core import MatchConditions
 from azure.core.exceptions import HttpResponseError
 from azure.storage.blob import BlobServiceClient
 from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient
+from azure.storage.filedatalake.aio import DataLakeServiceClient as AsyncDataLakeServiceClient
 
+from tests.blobhttp import BlobHttp
 from tests.serverproc import ServerProcess
 
 
@@ -110,3 +114,49 @@ def test_concurrent_listers_never_see_half_a_renamed_tree(fs: FileSystemClient, 
     assert all(counts in ((whole, 0), (0, whole)) for counts in seen), sorted(set(seen))
     final = _names(fs)
     assert final[0] == "old" and len(final) == whole
+
+
+def test_a_renamed_path_keeps_its_etag_and_last_modified(fs: FileSystemClient, lake: ServerProcess) -> None:
+    """Azure answers a rename, and reads at the new name, with the source's ETag and
+    Last-Modified, for a file and for a directory (recorded for azure-storage-file-datalake's
+    test_rename_file_with_non_used_name and test_rename_from); the descendants of a renamed
+    directory keep theirs too."""
+    file = fs.create_file("f.txt")
+    file.upload_data(b"abc", overwrite=True)
+    before = file.get_file_properties()
+    time.sleep(1.1)  # a new Last-Modified would differ by at least a second
+    renamed = file.rename_file(f"{fs.file_system_name}/g.txt")
+    after = renamed.get_file_properties()
+    assert (after.etag, after.last_modified) == (before.etag, before.last_modified)
+
+    directory = fs.create_directory("d")
+    child = fs.create_file("d/child.txt")
+    blobs = BlobServiceClient.from_connection_string(lake.connection_string)
+    container = blobs.get_container_client(fs.file_system_name)
+    was = {name: container.get_blob_client(name).get_blob_properties() for name in ("d", "d/child.txt")}
+    assert child.exists()
+    time.sleep(1.1)
+
+    async def scenario() -> None:
+        async with AsyncDataLakeServiceClient.from_connection_string(lake.connection_string) as service:
+            source = service.get_directory_client(fs.file_system_name, "d")
+            await source.rename_directory(f"{fs.file_system_name}/e")
+
+    asyncio.run(scenario())
+    assert not directory.exists()
+    for old, new in (("d", "e"), ("d/child.txt", "e/child.txt")):
+        now = container.get_blob_client(new).get_blob_properties()
+        assert (now.etag, now.last_modified) == (was[old].etag, was[old].last_modified)
+
+
+def test_the_rename_response_carries_the_source_etag(fs: FileSystemClient, lake: ServerProcess) -> None:
+    http = BlobHttp(lake.blob_port)
+    name = fs.file_system_name
+    fs.create_file("raw.txt").upload_data(b"x", overwrite=True)
+    head = http.request("HEAD", f"/{name}/raw.txt")
+    moved = http.request("PUT", f"/{name}/moved.txt?mode=legacy", {"x-ms-rename-source": f"/{name}/raw.txt"})
+    assert moved.status == 201
+    assert (moved.headers["etag"], moved.headers["last-modified"]) == (
+        head.headers["etag"],
+        head.headers["last-modified"],
+    )

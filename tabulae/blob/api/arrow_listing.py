@@ -102,8 +102,8 @@ def _rows(blobs: ElementTree.Element) -> Iterator[dict[str, Any]]:
             continue
         row: dict[str, Any] = {"Name": name, "ResourceType": "blob"}
         for element in item:
-            if element.tag == "Properties":
-                row.update((field.tag, field.text) for field in element)
+            if element.tag == "Properties":  # an HNS path's own ResourceType is not the row's
+                row.update((field.tag, field.text) for field in element if field.tag != "ResourceType")
             elif element.tag in _MAPS:
                 row[element.tag] = _pairs(element)
             elif element.tag != "Name":

@@ -27,6 +27,7 @@ from tabulae.blob.api.headers import (
 )
 from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.api.tags import header_tags
+from tabulae.blob.namespace_guard import is_directory
 from tabulae.blob.rules import structured
 from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
@@ -261,7 +262,8 @@ async def list_blobs(call: Call) -> Response:
             lease = call.service.lease_state(item.lease) if not item.snapshot else None
             items.append((item, lease))
     tier_view = call.service.tier_view
-    tracked = (await call.service.features.get(call.route.account)).last_access_tracking
+    features = await call.service.features.get(call.route.account)
+    tracked = features.last_access_tracking
     body = formats.render_blobs(
         call.route.base,
         call.route.container,
@@ -276,6 +278,7 @@ async def list_blobs(call: Call) -> Response:
             + immutability.listing_elements(record, include)
         ),
         versions_only=page.versions_only,
+        directory_of=is_directory if features.hns else None,
     )
     if arrow_listing.wanted(call.request.headers.get("accept")):
         return Response(200, [(b"content-type", _ARROW_STREAM)], arrow_listing.transcode(body))

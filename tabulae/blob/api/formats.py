@@ -170,9 +170,15 @@ def _inferred(tier: str) -> str:
 
 
 def _blob_properties(
-    record: BlobRecord, lease: LeaseView | None, include_copy: bool, tier: str, extra: str = ""
+    record: BlobRecord,
+    lease: LeaseView | None,
+    include_copy: bool,
+    tier: str,
+    extra: str = "",
+    kind: str = "",
 ) -> str:
-    """One blob's ``<Properties>``: built as one string, as a listing builds 5,000 of them."""
+    """One blob's ``<Properties>``: built as one string, as a listing builds 5,000 of them.
+    ``kind``: the ``<ResourceType>`` element of a path of an HNS account (else empty)."""
     if not record.committed and record.deleted_time is None:  # a blob of staged blocks only
         return (
             f"<Properties><Content-Length>{record.size}</Content-Length>"
@@ -196,7 +202,7 @@ def _blob_properties(
             )
     return (
         f"<Properties><Creation-Time>{http_date(record.created)}</Creation-Time>"
-        f"<Last-Modified>{http_date(record.ticks)}</Last-Modified><Etag>0x{record.ticks:X}</Etag>"
+        f"<Last-Modified>{http_date(record.ticks)}</Last-Modified><Etag>0x{record.ticks:X}</Etag>{kind}"
         f"<Content-Length>{record.size}</Content-Length>{_field('Content-Type', p.content_type)}"
         f"{_field('Content-Encoding', p.content_encoding) if p.content_encoding else '<Content-Encoding />'}"
         f"{_field('Content-Language', p.content_language) if p.content_language else '<Content-Language />'}"
@@ -229,6 +235,10 @@ def _tag_count(record: BlobRecord) -> str:
     return f"<TagCount>{len(record.tags)}</TagCount>" if record.tags else ""
 
 
+_DIRECTORY_KIND = "<ResourceType>directory</ResourceType>"
+_FILE_KIND = "<ResourceType>file</ResourceType>"
+
+
 def render_blobs(
     base: str,
     container: str,
@@ -240,10 +250,14 @@ def render_blobs(
     remaining_days: Callable[[BlobRecord], int] | None = None,
     extra_of: Callable[[BlobRecord], str] | None = None,
     versions_only: Collection[int] = (),
+    directory_of: Callable[[BlobRecord], bool] | None = None,
 ) -> bytes:
     """``tier_of`` gives a blob's tier elements (:func:`tier_elements`); without it every block
     blob shows the default tier, inferred. ``versions_only``: the indexes of items that are the
-    roots of blobs with versions only (``include=deletedwithversions``)."""
+    roots of blobs with versions only (``include=deletedwithversions``). ``directory_of``, given
+    for an account with a hierarchical namespace, tells a directory from a file: there every
+    blob's properties say which it is (``<ResourceType>`` after ``<Etag>``, as Azure's listings
+    of such accounts recorded for the JavaScript SDK's tests show)."""
     parts = [
         DECLARATION,
         f'<EnumerationResults ServiceEndpoint="{escape(base)}/" ContainerName="{escape(container)}">',
@@ -264,7 +278,10 @@ def render_blobs(
             parts.append("<HasVersionsOnly>true</HasVersionsOnly>")
         tier = tier_of(record) if tier_of is not None else _TIER if record.blob_type == "BlockBlob" else ""
         extra = extra_of(record) if extra_of is not None and record.committed else ""
-        properties = _blob_properties(record, lease, "copy" in include, tier, extra)
+        kind = ""
+        if directory_of is not None:
+            kind = _DIRECTORY_KIND if directory_of(record) else _FILE_KIND
+        properties = _blob_properties(record, lease, "copy" in include, tier, extra, kind)
         if record.deleted_time is not None:  # soft-deleted
             left = remaining_days(record) if remaining_days is not None else record.retention_days
             parts.append("<Deleted>true</Deleted>")
