@@ -33,7 +33,7 @@ from tabulae.blob.api.roles import NEEDS
 from tabulae.blob.api.routing import Kind, Operation, Route, resolve
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
 from tabulae.blob.service import BlobService
-from tabulae.http.errors import XML_CONTENT_TYPE, error_xml
+from tabulae.http.errors import UTF8_BOM, XML_CONTENT_TYPE, error_xml
 from tabulae.http.frontend import Frontend
 from tabulae.http.messages import Request, Response, error_time
 from tabulae.http.options import FrontendOptions
@@ -270,8 +270,9 @@ class BlobApp(Frontend[Route]):
     def error_response(
         self, request: Request, route: Route | None, error: ServiceError, request_id: str
     ) -> Response:
-        """Azure's XML ``<Error>``; a HEAD request or a 304 gets the code header alone; a batch's
-        sub-request keeps the error whole for its part."""
+        """Azure's XML ``<Error>`` after the UTF-8 byte order mark, as recorded; a HEAD request or
+        a 304 gets the code header alone; a batch's sub-request keeps the error whole for its
+        part."""
         if request.batch is not None:
             return FailedPart(error.status, error=error)
         headers = [(b"x-ms-error-code", error.code.encode())]
@@ -280,7 +281,8 @@ class BlobApp(Frontend[Route]):
         if request.method == "HEAD" or error.status == 304:
             return Response(error.status, headers)
         headers.append((b"content-type", XML_CONTENT_TYPE))
-        return Response(error.status, headers, error_xml(error, request_id, error_time(), table_style=False))
+        body = error_xml(error, request_id, error_time(), table_style=False)
+        return Response(error.status, headers, UTF8_BOM + body)
 
 
 async def _no_body() -> dict[str, Any]:
