@@ -1,4 +1,5 @@
-"""Every XML body the Blob service sends starts with the UTF-8 byte order mark, as Azure's do.
+"""Every XML body the Blob service sends starts with the UTF-8 byte order mark, as Azure's do;
+the refusal of an unknown service version is written as Azure's front-end writes it.
 
 Recorded from Azure: an error (``test_blob_access_conditions_async.py`` ``test_set_blob_props_
 with_if_match_fail``: ``Content-Length: 252``, the mark's three bytes included) and a listing
@@ -10,12 +11,20 @@ the tests show for the same operations.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from xml.etree import ElementTree
 
 import pytest
-from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.storage.blob import AccessPolicy, BlobBlock, ContainerClient, ContainerSasPermissions
+from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
+from azure.core.pipeline import PipelineRequest
+from azure.storage.blob import (
+    AccessPolicy,
+    BlobBlock,
+    BlobServiceClient,
+    ContainerClient,
+    ContainerSasPermissions,
+)
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
 from tests.blobhttp import BlobHttp
@@ -107,3 +116,52 @@ def test_sdk_aio_reads_past_the_mark(server: ServerProcess, container: Container
             assert excinfo.value.error_code == "BlobAlreadyExists"
 
     asyncio.run(scenario())
+
+
+def _version_hook(value: str) -> Callable[[PipelineRequest], None]:
+    """Make the SDK send ``x-ms-version: value`` (it refuses to be built with a version it does
+    not know)."""
+
+    def hook(request: PipelineRequest) -> None:
+        request.http_request.headers["x-ms-version"] = value
+
+    return hook
+
+
+def test_unknown_version_as_the_front_end_answers(http: BlobHttp) -> None:
+    """Recorded (``test_blob_api_version.py`` ``test_invalid_service_version_message``): 400, the
+    mark, a line break after the declaration, the code in the body only, no ``x-ms-version``."""
+    reply = http.request("PUT", "/v?restype=container", {"x-ms-version": "2099-11-05"})
+    assert reply.status == 400
+    assert "x-ms-error-code" not in reply.headers and "x-ms-version" not in reply.headers
+    assert reply.body.startswith(BOM + DECLARATION + b"\n<Error><Code>InvalidHeaderValue</Code>")
+    assert int(reply.headers["content-length"]) == len(reply.body)
+    fields = reply.error_fields()
+    assert (fields["HeaderName"], fields["HeaderValue"]) == ("x-ms-version", "2099-11-05")
+    head = http.request("HEAD", "/v?restype=container", {"x-ms-version": "2099-11-05"})
+    assert (head.status, head.body, head.code) == (400, b"", None)
+
+
+def test_sdk_reads_the_unknown_version_answer(server: ServerProcess) -> None:
+    hook = _version_hook("2099-11-05")
+    with (
+        BlobServiceClient.from_connection_string(
+            server.connection_string, retry_total=0, raw_request_hook=hook
+        ) as service,
+        pytest.raises(HttpResponseError) as error,
+    ):
+        service.create_container("unknownversion")
+    assert (error.value.status_code, error.value.error_code) == (400, "InvalidHeaderValue")
+    assert "The provided service version is not enabled on this storage account." in error.value.message
+
+    async def scenario() -> HttpResponseError:
+        async with AsyncBlobServiceClient.from_connection_string(
+            server.connection_string, retry_total=0, raw_request_hook=hook
+        ) as aservice:
+            with pytest.raises(HttpResponseError) as aerror:
+                await aservice.create_container("unknownversion")
+            return aerror.value
+
+    async_error = asyncio.run(scenario())
+    assert (async_error.status_code, async_error.error_code) == (400, "InvalidHeaderValue")
+    assert "The provided service version is not enabled on this storage account." in async_error.message
