@@ -41,8 +41,8 @@ second run against the same store finds beside those the first run left behind.
 What fails there for reasons other than the Blob service (12.31.1, every test file, sync and
 async): the ``*_from_file_to_blob_with_oauth`` tests (an Azure Files share as the source; no
 File service here), those that need the internet (``test_abort_copy_blob`` copies from
-www.gutenberg.org, and, in the async file, ``test_create_blob_with_requests`` reads en.wikipedia.org and
-``test_oauth_error_handling`` asks login.microsoftonline.com for a token),
+www.gutenberg.org, and, in the async file, ``test_create_blob_with_requests`` reads
+en.wikipedia.org and ``test_oauth_error_handling`` asks login.microsoftonline.com for a token),
 ``test_quick_query_*_parquet_format`` (their ``resources/parquet.parquet`` is not in the source
 distribution) and the page blob ``test_blob_tier_*`` tests (premium page blob tiers, P4..P80,
 which Tabulae does not model). ``test_largest_block_blob*.py`` allocate 4000 MiB in the test
