@@ -9,6 +9,8 @@ import orjson
 from tabulae.model.errors import ServiceError
 
 XML_CONTENT_TYPE = b"application/xml"
+#: The UTF-8 byte order mark Azure's Blob and Queue services put before the XML bodies they send.
+UTF8_BOM = b"\xef\xbb\xbf"
 _METADATA_NS = "http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"
 
 

@@ -33,11 +33,12 @@ from tabulae.blob.api.roles import NEEDS
 from tabulae.blob.api.routing import Kind, Operation, Route, resolve
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
 from tabulae.blob.service import BlobService
-from tabulae.http.errors import XML_CONTENT_TYPE, error_xml
+from tabulae.http.errors import UTF8_BOM, XML_CONTENT_TYPE, error_xml
 from tabulae.http.frontend import Frontend
 from tabulae.http.messages import Request, Response, error_time
 from tabulae.http.options import FrontendOptions
 from tabulae.http.streaming import StreamedResponse
+from tabulae.http.versions import UnknownVersion
 from tabulae.insight.containers import ContainerCounters
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import CorsRule
@@ -271,17 +272,34 @@ class BlobApp(Frontend[Route]):
     def error_response(
         self, request: Request, route: Route | None, error: ServiceError, request_id: str
     ) -> Response:
-        """Azure's XML ``<Error>``; a HEAD request or a 304 gets the code header alone; a batch's
-        sub-request keeps the error whole for its part."""
+        """Azure's XML ``<Error>`` after the UTF-8 byte order mark, as recorded; a HEAD request or
+        a 304 gets the code header alone; a batch's sub-request keeps the error whole for its
+        part."""
         if request.batch is not None:
             return FailedPart(error.status, error=error)
+        if isinstance(error, UnknownVersion):
+            return _unknown_version(request, error, request_id)
         headers = [(b"x-ms-error-code", error.code.encode())]
         if error.headers:
             headers.extend(error.headers)
         if request.method == "HEAD" or error.status == 304:
             return Response(error.status, headers)
         headers.append((b"content-type", XML_CONTENT_TYPE))
-        return Response(error.status, headers, error_xml(error, request_id, error_time(), table_style=False))
+        body = error_xml(error, request_id, error_time(), table_style=False)
+        return Response(error.status, headers, UTF8_BOM + body)
+
+
+def _unknown_version(request: Request, error: UnknownVersion, request_id: str) -> Response:
+    """The answer to an unknown ``x-ms-version``, as Azure's front-end wrote it for the Blob SDK's
+    ``test_invalid_service_version_message`` (recorded): the XML error without an
+    ``x-ms-error-code`` header (clients read the code from the body), a line break after the
+    declaration, and no ``x-ms-version`` (the exchange echoes none for an unknown one)."""
+    if request.method == "HEAD":
+        return Response(error.status, [])
+    declaration, end, rest = error_xml(error, request_id, error_time(), table_style=False).partition(b"?>")
+    return Response(
+        error.status, [(b"content-type", XML_CONTENT_TYPE)], UTF8_BOM + declaration + end + b"\n" + rest
+    )
 
 
 async def _no_body() -> dict[str, Any]:

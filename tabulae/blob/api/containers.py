@@ -11,7 +11,7 @@ from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.rules import container_worm, leases
 from tabulae.blob.service import MAX_RESULTS, LeaseOutcome, LeaseRequest
 from tabulae.http.documents import BLOB_PERMISSIONS, parse_acl, render_acl, render_stats
-from tabulae.http.errors import XML_CONTENT_TYPE
+from tabulae.http.errors import UTF8_BOM, XML_CONTENT_TYPE
 from tabulae.http.messages import Headers, Request, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.model.errors import ServiceError
@@ -25,10 +25,13 @@ _ACCOUNT_INFO: Headers = [(b"x-ms-sku-name", b"Standard_LRS"), (b"x-ms-account-k
 
 
 def xml(body: bytes, status: int = 200, extra: Headers | None = None) -> Response:
+    """An XML answer as Azure's Blob service writes it: the UTF-8 byte order mark, then the
+    document (every XML body recorded from Azure starts with it, a listing as an error; the SDKs
+    skip it, a client reading the bytes sees it)."""
     headers: Headers = [(b"content-type", XML_CONTENT_TYPE)]
     if extra:
         headers.extend(extra)
-    return Response(status, headers, body)
+    return Response(status, headers, UTF8_BOM + body)
 
 
 def max_results(query: dict[str, str]) -> int:
