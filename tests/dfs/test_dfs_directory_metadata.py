@@ -25,7 +25,10 @@ def test_an_empty_directory_keeps_being_a_directory(fs: FileSystemClient, lake: 
     directory.set_metadata({"k": "v"})
     assert directory.get_directory_properties().metadata == {"k": "v", "hdi_isfolder": "true"}
     fs.get_file_client("empty/inside.txt").create_file()  # a file below it: still a directory
-    assert [(p.name, p.is_directory) for p in fs.get_paths()] == [("empty", True), ("empty/inside.txt", False)]
+    assert [(p.name, p.is_directory) for p in fs.get_paths()] == [
+        ("empty", True),
+        ("empty/inside.txt", False),
+    ]
     reply = BlobHttp(lake.blob_port).request("HEAD", f"/{fs.file_system_name}/empty")
     assert reply.status == 200
     assert reply.headers["x-ms-resource-type"] == "directory"
