@@ -23,6 +23,8 @@ of ``a`` racing each other end with one of them refused, never with a file that 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tabulae.model.blobs import BlobRecord
 from tabulae.model.errors import ServiceError
 from tabulae.storage.blobs import BlobState, BlobWrite
@@ -32,6 +34,34 @@ FOLDER = "hdi_isfolder"
 
 def is_directory(record: BlobRecord) -> bool:
     return any(name.lower() == FOLDER and value.lower() == "true" for name, value in record.metadata.items())
+
+
+def keep_directory(state: BlobState, write: BlobWrite) -> None:
+    """A write that leaves a directory's content alone leaves it a directory.
+
+    Set Blob Metadata replaces the user's metadata, and clients send only their own
+    (``az storage fs directory metadata update``, every SDK's ``set_metadata`` on a directory):
+    Azure keeps ``hdi_isfolder=true`` and the path a directory (recorded for the .NET Data Lake
+    SDK's ``DirectoryClientTests.SetMetadataAsync``: the Get Properties after it shows the new
+    metadata, ``x-ms-meta-hdi_isfolder: true`` and ``x-ms-resource-type: directory``). Without
+    this the directory became a file, and one with children refused the write
+    (``DirectoryIsNotEmpty``). A write that replaces the content (Put Blob, Copy Blob over the
+    directory) is judged by :func:`check` as it is.
+    """
+    before, after = state.base, write.base
+    if before is None or after is None or not before.committed or not is_directory(before):
+        return
+    if (
+        is_directory(after)
+        or write.content is not None
+        or write.append is not None
+        or write.pages is not None
+    ):
+        return
+    kept = replace(after, metadata={**after.metadata, FOLDER: "true"})
+    if write.result is after:
+        write.result = kept
+    write.base = kept
 
 
 def check(state: BlobState, write: BlobWrite) -> None:

@@ -215,6 +215,8 @@ class GuardedStore:
 
         def guarded(state: BlobState) -> BlobWrite:
             write = decide(state)
+            if namespace:
+                namespace_guard.keep_directory(state, write)
             encryption_guard.check(state, write, encryption)
             check_write(state, write, now, snapshots)
             worm_guard.check(worm, state, write, seconds, _changes_data)

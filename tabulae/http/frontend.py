@@ -27,7 +27,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from tabulae.auth.flow import authenticate, is_bearer
 from tabulae.auth.rbac import token_actions
-from tabulae.auth.sas import SasToken
+from tabulae.auth.sas import SasToken, parse_sas
 from tabulae.auth.shared_key import verify_blob_queue_authorization
 from tabulae.http import cors
 from tabulae.http.exchange import log_request, read_body, send_response
@@ -35,7 +35,7 @@ from tabulae.http.messages import SERVER_HEADER, Clock, Headers, Request, Reques
 from tabulae.http.options import FrontendOptions
 from tabulae.http.sendfile import SENDFILE
 from tabulae.http.streaming import StreamedResponse, send_streamed
-from tabulae.http.versions import check_version
+from tabulae.http.versions import check_version, run_at_signed_version
 from tabulae.insight.tracing import STORAGE_SECONDS
 from tabulae.model.errors import VOLUME_FULL_MESSAGE, ServiceError
 from tabulae.model.policies import CorsRule
@@ -236,6 +236,9 @@ class Frontend(ABC, Generic[RouteT]):
             shared_key=lambda signed: self.verify_shared_key(request, route, signed, keys),
             sas=lambda token: self.verify_sas(request, route, token, keys),
         )
+        if header is None:  # a verified SAS
+            token = parse_sas(request.query)
+            run_at_signed_version(request.headers, token.sv if token is not None else None)
         if header is not None and self.options.roles:  # a verified token, and roles to hold it to
             request.actions = token_actions(self.options.roles, header)
 

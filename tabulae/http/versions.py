@@ -58,6 +58,23 @@ def check_version(value: str | None) -> None:
     raise UnknownVersion(value)
 
 
+def run_at_signed_version(headers: dict[str, str], signed: str | None) -> None:
+    """Serve a request its SAS authorised at the SAS's signed version (``sv``).
+
+    Azure runs such a request, and answers it, at ``sv``: an ``x-ms-version`` header on it is
+    ignored ("Previous Azure Storage service versions": "Only the SignedVersion (sv) parameter
+    determines the service version to use to process the request made via the shared access
+    signature"). A SAS URL handed to a browser or ``curl`` (a token from ``az storage ...
+    generate-sas``) names no version at all, and is still served at its ``sv``, not at
+    :data:`DEFAULT_VERSION`. Every version-dependent rule reads the header, so the header is
+    set here, once, after the SAS is verified (its signature never covers the header). A token
+    without ``sv`` (Blob SAS older than 2012-02-12) or with one this server does not know
+    leaves the request as it came.
+    """
+    if signed is not None and signed in KNOWN_VERSIONS:
+        headers["x-ms-version"] = signed
+
+
 def response_version(value: str | None) -> bytes | None:
     """The ``x-ms-version`` a response echoes: the request's when known, the default when it named
     none, nothing for an unknown one (Azure's 400 for it carries no version)."""
