@@ -73,13 +73,13 @@ async def load(stores: PostgresStores, rows: int, every: int) -> None:
         await stores.tables.apply(ACCOUNT, TABLE, group)
 
 
-async def scan(stores: PostgresStores) -> tuple[float, int, int]:
+async def scan(stores: PostgresStores, top: int | None = None) -> tuple[float, int, int]:
     service = TableService(stores.tables)
     token: tuple[str | None, str | None] = (None, None)
     pages = returned = 0
     started = time.perf_counter()
     while True:
-        page = await service.query_entities(ACCOUNT, TABLE, "flag eq true", None, *token)
+        page = await service.query_entities(ACCOUNT, TABLE, "flag eq true", top, *token)
         pages += 1
         returned += len(page.entities)
         if page.next_partition_token is None:
@@ -94,7 +94,9 @@ class Store(NamedTuple):
     stores: PostgresStores
 
 
-async def measured_scan(store: Store, stepping: bool, count_rows: bool) -> tuple[float, int, int, int | None]:
+async def measured_scan(
+    store: Store, stepping: bool, count_rows: bool, top: int | None
+) -> tuple[float, int, int, int | None]:
     """One scan of every page: seconds, pages, entities returned, rows read (when counted)."""
     schema = store.url.split("search_path%3D", 1)[1] if "search_path%3D" in store.url else None
     store.stores.tables._citus = stepping
@@ -102,7 +104,7 @@ async def measured_scan(store: Store, stepping: bool, count_rows: bool) -> tuple
     if count_rows:
         await asyncio.sleep(FLUSH)
         before = rows_read(store.url, store.citus, schema)
-    seconds, pages, returned = await scan(store.stores)
+    seconds, pages, returned = await scan(store.stores, top)
     if not count_rows:
         return seconds, pages, returned, None
     await asyncio.sleep(FLUSH)
@@ -110,7 +112,7 @@ async def measured_scan(store: Store, stepping: bool, count_rows: bool) -> tuple
 
 
 async def measure(
-    opened: list[tuple[str, str, bool]], rows: int, every: int, repeat: int, plain: bool
+    opened: list[tuple[str, str, bool]], rows: int, every: int, repeat: int, plain: bool, top: int | None
 ) -> None:
     """Load every store, then scan them in turn ``repeat`` times (PostgreSQL, then Citus as
     Tabulae scans, so each round compares two scans made moments apart), counting the rows
@@ -128,7 +130,7 @@ async def measure(
         times: dict[str, list[float]] = {store.name: [] for store in stores}
         for round_ in range(repeat):
             for store in stores:
-                seconds, pages, returned, read = await measured_scan(store, store.citus, round_ == 0)
+                seconds, pages, returned, read = await measured_scan(store, store.citus, round_ == 0, top)
                 times[store.name].append(seconds)
                 label = "as Tabulae scans" if store.citus else ""
                 counted = (
@@ -146,7 +148,7 @@ async def measure(
             print("citus / postgres, each round: " + ", ".join(f"{r:.2f}x" for r in ratios), flush=True)
         for store in stores:
             if store.citus and plain:
-                seconds, pages, returned, read = await measured_scan(store, False, True)
+                seconds, pages, returned, read = await measured_scan(store, False, True, top)
                 print(
                     f"{store.name} one statement over every shard: {seconds:.2f}s, {pages} pages,"
                     f" {returned:,} entities returned, {read:,} rows read"
@@ -166,6 +168,12 @@ def main() -> None:
     parser.add_argument("--citus", metavar="URL")
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--sparse", action="store_true", help="one entity in 10,000 matches")
+    parser.add_argument(
+        "--top",
+        type=int,
+        help="entities a page (default the service's 1,000: every page ends where a partition's"
+        " matches do; 300 ends pages inside partitions)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="rounds of scans (rows read: the first)")
     parser.add_argument(
         "--no-plain", action="store_true", help="on Citus, leave out one statement over every shard"
@@ -178,7 +186,7 @@ def main() -> None:
             opened.append(("postgres", stack.enter_context(postgres_store(args.pg)), False))
         if args.citus:
             opened.append(("citus", stack.enter_context(citus_store(args.citus)), True))
-        asyncio.run(measure(opened, args.rows, every, args.repeat, not args.no_plain))
+        asyncio.run(measure(opened, args.rows, every, args.repeat, not args.no_plain, args.top))
 
 
 if __name__ == "__main__":
