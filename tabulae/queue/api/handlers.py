@@ -68,8 +68,9 @@ def required(request: Request, name: str) -> str:
 
 
 def version_of(request: Request) -> str:
-    """The version whose rules apply: ``x-ms-version`` (for a request a SAS authorised, its
-    ``sv``, which the front-end puts there), else a SAS's ``sv``, else the newest."""
+    """The version whose rules apply: ``x-ms-version`` (for a request a SAS authorised that
+    named none, its ``sv``, which the front-end puts there), else a SAS's ``sv``, else the
+    newest."""
     return request.headers.get("x-ms-version") or request.query.get("sv") or LATEST_VERSION
 
 
