@@ -6,18 +6,30 @@ The tests ship in the packages' source distributions:
         azure-storage-queue==12.18.1 -d /tmp/tqsdk
     for f in /tmp/tqsdk/*.tar.gz; do tar xzf "$f" -C /tmp/tqsdk; done
 
-The interpreter running this script needs those SDKs, azure-identity, pytest, pytest-timeout
-and anyio (for the ``*_async.py`` files), as for ../sdk-blob-tests. The table tests speak
-HTTPS to ``https://devstoreaccount1.table.core.windows.net`` (no port), so the server serves
-TLS with a certificate for those names, and takes bearer tokens for the AAD tests:
+The interpreter running this script needs those SDKs, azure-identity, pytest, pytest-timeout,
+python-dateutil (``test_table_entity*.py`` import it) and anyio (for the ``*_async.py``
+files), as for ../sdk-blob-tests. The table tests speak HTTPS to
+``https://devstoreaccount1.table.core.windows.net`` (no port), so the server serves TLS with a
+certificate for those names, and takes bearer tokens for the AAD tests:
 
     openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=sdk-tests \
         -addext subjectAltName=DNS:*.table.core.windows.net,DNS:*.queue.core.windows.net \
         -keyout key.pem -out cert.pem
+    R=00000000-0000-0000-0000-0000000000aa
     tabulae serve --port T --queue-port Q --cert cert.pem --key key.pem --oauth basic \
-        --oauth-role 00000000-0000-0000-0000-0000000000aa=owner ...
+        --oauth-role $R=owner --oauth-role $R=table-contributor \
+        --oauth-role $R=queue-contributor --oauth-role $R=account-contributor ...
     python scripts/sdk-tests/run.py /tmp/tqsdk/azure_data_tables-12.7.0/tests \
         --table-port T --queue-port Q --ca cert.pem [files...] --out DIR
+
+The harness's token identity needs the table and queue data roles and the management one, as
+Azure's pipeline gives its test principal: with ``owner`` (a Blob role) alone every
+``test_table_aad*.py`` test and the ``*_with_token_credential`` tests of
+``test_table_client*.py`` get 403 AuthorizationPermissionMismatch, as they would in Azure.
+``test_table_entity*.py``'s ``test_sas_signed_identifier`` sets a stored access policy that
+expired on 2025-10-12, so its SAS is refused (403 AuthenticationFailed, as Azure refuses a SAS
+out of its time frame) on any later date. The sync table tests sleep 10 seconds a test in live
+mode (the SDK's ``_tear_down``): ``test_table_entity.py`` takes some 15 minutes.
 
 Give each run an empty store (a fresh ``--data-dir`` or database): a few tests create queues
 with fixed names (``testqueue1``) and never delete them, so a second run finds them there.
