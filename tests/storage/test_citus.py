@@ -883,16 +883,15 @@ def test_without_wide_probes_a_dense_scan_asks_for_one_partition_at_a_time(stepp
 def test_a_page_resuming_inside_a_partition_reads_its_rest_and_the_next_in_one_statement(
     stepping_url: str,
 ) -> None:
-    """Partitions of 60 entities whose last match is not their last row, every other one
-    matching, read in pages of 60: each page ends at a partition's last match, so the next
-    resumes inside it. Once a page has seen how many matches a partition gives, the next reads
-    that partition's rest together with the partitions it expects to fill the page in one
-    statement, while a probe on another connection checks them, where it read the rest alone,
-    then probed, then read partition by partition: its first read names three partitions. The
-    one row it reads past its end (to know whether another page follows) comes with the count of
-    rows examined up to it, and the count of the partitions before it goes beside that read, so
-    the page sends no count after it. The pages, tokens and counts of rows examined are those of
-    one statement over every shard."""
+    """Partitions of 60 entities, every other one matching (30 matches each), read in pages of
+    45: every page ends inside a partition, so the next resumes there. Once a page has seen how
+    many matches a partition gives, the next reads that partition's rest and the partition after
+    it in one statement, while a probe on another connection checks that partition (it read the
+    rest alone, probed, then read the next: three reads a page). The one row a page reads past
+    its end (to know whether another page follows) comes with the count of rows examined up to
+    it, and the partitions before it are counted beside that read, so no count waits for the
+    page's last row. The pages, tokens and counts of rows examined are those of one statement
+    over every shard."""
 
     async def body() -> None:
         async with recorded(stepping_url) as (stores, log):
@@ -912,7 +911,7 @@ def test_a_page_resuming_inside_a_partition_reads_its_rest_and_the_next_in_one_s
             counts_after: list[int] = []  # each page's counts sent once its last row was known
             while True:
                 log.clear()
-                page = await service.query_entities(ACCOUNT, "Rests", "flag eq true", 60, *token)
+                page = await service.query_entities(ACCOUNT, "Rests", "flag eq true", 45, *token)
                 counts_after.append(sum(1 for text, _params in statements_of(log) if "%(last_r)s" in text))
                 reads.append(
                     [
@@ -924,17 +923,14 @@ def test_a_page_resuming_inside_a_partition_reads_its_rest_and_the_next_in_one_s
                 if page.next_partition_token is None:
                     break
                 token = (page.next_partition_token, page.next_row_token)
-            assert len(reads) >= 5
-            # the rest and the two partitions after it, then the first row of the next (the
-            # service asks one entity beyond the page, to know whether another page follows)
-            assert all(page_reads == [3, 1] for page_reads in reads[2:-1]), reads
-            # that row's read counts the rows examined up to it, and the partitions read to their
-            # end are counted beside it: no count waits for the page's last row
-            assert counts_after[2:-1] == [0] * len(counts_after[2:-1]), counts_after
+            assert len(reads) == 7
+            # the rest and the partition after it, then the first match beyond the page
+            assert all(page_reads == [2, 1] for page_reads in reads[1:-1]), reads
+            assert counts_after[1:-1] == [0] * 5, counts_after
             tables._citus = True
-            stepped = await _pages_of(service, "Rests", "flag eq true", 60)
+            stepped = await _pages_of(service, "Rests", "flag eq true", 45)
             tables._citus = False
-            assert await _pages_of(service, "Rests", "flag eq true", 60) == stepped
+            assert await _pages_of(service, "Rests", "flag eq true", 45) == stepped
             assert sum(len(rows) for rows, *_ in stepped) == 10 * 30
 
     asyncio.run(body())
