@@ -16,7 +16,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -176,9 +176,12 @@ def task_counts(nodes: list[dict[str, Any]]) -> list[int]:
 
 
 def statements_of(log: list[Statement]) -> list[Statement]:
-    """The recorded statements that touch tables (not BEGIN, COMMIT or SAVEPOINT)."""
+    """The recorded statements that touch tables (not BEGIN, COMMIT or SAVEPOINT, nor the
+    partition epoch's: a sequence on the coordinator, no shard's)."""
     verbs = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
-    return [s for s in log if s[0].lstrip().upper().startswith(verbs)]
+    return [
+        s for s in log if s[0].lstrip().upper().startswith(verbs) and "entity_partition_epoch" not in s[0]
+    ]
 
 
 async def assert_single_shard(url: str, log: list[Statement]) -> int:
@@ -554,6 +557,17 @@ async def _pages_of(service: TableService, table: str, text: str, top: int | Non
 _stepping_tables = iter(range(10**9))
 
 
+async def _load_flagged(tables: Any, table: str, partitions: Iterable[int], size: int) -> None:
+    """Partitions ``pNN`` of ``size`` entities (RowKeys ``000``…), every other one matching
+    ``flag eq true``."""
+    for p in partitions:
+        rows = [
+            Mutation(MutationKind.INSERT, f"p{p:02d}", f"{i:03d}", {"flag": (edm.BOOLEAN, i % 2 == 0)})
+            for i in range(size)
+        ]
+        await tables.apply(ACCOUNT, table, rows)
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     partitions=st.lists(
@@ -630,14 +644,7 @@ def test_a_dense_scan_steps_and_reads_about_what_it_returns(stepping_url: str) -
         async with recorded(stepping_url) as (stores, log):
             tables = stores.tables
             await tables.create_table(ACCOUNT, "Dense")
-            for p in range(12):
-                rows = [
-                    Mutation(
-                        MutationKind.INSERT, f"p{p:02d}", f"{i:03d}", {"flag": (edm.BOOLEAN, i % 2 == 0)}
-                    )
-                    for i in range(60)
-                ]
-                await tables.apply(ACCOUNT, "Dense", rows)
+            await _load_flagged(tables, "Dense", range(12), 60)
             service = TableService(tables)
             sent: dict[bool, int] = {}
             for stepping in (True, False):
@@ -680,14 +687,7 @@ def test_a_dense_scan_asks_every_shard_about_once_a_page(stepping_url: str) -> N
         async with recorded(stepping_url) as (stores, log):
             tables = stores.tables
             await tables.create_table(ACCOUNT, "Probes")
-            for p in range(40):
-                rows = [
-                    Mutation(
-                        MutationKind.INSERT, f"p{p:02d}", f"{i:03d}", {"flag": (edm.BOOLEAN, i % 2 == 0)}
-                    )
-                    for i in range(30)
-                ]
-                await tables.apply(ACCOUNT, "Probes", rows)
+            await _load_flagged(tables, "Probes", range(40), 30)
             service = TableService(tables)
             log.clear()
             stepped = await _pages_of(service, "Probes", "flag eq true", 40)
@@ -861,14 +861,7 @@ def test_without_wide_probes_a_dense_scan_asks_for_one_partition_at_a_time(stepp
             assert tables._scan_hints.wide_probes  # this Citus has the setting
             tables._scan_hints.wide_probes = False
             await tables.create_table(ACCOUNT, "Narrow")
-            for p in range(12):
-                rows = [
-                    Mutation(
-                        MutationKind.INSERT, f"p{p:02d}", f"{i:03d}", {"flag": (edm.BOOLEAN, i % 2 == 0)}
-                    )
-                    for i in range(30)
-                ]
-                await tables.apply(ACCOUNT, "Narrow", rows)
+            await _load_flagged(tables, "Narrow", range(12), 30)
             service = TableService(tables)
             log.clear()
             stepped = await _pages_of(service, "Narrow", "flag eq true", 40)
@@ -897,14 +890,7 @@ def test_a_page_resuming_inside_a_partition_reads_its_rest_and_the_next_in_one_s
         async with recorded(stepping_url) as (stores, log):
             tables = stores.tables
             await tables.create_table(ACCOUNT, "Rests")
-            for p in range(10):
-                rows = [
-                    Mutation(
-                        MutationKind.INSERT, f"p{p:02d}", f"{i:03d}", {"flag": (edm.BOOLEAN, i % 2 == 0)}
-                    )
-                    for i in range(60)
-                ]
-                await tables.apply(ACCOUNT, "Rests", rows)
+            await _load_flagged(tables, "Rests", range(10), 60)
             service = TableService(tables)
             token: tuple[str | None, str | None] = (None, None)
             reads: list[list[int]] = []  # each page's reads: how many partitions each names
@@ -932,5 +918,111 @@ def test_a_page_resuming_inside_a_partition_reads_its_rest_and_the_next_in_one_s
             tables._citus = False
             assert await _pages_of(service, "Rests", "flag eq true", 45) == stepped
             assert sum(len(rows) for rows, *_ in stepped) == 10 * 30
+
+    asyncio.run(body())
+
+
+def test_pages_trust_what_a_probe_found_while_the_partition_epoch_stays(stepping_url: str) -> None:
+    """Forty partitions of 30 entities, every other one matching, read in pages of 40. A probe
+    finds the next few partitions after several points, each certain; with no write since (the
+    partition epoch, read first in each probe, is where it was), the pages that follow read
+    those partitions without asking every shard again, until the chain runs out: half the
+    probes or fewer of the same scan without the epoch (one or two a page), and the same pages
+    as one statement over every shard."""
+
+    async def body() -> None:
+        async with recorded(stepping_url) as (stores, log):
+            tables = stores.tables
+            assert tables._scan_hints.epochs  # db init --citus made the epoch
+            await tables.create_table(ACCOUNT, "Trusted")
+            await _load_flagged(tables, "Trusted", range(40), 30)
+            service = TableService(tables)
+            probes: dict[bool, list[int]] = {}  # each middle page's probes
+            for epochs in (False, True):
+                tables._scan_hints.epochs = epochs
+                token: tuple[str | None, str | None] = (None, None)
+                stepped, probes[epochs] = [], []
+                while True:
+                    log.clear()
+                    page = await service.query_entities(ACCOUNT, "Trusted", "flag eq true", 40, *token)
+                    stepped.append([(e.pk, e.rk) for e in page.entities])
+                    probes[epochs].append(_probes(log))
+                    if page.next_partition_token is None:
+                        break
+                    token = (page.next_partition_token, page.next_row_token)
+                del probes[epochs][0], probes[epochs][-1]  # the first page finds where to start
+            tables._citus = False
+            plain = await _pages_of(service, "Trusted", "flag eq true", 40)
+            assert stepped == [[(pk, rk) for pk, rk, *_ in rows] for rows, *_ in plain]
+            assert len(stepped) == 15
+            # a probe a page, each checking what the last page expected; with the epoch, one
+            # every third page or so
+            assert all(probes[False]), probes
+            assert 2 * sum(probes[True]) <= sum(probes[False]), probes
+
+    asyncio.run(body())
+
+
+@pytest.mark.parametrize("kind", [MutationKind.INSERT, MutationKind.REPLACE])
+def test_a_partition_another_front_end_makes_between_pages_is_found(
+    stepping_url: str, kind: MutationKind
+) -> None:
+    """Partitions p00, p02 … p38 of 30 entities, every other one matching, read in pages of 40
+    by one front-end, whose pages trust the partitions a probe found while the partition epoch
+    stays. Between two such pages another front-end (its own pool and process state) makes
+    partition p(odd) just ahead, by an insert (sent in one round trip) or an upsert (the general
+    write path): its write moves the epoch on after its commit, so the next page probes again
+    and holds the new partition's entities. Every page is the one a statement over every shard
+    gives from the same token."""
+    table = f"fronts{next(_stepping_tables)}"
+
+    async def body() -> None:
+        async with recorded(stepping_url) as (stores, log):
+            other = await PostgresStores.open(stepping_url, max_size=2)
+            try:
+                tables = stores.tables
+                await tables.create_table(ACCOUNT, table)
+                await _load_flagged(tables, table, range(0, 40, 2), 30)
+                service = TableService(tables)
+                token: tuple[str | None, str | None] = (None, None)
+                made: list[str] = []
+                probed_after: list[bool] = []
+                seen: set[str] = set()
+                for _ in range(100):
+                    log.clear()
+                    tables._citus = True
+                    stepped = await service.query_entities(ACCOUNT, table, "flag eq true", 40, *token)
+                    probed = _probes(log) > 0
+                    seen.update(e.pk for e in stepped.entities)
+                    if made and len(probed_after) < len(made):
+                        probed_after.append(probed)
+                    tables._citus = False
+                    plain = await service.query_entities(ACCOUNT, table, "flag eq true", 40, *token)
+                    assert [(e.pk, e.rk) for e in stepped.entities] == [(e.pk, e.rk) for e in plain.entities]
+                    assert (stepped.next_partition_token, stepped.next_row_token, stepped.scanned) == (
+                        plain.next_partition_token,
+                        plain.next_row_token,
+                        plain.scanned,
+                    )
+                    if stepped.next_partition_token is None:
+                        break
+                    token = (stepped.next_partition_token, stepped.next_row_token)
+                    at = int(stepped.entities[-1].pk[1:])  # the partition the page ended in
+                    # once a page trusted its chain (no probe), a partition appears just ahead
+                    if not probed and at % 2 == 0 and at + 1 < 40 and len(made) < 3:
+                        pk = f"p{at + 1:02d}"
+                        await other.tables.apply(
+                            ACCOUNT,
+                            table,
+                            [Mutation(kind, pk, f"{i:03d}", {"flag": (edm.BOOLEAN, True)}) for i in range(5)],
+                        )
+                        made.append(pk)
+                else:
+                    raise AssertionError("paging did not end")
+                assert made and probed_after and all(probed_after), (made, probed_after)
+                assert set(made) <= seen, (made, sorted(seen))
+                await tables.delete_table(ACCOUNT, table)
+            finally:
+                await other.close()
 
     asyncio.run(body())

@@ -45,12 +45,15 @@ class PostgresStores(Stores):
         *,
         citus: bool = False,
         wide_probes: bool = True,
+        partition_epoch: bool = False,
         colocated: frozenset[str] = frozenset(),
     ) -> None:
         self.database = database
         self.kind = "citus" if citus else "postgres"
         self.volume = database.volume
-        self.tables = PostgresTables(database, citus=citus, wide_probes=wide_probes)
+        self.tables = PostgresTables(
+            database, citus=citus, wide_probes=wide_probes, partition_epoch=partition_epoch
+        )
         self.queues = PostgresQueues(database)
         self.blobs = PostgresBlobs(database, citus=citus, colocated=colocated)
 
@@ -74,7 +77,9 @@ class PostgresStores(Stores):
         database = await PostgresDatabase.open(url, min_size=min_size, max_size=max_size)
         citus = await database.run(engine.citus_present, idempotent=True)
         wide = citus and await database.run(engine.citus_subquery_pushdown, idempotent=True)
-        return cls(database, citus=citus, wide_probes=wide, colocated=colocated)
+        # a schema distributed before the epoch existed lacks it until `db init --citus` runs again
+        epoch = citus and await database.run(engine.partition_epoch_present, idempotent=True)
+        return cls(database, citus=citus, wide_probes=wide, partition_epoch=epoch, colocated=colocated)
 
     async def close(self) -> None:
         await self.database.close()

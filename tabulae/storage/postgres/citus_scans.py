@@ -28,6 +28,19 @@ statement, that rest and as many of the partitions the hint expects as the page 
 order, and steps on from the first it disowns. A scan in steady state thus pays for its probe
 in the time of its reads.
 
+Between pages, what a probe found stays true until a partition is made. Every write that
+inserts an entity moves the partition epoch (a sequence on the coordinator,
+``entity_partition_epoch``) on after its commit and before it is acknowledged, and every probe
+reads the epoch before it asks the shards. So a page left a chain of partitions a probe made
+certain (each the next after the one before), with the epoch that probe read, and the next page
+of the scan finds the epoch unmoved: no partition can have appeared in the chain since, and
+the page reads along it without a probe. The epoch is read beside the page's first read; moved,
+a probe sent aside then checks what that read took, as above. A write still in flight when a
+probe ran may be missed, as any read may miss a write it overlaps; one acknowledged before the
+page began moves the epoch first. A partition emptied meanwhile only reads as empty. A schema
+distributed before the epoch existed has none until ``db init --citus`` runs again, and then
+every page probes as before.
+
 The rows a page examined are counted without a round trip of their own where the page ends in
 a read of one partition for a few rows (most often the one row a page reads past its end, to
 know whether another page follows): that read counts, beside each row, the rows of its
@@ -59,7 +72,7 @@ from tabulae.storage.table_plans import EntityLayout, Matching, range_sql
 STEP_PARTITIONS = 4
 # The expected partitions one probe checks besides where the scan stands: each is one more
 # index probe on every shard, within the same task.
-EXPECTED = 4
+EXPECTED = 8
 HINTS = 1024  # scans whose expected partitions a store remembers between pages
 # A read of one partition for at most this many rows counts the rows examined up to each (most
 # often the one row a page reads past its end, to know whether another page follows).
@@ -72,6 +85,11 @@ _START = b""  # a point before every partition of every table: the probe's range
 Following = tuple[list[bytes], list[bytes], bool]
 
 
+# the partition epoch as a probe read it: ``last_value`` and ``is_called`` of its sequence
+Epoch = tuple[int, bool]
+_EPOCH = Sql("SELECT last_value, is_called FROM entity_partition_epoch", fetch="one")
+
+
 class Hint(NamedTuple):
     """What a page that ended in a partition expected of the next page's."""
 
@@ -79,9 +97,36 @@ class Hint(NamedTuple):
     read_out: bool  # the partition was read to its end
     density: int  # matches a partition read to its end gave (0: none was)
     left: int  # matches its rest likely holds: ``density`` less those the page took of it
+    # the partitions certain to follow it (each the next after the one before), and whether the
+    # range ends after them, as probes found them while the partition epoch was ``epoch``
+    # (None: not known) over ``scope``, the key range of the scan that left the hint
+    chain: tuple[bytes, ...] = ()
+    ends: bool = False
+    epoch: Epoch | None = None
+    scope: KeyRange | None = None
 
 
 _NO_HINT = Hint((), False, 0, 0)
+
+
+class _PageEpoch:
+    """The partition epoch the probes of one page read: the chain a page leaves is certain
+    while the epoch stays, so long as every probe that made it read the same epoch."""
+
+    __slots__ = ("known", "value")
+
+    def __init__(self) -> None:
+        self.value: Epoch | None = None
+        self.known = True  # no probe of the page read another epoch, or none
+
+    def saw(self, value: Epoch | None) -> None:
+        if value is None or (self.value is not None and value != self.value):
+            self.known = False
+        elif self.value is None:
+            self.value = value
+
+    def certain(self) -> Epoch | None:
+        return self.value if self.known else None
 
 
 class ScanHints:
@@ -95,11 +140,14 @@ class ScanHints:
     of this goes to the client; a page that reaches another process, or a hint forgotten, costs
     one more statement."""
 
-    def __init__(self, limit: int = HINTS, wide_probes: bool = True) -> None:
+    def __init__(self, limit: int = HINTS, wide_probes: bool = True, epochs: bool = False) -> None:
         self._limit = limit
         # a Citus without ``citus.subquery_pushdown`` (a setting it discourages, so a later
         # release may drop it) steps by asking for one partition at a time, as sparse scans do
         self.wide_probes = wide_probes
+        # the schema has the partition epoch and every write that inserts moves it on: a page
+        # whose hint's epoch is still the epoch trusts the hint's chain without a probe
+        self.epochs = epochs
         self._hints: OrderedDict[tuple[int, bytes], Hint] = OrderedDict()
 
     def take(self, table: int, partition: bytes) -> Hint:
@@ -112,11 +160,13 @@ class ScanHints:
 
 
 def _successor_statements(
-    layout: EntityLayout, bounds: str, params: dict[str, object], points: list[bytes]
+    layout: EntityLayout, bounds: str, params: dict[str, object], points: list[bytes], epoch: bool
 ) -> tuple[Sql, ...]:
     """For each point, every shard's first partition after it within ``bounds``: one statement
-    over every shard, each answering for every point with one step of its key index (the third
-    statement's rows).
+    over every shard, each answering for every point with one step of its key index (read from
+    the replies by :func:`_answer`). With ``epoch``, the partition epoch is read first, so that
+    a partition whose write moved the epoch on after this read is one the probe may miss, and
+    one whose write moved it before is one the probe sees.
 
     The ``LIMIT 1`` of the lateral subquery is meant per shard: that is what
     ``citus.subquery_pushdown`` makes Citus do (its planner otherwise refuses a limit in a
@@ -126,6 +176,7 @@ def _successor_statements(
     return (
         Sql("BEGIN"),
         Sql("SET LOCAL citus.subquery_pushdown TO on"),
+        *((_EPOCH,) if epoch else ()),
         Sql(
             f"SELECT p.x, n.{part} FROM unnest(CAST(:points AS bytea[])) AS p(x) CROSS JOIN LATERAL"
             f" (SELECT e.{part} FROM entities e WHERE {bounds} AND e.{part} > p.x"
@@ -135,6 +186,17 @@ def _successor_statements(
         ),
         Sql("COMMIT"),
     )
+
+
+def _answer(replies: list[Any]) -> tuple[list[tuple[bytes, bytes]], Epoch | None]:
+    """A wide probe's rows, and the partition epoch it read first (None: it read none)."""
+    if len(replies) == 5:
+        return replies[3], _epoch(replies[2])
+    return replies[2], None
+
+
+def _epoch(row: Sequence[Any]) -> Epoch:
+    return int(row[0]), bool(row[1])
 
 
 def _following(rows: list[tuple[bytes, bytes]], at: bytes, points: list[bytes]) -> Following:
@@ -167,24 +229,36 @@ def _probe(
     at: bytes,
     expected: Sequence[bytes],
     wide: bool,
+    page: _PageEpoch,
+    epoch: bool,
 ) -> Plan[Following]:
     """The partitions that follow ``at``, in key order, as far as one probe makes them certain;
     the partitions seen beyond them (to expect next); and whether the range ends after them.
+    With ``epoch``, the probe reads the partition epoch first and tells ``page``.
 
     Unless ``wide`` (stepping looks like it will go on), nothing is expected and only the next
     partition is asked for, without a transaction: a sparse scan leaves stepping soon after."""
     if not wide and not expected:
         params["step"] = at
-        found = yield Sql(
+        step = Sql(
             f"SELECT e.{layout.partition} FROM entities e WHERE {bounds} AND e.{layout.partition} > :step"
             f" ORDER BY e.{layout.partition}, e.rk LIMIT 1",
             params,
             "one",
         )
+        if epoch:
+            read, found = yield plan_batch(_EPOCH, step)
+            page.saw(_epoch(read))
+        else:
+            found = yield step
+            page.saw(None)
         return ([], [], True) if found is None else ([bytes(found[0])], [], False)
     points = _points(at, expected)
-    replies = yield plan_batch(*_successor_statements(layout, bounds, params, points))
-    return _following(replies[2], at, points)
+    rows, read_epoch = _answer(
+        (yield plan_batch(*_successor_statements(layout, bounds, params, points, epoch)))
+    )
+    page.saw(read_epoch)
+    return _following(rows, at, points)
 
 
 def _points(at: bytes, expected: Sequence[bytes]) -> list[bytes]:
@@ -209,6 +283,7 @@ def scan_stepping(
     examined = 0
     keys = f"e.{layout.partition}, e.rk"
     wide_ok = hints is None or hints.wide_probes
+    epochs = hints is not None and hints.epochs
 
     for key_range in ranges_to_scan(ranges, after):
         params = dict(matching.params)
@@ -230,11 +305,17 @@ def scan_stepping(
         hint = _NO_HINT
         full_matches = full_parts = 0  # of the partitions this chunk read to their end
         counted = 0  # the first partitions of ``parts`` whose rows ``examined`` holds already
+        page = _PageEpoch()
+        trusted = False  # the hint's chain holds: no partition was made since a probe found it
+        unchecked: Epoch | None = None  # the epoch it held at, read beside the page's first read
         if after is not None and stepping and not found and not examined:
             resumed = layout.partition_value(table, after[0])
             if hints is not None:
                 hint = hints.take(table, resumed)
                 expected = list(hint.expected)
+            if epochs and hint.epoch is not None and hint.scope == key_range and _reaches(hint, want):
+                trusted, coming, ended, unchecked = True, list(hint.chain), hint.ends, hint.epoch
+                expected = [p for p in hint.expected if p not in hint.chain]
         density = hint.density
         probe: Any = None  # the ticket of a probe sent aside, and what it asks about
         points: list[bytes] = []
@@ -245,14 +326,24 @@ def scan_stepping(
                 if resumed is not None:
                     batch, resumed = [resumed], None
                     unfilled = hint.read_out or hint.left < want  # its rest will not fill the page
-                    if unfilled and density and wide_ok and expected:
+                    if trusted:
+                        if hint.read_out and coming and not density:
+                            batch.append(coming.pop(0))
+                    elif unfilled and density and wide_ok and expected:
                         # read its rest with what the hint expects while a probe beside checks it
                         points = _points(batch[0], expected)
-                        probe = yield aside(*_successor_statements(layout, bounds, params, points))
+                        probe = yield aside(*_successor_statements(layout, bounds, params, points, epochs))
                         coming, expected = points[1:], []
                     elif hint.read_out:  # its rest likely holds nothing: read it with what follows
                         coming, expected, ended = yield from _probe(
-                            layout, bounds, params, batch[0], expected if wide_ok else [], wide_ok
+                            layout,
+                            bounds,
+                            params,
+                            batch[0],
+                            expected if wide_ok else [],
+                            wide_ok,
+                            page,
+                            epochs,
                         )
                         if coming and not density:
                             batch.append(coming.pop(0))
@@ -260,7 +351,14 @@ def scan_stepping(
                     if not coming and not ended:
                         wide = stepped_matches * STEP_PARTITIONS >= want - len(found)
                         coming, expected, ended = yield from _probe(
-                            layout, bounds, params, at, expected if wide_ok else [], wide and wide_ok
+                            layout,
+                            bounds,
+                            params,
+                            at,
+                            expected if wide_ok else [],
+                            wide and wide_ok,
+                            page,
+                            epochs,
                         )
                     if not coming:
                         break
@@ -269,7 +367,7 @@ def scan_stepping(
                 # in too when the page likely takes half of that one's matches or more: a shard
                 # reads up to the whole page from its partitions, so a partition read for a few
                 # rows costs more than the statement it saves
-                if density and (probe is not None or not tail or hint.read_out):
+                if density and (probe is not None or trusted or not tail or hint.read_out):
                     likely = (hint.left if tail else 0) + density * (len(batch) - tail)
                     while coming and (short := want - len(found) - likely) > 0:
                         if likely and 2 * short < density:
@@ -296,20 +394,31 @@ def scan_stepping(
             read = Sql(
                 _read_sql(layout, table, key_range, after, matching, where, params, ranked), params, "all"
             )
+            statements = [read]
             if ranked and counted < len(parts) - 1:
                 done = _within_parts(layout, parts[counted:-1], params, "done")
-                rows, tally = yield plan_batch(
-                    read, Sql(f"SELECT count(*) FROM entities e WHERE {within}{done}", params, "one")
-                )
-                examined += int(tally[0])
+                statements.append(Sql(f"SELECT count(*) FROM entities e WHERE {within}{done}", params, "one"))
+            if unchecked is not None:  # the epoch, read before the rows
+                statements.insert(0, _EPOCH)
+            replies = (yield plan_batch(*statements)) if len(statements) > 1 else [(yield read)]
+            if unchecked is not None:
+                now = _epoch(replies.pop(0))
+                page.saw(now)
+                if now != unchecked:  # a write since may have made a partition: check what was read
+                    points = _points(batch[0], [*batch[1:], *coming, *expected])
+                    probe = yield aside(*_successor_statements(layout, bounds, params, points, epochs))
+                    trusted = False
+                unchecked = None
+            rows = replies[0]
+            if len(replies) > 1:
+                examined += int(replies[1][0])
                 counted = len(parts) - 1
-            else:
-                rows = yield read
             if ranked:
                 ranks = [row[4] for row in rows]
                 rows = [row[:4] for row in rows]
             if probe is not None:  # keep what the probe confirms: partitions that follow each other
-                _, _, answer, _ = yield collect(probe)
+                answer, read_epoch = _answer((yield collect(probe)))
+                page.saw(read_epoch)
                 probe = None
                 certain, expected, ended = _following(answer, batch[0], points)
                 kept = 1
@@ -348,11 +457,25 @@ def scan_stepping(
                 if stepping and hints is not None and parts:  # the next page resumes in one of the last two
                     gave = full_matches // full_parts if full_parts else density
                     taken = _taken_from_last(found)
+                    epoch, tail_chain, tail_ends = page.certain(), tuple(coming), ended
+                    if page.value is None and page.known:  # read the resumed partition alone: what
+                        epoch, tail_chain, tail_ends = hint.epoch, hint.chain, hint.ends  # held holds
                     for index in range(max(0, len(parts) - 2), len(parts)):
-                        ahead = (*parts[index + 1 :], *coming, *expected)
+                        chain = (*parts[index + 1 :], *tail_chain)  # each the next after the one before
+                        ahead = (*chain, *expected)
                         last_one = index == len(parts) - 1
                         left = max(0, gave - taken) if last_one else 0
-                        hints.leave(table, parts[index], Hint(ahead[:EXPECTED], not last_one, gave, left))
+                        left_behind = Hint(
+                            ahead[: len(chain) + EXPECTED],
+                            not last_one,
+                            gave,
+                            left,
+                            chain,
+                            tail_ends,
+                            epoch,
+                            key_range,
+                        )
+                        hints.leave(table, parts[index], left_behind)
                 return ScanChunk(found, examined, (last.pk, last.rk), False, exact)
             if not stepping:
                 break  # one statement over every shard read the rest of the range
@@ -371,6 +494,19 @@ def scan_stepping(
             (yield Sql(f"SELECT count(*) FROM entities e WHERE {within}{uncounted}", params, "one"))[0]
         )
     return ScanChunk(found, examined, None, True, exact)
+
+
+def _reaches(hint: Hint, want: int) -> bool:
+    """Whether the hint's chain likely holds the page: it ends the range, or its partitions
+    (and the rest of the one the page resumes in) likely give ``want`` matches, or it is not
+    empty and no partition was read to its end to tell. A shorter chain is not worth trusting:
+    the page would probe for the partitions after it on its way, where a probe sent aside at
+    its start (checking the partitions it expects) costs no wait."""
+    if hint.ends:
+        return True
+    if not hint.density:
+        return bool(hint.chain)
+    return hint.left + hint.density * len(hint.chain) >= want
 
 
 def _taken_from_last(found: list[StoredEntity]) -> int:

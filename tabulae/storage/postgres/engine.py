@@ -121,6 +121,12 @@ async def citus_subquery_pushdown(conn: Connection) -> bool:
     return bool(row and row[0] is not None)
 
 
+async def partition_epoch_present(conn: Connection) -> bool:
+    """True when the schema has the Table store's partition epoch (:mod:`.citus_scans`)."""
+    row = await (await conn.execute("SELECT to_regclass('entity_partition_epoch') IS NOT NULL")).fetchone()
+    return bool(row and row[0])
+
+
 async def _existing(conn: Connection, tables: Sequence[str]) -> set[str]:
     return {row[0] for row in await (await conn.execute(_EXISTING, (list(tables),))).fetchall()}
 

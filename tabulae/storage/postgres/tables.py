@@ -88,6 +88,10 @@ _STATEMENTS = (
         CONSTRAINT entities_pkey PRIMARY KEY (dist, rk)
     )
     """,
+    # Moved on after every committed write that may have made a partition (Citus only): a dense
+    # scan that finds it unmoved since its last probe knows no partition appeared
+    # (:mod:`.citus_scans`). A sequence, so moving it takes no lock; it stays on the coordinator.
+    "CREATE SEQUENCE IF NOT EXISTS entity_partition_epoch",
 )
 SCHEMA = Schema(_STATEMENTS, reference=("tables", "service_properties"), distributed={"entities": "dist"})
 
@@ -116,6 +120,9 @@ _BEGIN = wire.Statement.of("BEGIN")
 _COMMIT = wire.Statement.of("COMMIT")
 # the table still exists (ids are never reused), or a division by zero fails the transaction
 _TABLE_CHECK = wire.Statement.of("SELECT 1 / count(*) FROM tables WHERE id = $1", wire.INT8)
+# after the COMMIT of a write that inserted, on Citus: the partition epoch moves on
+_EPOCH_BUMP_SQL = "SELECT nextval('entity_partition_epoch')"
+_EPOCH_BUMP = wire.Statement.of(_EPOCH_BUMP_SQL)
 
 
 # a point delete: of whatever version is stored (If-Match *), or of the version an ETag names
@@ -213,14 +220,25 @@ class PostgresTables(PlannedTables):
     """The :class:`TableStore` contract over a :class:`PostgresDatabase`: the plans of
     :mod:`tabulae.storage.table_plans`, and PostgreSQL's own pipelined writes."""
 
-    def __init__(self, database: PostgresDatabase, *, citus: bool = False, wide_probes: bool = True) -> None:
+    def __init__(
+        self,
+        database: PostgresDatabase,
+        *,
+        citus: bool = False,
+        wide_probes: bool = True,
+        partition_epoch: bool = False,
+    ) -> None:
+        """``partition_epoch`` (Citus, with ``entity_partition_epoch`` in the schema): every write
+        that inserts moves the epoch on after its commit, and dense scans trust what a probe
+        found while the epoch stays (:mod:`.citus_scans`)."""
         layout = PostgresLayout()
         super().__init__(layout, TableIds(), PostgresDialect())
         self._db = database
         self._gathered = Gathered(database)  # point and one-partition reads, per loop turn
         self._citus = citus
+        self._epoch = citus and partition_epoch
         self._scan_hints = ScanHints(
-            wide_probes=wide_probes
+            wide_probes=wide_probes, epochs=self._epoch
         )  # where dense Citus scans go next (:mod:`.citus_scans`)
         self.indexes = PostgresIndexes(database, layout)
 
@@ -354,8 +372,10 @@ class PostgresTables(PlannedTables):
             try:
                 async with conn.pipeline() as pipeline:
                     await conn.execute("BEGIN")
-                    results = await self._apply_in_transaction(conn, pipeline, key, group)
+                    results, inserted = await self._apply_in_transaction(conn, pipeline, key, group)
                     await conn.execute("COMMIT")
+                    if inserted and self._epoch:
+                        await conn.execute(_EPOCH_BUMP_SQL)
             except BaseException:
                 await rollback(conn)
                 raise
@@ -378,12 +398,16 @@ class PostgresTables(PlannedTables):
         params: list[bytes | None] = [_dist(table_id, group[0].pk), wire.int8(ticks)]
         for rk, (_existing, blob) in zip(keys, decisions, strict=True):
             params += (rk, blob)
-        calls = (
+        calls: tuple[wire.Call, ...] = (
             (_BEGIN, ()),
             (_TABLE_CHECK, (wire.int8(table_id),)),
             (_inserts(len(group)), params),
             (_COMMIT, ()),
         )
+        if self._epoch:
+            # after the COMMIT, in the same round trip: a statement found unprepared there cannot
+            # be the first (BEGIN is), so the exchange's resend never repeats a committed insert
+            calls = (*calls, (_EPOCH_BUMP, ()))
 
         async def run(conn: Connection) -> bool:
             try:
@@ -447,7 +471,9 @@ class PostgresTables(PlannedTables):
         pipeline: psycopg.AsyncPipeline,
         key: tuple[str, str],
         mutations: tuple[Mutation, ...],
-    ) -> list[StoredEntity | None]:
+    ) -> tuple[list[StoredEntity | None], bool]:
+        """The group's results, and whether it inserted an entity (and may so have made a
+        partition)."""
         cached = self._ids.get(key)
         lookup = await conn.execute(_LOOKUP, key)
         locks = await self._lock(conn, cached, mutations) if cached is not None else []
@@ -484,4 +510,5 @@ class PostgresTables(PlannedTables):
                 if inserted and mutations[index].kind is MutationKind.INSERT:
                     raise ServiceError("EntityAlreadyExists").at(index)
                 raise Restart
-        return written(mutations, (blob for _existing, blob in decisions), ticks)
+        inserted_any = any(inserted for _index, inserted, _cursor in writes)
+        return written(mutations, (blob for _existing, blob in decisions), ticks), inserted_any
