@@ -57,16 +57,30 @@ def token_claims(header: str) -> dict[str, object]:
 
 
 # Azure's own words for a token it refuses (AuthenticationErrorDetail), as real answers quote
-# them: an issuer it does not trust is 401 InvalidAuthenticationInfo with the challenge (Azure
-# answers so since 2021: azure-sdk-for-java#24926, AzureStorageExplorer#9050); an audience it
-# does not serve is 403 AuthenticationFailed (the only answer on record); its other checks keep
-# the generic 403 AuthenticationFailed, their own wording not being on record.
+# them. An issuer it does not trust, or an audience it does not serve, is 401
+# InvalidAuthenticationInfo with the challenge, which is what lets an SDK's challenge policy
+# fetch a token for the resource named there and retry (issuer: azure-sdk-for-java#24926,
+# AzureStorageExplorer#9050; audience: the recording of the JS queue SDK's "Bearer token
+# challenge" test against Azure, 2026, x-ms-version 2026-02-06). Its other checks keep the
+# generic 403 AuthenticationFailed, their own wording not being on record.
 ISSUER_MISMATCH = "Issuer validation failed. Issuer did not match."
 AUDIENCE_MISMATCH = "Audience validation failed. Audience did not match."
 CHALLENGE_MESSAGE = (
     "Server failed to authenticate the request. "
     "Please refer to the information in the www-authenticate header."
 )
+
+
+def _challenge(detail: str) -> ServiceError:
+    """401 InvalidAuthenticationInfo pointing at the challenge, saying why (``detail``)."""
+    error = ServiceError(
+        "InvalidAuthenticationInfo",
+        CHALLENGE_MESSAGE,
+        detail=detail,
+        headers=[(b"www-authenticate", CHALLENGE)],
+    )
+    error.status = 401
+    return error
 
 
 def verify_bearer(header: str, account: str, now: float | None = None, *, service: str = "table") -> None:
@@ -84,13 +98,9 @@ def verify_bearer(header: str, account: str, now: float | None = None, *, servic
     not_before = claims.get("nbf", 0)
     expires = claims.get("exp")
     if not isinstance(issuer, str) or not issuer.startswith(_ISSUERS):
-        error = ServiceError(
-            "InvalidAuthenticationInfo", CHALLENGE_MESSAGE, detail=ISSUER_MISMATCH, headers=challenge
-        )
-        error.status = 401
-        raise error
+        raise _challenge(ISSUER_MISMATCH)
     if audience not in _audiences(account, service):
-        raise ServiceError("AuthenticationFailed", detail=AUDIENCE_MISMATCH, headers=challenge)
+        raise _challenge(AUDIENCE_MISMATCH)
     if (
         not isinstance(not_before, int | float)
         or not isinstance(expires, int | float)
