@@ -328,9 +328,11 @@ def test_foreign_audience_is_401_with_challenge(oauth_server: ServerProcess, cer
         assert "Please refer to the information in the www-authenticate header." in body
         if port != oauth_server.port:  # the Table service's JSON errors carry no detail
             assert f"<AuthenticationErrorDetail>{AUDIENCE_MISMATCH}</AuthenticationErrorDetail>" in body
-        challenge = response.header("WWW-Authenticate") or ""
-        assert challenge.startswith("Bearer authorization_uri=https://login.microsoftonline.com/")
-        assert "resource_id=https://storage.azure.com" in challenge
+        # Azure names a tenant GUID there (the JS SDKs retry only then): the token's tenant.
+        assert response.header("WWW-Authenticate") == (
+            f"Bearer authorization_uri=https://login.microsoftonline.com/{TENANT}/oauth2/authorize "
+            "resource_id=https://storage.azure.com"
+        )
 
 
 def test_anonymous_over_https_is_401_with_challenge(
