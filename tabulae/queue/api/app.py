@@ -19,6 +19,7 @@ from tabulae.http.errors import XML_CONTENT_TYPE, error_xml
 from tabulae.http.frontend import Call, Frontend
 from tabulae.http.messages import NO_CACHE, Request, Response, error_time
 from tabulae.http.options import FrontendOptions
+from tabulae.http.versions import UnknownVersion
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import CorsRule
 from tabulae.queue.api import handlers as ops
@@ -135,7 +136,17 @@ class QueueApp(Frontend[Route]):
     def error_response(
         self, request: Request, route: Route | None, error: ServiceError, request_id: str
     ) -> Response:
-        headers = [(b"x-ms-error-code", error.code.encode()), (b"content-type", XML_CONTENT_TYPE), NO_CACHE]
+        if isinstance(error, UnknownVersion):
+            # Azure's common front-end writes this one (recorded for @azure/storage-queue's
+            # "Invalid service version"): the XML error with no x-ms-error-code and no
+            # Cache-Control header; clients read the code from the body.
+            headers = [(b"content-type", XML_CONTENT_TYPE)]
+        else:
+            headers = [
+                (b"x-ms-error-code", error.code.encode()),
+                (b"content-type", XML_CONTENT_TYPE),
+                NO_CACHE,
+            ]
         if error.headers:
             headers.extend(error.headers)
         body = (
