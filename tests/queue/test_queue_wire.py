@@ -427,7 +427,7 @@ def test_update_and_delete_errors(queue_http: QueueHttp, q: str) -> None:
         "InvalidQueryParameterValue",
         QueryParameterName="popreceipt",
         QueryParameterValue="not-a-receipt",
-        Reason="invalid receipt format",
+        Reason="Invalid pop receipt format",  # Azure's words, as recorded
     )
     # A receipt given for another message, for a message that does not exist, a bad id.
     assert_error(
