@@ -270,6 +270,9 @@ def test_host_style_addressing(queue_http: QueueHttp, q: str) -> None:
 def test_error_body_format(queue_http: QueueHttp, queue_name: str) -> None:
     response = queue_http.request("DELETE", f"/{queue_name}")
     assert_error(response, 404, "QueueNotFound")
+    # Azure's recorded Queue errors carry no Cache-Control (its successful reads say no-cache).
+    assert response.header("cache-control") is None
+    assert queue_http.request("GET", f"/{queue_name}?comp=metadata").header("cache-control") is None
     assert response.body.startswith(
         BOM + b'<?xml version="1.0" encoding="utf-8"?><Error><Code>QueueNotFound</Code>'
     )
