@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import time
 
 import orjson
@@ -27,6 +28,24 @@ CHALLENGE = (
     b"Bearer authorization_uri=https://login.microsoftonline.com/common/oauth2/authorize "
     b"resource_id=https://storage.azure.com"
 )
+_TENANT = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def challenge_for(claims: dict[str, object] | None) -> bytes:
+    """The ``WWW-Authenticate`` challenge for a refused token.
+
+    Azure names the account's tenant (a GUID) in ``authorization_uri``, and the JavaScript SDKs'
+    challenge handling retries only when the first path segment is a GUID. A local server has
+    no tenant of its own, so the token's ``tid`` stands in for it (as it does for the user
+    delegation keys this server issues); without one, ``common``.
+    """
+    tenant = claims.get("tid") if claims else None
+    if not isinstance(tenant, str) or _TENANT.fullmatch(tenant) is None:
+        return CHALLENGE
+    return (
+        f"Bearer authorization_uri=https://login.microsoftonline.com/{tenant}/oauth2/authorize "
+        "resource_id=https://storage.azure.com"
+    ).encode()
 
 
 def _audiences(account: str, service: str) -> set[str]:
@@ -57,16 +76,30 @@ def token_claims(header: str) -> dict[str, object]:
 
 
 # Azure's own words for a token it refuses (AuthenticationErrorDetail), as real answers quote
-# them: an issuer it does not trust is 401 InvalidAuthenticationInfo with the challenge (Azure
-# answers so since 2021: azure-sdk-for-java#24926, AzureStorageExplorer#9050); an audience it
-# does not serve is 403 AuthenticationFailed (the only answer on record); its other checks keep
-# the generic 403 AuthenticationFailed, their own wording not being on record.
+# them. An issuer it does not trust, or an audience it does not serve, is 401
+# InvalidAuthenticationInfo with the challenge, which is what lets an SDK's challenge policy
+# fetch a token for the resource named there and retry (issuer: azure-sdk-for-java#24926,
+# AzureStorageExplorer#9050; audience: the recording of the JS queue SDK's "Bearer token
+# challenge" test against Azure, 2026, x-ms-version 2026-02-06). Its other checks keep the
+# generic 403 AuthenticationFailed, their own wording not being on record.
 ISSUER_MISMATCH = "Issuer validation failed. Issuer did not match."
 AUDIENCE_MISMATCH = "Audience validation failed. Audience did not match."
 CHALLENGE_MESSAGE = (
     "Server failed to authenticate the request. "
     "Please refer to the information in the www-authenticate header."
 )
+
+
+def _challenge(detail: str, claims: dict[str, object]) -> ServiceError:
+    """401 InvalidAuthenticationInfo pointing at the challenge, saying why (``detail``)."""
+    error = ServiceError(
+        "InvalidAuthenticationInfo",
+        CHALLENGE_MESSAGE,
+        detail=detail,
+        headers=[(b"www-authenticate", challenge_for(claims))],
+    )
+    error.status = 401
+    return error
 
 
 def verify_bearer(header: str, account: str, now: float | None = None, *, service: str = "table") -> None:
@@ -84,17 +117,13 @@ def verify_bearer(header: str, account: str, now: float | None = None, *, servic
     not_before = claims.get("nbf", 0)
     expires = claims.get("exp")
     if not isinstance(issuer, str) or not issuer.startswith(_ISSUERS):
-        error = ServiceError(
-            "InvalidAuthenticationInfo", CHALLENGE_MESSAGE, detail=ISSUER_MISMATCH, headers=challenge
-        )
-        error.status = 401
-        raise error
+        raise _challenge(ISSUER_MISMATCH, claims)
     if audience not in _audiences(account, service):
-        raise ServiceError("AuthenticationFailed", detail=AUDIENCE_MISMATCH, headers=challenge)
+        raise _challenge(AUDIENCE_MISMATCH, claims)
     if (
         not isinstance(not_before, int | float)
         or not isinstance(expires, int | float)
         or moment + _SKEW_SECONDS < not_before
         or moment - _SKEW_SECONDS >= expires
     ):
-        raise ServiceError("AuthenticationFailed", headers=challenge)
+        raise ServiceError("AuthenticationFailed", headers=[(b"www-authenticate", challenge_for(claims))])

@@ -32,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta, timezone
+from email.utils import format_datetime
 from functools import lru_cache
 
 from tabulae.model.errors import ServiceError
@@ -265,24 +266,44 @@ def _merge_field(name: str, in_token: str | None, in_policy: str | None) -> str 
 
 
 def check_window(st: str | None, se: str | None, now: datetime) -> None:
-    """st - 5 min <= now <= se; ``se`` is mandatory once the stored policy has been merged in."""
+    """st - 5 min <= now <= se; ``se`` is mandatory once the stored policy has been merged in.
+
+    Azure's reasons, as its answers word them, with every time as an HTTP date: a SAS whose
+    expiry is not after its start (the request's time when it names none, so an expired SAS
+    without ``st`` says so) gets "Signed expiry time [...] has to be after signed start time
+    [...]" (recorded for an expired account SAS, x-ms-version 2026-02-06); one used outside a
+    valid window gets "Signature not valid in the specified time frame: Start [...] - Expiry
+    [...] - Current [...]".
+    """
     if not se:
         raise ServiceError("AuthenticationFailed", detail="The signed expiry (se) is missing.")
     expiry = parse_iso8601(se, "se")
     start = parse_iso8601(st, "st") if st else None
     current = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
-    if start is not None and start >= expiry:
+    effective_start = start if start is not None else current
+    if effective_start >= expiry:
         raise ServiceError(
-            "AuthenticationFailed", detail=f"Signed expiry time [{se}] must be after signed start time [{st}]"
+            "AuthenticationFailed",
+            detail=(
+                f"Signed expiry time [{_http_date(expiry)}] has to be after signed start time "
+                f"[{_http_date(effective_start)}]"
+            ),
         )
     if (start is not None and current + START_SKEW < start) or current > expiry:
         raise ServiceError(
             "AuthenticationFailed",
             detail=(
-                f"Signature not valid in the specified time frame: Start [{st or ''}] - "
-                f"Expiry [{se}] - Current [{current.strftime('%Y-%m-%dT%H:%M:%SZ')}]"
+                f"Signature not valid in the specified time frame: Start [{_http_date(start)}] - "
+                f"Expiry [{_http_date(expiry)}] - Current [{_http_date(current)}]"
             ),
         )
+
+
+def _http_date(moment: datetime | None) -> str:
+    """An RFC 1123 date to the second, as Azure writes the times of a SAS it refuses."""
+    if moment is None:
+        return ""
+    return format_datetime(moment.astimezone(UTC).replace(microsecond=0), usegmt=True)
 
 
 @lru_cache(maxsize=4096)

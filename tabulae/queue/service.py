@@ -135,7 +135,8 @@ def read_receipt(receipt: str) -> tuple[str, bytes]:
     except (binascii.Error, ValueError):
         raw = b""
     if len(raw) != _RECEIPT_BYTES or raw[0] != _RECEIPT_VERSION:
-        raise invalid_parameter("popreceipt", receipt, "invalid receipt format")
+        # Azure's Reason, as its recordings of a malformed receipt show (JS and Python SDK tests).
+        raise invalid_parameter("popreceipt", receipt, "Invalid pop receipt format")
     return base64.b64encode(raw[1 : 1 + _NONCE_BYTES]).decode("ascii"), raw[1 + _NONCE_BYTES :]
 
 

@@ -216,8 +216,10 @@ def test_bearer_accepted_audiences_and_issuers(
 BAD_TOKENS = {
     "expired": lambda: make_jwt(nbf=time.time() - 7200, exp=time.time() - 3600),
     "not-yet-valid": lambda: make_jwt(nbf=time.time() + 3600, exp=time.time() + 7200),
-    "wrong-audience": lambda: make_jwt(aud="https://vault.azure.net"),
-    "other-account": lambda: make_jwt(aud="https://someoneelse.table.core.windows.net"),
+}
+FOREIGN_AUDIENCES = {
+    "wrong-audience": "https://vault.azure.net",
+    "other-account": "https://someoneelse.table.core.windows.net",
 }
 
 
@@ -232,6 +234,22 @@ def test_bad_bearer_token_is_403_and_creates_nothing(
         client.create_table(table_name)
     assert caught.value.status_code == 403
     assert caught.value.error_code == "AuthenticationFailed"
+    with _keyed(oauth_server, cert) as keyed:
+        assert not _table_exists(keyed, table_name)
+
+
+@pytest.mark.parametrize("case", sorted(FOREIGN_AUDIENCES))
+def test_foreign_audience_is_401_and_creates_nothing(
+    oauth_server: ServerProcess, cert: SelfSignedCert, table_name: str, case: str
+) -> None:
+    token = make_jwt(aud=FOREIGN_AUDIENCES[case])
+    with (
+        _bearer(oauth_server, cert, StaticTokenCredential(token)) as client,
+        pytest.raises(ClientAuthenticationError) as caught,
+    ):
+        client.create_table(table_name)
+    assert caught.value.status_code == 401
+    assert caught.value.error_code == "InvalidAuthenticationInfo"
     with _keyed(oauth_server, cert) as keyed:
         assert not _table_exists(keyed, table_name)
 
@@ -287,22 +305,34 @@ def test_untrusted_issuer_is_401_invalid_authentication_info(
         assert (response.header("WWW-Authenticate") or "").startswith("Bearer authorization_uri=")
 
 
-def test_foreign_audience_says_why(oauth_server: ServerProcess, cert: SelfSignedCert) -> None:
-    """A token for another resource: 403 AuthenticationFailed with Azure's reason."""
+def test_foreign_audience_is_401_with_challenge(oauth_server: ServerProcess, cert: SelfSignedCert) -> None:
+    """A token for another resource: 401 InvalidAuthenticationInfo, the message that points at
+    the challenge, and why, on every service, as Azure answers (recorded for the Queue service
+    with x-ms-version 2026-02-06), so an SDK's challenge policy can fetch the right token."""
     token = make_jwt(aud="https://someoneelse.blob.core.windows.net")
-    response = https_request(
-        oauth_server.blob_port,
-        cert,
-        "GET",
-        f"/{DEV_ACCOUNT}/?comp=list",
-        {"Authorization": f"Bearer {token}", "x-ms-version": "2021-08-06"},
-    )
-    assert response.status == 403, response
-    assert response.header("x-ms-error-code") == "AuthenticationFailed"
-    assert (
-        f"<AuthenticationErrorDetail>{AUDIENCE_MISMATCH}</AuthenticationErrorDetail>".encode()
-        in response.body
-    )
+    for port, path in (
+        (oauth_server.blob_port, "?comp=list"),
+        (oauth_server.queue_port, "?comp=list"),
+        (oauth_server.port, "Tables"),
+    ):
+        response = https_request(
+            port,
+            cert,
+            "GET",
+            f"/{DEV_ACCOUNT}/{path}",
+            {"Authorization": f"Bearer {token}", "x-ms-version": "2021-08-06", "Accept": JSON_NOMETADATA},
+        )
+        assert response.status == 401, response
+        assert response.header("x-ms-error-code") == "InvalidAuthenticationInfo"
+        body = response.body.decode()
+        assert "Please refer to the information in the www-authenticate header." in body
+        if port != oauth_server.port:  # the Table service's JSON errors carry no detail
+            assert f"<AuthenticationErrorDetail>{AUDIENCE_MISMATCH}</AuthenticationErrorDetail>" in body
+        # Azure names a tenant GUID there (the JS SDKs retry only then): the token's tenant.
+        assert response.header("WWW-Authenticate") == (
+            f"Bearer authorization_uri=https://login.microsoftonline.com/{TENANT}/oauth2/authorize "
+            "resource_id=https://storage.azure.com"
+        )
 
 
 def test_anonymous_over_https_is_401_with_challenge(

@@ -3,9 +3,14 @@ the same authentication flow as the Table service's, with the queue's own audien
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
+from azure.core.credentials import AccessToken
 from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
 from azure.storage.queue import QueueClient
+from azure.storage.queue.aio import QueueClient as AioQueueClient
 
 from tests.serverproc import DEV_ACCOUNT, ServerProcess
 from tests.tls import SelfSignedCert, StaticTokenCredential, make_jwt
@@ -37,10 +42,74 @@ def test_bearer_tokens_reach_every_queue_operation(
 def test_tokens_for_another_service_or_expired_are_refused(
     oauth_server: ServerProcess, cert: SelfSignedCert, queue_name: str
 ) -> None:
-    for token in (
-        make_jwt(aud=f"https://{DEV_ACCOUNT}.table.core.windows.net"),  # the Table service's audience
-        make_jwt(exp=1_000_000_000),
+    """The Table service's audience is not the queue's: 401 InvalidAuthenticationInfo with the
+    challenge, as Azure answers a foreign audience; an expired token is 403 AuthenticationFailed."""
+    for token, status in (
+        (make_jwt(aud=f"https://{DEV_ACCOUNT}.table.core.windows.net"), 401),
+        (make_jwt(exp=1_000_000_000), 403),
     ):
         with pytest.raises((ClientAuthenticationError, HttpResponseError)) as error:
             queue(oauth_server, cert, token, queue_name).create_queue()
-        assert error.value.status_code == 403
+        assert error.value.status_code == status
+
+
+class ScopedTokenCredential:
+    """Mints a token whose audience is the resource of the scope asked for, as Microsoft Entra ID
+    issues them, and records the scopes."""
+
+    def __init__(self) -> None:
+        self.scopes_seen: list[str] = []
+
+    def _token(self, scopes: tuple[str, ...]) -> AccessToken:
+        self.scopes_seen.append(scopes[0])
+        return AccessToken(make_jwt(aud=scopes[0].removesuffix("/.default")), int(time.time()) + 3600)
+
+    def get_token(self, *scopes: str, **kwargs: object) -> AccessToken:
+        return self._token(scopes)
+
+
+class AsyncScopedTokenCredential(ScopedTokenCredential):
+    async def get_token(self, *scopes: str, **kwargs: object) -> AccessToken:  # type: ignore[override]
+        return self._token(scopes)
+
+    async def close(self) -> None:
+        return None
+
+
+BAD_AUDIENCE = "https://badaudience.blob.core.windows.net"
+
+
+def test_foreign_audience_challenge_lets_the_sdk_retry(
+    oauth_server: ServerProcess, cert: SelfSignedCert, queue_name: str
+) -> None:
+    """A client told the wrong audience gets 401 with the challenge, fetches a token for the
+    challenge's resource and succeeds, as the SDKs' "Bearer token challenge" tests do on Azure."""
+    credential = ScopedTokenCredential()
+    url = f"https://127.0.0.1:{oauth_server.queue_port}/{DEV_ACCOUNT}"
+    client = QueueClient(
+        url, queue_name, credential=credential, audience=BAD_AUDIENCE, connection_verify=str(cert.cert)
+    )
+    client.create_queue()
+    assert client.get_queue_properties().name == queue_name
+    assert credential.scopes_seen[0].startswith(BAD_AUDIENCE)
+    assert "https://storage.azure.com/.default" in credential.scopes_seen
+    client.delete_queue()
+
+
+def test_foreign_audience_challenge_lets_the_async_sdk_retry(
+    oauth_server: ServerProcess, cert: SelfSignedCert, queue_name: str
+) -> None:
+    credential = AsyncScopedTokenCredential()
+    url = f"https://127.0.0.1:{oauth_server.queue_port}/{DEV_ACCOUNT}"
+
+    async def scenario() -> None:
+        async with AioQueueClient(
+            url, queue_name, credential=credential, audience=BAD_AUDIENCE, connection_verify=str(cert.cert)
+        ) as client:
+            await client.create_queue()
+            assert (await client.get_queue_properties()).name == queue_name
+            await client.delete_queue()
+
+    asyncio.run(scenario())
+    assert credential.scopes_seen[0].startswith(BAD_AUDIENCE)
+    assert "https://storage.azure.com/.default" in credential.scopes_seen

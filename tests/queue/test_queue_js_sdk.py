@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.serverproc import ServerProcess
+from tests.tls import TENANT, SelfSignedCert
 
 PACKAGE = "@azure/storage-queue@12.30.0"
 SCRIPT = Path(__file__).parents[1] / "js" / "queue_sdk.js"
@@ -65,6 +66,22 @@ def test_an_oversized_message_gets_413_not_a_reset(server: ServerProcess, node_m
         text=True,
         timeout=120,
         env={**os.environ, "NODE_PATH": str(node_modules)},
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert result.stdout.strip() == "ok", result.stdout
+
+
+def test_bearer_challenge_through_the_javascript_sdk(
+    oauth_server: ServerProcess, cert: SelfSignedCert, node_modules: Path
+) -> None:
+    """A client with a wrong audience gets 401 with a challenge naming a tenant GUID, which the
+    SDK needs to fetch a token for the challenge's resource and retry, as it does on Azure."""
+    result = subprocess.run(
+        ["node", str(SCRIPT.with_name("queue_bearer_challenge.js")), str(oauth_server.queue_port), TENANT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NODE_PATH": str(node_modules), "NODE_EXTRA_CA_CERTS": str(cert.cert)},
     )
     assert result.returncode == 0, result.stderr + result.stdout
     assert result.stdout.strip() == "ok", result.stdout

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from typing import Any
 
 import pytest
@@ -48,6 +49,10 @@ def queue_client_at(kind: str, url: str, name: str, credential: Any = None, **op
         return QueueClient(url, name, credential=credential, **options)
     loop = asyncio.new_event_loop()
     return Synced(AioQueueClient(url, name, credential=credential, **options), loop, owns_loop=True)
+
+
+def http_date(moment: datetime) -> str:
+    return format_datetime(moment, usegmt=True)
 
 
 def kind_of(client: Any) -> str:
@@ -376,6 +381,33 @@ def test_account_sas(queue_service: Any, server: ServerProcess, queue: Any) -> N
         assert (error.value.status_code, code_of(error.value)) == (403, "AuthorizationPermissionMismatch")
     finally:
         client.close()
+
+
+def test_sas_outside_its_window_says_why(queue_service: Any, server: ServerProcess, queue: Any) -> None:
+    """Azure's reasons, every time an HTTP date: an expired SAS naming no start has an expiry
+    that is not after its start, the request's time (recorded for an expired account SAS); one
+    not valid yet is outside its time frame."""
+    kind = kind_of(queue_service)
+    now = datetime.now(UTC).replace(microsecond=0)
+    gone, start, expiry = now - timedelta(days=1), now + timedelta(hours=1), now + timedelta(hours=2)
+    expired = generate_account_sas(
+        DEV_ACCOUNT, DEV_KEY, ResourceTypes(object=True), AccountSasPermissions(read=True), gone
+    )
+    early = generate_queue_sas(
+        DEV_ACCOUNT, queue.queue_name, DEV_KEY, QueueSasPermissions(read=True), expiry, start=start
+    )
+    for token, reason in (
+        (expired, f"Signed expiry time [{http_date(gone)}] has to be after signed start time ["),
+        (early, f"Signature not valid in the specified time frame: Start [{http_date(start)}] - Expiry ["),
+    ):
+        client = queue_client_at(kind, server.queue_endpoint, queue.queue_name, credential=token)
+        try:
+            with pytest.raises(HttpResponseError) as error:
+                client.peek_messages()
+            assert (error.value.status_code, code_of(error.value)) == (403, "AuthenticationFailed")
+            assert reason in str(error.value)
+        finally:
+            client.close()
 
 
 def test_queue_sas_and_stored_policy(queue_service: Any, server: ServerProcess, queue: Any) -> None:

@@ -75,7 +75,9 @@ def test_headers_every_response_carries(queue_http: QueueHttp, queue_name: str) 
         old = queue_http.request("GET", path, headers={"x-ms-version": "2017-07-29"})
         assert old.status == 200 and old.header("x-ms-version") == "2017-07-29"
         unknown = queue_http.request("GET", path, headers={"x-ms-version": "2030-01-01"})
-        assert_error(unknown, 400, "InvalidHeaderValue", HeaderName="x-ms-version", HeaderValue="2030-01-01")
+        assert unknown.status == 400 and unknown.header("x-ms-error-code") is None  # as Azure's front-end
+        assert b"<Code>InvalidHeaderValue</Code>" in unknown.body
+        assert b"<HeaderName>x-ms-version</HeaderName><HeaderValue>2030-01-01</HeaderValue>" in unknown.body
     finally:
         queue_http.delete(queue_name)
 
@@ -268,6 +270,9 @@ def test_host_style_addressing(queue_http: QueueHttp, q: str) -> None:
 def test_error_body_format(queue_http: QueueHttp, queue_name: str) -> None:
     response = queue_http.request("DELETE", f"/{queue_name}")
     assert_error(response, 404, "QueueNotFound")
+    # Azure's recorded Queue errors carry no Cache-Control (its successful reads say no-cache).
+    assert response.header("cache-control") is None
+    assert queue_http.request("GET", f"/{queue_name}?comp=metadata").header("cache-control") is None
     assert response.body.startswith(
         BOM + b'<?xml version="1.0" encoding="utf-8"?><Error><Code>QueueNotFound</Code>'
     )
@@ -277,6 +282,25 @@ def test_error_body_format(queue_http: QueueHttp, queue_name: str) -> None:
         response.body,
         re.DOTALL,
     ), response
+
+
+def test_unknown_version_answer(queue_http: QueueHttp, queue_name: str) -> None:
+    """As Azure's front-end answered @azure/storage-queue's "Invalid service version" (recorded,
+    x-ms-version 3025-01-01): 400 with the XML error naming the header and value, and neither
+    x-ms-error-code nor Cache-Control nor x-ms-version among the headers."""
+    response = queue_http.request("PUT", f"/{queue_name}", headers={"x-ms-version": "3025-01-01"})
+    assert response.status == 400, response
+    for name in ("x-ms-error-code", "cache-control", "x-ms-version"):
+        assert response.header(name) is None, (name, response)
+    assert response.header("content-type") == "application/xml"
+    assert re.fullmatch(
+        BOM + rb'<\?xml version="1.0" encoding="utf-8"\?><Error><Code>InvalidHeaderValue</Code><Message>'
+        rb"The value for one of the HTTP headers is not in the correct format.\nRequestId:[0-9a-f-]{36}\n"
+        rb"Time:[0-9T:.Z-]+</Message><HeaderName>x-ms-version</HeaderName>"
+        rb"<HeaderValue>3025-01-01</HeaderValue></Error>",
+        response.body,
+    ), response
+    assert queue_http.request("GET", f"/{queue_name}?comp=metadata").status == 404  # nothing created
 
 
 def test_create_with_different_metadata(queue_http: QueueHttp, q: str) -> None:
@@ -406,7 +430,7 @@ def test_update_and_delete_errors(queue_http: QueueHttp, q: str) -> None:
         "InvalidQueryParameterValue",
         QueryParameterName="popreceipt",
         QueryParameterValue="not-a-receipt",
-        Reason="invalid receipt format",
+        Reason="Invalid pop receipt format",  # Azure's words, as recorded
     )
     # A receipt given for another message, for a message that does not exist, a bad id.
     assert_error(
