@@ -53,12 +53,21 @@ def _accepted(func, kwargs):
     return {name: value for name, value in kwargs.items() if name in parameters}
 
 
+def _hide_parameters(wrapper):
+    """As the real decorator, whose wrapper is not ``functools.wraps``' copy of the test: pytest
+    reads the test's parameters through ``__wrapped__``, and a test that names its account
+    (``def test_x(self, storage_account_name, storage_account_key)``, as some older ones do)
+    would want fixtures of those names."""
+    del wrapper.__wrapped__
+    return wrapper
+
+
 def recorded_by_proxy(func):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         return func(*args, **_accepted(func, kwargs))
 
-    return wrapper
+    return _hide_parameters(wrapper)
 
 
 class Secret(str):
@@ -164,6 +173,24 @@ def _unused_preparer(*args, **kwargs):
     return decorate
 
 
-AzureMgmtPreparer = ResourceGroupPreparer = _unused_preparer
+AzureMgmtPreparer = ResourceGroupPreparer = StorageAccountPreparer = _unused_preparer
+# and those of the releases before the test proxy (imported, not applied to the tests run here)
+BlobAccountPreparer = CachedResourceGroupPreparer = _unused_preparer
+
+
+class FakeResource:
+    def __init__(self, name=None, id=None):
+        self.name, self.id = name, id
+
 
 from .storage import StorageRecordedTestCase as AzureRecordedTestCase  # noqa: E402,F401
+
+
+def __getattr__(name):
+    """``AzureTestCase``, the older suites' base, from :mod:`.legacy` once asked for (it builds on
+    :mod:`.storage`, which this module's last import loads)."""
+    if name == "AzureTestCase":
+        from .legacy import AzureTestCase
+
+        return AzureTestCase
+    raise AttributeError(name)
