@@ -50,6 +50,21 @@ class StorageManagementClient:
 
 
 storage.StorageManagementClient = StorageManagementClient
+models = types.ModuleType("azure.mgmt.storage.models")  # the oldest suites' account models
+
+
+class StorageAccount:
+    def __init__(self, location=None, **kwargs):
+        self.location = location
+
+
+class Endpoints:
+    pass
+
+
+models.StorageAccount, models.Endpoints = StorageAccount, Endpoints
+storage.models = models
+sys.modules.setdefault("azure.mgmt.storage.models", models)
 storage_aio = types.ModuleType("azure.mgmt.storage.aio")  # the async test files import this one
 storage_aio.StorageManagementClient = StorageManagementClient
 storage.aio = storage_aio

@@ -65,8 +65,11 @@ test proxy (azure-storage-blob 12.19.1, azure-storage-file-datalake 12.14.0) run
 the ones before it (azure-storage-blob 12.11.0, azure-storage-file-datalake 12.6.0, and for
 ../sdk-tests azure-storage-queue 12.4.0 and azure-data-tables 12.2.0: ``unittest.TestCase``
 classes on ``StorageTestCase``/``AzureTestCase`` whose preparer runs the async tests) through
-``devtools_testutils/legacy.py``. Older still (azure-storage-blob 12.8 and 12.9) do not: their
-tests get their accounts from the management-plane preparers (``GlobalStorageAccountPreparer``).
+``devtools_testutils/legacy.py``; and older still (azure-storage-blob 12.8.1, whose tests get
+their accounts from management-plane preparers) through ``devtools_testutils/mgmt_era.py`` and
+``azure_devtools/``: the session's account is the development one, a ``StorageAccountPreparer``
+gives ``server.toml``'s (the secondary one for ``parameter_name='rmt'``), and a premium one is
+refused (premium page blob tiers are not modelled).
 What fails there besides the above: the ``*_with_immutability_policy`` and legal hold tests
 (version-level immutability is turned on for their container through the management plane);
 ``test_set_blob_tags_using_blob_sas`` and ``test_filter_blobs_using_account_sas`` of 12.11.0

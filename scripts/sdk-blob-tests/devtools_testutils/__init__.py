@@ -173,14 +173,13 @@ def _unused_preparer(*args, **kwargs):
     return decorate
 
 
-AzureMgmtPreparer = ResourceGroupPreparer = StorageAccountPreparer = _unused_preparer
-# and those of the releases before the test proxy (imported, not applied to the tests run here)
-BlobAccountPreparer = CachedResourceGroupPreparer = _unused_preparer
-
-
-class FakeResource:
-    def __init__(self, name=None, id=None):
-        self.name, self.id = name, id
+#: The test proxy era's suites import the management-plane preparers without applying them.
+CachedResourceGroupPreparer = _unused_preparer
+#: What the oldest suites (azure-storage-blob 12.8) build on: see mgmt_era.py.
+_MGMT_ERA = (
+    "AzureMgmtTestCase", "AzureMgmtPreparer", "ResourceGroupPreparer", "StorageAccountPreparer",
+    "BlobAccountPreparer", "FakeResource", "mgmt_settings_fake",
+)  # fmt: skip
 
 
 from .storage import StorageRecordedTestCase as AzureRecordedTestCase  # noqa: E402,F401
@@ -193,4 +192,8 @@ def __getattr__(name):
         from .legacy import AzureTestCase
 
         return AzureTestCase
+    if name in _MGMT_ERA:
+        from . import mgmt_era
+
+        return getattr(mgmt_era, name)
     raise AttributeError(name)
