@@ -32,10 +32,14 @@ os.environ.setdefault("STORAGE_RESOURCE_GROUP_NAME", "rg")
 _real = socket.getaddrinfo
 
 
-def _getaddrinfo(host, *args, **kwargs):
+def _getaddrinfo(host, port=None, *args, **kwargs):
+    """A host-style name is this machine; on HTTPS one without a port (a few older tests build
+    ``https://{account}.blob.core.windows.net`` themselves) is the server's port."""
     if isinstance(host, str) and host.endswith(".core.windows.net"):
         host = "127.0.0.1"
-    return _real(host, *args, **kwargs)
+        if port in (443, "443", "https") and os.environ.get("SDK_TESTS_SCHEME") == "https":
+            port = int(os.environ.get("SDK_TESTS_PORT", 443))
+    return _real(host, port, *args, **kwargs)
 
 
 socket.getaddrinfo = _getaddrinfo
