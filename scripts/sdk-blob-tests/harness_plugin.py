@@ -32,10 +32,14 @@ os.environ.setdefault("STORAGE_RESOURCE_GROUP_NAME", "rg")
 _real = socket.getaddrinfo
 
 
-def _getaddrinfo(host, *args, **kwargs):
+def _getaddrinfo(host, port=None, *args, **kwargs):
+    """A host-style name is this machine; on HTTPS one without a port (a few older tests build
+    ``https://{account}.blob.core.windows.net`` themselves) is the server's port."""
     if isinstance(host, str) and host.endswith(".core.windows.net"):
         host = "127.0.0.1"
-    return _real(host, *args, **kwargs)
+        if port in (443, "443", "https") and os.environ.get("SDK_TESTS_SCHEME") == "https":
+            port = int(os.environ.get("SDK_TESTS_PORT", 443))
+    return _real(host, port, *args, **kwargs)
 
 
 socket.getaddrinfo = _getaddrinfo
@@ -50,6 +54,21 @@ class StorageManagementClient:
 
 
 storage.StorageManagementClient = StorageManagementClient
+models = types.ModuleType("azure.mgmt.storage.models")  # the oldest suites' account models
+
+
+class StorageAccount:
+    def __init__(self, location=None, **kwargs):
+        self.location = location
+
+
+class Endpoints:
+    pass
+
+
+models.StorageAccount, models.Endpoints = StorageAccount, Endpoints
+storage.models = models
+sys.modules.setdefault("azure.mgmt.storage.models", models)
 storage_aio = types.ModuleType("azure.mgmt.storage.aio")  # the async test files import this one
 storage_aio.StorageManagementClient = StorageManagementClient
 storage.aio = storage_aio

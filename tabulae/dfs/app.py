@@ -100,6 +100,17 @@ def _dfs_sdk_delete(request: Request, route: Route) -> bool:
     )
 
 
+def _rooted(blob: str) -> bool:
+    """Whether a Blob API name starts with a slash that an HNS account's tree does not hold.
+
+    A path's name has no empty segment there, and Azure reads ``/{filesystem}//{file}`` on the
+    Blob endpoint of an HNS account as ``{file}``: recorded for azure-storage-file-datalake
+    12.2's async ``test_read_file_async``, whose blob client kept the leading slash of the path
+    ``/file...`` and got the file's content (206) from ``.../filesystemf8c0ea2//filef8c0ea2``.
+    Only a leading slash is known; a name of slashes alone is left as it is."""
+    return blob.startswith("/") and blob.strip("/") != ""
+
+
 def _is_dfs(request: Request) -> bool:
     return isinstance(request.operation, DfsOperation) or request.operation == DFS_REQUEST
 
@@ -148,6 +159,8 @@ class DataLakeApp(BlobApp):
                 raise
             if _hns_refused(request) and await self.dfs.is_hns(route.account):
                 raise ServiceError("FeatureNotYetSupportedForHierarchicalNamespaceAccounts")
+            if route.kind is Kind.BLOB and _rooted(route.blob) and await self.dfs.is_hns(route.account):
+                route.blob = route.blob.lstrip("/")
             return
         operation, location = found
         if self.gate is not None and route.ticket is not None:

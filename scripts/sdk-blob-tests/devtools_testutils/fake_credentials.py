@@ -7,10 +7,14 @@ from azure.core.credentials import AccessToken
 STORAGE_ACCOUNT_FAKE_KEY = base64.b64encode(b"fakekey" * 8).decode()
 
 
-def _token():
+def _token(scopes=()):
+    """An Entra token for the first scope's resource (``https://storage.azure.com/.default`` ->
+    ``https://storage.azure.com``), as Entra issues it: the tests with a client ``audience``
+    (``test_bad_audience_*``) ask for another account's and expect the service to refuse it."""
+    audience = scopes[0].removesuffix("/.default") if scopes else "https://storage.azure.com"
     header = base64.urlsafe_b64encode(b'{"alg":"none"}').rstrip(b"=").decode()
     claims = {
-        "aud": "https://storage.azure.com",
+        "aud": audience,
         "iss": "https://sts.windows.net/x/",
         "nbf": int(time.time()) - 60,
         "exp": int(time.time()) + 3600,
@@ -26,12 +30,12 @@ class LiveTokenCredential:
     checks audience, issuer and times, not the signature)."""
 
     def get_token(self, *scopes, **kwargs):
-        return AccessToken(_token(), int(time.time()) + 3600)
+        return AccessToken(_token(scopes), int(time.time()) + 3600)
 
     def get_token_info(self, *scopes, options=None):
         from azure.core.credentials import AccessTokenInfo
 
-        return AccessTokenInfo(_token(), int(time.time()) + 3600)
+        return AccessTokenInfo(_token(scopes), int(time.time()) + 3600)
 
 
 class FakeTokenCredential:

@@ -22,12 +22,12 @@ class AsyncLiveTokenCredential(_AsyncCredential):
     """The async twin of :class:`~.fake_credentials.LiveTokenCredential`."""
 
     async def get_token(self, *scopes, **kwargs):
-        return AccessToken(_token(), int(time.time()) + 3600)
+        return AccessToken(_token(scopes), int(time.time()) + 3600)
 
     async def get_token_info(self, *scopes, options=None):
         from azure.core.credentials import AccessTokenInfo
 
-        return AccessTokenInfo(_token(), int(time.time()) + 3600)
+        return AccessTokenInfo(_token(scopes), int(time.time()) + 3600)
 
 
 class AsyncFakeCredential(_AsyncCredential):

@@ -1,6 +1,6 @@
 import functools
 
-from .. import _accepted
+from .. import _accepted, _hide_parameters
 
 
 def recorded_by_proxy_async(func):
@@ -8,4 +8,4 @@ def recorded_by_proxy_async(func):
     async def wrapper(*args, **kwargs):
         return await func(*args, **_accepted(func, kwargs))
 
-    return wrapper
+    return _hide_parameters(wrapper)
