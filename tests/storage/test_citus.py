@@ -708,19 +708,23 @@ def test_a_dense_scan_asks_every_shard_about_once_a_page(stepping_url: str) -> N
     ),
     text=st.sampled_from(STEPPING_FILTERS),
     top=st.one_of(st.none(), st.integers(1, 25)),
-    changes=st.lists(st.tuples(st.integers(0, 8), st.booleans()), min_size=1, max_size=5),
+    changes=st.lists(
+        st.one_of(st.none(), st.tuples(st.integers(0, 8), st.booleans())), min_size=1, max_size=8
+    ),
 )
 def test_stepping_pages_follow_partitions_made_and_emptied_between_pages(
     stepping_url: str,
     partitions: list[tuple[int, str]],
     text: str,
     top: int | None,
-    changes: list[tuple[int, bool]],
+    changes: list[tuple[int, bool] | None],
 ) -> None:
-    """Between pages a partition is created where none was (``True``: in a gap of the key order
-    the previous page's probe did not see) or one is emptied (``False``), so the partitions a
-    page expected next are wrong: from each token, stepping gives the page, token and count of
-    rows scanned that one statement over every shard gives from that token."""
+    """Between pages another front-end creates a partition where none was (``True``: in a gap of
+    the key order the previous page's probe did not see) or empties one (``False``), or nothing
+    changes (``None``: the next page trusts what the last probe found, the partition epoch
+    unmoved), so the partitions a page expected next may be wrong: from each token, stepping
+    gives the page, token and count of rows scanned that one statement over every shard gives
+    from that token."""
     table = f"moves{next(_stepping_tables)}"
 
     def group(pk: str, size: int, every: int, kind: MutationKind) -> list[Mutation]:
@@ -739,6 +743,7 @@ def test_stepping_pages_follow_partitions_made_and_emptied_between_pages(
 
     async def body() -> None:
         stores = await PostgresStores.open(stepping_url, max_size=2)
+        other = await PostgresStores.open(stepping_url, max_size=2)  # another front-end's writes
         try:
             tables = stores.tables
             await tables.create_table(ACCOUNT, table)
@@ -767,16 +772,17 @@ def test_stepping_pages_follow_partitions_made_and_emptied_between_pages(
                 if stepped.next_partition_token is None:
                     break
                 token = (stepped.next_partition_token, stepped.next_row_token)
-                if pending:
-                    where, create = pending.pop(0)
+                change = pending.pop(0) if pending else None
+                if change is not None:
+                    where, create = change
                     number = 2 * min(where, len(partitions) - 1)
                     if create and number + 1 not in live:
-                        await tables.apply(
+                        await other.tables.apply(
                             ACCOUNT, table, group(f"p{number + 1:02d}", 7, 1, MutationKind.INSERT)
                         )
                         live[number + 1] = 7
                     elif not create and live.get(number):
-                        await tables.apply(
+                        await other.tables.apply(
                             ACCOUNT, table, group(f"p{number:02d}", live[number], 0, MutationKind.DELETE)
                         )
                         live[number] = 0
@@ -784,6 +790,7 @@ def test_stepping_pages_follow_partitions_made_and_emptied_between_pages(
                 raise AssertionError("paging did not end")
             await tables.delete_table(ACCOUNT, table)
         finally:
+            await other.close()
             await stores.close()
 
     asyncio.run(body())
