@@ -4,6 +4,7 @@ machine, the management-plane client a few tests import is a stub (the immutabil
 container create and delete, on the data plane), and the test-proxy fixture the SDK's conftest
 asks for is a no-op."""
 
+import contextlib
 import inspect
 import os
 import socket
@@ -88,10 +89,8 @@ class _BlobContainers:
     def delete(self, resource_group, account, container):
         from azure.core.exceptions import ResourceExistsError
 
-        try:
+        with contextlib.suppress(ResourceExistsError):
             _data_plane(account).delete_container(container)
-        except ResourceExistsError:
-            pass
 
 
 class _AsyncBlobContainers:
