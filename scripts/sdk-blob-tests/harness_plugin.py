@@ -1,8 +1,10 @@
 """Loaded with ``-p harness_plugin``: every account of the tests is the development account,
 host-style names (``*.core.windows.net``) resolve to 127.0.0.1 so no request leaves the
-machine, the management-plane client a few tests import is a stub, and the test-proxy fixture
-the SDK's conftest asks for is a no-op."""
+machine, the management-plane client a few tests import is a stub (the immutability tests'
+container create and delete, on the data plane), and the test-proxy fixture the SDK's conftest
+asks for is a no-op."""
 
+import contextlib
 import inspect
 import os
 import socket
@@ -48,9 +50,71 @@ mgmt = types.ModuleType("azure.mgmt")
 storage = types.ModuleType("azure.mgmt.storage")
 
 
+def _data_plane(account):
+    """The account's Blob endpoint with its key (from the tests' account variables)."""
+    from azure.storage.blob import BlobServiceClient
+
+    for name, value in os.environ.items():
+        if name.endswith("_ACCOUNT_NAME") and value == account:
+            key = os.environ[name[: -len("NAME")] + "KEY"]
+            break
+    else:
+        raise RuntimeError(f"no management plane here, and no key for {account}")
+    scheme = os.environ.get("SDK_TESTS_SCHEME", "http")
+    url = f"{scheme}://127.0.0.1:{os.environ.get('SDK_TESTS_PORT', 10000)}/{account}"
+    return BlobServiceClient(url, credential={"account_name": account, "account_key": key})
+
+
+class _Models:
+    """The two models the immutability tests build (a container with version-level
+    immutability); their arguments go nowhere: the server's account config decides."""
+
+    class BlobContainer:
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+
+    class ImmutableStorageWithVersioning:
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+
+
+class _BlobContainers:
+    """``blob_containers.create``/``delete`` of the immutability tests, done on the data plane.
+    A delete the data plane refuses (409: a container with version-level immutability that
+    still holds versions) is let pass: what ARM does there is the management plane's."""
+
+    def create(self, resource_group, account, container, blob_container=None):
+        _data_plane(account).create_container(container)
+
+    def delete(self, resource_group, account, container):
+        from azure.core.exceptions import ResourceExistsError
+
+        with contextlib.suppress(ResourceExistsError):
+            _data_plane(account).delete_container(container)
+
+
+class _AsyncBlobContainers:
+    async def create(self, *args, **kwargs):
+        _BlobContainers().create(*args, **kwargs)
+
+    async def delete(self, *args, **kwargs):
+        _BlobContainers().delete(*args, **kwargs)
+
+
 class StorageManagementClient:
+    """No management plane: the immutability tests' container create and delete only."""
+
+    _containers = _BlobContainers
+
     def __init__(self, *args, **kwargs):
-        raise RuntimeError("no management plane here")
+        self.blob_containers = self._containers()
+
+    def models(self):
+        return _Models
+
+
+class AsyncStorageManagementClient(StorageManagementClient):
+    _containers = _AsyncBlobContainers
 
 
 storage.StorageManagementClient = StorageManagementClient
@@ -70,7 +134,7 @@ models.StorageAccount, models.Endpoints = StorageAccount, Endpoints
 storage.models = models
 sys.modules.setdefault("azure.mgmt.storage.models", models)
 storage_aio = types.ModuleType("azure.mgmt.storage.aio")  # the async test files import this one
-storage_aio.StorageManagementClient = StorageManagementClient
+storage_aio.StorageManagementClient = AsyncStorageManagementClient
 storage.aio = storage_aio
 storage.__path__ = []  # a package, so that its aio submodule can be imported
 sys.modules.setdefault("azure.mgmt", mgmt)

@@ -45,10 +45,10 @@ logs go to ``--out``.
 Older releases run the same way (../sdk-blob-tests' docstring: an interpreter per release, with
 ``six`` for those before 2022): azure-storage-queue 12.9.0 and azure-data-tables 12.4.4 as they
 are, azure-storage-queue 12.4.0 and azure-data-tables 12.2.0 through the pre-test-proxy bases of
-``devtools_testutils/legacy.py``. What fails there besides the above: both queue releases'
-async ``test_too_many_cors_rules`` and ``test_retention_too_long`` call
-``set_service_properties()`` with nothing to set and expect an error (later releases pass the
-rules and metrics they build: an empty update is no error); azure-data-tables 12.4.4's
+``devtools_testutils/legacy.py``. Every queue test of both passes (their async
+``test_too_many_cors_rules`` and ``test_retention_too_long`` send ``<StorageServiceProperties />``
+and expect Azure's recorded 400 InvalidXmlDocument). What fails there besides the above:
+azure-data-tables 12.4.4's
 ``test_challenge_auth*.py`` mock a credential's ``get_token`` where azure-core 1.38 on asks
 ``get_token_info`` (client-side, no request sent); azure-data-tables 12.2.0's
 ``test_retry_on_socket_timeout`` expects a read timeout of 1e-12 seconds to fire, which a

@@ -121,6 +121,20 @@ def test_defaults_output_headers_and_progress(people: BlobClient) -> None:
     assert named.readall() == b'name,age\nAda,36\n"Cho, Mei",29\n'  # output as input: with its header
 
 
+def test_no_output_header_at_2019_12_12(people: BlobClient) -> None:
+    """At 2019-12-12 Azure wrote no header row out, whatever the output's HasHeaders said
+    (recorded for azure-storage-blob 12.3's test_quick_query_iter_records_with_headers); at
+    2020-10-02 it writes it (recorded for test_quick_query_iter_output_records_including_headers)."""
+    credential = {"account_name": DEV_ACCOUNT, "account_key": DEV_KEY}
+    old = BlobClient.from_blob_url(people.url, credential=credential, api_version="2019-12-12")
+    both = {"blob_format": HEADERS, "output_format": HEADERS}
+    data, _ = query(old, "SELECT name, age FROM BlobStorage WHERE age < 40", **both)
+    assert data == b'Ada,36\n"Cho, Mei",29\n'
+    later = BlobClient.from_blob_url(people.url, credential=credential, api_version="2020-10-02")
+    data, _ = query(later, "SELECT name, age FROM BlobStorage WHERE age < 40", **both)
+    assert data == b'name,age\nAda,36\n"Cho, Mei",29\n'
+
+
 def test_output_formats(people: BlobClient) -> None:
     json_out, _ = query(
         people,

@@ -556,6 +556,25 @@ def test_bad_acl_and_properties(queue_http: QueueHttp, q: str) -> None:
     )
 
 
+def test_self_closed_service_properties_are_refused(queue_http: QueueHttp) -> None:
+    """Azure refuses ``<StorageServiceProperties />`` (what azure-storage-queue 12.x's async
+    ``set_service_properties()`` sends with nothing to set), naming where its reader ran out;
+    recorded for that SDK's async ``test_too_many_cors_rules``."""
+    body = "<?xml version='1.0' encoding='utf-8'?>\n<StorageServiceProperties />"
+    response = queue_http.request("PUT", "/?restype=service&comp=properties", body)
+    assert_error(response, 400, "InvalidXmlDocument")
+    reason = "Error parsing Xml content: 'None' is an invalid XmlNodeType. Line 2, position 29."
+    assert response.body.endswith(
+        f"</Message><LineNumber>2</LineNumber><LinePosition>29</LinePosition>"
+        f"<Reason>{reason}</Reason></Error>".encode()
+    ), response
+    one_line = queue_http.request(
+        "PUT", "/?restype=service&comp=properties", '<?xml version="1.0"?><StorageServiceProperties/>'
+    )
+    assert_error(one_line, 400, "InvalidXmlDocument")
+    assert b"<LineNumber>1</LineNumber><LinePosition>49</LinePosition>" in one_line.body, one_line
+
+
 # ------------------------------------------------------------------------------- authentication
 
 

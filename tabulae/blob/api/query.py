@@ -12,6 +12,7 @@ comes inside the answer as error messages, as Azure sends them.
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 
 from tabulae.blob import encryption_guard
@@ -36,6 +37,12 @@ from tabulae.model.blobs import BASE
 from tabulae.model.errors import ServiceError
 
 CONTENT_TYPE = b"avro/binary"
+#: Azure wrote no header row out at 2019-12-12, whatever the output's HasHeaders said (recorded
+#: for azure-storage-blob 12.3's test_quick_query_iter_records_with_headers, HasHeaders true in
+#: and out, the answer's first record the CSV's second line), and writes it at 2020-10-02
+#: (recorded for test_quick_query_iter_output_records_including_headers). The versions between
+#: are not recorded: they keep the header, as before.
+_LAST_VERSION_WITHOUT_OUTPUT_HEADER = "2019-12-12"
 # Headers of the blob that describe its content, which the answer is not.
 _NOT_OF_THE_ANSWER = frozenset({b"content-type", b"content-md5", b"content-length", b"accept-ranges"})
 
@@ -151,6 +158,8 @@ def parse_request(body: bytes) -> QuerySpec:
 
 async def query_blob(call: Call) -> Response:
     spec = parse_request(await call.document())
+    if isinstance(spec.output, Delimited) and call.version <= _LAST_VERSION_WITHOUT_OUTPUT_HEADER:
+        spec = dataclasses.replace(spec, output=dataclasses.replace(spec.output, headers=False))
     try:
         query = prepare(spec)
     except SqlError as error:

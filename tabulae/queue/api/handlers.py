@@ -22,6 +22,7 @@ from tabulae.queue.api.formats import (
     BOM,
     http_time,
     parse_message_text,
+    refuse_self_closed_root,
     render_peeked,
     render_put,
     render_queue_list,
@@ -110,7 +111,9 @@ async def get_service_properties(call: QueueCall) -> Response:
 async def set_service_properties(call: QueueCall) -> Response:
     service, request, route = call.service, call.request, call.route
     current = await service.get_service_properties(route.account)
-    await service.set_service_properties(route.account, parse_service_properties(request.body, current))
+    properties = parse_service_properties(request.body, current)
+    refuse_self_closed_root(request.body)
+    await service.set_service_properties(route.account, properties)
     return Response(202)
 
 
