@@ -32,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta, timezone
+from email.utils import format_datetime
 from functools import lru_cache
 
 from tabulae.model.errors import ServiceError
@@ -265,24 +266,37 @@ def _merge_field(name: str, in_token: str | None, in_policy: str | None) -> str 
 
 
 def check_window(st: str | None, se: str | None, now: datetime) -> None:
-    """st - 5 min <= now <= se; ``se`` is mandatory once the stored policy has been merged in."""
+    """st - 5 min <= now <= se; ``se`` is mandatory once the stored policy has been merged in.
+
+    Azure's details name the times in RFC 1123 form, and a SAS without ``st`` starts when the
+    request arrives, so an expired one without a start is refused as an expiry before its start
+    ("Signed expiry time [...] must be after signed start time [...]"), as Azure answers."""
     if not se:
         raise ServiceError("AuthenticationFailed", detail="The signed expiry (se) is missing.")
     expiry = parse_iso8601(se, "se")
-    start = parse_iso8601(st, "st") if st else None
     current = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
-    if start is not None and start >= expiry:
+    start = parse_iso8601(st, "st") if st else None
+    if (start if start is not None else current) >= expiry:
         raise ServiceError(
-            "AuthenticationFailed", detail=f"Signed expiry time [{se}] must be after signed start time [{st}]"
+            "AuthenticationFailed",
+            detail=(
+                f"Signed expiry time [{_rfc1123(expiry)}] must be after signed start time "
+                f"[{_rfc1123(start if start is not None else current)}]"
+            ),
         )
     if (start is not None and current + START_SKEW < start) or current > expiry:
         raise ServiceError(
             "AuthenticationFailed",
             detail=(
-                f"Signature not valid in the specified time frame: Start [{st or ''}] - "
-                f"Expiry [{se}] - Current [{current.strftime('%Y-%m-%dT%H:%M:%SZ')}]"
+                f"Signature not valid in the specified time frame: Start [{_rfc1123(start or current)}] - "
+                f"Expiry [{_rfc1123(expiry)}] - Current [{_rfc1123(current)}]"
             ),
         )
+
+
+def _rfc1123(moment: datetime) -> str:
+    """``Tue, 07 Jan 2020 16:02:00 GMT``: how Azure writes the times of a SAS it refuses."""
+    return format_datetime(moment.astimezone(UTC), usegmt=True)
 
 
 @lru_cache(maxsize=4096)
