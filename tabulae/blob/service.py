@@ -981,6 +981,10 @@ class BlobService:
             return keep is None
 
         def decide(state: BlobState) -> BlobWrite:
+            staged = state.base
+            if staged is not None and not staged.committed and staged.deleted_time is None:
+                # Only staged blocks so far: Azure deletes them (202, as recorded), nothing kept.
+                return BlobWrite(delete_base=True)
             base = _require_base(state)
             leases.check_blob_access(base.lease, now, lease_id, write=True)
             check(conditions, base.ticks, read=False, tags=base.tags)
