@@ -964,11 +964,10 @@ class BlobService:
 
             def delete_one(state: BlobState) -> BlobWrite:
                 if state.target is None and versioning.is_version(snapshot):
-                    # The current version named by its id: the blob goes, its versions stay.
-                    current = versioning.current_only(state, snapshot)
-                    leases.check_blob_access(current.lease, now, lease_id, write=True)
-                    check(conditions, current.ticks, read=False)
-                    return BlobWrite(delete_base=True)
+                    # The current version named by its id: Azure refuses (403, recorded); the
+                    # blob itself is deleted without a versionid.
+                    versioning.current_only(state, snapshot)
+                    raise ServiceError("OperationNotAllowedOnRootBlob")
                 if state.target is None:
                     raise ServiceError("BlobNotFound")
                 check(conditions, state.target.ticks, read=False, tags=state.target.tags)

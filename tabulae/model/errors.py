@@ -214,6 +214,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     ),
     "InvalidOperation": (400, "Invalid operation against a blob snapshot."),
     "SnapshotsPresent": (409, "This operation is not permitted because the blob has snapshots."),
+    "OperationNotAllowedOnRootBlob": (403, "The specified operation is not allowed on root blob."),
     "PermanentDeleteNotEnabled": (
         409,
         "Permanent delete is not enabled for this account (deleteRetentionPolicy.allowPermanentDelete).",

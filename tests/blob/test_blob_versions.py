@@ -88,6 +88,10 @@ def test_delete_keeps_versions_and_copy_promotes_one(box: ContainerClient) -> No
     with pytest.raises(ResourceNotFoundError) as missing:
         blob.delete_blob(version_id=v1)
     assert missing.value.error_code == "BlobNotFound"
+    with pytest.raises(HttpResponseError) as root:  # the current version by its id: Azure refuses
+        blob.delete_blob(version_id=promoted["version_id"])
+    assert (root.value.status_code, root.value.error_code) == (403, "OperationNotAllowedOnRootBlob")
+    assert blob.download_blob().readall() == b"first"
 
 
 def test_tier_by_version_and_snapshots_stay_apart(box: ContainerClient) -> None:
