@@ -268,6 +268,10 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         412,
         "The source condition specified using HTTP conditional header(s) is not met.",
     ),
+    "TargetConditionNotMet": (
+        412,
+        "The target condition specified using HTTP conditional header(s) is not met.",
+    ),
     "LeaseAlreadyPresent": (409, "There is already a lease present."),
     "LeaseIdMismatchWithLeaseOperation": (
         409,
