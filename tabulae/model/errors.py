@@ -170,6 +170,10 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         409,
         "The given customer specified encryption does not match the encryption used to encrypt the blob.",
     ),
+    "RequestForbiddenByContainerEncryptionPolicy": (
+        403,
+        "The request is forbidden by the container encryption policy.",
+    ),
     "UnsupportedQueryParameter": (
         400,
         "One of the query parameters specified in the request URI is not supported.",
