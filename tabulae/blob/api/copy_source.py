@@ -181,7 +181,10 @@ def locate(call: Call, url: str) -> Source:
 
 async def authorize_local(call: Call, source: Source, *, shared_key_ok: bool) -> None:
     """Authorise reading a local source as a Get Blob request to it would be. With
-    ``shared_key_ok`` (Copy Blob) a request signed with the same account's key may read it."""
+    ``shared_key_ok`` (Copy Blob) a request signed with the same account's key may read it. A
+    request made with a bearer token reads a source of the same account without a SAS or
+    ``x-ms-copy-source-authorization`` as that token would (as Azure's recordings of the From URL
+    operations by a token show), while one signed with the key may not (recorded 401)."""
     key = source.key
     assert key is not None
     if shared_key_ok and call.grant is None and key.account == call.route.account:
@@ -193,6 +196,10 @@ async def authorize_local(call: Call, source: Source, *, shared_key_ok: bool) ->
         if grant.resource_types is not None and "o" in grant.resource_types and "r" in grant.permissions:
             return
     token_header = call.request.headers.get("x-ms-copy-source-authorization")
+    if token_header is None and "sig" not in source.query and key.account == call.route.account:
+        own = call.request.headers.get("authorization", "")
+        if own[:7].lower() == "bearer ":  # a token's caller reads its own account's source as itself
+            token_header = own  # (recorded: Append Block From URL by a token, the source bare)
     try:
         if token_header is None and "sig" not in source.query:
             record = await call.service.store.get_container(key.account, key.container)
