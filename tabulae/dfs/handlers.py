@@ -286,6 +286,8 @@ def _permissions(headers: dict[str, str]) -> int | None:
 async def create_path(c: DfsCall) -> Response:
     headers = c.headers
     directory = c.operation is DfsOperation.CREATE_DIRECTORY
+    if directory and "x-ms-expiry-option" in headers:  # recorded: Azure refuses before creating
+        raise ServiceError("ExpiryNotSupportedForDirectory")
     umask = headers.get("x-ms-umask")
     acl_text = headers.get("x-ms-acl")
     request = CreateRequest(
@@ -300,10 +302,10 @@ async def create_path(c: DfsCall) -> Response:
         conditions=conditions(headers),
         lease_id=_lease(headers),
         creator=c.principal.creator,
-        encryption_context=None if directory else headers.get("x-ms-encryption-context"),
+        encryption_context=headers.get("x-ms-encryption-context"),  # a directory's too, as recorded
     )
     record = await c.dfs.create(c.key, request)
-    if "x-ms-expiry-option" in headers and not directory:
+    if "x-ms-expiry-option" in headers:
         record = await _set_expiry(c, headers["x-ms-expiry-option"])
     if "x-ms-proposed-lease-id" in headers:
         await _lease_after(c, "acquire")

@@ -389,6 +389,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     # Delete Blob of a non-empty directory of an HNS account (the Blob API's name for it).
     "DirectoryIsNotEmpty": (409, "This operation is not permitted on a non-empty directory."),
     "SourcePathNotFound": (404, "The source path for a rename operation does not exist."),
+    "ExpiryNotSupportedForDirectory": (400, "Set Expiry is not supported for a directory"),
     "RenameDestinationParentPathNotFound": (
         404,
         "The parent directory of the destination path does not exist.",
