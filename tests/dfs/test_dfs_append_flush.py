@@ -53,3 +53,23 @@ def test_raw_append_with_and_without_flush(fs: FileSystemClient, lake: ServerPro
         head.headers["etag"],
         head.headers["last-modified"],
     )
+
+
+def test_a_leased_file_refuses_a_write_without_the_lease_in_dfs_words(
+    fs: FileSystemClient, lake: ServerProcess
+) -> None:
+    """The DFS endpoint says "lease on the resource" where the Blob API says "on the blob", as
+    Azure's recorded DFS answers do (the JS SDK's "append with acquire lease" reads it)."""
+    file = fs.create_file("leased.txt")
+    lease = "ca761232-ed42-11ce-bacd-00aa0057b223"
+    file.append_data(b"HelloWorld", 0, 10, lease_action="acquire", lease_duration=15, lease=lease)
+    words = "There is currently a lease on the resource and no lease ID was specified in the request."
+    path = f"/{fs.file_system_name}/leased.txt"
+    http = BlobHttp(lake.blob_port)
+    for method, query in (("PATCH", "?action=append&position=10"), ("PATCH", "?action=flush&position=10")):
+        body = b"again" if "append" in query else b""
+        answer = http.request(method, path + query, {"Accept": "application/json"}, body)
+        assert (answer.status, answer.headers["x-ms-error-code"]) == (412, "LeaseIdMissing")
+        assert answer.body.decode().startswith('{"error":{"code":"LeaseIdMissing","message":"' + words)
+    blob = http.request("PUT", path, {"x-ms-blob-type": "BlockBlob"}, b"x")  # the Blob API keeps its own
+    assert b"lease on the blob and no lease ID" in blob.body
