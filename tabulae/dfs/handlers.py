@@ -134,6 +134,18 @@ def _lease_action(c: DfsCall) -> str | None:
     return action
 
 
+async def _renew_first(c: DfsCall) -> str | None:
+    """The request's lease action, an ``auto-renew`` done before the write: a lease that ran out
+    meanwhile is renewed (as Renew Lease may while no one else took the file) and the write then
+    holds it, as Azure answers the JS SDK's recorded "append with auto-renew lease" (an Append
+    with the lease id 15 s after the lease was taken for 15 s)."""
+    action = _lease_action(c)
+    if action != "auto-renew":
+        return action
+    await _lease_after(c, action)
+    return None
+
+
 def _write_lease(c: DfsCall, action: str | None) -> str | None:
     """The lease id the write itself must present: none when it acquires one."""
     return None if action in ("acquire", "acquire-release") else _lease(c.headers)
@@ -366,7 +378,7 @@ async def append(c: DfsCall) -> Response:
 
         raise missing_parameter("position")
     upload = c.call.upload(4000 * 1024 * 1024)
-    action = _lease_action(c)
+    action = await _renew_first(c)
     lease_id = _write_lease(c, action)
     await c.dfs.append(c.key, position, upload, lease_id)
     headers: Headers = []
@@ -385,16 +397,17 @@ async def flush(c: DfsCall) -> Response:
         from tabulae.dfs.routing import missing_parameter
 
         raise missing_parameter("position")
+    action = await _renew_first(c)
     request = FlushRequest(
         position=position,
         retain=bool(flag(c.query, "retainUncommittedData", False)),
         close=bool(flag(c.query, "close", False)),
         properties=_content_properties(c.headers),
         conditions=conditions(c.headers),
-        lease_id=_write_lease(c, _lease_action(c)),
+        lease_id=_write_lease(c, action),
     )
     record = await c.dfs.flush(c.key, request)
-    await _lease_after(c, _lease_action(c))
+    await _lease_after(c, action)
     return Response(200, [*_record_headers(record), _flush_encrypted()])
 
 
