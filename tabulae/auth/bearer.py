@@ -59,10 +59,14 @@ def token_claims(header: str) -> dict[str, object]:
 # Azure's own words for a token it refuses (AuthenticationErrorDetail), as real answers quote
 # them: an issuer it does not trust is 401 InvalidAuthenticationInfo with the challenge (Azure
 # answers so since 2021: azure-sdk-for-java#24926, AzureStorageExplorer#9050); an audience it
-# does not serve is 403 AuthenticationFailed (the only answer on record); its other checks keep
-# the generic 403 AuthenticationFailed, their own wording not being on record.
+# does not serve is the same 401 on the Blob (and Data Lake) and Queue services (recorded for the
+# JS SDKs' "bearer token challenge" and "customized audience" tests, 2023 and 2024: the SDKs ask
+# for a token for the challenge's resource and try again), and 403 AuthenticationFailed on the
+# others (Azure Files answers so; the Table service's answer is not on record); its other
+# checks keep the generic 403 AuthenticationFailed, their own wording not being on record.
 ISSUER_MISMATCH = "Issuer validation failed. Issuer did not match."
 AUDIENCE_MISMATCH = "Audience validation failed. Audience did not match."
+_CHALLENGED_AUDIENCE = frozenset({"blob", "queue"})  # a foreign audience is 401 there (recorded)
 CHALLENGE_MESSAGE = (
     "Server failed to authenticate the request. "
     "Please refer to the information in the www-authenticate header."
@@ -90,6 +94,12 @@ def verify_bearer(header: str, account: str, now: float | None = None, *, servic
         error.status = 401
         raise error
     if audience not in _audiences(account, service):
+        if service in _CHALLENGED_AUDIENCE:
+            error = ServiceError(
+                "InvalidAuthenticationInfo", CHALLENGE_MESSAGE, detail=AUDIENCE_MISMATCH, headers=challenge
+            )
+            error.status = 401
+            raise error
         raise ServiceError("AuthenticationFailed", detail=AUDIENCE_MISMATCH, headers=challenge)
     if (
         not isinstance(not_before, int | float)

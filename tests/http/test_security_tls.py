@@ -288,21 +288,29 @@ def test_untrusted_issuer_is_401_invalid_authentication_info(
 
 
 def test_foreign_audience_says_why(oauth_server: ServerProcess, cert: SelfSignedCert) -> None:
-    """A token for another resource: 403 AuthenticationFailed with Azure's reason."""
+    """A token for another resource on the Blob and Queue services: 401 InvalidAuthenticationInfo,
+    the message that points at the challenge, and Azure's reason, as Azure answers (recorded for
+    the JS SDKs' "bearer token challenge should work" and "customized audience should work" on
+    blob, queue and Data Lake clients); the Table service keeps 403 (test above)."""
     token = make_jwt(aud="https://someoneelse.blob.core.windows.net")
-    response = https_request(
-        oauth_server.blob_port,
-        cert,
-        "GET",
-        f"/{DEV_ACCOUNT}/?comp=list",
-        {"Authorization": f"Bearer {token}", "x-ms-version": "2021-08-06"},
-    )
-    assert response.status == 403, response
-    assert response.header("x-ms-error-code") == "AuthenticationFailed"
-    assert (
-        f"<AuthenticationErrorDetail>{AUDIENCE_MISMATCH}</AuthenticationErrorDetail>".encode()
-        in response.body
-    )
+    for port, path in ((oauth_server.blob_port, "?comp=list"), (oauth_server.queue_port, "?comp=list")):
+        response = https_request(
+            port,
+            cert,
+            "GET",
+            f"/{DEV_ACCOUNT}/{path}",
+            {"Authorization": f"Bearer {token}", "x-ms-version": "2021-08-06"},
+        )
+        assert response.status == 401, response
+        assert response.header("x-ms-error-code") == "InvalidAuthenticationInfo"
+        body = response.body.decode()
+        assert "Please refer to the information in the www-authenticate header." in body
+        assert f"<AuthenticationErrorDetail>{AUDIENCE_MISMATCH}</AuthenticationErrorDetail>" in body
+        challenge = response.header("WWW-Authenticate") or ""
+        assert (
+            challenge.startswith("Bearer authorization_uri=")
+            and "resource_id=https://storage.azure.com" in challenge
+        )
 
 
 def test_anonymous_over_https_is_401_with_challenge(

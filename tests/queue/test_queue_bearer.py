@@ -37,10 +37,12 @@ def test_bearer_tokens_reach_every_queue_operation(
 def test_tokens_for_another_service_or_expired_are_refused(
     oauth_server: ServerProcess, cert: SelfSignedCert, queue_name: str
 ) -> None:
-    for token in (
-        make_jwt(aud=f"https://{DEV_ACCOUNT}.table.core.windows.net"),  # the Table service's audience
-        make_jwt(exp=1_000_000_000),
+    for token, status in (
+        # the Table service's audience: 401 with the challenge, as Azure answers a foreign audience
+        # on the Queue service (recorded for the JS SDK's queue "bearer token challenge" test)
+        (make_jwt(aud=f"https://{DEV_ACCOUNT}.table.core.windows.net"), 401),
+        (make_jwt(exp=1_000_000_000), 403),
     ):
         with pytest.raises((ClientAuthenticationError, HttpResponseError)) as error:
             queue(oauth_server, cert, token, queue_name).create_queue()
-        assert error.value.status_code == 403
+        assert error.value.status_code == status
