@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import time
 
 import orjson
@@ -27,6 +28,19 @@ CHALLENGE = (
     b"Bearer authorization_uri=https://login.microsoftonline.com/common/oauth2/authorize "
     b"resource_id=https://storage.azure.com"
 )
+_TENANT = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def _challenge(claims: dict[str, object]) -> bytes:
+    """The challenge for a refused token. Azure names the tenant of the account there
+    (``.../<tenant id>/oauth2/authorize``), and the SDKs' challenge handling asks for a new
+    token only when a tenant id stands there (core-client's ``authorizeRequestOnTenantChallenge``);
+    a local server has no tenant of its own, so it names the token's ``tid`` when that is one,
+    else ``common``."""
+    tenant = claims.get("tid")
+    if not isinstance(tenant, str) or not _TENANT.fullmatch(tenant):
+        return CHALLENGE
+    return CHALLENGE.replace(b"/common/", f"/{tenant}/".encode())
 
 
 def _audiences(account: str, service: str) -> set[str]:
@@ -82,6 +96,7 @@ def verify_bearer(header: str, account: str, now: float | None = None, *, servic
         claims = _claims(token)
     except (ValueError, binascii.Error, orjson.JSONDecodeError) as exc:
         raise ServiceError("InvalidAuthenticationInfo", headers=challenge) from exc
+    challenge = [(b"www-authenticate", _challenge(claims))]
     moment = time.time() if now is None else now
     audience = claims.get("aud")
     issuer = claims.get("iss")

@@ -306,11 +306,18 @@ def test_foreign_audience_says_why(oauth_server: ServerProcess, cert: SelfSigned
         body = response.body.decode()
         assert "Please refer to the information in the www-authenticate header." in body
         assert f"<AuthenticationErrorDetail>{AUDIENCE_MISMATCH}</AuthenticationErrorDetail>" in body
-        challenge = response.header("WWW-Authenticate") or ""
-        assert (
-            challenge.startswith("Bearer authorization_uri=")
-            and "resource_id=https://storage.azure.com" in challenge
+        # the tenant stands in the challenge (the token's here), for the SDKs ask for a new token
+        # only when one does, as Azure's names the account's
+        assert response.header("WWW-Authenticate") == (
+            f"Bearer authorization_uri=https://login.microsoftonline.com/{TENANT}/oauth2/authorize "
+            "resource_id=https://storage.azure.com"
         )
+    odd = make_jwt(aud="https://someoneelse.blob.core.windows.net", extra={"tid": "not-a-tenant"})
+    response = https_request(
+        oauth_server.blob_port, cert, "GET", f"/{DEV_ACCOUNT}/?comp=list",
+        {"Authorization": f"Bearer {odd}", "x-ms-version": "2021-08-06"},
+    )  # fmt: skip
+    assert "login.microsoftonline.com/common/oauth2/authorize" in (response.header("WWW-Authenticate") or "")
 
 
 def test_anonymous_over_https_is_401_with_challenge(
