@@ -219,6 +219,10 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "InvalidOperation": (400, "Invalid operation against a blob snapshot."),
     "SnapshotsPresent": (409, "This operation is not permitted because the blob has snapshots."),
     "OperationNotAllowedOnRootBlob": (403, "The specified operation is not allowed on root blob."),
+    "MutuallyExclusiveQueryParameters": (  # the message is assumed: Azure's answer on record is a HEAD's
+        400,
+        "The query parameters snapshot and versionid are mutually exclusive.",
+    ),
     "PermanentDeleteNotEnabled": (
         409,
         "Permanent delete is not enabled for this account (deleteRetentionPolicy.allowPermanentDelete).",

@@ -145,6 +145,12 @@ def test_bad_version_ids_and_writes_naming_a_version(versioned: ServerProcess, b
         "PUT", f"/{box.container_name}/raw?comp=metadata&versionid=2020-01-01T00:00:00.0000000Z"
     )
     assert (reply.status, reply.code) == (400, "InvalidOperation")
+    # a snapshot and a version at once: Azure's recorded 400 (the JS SDK's "get properties of a
+    # blob version", a HEAD)
+    both = "snapshot=2020-01-01T00:00:00.0000000Z&versionid=2020-01-01T00:00:00.0000000Z"
+    for method in ("HEAD", "GET"):
+        reply = http.request(method, f"/{box.container_name}/raw?{both}")
+        assert (reply.status, reply.headers["x-ms-error-code"]) == (400, "MutuallyExclusiveQueryParameters")
 
 
 def test_versions_with_the_async_client(versioned: ServerProcess) -> None:
