@@ -247,6 +247,20 @@ def test_select_star_from_json_to_json_is_the_text_as_written(container: Contain
     assert data == b'{"name1":"owner1"}\n'
 
 
+def test_a_fatal_errors_position_is_its_records(container: ContainerClient) -> None:
+    # Azure's answer to the JS SDK's "query should work with fatal error event" (recorded): CSV
+    # read as JSON fails at byte 3, and the position is that of its record (line), 0.
+    blob = container.get_blob_client("numbers.csv")
+    blob.upload_blob(b"100,200,300,400\n150,250,350,450\n")
+    _, errors = query(blob, "select * from BlobStorage", blob_format=DelimitedJsonDialect())
+    assert [(e.error, e.description, e.is_fatal, e.position) for e in errors] == [
+        ("ParseError", "Unexpected token ',' at [byte: 3]. Expecting tokens '{', or '['. ", True, 0)
+    ]
+    blob.upload_blob(b'{"a": 1}\n{"a": 2} , {"a": 3}\n', overwrite=True)  # the second line's
+    _, errors = query(blob, "select * from BlobStorage", blob_format=DelimitedJsonDialect())
+    assert [(e.error, e.position) for e in errors] == [("ParseError", 9)]
+
+
 def test_fatal_error_ends_the_query(container: ContainerClient) -> None:
     blob = container.get_blob_client("broken.json")
     blob.upload_blob(b'{"a": 1}\n{"a": 2}\n{a: 3}\n{"a": 4}\n')
