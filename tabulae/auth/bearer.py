@@ -76,14 +76,16 @@ def token_claims(header: str) -> dict[str, object]:
 
 
 # Azure's own words for a token it refuses (AuthenticationErrorDetail), as real answers quote
-# them. An issuer it does not trust, or an audience it does not serve, is 401
-# InvalidAuthenticationInfo with the challenge, which is what lets an SDK's challenge policy
-# fetch a token for the resource named there and retry (issuer: azure-sdk-for-java#24926,
-# AzureStorageExplorer#9050; audience: the recording of the JS queue SDK's "Bearer token
-# challenge" test against Azure, 2026, x-ms-version 2026-02-06). Its other checks keep the
-# generic 403 AuthenticationFailed, their own wording not being on record.
+# them. An issuer it does not trust is 401 InvalidAuthenticationInfo with the challenge (Azure
+# answers so since 2021: azure-sdk-for-java#24926, AzureStorageExplorer#9050). An audience it
+# does not serve is the same 401 on the Blob (and Data Lake) and Queue services (recorded for the
+# JS SDKs' "bearer token challenge" and "customized audience" tests, 2023 to 2026: the SDKs ask
+# for a token for the challenge's resource and try again), and 403 AuthenticationFailed on the
+# Table service, whose answer is not on record (Azure Files answers 403). Its other checks keep
+# the generic 403 AuthenticationFailed, their own wording not being on record.
 ISSUER_MISMATCH = "Issuer validation failed. Issuer did not match."
 AUDIENCE_MISMATCH = "Audience validation failed. Audience did not match."
+_CHALLENGED_AUDIENCE = frozenset({"blob", "queue"})  # a foreign audience is 401 there (recorded)
 CHALLENGE_MESSAGE = (
     "Server failed to authenticate the request. "
     "Please refer to the information in the www-authenticate header."
@@ -106,11 +108,10 @@ def verify_bearer(header: str, account: str, now: float | None = None, *, servic
     """Accept a well-formed token for this account's audience from a Microsoft issuer, in its
     window; ``service`` (``table``, ``queue``, ``blob``) names the service's own audience."""
     token = header.split(None, 1)[1].strip() if " " in header.strip() else ""
-    challenge = [(b"www-authenticate", CHALLENGE)]
     try:
         claims = _claims(token)
     except (ValueError, binascii.Error, orjson.JSONDecodeError) as exc:
-        raise ServiceError("InvalidAuthenticationInfo", headers=challenge) from exc
+        raise ServiceError("InvalidAuthenticationInfo", headers=[(b"www-authenticate", CHALLENGE)]) from exc
     moment = time.time() if now is None else now
     audience = claims.get("aud")
     issuer = claims.get("iss")
@@ -119,7 +120,13 @@ def verify_bearer(header: str, account: str, now: float | None = None, *, servic
     if not isinstance(issuer, str) or not issuer.startswith(_ISSUERS):
         raise _challenge(ISSUER_MISMATCH, claims)
     if audience not in _audiences(account, service):
-        raise _challenge(AUDIENCE_MISMATCH, claims)
+        if service in _CHALLENGED_AUDIENCE:
+            raise _challenge(AUDIENCE_MISMATCH, claims)
+        raise ServiceError(
+            "AuthenticationFailed",
+            detail=AUDIENCE_MISMATCH,
+            headers=[(b"www-authenticate", challenge_for(claims))],
+        )
     if (
         not isinstance(not_before, int | float)
         or not isinstance(expires, int | float)

@@ -213,7 +213,7 @@ def verify_account_sas(
     if not token.ss or not token.srt or not token.sp:
         raise ServiceError("AuthenticationFailed", detail="An account SAS needs ss, srt and sp.")
     verify_signature(token.sig, account_sas_string_to_sign(token, account), keys)
-    check_window(token.st, token.se, now)
+    check_window(token.st, token.se, now, blob=service == "b")
     check_protocol(token.spr, is_https)
     check_ip(token.sip, client_ip)
     if service not in token.ss:
@@ -265,14 +265,16 @@ def _merge_field(name: str, in_token: str | None, in_policy: str | None) -> str 
     return in_token or in_policy
 
 
-def check_window(st: str | None, se: str | None, now: datetime) -> None:
+def check_window(st: str | None, se: str | None, now: datetime, *, blob: bool = False) -> None:
     """st - 5 min <= now <= se; ``se`` is mandatory once the stored policy has been merged in.
 
-    Azure's reasons, as its answers word them, with every time as an HTTP date: a SAS whose
+    Azure's reasons, as its answers word them, with every time as an RFC 1123 date. A SAS whose
     expiry is not after its start (the request's time when it names none, so an expired SAS
     without ``st`` says so) gets "Signed expiry time [...] has to be after signed start time
-    [...]" (recorded for an expired account SAS, x-ms-version 2026-02-06); one used outside a
-    valid window gets "Signature not valid in the specified time frame: Start [...] - Expiry
+    [...]" (recorded for an expired account SAS on the Queue service, x-ms-version 2026-02-06),
+    worded "must be after" on the Blob service (``blob``: real Azure answers to an expired Blob
+    SAS, and the JS Blob SDK's "create container with invalid SAS should fail"). One used outside
+    a valid window gets "Signature not valid in the specified time frame: Start [...] - Expiry
     [...] - Current [...]".
     """
     if not se:
@@ -285,8 +287,8 @@ def check_window(st: str | None, se: str | None, now: datetime) -> None:
         raise ServiceError(
             "AuthenticationFailed",
             detail=(
-                f"Signed expiry time [{_http_date(expiry)}] has to be after signed start time "
-                f"[{_http_date(effective_start)}]"
+                f"Signed expiry time [{_http_date(expiry)}] {'must' if blob else 'has to'} be after"
+                f" signed start time [{_http_date(effective_start)}]"
             ),
         )
     if (start is not None and current + START_SKEW < start) or current > expiry:

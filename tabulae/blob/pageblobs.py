@@ -331,8 +331,9 @@ class PageBlobs:
     ) -> BlobRecord:
         """Incremental Copy Blob from a snapshot of a page blob of this account: the destination
         (new, or an earlier incremental copy of the same blob) gets the snapshot's pages, and a
-        snapshot of its own that keeps them (``x-ms-copy-destination-snapshot``). Completed
-        before the answer: the pages are shared, not moved."""
+        snapshot of its own that keeps them (``x-ms-copy-destination-snapshot``), and the
+        snapshot's metadata, as Copy Blob gives its source's. Completed before the answer: the
+        pages are shared, not moved."""
         check_blob_name(dest.name)
         if source_snapshot == BASE:
             raise ServiceError("IncrementalCopySourceMustBeSnapshot")
@@ -371,7 +372,7 @@ class PageBlobs:
                 ticks=state.ticks,
                 created=base.created if base is not None else state.ticks,
                 properties=origin.properties,
-                metadata=base.metadata if base is not None else {},
+                metadata=origin.metadata,  # the snapshot's, as Azure's recorded copies show
                 lease=leases.after_write(base.lease, now) if base is not None else Lease(),
                 copy=copy,
                 sequence_number=origin.sequence_number,

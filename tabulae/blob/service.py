@@ -357,16 +357,19 @@ class BlobService:
             return found[:limit], found[limit].name
         return found, None
 
-    async def deleted_containers(self, account: str, prefix: str) -> list[tuple[DeletedContainer, int]]:
+    async def deleted_containers(
+        self, account: str, prefix: str
+    ) -> list[tuple[DeletedContainer, int, dict[str, str]]]:
         """The account's soft-deleted containers whose names start with ``prefix``, still in
-        retention, with their remaining days (List Containers ``include=deleted``)."""
+        retention, with their remaining days and metadata (List Containers ``include=deleted``,
+        which shows a deleted container's metadata with ``include=metadata`` as Azure does)."""
         now = datetime.fromtimestamp(self._retention_clock(), UTC)
         hidden = await self.store.list_containers(account, softdeletion.HIDDEN + prefix, None, MAX_RESULTS)
         found = []
         for record in hidden:
             deleted = softdeletion.parse_hidden(record.name)
             if deleted is not None and not deleted.deletion.purged(now):
-                found.append((deleted, deleted.deletion.remaining_days(now)))
+                found.append((deleted, deleted.deletion.remaining_days(now), record.metadata))
         return found
 
     async def restore_container(
@@ -375,7 +378,7 @@ class BlobService:
         """Restore Container: the deleted container named and versioned by the headers comes
         back under its name (:func:`tabulae.blob.rules.softdelete.restore_container`)."""
         now = datetime.fromtimestamp(self._retention_clock(), UTC)
-        candidates = [d for d, _ in await self.deleted_containers(account, name)]
+        candidates = [d for d, _, _ in await self.deleted_containers(account, name)]
         live = await self.store.get_container(account, name) is not None
         chosen = softdelete.restore_container(name, deleted_name, version, candidates, live, now)
         hidden = (
@@ -964,11 +967,10 @@ class BlobService:
 
             def delete_one(state: BlobState) -> BlobWrite:
                 if state.target is None and versioning.is_version(snapshot):
-                    # The current version named by its id: the blob goes, its versions stay.
-                    current = versioning.current_only(state, snapshot)
-                    leases.check_blob_access(current.lease, now, lease_id, write=True)
-                    check(conditions, current.ticks, read=False)
-                    return BlobWrite(delete_base=True)
+                    # The current version named by its id: Azure refuses (403, recorded); the
+                    # blob itself is deleted without a versionid.
+                    versioning.current_only(state, snapshot)
+                    raise ServiceError("OperationNotAllowedOnRootBlob")
                 if state.target is None:
                     raise ServiceError("BlobNotFound")
                 check(conditions, state.target.ticks, read=False, tags=state.target.tags)
@@ -981,6 +983,10 @@ class BlobService:
             return keep is None
 
         def decide(state: BlobState) -> BlobWrite:
+            staged = state.base
+            if staged is not None and not staged.committed and staged.deleted_time is None:
+                # Only staged blocks so far: Azure deletes them (202, as recorded), nothing kept.
+                return BlobWrite(delete_base=True)
             base = _require_base(state)
             leases.check_blob_access(base.lease, now, lease_id, write=True)
             check(conditions, base.ticks, read=False, tags=base.tags)

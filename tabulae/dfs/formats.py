@@ -172,10 +172,23 @@ def acl_recursive_result(
     )
 
 
+#: Where the DFS endpoint words a shared error its own way ("resource" for the Blob API's "blob"),
+#: as Azure's recorded DFS answers do (Append, Flush, Delete and Create Path on a leased file).
+_DFS_WORDING = {
+    "There is currently a lease on the blob and no lease ID was specified in the request.": (
+        "There is currently a lease on the resource and no lease ID was specified in the request."
+    ),
+}
+
+
 def error_body(error: ServiceError, request_id: str, time_text: str) -> bytes:
     """The DFS error body; the message ends with the RequestId and Time lines as for the other
     services."""
-    return orjson.dumps({"error": {"code": error.code, "message": error_text(error, request_id, time_text)}})
+    text = error_text(error, request_id, time_text)
+    worded = _DFS_WORDING.get(error.message)
+    if worded is not None:
+        text = worded + text[len(error.message) :] if error.index is None else text
+    return orjson.dumps({"error": {"code": error.code, "message": text}})
 
 
 # --- headers -------------------------------------------------------------------------------------

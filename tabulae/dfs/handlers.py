@@ -134,6 +134,18 @@ def _lease_action(c: DfsCall) -> str | None:
     return action
 
 
+async def _renew_first(c: DfsCall) -> str | None:
+    """The request's lease action, an ``auto-renew`` done before the write: a lease that ran out
+    meanwhile is renewed (as Renew Lease may while no one else took the file) and the write then
+    holds it, as Azure answers the JS SDK's recorded "append with auto-renew lease" (an Append
+    with the lease id 15 s after the lease was taken for 15 s)."""
+    action = _lease_action(c)
+    if action != "auto-renew":
+        return action
+    await _lease_after(c, action)
+    return None
+
+
 def _write_lease(c: DfsCall, action: str | None) -> str | None:
     """The lease id the write itself must present: none when it acquires one."""
     return None if action in ("acquire", "acquire-release") else _lease(c.headers)
@@ -286,6 +298,8 @@ def _permissions(headers: dict[str, str]) -> int | None:
 async def create_path(c: DfsCall) -> Response:
     headers = c.headers
     directory = c.operation is DfsOperation.CREATE_DIRECTORY
+    if directory and "x-ms-expiry-option" in headers:  # recorded: Azure refuses before creating
+        raise ServiceError("ExpiryNotSupportedForDirectory")
     umask = headers.get("x-ms-umask")
     acl_text = headers.get("x-ms-acl")
     request = CreateRequest(
@@ -300,10 +314,10 @@ async def create_path(c: DfsCall) -> Response:
         conditions=conditions(headers),
         lease_id=_lease(headers),
         creator=c.principal.creator,
-        encryption_context=None if directory else headers.get("x-ms-encryption-context"),
+        encryption_context=headers.get("x-ms-encryption-context"),  # a directory's too, as recorded
     )
     record = await c.dfs.create(c.key, request)
-    if "x-ms-expiry-option" in headers and not directory:
+    if "x-ms-expiry-option" in headers:
         record = await _set_expiry(c, headers["x-ms-expiry-option"])
     if "x-ms-proposed-lease-id" in headers:
         await _lease_after(c, "acquire")
@@ -364,7 +378,7 @@ async def append(c: DfsCall) -> Response:
 
         raise missing_parameter("position")
     upload = c.call.upload(4000 * 1024 * 1024)
-    action = _lease_action(c)
+    action = await _renew_first(c)
     lease_id = _write_lease(c, action)
     await c.dfs.append(c.key, position, upload, lease_id)
     headers: Headers = []
@@ -383,16 +397,17 @@ async def flush(c: DfsCall) -> Response:
         from tabulae.dfs.routing import missing_parameter
 
         raise missing_parameter("position")
+    action = await _renew_first(c)
     request = FlushRequest(
         position=position,
         retain=bool(flag(c.query, "retainUncommittedData", False)),
         close=bool(flag(c.query, "close", False)),
         properties=_content_properties(c.headers),
         conditions=conditions(c.headers),
-        lease_id=_write_lease(c, _lease_action(c)),
+        lease_id=_write_lease(c, action),
     )
     record = await c.dfs.flush(c.key, request)
-    await _lease_after(c, _lease_action(c))
+    await _lease_after(c, action)
     return Response(200, [*_record_headers(record), _flush_encrypted()])
 
 
@@ -431,7 +446,9 @@ async def set_access_control(c: DfsCall) -> Response:
     headers = c.headers
     owner, group = headers.get("x-ms-owner"), headers.get("x-ms-group")
     permissions = _permissions(headers)
-    acl_text = headers.get("x-ms-acl")
+    # An empty x-ms-acl (the JS SDK's setAccessControl([], {owner})) leaves the ACL as it is, as
+    # Azure answers it (recorded: 200, the ACL read back unchanged).
+    acl_text = headers.get("x-ms-acl") or None
     if permissions is not None and acl_text is not None:
         raise ServiceError(
             "InvalidHeaderValue", fields=(("HeaderName", "x-ms-acl"), ("HeaderValue", acl_text))

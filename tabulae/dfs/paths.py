@@ -9,8 +9,10 @@ directories, and assumed where Azure's answer was not recorded:
 
 - leading and trailing ``/`` are dropped and empty segments collapse (``/a//b/`` is ``a/b``), as
   HDFS paths do; a path that is empty after that names the file system's root;
-- a ``.`` or ``..`` segment is refused with 400 ``InvalidResourceName``: a hierarchical namespace
-  cannot hold a directory called ``..`` and Azure does not resolve them for the caller.
+- ``.`` and ``..`` segments are resolved, as Azure does (the JS SDK's recorded "create directory
+  path with directory dots under a dir": ``dir/./a/../b/.././sub`` is ``dir/sub``, and a ``..``
+  may climb to the root); one that would climb above the root is refused with 400
+  ``InvalidResourceName`` (assumed: not recorded).
 
 Rename ("Path - Create" with ``x-ms-rename-source``; codes from the DFS REST reference's list,
 the overwrite of an existing file from the .NET SDK's live test ``RenameAsync_DestinationConditions``):
@@ -42,10 +44,17 @@ _INVALID_NAME = "The specified resource name contains invalid characters."
 
 def normalize(path: str) -> str:
     """The canonical form of a DFS path (see the module docstring); ``""`` is the root. Raises
-    the Blob API's name errors and 400 ``InvalidResourceName`` for ``.``/``..`` segments."""
-    segments = [segment for segment in path.split("/") if segment]
-    if any(segment in (".", "..") for segment in segments):
-        raise ServiceError("InvalidResourceName", _INVALID_NAME)
+    the Blob API's name errors and 400 ``InvalidResourceName`` for a ``..`` above the root."""
+    segments: list[str] = []
+    for segment in path.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if not segments:
+                raise ServiceError("InvalidResourceName", _INVALID_NAME)
+            segments.pop()
+        else:
+            segments.append(segment)
     canonical = "/".join(segments)
     if canonical:
         check_blob_name(canonical)

@@ -170,6 +170,10 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         409,
         "The given customer specified encryption does not match the encryption used to encrypt the blob.",
     ),
+    "RequestForbiddenByContainerEncryptionPolicy": (
+        403,
+        "The request is forbidden by the container encryption policy.",
+    ),
     "UnsupportedQueryParameter": (
         400,
         "One of the query parameters specified in the request URI is not supported.",
@@ -214,6 +218,11 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     ),
     "InvalidOperation": (400, "Invalid operation against a blob snapshot."),
     "SnapshotsPresent": (409, "This operation is not permitted because the blob has snapshots."),
+    "OperationNotAllowedOnRootBlob": (403, "The specified operation is not allowed on root blob."),
+    "MutuallyExclusiveQueryParameters": (  # the message is assumed: Azure's answer on record is a HEAD's
+        400,
+        "The query parameters snapshot and versionid are mutually exclusive.",
+    ),
     "PermanentDeleteNotEnabled": (
         409,
         "Permanent delete is not enabled for this account (deleteRetentionPolicy.allowPermanentDelete).",
@@ -266,6 +275,10 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "SourceConditionNotMet": (
         412,
         "The source condition specified using HTTP conditional header(s) is not met.",
+    ),
+    "TargetConditionNotMet": (
+        412,
+        "The target condition specified using HTTP conditional header(s) is not met.",
     ),
     "LeaseAlreadyPresent": (409, "There is already a lease present."),
     "LeaseIdMismatchWithLeaseOperation": (
@@ -380,6 +393,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     # Delete Blob of a non-empty directory of an HNS account (the Blob API's name for it).
     "DirectoryIsNotEmpty": (409, "This operation is not permitted on a non-empty directory."),
     "SourcePathNotFound": (404, "The source path for a rename operation does not exist."),
+    "ExpiryNotSupportedForDirectory": (400, "Set Expiry is not supported for a directory"),
     "RenameDestinationParentPathNotFound": (
         404,
         "The parent directory of the destination path does not exist.",

@@ -388,6 +388,29 @@ def test_a_copy_sources_token_needs_a_role_that_reads_it(
     assert error.response.headers["x-ms-copy-source-error-code"] == "AuthorizationPermissionMismatch"
 
 
+def test_a_token_reads_a_bare_source_of_its_own_account_as_itself(
+    blobs: Callable[..., BlobServiceClient], container: ContainerClient
+) -> None:
+    """The From URL operations made with a token read a source of the same account given by its
+    bare URL (no SAS, no source token) as that token, as Azure's recordings of the JS SDK's
+    "appendBlockFromURL - destination bearer token" show; a key-signed request may not
+    (tests/blob/test_blob_copies.py)."""
+    mine = blobs(CONTRIBUTOR).get_container_client(container.container_name)
+    source = container.get_blob_client("a.txt").url
+    copied = mine.get_blob_client("bare-copy.txt")
+    copied.upload_blob_from_url(source)
+    assert copied.download_blob().readall() == b"alpha"
+    log = mine.get_blob_client("bare-log.txt")
+    log.create_append_blob()
+    log.append_block_from_url(source)
+    synced = mine.get_blob_client("bare-sync.txt").start_copy_from_url(source, requires_sync=True)
+    assert synced["copy_status"] == "success"
+    assert log.download_blob().readall() == b"alpha"
+    with pytest.raises(HttpResponseError) as raised:  # held to its roles: a reader writes nothing
+        blobs(READER).get_blob_client(container.container_name, "nope.txt").upload_blob_from_url(source)
+    assert (raised.value.status_code, raised.value.error_code) == (403, "AuthorizationPermissionMismatch")
+
+
 def test_refusals_are_written_as_each_service_writes_its_errors(
     roles_server: ServerProcess, oauth_cert: SelfSignedCert
 ) -> None:

@@ -204,6 +204,20 @@ def test_listing_delimiter_paging_uncommitted(container: ContainerClient) -> Non
     assert with_metadata["c/y"] == {"n": "c_y"}
 
 
+def test_delete_blob_of_staged_blocks_only(container: ContainerClient) -> None:
+    """A blob with only uncommitted blocks is deleted (202) with its blocks, as Azure answers
+    (recorded in the JS SDK's "listBlobsFlat to list uncommitted blobs")."""
+    blob = container.get_blob_client("staged")
+    blob.stage_block("YmxvY2s=", b"Hello")
+    blob.delete_blob()
+    assert "staged" not in {b.name for b in container.list_blobs(include=["uncommittedblobs"])}
+    blob.stage_block("b3RoZXI=", b"again")  # a fresh start: the old block is gone
+    _committed, uncommitted = blob.get_block_list("uncommitted")
+    assert [b.id for b in uncommitted] == ["b3RoZXI="]
+    with pytest.raises(ResourceNotFoundError):
+        container.get_blob_client("never").delete_blob()
+
+
 def test_delete_blob(container: ContainerClient) -> None:
     blob = container.get_blob_client("gone")
     blob.upload_blob(b"x")

@@ -119,6 +119,35 @@ def test_put_blob_from_url(container: ContainerClient) -> None:
     assert target.download_blob().readall() == data
 
 
+def test_put_blob_from_url_conditions_unmet(container: ContainerClient) -> None:
+    """Put Blob From URL names which side's conditions failed: 412 SourceConditionNotMet and
+    412 TargetConditionNotMet, as Azure answers (recorded for the JS SDK's syncUploadFromURL
+    "source conditon" and "destination conditon")."""
+    source = source_blob(container, b"Hello World")
+    url = sas_url(source)
+    target = container.get_blob_client("target")
+    made = target.upload_blob(b"hello")
+    source_etag = source.get_blob_properties().etag
+    target.upload_blob_from_url(
+        url, overwrite=True, source_etag=source_etag, source_match_condition=MatchConditions.IfNotModified
+    )
+    with pytest.raises(HttpResponseError) as error:
+        target.upload_blob_from_url(
+            url, overwrite=True, source_etag='"0x1"', source_match_condition=MatchConditions.IfNotModified
+        )
+    assert (error.value.status_code, error.value.error_code) == (412, "SourceConditionNotMet")
+    with pytest.raises(HttpResponseError) as error:
+        target.upload_blob_from_url(
+            url, overwrite=True, etag=made["etag"], match_condition=MatchConditions.IfNotModified
+        )
+    assert (error.value.status_code, error.value.error_code) == (412, "TargetConditionNotMet")
+    current = target.get_blob_properties().etag
+    target.upload_blob_from_url(
+        url, overwrite=True, etag=current, match_condition=MatchConditions.IfNotModified
+    )
+    assert target.download_blob().readall() == b"Hello World"
+
+
 def test_from_url_source_authorisation(container: ContainerClient) -> None:
     """The From URL operations never read a source by the destination's key (Azure's recorded
     401 NoAuthenticationInformation); a SAS must be valid and read; a missing source is 404."""

@@ -386,9 +386,15 @@ def test_a_containers_default_scope(service: BlobServiceClient) -> None:
             "encryption_scope"
         ] == (OTHER_SCOPE)
         blob = locked.get_blob_client("c")
-        refused(
+        refused(  # Azure's recorded answer (the JS SDK's "create container preventEncryptionScopeOverride")
             lambda: blob.upload_blob(b"c", BlobType.APPENDBLOB, encryption_scope=OTHER_SCOPE),
-            "BlobCustomerSpecifiedEncryptionMismatch",
+            "RequestForbiddenByContainerEncryptionPolicy",
+            403,
+        )
+        refused(
+            lambda: locked.get_blob_client("d").upload_blob(b"d", encryption_scope=OTHER_SCOPE),
+            "RequestForbiddenByContainerEncryptionPolicy",
+            403,
         )
         assert blob.upload_blob(b"c", BlobType.APPENDBLOB)["encryption_scope"] == SCOPE
         assert blob.append_block(b"d")["encryption_scope"] == SCOPE

@@ -199,7 +199,7 @@ def test_blob_type_refusals(container: ContainerClient) -> None:
 
 def test_incremental_copy(server: ServerProcess, container: ContainerClient) -> None:
     source = container.get_blob_client("vm.vhd")
-    source.create_page_blob(2048)
+    source.create_page_blob(2048, metadata={"sourcemeta": "val"})
     data = os.urandom(512)
     source.upload_page(data, offset=0, length=512)
     snapshot = source.create_snapshot()["snapshot"]
@@ -213,6 +213,7 @@ def test_incremental_copy(server: ServerProcess, container: ContainerClient) -> 
     assert started["copy_status"] == "pending" and started["copy_id"]
     props = dest.get_blob_properties()
     assert props.copy.status == "success" and props.copy.incremental_copy
+    assert props.metadata == {"sourcemeta": "val"}  # the snapshot's, as Azure's recorded copy has
     kept = props.copy.destination_snapshot
     assert kept
     copied = container.get_blob_client("backup.vhd", snapshot=kept)

@@ -82,6 +82,18 @@ def test_create_needs_size_and_no_body(http: BlobHttp, container: ContainerClien
     assert http.request("HEAD", path).status == 404
 
 
+@pytest.mark.parametrize("tier", ["P20", "P4", "Hot"])
+def test_create_takes_no_access_tier(http: BlobHttp, container: ContainerClient, tier: str) -> None:
+    """A standard account's page blobs take no tier, a premium one neither: 400
+    AccessTierNotSupportedForBlobType, as Azure answers the JS SDK's recorded "create with
+    premium page blob tier" (x-ms-access-tier: P20)."""
+    path = f"/{container.container_name}/tiered"
+    assert_error(
+        create(http, path, 512, **{"x-ms-access-tier": tier}), 400, "AccessTierNotSupportedForBlobType"
+    )
+    assert http.request("HEAD", path).status == 404
+
+
 @pytest.mark.parametrize(
     ("headers", "body", "status", "code", "field"),
     [

@@ -261,6 +261,20 @@ def test_select_star_from_json_to_json_is_the_text_as_written(container: Contain
     assert data == b'{"name1":"owner1"}\n'
 
 
+def test_a_fatal_errors_position_is_its_records(container: ContainerClient) -> None:
+    # Azure's answer to the JS SDK's "query should work with fatal error event" (recorded): CSV
+    # read as JSON fails at byte 3, and the position is that of its record (line), 0.
+    blob = container.get_blob_client("numbers.csv")
+    blob.upload_blob(b"100,200,300,400\n150,250,350,450\n")
+    _, errors = query(blob, "select * from BlobStorage", blob_format=DelimitedJsonDialect())
+    assert [(e.error, e.description, e.is_fatal, e.position) for e in errors] == [
+        ("ParseError", "Unexpected token ',' at [byte: 3]. Expecting tokens '{', or '['. ", True, 0)
+    ]
+    blob.upload_blob(b'{"a": 1}\n{"a": 2} , {"a": 3}\n', overwrite=True)  # the second line's
+    _, errors = query(blob, "select * from BlobStorage", blob_format=DelimitedJsonDialect())
+    assert [(e.error, e.position) for e in errors] == [("ParseError", 9)]
+
+
 def test_fatal_error_ends_the_query(container: ContainerClient) -> None:
     blob = container.get_blob_client("broken.json")
     blob.upload_blob(b'{"a": 1}\n{"a": 2}\n{a: 3}\n{"a": 4}\n')
@@ -456,10 +470,35 @@ def test_answer_is_avro_sent_chunked(http: BlobHttp, people: BlobClient) -> None
     assert reply.headers["content-type"] == "avro/binary"
     assert reply.headers["transfer-encoding"] == "chunked" and "content-length" not in reply.headers
     assert reply.headers["x-ms-blob-type"] == "BlockBlob" and reply.headers["etag"]
+    assert reply.headers["accept-ranges"] == "bytes"  # as Azure's recorded answers have it
     messages = list(fastavro.reader(io.BytesIO(reply.body)))
-    assert messages[0] == {"bytesScanned": 0, "totalBytes": len(CSV)}
-    assert {"data": b"5\n"} in messages
-    assert messages[-2:] == [{"bytesScanned": len(CSV), "totalBytes": len(CSV)}, {"totalBytes": len(CSV)}]
+    # Azure's order (recorded for the JS SDK's query tests): data, progress, end; no progress first
+    assert messages == [
+        {"data": b"5\n"},
+        {"bytesScanned": len(CSV), "totalBytes": len(CSV)},
+        {"totalBytes": len(CSV)},
+    ]
+
+
+def test_data_comes_before_a_fatal_error(http: BlobHttp, container: ContainerClient) -> None:
+    """Azure sends a data message before a fatal error (recorded for the JS SDK's "query should
+    work with fatal error event"), so the SDKs' readers open before they report it."""
+    container.get_blob_client("pizza.csv").upload_blob(b"rn1.rn2\n100.200\n")
+    extra = "<InputSerialization><Format><Type>json</Type></Format></InputSerialization>"
+    reply = http.request(
+        "POST",
+        f"/{container.container_name}/pizza.csv?comp=query",
+        {},
+        _document("SELECT * FROM BlobStorage", extra),
+    )
+    messages = list(fastavro.reader(io.BytesIO(reply.body)))
+    assert [sorted(m) for m in messages] == [
+        ["data"],
+        ["description", "fatal", "name", "position"],
+        ["bytesScanned", "totalBytes"],
+        ["totalBytes"],
+    ]
+    assert (messages[1]["name"], messages[1]["fatal"]) == ("ParseError", True)
 
 
 @pytest.mark.parametrize(

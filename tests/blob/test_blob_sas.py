@@ -5,6 +5,7 @@ anonymous callers read. SDK-generated tokens against a real server on each store
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -190,6 +191,45 @@ def test_expired_and_tampered_tokens(blob_service: BlobServiceClient, container:
     tampered = token.replace("sp=r", "sp=rw")
     with pytest.raises(ClientAuthenticationError):
         BlobClient(blob_service.url, container.container_name, "t", credential=tampered).download_blob()
+
+
+def _refusal_detail(url: str) -> str:
+    answer = requests.get(url, timeout=10)
+    assert (answer.status_code, answer.headers["x-ms-error-code"]) == (403, "AuthenticationFailed")
+    found = re.search(r"<AuthenticationErrorDetail>(.*)</AuthenticationErrorDetail>", answer.text)
+    assert found is not None, answer.text
+    return found.group(1)
+
+
+def test_expired_token_details_are_azures(
+    blob_service: BlobServiceClient, container: ContainerClient
+) -> None:
+    """Azure writes the times in RFC 1123 form, and a SAS without ``st`` starts when the request
+    arrives, so an expired one is "expiry before start" (as real answers and the JS SDK's test
+    "create container with invalid SAS should fail" show)."""
+    container.upload_blob("t", b"x")
+    blob_url = f"{blob_service.url.rstrip('/')}/{container.container_name}/t"
+    expired_at = datetime(2020, 1, 7, 16, 2, tzinfo=UTC)
+    no_start = generate_container_sas(
+        DEV_ACCOUNT, container.container_name, account_key=DEV_KEY,
+        permission=ContainerSasPermissions(read=True), expiry=expired_at,
+    )  # fmt: skip
+    detail = _refusal_detail(f"{blob_url}?{no_start}")
+    assert re.fullmatch(
+        r"Signed expiry time \[Tue, 07 Jan 2020 16:02:00 GMT\] must be after signed start time "
+        r"\[\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT\]",
+        detail,
+    ), detail
+    with_start = generate_container_sas(
+        DEV_ACCOUNT, container.container_name, account_key=DEV_KEY,
+        permission=ContainerSasPermissions(read=True), start=expired_at - HOUR, expiry=expired_at,
+    )  # fmt: skip
+    detail = _refusal_detail(f"{blob_url}?{with_start}")
+    assert re.fullmatch(
+        r"Signature not valid in the specified time frame: Start \[Tue, 07 Jan 2020 15:02:00 GMT\] - "
+        r"Expiry \[Tue, 07 Jan 2020 16:02:00 GMT\] - Current \[\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT\]",
+        detail,
+    ), detail
 
 
 def test_account_sas(blob_service: BlobServiceClient, container: ContainerClient) -> None:

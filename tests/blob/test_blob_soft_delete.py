@@ -184,13 +184,17 @@ def test_deleted_containers_are_kept_listed_restored_and_purged(kept: tuple[Serv
     process, clock = kept
     with BlobServiceClient.from_connection_string(process.connection_string) as service:
         name = f"gone{next(_names)}"
-        service.create_container(name).upload_blob("inside", b"still here")
+        service.create_container(name, metadata={"a": "a"}).upload_blob("inside", b"still here")
         service.delete_container(name)
         with pytest.raises(ResourceNotFoundError):
             service.get_container_client(name).get_container_properties()
         assert name not in [c.name for c in service.list_containers()]
         deleted = [c for c in service.list_containers(include_deleted=True) if c.deleted and c.name == name]
         assert len(deleted) == 1 and deleted[0].version
+        # with include=metadata a deleted container shows its metadata, as Azure's does (recorded
+        # for the JS SDK's "undelete and list deleted file system should work")
+        listed = service.list_containers(include_deleted=True, include_metadata=True)
+        assert [c.metadata for c in listed if c.deleted and c.name == name] == [{"a": "a"}]
         restored = service.undelete_container(name, deleted[0].version)
         assert restored.get_blob_client("inside").download_blob().readall() == b"still here"
         service.delete_container(name)

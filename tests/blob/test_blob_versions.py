@@ -88,6 +88,10 @@ def test_delete_keeps_versions_and_copy_promotes_one(box: ContainerClient) -> No
     with pytest.raises(ResourceNotFoundError) as missing:
         blob.delete_blob(version_id=v1)
     assert missing.value.error_code == "BlobNotFound"
+    with pytest.raises(HttpResponseError) as root:  # the current version by its id: Azure refuses
+        blob.delete_blob(version_id=promoted["version_id"])
+    assert (root.value.status_code, root.value.error_code) == (403, "OperationNotAllowedOnRootBlob")
+    assert blob.download_blob().readall() == b"first"
 
 
 def test_tier_by_version_and_snapshots_stay_apart(box: ContainerClient) -> None:
@@ -141,6 +145,12 @@ def test_bad_version_ids_and_writes_naming_a_version(versioned: ServerProcess, b
         "PUT", f"/{box.container_name}/raw?comp=metadata&versionid=2020-01-01T00:00:00.0000000Z"
     )
     assert (reply.status, reply.code) == (400, "InvalidOperation")
+    # a snapshot and a version at once: Azure's recorded 400 (the JS SDK's "get properties of a
+    # blob version", a HEAD)
+    both = "snapshot=2020-01-01T00:00:00.0000000Z&versionid=2020-01-01T00:00:00.0000000Z"
+    for method in ("HEAD", "GET"):
+        reply = http.request(method, f"/{box.container_name}/raw?{both}")
+        assert (reply.status, reply.headers["x-ms-error-code"]) == (400, "MutuallyExclusiveQueryParameters")
 
 
 def test_versions_with_the_async_client(versioned: ServerProcess) -> None:

@@ -84,3 +84,17 @@ def test_raw_set_access_control_answers_namespace_enabled(fs: FileSystemClient, 
     read = http.request("HEAD", f"/{name}/raw?action=getAccessControl")
     assert read.headers["etag"] == created.headers["etag"]
     assert read.headers["x-ms-permissions"] == "rwxrwxrwx"
+
+
+def test_an_empty_acl_header_leaves_the_acl(fs: FileSystemClient, lake: ServerProcess) -> None:
+    """``x-ms-acl`` sent empty with a new owner (the JS SDK's ``setAccessControl([], {owner})``)
+    changes the owner and leaves the ACL, as Azure answers (recorded for the JS SDK's
+    "generateDataLakeSASQueryParameters for file should work for permissions m, e, o, p")."""
+    file = fs.create_file("owned.txt")
+    before = file.get_access_control()["acl"]
+    owner = "b77d5205-ddb5-42e1-80ee-26c74a5e9333"
+    path = f"/{fs.file_system_name}/owned.txt?action=setAccessControl"
+    answer = BlobHttp(lake.blob_port).request("PATCH", path, {"x-ms-acl": "", "x-ms-owner": owner})
+    assert answer.status == 200, answer.body
+    control = file.get_access_control()
+    assert (control["owner"], control["acl"]) == (owner, before)

@@ -6,7 +6,10 @@ same ETag back); a plain Append answers neither. SDK sync and aio, and raw HTTP.
 from __future__ import annotations
 
 import asyncio
+import time
 
+import pytest
+from azure.core.exceptions import HttpResponseError
 from azure.storage.filedatalake import FileSystemClient
 from azure.storage.filedatalake.aio import DataLakeServiceClient as AsyncDataLakeServiceClient
 
@@ -53,3 +56,40 @@ def test_raw_append_with_and_without_flush(fs: FileSystemClient, lake: ServerPro
         head.headers["etag"],
         head.headers["last-modified"],
     )
+
+
+def test_a_leased_file_refuses_a_write_without_the_lease_in_dfs_words(
+    fs: FileSystemClient, lake: ServerProcess
+) -> None:
+    """The DFS endpoint says "lease on the resource" where the Blob API says "on the blob", as
+    Azure's recorded DFS answers do (the JS SDK's "append with acquire lease" reads it)."""
+    file = fs.create_file("leased.txt")
+    lease = "ca761232-ed42-11ce-bacd-00aa0057b223"
+    file.append_data(b"HelloWorld", 0, 10, lease_action="acquire", lease_duration=15, lease=lease)
+    words = "There is currently a lease on the resource and no lease ID was specified in the request."
+    path = f"/{fs.file_system_name}/leased.txt"
+    http = BlobHttp(lake.blob_port)
+    for method, query in (("PATCH", "?action=append&position=10"), ("PATCH", "?action=flush&position=10")):
+        body = b"again" if "append" in query else b""
+        answer = http.request(method, path + query, {"Accept": "application/json"}, body)
+        assert (answer.status, answer.headers["x-ms-error-code"]) == (412, "LeaseIdMissing")
+        assert answer.body.decode().startswith('{"error":{"code":"LeaseIdMissing","message":"' + words)
+    blob = http.request("PUT", path, {"x-ms-blob-type": "BlockBlob"}, b"x")  # the Blob API keeps its own
+    assert b"lease on the blob and no lease ID" in blob.body
+
+
+def test_auto_renew_renews_a_lease_that_ran_out_before_writing(fs: FileSystemClient) -> None:
+    """Append and Flush with ``x-ms-lease-action: auto-renew`` and the lease id of a lease that
+    ran out (nobody took the file since) renew it, then write holding it, as Azure answers the JS
+    SDK's recorded "append with auto-renew lease"."""
+    lease = "ca761232-ed42-11ce-bacd-00aa0057b223"
+    file = fs.create_file("renewed.txt", lease_id=lease, lease_duration=15)
+    time.sleep(15.5)  # the shortest lease Azure takes has run out
+    assert file.get_file_properties().lease.state == "expired"
+    file.append_data(b"HelloWorld", 0, 10, lease_action="auto-renew", lease=lease)
+    assert file.get_file_properties().lease.state == "leased"
+    with pytest.raises(HttpResponseError) as refused:
+        file.append_data(b"HelloWorld", 10, 10, flush=True)
+    assert refused.value.status_code == 412
+    file.flush_data(10, lease_action="auto-renew", lease=lease)
+    assert file.download_file().readall() == b"HelloWorld"

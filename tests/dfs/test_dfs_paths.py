@@ -34,8 +34,22 @@ def test_normalize(raw: str, canonical: str) -> None:
     assert paths.normalize(raw) == canonical
 
 
-@pytest.mark.parametrize("raw", ["a/../b", "./a", "a/.", ".."])
-def test_dot_segments_are_refused(raw: str) -> None:
+@pytest.mark.parametrize(
+    ("raw", "canonical"),
+    [
+        ("a/../b", "b"),
+        ("./a", "a"),
+        ("a/.", "a"),
+        ("d/./x/../y/.././f", "d/f"),
+        ("d/./x/../../y/.././f", "f"),
+    ],
+)
+def test_dot_segments_are_resolved(raw: str, canonical: str) -> None:
+    assert paths.normalize(raw) == canonical
+
+
+@pytest.mark.parametrize("raw", ["..", "a/../..", "../a"])
+def test_a_dot_dot_above_the_root_is_refused(raw: str) -> None:
     with pytest.raises(ServiceError) as raised:
         paths.normalize(raw)
     assert raised.value.code == "InvalidResourceName"

@@ -137,7 +137,7 @@ async def list_containers(call: Call) -> Response:
         listed,
         "metadata" in include,
         next_marker,
-        deleted=[(d.name, d.version, d.deletion.time.timestamp(), days) for d, days in deleted],
+        deleted=[(d.name, d.version, d.deletion.time.timestamp(), days, meta) for d, days, meta in deleted],
     )
     return xml(body)
 

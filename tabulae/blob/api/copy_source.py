@@ -19,7 +19,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
@@ -32,7 +32,7 @@ from tabulae.blob.api.headers import bad_header, conditions, version_or_snapshot
 from tabulae.blob.api.roles import READ
 from tabulae.blob.api.routing import Kind, Operation, resolve
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
-from tabulae.blob.rules.conditions import Conditions
+from tabulae.blob.rules.conditions import Conditions, check, not_met
 from tabulae.http.fetch import Fetched, FetchError, FetchLimits, fetch
 from tabulae.http.options import Accounts
 from tabulae.model.blobs import BlobKey, ContentProperties
@@ -181,7 +181,10 @@ def locate(call: Call, url: str) -> Source:
 
 async def authorize_local(call: Call, source: Source, *, shared_key_ok: bool) -> None:
     """Authorise reading a local source as a Get Blob request to it would be. With
-    ``shared_key_ok`` (Copy Blob) a request signed with the same account's key may read it."""
+    ``shared_key_ok`` (Copy Blob) a request signed with the same account's key may read it. A
+    request made with a bearer token reads a source of the same account without a SAS or
+    ``x-ms-copy-source-authorization`` as that token would (as Azure's recordings of the From URL
+    operations by a token show), while one signed with the key may not (recorded 401)."""
     key = source.key
     assert key is not None
     if shared_key_ok and call.grant is None and key.account == call.route.account:
@@ -193,6 +196,10 @@ async def authorize_local(call: Call, source: Source, *, shared_key_ok: bool) ->
         if grant.resource_types is not None and "o" in grant.resource_types and "r" in grant.permissions:
             return
     token_header = call.request.headers.get("x-ms-copy-source-authorization")
+    if token_header is None and "sig" not in source.query and key.account == call.route.account:
+        own = call.request.headers.get("authorization", "")
+        if own[:7].lower() == "bearer ":  # a token's caller reads its own account's source as itself
+            token_header = own  # (recorded: Append Block From URL by a token, the source bare)
     try:
         if token_header is None and "sig" not in source.query:
             record = await call.service.store.get_container(key.account, key.container)
@@ -236,17 +243,29 @@ async def authorize_local(call: Call, source: Source, *, shared_key_ok: bool) ->
 
 
 async def read_local(
-    call: Call, source: Source, wanted: tuple[int, int] | None, source_conditions: Conditions
+    call: Call,
+    source: Source,
+    wanted: tuple[int, int] | None,
+    source_conditions: Conditions,
+    unmet: str | None = None,
 ) -> SourceRead:
     """A local source's bytes (the range ``wanted``, inclusive, or all), after its conditions
-    as a Get Blob would check them (304 and 412 become CannotVerifyCopySource)."""
+    as a Get Blob would check them (304 and 412 become CannotVerifyCopySource). With ``unmet``,
+    the operation's own code for them: its ETag and date conditions unmet are 412 ``unmet``
+    (Put Blob From URL's SourceConditionNotMet, as Azure answers it), as Copy Blob checks them."""
     key = source.key
     assert key is not None
     source_key = encryption.customer_key(call.request, write=False, prefix="x-ms-source-")
     try:
         record, extents = await call.service.get_blob(
-            key, source.snapshot, source_conditions, None, content=True
-        )
+            key, source.snapshot, _tags_only(source_conditions) if unmet else source_conditions, None,
+            content=True,
+        )  # fmt: skip
+        if unmet:
+            try:
+                check(replace(source_conditions, if_tags=None), record.ticks, read=False)
+            except ServiceError:
+                raise not_met(412, unmet) from None
         encryption.check_source_key(record, source_key)
         start, end = 0, record.size
         if wanted is not None:
@@ -254,6 +273,8 @@ async def read_local(
             if start >= record.size:
                 raise ServiceError("InvalidRange")
     except ServiceError as exc:
+        if unmet and exc.code == unmet:
+            raise
         if exc.status == 304:
             raise source_refused(304, None, None) from None
         raise source_refused(exc.status, exc.code, exc.message) from None
@@ -289,6 +310,10 @@ def _fetch_headers(call: Call, wanted: tuple[int, int] | None) -> dict[str, str]
         if value is not None:
             headers[name] = value
     return headers
+
+
+def _tags_only(conditions: Conditions) -> Conditions:
+    return Conditions(if_tags=conditions.if_tags)
 
 
 async def open_remote(
@@ -351,17 +376,17 @@ async def open_remote(
 
 
 async def open_source(
-    call: Call, *, ranged: bool, limit: int, shared_key_ok: bool = False
+    call: Call, *, ranged: bool, limit: int, shared_key_ok: bool = False, unmet: str | None = None
 ) -> tuple[Source, SourceRead, Fetched | None]:
     """Locate, authorise and open the request's ``x-ms-copy-source`` (the ``x-ms-source-range``
-    of it when ``ranged``) for reading at most ``limit`` bytes."""
+    of it when ``ranged``) for reading at most ``limit`` bytes; ``unmet`` as for :func:`read_local`."""
     headers = call.request.headers
     url = headers["x-ms-copy-source"]
     wanted = source_range(headers) if ranged else None
     source = locate(call, url)
     if source.local:
         await authorize_local(call, source, shared_key_ok=shared_key_ok)
-        read = await read_local(call, source, wanted, conditions(headers, "x-ms-source-"))
+        read = await read_local(call, source, wanted, conditions(headers, "x-ms-source-"), unmet)
         if read.length > limit:
             raise unreachable(f"the copy source is larger than the {limit} bytes this operation copies")
         return source, read, None

@@ -160,12 +160,14 @@ async def _write_scope(call: Call, named: str | None, keyed: bool) -> str | None
         return None if named == ACCOUNT_KEY_SCOPE else named
     container = await call.service.store.get_container(call.route.account, call.route.container)
     default = container.default_scope if container is not None else None
-    overrides = keyed or (named is not None and named != (default or ACCOUNT_KEY_SCOPE))
-    if container is not None and container.deny_scope_override and overrides:
-        raise ServiceError(
-            "BlobCustomerSpecifiedEncryptionMismatch",
-            "The container's default encryption scope may not be overridden.",
-        )  # assumed code: the recordings found do not show this refusal
+    if container is not None and container.deny_scope_override:
+        if named is not None and named != (default or ACCOUNT_KEY_SCOPE):
+            raise ServiceError("RequestForbiddenByContainerEncryptionPolicy")  # recorded: 403
+        if keyed:
+            raise ServiceError(
+                "BlobCustomerSpecifiedEncryptionMismatch",
+                "The container's default encryption scope may not be overridden.",
+            )  # assumed code: the recordings found show a key refused only for other reasons
     scope = named if named is not None else (None if keyed else default)
     return None if scope == ACCOUNT_KEY_SCOPE else scope
 

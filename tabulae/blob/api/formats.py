@@ -105,9 +105,10 @@ def render_containers(
     containers: Sequence[tuple[ContainerRecord, LeaseView]],
     include_metadata: bool,
     next_marker: str | None,
-    deleted: Sequence[tuple[str, str, float, int]] = (),
+    deleted: Sequence[tuple[str, str, float, int, dict[str, str]]] = (),
 ) -> bytes:
-    """``deleted``: soft-deleted containers (name, version, deletion time, remaining days)."""
+    """``deleted``: soft-deleted containers (name, version, deletion time, remaining days,
+    metadata; the metadata shown with ``include=metadata``, as for the live ones)."""
     parts = [
         DECLARATION,
         f'<EnumerationResults ServiceEndpoint="{escape(base)}/">',
@@ -125,11 +126,13 @@ def render_containers(
             + (_metadata(record.metadata) if include_metadata else "")
             + "</Container>"
         )
-    for name, version, when, left in deleted:
+    for name, version, when, left, metadata in deleted:
         parts.append(
             f"<Container><Name>{escape(name)}</Name><Deleted>true</Deleted><Version>{version}</Version>"
             f"<Properties><Last-Modified>{epoch_date(when)}</Last-Modified><DeletedTime>{epoch_date(when)}"
-            f"</DeletedTime><RemainingRetentionDays>{left}</RemainingRetentionDays></Properties></Container>"
+            f"</DeletedTime><RemainingRetentionDays>{left}</RemainingRetentionDays></Properties>"
+            + (_metadata(metadata) if include_metadata else "")
+            + "</Container>"
         )
     parts.append("</Containers>")
     parts.append(_element("NextMarker", next_marker))

@@ -35,6 +35,7 @@ from tabulae.blob.pageblobs import PageBlobs, PageWrite
 from tabulae.blob.rules import copies
 from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
+from tabulae.blob.rules.conditions import not_met
 from tabulae.blob.rules.limits import MAX_BLOCK_BLOB, max_append, max_block, max_put_blob
 from tabulae.blob.rules.pages import MAX_PAGE_WRITE, SequenceConditions, check_aligned, parse_sequence_number
 from tabulae.blob.rules.tags import copy_source_tags
@@ -108,7 +109,10 @@ async def put_blob_from_url(call: Call) -> Response:
     blob_type = headers.get("x-ms-blob-type", "")
     if blob_type != BLOCK_BLOB:
         raise bad_header("x-ms-blob-type", blob_type)
-    _source, read, fetched = await open_source(call, ranged=False, limit=max_put_blob(call.version))
+    _source, read, fetched = await open_source(
+        call, ranged=False, limit=max_put_blob(call.version), unmet="SourceConditionNotMet"
+    )
+    target = call.create_conditions()
     try:
         if headers.get("x-ms-copy-source-blob-properties", "true").lower() == "false":
             properties = content_properties(
@@ -118,10 +122,17 @@ async def put_blob_from_url(call: Call) -> Response:
             properties = _merged_properties(headers, replace(read.properties, content_md5=None))
         upload = Upload(read.chunks, read.length, _source_md5(headers), _source_crc64(headers))
         tags = copy_source_tags(headers.get("x-ms-copy-source-tag-option"), header_tags(headers), read.tags)
-        record, sums = await call.service.put_blob(
-            call.key, BLOCK_BLOB, upload, properties, request_metadata(call.request),
-            call.create_conditions(), call.lease_id, tier=requested_tier(call), tags=tags,
-        )  # fmt: skip
+        try:
+            record, sums = await call.service.put_blob(
+                call.key, BLOCK_BLOB, upload, properties, request_metadata(call.request),
+                target, call.lease_id, tier=requested_tier(call), tags=tags,
+            )  # fmt: skip
+        except ServiceError as exc:
+            # The destination's ETag and date conditions unmet: Azure's TargetConditionNotMet
+            # (recorded); an x-ms-if-tags one keeps ConditionNotMet, as Copy Blob's does.
+            if exc.code == "ConditionNotMet" and target.if_tags is None:
+                raise not_met(412, "TargetConditionNotMet") from None
+            raise
     finally:
         if fetched is not None:
             await fetched.close()

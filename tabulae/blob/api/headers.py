@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from tabulae.auth.shared_key import parse_rfc1123
 from tabulae.blob import versioning
 from tabulae.blob.api.formats import LeaseView, epoch_date, http_date
-from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.rules.conditions import Conditions, etag_of
 from tabulae.blob.rules.tags import parse_filter
 from tabulae.blob.rules.tiers import TierView, header_pairs
@@ -222,6 +221,6 @@ def version_or_snapshot(query: dict[str, str]) -> str:
     version = query.get("versionid")
     if version is None:
         return parse_snapshot(query.get("snapshot"))
-    if "snapshot" in query:  # assumed: one request names one of them
-        raise invalid_parameter("versionid", version)
+    if "snapshot" in query:  # Azure's recorded answer (a HEAD, so its message is not on record)
+        raise ServiceError("MutuallyExclusiveQueryParameters")
     return versioning.key_of(version)

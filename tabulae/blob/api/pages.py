@@ -95,6 +95,8 @@ async def put_page_blob(call: Call) -> Response:
         raise _missing("x-ms-blob-content-length")
     if not size_text.isascii() or not size_text.isdigit():
         raise bad_header("x-ms-blob-content-length", size_text)
+    if "x-ms-access-tier" in headers:  # a premium tier (P4..P80) too: no premium page blobs here,
+        raise ServiceError("AccessTierNotSupportedForBlobType")  # as a standard account answers (recorded)
     record = await PageBlobs(call.service).create(
         call.key,
         int(size_text),

@@ -253,7 +253,7 @@ def verify_blob_sas(
             token.sig, service_sas_string_to_sign(token, resource, sr, snapshot, overrides), keys
         )
         sp, st, se = apply_policy(token, policy_lookup)
-    check_window(st, se, now)
+    check_window(st, se, now, blob=True)
     check_protocol(token.spr, is_https)
     check_ip(token.sip, client_ip)
     acl_user = (query.get("suoid") or None) if delegation.is_delegation_sas(query) else None

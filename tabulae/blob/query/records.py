@@ -204,9 +204,11 @@ class JsonReader:
 
     def __init__(self, config: JsonLines, table: Sequence[Name], keep_raw: bool = False) -> None:
         self.skip = " \t\r\n" + config.record
+        self.separator = config.record
         self.decoder = json.JSONDecoder()
         self.buffer = ""
         self.offset = 0
+        self.line_start = 0  # where the record (line) being read starts, for a fatal error's position
         self.table = list(table)
         self.keep_raw = keep_raw and not table
 
@@ -230,8 +232,8 @@ class JsonReader:
                 if incomplete and not final and len(buffer) - begin <= MAX_RECORD:
                     start = begin
                     break
-                position = self.offset + len(buffer[:begin].encode("utf-8", "surrogatepass"))
-                at = position + len(buffer[begin : error.pos].encode("utf-8", "surrogatepass"))
+                position = self._record_offset(buffer, begin, error.pos)
+                at = self.offset + len(buffer[: error.pos].encode("utf-8", "surrogatepass"))
                 raise QueryError(
                     "ParseError", _unexpected(buffer, error.pos, at, error.pos == begin), position
                 ) from None
@@ -245,8 +247,26 @@ class JsonReader:
                 for sub in _expand(value, self.table):
                     yield Record(offset, None, sub, None)
             start = end
+        if self.separator:
+            last = buffer.rfind(self.separator, 0, start)
+            if last >= 0:
+                end = last + len(self.separator)
+                self.line_start = self.offset + len(buffer[:end].encode("utf-8", "surrogatepass"))
         self.offset += len(buffer[:start].encode("utf-8", "surrogatepass"))
         self.buffer = buffer[start:]
+
+    def _record_offset(self, buffer: str, begin: int, at: int) -> int:
+        """A fatal error's ``position``, "the record offset in the blob at which the error
+        occurred" (Azure's schema): where the record separator last ended before the error,
+        as Azure's recorded answers place it (the JS SDK's "query should work with fatal error
+        event": ``100,200,...`` read as JSON fails at byte 3, position 0; Java's queryFatalError:
+        byte 0, position 0). Without a separator, where the document began."""
+        if not self.separator:
+            return self.offset + len(buffer[:begin].encode("utf-8", "surrogatepass"))
+        last = buffer.rfind(self.separator, 0, at)
+        if last < 0:
+            return self.line_start
+        return self.offset + len(buffer[: last + len(self.separator)].encode("utf-8", "surrogatepass"))
 
     def _lenient(self, text: str, begin: int, error: json.JSONDecodeError) -> tuple[Any, int]:
         """The document at ``begin`` read again with each comma that stands before a closing

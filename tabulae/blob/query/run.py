@@ -1,13 +1,17 @@
 """A query run over a blob's content as it streams: records read, filtered, projected or
 aggregated, and the answer's Avro messages produced as they are ready.
 
-The messages: a progress message first (the SDK's reader takes the first message before it can
-report errors), then result data in pieces of at most ``FLUSH_BYTES`` each followed by a
-progress message, an error message for each record that fails (non-fatal: the record is
-skipped) or for what ends the query (fatal), and at the end the last result data, a progress
-message and the end message. Result data is held back until ``FLUSH_BYTES`` have gathered, so
-a small answer is one data message however many records failed; an answer with no rows still
-has one (empty) data message.
+The messages, in the order Azure sends them (recorded for the JS SDK's query tests: "progress
+event" data, progress, end; "non fatal error event" data, then the error of a record that came
+before the data's row, progress, end; "fatal error event" data, the error, progress, end): each
+piece of result data (at most ``FLUSH_BYTES``) is followed by the error messages of the records
+that failed meanwhile (non-fatal: the record is skipped) or of what ended the query (fatal),
+then a progress message; at the end the last piece (empty if no data was sent yet), its errors,
+a progress message and the end message. So no progress message comes before the first data
+(the JS SDK's first progress event is the bytes scanned by then), an error never comes first
+(the SDKs' readers take the first message before they can report one), and a small answer is
+one data message however many records failed; an answer with no rows still has one (empty)
+data message.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ class Run:
         self.data: list[str] = []
         self.data_size = 0
         self.sent_data = False
+        self.errors: list[bytes] = []  # error messages held for the next piece of data
         self.rows = 0
         self.aggregates = query.new_aggregates() if query.aggregates is not None else None
         output = spec.output
@@ -160,19 +165,27 @@ class Run:
             self.batch_start = record.offset
         return None
 
-    def piece(self, scanned: int) -> bytes:
-        """The result data gathered so far, and a progress message."""
+    def hold(self, error: bytes) -> None:
+        """An error message, sent after the next piece of result data."""
+        self.errors.append(error)
+        self.data_size += len(error)
+
+    def _data_and_errors(self) -> bytes:
         self.sent_data = True
-        data = self.framer.data(self._result())
-        self.data, self.data_size = [], 0
-        return data + self.framer.progress(scanned, self.total)
+        data = self.framer.data(self._result()) + b"".join(self.errors)
+        self.data, self.data_size, self.errors = [], 0, []
+        return data
+
+    def piece(self, scanned: int) -> bytes:
+        """The result data gathered so far, its errors, and a progress message."""
+        return self._data_and_errors() + self.framer.progress(scanned, self.total)
 
     def last(self, scanned: int) -> bytes:
-        """What is left of the result data (an empty piece when none was sent), then the
-        progress and end messages."""
+        """What is left of the result data (an empty piece when none was sent) and its errors,
+        then the progress and end messages."""
         out = b""
-        if self._pending or not self.sent_data:
-            out = self.framer.data(self._result())
+        if self._pending or not self.sent_data or self.errors:
+            out = self._data_and_errors()
         return out + self.framer.progress(scanned, self.total) + self.framer.end(self.total)
 
     def _result(self) -> bytes:
@@ -210,7 +223,7 @@ async def run(
     """The answer's bytes for ``query`` over the blob's ``chunks`` (``total`` bytes in all)."""
     state = Run(spec, query, total)
     framer = state.framer
-    yield framer.header() + framer.progress(0, total)
+    yield framer.header()
     scanned = 0
     records: AsyncGenerator[tuple[int, Iterator[Record]], None] = (
         _parquet(chunks, total) if spec.input == "parquet" else _text(_records(spec, query), chunks)
@@ -220,7 +233,7 @@ async def run(
             for record in batch:
                 error = state.take(record)
                 if error is not None:
-                    yield error
+                    state.hold(error)
                 if state.data_size >= FLUSH_BYTES:
                     yield state.piece(scanned)
         state.finish()
@@ -228,9 +241,9 @@ async def run(
         pass
     except QueryError as error:
         position = error.position if error.position is not None else scanned
-        yield framer.error(True, error.name, error.description, position)
+        state.hold(framer.error(True, error.name, error.description, position))
     except RecordError as error:  # outside a record: a fatal error after all
-        yield framer.error(True, error.name, error.description, scanned)
+        state.hold(framer.error(True, error.name, error.description, scanned))
     finally:
         await records.aclose()
         close = getattr(chunks, "aclose", None)
