@@ -15,6 +15,8 @@ import asyncio
 import json
 import os
 import re
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -1033,3 +1035,33 @@ def test_a_partition_another_front_end_makes_between_pages_is_found(
                 await other.close()
 
     asyncio.run(body())
+
+
+def test_a_schema_distributed_before_the_epoch_pages_as_before_until_db_init_runs_again() -> None:
+    """A Citus schema distributed before the partition epoch existed (its sequence dropped here)
+    serves as before: inserts move no epoch, no statement names it, and every page's probe
+    checks what it reads, giving the pages of one statement over every shard. ``db init
+    --citus`` run again adds the sequence, and a front-end opened after it trusts its probes."""
+
+    async def body(url: str) -> None:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute("DROP SEQUENCE entity_partition_epoch")
+        async with recorded(url) as (stores, log):
+            tables = stores.tables
+            assert not tables._epoch and not tables._scan_hints.epochs
+            await tables.create_table(ACCOUNT, "Before")
+            await _load_flagged(tables, "Before", range(20), 30)
+            service = TableService(tables)
+            stepped = await _pages_of(service, "Before", "flag eq true", 40)
+            assert not any("entity_partition_epoch" in text for text, _params in log)
+            tables._citus = False
+            assert await _pages_of(service, "Before", "flag eq true", 40) == stepped
+        init = [sys.executable, "-m", "tabulae", "db", "init", "--citus", "--store", url]
+        subprocess.run(init, check=True, capture_output=True)
+        upgraded = await PostgresStores.open(url, max_size=2)
+        try:
+            assert upgraded.tables._scan_hints.epochs
+        finally:
+            await upgraded.close()
+
+    run(body)
