@@ -559,6 +559,19 @@ async def _pages_of(service: TableService, table: str, text: str, top: int | Non
 _stepping_tables = iter(range(10**9))
 
 
+def _assert_same_page(stepped: Any, plain: Any, context: object) -> None:
+    """Stepping's page is the plain plan's: its entities (and their versions), its continuation
+    and its count of rows scanned."""
+    assert [(e.pk, e.rk, e.ticks) for e in stepped.entities] == [
+        (e.pk, e.rk, e.ticks) for e in plain.entities
+    ], context
+    assert (stepped.next_partition_token, stepped.next_row_token, stepped.scanned) == (
+        plain.next_partition_token,
+        plain.next_row_token,
+        plain.scanned,
+    ), context
+
+
 async def _load_flagged(tables: Any, table: str, partitions: Iterable[int], size: int) -> None:
     """Partitions ``pNN`` of ``size`` entities (RowKeys ``000``…), every other one matching
     ``flag eq true``."""
@@ -763,14 +776,7 @@ def test_stepping_pages_follow_partitions_made_and_emptied_between_pages(
                 stepped = await service.query_entities(ACCOUNT, table, text, top, *token)
                 tables._citus = False
                 plain = await service.query_entities(ACCOUNT, table, text, top, *token)
-                assert [(e.pk, e.rk, e.ticks) for e in stepped.entities] == [
-                    (e.pk, e.rk, e.ticks) for e in plain.entities
-                ], (text, top, token)
-                assert (stepped.next_partition_token, stepped.next_row_token, stepped.scanned) == (
-                    plain.next_partition_token,
-                    plain.next_row_token,
-                    plain.scanned,
-                )
+                _assert_same_page(stepped, plain, (text, top, token))
                 if stepped.next_partition_token is None:
                     break
                 token = (stepped.next_partition_token, stepped.next_row_token)
@@ -1007,12 +1013,7 @@ def test_a_partition_another_front_end_makes_between_pages_is_found(
                         probed_after.append(probed)
                     tables._citus = False
                     plain = await service.query_entities(ACCOUNT, table, "flag eq true", 40, *token)
-                    assert [(e.pk, e.rk) for e in stepped.entities] == [(e.pk, e.rk) for e in plain.entities]
-                    assert (stepped.next_partition_token, stepped.next_row_token, stepped.scanned) == (
-                        plain.next_partition_token,
-                        plain.next_row_token,
-                        plain.scanned,
-                    )
+                    _assert_same_page(stepped, plain, token)
                     if stepped.next_partition_token is None:
                         break
                     token = (stepped.next_partition_token, stepped.next_row_token)
