@@ -18,7 +18,12 @@ from pathlib import Path
 
 import pytest
 from azure.core import MatchConditions
-from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
+from azure.core.exceptions import (
+    HttpResponseError,
+    ResourceExistsError,
+    ResourceModifiedError,
+    ResourceNotFoundError,
+)
 from azure.storage.blob import (
     BlobClient,
     BlobSasPermissions,
@@ -145,6 +150,34 @@ def test_put_blob_from_url_conditions_unmet(container: ContainerClient) -> None:
     target.upload_blob_from_url(
         url, overwrite=True, etag=current, match_condition=MatchConditions.IfNotModified
     )
+    assert target.download_blob().readall() == b"Hello World"
+
+
+def test_put_blob_from_url_date_conditions_unmet(container: ContainerClient) -> None:
+    """Date conditions keep the codes of Azure's recording for the Python SDK's
+    upload_blob_from_url (x-ms-version 2021-08-06): the destination's If-(Un)Modified-Since
+    unmet is 412 ConditionNotMet; the source's x-ms-source-if-modified-since is 304 and its
+    x-ms-source-if-unmodified-since 412, both CannotVerifyCopySource. Only ETag conditions get
+    Source/TargetConditionNotMet (test above)."""
+    source = source_blob(container, b"Hello World")
+    url = sas_url(source)
+    target = container.get_blob_client("dated")
+    target.upload_blob(b"hello")
+    early = datetime.now(UTC) - timedelta(minutes=15)
+    late = datetime.now(UTC) + timedelta(minutes=15)
+    with pytest.raises(ResourceModifiedError) as error:
+        target.upload_blob_from_url(url, overwrite=True, if_modified_since=late)
+    assert (error.value.status_code, error.value.error_code) == (412, "ConditionNotMet")
+    with pytest.raises(ResourceModifiedError) as error:
+        target.upload_blob_from_url(url, overwrite=True, if_unmodified_since=early)
+    assert (error.value.status_code, error.value.error_code) == (412, "ConditionNotMet")
+    with pytest.raises(HttpResponseError) as error:
+        target.upload_blob_from_url(url, overwrite=True, source_if_modified_since=late)
+    assert (error.value.status_code, error.value.error_code) == (304, "CannotVerifyCopySource")
+    with pytest.raises(HttpResponseError) as error:
+        target.upload_blob_from_url(url, overwrite=True, source_if_unmodified_since=early)
+    assert (error.value.status_code, error.value.error_code) == (412, "CannotVerifyCopySource")
+    target.upload_blob_from_url(url, overwrite=True, if_unmodified_since=late, source_if_modified_since=early)
     assert target.download_blob().readall() == b"Hello World"
 
 

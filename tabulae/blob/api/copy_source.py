@@ -251,19 +251,24 @@ async def read_local(
 ) -> SourceRead:
     """A local source's bytes (the range ``wanted``, inclusive, or all), after its conditions
     as a Get Blob would check them (304 and 412 become CannotVerifyCopySource). With ``unmet``,
-    the operation's own code for them: its ETag and date conditions unmet are 412 ``unmet``
-    (Put Blob From URL's SourceConditionNotMet, as Azure answers it), as Copy Blob checks them."""
+    the operation's own code for its ETag conditions: unmet, they are 412 ``unmet`` (Put Blob
+    From URL's SourceConditionNotMet, recorded for the JS SDK's syncUploadFromURL with a source
+    If-Match), as Copy Blob checks them; its date conditions stay as Get Blob's (304 or 412
+    CannotVerifyCopySource, recorded for the Python SDK's upload_blob_from_url)."""
     key = source.key
     assert key is not None
     source_key = encryption.customer_key(call.request, write=False, prefix="x-ms-source-")
     try:
         record, extents = await call.service.get_blob(
-            key, source.snapshot, _tags_only(source_conditions) if unmet else source_conditions, None,
+            key, source.snapshot, _without_etags(source_conditions) if unmet else source_conditions, None,
             content=True,
         )  # fmt: skip
         if unmet:
             try:
-                check(replace(source_conditions, if_tags=None), record.ticks, read=False)
+                etags = Conditions(
+                    if_match=source_conditions.if_match, if_none_match=source_conditions.if_none_match
+                )
+                check(etags, record.ticks, read=False)
             except ServiceError:
                 raise not_met(412, unmet) from None
         encryption.check_source_key(record, source_key)
@@ -312,8 +317,8 @@ def _fetch_headers(call: Call, wanted: tuple[int, int] | None) -> dict[str, str]
     return headers
 
 
-def _tags_only(conditions: Conditions) -> Conditions:
-    return Conditions(if_tags=conditions.if_tags)
+def _without_etags(conditions: Conditions) -> Conditions:
+    return replace(conditions, if_match=None, if_none_match=None)
 
 
 async def open_remote(

@@ -128,9 +128,14 @@ async def put_blob_from_url(call: Call) -> Response:
                 target, call.lease_id, tier=requested_tier(call), tags=tags,
             )  # fmt: skip
         except ServiceError as exc:
-            # The destination's ETag and date conditions unmet: Azure's TargetConditionNotMet
-            # (recorded); an x-ms-if-tags one keeps ConditionNotMet, as Copy Blob's does.
-            if exc.code == "ConditionNotMet" and target.if_tags is None:
+            # The destination's ETag conditions unmet: Azure's TargetConditionNotMet (recorded
+            # for the JS SDK's syncUploadFromURL with If-Match, x-ms-version 2021-08-06); its
+            # date conditions keep ConditionNotMet (recorded the same month at the same version
+            # for the Python SDK's upload_blob_from_url with If-(Un)Modified-Since), as does an
+            # x-ms-if-tags one, as Copy Blob's does. Both kinds sent and one unmet: which one is
+            # not told apart here, and the ETag's code is given.
+            etags = target.if_match is not None or target.if_none_match is not None
+            if exc.code == "ConditionNotMet" and target.if_tags is None and etags:
                 raise not_met(412, "TargetConditionNotMet") from None
             raise
     finally:
