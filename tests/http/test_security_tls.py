@@ -22,7 +22,7 @@ from azure.data.tables import (
 )
 from azure.data.tables.aio import TableClient as AsyncTableClient
 
-from tests.rawhttp import JSON_NOMETADATA, RawClient
+from tests.rawhttp import JSON_NOMETADATA, RawClient, RawResponse
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 from tests.tls import (
     ISSUER,
@@ -288,12 +288,22 @@ def test_untrusted_issuer_is_401_invalid_authentication_info(
     assert caught.value.error_code == "InvalidAuthenticationInfo"
     with _keyed(oauth_server, cert) as keyed:
         assert not _table_exists(keyed, table_name)
-    for port, path in ((oauth_server.blob_port, "?comp=list"), (oauth_server.queue_port, "?comp=list")):
+    for response in _challenged_on_blob_and_queue(oauth_server, cert, token, ISSUER_MISMATCH):
+        assert (response.header("WWW-Authenticate") or "").startswith("Bearer authorization_uri=")
+
+
+def _challenged_on_blob_and_queue(
+    oauth_server: ServerProcess, cert: SelfSignedCert, token: str, detail: str
+) -> list[RawResponse]:
+    """List Containers and List Queues with ``token``: each 401 InvalidAuthenticationInfo, the
+    message that points at the challenge, and ``detail`` as the reason; the answers."""
+    answers = []
+    for port in (oauth_server.blob_port, oauth_server.queue_port):
         response = https_request(
             port,
             cert,
             "GET",
-            f"/{DEV_ACCOUNT}/{path}",
+            f"/{DEV_ACCOUNT}/?comp=list",
             {"Authorization": f"Bearer {token}", "x-ms-version": "2021-08-06"},
         )
         assert response.status == 401, response
@@ -303,8 +313,9 @@ def test_untrusted_issuer_is_401_invalid_authentication_info(
             "<Message>Server failed to authenticate the request. "
             "Please refer to the information in the www-authenticate header." in body
         )
-        assert f"<AuthenticationErrorDetail>{ISSUER_MISMATCH}</AuthenticationErrorDetail>" in body
-        assert (response.header("WWW-Authenticate") or "").startswith("Bearer authorization_uri=")
+        assert f"<AuthenticationErrorDetail>{detail}</AuthenticationErrorDetail>" in body
+        answers.append(response)
+    return answers
 
 
 def test_foreign_audience_says_why(oauth_server: ServerProcess, cert: SelfSignedCert) -> None:
@@ -313,19 +324,7 @@ def test_foreign_audience_says_why(oauth_server: ServerProcess, cert: SelfSigned
     the JS SDKs' "bearer token challenge should work" and "customized audience should work" on
     blob, queue and Data Lake clients); the Table service keeps 403 (test above)."""
     token = make_jwt(aud="https://someoneelse.blob.core.windows.net")
-    for port, path in ((oauth_server.blob_port, "?comp=list"), (oauth_server.queue_port, "?comp=list")):
-        response = https_request(
-            port,
-            cert,
-            "GET",
-            f"/{DEV_ACCOUNT}/{path}",
-            {"Authorization": f"Bearer {token}", "x-ms-version": "2021-08-06"},
-        )
-        assert response.status == 401, response
-        assert response.header("x-ms-error-code") == "InvalidAuthenticationInfo"
-        body = response.body.decode()
-        assert "Please refer to the information in the www-authenticate header." in body
-        assert f"<AuthenticationErrorDetail>{AUDIENCE_MISMATCH}</AuthenticationErrorDetail>" in body
+    for response in _challenged_on_blob_and_queue(oauth_server, cert, token, AUDIENCE_MISMATCH):
         # the tenant stands in the challenge (the token's here), for the SDKs ask for a new token
         # only when one does, as Azure's names the account's
         assert response.header("WWW-Authenticate") == (
