@@ -302,10 +302,15 @@ def check_window(st: str | None, se: str | None, now: datetime, *, blob: bool = 
 
 
 def _http_date(moment: datetime | None) -> str:
-    """An RFC 1123 date to the second, as Azure writes the times of a SAS it refuses."""
+    """An RFC 1123 date to the second, as Azure writes the times of a SAS it refuses. A time
+    whose UTC lies past year 9999 (``9999-12-31T23:59:59-23:59``) has no such date: it is
+    written as given, in its own offset, rather than fail the refusal."""
     if moment is None:
         return ""
-    return format_datetime(moment.astimezone(UTC).replace(microsecond=0), usegmt=True)
+    try:
+        return format_datetime(moment.astimezone(UTC).replace(microsecond=0), usegmt=True)
+    except OverflowError:
+        return format_datetime(moment.replace(microsecond=0))
 
 
 @lru_cache(maxsize=4096)

@@ -232,6 +232,26 @@ def test_expired_token_details_are_azures(
     ), detail
 
 
+def test_a_start_past_year_9999_in_utc_is_refused_in_azures_words(
+    blob_service: BlobServiceClient, container: ContainerClient
+) -> None:
+    """``st=9999-12-31T23:59:59-23:59`` is a valid time whose UTC lies in year 10000, which has
+    no RFC 1123 date: the refusal (a start after the expiry) writes it as given, 403 as any
+    other, where converting it failed the request (found by the SAS fuzz test)."""
+    container.upload_blob("far", b"x")
+    url = f"{blob_service.url.rstrip('/')}/{container.container_name}/far"
+    far = generate_container_sas(
+        DEV_ACCOUNT, container.container_name, account_key=DEV_KEY,
+        permission=ContainerSasPermissions(read=True), start="9999-12-31T23:59:59-23:59",
+        expiry=datetime(2999, 1, 1, tzinfo=UTC),
+    )  # fmt: skip
+    detail = _refusal_detail(f"{url}?{far}")
+    assert detail == (
+        "Signed expiry time [Tue, 01 Jan 2999 00:00:00 GMT] must be after signed start time"
+        " [Fri, 31 Dec 9999 23:59:59 -2359]"
+    ), detail
+
+
 def test_account_sas(blob_service: BlobServiceClient, container: ContainerClient) -> None:
     container.upload_blob("acct", b"x")
     token = generate_account_sas(
