@@ -11,7 +11,7 @@ import hashlib
 import hmac
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 import pytest
 from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
@@ -139,6 +139,14 @@ def test_key_needs_a_bearer_token_and_a_window_within_seven_days(
     assert reply.status == 400 and reply.headers["x-ms-error-code"] == "InvalidXmlDocument"
 
 
+def _with_another_signature(token: str) -> str:
+    """The token with a well-formed signature that signs nothing: a fixed slice of the text would
+    sometimes cut a percent escape in two and make the query itself malformed."""
+    fields = dict(parse_qsl(token, keep_blank_values=True))
+    fields["sig"] = base64.b64encode(bytes(32)).decode()
+    return urlencode(fields, quote_via=quote)
+
+
 def test_user_delegation_blob_sas(
     oauth_server: ServerProcess, cert: SelfSignedCert, service: BlobServiceClient, container: ContainerClient
 ) -> None:
@@ -158,7 +166,7 @@ def test_user_delegation_blob_sas(
     # The key's fields are signed: a token naming another object id, or a tampered signature, fails.
     for forged in (
         token.replace(f"skoid={OID}", "skoid=00000000-0000-0000-0000-000000000002"),
-        token[:-6] + "AAAA%3D",
+        _with_another_signature(token),
     ):
         with pytest.raises(ClientAuthenticationError) as failed:
             as_sas(oauth_server, cert, BlobClient, name, "doc", token=forged).download_blob().readall()
