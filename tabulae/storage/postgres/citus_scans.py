@@ -42,10 +42,11 @@ distributed before the epoch existed has none until ``db init --citus`` runs aga
 every page probes as before.
 
 The rows a page examined are counted without a round trip of their own where the page ends in
-a read of one partition for a few rows (most often the one row a page reads past its end, to
-know whether another page follows): that read counts, beside each row, the rows of its
-partition up to it, and the partitions read to their end before it are counted in the same
-pipeline. Elsewhere one count of the partitions not yet counted follows the page's last row.
+a read of one partition (most often the partition it resumes in, or the one row a page reads
+past its end, to know whether another page follows): that read counts, beside the row that
+fills the page, the rows of its partition up to it, and the partitions read to their end
+before it are counted in the same pipeline. Elsewhere one count of the partitions not yet
+counted follows the page's last row.
 
 When a partition yields too few matches for stepping to pay (a sparse filter, or partitions of a
 row or two), the rest of the range goes to one statement over every shard, as on PostgreSQL,
@@ -74,9 +75,6 @@ STEP_PARTITIONS = 4
 # index probe on every shard, within the same task.
 EXPECTED = 8
 HINTS = 1024  # scans whose expected partitions a store remembers between pages
-# A read of one partition for at most this many rows counts the rows examined up to each (most
-# often the one row a page reads past its end, to know whether another page follows).
-RANKED = 16
 
 _START = b""  # a point before every partition of every table: the probe's ranges bound it
 
@@ -388,9 +386,10 @@ def scan_stepping(
             else:
                 where = within + beyond
             params["need"] = want - len(found)
-            # one partition's read numbers the rows it examines, so a page ending there needs no
-            # count of its own; the partitions read to their end before it are counted alongside
-            ranked = stepping and len(batch) == 1 and params["need"] <= RANKED
+            # one partition's read counts the rows it examined up to the row that fills the page,
+            # so a page ending there needs no count of its own; the partitions read to their end
+            # before it are counted alongside
+            ranked = stepping and len(batch) == 1
             read = Sql(
                 _read_sql(layout, table, key_range, after, matching, where, params, ranked), params, "all"
             )
@@ -444,6 +443,7 @@ def scan_stepping(
                     coming = [*parts[cut:], *coming]
                     del parts[cut:]
                 if ranked and rows:  # the rows its one partition examined up to the page's last
+                    # (the read filled the page, so its last row is the :need-th, the one counted)
                     examined += int(ranks[-1])
                 else:
                     uncounted = _uncounted(layout, stepping, parts, counted, params)
@@ -531,18 +531,23 @@ def _read_sql(
     ranked: bool,
 ) -> str:
     """The read of a step: the matching rows in key order, up to the page. ``ranked`` (a read of
-    the one partition ``:part``, routed to its shard, for a few rows) gives each match a fifth
-    column: the rows of that partition within the range up to it, matching or not, which are
-    the rows the page examined there. Each is an index-only count beside its row, so a read for
-    many rows is not ranked (and not written as a window over a subquery, which the planner
-    plans for every row of the partition, not for the limit)."""
+    the one partition ``:part``, routed to its shard) gives the match that fills the page (the
+    ``:need``-th) a fifth column: the rows of that partition within the range up to it,
+    matching or not, which are the rows the page examined there; the other rows have None.
+    That one index-only count runs once, for that row: the matches are numbered as they
+    stream out of the key index, so the limit still stops the read (a count over every row,
+    matching or not, would need a window over a subquery, which the planner plans for every
+    row of the partition, not for the limit)."""
     keys = f"e.{layout.partition}, e.rk"
     ranks = ""
     if ranked:
         part = layout.partition
         bounds = " AND " + layout.table_where(table, params, "c.")
         bounds += range_sql(layout, table, key_range, after, params, "c.")
-        ranks = f", (SELECT count(*) FROM entities c WHERE c.{part} = :part AND c.rk <= e.rk{bounds})"
+        ranks = (
+            f", CASE WHEN row_number() OVER (ORDER BY {keys}) = :need THEN"
+            f" (SELECT count(*) FROM entities c WHERE c.{part} = :part AND c.rk <= e.rk{bounds}) END"
+        )
     return (
         f"SELECT {keys}, e.ticks, e.props{ranks} FROM {matching.source}"
         f" WHERE {where} AND {matching.condition} ORDER BY {keys} LIMIT :need"
