@@ -48,7 +48,9 @@ def postgres_store(url: str) -> Iterator[str]:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
     try:
-        yield url.split("?", 1)[0].rsplit("/", 1)[0] + "/" + name
+        base, query = url.split("?", 1) if "?" in url else (url, "")
+        # the query stays: it may name the server (``?host=/run/postgresql``, a Unix socket)
+        yield base.rsplit("/", 1)[0] + "/" + name + (f"?{query}" if query else "")
     finally:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
@@ -84,7 +86,7 @@ def store_args(store: str, args: argparse.Namespace) -> Iterator[tuple[list[str]
         yield [], None
     elif store == "postgres":
         with postgres_store(args.pg) as url:
-            yield ["--store", url], DatabaseCpu(args.pg, url.rsplit("/", 1)[1], citus=False)
+            yield ["--store", url], DatabaseCpu(args.pg, url.split("?", 1)[0].rsplit("/", 1)[1], citus=False)
     else:
         with citus_store(args.citus, args.citus_executor_defaults) as url:
             yield ["--store", url], DatabaseCpu(args.citus, None, citus=True)
