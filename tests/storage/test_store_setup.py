@@ -142,3 +142,26 @@ def test_fresh_citus_store_is_distributed() -> None:
             "ARRAY['entities', 'queue_messages', 'blob_chunks', 'tables']::regclass[])"
         ).fetchone()
     assert row == (4,)
+
+
+def test_serve_through_the_databases_unix_socket(tmp_path: Path) -> None:
+    """A URL naming the socket directory (``?host=/dir``), as the README advises for a database
+    on the same machine, serves as a TCP one does."""
+    url = fresh_database(database_url("postgres"))
+    with psycopg.connect(url) as conn:
+        directories = str(conn.execute("SHOW unix_socket_directories").fetchone()[0])  # type: ignore[index]
+        port = int(conn.execute("SHOW port").fetchone()[0])  # type: ignore[index]
+    directory = directories.split(",")[0].strip()
+    if not Path(directory, f".s.PGSQL.{port}").exists():
+        pytest.skip("the test database runs on another machine: no socket here")
+    user, name = url.split("://", 1)[1].split("@", 1)[0], url.rsplit("/", 1)[1]
+    socket_url = f"postgresql://{user}@/{name}?host={directory}&port={port}"
+    server = ServerProcess(tmp_path / "data", extra_args=["--store", socket_url, "--workers", "1"]).start()
+    try:
+        table = TableServiceClient.from_connection_string(server.connection_string).create_table("bysocket")
+        table.create_entity({"PartitionKey": "p", "RowKey": "r", "n": 1})
+        assert table.get_entity("p", "r")["n"] == 1
+    finally:
+        server.stop()
+    with psycopg.connect(url) as conn:  # the rows are in that database
+        assert conn.execute("SELECT count(*) FROM entities").fetchone() == (1,)
