@@ -19,8 +19,9 @@ How an emulator's user addresses AzCopy, which the test does too:
   (``devstoreaccount1.blob.localhost``), sent through ``HTTP_PROXY`` pointing at the Blob port:
   Go does not resolve ``*.localhost``, and the server takes the proxy form of the request and
   finds the account in its Host.
-* On an HNS account the file systems' own operations use a file system SAS, whose ``o`` and
-  ``p`` letters let AzCopy set owners and ACLs (an account SAS has no such letters).
+* On an HNS account the paths are reached with a file system SAS, whose ``o`` and ``p``
+  letters let AzCopy set owners and ACLs (an account SAS's letters say nothing of either: its
+  ``p`` is the Queue service's process).
 
 Each AzCopy job lasts at least two seconds (the tick of its progress report), so the test runs
 on one SQLite server for the module with as few jobs as cover the commands: what AzCopy exercises
