@@ -1,0 +1,60 @@
+"""Requests the .NET SDK (``Azure.Data.Tables``) sends, answered as its recordings of real Azure
+show (``Azure/azure-sdk-assets``, ``net/sdk/tables/Azure.Data.Tables/tests/SessionRecords/``).
+
+The .NET client sends ``$format=application/json;odata=minimalmetadata`` on every OData request
+and a table SAS in the query string; the tests send the same request lines over raw HTTP.
+
+* ``TableClientLiveTests(Storage)/ValidateSasCredentialsWithRowKeyAndPartitionKeyRanges.json``
+  (x-ms-version 2020-12-06): a SAS with ``spk=epk=somPartition`` and ``srk=erk=01`` lists only
+  row 01, and a point read of row 02, which exists, is 404 ResourceNotFound (not a 403): the key
+  range hides the entity, as it hides it from a query.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from azure.core.credentials import AzureNamedKeyCredential
+from azure.data.tables import TableClient, TableSasPermissions, generate_table_sas
+
+from tests.rawhttp import JSON_MINIMAL, RawClient, RawResponse, assert_error, py_keys
+from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
+
+FORMAT = "$format=application%2Fjson%3Bodata%3Dminimalmetadata"
+NET_HEADERS = {"Accept": JSON_MINIMAL, "DataServiceVersion": "3.0", "x-ms-version": "2020-12-06"}
+
+
+def _sas_get(server: ServerProcess, target: str, token: str) -> RawResponse:
+    """A GET as the .NET client sends it with a SAS credential: ``$format`` first, then the token."""
+    return RawClient(server.port).request(
+        "GET", f"{target}?{FORMAT}&{token}", headers=NET_HEADERS, auth="none"
+    )
+
+
+def test_point_read_outside_the_sas_key_range_is_not_found(server: ServerProcess, table: TableClient) -> None:
+    for rk in ("01", "02"):
+        table.create_entity({"PartitionKey": "somPartition", "RowKey": rk, "SomeIntProperty": int(rk)})
+    token = generate_table_sas(
+        AzureNamedKeyCredential(DEV_ACCOUNT, DEV_KEY),
+        table.table_name,
+        permission=TableSasPermissions(read=True),
+        expiry=datetime.now(UTC) + timedelta(hours=1),
+        start_pk="somPartition",
+        end_pk="somPartition",
+        start_rk="01",
+        end_rk="01",
+    )
+
+    listed = _sas_get(server, f"{table.table_name}()", token)
+    assert listed.status == 200, listed
+    assert [row["RowKey"] for row in listed.json()["value"]] == ["01"]
+
+    inside = _sas_get(server, table.table_name + py_keys("somPartition", "01"), token)
+    assert inside.status == 200, inside
+    assert inside.json()["SomeIntProperty"] == 1
+
+    outside = _sas_get(server, table.table_name + py_keys("somPartition", "02"), token)
+    assert_error(outside, 404, "ResourceNotFound")
+    assert b"SomeIntProperty" not in outside.body
+    # The entity is there: the account key reads it.
+    assert table.get_entity("somPartition", "02")["SomeIntProperty"] == 2
