@@ -8,12 +8,18 @@ and a table SAS in the query string; the tests send the same request lines over 
   (x-ms-version 2020-12-06): a SAS with ``spk=epk=somPartition`` and ``srk=erk=01`` lists only
   row 01, and a point read of row 02, which exists, is 404 ResourceNotFound (not a 403): the key
   range hides the entity, as it hides it from a query.
+* ``TableServiceClientLiveTests(Storage)/ValidateAccountSasCredentialsWithResourceTypes.json``:
+  Get Service Properties answers its document after a byte order mark, Logging's elements in the
+  order ``Read``, ``Write``, ``Delete`` (the REST reference's example, and the request, put
+  ``Delete`` first), with no ``Cache-Control``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from azure.core.credentials import AzureNamedKeyCredential
 from azure.data.tables import TableClient, TableSasPermissions, generate_table_sas
 
@@ -21,6 +27,17 @@ from tests.rawhttp import JSON_MINIMAL, RawClient, RawResponse, assert_error, py
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 
 FORMAT = "$format=application%2Fjson%3Bodata%3Dminimalmetadata"
+PROPERTIES = "?restype=service&comp=properties"
+# The service properties of the recording's account, as Azure wrote them after the declaration.
+AZURE_PROPERTIES = (
+    "<StorageServiceProperties><Logging><Version>1.0</Version><Read>false</Read><Write>false</Write>"
+    "<Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging>"
+    "<HourMetrics><Version>1.0</Version><Enabled>true</Enabled><IncludeAPIs>true</IncludeAPIs>"
+    "<RetentionPolicy><Enabled>true</Enabled><Days>7</Days></RetentionPolicy></HourMetrics><MinuteMetrics>"
+    "<Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy>"
+    "</MinuteMetrics><Cors /></StorageServiceProperties>"
+)
+DECLARATION = b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>'
 NET_HEADERS = {"Accept": JSON_MINIMAL, "DataServiceVersion": "3.0", "x-ms-version": "2020-12-06"}
 
 
@@ -58,3 +75,31 @@ def test_point_read_outside_the_sas_key_range_is_not_found(server: ServerProcess
     assert b"SomeIntProperty" not in outside.body
     # The entity is there: the account key reads it.
     assert table.get_entity("somPartition", "02")["SomeIntProperty"] == 2
+
+
+@pytest.fixture
+def restored(raw: RawClient) -> Iterator[RawClient]:
+    """The account's service properties are put back as they were (other tests share them)."""
+    before = raw.request("GET", PROPERTIES, headers={"Accept": "application/xml"})
+    assert before.status == 200, before
+    yield raw
+    put = raw.request("PUT", PROPERTIES, before.body, headers={"Content-Type": "application/xml"})
+    assert put.status == 202, put
+
+
+def test_service_properties_document_as_azure_writes_it(restored: RawClient) -> None:
+    # The same properties set in the request's order: Delete first, as the .NET client writes it.
+    document = AZURE_PROPERTIES.replace(
+        "<Read>false</Read><Write>false</Write><Delete>false</Delete>",
+        "<Delete>false</Delete><Read>false</Read><Write>false</Write>",
+    )
+    headers = {"Content-Type": "application/xml", "x-ms-version": "2020-12-06"}
+    put = restored.request("PUT", PROPERTIES, "\ufeff" + document, headers=headers)
+    assert put.status == 202, put
+    got = restored.request(
+        "GET", PROPERTIES, headers={"Accept": "application/xml", "x-ms-version": "2020-12-06"}
+    )
+    assert got.status == 200, got
+    assert got.header("Content-Type") == "application/xml"
+    assert got.header("Cache-Control") is None
+    assert got.body == DECLARATION + AZURE_PROPERTIES.encode()
