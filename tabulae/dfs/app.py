@@ -349,6 +349,7 @@ class DataLakeApp(BlobApp):
     ) -> Response:
         if not _is_dfs(request):
             return super().error_response(request, route, error, request_id)
+        error = formats.dfs_error(error)
         headers = [(b"x-ms-error-code", error.code.encode())]
         if error.headers:
             headers.extend(error.headers)

@@ -181,6 +181,22 @@ _DFS_WORDING = {
 }
 
 
+#: Where the DFS endpoint answers a shared error under a code of its own: a lease id given for a
+#: path without a lease is 412 LeaseNotPresent, "There is currently no lease on the resource.", as
+#: the .NET SDK's recordings of Append Data (FileClientTests/AppendDataAsync_InvalidLease) and Delete
+#: Path (DirectoryClientTests/DeleteAsync_ConditionsFail) show; the Blob API says
+#: LeaseNotPresentWithBlobOperation.
+_DFS_CODES = {"LeaseNotPresentWithBlobOperation": "LeaseNotPresent"}
+
+
+def dfs_error(error: ServiceError) -> ServiceError:
+    """``error`` as the DFS endpoint names it (itself when the endpoint shares the Blob code)."""
+    code = _DFS_CODES.get(error.code)
+    if code is None:
+        return error
+    return ServiceError(code, index=error.index, headers=error.headers)
+
+
 def error_body(error: ServiceError, request_id: str, time_text: str) -> bytes:
     """The DFS error body; the message ends with the RequestId and Time lines as for the other
     services."""

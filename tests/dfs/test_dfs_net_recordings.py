@@ -1,0 +1,69 @@
+"""Requests the .NET SDK (``Azure.Storage.Files.DataLake``) sends to the DFS endpoint, answered
+as its recordings of real Azure show (``Azure/azure-sdk-assets``,
+``net/sdk/storage/Azure.Storage.Files.DataLake/tests/SessionRecords/``, x-ms-version 2024-08-04).
+
+* ``FileClientTests/AppendDataAsync_InvalidLease.json``: Append Data with an ``x-ms-lease-id`` to a
+  file that has no lease is 412 ``LeaseNotPresent``, "There is currently no lease on the resource."
+* ``DirectoryClientTests/DeleteAsync_ConditionsFail.json``: the same for Delete Path of a
+  directory (``recursive=true``).
+
+The Blob API keeps its own code for the same request, ``LeaseNotPresentWithBlobOperation``.
+SDK (sync) and raw HTTP.
+"""
+
+from __future__ import annotations
+
+import pytest
+from azure.core.exceptions import HttpResponseError
+from azure.storage.filedatalake import FileSystemClient
+
+from tests.blobhttp import BlobHttp, Reply
+from tests.serverproc import ServerProcess
+
+NO_LEASE = "dd9758cc-46f4-2497-2691-d935a56c64f8"
+NET_HEADERS = {"Accept": "application/json", "x-ms-version": "2024-08-04", "x-ms-lease-id": NO_LEASE}
+WORDS = "There is currently no lease on the resource."
+
+
+def _assert_lease_not_present(answer: Reply) -> None:
+    assert (answer.status, answer.code) == (412, "LeaseNotPresent"), answer
+    assert answer.headers["content-type"] == "application/json; charset=utf-8"
+    assert answer.body.decode().startswith(
+        '{"error":{"code":"LeaseNotPresent","message":"' + WORDS + "\\nRequestId:"
+    )
+
+
+def test_append_with_a_lease_id_to_a_file_without_a_lease(fs: FileSystemClient, lake: ServerProcess) -> None:
+    http = BlobHttp(lake.blob_port)
+    path = f"/{fs.file_system_name}/file.bin"
+    created = http.request(
+        "PUT", path + "?resource=file", {"If-None-Match": "*", "Accept": "application/json"}
+    )
+    assert created.status == 201, created
+    appended = http.request(
+        "PATCH",
+        path + "?action=append&position=0",
+        {"Content-Type": "application/octet-stream", **NET_HEADERS},
+        b"x" * 4096,
+    )
+    _assert_lease_not_present(appended)
+    # The Blob API answers the same lease id in its own words.
+    blob = http.request("PUT", path, {"x-ms-blob-type": "BlockBlob", "x-ms-lease-id": NO_LEASE}, b"x")
+    assert (blob.status, blob.code) == (412, "LeaseNotPresentWithBlobOperation"), blob
+
+
+def test_delete_directory_with_a_lease_id_it_does_not_have(fs: FileSystemClient, lake: ServerProcess) -> None:
+    fs.create_directory("dir")
+    answer = BlobHttp(lake.blob_port).request(
+        "DELETE", f"/{fs.file_system_name}/dir?recursive=true", NET_HEADERS
+    )
+    _assert_lease_not_present(answer)
+    assert fs.get_directory_client("dir").exists()
+
+
+def test_sdk_reads_the_code(fs: FileSystemClient) -> None:
+    file = fs.create_file("sdk.txt")
+    with pytest.raises(HttpResponseError) as caught:
+        file.append_data(b"abc", 0, 3, lease=NO_LEASE)
+    assert caught.value.status_code == 412
+    assert caught.value.error_code == "LeaseNotPresent"
