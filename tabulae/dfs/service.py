@@ -23,7 +23,7 @@ from typing import Any
 from tabulae.blob import encryption_guard, softdeletion
 from tabulae.blob.namespace_guard import FOLDER, is_directory
 from tabulae.blob.rules import leases
-from tabulae.blob.rules.conditions import NONE, Conditions, check
+from tabulae.blob.rules.conditions import NONE, Conditions, check, not_met
 from tabulae.blob.rules.names import check_blob_name
 from tabulae.blob.service import (
     BLOCK_BLOB,
@@ -98,6 +98,19 @@ def filesystem_errors() -> Iterator[None]:
         if error.code == "ContainerNotFound":
             raise ServiceError("FilesystemNotFound") from None
         raise
+
+
+def _check_source(conditions: Conditions, ticks: int) -> None:
+    """Rename's ``x-ms-source-if-*`` conditions on the source path: unmet, 412
+    SourceConditionNotMet, as Azure answers the .NET SDK's RenameAsync_SourceConditionsFail
+    (If-Match, If-Modified-Since, If-Unmodified-Since); the destination's own conditions keep
+    ConditionNotMet."""
+    try:
+        check(conditions, ticks, read=False)
+    except ServiceError as error:
+        if error.code != "ConditionNotMet":
+            raise
+        raise not_met(412, "SourceConditionNotMet") from None
 
 
 def existing(record: BlobRecord | None, has_children: bool = False) -> Existing | None:
@@ -446,7 +459,7 @@ class DataLakeService:
             there = existing(state.destination, state.destination_has_children)
             above_found = existing(state.parent) if parent_key is not None else Existing(Kind.DIRECTORY)
             if found is not None and state.source is not None:
-                check(source_conditions, state.source.ticks, read=False)
+                _check_source(source_conditions, state.source.ticks)
                 leases.check_blob_access(state.source.lease, now, source_lease, write=True)
             if state.destination is not None and there is not None:
                 if conditions.if_none_match == ("*",):

@@ -6,6 +6,12 @@ as its recordings of real Azure show (``Azure/azure-sdk-assets``,
   file that has no lease is 412 ``LeaseNotPresent``, "There is currently no lease on the resource."
 * ``DirectoryClientTests/DeleteAsync_ConditionsFail.json``: the same for Delete Path of a
   directory (``recursive=true``).
+* ``DirectoryClientTests/RenameAsync_SourceConditionsFail.json``: a rename (``mode=legacy``) onto
+  an existing directory whose ``x-ms-source-if-modified-since``, ``x-ms-source-if-unmodified-since``
+  or ``x-ms-source-if-match`` fails is 412 ``SourceConditionNotMet``, "The source condition
+  specified using HTTP conditional header(s) is not met."; an ``x-ms-source-lease-id`` for a
+  source without a lease is ``LeaseNotPresent``. ``RenameAsync_DestinationConditionsFail.json``:
+  the destination's own ``If-*`` headers failing stay ``ConditionNotMet``.
 
 The Blob API keeps its own code for the same request, ``LeaseNotPresentWithBlobOperation``.
 SDK (sync) and raw HTTP.
@@ -67,3 +73,34 @@ def test_sdk_reads_the_code(fs: FileSystemClient) -> None:
         file.append_data(b"abc", 0, 3, lease=NO_LEASE)
     assert caught.value.status_code == 412
     assert caught.value.error_code == "LeaseNotPresent"
+
+
+@pytest.mark.parametrize(
+    ("header", "value", "code"),
+    [
+        ("x-ms-source-if-modified-since", "Fri, 07 Jun 2030 22:47:36 GMT", "SourceConditionNotMet"),
+        ("x-ms-source-if-unmodified-since", "Wed, 05 Jun 2024 22:47:36 GMT", "SourceConditionNotMet"),
+        ("x-ms-source-if-match", '"garbage"', "SourceConditionNotMet"),
+        ("x-ms-source-lease-id", "023dbe39-67a6-6aba-42d8-4ad959c625d1", "LeaseNotPresent"),
+        ("If-Unmodified-Since", "Wed, 05 Jun 2024 22:47:27 GMT", "ConditionNotMet"),
+        ("If-Match", '"garbage"', "ConditionNotMet"),
+    ],
+)
+def test_rename_conditions_on_source_and_destination(
+    fs: FileSystemClient, lake: ServerProcess, header: str, value: str, code: str
+) -> None:
+    fs.create_directory("source")
+    fs.create_directory("target")
+    headers = {
+        "Accept": "application/json",
+        "x-ms-version": "2024-08-04",
+        "x-ms-rename-source": f"/{fs.file_system_name}/source",
+        header: value,
+    }
+    answer = BlobHttp(lake.blob_port).request("PUT", f"/{fs.file_system_name}/target?mode=legacy", headers)
+    assert (answer.status, answer.code) == (412, code), answer
+    assert answer.body.decode().startswith('{"error":{"code":"' + code + '","message":"')
+    if code == "SourceConditionNotMet":
+        words = "The source condition specified using HTTP conditional header(s) is not met.\\nRequestId:"
+        assert words in answer.body.decode()
+    assert fs.get_directory_client("source").exists()
