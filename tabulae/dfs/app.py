@@ -23,7 +23,7 @@ from tabulae.blob.api.encryption import encryption_of, write_headers
 from tabulae.blob.api.routing import ROOT_CONTAINER, Kind, Operation, Route
 from tabulae.blob.api.sas import BlobGrant, verify_blob_sas
 from tabulae.blob.service import BlobService
-from tabulae.dfs import blob_delete, blob_undelete, blob_write, formats, trash
+from tabulae.dfs import blob_delete, blob_form_errors, blob_undelete, blob_write, formats, trash
 from tabulae.dfs import roles as dfs_roles
 from tabulae.dfs.access import ACL_DECIDED, AccessGuard, principal_of
 from tabulae.dfs.acl import Principal
@@ -349,6 +349,8 @@ class DataLakeApp(BlobApp):
     ) -> Response:
         if not _is_dfs(request):
             return super().error_response(request, route, error, request_id)
+        if blob_form_errors.applies(request):
+            return blob_form_errors.response(error, request_id, head=request.method == "HEAD")
         error = formats.dfs_error(error)
         headers = [(b"x-ms-error-code", error.code.encode())]
         if error.headers:

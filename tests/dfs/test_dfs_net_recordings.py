@@ -12,6 +12,9 @@ as its recordings of real Azure show (``Azure/azure-sdk-assets``,
   specified using HTTP conditional header(s) is not met."; an ``x-ms-source-lease-id`` for a
   source without a lease is ``LeaseNotPresent``. ``RenameAsync_DestinationConditionsFail.json``:
   the destination's own ``If-*`` headers failing stay ``ConditionNotMet``.
+* ``FileClientTests/ScheduleDeletionAsync_Error.json``: Set Expiry (``PUT <file>?comp=expiry``, on
+  the Blob endpoint) of a file that does not exist is the Blob API's 404 ``BlobNotFound`` in XML,
+  a line break after the declaration, not the DFS endpoint's JSON ``PathNotFound``.
 
 The Blob API keeps its own code for the same request, ``LeaseNotPresentWithBlobOperation``.
 SDK (sync) and raw HTTP.
@@ -104,3 +107,30 @@ def test_rename_conditions_on_source_and_destination(
         words = "The source condition specified using HTTP conditional header(s) is not met.\\nRequestId:"
         assert words in answer.body.decode()
     assert fs.get_directory_client("source").exists()
+
+
+def test_set_expiry_of_a_missing_file_answers_as_the_blob_api(
+    fs: FileSystemClient, lake: ServerProcess
+) -> None:
+    headers = {
+        "Accept": "application/json",
+        "x-ms-version": "2024-08-04",
+        "x-ms-expiry-option": "RelativeToNow",
+        "x-ms-expiry-time": "3600000",
+    }
+    answer = BlobHttp(lake.blob_port).request("PUT", f"/{fs.file_system_name}/missing?comp=expiry", headers)
+    assert (answer.status, answer.code) == (404, "BlobNotFound"), answer
+    assert answer.headers["content-type"] == "application/xml"
+    start = '\ufeff<?xml version="1.0" encoding="utf-8"?>\n<Error><Code>BlobNotFound</Code>'
+    assert answer.body.decode("utf-8").startswith(
+        start + "<Message>The specified blob does not exist.\nRequestId:"
+    )
+    assert answer.headers["content-length"] == "216"  # as recorded: the same bytes, a request id as long
+
+
+def test_sdk_set_expiry_of_a_missing_file(fs: FileSystemClient) -> None:
+    with pytest.raises(HttpResponseError) as caught:
+        fs.get_file_client("missing").set_file_expiry("RelativeToNow", expires_on=3_600_000)
+    assert caught.value.status_code == 404
+    assert caught.value.response is not None
+    assert caught.value.response.headers["x-ms-error-code"] == "BlobNotFound"
