@@ -350,7 +350,7 @@ class DataLakeApp(BlobApp):
         if not _is_dfs(request):
             return super().error_response(request, route, error, request_id)
         if blob_form_errors.applies(request):
-            return blob_form_errors.response(error, request_id, head=request.method == "HEAD")
+            return blob_form_errors.response(request, error, request_id)
         error = formats.dfs_error(error)
         headers = [(b"x-ms-error-code", error.code.encode())]
         if error.headers:
