@@ -12,6 +12,10 @@ and a table SAS in the query string; the tests send the same request lines over 
   Get Service Properties answers its document after a byte order mark, Logging's elements in the
   order ``Read``, ``Write``, ``Delete`` (the REST reference's example, and the request, put
   ``Delete`` first), with no ``Cache-Control``.
+* Every OData answer carries ``X-Content-Type-Options: nosniff``, those without a body and the
+  errors too: Insert Entity with ``Prefer: return-no-content`` (204), Delete Table (204), the
+  403 and 404 errors (``ValidateSasCredentials``, ``...WithRowKeyAndPartitionKeyRanges``) and
+  Insert Or Merge (``UpsertAndQueryWithSingleQuoteNames(True).json``, 204 to a ``PATCH``).
 """
 
 from __future__ import annotations
@@ -103,3 +107,24 @@ def test_service_properties_document_as_azure_writes_it(restored: RawClient) -> 
     assert got.header("Content-Type") == "application/xml"
     assert got.header("Cache-Control") is None
     assert got.body == DECLARATION + AZURE_PROPERTIES.encode()
+
+
+def test_every_odata_answer_says_nosniff(raw: RawClient, table_name: str) -> None:
+    headers = {**NET_HEADERS, "Content-Type": "application/json;odata=nometadata"}
+    created = raw.request("POST", f"Tables?{FORMAT}", {"TableName": table_name}, headers)
+    assert created.status == 201, created
+    entity = f"{table_name}(PartitionKey='PartitionWithi%27%27singleQuote',RowKey='01%27%27')?{FORMAT}"
+    answers = [
+        raw.request("POST", f"{table_name}?{FORMAT}", {"PartitionKey": "p", "RowKey": "r"},
+                    {**headers, "Prefer": "return-no-content"}),
+        raw.request("PATCH", entity, {"PartitionKey": "PartitionWithi'singleQuote", "RowKey": "01'", "V": 1},
+                    {**headers, "Content-Type": "application/json"}),
+        raw.request("PUT", entity, {"V": 2}, {**headers, "Content-Type": "application/json"}),
+        raw.request("DELETE", entity, headers={**NET_HEADERS, "If-Match": "*"}),
+        raw.request("GET", f"{table_name}(PartitionKey='p',RowKey='missing')?{FORMAT}", headers=NET_HEADERS),
+        raw.request("DELETE", f"Tables('{table_name}')", headers=NET_HEADERS),
+    ]  # fmt: skip
+    assert [answer.status for answer in answers] == [204, 204, 204, 204, 404, 204], answers
+    for answer in [created, *answers]:
+        assert answer.header("X-Content-Type-Options") == "nosniff", answer
+        assert answer.header("Cache-Control") == "no-cache", answer
