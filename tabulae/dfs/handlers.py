@@ -378,6 +378,12 @@ async def append(c: DfsCall) -> Response:
         from tabulae.dfs.routing import missing_parameter
 
         raise missing_parameter("position")
+    if c.headers.get("content-length", "").strip() == "0":
+        # Nothing to append is refused, as Azure answers the .NET SDK's AppendDataAsync_EmptyStream
+        # (recorded, 2024-08-04): 400 InvalidHeaderValue naming Content-Length.
+        raise ServiceError(
+            "InvalidHeaderValue", fields=(("HeaderName", "Content-Length"), ("HeaderValue", "0"))
+        )
     upload = c.call.upload(4000 * 1024 * 1024)
     action = await _renew_first(c)
     lease_id = _write_lease(c, action)

@@ -15,12 +15,18 @@ as its recordings of real Azure show (``Azure/azure-sdk-assets``,
 * ``FileClientTests/ScheduleDeletionAsync_Error.json``: Set Expiry (``PUT <file>?comp=expiry``, on
   the Blob endpoint) of a file that does not exist is the Blob API's 404 ``BlobNotFound`` in XML,
   a line break after the declaration, not the DFS endpoint's JSON ``PathNotFound``.
+* ``FileClientTests/AppendDataAsync_EmptyStream.json``: Append Data of nothing (``Content-Length:
+  0``) is 400 ``InvalidHeaderValue`` with ``"detail": {"HeaderName": "Content-Length",
+  "HeaderValue": "0"}`` after the message. (Azure's Content-Length was 262, ours is 261 for the
+  same text with ids of the same length: one byte unexplained, so the length is not compared.)
 
 The Blob API keeps its own code for the same request, ``LeaseNotPresentWithBlobOperation``.
 SDK (sync) and raw HTTP.
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from azure.core.exceptions import HttpResponseError
@@ -134,3 +140,20 @@ def test_sdk_set_expiry_of_a_missing_file(fs: FileSystemClient) -> None:
     assert caught.value.status_code == 404
     assert caught.value.response is not None
     assert caught.value.response.headers["x-ms-error-code"] == "BlobNotFound"
+
+
+def test_append_of_nothing_is_refused(fs: FileSystemClient, lake: ServerProcess) -> None:
+    fs.create_file("empty.bin")
+    headers = {"Accept": "application/json", "x-ms-version": "2024-08-04", "Content-Length": "0",
+               "Content-Type": "application/octet-stream"}  # fmt: skip
+    answer = BlobHttp(lake.blob_port).request(
+        "PATCH", f"/{fs.file_system_name}/empty.bin?action=append&position=0", headers
+    )
+    assert (answer.status, answer.code) == (400, "InvalidHeaderValue"), answer
+    error = json.loads(answer.body)["error"]
+    assert error["message"].startswith(
+        "The value for one of the HTTP headers is not in the correct format.\nRequestId:"
+    )
+    assert error["detail"] == {"HeaderName": "Content-Length", "HeaderValue": "0"}
+    assert list(error) == ["code", "message", "detail"]
+    assert fs.get_file_client("empty.bin").get_file_properties().size == 0
