@@ -5,7 +5,8 @@ as its recordings of real Azure show (``Azure/azure-sdk-assets``,
 * ``FileClientTests/AppendDataAsync_InvalidLease.json``: Append Data with an ``x-ms-lease-id`` to a
   file that has no lease is 412 ``LeaseNotPresent``, "There is currently no lease on the resource."
 * ``DirectoryClientTests/DeleteAsync_ConditionsFail.json``: the same for Delete Path of a
-  directory (``recursive=true``).
+  directory (``recursive=true``); ``FileClientTests/SetAccessControlAsync_ConditionsFail.json``:
+  the same for Set Access Control (``x-ms-acl``).
 * ``DirectoryClientTests/RenameAsync_SourceConditionsFail.json``: a rename (``mode=legacy``) onto
   an existing directory whose ``x-ms-source-if-modified-since``, ``x-ms-source-if-unmodified-since``
   or ``x-ms-source-if-match`` fails is 412 ``SourceConditionNotMet``, "The source condition
@@ -157,3 +158,14 @@ def test_append_of_nothing_is_refused(fs: FileSystemClient, lake: ServerProcess)
     assert error["detail"] == {"HeaderName": "Content-Length", "HeaderValue": "0"}
     assert list(error) == ["code", "message", "detail"]
     assert fs.get_file_client("empty.bin").get_file_properties().size == 0
+
+
+def test_set_access_control_with_a_lease_id_it_does_not_have(
+    fs: FileSystemClient, lake: ServerProcess
+) -> None:
+    fs.create_file("acl.txt")
+    headers = {**NET_HEADERS, "x-ms-acl": "user::rwx,group::r--,other::---,mask::rwx"}
+    answer = BlobHttp(lake.blob_port).request(
+        "PATCH", f"/{fs.file_system_name}/acl.txt?action=setAccessControl", headers
+    )
+    _assert_lease_not_present(answer)
