@@ -78,9 +78,12 @@ _UNSUPPORTED = frozenset({"UnsupportedQueryParameter", "UnsupportedHeader", "Inv
 # The DFS operations that take a customer-provided key or an encryption scope (and echo them),
 # and those that must name the key of the file they change (blob/api/encryption.py).
 _ENCRYPTED_WRITES = frozenset(
-    {DfsOperation.CREATE_FILE, DfsOperation.CREATE_DIRECTORY, DfsOperation.APPEND, DfsOperation.FLUSH}
-)
-_KEYED = frozenset({DfsOperation.APPEND, DfsOperation.FLUSH})
+    {
+        DfsOperation.CREATE_FILE, DfsOperation.CREATE_DIRECTORY, DfsOperation.APPEND,
+        DfsOperation.CONCURRENT_APPEND, DfsOperation.FLUSH,
+    }
+)  # fmt: skip
+_KEYED = frozenset({DfsOperation.APPEND, DfsOperation.CONCURRENT_APPEND, DfsOperation.FLUSH})
 
 
 def _hns_refused(request: Request) -> bool:

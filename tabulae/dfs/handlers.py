@@ -20,7 +20,7 @@ from tabulae.blob.rules import leases
 from tabulae.blob.rules.conditions import NONE, check, etag_of
 from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.blob.service import LeaseRequest
-from tabulae.dfs import acl, formats
+from tabulae.dfs import acl, append_files, formats
 from tabulae.dfs.access import AccessGuard
 from tabulae.dfs.paths import RenameSource, normalize, parse_rename_source
 from tabulae.dfs.routing import (
@@ -316,6 +316,7 @@ async def create_path(c: DfsCall) -> Response:
         lease_id=_lease(headers),
         creator=c.principal.creator,
         encryption_context=headers.get("x-ms-encryption-context"),  # a directory's too, as recorded
+        append_blob=not directory and append_files.is_append_blob(c.query),
     )
     record = await c.dfs.create(c.key, request)
     if "x-ms-expiry-option" in headers:
@@ -741,6 +742,7 @@ HANDLERS: dict[DfsOperation, Callable[[DfsCall], Awaitable[Response]]] = {
     DfsOperation.CREATE_DIRECTORY: create_path,
     DfsOperation.RENAME: rename,
     DfsOperation.APPEND: append,
+    DfsOperation.CONCURRENT_APPEND: append_files.concurrent_append,
     DfsOperation.FLUSH: flush,
     DfsOperation.SET_PROPERTIES: set_properties,
     DfsOperation.SET_ACCESS_CONTROL: set_access_control,

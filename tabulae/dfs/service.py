@@ -26,6 +26,7 @@ from tabulae.blob.rules import leases
 from tabulae.blob.rules.conditions import NONE, Conditions, check, not_met
 from tabulae.blob.rules.names import check_blob_name
 from tabulae.blob.service import (
+    APPEND_BLOB,
     BLOCK_BLOB,
     BlobService,
     BlobState,
@@ -217,6 +218,7 @@ class CreateRequest:
     lease_id: str | None = None
     creator: str | None = None  # a token's oid, who owns the parents made on the way
     encryption_context: str | None = None
+    append_blob: bool = False  # ``blobtype=appendblob``: a file written by concurrentAppend
 
 
 @dataclass(slots=True)
@@ -364,7 +366,8 @@ class DataLakeService:
             if request.directory:
                 metadata[FOLDER] = "true"
             record = BlobRecord(
-                name=key.name, snapshot=BASE, blob_type=BLOCK_BLOB, size=0, ticks=state.ticks,
+                name=key.name, snapshot=BASE, blob_type=APPEND_BLOB if request.append_blob else BLOCK_BLOB,
+                size=0, ticks=state.ticks,
                 created=base.created if base is not None else state.ticks, properties=request.properties,
                 metadata=metadata, lease=leases.after_write(base.lease, now) if base is not None else Lease(),
                 posix=posix.stored(),
