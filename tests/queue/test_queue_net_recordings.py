@@ -6,15 +6,19 @@ SessionRecords/``, x-ms-version 2024-08-04). Raw HTTP, so the bytes are the ones
   mark, with Logging's ``Delete`` first and a CORS rule's ``AllowedOrigins`` first; the service
   reads it back in its own order: ``Read``, ``Write``, ``Delete``, and ``AllowedMethods`` before
   ``AllowedOrigins``.
+* ``QueueClientTests/CreateAsync_WithQueueServiceSas.json``: Create Queue with a queue SAS
+  (``sp=raup``) is 403 ``AuthorizationFailure``, "This request is not authorized to perform this
+  operation." (x-ms-version 2018-11-09): no queue SAS permission creates a queue.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from urllib.parse import urlencode
 
 import pytest
 
-from tests.queuehttp import BOM, DECLARATION, QueueHttp
+from tests.queuehttp import BOM, DECLARATION, QueueHttp, assert_error, queue_sas
 
 PROPERTIES = "/?restype=service&comp=properties"
 
@@ -65,3 +69,15 @@ def test_service_properties_read_back_in_azures_order(restored: QueueHttp) -> No
     assert got.header("cache-control") == "no-cache"
     assert got.body == DECLARATION + AZURE_GET_BODY.encode()
     assert got.body.startswith(BOM)
+
+
+def test_create_queue_with_a_queue_sas_is_refused(queue_http: QueueHttp, queue_name: str) -> None:
+    token = urlencode(queue_sas(queue_name, sp="raup", sv="2025-01-05"))
+    refused = queue_http.request(
+        "PUT", f"/{queue_name}?{token}", auth="none", headers={"x-ms-version": "2018-11-09"}
+    )
+    assert_error(refused, 403, "AuthorizationFailure")
+    assert (refused.xml().findtext("Message") or "").startswith(
+        "This request is not authorized to perform this operation.\n"
+    )
+    assert queue_http.request("GET", f"/{queue_name}?comp=metadata").status == 404
