@@ -20,6 +20,9 @@ as its recordings of real Azure show (``Azure/azure-sdk-assets``,
   0``) is 400 ``InvalidHeaderValue`` with ``"detail": {"HeaderName": "Content-Length",
   "HeaderValue": "0"}`` after the message. (Azure's Content-Length was 262, ours is 261 for the
   same text with ids of the same length: one byte unexplained, so the length is not compared.)
+* ``FileSystemClientTests/CreateAsync_WithDataLakeServiceSas.json``: creating a file system
+  with a service SAS for it (``sr=c``, all permissions) is 403 ``AuthorizationFailure``, "This
+  request is not authorized to perform this operation." (x-ms-version 2021-06-08).
 
 The Blob API keeps its own code for the same request, ``LeaseNotPresentWithBlobOperation``.
 SDK (sync) and raw HTTP.
@@ -28,13 +31,15 @@ SDK (sync) and raw HTTP.
 from __future__ import annotations
 
 import json
+import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from azure.core.exceptions import HttpResponseError
-from azure.storage.filedatalake import FileSystemClient
+from azure.storage.filedatalake import FileSystemClient, generate_file_system_sas
 
 from tests.blobhttp import BlobHttp, Reply
-from tests.serverproc import ServerProcess
+from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 
 NO_LEASE = "dd9758cc-46f4-2497-2691-d935a56c64f8"
 NET_HEADERS = {"Accept": "application/json", "x-ms-version": "2024-08-04", "x-ms-lease-id": NO_LEASE}
@@ -169,3 +174,16 @@ def test_set_access_control_with_a_lease_id_it_does_not_have(
         "PATCH", f"/{fs.file_system_name}/acl.txt?action=setAccessControl", headers
     )
     _assert_lease_not_present(answer)
+
+
+def test_create_file_system_with_its_service_sas(lake: ServerProcess) -> None:
+    name = "fs" + uuid.uuid4().hex[:12]
+    token = generate_file_system_sas(
+        DEV_ACCOUNT, name, DEV_KEY, permission="racwdlmeop", expiry=datetime.now(UTC) + timedelta(hours=1)
+    )
+    client = FileSystemClient(f"http://127.0.0.1:{lake.blob_port}/{DEV_ACCOUNT}", name, credential=token)
+    with pytest.raises(HttpResponseError) as caught:
+        client.create_file_system()
+    assert caught.value.status_code == 403
+    assert caught.value.error_code == "AuthorizationFailure"
+    assert "This request is not authorized to perform this operation." in str(caught.value)
