@@ -105,6 +105,7 @@ _NEEDS: dict[DfsOperation, Need] = {
     DfsOperation.GET_STATUS: TRAVERSE,
     DfsOperation.GET_ACCESS_CONTROL: TRAVERSE,
     DfsOperation.APPEND: WRITE,
+    DfsOperation.CONCURRENT_APPEND: WRITE,
     DfsOperation.FLUSH: WRITE,
     DfsOperation.SET_PROPERTIES: WRITE,
     DfsOperation.SET_EXPIRY: WRITE,

@@ -23,7 +23,7 @@ from tabulae.blob.api.encryption import encryption_of, write_headers
 from tabulae.blob.api.routing import ROOT_CONTAINER, Kind, Operation, Route
 from tabulae.blob.api.sas import BlobGrant, verify_blob_sas
 from tabulae.blob.service import BlobService
-from tabulae.dfs import blob_delete, blob_undelete, blob_write, formats, trash
+from tabulae.dfs import blob_delete, blob_form_errors, blob_undelete, blob_write, formats, trash
 from tabulae.dfs import roles as dfs_roles
 from tabulae.dfs.access import ACL_DECIDED, AccessGuard, principal_of
 from tabulae.dfs.acl import Principal
@@ -78,9 +78,12 @@ _UNSUPPORTED = frozenset({"UnsupportedQueryParameter", "UnsupportedHeader", "Inv
 # The DFS operations that take a customer-provided key or an encryption scope (and echo them),
 # and those that must name the key of the file they change (blob/api/encryption.py).
 _ENCRYPTED_WRITES = frozenset(
-    {DfsOperation.CREATE_FILE, DfsOperation.CREATE_DIRECTORY, DfsOperation.APPEND, DfsOperation.FLUSH}
-)
-_KEYED = frozenset({DfsOperation.APPEND, DfsOperation.FLUSH})
+    {
+        DfsOperation.CREATE_FILE, DfsOperation.CREATE_DIRECTORY, DfsOperation.APPEND,
+        DfsOperation.CONCURRENT_APPEND, DfsOperation.FLUSH,
+    }
+)  # fmt: skip
+_KEYED = frozenset({DfsOperation.APPEND, DfsOperation.CONCURRENT_APPEND, DfsOperation.FLUSH})
 
 
 def _hns_refused(request: Request) -> bool:
@@ -349,6 +352,9 @@ class DataLakeApp(BlobApp):
     ) -> Response:
         if not _is_dfs(request):
             return super().error_response(request, route, error, request_id)
+        if blob_form_errors.applies(request):
+            return blob_form_errors.response(request, error, request_id)
+        error = formats.dfs_error(error)
         headers = [(b"x-ms-error-code", error.code.encode())]
         if error.headers:
             headers.extend(error.headers)

@@ -181,14 +181,35 @@ _DFS_WORDING = {
 }
 
 
+#: Where the DFS endpoint answers a shared error under a code of its own: a lease id given for a
+#: path without a lease is 412 LeaseNotPresent, "There is currently no lease on the resource.", as
+#: the .NET SDK's recordings of Append Data (FileClientTests/AppendDataAsync_InvalidLease) and Delete
+#: Path (DirectoryClientTests/DeleteAsync_ConditionsFail) show; the Blob API says
+#: LeaseNotPresentWithBlobOperation.
+_DFS_CODES = {"LeaseNotPresentWithBlobOperation": "LeaseNotPresent"}
+
+
+def dfs_error(error: ServiceError) -> ServiceError:
+    """``error`` as the DFS endpoint names it (itself when the endpoint shares the Blob code)."""
+    code = _DFS_CODES.get(error.code)
+    if code is None:
+        return error
+    return ServiceError(code, index=error.index, headers=error.headers)
+
+
 def error_body(error: ServiceError, request_id: str, time_text: str) -> bytes:
     """The DFS error body; the message ends with the RequestId and Time lines as for the other
-    services."""
+    services. The header an InvalidHeaderValue names follows as ``detail``, as in Azure's answer
+    to the .NET SDK's AppendDataAsync_EmptyStream (``{"HeaderName": "Content-Length",
+    "HeaderValue": "0"}``); other errors' extra fields are not written (none recorded)."""
     text = error_text(error, request_id, time_text)
     worded = _DFS_WORDING.get(error.message)
     if worded is not None:
         text = worded + text[len(error.message) :] if error.index is None else text
-    return orjson.dumps({"error": {"code": error.code, "message": text}})
+    body: dict[str, object] = {"code": error.code, "message": text}
+    if error.code == "InvalidHeaderValue" and error.fields:
+        body["detail"] = dict(error.fields)
+    return orjson.dumps({"error": body})
 
 
 # --- headers -------------------------------------------------------------------------------------

@@ -13,13 +13,14 @@ from tabulae.blob import encryption_guard
 from tabulae.blob.api import blobs as blob_handlers
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import lease_request, lease_response
+from tabulae.blob.api.formats import http_date as blob_http_date
 from tabulae.blob.api.headers import conditions, etag_headers
 from tabulae.blob.api.sas import verify_blob_sas
 from tabulae.blob.rules import leases
 from tabulae.blob.rules.conditions import NONE, check, etag_of
 from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.blob.service import LeaseRequest
-from tabulae.dfs import acl, formats
+from tabulae.dfs import acl, append_files, formats
 from tabulae.dfs.access import AccessGuard
 from tabulae.dfs.paths import RenameSource, normalize, parse_rename_source
 from tabulae.dfs.routing import (
@@ -315,6 +316,7 @@ async def create_path(c: DfsCall) -> Response:
         lease_id=_lease(headers),
         creator=c.principal.creator,
         encryption_context=headers.get("x-ms-encryption-context"),  # a directory's too, as recorded
+        append_blob=not directory and append_files.is_append_blob(c.query),
     )
     record = await c.dfs.create(c.key, request)
     if "x-ms-expiry-option" in headers:
@@ -377,6 +379,12 @@ async def append(c: DfsCall) -> Response:
         from tabulae.dfs.routing import missing_parameter
 
         raise missing_parameter("position")
+    if c.headers.get("content-length", "").strip() == "0":
+        # Nothing to append is refused, as Azure answers the .NET SDK's AppendDataAsync_EmptyStream
+        # (recorded, 2024-08-04): 400 InvalidHeaderValue naming Content-Length.
+        raise ServiceError(
+            "InvalidHeaderValue", fields=(("HeaderName", "Content-Length"), ("HeaderValue", "0"))
+        )
     upload = c.call.upload(4000 * 1024 * 1024)
     action = await _renew_first(c)
     lease_id = _write_lease(c, action)
@@ -632,17 +640,20 @@ async def delete_path(c: DfsCall) -> Response:
     return Response(200, headers)
 
 
-def deletion_of(source: str) -> tuple[str, str]:
+def deletion_of(source: str) -> tuple[str | None, str]:
     """``x-ms-undelete-source``: ``{path}?deletionid={id}``, the path percent-encoded, without
-    the account and file system ("Undelete Blob"). 400 ``InvalidHeaderValue`` otherwise."""
-    location, _, query = source.partition("?")
+    the account and file system ("Undelete Blob"), as the Python SDK writes it; or the query
+    alone, ``?deletionid={id}``, as the .NET SDK writes it, for the request's own path (None
+    here; Azure restores it, recorded for the .NET SDK's UndeletePathAsync). 400
+    ``InvalidHeaderValue`` for no ``deletionid`` or a path without a name."""
+    location, mark, query = source.partition("?")
     fields = dict(parse_qsl(query, keep_blank_values=True))
     deletion = fields.get("deletionid")
-    if not location.strip("/") or not deletion:
+    if not mark or not deletion or (location and not location.strip("/")):
         raise ServiceError(
             "InvalidHeaderValue", fields=(("HeaderName", "x-ms-undelete-source"), ("HeaderValue", source))
         )
-    return normalize(unquote(location)), deletion
+    return (normalize(unquote(location)) if location else None), deletion
 
 
 async def undelete_path(c: DfsCall) -> Response:
@@ -650,7 +661,7 @@ async def undelete_path(c: DfsCall) -> Response:
     back at its own name (a source naming another path is 400: Azure restores in place), 200
     with its ``x-ms-resource-type``, which the SDK reads to return a file or directory client."""
     path, deletion = deletion_of(c.headers["x-ms-undelete-source"])
-    if path != c.path:
+    if path is not None and path != c.path:
         raise ServiceError(
             "InvalidHeaderValue",
             fields=(
@@ -659,7 +670,10 @@ async def undelete_path(c: DfsCall) -> Response:
             ),
         )
     record = await c.dfs.undelete(c.key, deletion)
-    return Response(200, [*_record_headers(record), formats.resource_type_header(is_directory(record))])
+    # As Azure answers the .NET SDK's UndeletePathAsync (recorded, 2021-06-08): the restored
+    # path's creation time and resource type, no ETag or Last-Modified.
+    created = (b"x-ms-creation-time", blob_http_date(record.created).encode())
+    return Response(200, [created, formats.resource_type_header(is_directory(record))])
 
 
 def _max_results(query: dict[str, str]) -> int:
@@ -728,6 +742,7 @@ HANDLERS: dict[DfsOperation, Callable[[DfsCall], Awaitable[Response]]] = {
     DfsOperation.CREATE_DIRECTORY: create_path,
     DfsOperation.RENAME: rename,
     DfsOperation.APPEND: append,
+    DfsOperation.CONCURRENT_APPEND: append_files.concurrent_append,
     DfsOperation.FLUSH: flush,
     DfsOperation.SET_PROPERTIES: set_properties,
     DfsOperation.SET_ACCESS_CONTROL: set_access_control,

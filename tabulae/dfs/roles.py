@@ -27,6 +27,7 @@ NEEDS: dict[DfsOperation, Need] = {
     DfsOperation.CREATE_DIRECTORY: WRITE,
     DfsOperation.RENAME: need(_B + "move/action"),
     DfsOperation.APPEND: WRITE,
+    DfsOperation.CONCURRENT_APPEND: WRITE,
     DfsOperation.FLUSH: WRITE,
     DfsOperation.SET_PROPERTIES: need(_B + "write"),
     DfsOperation.SET_ACCESS_CONTROL: need((_B + "modifyPermissions/action", _B + "manageOwnership/action")),

@@ -62,6 +62,7 @@ class DfsOperation(enum.StrEnum):
     CREATE_DIRECTORY = "CreateDirectory"
     RENAME = "RenamePath"
     APPEND = "AppendFile"
+    CONCURRENT_APPEND = "ConcurrentAppendFile"
     FLUSH = "FlushFile"
     SET_PROPERTIES = "SetPathProperties"
     SET_ACCESS_CONTROL = "SetPathAccessControl"
@@ -134,6 +135,7 @@ _SAS_PERMISSIONS: dict[DfsOperation, tuple[str, ...]] = {
     DfsOperation.CREATE_DIRECTORY: ("cw",),
     DfsOperation.RENAME: ("mw",),  # Azure renames with a SAS of rcwd too (the SDK's live tests)
     DfsOperation.APPEND: ("aw",),
+    DfsOperation.CONCURRENT_APPEND: ("aw",),
     DfsOperation.FLUSH: ("w",),
     DfsOperation.SET_PROPERTIES: ("w",),
     DfsOperation.SET_ACCESS_CONTROL_RECURSIVE: ("p",),
@@ -266,6 +268,7 @@ def _filesystem(method: str, query: Mapping[str, str]) -> DfsOperation:
 
 _PATCH_ACTIONS = {
     "append": DfsOperation.APPEND,
+    "concurrentAppend": DfsOperation.CONCURRENT_APPEND,
     "flush": DfsOperation.FLUSH,
     "setProperties": DfsOperation.SET_PROPERTIES,
     "setAccessControl": DfsOperation.SET_ACCESS_CONTROL,

@@ -23,9 +23,10 @@ from typing import Any
 from tabulae.blob import encryption_guard, softdeletion
 from tabulae.blob.namespace_guard import FOLDER, is_directory
 from tabulae.blob.rules import leases
-from tabulae.blob.rules.conditions import NONE, Conditions, check
+from tabulae.blob.rules.conditions import NONE, Conditions, check, not_met
 from tabulae.blob.rules.names import check_blob_name
 from tabulae.blob.service import (
+    APPEND_BLOB,
     BLOCK_BLOB,
     BlobService,
     BlobState,
@@ -98,6 +99,19 @@ def filesystem_errors() -> Iterator[None]:
         if error.code == "ContainerNotFound":
             raise ServiceError("FilesystemNotFound") from None
         raise
+
+
+def _check_source(conditions: Conditions, ticks: int) -> None:
+    """Rename's ``x-ms-source-if-*`` conditions on the source path: unmet, 412
+    SourceConditionNotMet, as Azure answers the .NET SDK's RenameAsync_SourceConditionsFail
+    (If-Match, If-Modified-Since, If-Unmodified-Since); the destination's own conditions keep
+    ConditionNotMet."""
+    try:
+        check(conditions, ticks, read=False)
+    except ServiceError as error:
+        if error.code != "ConditionNotMet":
+            raise
+        raise not_met(412, "SourceConditionNotMet") from None
 
 
 def existing(record: BlobRecord | None, has_children: bool = False) -> Existing | None:
@@ -204,6 +218,7 @@ class CreateRequest:
     lease_id: str | None = None
     creator: str | None = None  # a token's oid, who owns the parents made on the way
     encryption_context: str | None = None
+    append_blob: bool = False  # ``blobtype=appendblob``: a file written by concurrentAppend
 
 
 @dataclass(slots=True)
@@ -351,7 +366,8 @@ class DataLakeService:
             if request.directory:
                 metadata[FOLDER] = "true"
             record = BlobRecord(
-                name=key.name, snapshot=BASE, blob_type=BLOCK_BLOB, size=0, ticks=state.ticks,
+                name=key.name, snapshot=BASE, blob_type=APPEND_BLOB if request.append_blob else BLOCK_BLOB,
+                size=0, ticks=state.ticks,
                 created=base.created if base is not None else state.ticks, properties=request.properties,
                 metadata=metadata, lease=leases.after_write(base.lease, now) if base is not None else Lease(),
                 posix=posix.stored(),
@@ -446,7 +462,7 @@ class DataLakeService:
             there = existing(state.destination, state.destination_has_children)
             above_found = existing(state.parent) if parent_key is not None else Existing(Kind.DIRECTORY)
             if found is not None and state.source is not None:
-                check(source_conditions, state.source.ticks, read=False)
+                _check_source(source_conditions, state.source.ticks)
                 leases.check_blob_access(state.source.lease, now, source_lease, write=True)
             if state.destination is not None and there is not None:
                 if conditions.if_none_match == ("*",):

@@ -247,13 +247,20 @@ def _render_metrics(tag: str, metrics: Metrics) -> str:
 
 
 def render_service_properties(properties: ServiceProperties, extra: str = "") -> bytes:
-    """The document of Get Service Properties; ``extra`` holds a service's own elements."""
+    """The document of Get Service Properties; ``extra`` holds a service's own elements.
+
+    The order is the one Azure writes, which is not the order of the request document (nor of
+    the REST reference's example): Logging's ``Read``, ``Write``, ``Delete`` and a CORS rule's
+    ``AllowedMethods`` before ``AllowedOrigins``, as the .NET SDK's recordings of Get Service
+    Properties show on the Blob, Queue and Table services (ServiceClientTests/GetPropertiesAsync,
+    SetPropertiesAsync; TableServiceClientLiveTests ValidateAccountSasCredentialsWithResourceTypes).
+    """
     log = properties.logging
     parts = [
         _DECLARATION,
         "<StorageServiceProperties>",
-        f"<Logging><Version>{escape(log.version)}</Version><Delete>{bool_text(log.delete)}</Delete>"
-        f"<Read>{bool_text(log.read)}</Read><Write>{bool_text(log.write)}</Write>"
+        f"<Logging><Version>{escape(log.version)}</Version><Read>{bool_text(log.read)}</Read>"
+        f"<Write>{bool_text(log.write)}</Write><Delete>{bool_text(log.delete)}</Delete>"
         f"{_render_retention(log.retention)}</Logging>",
         _render_metrics("HourMetrics", properties.hour_metrics),
         _render_metrics("MinuteMetrics", properties.minute_metrics),
@@ -262,8 +269,8 @@ def render_service_properties(properties: ServiceProperties, extra: str = "") ->
         parts.append("<Cors>")
         for rule in properties.cors:
             parts.append(
-                f"<CorsRule><AllowedOrigins>{escape(','.join(rule.allowed_origins))}</AllowedOrigins>"
-                f"<AllowedMethods>{','.join(rule.allowed_methods)}</AllowedMethods>"
+                f"<CorsRule><AllowedMethods>{','.join(rule.allowed_methods)}</AllowedMethods>"
+                f"<AllowedOrigins>{escape(','.join(rule.allowed_origins))}</AllowedOrigins>"
                 f"<AllowedHeaders>{escape(','.join(rule.allowed_headers))}</AllowedHeaders>"
                 f"<ExposedHeaders>{escape(','.join(rule.exposed_headers))}</ExposedHeaders>"
                 f"<MaxAgeInSeconds>{rule.max_age_seconds}</MaxAgeInSeconds></CorsRule>"

@@ -312,6 +312,13 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     ),
     "LeaseLost": (412, "A lease ID was specified, but the lease for the blob has expired."),
     "LeaseNotPresentWithBlobOperation": (412, "There is currently no lease on the blob."),
+    # the Data Lake endpoint's name for it ("Data Lake Storage Gen2" error list; recorded)
+    "LeaseNotPresent": (412, "There is currently no lease on the resource."),
+    # Data Lake append files (concurrentAppend; recorded for the .NET SDK's AppendFileClientTests)
+    "InvalidAppendPosition": (
+        412,
+        "The append position conditional header parameter value is not equal to the length of the file.",
+    ),
     "LeaseNotPresentWithContainerOperation": (412, "There is currently no lease on the container."),
     "LeaseNotPresentWithLeaseOperation": (409, "There is currently no lease on the blob."),
     # page blobs ("Blob Storage error codes")

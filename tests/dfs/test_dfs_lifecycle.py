@@ -227,7 +227,37 @@ def test_undelete_bad_sources_are_refused(kept: FileSystemClient, lake: tuple[Se
     unknown = http.request(
         "PUT", f"/{name}/x?comp=undelete", {"x-ms-undelete-source": "x?deletionid=133836969737291364"}
     )
-    assert unknown.status == 404 and unknown.code == "PathNotFound"
+    # Undelete Path is the Blob API's operation on the Blob endpoint: its errors are Blob errors
+    # (FileSystemClientTests/UndeletePathAsync_Error of the .NET SDK: XML ContainerNotFound).
+    assert unknown.status == 404 and unknown.code == "BlobNotFound"
+    assert unknown.headers["content-type"] == "application/xml"
+
+
+def test_undelete_source_without_a_path_restores_the_request_path(
+    kept: FileSystemClient, lake: tuple[ServerProcess, Clock]
+) -> None:
+    """The .NET SDK's ``x-ms-undelete-source`` is the query alone, ``?deletionid={id}``: Azure
+    restores the path of the request's URL (its recording UndeletePathAsync: 200 with
+    ``x-ms-resource-type: directory``, x-ms-version 2021-06-08)."""
+    kept.create_directory("net-dir")
+    deletion = kept.get_directory_client("net-dir").delete_directory()["deletion_id"]
+    http = BlobHttp(lake[0].blob_port)
+    headers = {
+        "Accept": "application/json",
+        "x-ms-version": "2021-06-08",
+        "x-ms-undelete-source": f"?deletionid={deletion}",
+    }
+    restored = http.request("PUT", f"/{kept.file_system_name}/net-dir?comp=undelete", headers)
+    assert restored.status == 200, restored
+    assert restored.headers["x-ms-resource-type"] == "directory"
+    assert "x-ms-creation-time" in restored.headers
+    assert kept.get_directory_client("net-dir").exists()
+    gone = http.request("PUT", f"/missing{uuid.uuid4().hex[:8]}/net-dir?comp=undelete", headers)
+    assert (gone.status, gone.code) == (404, "ContainerNotFound"), gone
+    assert gone.headers["content-type"] == "application/xml"
+    assert gone.body.startswith(
+        b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?><Error><Code>ContainerNotFound</Code>'
+    )
 
 
 def test_a_directory_emptied_by_soft_deletes_is_empty(

@@ -108,7 +108,7 @@ def test_queue_sas_matches_the_sdk() -> None:
     grant.check(Operation.PEEK_MESSAGES)
     grant.check(Operation.DELETE_MESSAGE)
     assert code(grant.check, Operation.PUT_MESSAGE) == "AuthorizationPermissionMismatch"
-    assert code(grant.check, Operation.CREATE_QUEUE) == "AuthorizationPermissionMismatch"
+    assert code(grant.check, Operation.CREATE_QUEUE) == "AuthorizationFailure"
 
 
 def test_account_grants() -> None:

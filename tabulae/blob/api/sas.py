@@ -82,9 +82,11 @@ _CONTAINER_PERMISSIONS: dict[Op, _Requirement] = {
 # SAS": no reading or writing the container's properties or metadata, no leasing or deleting
 # it; "use an account SAS instead"). Azure refuses them 403 AuthorizationFailure, as its answers
 # to Get Container Properties under a container SAS show (azure-sdk-for-net#17142,
-# azure-sdk-for-python#17094 and #24227).
+# azure-sdk-for-python#17094 and #24227), and to Create Container (a Data Lake file system) under
+# one (sr=c, sp=racwdlmeop: the .NET SDK's FileSystemClientTests/CreateAsync_WithDataLakeServiceSas).
 _CONTAINER_ITSELF = frozenset(
     {
+        Op.CREATE_CONTAINER,
         Op.GET_CONTAINER_PROPERTIES,
         Op.GET_CONTAINER_METADATA,
         Op.SET_CONTAINER_METADATA,

@@ -102,6 +102,10 @@ class QueueGrant:
     def check(self, operation: Operation) -> None:
         """Raise the service's 403 unless this SAS may perform ``operation``."""
         if not self.is_account:
+            if operation is Operation.CREATE_QUEUE:
+                # No queue SAS permission creates its queue: Azure refuses it outright, as it
+                # answered the .NET SDK's CreateAsync_WithQueueServiceSas (sp=raup, recorded).
+                raise ServiceError("AuthorizationFailure")
             needed = _QUEUE_PERMISSIONS.get(operation)
             if needed is None or needed not in self.permissions:
                 raise ServiceError("AuthorizationPermissionMismatch")

@@ -11,7 +11,7 @@ from tabulae.http.documents import (
     render_service_properties,
     render_stats,
 )
-from tabulae.http.errors import XML_CONTENT_TYPE
+from tabulae.http.errors import UTF8_BOM, XML_CONTENT_TYPE
 from tabulae.http.messages import Response
 from tabulae.table.api.handlers import TableCall
 
@@ -35,8 +35,11 @@ async def set_acl(call: TableCall) -> Response:
 
 
 async def get_service_properties(call: TableCall) -> Response:
+    """The document after a byte order mark, as Azure's Table service writes it (the .NET SDK's
+    recording TableServiceClientLiveTests(Storage)/ValidateAccountSasCredentialsWithResourceTypes,
+    x-ms-version 2020-12-06), like the Blob and Queue services'."""
     service, route = call.service, call.route
-    return _xml(render_service_properties(await service.get_service_properties(route.account)))
+    return _xml(UTF8_BOM + render_service_properties(await service.get_service_properties(route.account)))
 
 
 async def set_service_properties(call: TableCall) -> Response:

@@ -17,7 +17,7 @@ from tabulae.auth.sas import SasToken, StoredPolicy, stored_policies
 from tabulae.auth.shared_key import verify_authorization
 from tabulae.http.errors import XML_CONTENT_TYPE, error_json, error_xml
 from tabulae.http.frontend import Call, Frontend
-from tabulae.http.messages import Request, Response, error_time
+from tabulae.http.messages import NOSNIFF, Request, Response, error_time
 from tabulae.http.options import FrontendOptions
 from tabulae.model.errors import ServiceError
 from tabulae.model.mutation import MutationKind
@@ -210,6 +210,7 @@ class TableApp(Frontend[Route]):
                 level = MINIMAL
             body = error_json(error, request_id, error_time())
             headers.append((b"content-type", CONTENT_TYPES[level]))
+            headers.append(NOSNIFF)  # as Azure's OData errors carry it (recorded: 403, 404)
         headers.append((b"cache-control", b"no-cache"))
         return Response(error.status, headers, body)
 

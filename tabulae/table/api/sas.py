@@ -87,7 +87,10 @@ class SasGrant:
         """Raise ServiceError unless this SAS may perform ``op`` (on entity ``pk``/``rk`` if given).
 
         Queries pass no key: they are clipped to ``key_range`` instead of refused. The key range
-        is only enforced when both keys are known (point reads and writes).
+        is only enforced when both keys are known (point reads and writes). A point read outside
+        it finds nothing, as a query clipped to the range would: Azure answers 404
+        ResourceNotFound even when the entity exists (recorded for the .NET SDK's
+        ValidateSasCredentialsWithRowKeyAndPartitionKeyRanges); a write is refused with 403.
         """
         if op is Operation.BATCH:
             return  # a batch is authorised change by change (``transactions.Authorizer``)
@@ -98,7 +101,7 @@ class SasGrant:
             if not self.permissions.intersection(group):
                 raise ServiceError("AuthorizationPermissionMismatch")
         if pk is not None and rk is not None and not self.in_range(pk, rk):
-            raise ServiceError("AuthorizationFailure")
+            raise ServiceError("ResourceNotFound" if op is Operation.GET_ENTITY else "AuthorizationFailure")
 
     def _requirement(self, op: Operation) -> _Requirement:
         """Permission groups for ``op``; wrong resource type is refused before permissions."""

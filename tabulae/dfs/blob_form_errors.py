@@ -1,0 +1,45 @@
+"""Errors of the DFS operations the Data Lake SDK sends in the Blob API's form.
+
+The SDK sends Set Expiry (``PUT <path>?comp=expiry``) and Undelete Path (``PUT
+<path>?comp=undelete`` with ``x-ms-undelete-source``) to the Blob endpoint, and Azure answers
+their errors as the Blob API does, not as the DFS endpoint: the XML ``<Error>``, under the Blob
+codes (``BlobNotFound``, ``ContainerNotFound``, not ``PathNotFound``, ``FilesystemNotFound``).
+Recorded for the .NET SDK: FileClientTests/ScheduleDeletionAsync_Error (x-ms-version
+2024-08-04: Set Expiry of a missing file, ``BlobNotFound`` after the byte order mark with a line
+break after the XML declaration) and FileSystemClientTests/UndeletePathAsync_Error (2021-06-08:
+Undelete Path in a missing file system, ``ContainerNotFound``). List Deleted Paths, the third
+such operation, keeps the DFS answer: no recording shows its errors.
+"""
+
+from __future__ import annotations
+
+from tabulae.dfs.routing import DfsOperation
+from tabulae.http.errors import UTF8_BOM, XML_CONTENT_TYPE, error_xml
+from tabulae.http.messages import Request, Response, error_time
+from tabulae.model.errors import ServiceError
+
+# The Blob API's names for what the DFS service raises under its own.
+_BLOB_CODES = {"PathNotFound": "BlobNotFound", "FilesystemNotFound": "ContainerNotFound"}
+
+
+def applies(request: Request) -> bool:
+    """Whether ``request`` is Set Expiry or Undelete Path, whose errors take the Blob API's form."""
+    return request.operation in (DfsOperation.SET_EXPIRY, DfsOperation.UNDELETE)
+
+
+def response(request: Request, error: ServiceError, request_id: str) -> Response:
+    """The Blob API's error answer for ``error``, under the Blob code where the names differ."""
+    code = _BLOB_CODES.get(error.code)
+    if code is not None:
+        error = ServiceError(code, headers=error.headers)
+    headers = [(b"x-ms-error-code", error.code.encode())]
+    if error.headers:
+        headers.extend(error.headers)
+    if request.method == "HEAD":
+        return Response(error.status, headers)
+    body = error_xml(error, request_id, error_time(), table_style=False)
+    if request.operation is DfsOperation.SET_EXPIRY:  # as recorded: a line break after the declaration
+        declaration, end, rest = body.partition(b"?>")
+        body = declaration + end + b"\n" + rest
+    headers.append((b"content-type", XML_CONTENT_TYPE))
+    return Response(error.status, headers, UTF8_BOM + body)

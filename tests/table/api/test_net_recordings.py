@@ -1,0 +1,130 @@
+"""Requests the .NET SDK (``Azure.Data.Tables``) sends, answered as its recordings of real Azure
+show (``Azure/azure-sdk-assets``, ``net/sdk/tables/Azure.Data.Tables/tests/SessionRecords/``).
+
+The .NET client sends ``$format=application/json;odata=minimalmetadata`` on every OData request
+and a table SAS in the query string; the tests send the same request lines over raw HTTP.
+
+* ``TableClientLiveTests(Storage)/ValidateSasCredentialsWithRowKeyAndPartitionKeyRanges.json``
+  (x-ms-version 2020-12-06): a SAS with ``spk=epk=somPartition`` and ``srk=erk=01`` lists only
+  row 01, and a point read of row 02, which exists, is 404 ResourceNotFound (not a 403): the key
+  range hides the entity, as it hides it from a query.
+* ``TableServiceClientLiveTests(Storage)/ValidateAccountSasCredentialsWithResourceTypes.json``:
+  Get Service Properties answers its document after a byte order mark, Logging's elements in the
+  order ``Read``, ``Write``, ``Delete`` (the REST reference's example, and the request, put
+  ``Delete`` first), with no ``Cache-Control``.
+* Every OData answer carries ``X-Content-Type-Options: nosniff``, those without a body and the
+  errors too: Insert Entity with ``Prefer: return-no-content`` (204), Delete Table (204), the
+  403 and 404 errors (``ValidateSasCredentials``, ``...WithRowKeyAndPartitionKeyRanges``) and
+  Insert Or Merge (``UpsertAndQueryWithSingleQuoteNames(True).json``, 204 to a ``PATCH``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from azure.core.credentials import AzureNamedKeyCredential
+from azure.data.tables import TableClient, TableSasPermissions, generate_table_sas
+
+from tests.rawhttp import JSON_MINIMAL, RawClient, RawResponse, assert_error, py_keys
+from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
+
+FORMAT = "$format=application%2Fjson%3Bodata%3Dminimalmetadata"
+PROPERTIES = "?restype=service&comp=properties"
+# The service properties of the recording's account, as Azure wrote them after the declaration.
+AZURE_PROPERTIES = (
+    "<StorageServiceProperties><Logging><Version>1.0</Version><Read>false</Read><Write>false</Write>"
+    "<Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging>"
+    "<HourMetrics><Version>1.0</Version><Enabled>true</Enabled><IncludeAPIs>true</IncludeAPIs>"
+    "<RetentionPolicy><Enabled>true</Enabled><Days>7</Days></RetentionPolicy></HourMetrics><MinuteMetrics>"
+    "<Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy>"
+    "</MinuteMetrics><Cors /></StorageServiceProperties>"
+)
+DECLARATION = b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>'
+NET_HEADERS = {"Accept": JSON_MINIMAL, "DataServiceVersion": "3.0", "x-ms-version": "2020-12-06"}
+
+
+def _sas_get(server: ServerProcess, target: str, token: str) -> RawResponse:
+    """A GET as the .NET client sends it with a SAS credential: ``$format`` first, then the token."""
+    return RawClient(server.port).request(
+        "GET", f"{target}?{FORMAT}&{token}", headers=NET_HEADERS, auth="none"
+    )
+
+
+def test_point_read_outside_the_sas_key_range_is_not_found(server: ServerProcess, table: TableClient) -> None:
+    for rk in ("01", "02"):
+        table.create_entity({"PartitionKey": "somPartition", "RowKey": rk, "SomeIntProperty": int(rk)})
+    token = generate_table_sas(
+        AzureNamedKeyCredential(DEV_ACCOUNT, DEV_KEY),
+        table.table_name,
+        permission=TableSasPermissions(read=True),
+        expiry=datetime.now(UTC) + timedelta(hours=1),
+        start_pk="somPartition",
+        end_pk="somPartition",
+        start_rk="01",
+        end_rk="01",
+    )
+
+    listed = _sas_get(server, f"{table.table_name}()", token)
+    assert listed.status == 200, listed
+    assert [row["RowKey"] for row in listed.json()["value"]] == ["01"]
+
+    inside = _sas_get(server, table.table_name + py_keys("somPartition", "01"), token)
+    assert inside.status == 200, inside
+    assert inside.json()["SomeIntProperty"] == 1
+
+    outside = _sas_get(server, table.table_name + py_keys("somPartition", "02"), token)
+    assert_error(outside, 404, "ResourceNotFound")
+    assert b"SomeIntProperty" not in outside.body
+    # The entity is there: the account key reads it.
+    assert table.get_entity("somPartition", "02")["SomeIntProperty"] == 2
+
+
+@pytest.fixture
+def restored(raw: RawClient) -> Iterator[RawClient]:
+    """The account's service properties are put back as they were (other tests share them)."""
+    before = raw.request("GET", PROPERTIES, headers={"Accept": "application/xml"})
+    assert before.status == 200, before
+    yield raw
+    put = raw.request("PUT", PROPERTIES, before.body, headers={"Content-Type": "application/xml"})
+    assert put.status == 202, put
+
+
+def test_service_properties_document_as_azure_writes_it(restored: RawClient) -> None:
+    # The same properties set in the request's order: Delete first, as the .NET client writes it.
+    document = AZURE_PROPERTIES.replace(
+        "<Read>false</Read><Write>false</Write><Delete>false</Delete>",
+        "<Delete>false</Delete><Read>false</Read><Write>false</Write>",
+    )
+    headers = {"Content-Type": "application/xml", "x-ms-version": "2020-12-06"}
+    put = restored.request("PUT", PROPERTIES, "\ufeff" + document, headers=headers)
+    assert put.status == 202, put
+    got = restored.request(
+        "GET", PROPERTIES, headers={"Accept": "application/xml", "x-ms-version": "2020-12-06"}
+    )
+    assert got.status == 200, got
+    assert got.header("Content-Type") == "application/xml"
+    assert got.header("Cache-Control") is None
+    assert got.body == DECLARATION + AZURE_PROPERTIES.encode()
+
+
+def test_every_odata_answer_says_nosniff(raw: RawClient, table_name: str) -> None:
+    headers = {**NET_HEADERS, "Content-Type": "application/json;odata=nometadata"}
+    created = raw.request("POST", f"Tables?{FORMAT}", {"TableName": table_name}, headers)
+    assert created.status == 201, created
+    entity = f"{table_name}(PartitionKey='PartitionWithi%27%27singleQuote',RowKey='01%27%27')?{FORMAT}"
+    answers = [
+        raw.request("POST", f"{table_name}?{FORMAT}", {"PartitionKey": "p", "RowKey": "r"},
+                    {**headers, "Prefer": "return-no-content"}),
+        raw.request("PATCH", entity, {"PartitionKey": "PartitionWithi'singleQuote", "RowKey": "01'", "V": 1},
+                    {**headers, "Content-Type": "application/json"}),
+        raw.request("PUT", entity, {"V": 2}, {**headers, "Content-Type": "application/json"}),
+        raw.request("DELETE", entity, headers={**NET_HEADERS, "If-Match": "*"}),
+        raw.request("GET", f"{table_name}(PartitionKey='p',RowKey='missing')?{FORMAT}", headers=NET_HEADERS),
+        raw.request("DELETE", f"Tables('{table_name}')", headers=NET_HEADERS),
+    ]  # fmt: skip
+    assert [answer.status for answer in answers] == [204, 204, 204, 204, 404, 204], answers
+    for answer in [created, *answers]:
+        assert answer.header("X-Content-Type-Options") == "nosniff", answer
+        assert answer.header("Cache-Control") == "no-cache", answer
