@@ -230,7 +230,13 @@ def verify_blob_sas(
         )
         return BlobGrant(granted.permissions, granted.resource_types, overrides=pairs)
     sr = query.get("sr", "")
-    if sr not in ("c", "b", "bs", "bv", "d") or not container or (sr not in ("c", "d") and not blob):
+    if sr in ("c", "b", "bs", "bv", "d") and not container:
+        # A service SAS on a request for the account (a Blob Batch, say): Azure's recorded words.
+        raise ServiceError(
+            "AuthenticationFailed",
+            detail="The specified signed resource is not allowed for this resource level",
+        )
+    if sr not in ("c", "b", "bs", "bv", "d") or (sr not in ("c", "d") and not blob):
         raise ServiceError(
             "AuthenticationFailed", detail=f"The signed resource (sr) '{sr}' does not fit the URL."
         )
