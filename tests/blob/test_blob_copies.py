@@ -656,3 +656,29 @@ def test_pending_copy_across_a_restart(tmp_path: Path, remote: RemoteSource) -> 
             assert wait_for_copy(target).copy.status == "success"  # type: ignore[attr-defined]
     finally:
         server.stop()
+
+
+def test_source_range_open_ended(
+    server: ServerProcess, container: ContainerClient, remote: RemoteSource
+) -> None:
+    """``x-ms-source-range: bytes=N-`` reads the source from N to its end: what the .NET SDK sends
+    for Put Block and Append Block From URL given no range, and Azure takes (recorded for its
+    StageBlockFromUriAsync_Min and AppendBlockFromUriAsync_NullOptions), here or elsewhere."""
+    source = source_blob(container, bytes(range(256)) * 4)
+    appended = container.get_blob_client("appended")
+    appended.create_append_blob()
+    appended.append_block_from_url(sas_url(source), source_offset=0)  # the SDK writes "bytes=0-"
+    appended.append_block_from_url(sas_url(source), source_offset=1000)
+    assert appended.download_blob().readall() == bytes(range(256)) * 4 + bytes(range(232, 256))
+    http = BlobHttp(server.blob_port)
+    path = f"/{container.container_name}/staged?comp=block&blockid=QUFBQQ%3D%3D"
+    staged = http.request("PUT", path, {"x-ms-copy-source": sas_url(source), "x-ms-source-range": "bytes=0-"})
+    assert staged.status == 201
+    container.get_blob_client("staged").commit_block_list(["AAAA"])  # the SDK encodes it
+    assert container.get_blob_client("staged").download_blob().readall() == bytes(range(256)) * 4
+    appended.append_block_from_url(remote.url("/data/50000"), source_offset=49_990)
+    assert remote.seen[-1]["range"] == "bytes=49990-"
+    assert appended.download_blob().readall()[-10:] == content(50_000)[-10:]
+    for bad in ("bytes=5-3", "bytes=-3", "bytes=x-"):
+        reply = http.request("PUT", path, {"x-ms-copy-source": sas_url(source), "x-ms-source-range": bad})
+        assert (reply.status, reply.code) == (400, "InvalidHeaderValue")

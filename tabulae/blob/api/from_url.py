@@ -205,7 +205,7 @@ async def put_page_from_url(call: Call) -> Response:
     given = source_range(headers)
     if given is None:
         raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-source-range"),))
-    if given[1] - given[0] + 1 != end - start:
+    if given[1] is None or given[1] - given[0] + 1 != end - start:
         raise bad_header("x-ms-source-range", headers["x-ms-source-range"])
 
     def number(header: str) -> int | None:
