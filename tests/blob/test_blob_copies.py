@@ -682,3 +682,36 @@ def test_source_range_open_ended(
     for bad in ("bytes=5-3", "bytes=-3", "bytes=x-"):
         reply = http.request("PUT", path, {"x-ms-copy-source": sas_url(source), "x-ms-source-range": bad})
         assert (reply.status, reply.code) == (400, "InvalidHeaderValue")
+
+
+def test_source_md5_mismatch_documents(container: ContainerClient) -> None:
+    """An unmet x-ms-source-content-md5 is 400 Md5Mismatch; Put Block From URL's document names
+    both values, Append Block's and Put Page's From URL name neither, as Azure's recordings for
+    the .NET SDK show (StageBlockFromUriAsync_MD5_Fail, AppendBlockFromUriAsync_MD5_Fail,
+    UploadPagesFromUriAsync_MD5_Fail)."""
+    source = source_blob(container, os.urandom(1024))
+    wrong = hashlib.md5(b"something else").digest()
+    appended = container.get_blob_client("append-md5")
+    appended.create_append_blob()
+    pages = container.get_blob_client("pages-md5")
+    pages.create_page_blob(1024)
+    blocks = container.get_blob_client("blocks-md5")
+    attempts = {
+        "append": lambda: appended.append_block_from_url(sas_url(source), source_content_md5=wrong),
+        "pages": lambda: pages.upload_pages_from_url(sas_url(source), 0, 1024, 0, source_content_md5=wrong),
+        "block": lambda: blocks.stage_block_from_url(
+            "AAAA", sas_url(source), 0, 1024, source_content_md5=wrong
+        ),
+    }
+    documents = {}
+    for name, attempt in attempts.items():
+        with pytest.raises(HttpResponseError) as raised:
+            attempt()
+        assert (raised.value.status_code, raised.value.error_code) == (400, "Md5Mismatch")
+        assert raised.value.response is not None
+        documents[name] = raised.value.response.text()
+    for name in ("append", "pages"):
+        assert "UserSpecifiedMd5" not in documents[name] and "ServerCalculatedMd5" not in documents[name]
+    assert f"<UserSpecifiedMd5>{base64.b64encode(wrong).decode()}</UserSpecifiedMd5>" in documents["block"]
+    assert "<ServerCalculatedMd5>" in documents["block"]
+    assert appended.get_blob_properties().size == 0
