@@ -19,6 +19,7 @@ from http.client import HTTPConnection
 from urllib.parse import quote
 
 import pytest
+from azure.core.exceptions import ClientAuthenticationError
 from azure.storage.blob import (
     AccountSasPermissions,
     BlobBlock,
@@ -479,3 +480,23 @@ def test_any_service_version_is_accepted(http: BlobHttp, path: str) -> None:
             "PUT", f"{path}/v", {"x-ms-blob-type": "BlockBlob", "x-ms-version": version}, b"x"
         )
         assert reply.status == 201 and reply.headers["x-ms-version"] == version
+
+
+def test_anonymous_account_information_below_the_service(
+    server: ServerProcess, http: BlobHttp, path: str
+) -> None:
+    """Get Account Information is never anonymous: at a container's or a blob's URL, whether the
+    container exists or allows public reads, it is 401 NoAuthenticationInformation with the bearer
+    challenge, as at the service's URL (recorded for the .NET SDK's container
+    GetAccountInfoAsync_Error, a container that does not exist), not 404 ResourceNotFound."""
+    http.request("PUT", f"/public-{path[1:]}?restype=container", {"x-ms-blob-public-access": "container"})
+    for target in (path, f"{path}/blob", "/no-such-container", f"/public-{path[1:]}"):
+        for method in ("GET", "HEAD"):
+            reply = http.request(method, f"{target}?restype=account&comp=properties", signed=False)
+            assert (reply.status, reply.code) == (401, "NoAuthenticationInformation"), (target, method)
+            assert reply.headers["www-authenticate"].startswith("Bearer authorization_uri=")
+    anonymous = ContainerClient(server.blob_endpoint, "no-such-container")
+    with pytest.raises(ClientAuthenticationError) as raised:
+        anonymous.get_account_information()
+    assert raised.value.error_code == "NoAuthenticationInformation"
+    assert http.request("GET", f"{path}/blob", signed=False).code == "ResourceNotFound"  # reads as before

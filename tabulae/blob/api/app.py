@@ -156,6 +156,7 @@ class BlobApp(Frontend[Route]):
         if (
             request.headers.get("authorization") is None
             and route.kind is not Kind.SERVICE
+            and operation is not Operation.GET_ACCOUNT_INFO  # never anonymous: 401, as at the service
             and parse_sas(request.query) is None
         ):
             record = await self.service.store.get_container(route.account, route.container)
