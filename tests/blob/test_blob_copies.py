@@ -715,3 +715,34 @@ def test_source_md5_mismatch_documents(container: ContainerClient) -> None:
     assert f"<UserSpecifiedMd5>{base64.b64encode(wrong).decode()}</UserSpecifiedMd5>" in documents["block"]
     assert "<ServerCalculatedMd5>" in documents["block"]
     assert appended.get_blob_properties().size == 0
+
+
+def test_refusal_message_is_the_sources_where_azure_says_it(container: ContainerClient) -> None:
+    """A refused source: Put Blob, Put Block and Copy Blob From URL put the source's own message in
+    their CannotVerifyCopySource document, Append Block and Put Page From URL the generic one, as
+    Azure's recordings for the .NET SDK show (SyncUploadFromUriAsync_SourceBearerTokenFail,
+    StageBlobFromUriAsync_SourceErrorAndStatusCode, SyncCopyFromUriAsync_Error;
+    AppendBlockFromUriAsync_SourceErrorAndStatusCode, UploadPagesFromUriAsync_SourceBearerTokenFail)."""
+    source = source_blob(container, os.urandom(1024))
+    malformed = "Authentication information is not given in the correct format."
+    anonymous = "Server failed to authenticate the request."
+    generic = "Could not verify the copy source within the specified time."
+    target = container.get_blob_client("target")
+    appended = container.get_blob_client("appended")
+    appended.create_append_blob()
+    pages = container.get_blob_client("pages")
+    pages.create_page_blob(1024)
+    token = "Bearer auth token"
+    attempts = [
+        (lambda: target.upload_blob_from_url(source.url, source_authorization=token), malformed),
+        (lambda: target.stage_block_from_url("AAAA", source.url, source_authorization=token), malformed),
+        (lambda: target.start_copy_from_url(source.url, requires_sync=True), anonymous),
+        (lambda: appended.append_block_from_url(source.url), generic),
+        (lambda: pages.upload_pages_from_url(source.url, 0, 1024, 0, source_authorization=token), generic),
+    ]
+    for attempt, message in attempts:
+        with pytest.raises(HttpResponseError) as error:
+            attempt()
+        assert error.value.error_code == "CannotVerifyCopySource"
+        assert error.value.response is not None
+        assert f"<Message>{message}" in error.value.response.text(), message
