@@ -504,3 +504,29 @@ def test_anonymous_account_information_below_the_service(
         anonymous.get_account_information()
     assert raised.value.error_code == "NoAuthenticationInformation"
     assert http.request("GET", f"{path}/blob", signed=False).code == "ResourceNotFound"  # reads as before
+
+
+def test_anonymous_operations_no_acl_allows(http: BlobHttp, path: str, container: ContainerClient) -> None:
+    """An anonymous request for an operation no public access level allows (creating a container,
+    writing, deleting) is 401 NoAuthenticationInformation with the bearer challenge, as Azure
+    answered the .NET SDK's anonymous Create Container (CreateIfNotExistsAsync_Error, x-ms-version
+    2024-08-04), whether the container exists, is private or public; reads an ACL could allow
+    keep 404 ResourceNotFound where it does not."""
+    http.request("PUT", f"/public-{path[1:]}?restype=container", {"x-ms-blob-public-access": "container"})
+    assert put_blob(http, f"{path}/kept", b"x") == 201
+    attempts = [
+        ("PUT", "/anon-created-container?restype=container", b""),
+        ("PUT", f"/public-{path[1:]}/written", b"x"),
+        ("PUT", f"{path}/written", b"x"),
+        ("DELETE", f"{path}/kept", b""),
+        ("DELETE", f"{path}?restype=container", b""),
+        ("PUT", f"{path}?restype=container&comp=metadata", b""),
+    ]
+    for method, target, body in attempts:
+        headers = {"x-ms-blob-type": "BlockBlob", "Content-Length": str(len(body))}
+        reply = http.request(method, target, headers, body, signed=False)
+        assert (reply.status, reply.code) == (401, "NoAuthenticationInformation"), (method, target)
+        assert reply.headers["www-authenticate"].startswith("Bearer authorization_uri=")
+    assert http.request("GET", f"{path}/kept", signed=False).code == "ResourceNotFound"
+    assert http.request("GET", f"{path}?restype=container&comp=list", signed=False).code == "ResourceNotFound"
+    assert [b.name for b in container.list_blobs()] == ["kept"]

@@ -31,7 +31,7 @@ from tabulae.blob.api.encryption import ECHOES, request_encryption, write_header
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
 from tabulae.blob.api.roles import NEEDS
 from tabulae.blob.api.routing import Kind, Operation, Route, resolve
-from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
+from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, ever_anonymous, verify_blob_sas
 from tabulae.blob.service import BlobService
 from tabulae.http.errors import UTF8_BOM, XML_CONTENT_TYPE, error_xml
 from tabulae.http.frontend import Frontend
@@ -155,7 +155,7 @@ class BlobApp(Frontend[Route]):
         if (
             request.headers.get("authorization") is None
             and route.kind is not Kind.SERVICE
-            and operation is not Operation.GET_ACCOUNT_INFO  # never anonymous: 401, as at the service
+            and ever_anonymous(operation)  # else 401, as at the service
             and parse_sas(request.query) is None
         ):
             record = await self.service.store.get_container(route.account, route.container)

@@ -124,6 +124,14 @@ _PUBLIC_CONTAINER_READS = _PUBLIC_BLOB_READS | {
 }
 
 
+def ever_anonymous(operation: Op) -> bool:
+    """Whether some public access level lets anyone perform ``operation`` (a read). For the
+    others, an anonymous request is 401 NoAuthenticationInformation, as Azure answered the .NET
+    SDK's anonymous Create Container and container Get Account Information; a read a container's
+    ACL does not allow stays 404 ResourceNotFound (the Python SDK's test_no_sas_private_blob)."""
+    return operation in _PUBLIC_CONTAINER_READS
+
+
 def anonymous_allowed(operation: Op, public_access: str | None) -> bool:
     if public_access == "container":
         return operation in _PUBLIC_CONTAINER_READS
