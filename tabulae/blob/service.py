@@ -43,7 +43,7 @@ from tabulae.blob.rules.tiers import TierPolicy, TierView
 from tabulae.blob.versions_only import VersionsOnlyFold, root_marker_version
 from tabulae.model import edm
 from tabulae.model.accounts import OFF, AccountFeatures
-from tabulae.model.errors import ServiceError
+from tabulae.model.errors import FrontEndRefusal, ServiceError
 from tabulae.model.policies import SignedIdentifier
 from tabulae.storage.blob_pages import EVERY_PAGE, PageEdit, PageSpan
 from tabulae.storage.blobs import (
@@ -140,7 +140,7 @@ def parse_snapshot(value: str | None) -> str:
         return BASE
     ticks = edm.parse_datetime(value)
     if ticks is None or not value[:1].isdigit():
-        raise ServiceError(
+        raise FrontEndRefusal(  # refused before the service, as recorded (GetBlockListAsync_Error)
             "InvalidQueryParameterValue",
             fields=(("QueryParameterName", "snapshot"), ("QueryParameterValue", value)),
         )

@@ -86,24 +86,32 @@ async def send_response(
     request's body was not read to its end."""
     headers = response.headers
     headers.append((b"content-length", str(len(response.body)).encode()))
-    add_standard_headers(headers, request, request_id, clock, server)
+    add_standard_headers(headers, request, request_id, clock, server, echo=not response.silent)
     await send({"type": "http.response.start", "status": response.status, "headers": headers})
     await send({"type": "http.response.body", "body": response.body})
 
 
 def add_standard_headers(
-    headers: Headers, request: Request, request_id: str, clock: Clock, server: tuple[bytes, bytes]
+    headers: Headers,
+    request: Request,
+    request_id: str,
+    clock: Clock,
+    server: tuple[bytes, bytes],
+    *,
+    echo: bool = True,
 ) -> None:
     """The headers every response carries (request id, version, date, server, the client's
     request id), and ``Connection: close`` when the request's body was not read to its end.
-    Shared with responses whose body is streamed (``http.streaming``)."""
+    Without ``echo``, neither the version nor the client's request id: what Azure's front-end
+    answers when it refuses a request itself. Shared with responses whose body is streamed
+    (``http.streaming``)."""
     headers.append((b"x-ms-request-id", request_id.encode()))
-    version = response_version(request.headers.get("x-ms-version"))
+    version = response_version(request.headers.get("x-ms-version")) if echo else None
     if version is not None:
         headers.append((b"x-ms-version", version))
     headers.append((b"date", clock.http_date()))
     headers.append(server)
-    client_id = request.headers.get("x-ms-client-request-id")
+    client_id = request.headers.get("x-ms-client-request-id") if echo else None
     if client_id is not None:
         headers.append((b"x-ms-client-request-id", client_id.encode("latin-1")))
     if not request.body_read and has_body(request.headers):

@@ -149,6 +149,7 @@ class Response:
     status: int
     headers: Headers = field(default_factory=list)
     body: bytes = b""
+    silent: bool = False  # echo neither x-ms-version nor x-ms-client-request-id (a front-end refusal)
 
 
 class RequestIds:

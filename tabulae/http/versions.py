@@ -12,7 +12,7 @@ which Azure's recordings of the blob SDK's tests show it answering; azure-data-t
 
 from __future__ import annotations
 
-from tabulae.model.errors import ServiceError
+from tabulae.model.errors import FrontEndRefusal
 
 DEFAULT_VERSION = "2019-02-02"  # echoed as x-ms-version when a request names none
 
@@ -31,14 +31,16 @@ KNOWN_VERSIONS = frozenset(
 )  # fmt: skip
 
 
-class UnknownVersion(ServiceError):
+class UnknownVersion(FrontEndRefusal):
     """400 ``InvalidHeaderValue`` for an ``x-ms-version`` the service does not know.
 
     A type of its own because Azure's common front-end, not the service, writes this answer, and
     a service that renders it as recorded tells it apart by type (the Blob service: no
-    ``x-ms-error-code`` header, a line break after the XML declaration)."""
+    ``x-ms-error-code`` header, a line break after the XML declaration). The client's request id
+    is echoed as ever (no version is, being unknown)."""
 
     __slots__ = ()
+    echoes = True
 
     def __init__(self, value: str) -> None:
         super().__init__(

@@ -505,3 +505,14 @@ class ServiceError(Exception):
         """Return this error tagged with the batch operation index it belongs to."""
         self.index = index
         return self
+
+
+class FrontEndRefusal(ServiceError):
+    """A refusal Azure's common front-end writes before the service sees the request, and so
+    renders its own way on the Blob service: the XML error without an ``x-ms-error-code``
+    header (clients read the code in the body), a line break after the XML declaration, and,
+    where ``echoes`` is false, neither ``x-ms-version`` nor ``x-ms-client-request-id`` echoed (an
+    invalid ``snapshot``, recorded for the .NET SDK's GetBlockListAsync_Error)."""
+
+    __slots__ = ()
+    echoes = False

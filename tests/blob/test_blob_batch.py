@@ -313,7 +313,7 @@ def test_subrequest_signatures_are_checked(
     parts = parts_of(send_batch(http, "/?comp=batch", [forged, unsigned]))
     assert [(status, headers["x-ms-error-code"]) for _, status, headers in parts] == [
         (403, "AuthenticationFailed"),
-        (404, "ResourceNotFound"),
+        (401, "NoAuthenticationInformation"),  # no ACL lets anyone delete: as any anonymous delete
     ]
     assert names(container) == ["guarded"]
 
@@ -382,6 +382,26 @@ def test_parent_request_is_authorized(server: ServerProcess, container: Containe
     parts = parts_of(http.request("POST", target, headers, body, signed=False))
     assert [status for _, status, _ in parts] == [202]  # the sub-request's own key deletes
     assert names(container) == []
+
+
+def test_account_batch_refuses_a_container_sas(server: ServerProcess, container: ContainerClient) -> None:
+    """A container SAS on an account-level batch: 403 AuthenticationFailed with Azure's detail, as
+    recorded for the .NET SDK's Batch_SasUri_NotOwner; nothing is deleted."""
+    upload(container, "blob1", "blob2")
+    token = container_sas(container, read=True, add=True, create=True, write=True, delete=True, list=True)
+    path = f"/{DEV_ACCOUNT}/{container.container_name}"
+    subs = [
+        f"DELETE {path}/{name}?{token} HTTP/1.1\r\nContent-Length: 0\r\n\r\n".encode()
+        for name in ("blob1", "blob2")
+    ]
+    boundary = f"batch_{uuid.uuid4()}"
+    body = batch_body(boundary, subs)
+    headers = {"Content-Type": f"multipart/mixed; boundary={boundary}", "Content-Length": str(len(body))}
+    reply = BlobHttp(server.blob_port).request("POST", f"/?{token}&comp=batch", headers, body, signed=False)
+    assert (reply.status, reply.code) == (403, "AuthenticationFailed")
+    detail = reply.error_fields()["AuthenticationErrorDetail"]
+    assert detail == "The specified signed resource is not allowed for this resource level"
+    assert names(container) == ["blob1", "blob2"]
 
 
 # ----------------------------------------------------------------------------------- tiers

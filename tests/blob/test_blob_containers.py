@@ -100,8 +100,9 @@ def test_list_containers_prefix_paging_metadata(blob_service: BlobServiceClient)
 
 def test_list_containers_marker_is_azures(server: ServerProcess, blob_service: BlobServiceClient) -> None:
     """``NextMarker`` of List Containers is ``/<account>/<container>``, the first container of
-    the next page, as real Azure writes it (the JavaScript SDK's recordings); such a marker, and a
-    bare name, resume there."""
+    the next page, as real Azure writes it (the JavaScript SDK's recordings), and such a marker
+    resumes there; any other marker (``garbage``, a bare name) is 400 OutOfRangeInput, as Azure
+    answered the .NET SDK's ListContainersSegmentAsync_Error."""
     prefix = unique("mkr")
     names = [f"{prefix}a", f"{prefix}b", f"{prefix}c"]
     for name in names:
@@ -112,12 +113,16 @@ def test_list_containers_marker_is_azures(server: ServerProcess, blob_service: B
         root = ElementTree.fromstring(first.body)
         assert [n.text for n in root.iter("Name")] == names[:1]
         assert root.findtext("NextMarker") == f"/{DEV_ACCOUNT}/{names[1]}"
-        for marker in (f"/{DEV_ACCOUNT}/{names[1]}", names[1]):
-            page = http.request("GET", f"/?comp=list&prefix={prefix}&marker={quote(marker, safe='')}")
-            root = ElementTree.fromstring(page.body)
-            assert [n.text for n in root.iter("Name")] == names[1:]
-            assert root.findtext("Marker") == marker
-            assert root.find("NextMarker") is not None and not root.findtext("NextMarker")
+        marker = f"/{DEV_ACCOUNT}/{names[1]}"
+        page = http.request("GET", f"/?comp=list&prefix={prefix}&marker={quote(marker, safe='')}")
+        root = ElementTree.fromstring(page.body)
+        assert [n.text for n in root.iter("Name")] == names[1:]
+        assert root.findtext("Marker") == marker
+        assert root.find("NextMarker") is not None and not root.findtext("NextMarker")
+        for bad in ("garbage", names[1], f"/{DEV_ACCOUNT}/", f"/other/{names[1]}"):
+            refused = http.request("GET", f"/?comp=list&marker={quote(bad, safe='')}")
+            assert (refused.status, refused.code) == (400, "OutOfRangeInput"), bad
+            assert refused.error_fields()["Message"].startswith("One of the request inputs is out of range.")
         pages = blob_service.list_containers(name_starts_with=prefix, results_per_page=2).by_page()
         assert [[c.name for c in page] for page in pages] == [names[:2], names[2:]]
     finally:

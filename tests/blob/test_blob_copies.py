@@ -656,3 +656,93 @@ def test_pending_copy_across_a_restart(tmp_path: Path, remote: RemoteSource) -> 
             assert wait_for_copy(target).copy.status == "success"  # type: ignore[attr-defined]
     finally:
         server.stop()
+
+
+def test_source_range_open_ended(
+    server: ServerProcess, container: ContainerClient, remote: RemoteSource
+) -> None:
+    """``x-ms-source-range: bytes=N-`` reads the source from N to its end: what the .NET SDK sends
+    for Put Block and Append Block From URL given no range, and Azure takes (recorded for its
+    StageBlockFromUriAsync_Min and AppendBlockFromUriAsync_NullOptions), here or elsewhere."""
+    source = source_blob(container, bytes(range(256)) * 4)
+    appended = container.get_blob_client("appended")
+    appended.create_append_blob()
+    appended.append_block_from_url(sas_url(source), source_offset=0)  # the SDK writes "bytes=0-"
+    appended.append_block_from_url(sas_url(source), source_offset=1000)
+    assert appended.download_blob().readall() == bytes(range(256)) * 4 + bytes(range(232, 256))
+    http = BlobHttp(server.blob_port)
+    path = f"/{container.container_name}/staged?comp=block&blockid=QUFBQQ%3D%3D"
+    staged = http.request("PUT", path, {"x-ms-copy-source": sas_url(source), "x-ms-source-range": "bytes=0-"})
+    assert staged.status == 201
+    container.get_blob_client("staged").commit_block_list(["AAAA"])  # the SDK encodes it
+    assert container.get_blob_client("staged").download_blob().readall() == bytes(range(256)) * 4
+    appended.append_block_from_url(remote.url("/data/50000"), source_offset=49_990)
+    assert remote.seen[-1]["range"] == "bytes=49990-"
+    assert appended.download_blob().readall()[-10:] == content(50_000)[-10:]
+    for bad in ("bytes=5-3", "bytes=-3", "bytes=x-"):
+        reply = http.request("PUT", path, {"x-ms-copy-source": sas_url(source), "x-ms-source-range": bad})
+        assert (reply.status, reply.code) == (400, "InvalidHeaderValue")
+
+
+def test_source_md5_mismatch_documents(container: ContainerClient) -> None:
+    """An unmet x-ms-source-content-md5 is 400 Md5Mismatch; Put Block From URL's document names
+    both values, Append Block's and Put Page's From URL name neither, as Azure's recordings for
+    the .NET SDK show (StageBlockFromUriAsync_MD5_Fail, AppendBlockFromUriAsync_MD5_Fail,
+    UploadPagesFromUriAsync_MD5_Fail)."""
+    source = source_blob(container, os.urandom(1024))
+    wrong = hashlib.md5(b"something else").digest()
+    appended = container.get_blob_client("append-md5")
+    appended.create_append_blob()
+    pages = container.get_blob_client("pages-md5")
+    pages.create_page_blob(1024)
+    blocks = container.get_blob_client("blocks-md5")
+    attempts = {
+        "append": lambda: appended.append_block_from_url(sas_url(source), source_content_md5=wrong),
+        "pages": lambda: pages.upload_pages_from_url(sas_url(source), 0, 1024, 0, source_content_md5=wrong),
+        "block": lambda: blocks.stage_block_from_url(
+            "AAAA", sas_url(source), 0, 1024, source_content_md5=wrong
+        ),
+    }
+    documents = {}
+    for name, attempt in attempts.items():
+        with pytest.raises(HttpResponseError) as raised:
+            attempt()
+        assert (raised.value.status_code, raised.value.error_code) == (400, "Md5Mismatch")
+        assert raised.value.response is not None
+        documents[name] = raised.value.response.text()
+    for name in ("append", "pages"):
+        assert "UserSpecifiedMd5" not in documents[name] and "ServerCalculatedMd5" not in documents[name]
+    assert f"<UserSpecifiedMd5>{base64.b64encode(wrong).decode()}</UserSpecifiedMd5>" in documents["block"]
+    assert "<ServerCalculatedMd5>" in documents["block"]
+    assert appended.get_blob_properties().size == 0
+
+
+def test_refusal_message_is_the_sources_where_azure_says_it(container: ContainerClient) -> None:
+    """A refused source: Put Blob, Put Block and Copy Blob From URL put the source's own message in
+    their CannotVerifyCopySource document, Append Block and Put Page From URL the generic one, as
+    Azure's recordings for the .NET SDK show (SyncUploadFromUriAsync_SourceBearerTokenFail,
+    StageBlobFromUriAsync_SourceErrorAndStatusCode, SyncCopyFromUriAsync_Error;
+    AppendBlockFromUriAsync_SourceErrorAndStatusCode, UploadPagesFromUriAsync_SourceBearerTokenFail)."""
+    source = source_blob(container, os.urandom(1024))
+    malformed = "Authentication information is not given in the correct format."
+    anonymous = "Server failed to authenticate the request."
+    generic = "Could not verify the copy source within the specified time."
+    target = container.get_blob_client("target")
+    appended = container.get_blob_client("appended")
+    appended.create_append_blob()
+    pages = container.get_blob_client("pages")
+    pages.create_page_blob(1024)
+    token = "Bearer auth token"
+    attempts = [
+        (lambda: target.upload_blob_from_url(source.url, source_authorization=token), malformed),
+        (lambda: target.stage_block_from_url("AAAA", source.url, source_authorization=token), malformed),
+        (lambda: target.start_copy_from_url(source.url, requires_sync=True), anonymous),
+        (lambda: appended.append_block_from_url(source.url), generic),
+        (lambda: pages.upload_pages_from_url(source.url, 0, 1024, 0, source_authorization=token), generic),
+    ]
+    for attempt, message in attempts:
+        with pytest.raises(HttpResponseError) as error:
+            attempt()
+        assert error.value.error_code == "CannotVerifyCopySource"
+        assert error.value.response is not None
+        assert f"<Message>{message}" in error.value.response.text(), message

@@ -234,6 +234,35 @@ def test_incremental_copy(server: ServerProcess, container: ContainerClient) -> 
     assert raised.value.error_code == "IncrementalCopySourceMustBeSnapshot"
 
 
+def test_incremental_copy_missing_source(container: ContainerClient) -> None:
+    """A source snapshot that does not exist: 404 CannotVerifyCopySource naming the source's
+    404 BlobNotFound in headers and document, with the source's message, as Azure answers the
+    .NET SDK's StartCopyIncrementalAsync_Error (x-ms-version 2024-08-04)."""
+    snapshot = "2019-03-29T18:12:15.6608647Z"
+    token = generate_blob_sas(
+        "devstoreaccount1", container.container_name, "absent.vhd", snapshot=snapshot, account_key=DEV_KEY,
+        permission=BlobSasPermissions(read=True), expiry=datetime.now(UTC) + timedelta(hours=1),
+    )  # fmt: skip
+    source = container.get_blob_client("absent.vhd")
+    dest = container.get_blob_client("copy-of-absent.vhd")
+    dest.create_page_blob(4096)
+    with pytest.raises(HttpResponseError) as raised:
+        dest.start_copy_from_url(f"{source.url}?snapshot={snapshot}&{token}", incremental_copy=True)
+    error = raised.value
+    assert (error.status_code, error.error_code) == (404, "CannotVerifyCopySource")
+    assert error.response is not None
+    headers = error.response.headers
+    assert (headers["x-ms-copy-source-status-code"], headers["x-ms-copy-source-error-code"]) == (
+        "404",
+        "BlobNotFound",
+    )
+    body = error.response.text()
+    assert "<Message>The specified blob does not exist.\n" in body
+    assert "<CopySourceStatusCode>404</CopySourceStatusCode>" in body
+    assert "<CopySourceErrorCode>BlobNotFound</CopySourceErrorCode>" in body
+    assert "<CopySourceErrorMessage>The specified blob does not exist.</CopySourceErrorMessage>" in body
+
+
 def test_page_blobs_aio(server: ServerProcess, container: ContainerClient) -> None:
     async def run() -> None:
         async with AsyncBlobServiceClient.from_connection_string(server.connection_string) as service:

@@ -19,6 +19,7 @@ from http.client import HTTPConnection
 from urllib.parse import quote
 
 import pytest
+from azure.core.exceptions import ClientAuthenticationError
 from azure.storage.blob import (
     AccountSasPermissions,
     BlobBlock,
@@ -368,8 +369,12 @@ def test_bad_metadata_and_query_values(http: BlobHttp, path: str) -> None:
     ):
         reply = http.request("GET", f"{path}?{query}")
         assert (reply.status, reply.code) == (400, code), query
-    reply = http.request("GET", f"{path}/m?snapshot=1")
-    assert (reply.status, reply.code) == (400, "InvalidQueryParameterValue")
+    reply = http.request("GET", f"{path}/m?snapshot=1")  # the front-end's refusal: the code in the body
+    assert (reply.status, reply.code, reply.error_fields()["Code"]) == (
+        400,
+        None,
+        "InvalidQueryParameterValue",
+    )
     reply = http.request("PUT", f"{path}/m?comp=metadata&snapshot=2020-01-01T00:00:00.0000000Z", {}, b"")
     assert (reply.status, reply.code) == (400, "InvalidOperation")
 
@@ -479,3 +484,49 @@ def test_any_service_version_is_accepted(http: BlobHttp, path: str) -> None:
             "PUT", f"{path}/v", {"x-ms-blob-type": "BlockBlob", "x-ms-version": version}, b"x"
         )
         assert reply.status == 201 and reply.headers["x-ms-version"] == version
+
+
+def test_anonymous_account_information_below_the_service(
+    server: ServerProcess, http: BlobHttp, path: str
+) -> None:
+    """Get Account Information is never anonymous: at a container's or a blob's URL, whether the
+    container exists or allows public reads, it is 401 NoAuthenticationInformation with the bearer
+    challenge, as at the service's URL (recorded for the .NET SDK's container
+    GetAccountInfoAsync_Error, a container that does not exist), not 404 ResourceNotFound."""
+    http.request("PUT", f"/public-{path[1:]}?restype=container", {"x-ms-blob-public-access": "container"})
+    for target in (path, f"{path}/blob", "/no-such-container", f"/public-{path[1:]}"):
+        for method in ("GET", "HEAD"):
+            reply = http.request(method, f"{target}?restype=account&comp=properties", signed=False)
+            assert (reply.status, reply.code) == (401, "NoAuthenticationInformation"), (target, method)
+            assert reply.headers["www-authenticate"].startswith("Bearer authorization_uri=")
+    anonymous = ContainerClient(server.blob_endpoint, "no-such-container")
+    with pytest.raises(ClientAuthenticationError) as raised:
+        anonymous.get_account_information()
+    assert raised.value.error_code == "NoAuthenticationInformation"
+    assert http.request("GET", f"{path}/blob", signed=False).code == "ResourceNotFound"  # reads as before
+
+
+def test_anonymous_operations_no_acl_allows(http: BlobHttp, path: str, container: ContainerClient) -> None:
+    """An anonymous request for an operation no public access level allows (creating a container,
+    writing, deleting) is 401 NoAuthenticationInformation with the bearer challenge, as Azure
+    answered the .NET SDK's anonymous Create Container (CreateIfNotExistsAsync_Error, x-ms-version
+    2024-08-04), whether the container exists, is private or public; reads an ACL could allow
+    keep 404 ResourceNotFound where it does not."""
+    http.request("PUT", f"/public-{path[1:]}?restype=container", {"x-ms-blob-public-access": "container"})
+    assert put_blob(http, f"{path}/kept", b"x") == 201
+    attempts = [
+        ("PUT", "/anon-created-container?restype=container", b""),
+        ("PUT", f"/public-{path[1:]}/written", b"x"),
+        ("PUT", f"{path}/written", b"x"),
+        ("DELETE", f"{path}/kept", b""),
+        ("DELETE", f"{path}?restype=container", b""),
+        ("PUT", f"{path}?restype=container&comp=metadata", b""),
+    ]
+    for method, target, body in attempts:
+        headers = {"x-ms-blob-type": "BlockBlob", "Content-Length": str(len(body))}
+        reply = http.request(method, target, headers, body, signed=False)
+        assert (reply.status, reply.code) == (401, "NoAuthenticationInformation"), (method, target)
+        assert reply.headers["www-authenticate"].startswith("Bearer authorization_uri=")
+    assert http.request("GET", f"{path}/kept", signed=False).code == "ResourceNotFound"
+    assert http.request("GET", f"{path}?restype=container&comp=list", signed=False).code == "ResourceNotFound"
+    assert [b.name for b in container.list_blobs()] == ["kept"]

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import requests
-from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
+from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
 from azure.storage.blob import (
     AccessPolicy,
     AccountSasPermissions,
@@ -315,8 +315,9 @@ def test_anonymous_access_follows_the_acl(container: ContainerClient) -> None:
     assert listing.status_code == 200 and b"<Name>pub</Name>" in listing.content
     anonymous = BlobClient.from_blob_url(blob_url)
     assert anonymous.download_blob().readall() == b"public bytes"
-    with pytest.raises(ResourceNotFoundError):
-        anonymous.upload_blob(b"vandal", overwrite=True)  # public read is not public write
+    with pytest.raises(ClientAuthenticationError) as denied:  # public read is not public write:
+        anonymous.upload_blob(b"vandal", overwrite=True)  # 401, as Azure answers anonymous writes
+    assert denied.value.error_code == "NoAuthenticationInformation"
     assert requests.get(f"{container.url.rsplit('/', 1)[0]}?comp=list", timeout=10).status_code == 401
     assert container.download_blob("pub").readall() == b"public bytes"
 

@@ -165,3 +165,29 @@ def test_sdk_reads_the_unknown_version_answer(server: ServerProcess) -> None:
     async_error = asyncio.run(scenario())
     assert (async_error.status_code, async_error.error_code) == (400, "InvalidHeaderValue")
     assert "The provided service version is not enabled on this storage account." in async_error.message
+
+
+def test_invalid_snapshot_as_the_front_end_answers(http: BlobHttp, container: ContainerClient) -> None:
+    """An unreadable ``snapshot`` is refused by Azure's front-end (recorded for the .NET SDK's
+    GetBlockListAsync_Error, x-ms-version 2024-08-04): 400 InvalidQueryParameterValue naming it,
+    the code in the body only, a line break after the declaration, and neither ``x-ms-version``
+    nor the client's request id echoed. The SDK still reads the code."""
+    blob = container.get_blob_client("snap")
+    blob.upload_blob(b"abc")
+    path = f"/{container.container_name}/snap"
+    for query in ("?comp=blocklist&blocklisttype=all&snapshot=invalidSnapshot", "?snapshot=invalidSnapshot"):
+        reply = http.request("GET", path + query, {"x-ms-client-request-id": "mine"})
+        assert reply.status == 400
+        for name in ("x-ms-error-code", "x-ms-version", "x-ms-client-request-id"):
+            assert name not in reply.headers, name
+        assert reply.body.startswith(BOM + DECLARATION + b"\n<Error><Code>InvalidQueryParameterValue</Code>")
+        fields = reply.error_fields()
+        assert (fields["QueryParameterName"], fields["QueryParameterValue"]) == (
+            "snapshot",
+            "invalidSnapshot",
+        )
+    head = http.request("HEAD", path + "?snapshot=invalidSnapshot")
+    assert (head.status, head.body, head.code) == (400, b"", None)
+    with pytest.raises(HttpResponseError) as raised:
+        container.get_blob_client("snap", snapshot="invalidSnapshot").get_block_list()
+    assert (raised.value.status_code, raised.value.error_code) == (400, "InvalidQueryParameterValue")

@@ -31,16 +31,15 @@ from tabulae.blob.api.encryption import ECHOES, request_encryption, write_header
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
 from tabulae.blob.api.roles import NEEDS
 from tabulae.blob.api.routing import Kind, Operation, Route, resolve
-from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
+from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, ever_anonymous, verify_blob_sas
 from tabulae.blob.service import BlobService
 from tabulae.http.errors import UTF8_BOM, XML_CONTENT_TYPE, error_xml
 from tabulae.http.frontend import Frontend
 from tabulae.http.messages import Request, Response, error_time
 from tabulae.http.options import FrontendOptions
 from tabulae.http.streaming import StreamedResponse
-from tabulae.http.versions import UnknownVersion
 from tabulae.insight.containers import ContainerCounters
-from tabulae.model.errors import ServiceError
+from tabulae.model.errors import FrontEndRefusal, ServiceError
 from tabulae.model.policies import CorsRule
 
 SERVER_HEADER = (b"server", b"Tabulae/0.1 (Windows-Azure-Blob/1.0 compatible)")
@@ -156,6 +155,7 @@ class BlobApp(Frontend[Route]):
         if (
             request.headers.get("authorization") is None
             and route.kind is not Kind.SERVICE
+            and ever_anonymous(operation)  # else 401, as at the service
             and parse_sas(request.query) is None
         ):
             record = await self.service.store.get_container(route.account, route.container)
@@ -277,8 +277,8 @@ class BlobApp(Frontend[Route]):
         part."""
         if request.batch is not None:
             return FailedPart(error.status, error=error)
-        if isinstance(error, UnknownVersion):
-            return _unknown_version(request, error, request_id)
+        if isinstance(error, FrontEndRefusal):
+            return _front_end(request, error, request_id)
         headers = [(b"x-ms-error-code", error.code.encode())]
         if error.headers:
             headers.extend(error.headers)
@@ -289,17 +289,18 @@ class BlobApp(Frontend[Route]):
         return Response(error.status, headers, UTF8_BOM + body)
 
 
-def _unknown_version(request: Request, error: UnknownVersion, request_id: str) -> Response:
-    """The answer to an unknown ``x-ms-version``, as Azure's front-end wrote it for the Blob SDK's
-    ``test_invalid_service_version_message`` (recorded): the XML error without an
-    ``x-ms-error-code`` header (clients read the code from the body), a line break after the
-    declaration, and no ``x-ms-version`` (the exchange echoes none for an unknown one)."""
+def _front_end(request: Request, error: FrontEndRefusal, request_id: str) -> Response:
+    """A refusal as Azure's front-end writes it, recorded for an unknown ``x-ms-version`` (the
+    Blob SDK's ``test_invalid_service_version_message``) and an invalid ``snapshot`` (the .NET
+    SDK's GetBlockListAsync_Error): the XML error without an ``x-ms-error-code`` header (clients
+    read the code from the body) and a line break after the declaration; no ``x-ms-version`` (the
+    exchange echoes none for an unknown one, nor any when the error ``echoes`` nothing)."""
+    silent = not error.echoes
     if request.method == "HEAD":
-        return Response(error.status, [])
+        return Response(error.status, [], silent=silent)
     declaration, end, rest = error_xml(error, request_id, error_time(), table_style=False).partition(b"?>")
-    return Response(
-        error.status, [(b"content-type", XML_CONTENT_TYPE)], UTF8_BOM + declaration + end + b"\n" + rest
-    )
+    body = UTF8_BOM + declaration + end + b"\n" + rest
+    return Response(error.status, [(b"content-type", XML_CONTENT_TYPE)], body, silent=silent)
 
 
 async def _no_body() -> dict[str, Any]:

@@ -104,12 +104,15 @@ def lease_response(request: LeaseRequest, outcome: LeaseOutcome) -> Response:
 def marker_start(account: str, marker: str | None) -> str | None:
     """The container name a List Containers ``marker`` resumes at. Azure's ``NextMarker`` is
     ``/<account>/<container>``, naming the first container of the next page (recordings of real
-    Azure: ``/fakeaccountname/container…x2``, then a page starting with ``container…x2``); a
-    bare name, as this server once answered, still reads as that name."""
+    Azure: ``/fakeaccountname/container…x2``, then a page starting with ``container…x2``). Any
+    other marker is 400 OutOfRangeInput, as Azure answered the .NET SDK's ``marker=garbage``
+    (ListContainersSegmentAsync_Error); a bare name, which this server once wrote, is one."""
     if not marker:
         return None
     head = f"/{account}/"
-    return marker[len(head) :] if marker.startswith(head) and len(marker) > len(head) else marker
+    if not marker.startswith(head) or len(marker) == len(head):
+        raise ServiceError("OutOfRangeInput")
+    return marker[len(head) :]
 
 
 async def list_containers(call: Call) -> Response:

@@ -39,7 +39,7 @@ from tabulae.model.blobs import BlobKey, ContentProperties
 from tabulae.model.errors import ServiceError
 from tabulae.model.names import SECONDARY_SUFFIX
 
-_SOURCE_RANGE = re.compile(r"bytes=(\d+)-(\d+)")
+_SOURCE_RANGE = re.compile(r"bytes=(\d+)-(\d*)")
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 _MESSAGE = re.compile(r"<Message>(.*?)</Message>", re.S)
 FETCH_LIMITS = FetchLimits(connect_timeout=10.0, read_timeout=30.0, max_redirects=3)
@@ -123,15 +123,18 @@ def recorded(url: str) -> str:
     return urlunsplit(parts._replace(query="&".join(pairs)))
 
 
-def source_range(headers: dict[str, str]) -> tuple[int, int] | None:
-    """``x-ms-source-range: bytes=start-end``, both ends given (inclusive end); None when absent."""
+def source_range(headers: dict[str, str]) -> tuple[int, int | None] | None:
+    """``x-ms-source-range: bytes=start-end`` (inclusive end); None when absent. The end may be
+    left open (``bytes=0-``: to the source's end), which is what the .NET SDK sends for Put
+    Block and Append Block From URL given no range, and Azure takes (recorded for its
+    StageBlockFromUriAsync_Min and AppendBlockFromUriAsync_NullOptions)."""
     value = headers.get("x-ms-source-range")
     if value is None:
         return None
     match = _SOURCE_RANGE.fullmatch(value.strip())
-    if match is None or int(match[2]) < int(match[1]):
+    if match is None or (match[2] and int(match[2]) < int(match[1])):
         raise bad_header("x-ms-source-range", value)
-    return int(match[1]), int(match[2])
+    return int(match[1]), int(match[2]) if match[2] else None
 
 
 def _same_server(netloc: str, request_host: str, accounts: Accounts) -> bool:
@@ -245,7 +248,7 @@ async def authorize_local(call: Call, source: Source, *, shared_key_ok: bool) ->
 async def read_local(
     call: Call,
     source: Source,
-    wanted: tuple[int, int] | None,
+    wanted: tuple[int, int | None] | None,
     source_conditions: Conditions,
     unmet: str | None = None,
 ) -> SourceRead:
@@ -274,7 +277,8 @@ async def read_local(
         encryption.check_source_key(record, source_key)
         start, end = 0, record.size
         if wanted is not None:
-            start, end = wanted[0], min(wanted[1] + 1, record.size)
+            last = wanted[1]
+            start, end = wanted[0], record.size if last is None else min(last + 1, record.size)
             if start >= record.size:
                 raise ServiceError("InvalidRange")
     except ServiceError as exc:
@@ -296,7 +300,7 @@ async def read_local(
     )
 
 
-def _fetch_headers(call: Call, wanted: tuple[int, int] | None) -> dict[str, str]:
+def _fetch_headers(call: Call, wanted: tuple[int, int | None] | None) -> dict[str, str]:
     """The GET of a source outside this server: its range, the source conditions as the
     standard headers, and the token of ``x-ms-copy-source-authorization`` as its Authorization."""
     headers = {
@@ -308,7 +312,8 @@ def _fetch_headers(call: Call, wanted: tuple[int, int] | None) -> dict[str, str]
     if token is not None:
         headers["authorization"] = token
     if wanted is not None:
-        headers["range"] = headers["x-ms-range"] = f"bytes={wanted[0]}-{wanted[1]}"
+        last = "" if wanted[1] is None else str(wanted[1])
+        headers["range"] = headers["x-ms-range"] = f"bytes={wanted[0]}-{last}"
     request = call.request.headers
     for name in ("if-match", "if-none-match", "if-modified-since", "if-unmodified-since"):
         value = request.get("x-ms-source-" + name)
@@ -322,7 +327,7 @@ def _without_etags(conditions: Conditions) -> Conditions:
 
 
 async def open_remote(
-    call: Call, source: Source, wanted: tuple[int, int] | None, limit: int
+    call: Call, source: Source, wanted: tuple[int, int | None] | None, limit: int
 ) -> tuple[Fetched, SourceRead]:
     """Fetch a source outside this server: its response (to close) and what it offers. A
     refusal is CannotVerifyCopySource with the source's status; no answer is a 500 one."""

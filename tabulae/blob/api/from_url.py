@@ -21,6 +21,8 @@ from tabulae.blob.api import background_copy, immutability
 from tabulae.blob.api.blobs import bool_header, requested_tier, version_header
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.copy_source import (
+    Source,
+    SourceRead,
     authorize_local,
     locate,
     open_remote,
@@ -41,6 +43,7 @@ from tabulae.blob.rules.pages import MAX_PAGE_WRITE, SequenceConditions, check_a
 from tabulae.blob.rules.tags import copy_source_tags
 from tabulae.blob.rules.tiers import parse_priority
 from tabulae.blob.service import APPEND_BLOB, BLOCK_BLOB, Upload
+from tabulae.http.fetch import Fetched
 from tabulae.http.messages import Headers, Response
 from tabulae.http.metadata import request_metadata
 from tabulae.model.blobs import ContentProperties, CopyState
@@ -102,6 +105,23 @@ def _copy_headers(copy: CopyState) -> Headers:
 # ------------------------------------------------------------------------------ From URL
 
 
+async def _open_telling(
+    call: Call, *, ranged: bool, limit: int, unmet: str | None = None
+) -> tuple[Source, SourceRead, Fetched | None]:
+    """:func:`open_source` for the copies whose refusal says the source's own words in its
+    ``<Message>`` (Put Blob, Put Block and Copy Blob From URL, recorded for the .NET SDK:
+    SyncUploadFromUriAsync_SourceBearerTokenFail, StageBlobFromUriAsync_SourceErrorAndStatusCode,
+    SyncCopyFromUriAsync_Error); Append Block and Put Page From URL keep the generic message, as
+    theirs show. A source that gave no message (a 304, no answer) keeps it too."""
+    try:
+        return await open_source(call, ranged=ranged, limit=limit, unmet=unmet)
+    except ServiceError as exc:
+        said = dict(exc.fields).get("CopySourceErrorMessage")
+        if exc.code == "CannotVerifyCopySource" and said and exc.status != 500:
+            exc.message = said
+        raise
+
+
 async def put_blob_from_url(call: Call) -> Response:
     """Put Blob From URL: a block blob made of the source's bytes, replacing the destination."""
     _no_snapshot(call)
@@ -109,7 +129,7 @@ async def put_blob_from_url(call: Call) -> Response:
     blob_type = headers.get("x-ms-blob-type", "")
     if blob_type != BLOCK_BLOB:
         raise bad_header("x-ms-blob-type", blob_type)
-    _source, read, fetched = await open_source(
+    _source, read, fetched = await _open_telling(
         call, ranged=False, limit=max_put_blob(call.version), unmet="SourceConditionNotMet"
     )
     target = call.create_conditions()
@@ -150,7 +170,7 @@ async def put_block_from_url(call: Call) -> Response:
     _no_snapshot(call)
     headers = call.request.headers
     block_id = check_block_id(call.request.query.get("blockid"))
-    _source, read, fetched = await open_source(call, ranged=True, limit=max_block(call.version))
+    _source, read, fetched = await _open_telling(call, ranged=True, limit=max_block(call.version))
     try:
         upload = Upload(read.chunks, read.length, _source_md5(headers), _source_crc64(headers))
         sums = await call.service.put_block(call.key, block_id, upload, call.lease_id)
@@ -158,6 +178,16 @@ async def put_block_from_url(call: Call) -> Response:
         if fetched is not None:
             await fetched.close()
     return Response(201, _checksum_headers(sums, md5=upload.md5 is not None) + _ENCRYPTED)
+
+
+def _without_md5_values(error: ServiceError) -> ServiceError:
+    """Append Block and Put Page From URL answer an unmet ``x-ms-source-content-md5`` with the bare
+    Md5Mismatch document, naming neither value, as Azure's recordings for the .NET SDK show
+    (AppendBlockFromUriAsync_MD5_Fail, UploadPagesFromUriAsync_MD5_Fail); Put Block From URL,
+    like the uploads, names both."""
+    if error.code == "Md5Mismatch":
+        error.fields = ()
+    return error
 
 
 async def append_block_from_url(call: Call) -> Response:
@@ -175,6 +205,8 @@ async def append_block_from_url(call: Call) -> Response:
             _int_header(headers, "x-ms-blob-condition-maxsize"),
             _int_header(headers, "x-ms-blob-condition-appendpos"),
         )
+    except ServiceError as exc:
+        raise _without_md5_values(exc) from None
     finally:
         if fetched is not None:
             await fetched.close()
@@ -205,7 +237,7 @@ async def put_page_from_url(call: Call) -> Response:
     given = source_range(headers)
     if given is None:
         raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-source-range"),))
-    if given[1] - given[0] + 1 != end - start:
+    if given[1] is None or given[1] - given[0] + 1 != end - start:
         raise bad_header("x-ms-source-range", headers["x-ms-source-range"])
 
     def number(header: str) -> int | None:
@@ -231,6 +263,8 @@ async def put_page_from_url(call: Call) -> Response:
         record, sums = await PageBlobs(call.service).upload_pages(
             call.key, start, end, read.chunks, md5, _source_crc64(headers), request
         )
+    except ServiceError as exc:
+        raise _without_md5_values(exc) from None
     finally:
         if fetched is not None:
             await fetched.close()
@@ -295,7 +329,7 @@ async def _copy_from_url(call: Call) -> Response:
     answer; the source is authorised as the From URL operations' are (never by the key)."""
     headers = call.request.headers
     url = headers["x-ms-copy-source"]
-    _source, read, fetched = await open_source(call, ranged=False, limit=MAX_BLOCK_BLOB)
+    _source, read, fetched = await _open_telling(call, ranged=False, limit=MAX_BLOCK_BLOB)
     try:
         if read.length > copies.MAX_SYNC_COPY:
             error = ServiceError(

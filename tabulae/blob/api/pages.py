@@ -253,9 +253,18 @@ async def incremental_copy(call: Call) -> Response:
     if source.key is None:
         raise copy_source.unreachable("Incremental Copy reads page blobs of this server only.")
     await copy_source.authorize_local(call, source, shared_key_ok=True)
-    record = await PageBlobs(call.service).incremental_copy(
-        source.key, source.snapshot, call.key, source_url, conditions(headers), call.lease_id
-    )
+    try:
+        record = await PageBlobs(call.service).incremental_copy(
+            source.key, source.snapshot, call.key, source_url, conditions(headers), call.lease_id
+        )
+    except ServiceError as exc:
+        if exc.code != "CannotVerifyCopySource":
+            raise
+        # A missing source snapshot: Azure says which, as for Copy Blob (the source's 404
+        # BlobNotFound in x-ms-copy-source-* and the document), with the source's own message.
+        refused = copy_source.source_refused(404, "BlobNotFound", exc.message)
+        refused.message = exc.message
+        raise refused from None
     assert record.copy is not None
     response_headers = etag_headers(record.ticks)
     response_headers.append((b"x-ms-copy-id", record.copy.copy_id.encode()))

@@ -126,6 +126,14 @@ _PUBLIC_CONTAINER_READS = _PUBLIC_BLOB_READS | {
 }
 
 
+def ever_anonymous(operation: Op) -> bool:
+    """Whether some public access level lets anyone perform ``operation`` (a read). For the
+    others, an anonymous request is 401 NoAuthenticationInformation, as Azure answered the .NET
+    SDK's anonymous Create Container and container Get Account Information; a read a container's
+    ACL does not allow stays 404 ResourceNotFound (the Python SDK's test_no_sas_private_blob)."""
+    return operation in _PUBLIC_CONTAINER_READS
+
+
 def anonymous_allowed(operation: Op, public_access: str | None) -> bool:
     if public_access == "container":
         return operation in _PUBLIC_CONTAINER_READS
@@ -232,7 +240,13 @@ def verify_blob_sas(
         )
         return BlobGrant(granted.permissions, granted.resource_types, overrides=pairs)
     sr = query.get("sr", "")
-    if sr not in ("c", "b", "bs", "bv", "d") or not container or (sr not in ("c", "d") and not blob):
+    if sr in ("c", "b", "bs", "bv", "d") and not container:
+        # A service SAS on a request for the account (a Blob Batch, say): Azure's recorded words.
+        raise ServiceError(
+            "AuthenticationFailed",
+            detail="The specified signed resource is not allowed for this resource level",
+        )
+    if sr not in ("c", "b", "bs", "bv", "d") or (sr not in ("c", "d") and not blob):
         raise ServiceError(
             "AuthenticationFailed", detail=f"The signed resource (sr) '{sr}' does not fit the URL."
         )

@@ -34,7 +34,8 @@ def test_same_server(netloc: str, host: str, same: bool) -> None:
 def test_source_range() -> None:
     assert source_range({}) is None
     assert source_range({"x-ms-source-range": "bytes=0-511"}) == (0, 511)
-    for bad in ("bytes=5-", "bytes=9-1", "0-1", "bytes=a-b"):
+    assert source_range({"x-ms-source-range": "bytes=5-"}) == (5, None)  # to the end, as .NET sends
+    for bad in ("bytes=-5", "bytes=9-1", "0-1", "bytes=a-b"):
         with pytest.raises(ServiceError) as error:
             source_range({"x-ms-source-range": bad})
         assert error.value.code == "InvalidHeaderValue"
