@@ -451,6 +451,27 @@ def test_abort_pending_copy(container: ContainerClient, remote: RemoteSource) ->
     assert target.get_blob_properties().copy.status == "aborted"
 
 
+def test_abort_copy_id_not_a_guid(server: ServerProcess, container: ContainerClient) -> None:
+    """A copyid that is not a GUID is 400 InvalidQueryParameterValue with Azure's reason, before
+    the blob is looked up, as recorded for the Java SDK's BlobApiTests.abortCopyError."""
+    http = BlobHttp(server.blob_port)
+    container.get_blob_client("present").upload_blob(b"default")
+    for name in ("missing", "present"):
+        reply = http.request(
+            "PUT", f"/{container.container_name}/{name}?comp=copy&copyid=id", {"x-ms-copy-action": "abort"}
+        )
+        assert (reply.status, reply.code) == (400, "InvalidQueryParameterValue")
+        assert reply.error_fields() | {"Message": ""} == {
+            "Code": "InvalidQueryParameterValue",
+            "Message": "",
+            "QueryParameterName": "copyid",
+            "QueryParameterValue": "id",
+            "Reason": "copyid needs to be valid Guid.",
+        }
+    with pytest.raises(ResourceNotFoundError):  # a GUID goes on to the blob
+        container.get_blob_client("missing").abort_copy("00000000-0000-0000-0000-000000000000")
+
+
 def test_remote_from_url_operations(container: ContainerClient, remote: RemoteSource) -> None:
     data = content(50_000)
     target = container.get_blob_client("fromremote")

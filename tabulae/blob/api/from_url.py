@@ -364,6 +364,24 @@ async def abort_copy(call: Call) -> Response:
     copy_id = call.request.query.get("copyid")
     if not copy_id:
         raise ServiceError("MissingRequiredQueryParameter", fields=(("QueryParameterName", "copyid"),))
+    _check_copy_id(copy_id)
     await call.service.abort_copy(call.key, copy_id, call.lease_id)
     background_copy.stop(call.key, copy_id)
     return Response(204)
+
+
+def _check_copy_id(copy_id: str) -> None:
+    """A ``copyid`` that is not a GUID is refused before the blob is looked up: 400
+    InvalidQueryParameterValue with the reason Azure gives (Java SDK recording
+    BlobApiTests.abortCopyError, x-ms-version 2023-08-03, ``copyid=id`` on a missing blob)."""
+    try:
+        uuid.UUID(copy_id)
+    except ValueError:
+        raise ServiceError(
+            "InvalidQueryParameterValue",
+            fields=(
+                ("QueryParameterName", "copyid"),
+                ("QueryParameterValue", copy_id),
+                ("Reason", "copyid needs to be valid Guid."),
+            ),
+        ) from None
