@@ -337,6 +337,10 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         "The source for incremental copy request must be a snapshot.",
     ),
     "InvalidSourceBlobType": (409, "The copy source blob type is invalid for this operation."),
+    "InvalidSourceBlobUrl": (
+        409,
+        "The source url for incremental copy request must be valid azure storage blob url.",
+    ),
     "OperationNotAllowedOnIncrementalCopyBlob": (
         409,
         "The specified operation is not allowed on an incremental copy blob.",

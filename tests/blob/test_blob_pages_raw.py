@@ -256,3 +256,20 @@ def test_incremental_copy_bad_requests(http: BlobHttp, container: ContainerClien
                          {"x-ms-copy-source": f"{source}?snapshot={page_snapshot}"})  # fmt: skip
     assert_error(reply, 409, "InvalidBlobType")  # the destination is not an incremental copy
     assert http.request("HEAD", dest).status == 404
+
+
+@pytest.mark.parametrize(
+    "source", ["https://www.error.com?snapshot=snapshot", "https://acct.blob.core.windows.net/c?snapshot=x"]
+)
+def test_incremental_copy_source_not_a_blob_url(
+    http: BlobHttp, container: ContainerClient, source: str
+) -> None:
+    """A source that is no storage blob URL is 409 InvalidSourceBlobUrl, as Azure answered the
+    Java SDK's PageBlobApiTests.startIncrementalCopyError (``https://www.error.com``)."""
+    dest = f"/{container.container_name}/dest"
+    reply = http.request("PUT", dest + "?comp=incrementalcopy", {"x-ms-copy-source": source})
+    assert_error(reply, 409, "InvalidSourceBlobUrl")
+    message = reply.error_fields()["Message"]
+    assert message.startswith(
+        "The source url for incremental copy request must be valid azure storage blob url.\n"
+    )

@@ -161,6 +161,20 @@ def _same_server(netloc: str, request_host: str, accounts: Accounts) -> bool:
         return False
 
 
+def storage_blob_url(call: Call, url: str) -> bool:
+    """Whether ``url`` may name a blob: one of this server's, or a container and blob path on an
+    Azure Blob host (``acct.blob.<cloud suffix>``). Incremental Copy refuses anything else with
+    409 InvalidSourceBlobUrl, as Azure answered the Java SDK's ``https://www.error.com``."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return False
+    if _same_server(parts.netloc, call.request.headers.get("host", ""), call.options.accounts):
+        return True
+    labels = (parts.hostname or "").lower().split(".")
+    segments = [segment for segment in parts.path.split("/") if segment]
+    return len(labels) > 2 and labels[1] == "blob" and len(segments) >= 2
+
+
 def locate(call: Call, url: str) -> Source:
     """The source ``url`` names: a blob of this server, or a URL outside it."""
     parts = urlsplit(url)

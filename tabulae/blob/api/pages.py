@@ -249,6 +249,8 @@ async def incremental_copy(call: Call) -> Response:
     source_url = headers.get("x-ms-copy-source")
     if source_url is None:
         raise _missing("x-ms-copy-source")
+    if not copy_source.storage_blob_url(call, source_url):
+        raise ServiceError("InvalidSourceBlobUrl")
     source = copy_source.locate(call, source_url)
     if source.key is None:
         raise copy_source.unreachable("Incremental Copy reads page blobs of this server only.")
