@@ -545,7 +545,7 @@ def test_bad_acl_and_properties(queue_http: QueueHttp, q: str) -> None:
     )
     assert_error(queue_http.request("PUT", f"/{q}?comp=acl", letters), 400, "InvalidXmlNodeValue")
     long_id = acl(f"<SignedIdentifier><Id>{'i' * 65}</Id></SignedIdentifier>")
-    assert_error(queue_http.request("PUT", f"/{q}?comp=acl", long_id), 400, "InvalidXmlNodeValue")
+    assert_error(queue_http.request("PUT", f"/{q}?comp=acl", long_id), 400, "InvalidXmlDocument")
     assert_error(
         queue_http.request("PUT", f"/{q}?comp=acl", "<SignedIdentifiers>"), 400, "InvalidXmlDocument"
     )
@@ -554,6 +554,37 @@ def test_bad_acl_and_properties(queue_http: QueueHttp, q: str) -> None:
         400,
         "InvalidXmlDocument",
     )
+
+
+JAVA_LONG_ID_ACL = (
+    "<?xml version='1.0' encoding='UTF-8'?><SignedIdentifiers><SignedIdentifier>"
+    "<Id>theidofthispermissionislongerthanwhatisallowedbytheserviceandshouldfail</Id>"
+    "<AccessPolicy><Start>2000-01-01T00:00:00Z</Start><Expiry>2020-01-01T00:00:00Z</Expiry>"
+    "<Permission>r</Permission></AccessPolicy></SignedIdentifier></SignedIdentifiers>"
+)
+ID_REASON = "Signed identifier ID cannot be empty or over 64 characters in length"
+
+
+def test_acl_id_too_long_is_a_document_error(queue_http: QueueHttp, q: str) -> None:
+    """An Id over 64 characters is InvalidXmlDocument naming where the reader stood after that
+    identifier, with Azure's reason: the Java SDK's body and Azure's answer from its recording
+    QueueAsyncApiTests.setInvalidAccessPolicy (x-ms-version 2023-11-03)."""
+    response = queue_http.request("PUT", f"/{q}?comp=acl", JAVA_LONG_ID_ACL)
+    assert_error(response, 400, "InvalidXmlDocument")
+    assert response.body.endswith(
+        f"</Message><LineNumber>1</LineNumber><LinePosition>304</LinePosition>"
+        f"<Reason>{ID_REASON}</Reason></Error>".encode()
+    ), response
+    assert b"<Message>XML specified is not syntactically valid.\n" in response.body
+    second = (  # a bad second identifier, followed by a third: the place is the third's name
+        "<SignedIdentifiers><SignedIdentifier><Id>ok</Id></SignedIdentifier>\n"
+        "<SignedIdentifier><Id></Id></SignedIdentifier><SignedIdentifier><Id>b</Id></SignedIdentifier>"
+        "</SignedIdentifiers>"
+    )
+    response = queue_http.request("PUT", f"/{q}?comp=acl", second)
+    assert_error(response, 400, "InvalidXmlDocument")
+    assert b"<LineNumber>2</LineNumber><LinePosition>48</LinePosition>" in response.body, response
+    assert queue_http.request("GET", f"/{q}?comp=acl").body.endswith(b"<SignedIdentifiers />")
 
 
 def test_self_closed_service_properties_are_refused(queue_http: QueueHttp) -> None:

@@ -18,6 +18,7 @@ from tabulae.http.frontend import Call
 from tabulae.http.messages import NO_CACHE, Headers, Request, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.model.errors import ServiceError
+from tabulae.queue.api.acl_ids import check_identifier_ids
 from tabulae.queue.api.formats import (
     BOM,
     http_time,
@@ -164,7 +165,13 @@ async def get_acl(call: QueueCall) -> Response:
 
 async def set_acl(call: QueueCall) -> Response:
     service, request, route = call.service, call.request, call.route
-    await service.set_acl(route.account, route.queue, parse_acl(request.body, QUEUE_PERMISSIONS))
+    try:
+        identifiers = parse_acl(request.body, QUEUE_PERMISSIONS)
+    except ServiceError as exc:
+        if exc.code == "InvalidXmlNodeValue":
+            check_identifier_ids(request.body)  # Azure's own answer to a bad Id
+        raise
+    await service.set_acl(route.account, route.queue, identifiers)
     return Response(204)
 
 
