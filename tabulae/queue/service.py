@@ -288,8 +288,9 @@ class QueueService:
         check_range("visibilitytimeout", visibility_timeout, 0, MAX_VISIBILITY_SECONDS)
         if text is not None:
             check_text(text, version)
+        given = read_receipt(receipt)  # a malformed receipt is refused before the id is looked at
         message_id = canonical_message_id(message_id)
-        nonce = await self._receipt_for(account, name, message_id, receipt)
+        nonce = await self._receipt_for(account, name, message_id, given)
         now = self.clock()
         try:
             updated = await self.store.update_message(
@@ -308,20 +309,21 @@ class QueueService:
 
     async def delete_message(self, account: str, name: str, message_id: str, receipt: str) -> None:
         check_lower_dns_name(name)
+        given = read_receipt(receipt)  # Azure: 400 for it even when the id names no message
         message_id = canonical_message_id(message_id)
-        nonce = await self._receipt_for(account, name, message_id, receipt)
+        nonce = await self._receipt_for(account, name, message_id, given)
         try:
             await self.store.delete_message(account, name, message_id, nonce, self.clock())
         except ServiceError as error:
             raise _stale(error) from None
 
-    async def _receipt_for(self, account: str, name: str, message_id: str, receipt: str) -> str:
+    async def _receipt_for(self, account: str, name: str, message_id: str, receipt: tuple[str, bytes]) -> str:
         """The stored receipt a client's receipt for ``message_id`` stands for. A receipt given for
         another message is refused before anything is written (the messages of one Get share a
         stored receipt), with the error of the first thing wrong: no queue, no such message, or
         ``PopReceiptMismatch``. The store is asked with a receipt it never holds, which changes
         nothing and says which it is."""
-        nonce, tag = read_receipt(receipt)
+        nonce, tag = receipt  # as read_receipt gives it
         if tag != _message_tag(message_id):
             await self.store.delete_message(account, name, message_id, "", self.clock())
             raise ServiceError("PopReceiptMismatch")  # not reached: the store raised already

@@ -402,6 +402,30 @@ def test_oversized_messages(queue_http: QueueHttp, q: str) -> None:
     assert_error(huge, 413, "RequestBodyTooLarge")
 
 
+def test_malformed_receipt_before_the_message_id(queue_http: QueueHttp, q: str) -> None:
+    """A malformed pop receipt is 400 InvalidQueryParameterValue even when the message id names
+    no message (not a GUID): Azure checks the receipt first, as its recordings of the Java SDK's
+    QueueAsyncApiTests.deleteMessageInvalidArgs[3] (x-ms-version 2023-11-03) show; a good receipt
+    with such an id stays 404 MessageNotFound (deleteMessageInvalidArgs[2])."""
+    message_id, receipt = put_and_get(queue_http, q)
+    bad = quoted(receipt) + "Random"
+    body = message_body("Updated test message")
+    for method, target, payload in (
+        ("DELETE", f"/{q}/messages/{message_id}Random?popreceipt={bad}", None),
+        ("PUT", f"/{q}/messages/{message_id}Random?popreceipt={bad}&visibilitytimeout=1", body),
+    ):
+        assert_error(
+            queue_http.request(method, target, payload),
+            400,
+            "InvalidQueryParameterValue",
+            QueryParameterName="popreceipt",
+            QueryParameterValue=receipt + "Random",
+            Reason="Invalid pop receipt format",
+        )
+    good = f"/{q}/messages/{message_id}Random?popreceipt={quoted(receipt)}"
+    assert_error(queue_http.request("DELETE", good), 404, "MessageNotFound")
+
+
 def test_update_and_delete_errors(queue_http: QueueHttp, q: str) -> None:
     message_id, receipt = put_and_get(queue_http, q)
     other_id, other_receipt = put_and_get(queue_http, q, "other")
