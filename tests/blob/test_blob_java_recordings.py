@@ -1,0 +1,84 @@
+"""Blob answers compared with Azure's recordings of the Java SDK's tests
+(``java/sdk/storage/azure-storage-blob/src/test/resources/session-records/`` in
+Azure/azure-sdk-assets), sent over raw HTTP as the Java client sent them."""
+
+from __future__ import annotations
+
+from azure.storage.blob import ContainerClient
+
+from tests.blobhttp import BlobHttp
+from tests.serverproc import ServerProcess
+
+BOM_DECLARATION_BREAK = b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n<Error><Code>'
+JAVA_EMPTY_TAGS = b"<?xml version='1.0' encoding='UTF-8'?><Tags><TagSet/></Tags>"
+
+
+def test_blob_tags_errors_break_after_the_declaration(
+    server: ServerProcess, container: ContainerClient
+) -> None:
+    """Set Blob Tags on a missing blob (BlobApiTests.setTagsError, x-ms-version 2023-08-03: 404
+    BlobNotFound, Content-Length 216), with a lease id on an unleased blob (setTagsLeaseFail: 412
+    LeaseNotPresentWithBlobOperation) and Get Blob Tags whose x-ms-if-tags fails (getTagsACFail:
+    412 ConditionNotMet, 253): the document has a line break after the XML declaration."""
+    http = BlobHttp(server.blob_port)
+    name = container.container_name
+    container.get_blob_client("b").upload_blob(b"default")
+    missing = http.request(
+        "PUT", f"/{name}/missing?comp=tags", {"Content-Type": "application/xml"}, JAVA_EMPTY_TAGS
+    )
+    assert (missing.status, missing.code, len(missing.body)) == (404, "BlobNotFound", 216)
+    assert missing.body.startswith(BOM_DECLARATION_BREAK + b"BlobNotFound</Code>")
+    lease = http.request(
+        "PUT",
+        f"/{name}/b?comp=tags",
+        {"Content-Type": "application/xml", "x-ms-lease-id": "552470d5-167e-4f7d-a142-752ff54f9f93"},
+        b"<?xml version='1.0' encoding='UTF-8'?><Tags><TagSet><Tag><Key>foo</Key><Value>bar</Value></Tag>"
+        b"</TagSet></Tags>",
+    )
+    assert (lease.status, lease.code) == (412, "LeaseNotPresentWithBlobOperation")
+    assert lease.body.startswith(BOM_DECLARATION_BREAK + b"LeaseNotPresentWithBlobOperation</Code>")
+    unmet = http.request("GET", f"/{name}/b?comp=tags", {"x-ms-if-tags": "\"foo\" = 'bar'"})
+    assert (unmet.status, unmet.code, len(unmet.body)) == (412, "ConditionNotMet", 253)
+    assert unmet.body.startswith(BOM_DECLARATION_BREAK + b"ConditionNotMet</Code>")
+    plain = http.request("GET", f"/{name}/missing")  # other operations keep no break
+    assert plain.body.startswith(b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?><Error>')
+
+
+def test_restore_missing_container_breaks_after_the_declaration(server: ServerProcess) -> None:
+    """Restore Container of a container never deleted: 404 ContainerNotFound with a line break
+    after the declaration (ServiceApiTests.restoreContainerError, Content-Length 226)."""
+    http = BlobHttp(server.blob_port)
+    name = "javarestoreerror"
+    reply = http.request(
+        "PUT",
+        f"/{name}?restype=container&comp=undelete",
+        {"x-ms-deleted-container-name": name, "x-ms-deleted-container-version": "01D60F8BB59A4652"},
+    )
+    assert (reply.status, reply.code, len(reply.body)) == (404, "ContainerNotFound", 226)
+    assert reply.body.startswith(BOM_DECLARATION_BREAK + b"ContainerNotFound</Code>")
+
+
+def test_seal_errors_break_after_the_declaration(server: ServerProcess, container: ContainerClient) -> None:
+    """Append Blob Seal of a missing blob (AppendBlobApiTests.sealError, x-ms-version 2024-08-04:
+    404 BlobNotFound, 216), with another lease id than the blob's (sealACFail[5]: 412
+    LeaseIdMismatchWithBlobOperation, 265) and an unmet append position (sealACFail[6]: 412
+    AppendPositionConditionNotMet): a line break after the XML declaration."""
+    http = BlobHttp(server.blob_port)
+    name = container.container_name
+    missing = http.request("PUT", f"/{name}/missing?comp=seal")
+    assert (missing.status, missing.code, len(missing.body)) == (404, "BlobNotFound", 216)
+    assert missing.body.startswith(BOM_DECLARATION_BREAK)
+    assert http.request("PUT", f"/{name}/ab", {"x-ms-blob-type": "AppendBlob"}).status == 201
+    position = http.request("PUT", f"/{name}/ab?comp=seal", {"x-ms-blob-condition-appendpos": "1"})
+    assert (position.status, position.code) == (412, "AppendPositionConditionNotMet")
+    assert position.body.startswith(BOM_DECLARATION_BREAK)
+    acquired = http.request(
+        "PUT", f"/{name}/ab?comp=lease", {"x-ms-lease-action": "acquire", "x-ms-lease-duration": "-1"}
+    )
+    assert acquired.status == 201
+    other = http.request(
+        "PUT", f"/{name}/ab?comp=seal", {"x-ms-lease-id": "cd317405-a951-4983-be36-00a2500d2970"}
+    )
+    assert (other.status, other.code, len(other.body)) == (412, "LeaseIdMismatchWithBlobOperation", 265)
+    assert other.body.startswith(BOM_DECLARATION_BREAK)
+
