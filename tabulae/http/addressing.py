@@ -74,13 +74,17 @@ def _compute_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:
 
 
 def split_account(segment: str, accounts: dict[str, list[bytes]]) -> tuple[str, bool]:
-    """``acct`` or ``acct-secondary`` → (``acct``, secondary?); an unknown account is refused."""
+    """``acct`` or ``acct-secondary`` → (``acct``, secondary?); an unknown account is refused
+    with 403 AuthenticationFailed and Azure's detail naming it, whatever the operation ("GetProperties"
+    is the account's lookup, as recorded for the Java SDK's ServiceApiTests.setPropsError, a Set Blob
+    Service Properties at x-ms-version 2023-08-03)."""
     if segment in accounts:
         return segment, False
     if segment.endswith(SECONDARY_SUFFIX) and segment[: -len(SECONDARY_SUFFIX)] in accounts:
         return segment[: -len(SECONDARY_SUFFIX)], True
     raise ServiceError(
-        "AuthenticationFailed", detail="The account in the request is not known to this server."
+        "AuthenticationFailed",
+        detail=f"Cannot find the claimed account when trying to GetProperties for the account {segment}.",
     )
 
 

@@ -82,3 +82,20 @@ def test_seal_errors_break_after_the_declaration(server: ServerProcess, containe
     assert (other.status, other.code, len(other.body)) == (412, "LeaseIdMismatchWithBlobOperation", 265)
     assert other.body.startswith(BOM_DECLARATION_BREAK)
 
+
+def test_unknown_account_detail(server: ServerProcess) -> None:
+    """A request for an account the server does not serve: 403 AuthenticationFailed whose detail
+    names the account as Azure's does (ServiceApiTests.setPropsError, x-ms-version 2023-08-03,
+    Set Blob Service Properties with the Java SDK's body)."""
+    http = BlobHttp(server.blob_port)
+    http.base = f"http://127.0.0.1:{server.blob_port}/primt6eec3df887974152"
+    reply = http.request(
+        "PUT",
+        "/?restype=service&comp=properties",
+        {"Content-Type": "application/xml"},
+        b"<?xml version='1.0' encoding='UTF-8'?><StorageServiceProperties><Cors/></StorageServiceProperties>",
+    )
+    assert (reply.status, reply.code) == (403, "AuthenticationFailed")
+    assert reply.error_fields()["AuthenticationErrorDetail"] == (
+        "Cannot find the claimed account when trying to GetProperties for the account primt6eec3df887974152."
+    )
