@@ -99,3 +99,18 @@ def test_unknown_account_detail(server: ServerProcess) -> None:
     assert reply.error_fields()["AuthenticationErrorDetail"] == (
         "Cannot find the claimed account when trying to GetProperties for the account primt6eec3df887974152."
     )
+
+
+def test_query_errors_break_after_the_declaration(server: ServerProcess, container: ContainerClient) -> None:
+    """Query Blob Contents of a missing blob: 404 BlobNotFound, Content-Length 216, a line break
+    after the declaration (BlobBaseApiTests.queryError, x-ms-version 2023-08-03, its body)."""
+    http = BlobHttp(server.blob_port)
+    body = (
+        b"<?xml version='1.0' encoding='UTF-8'?><QueryRequest><QueryType>SQL</QueryType>"
+        b"<Expression>SELECT * from BlobStorage</Expression></QueryRequest>"
+    )
+    reply = http.request(
+        "POST", f"/{container.container_name}/missing?comp=query", {"Content-Type": "application/xml"}, body
+    )
+    assert (reply.status, reply.code, len(reply.body)) == (404, "BlobNotFound", 216)
+    assert reply.body.startswith(BOM_DECLARATION_BREAK)

@@ -296,9 +296,16 @@ class BlobApp(Frontend[Route]):
 # SDK's recordings show: Set Blob Tags (BlobApiTests.setTagsError 404 at x-ms-version 2023-08-03,
 # setTagsLeaseFail 412 at 2024-02-04), Get Blob Tags (getTagsACFail 412), Restore Container
 # (ServiceApiTests.restoreContainerError 404) and Append Blob Seal (AppendBlobApiTests.sealError
-# 404 at 2024-08-04, sealACFail[5] and [6] 412). Other operations' errors have none.
+# 404 at 2024-08-04, sealACFail[5] and [6] 412) and Query Blob Contents (BlobBaseApiTests.queryError
+# 404). Other operations' errors have none.
 _BREAK_AFTER_DECLARATION = frozenset(
-    {Operation.SET_BLOB_TAGS, Operation.GET_BLOB_TAGS, Operation.RESTORE_CONTAINER, Operation.SEAL_BLOB}
+    {
+        Operation.SET_BLOB_TAGS,
+        Operation.GET_BLOB_TAGS,
+        Operation.RESTORE_CONTAINER,
+        Operation.SEAL_BLOB,
+        Operation.QUERY_BLOB,
+    }
 )
 
 
