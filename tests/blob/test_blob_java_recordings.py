@@ -114,3 +114,21 @@ def test_query_errors_break_after_the_declaration(server: ServerProcess, contain
     )
     assert (reply.status, reply.code, len(reply.body)) == (404, "BlobNotFound", 216)
     assert reply.body.startswith(BOM_DECLARATION_BREAK)
+
+
+def test_page_ranges_errors_break_after_the_declaration(
+    server: ServerProcess, container: ContainerClient
+) -> None:
+    """Get Page Ranges of a missing blob (PageBlobApiTests.getPageRangesError, x-ms-version
+    2023-08-03: 404 BlobNotFound, 216) and with an unreadable prevsnapshot
+    (getPageRangesDiffError: 400 InvalidQueryParameterValue, 378): a line break after the
+    declaration."""
+    http = BlobHttp(server.blob_port)
+    name = container.container_name
+    missing = http.request("GET", f"/{name}/missing?comp=pagelist")
+    assert (missing.status, missing.code, len(missing.body)) == (404, "BlobNotFound", 216)
+    assert missing.body.startswith(BOM_DECLARATION_BREAK)
+    diff = http.request("GET", f"/{name}/missing?comp=pagelist&prevsnapshot=snapshot")
+    assert (diff.status, diff.code, len(diff.body)) == (400, "InvalidQueryParameterValue", 378)
+    assert diff.body.startswith(BOM_DECLARATION_BREAK)
+    assert diff.error_fields()["QueryParameterName"] == "prevsnapshot"

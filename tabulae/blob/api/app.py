@@ -296,8 +296,9 @@ class BlobApp(Frontend[Route]):
 # SDK's recordings show: Set Blob Tags (BlobApiTests.setTagsError 404 at x-ms-version 2023-08-03,
 # setTagsLeaseFail 412 at 2024-02-04), Get Blob Tags (getTagsACFail 412), Restore Container
 # (ServiceApiTests.restoreContainerError 404) and Append Blob Seal (AppendBlobApiTests.sealError
-# 404 at 2024-08-04, sealACFail[5] and [6] 412) and Query Blob Contents (BlobBaseApiTests.queryError
-# 404). Other operations' errors have none.
+# 404 at 2024-08-04, sealACFail[5] and [6] 412), Query Blob Contents (BlobBaseApiTests.queryError
+# 404) and Get Page Ranges (PageBlobApiTests.getPageRangesError 404, getPageRangesDiffError 400).
+# Other operations' errors have none.
 _BREAK_AFTER_DECLARATION = frozenset(
     {
         Operation.SET_BLOB_TAGS,
@@ -305,6 +306,7 @@ _BREAK_AFTER_DECLARATION = frozenset(
         Operation.RESTORE_CONTAINER,
         Operation.SEAL_BLOB,
         Operation.QUERY_BLOB,
+        Operation.GET_PAGE_RANGES,
     }
 )
 
