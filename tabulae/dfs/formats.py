@@ -11,7 +11,7 @@ test_list_paths_recursively`` and ``test_directory.pyTestDirectorytest_set_acces
   ``expiryTime`` as Windows file times (100 ns ticks since 1601, ``"0"`` for no expiry), the
   ETag without quotes. ``Content-Type: application/json; charset=utf-8``.
 - Set Access Control Recursive: ``{"directoriesSuccessful":6,"failedEntries":[],"failureCount":0,
-  "filesSuccessful":25}`` with numbers as numbers, then a newline.
+  "filesSuccessful":25}`` with numbers as numbers, then a newline, and no ``Content-Type``.
 - Errors: ``{"error":{"code":"PathAlreadyExists","message":"The specified path already
   exists.\\nRequestId:...\\nTime:2020-03-08T15:46:42.1944872Z"}}`` with ``x-ms-error-code``.
 

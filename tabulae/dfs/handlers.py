@@ -566,7 +566,10 @@ async def set_access_control_recursive(c: DfsCall) -> Response:
     if last is not None:
         headers.append((formats.CONTINUATION, formats.encode_continuation(last).encode()))
     body = formats.acl_recursive_result(directories, files, len(failures), failures)
-    return _json(200, body, headers)
+    # Azure sends this JSON with no Content-Type at all (the .NET, JS and Python SDKs' recordings
+    # of setAccessControlRecursive, x-ms-version 2019-12-12 to 2024-08-04); the SDKs read a body
+    # without one as JSON.
+    return Response(200, headers, body)
 
 
 _NOT_OWNER = "This request is not authorized to perform this operation using this permission."
