@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from urllib.parse import parse_qsl, unquote
 
 from tabulae.auth.sas import parse_sas, stored_policies
-from tabulae.blob import encryption_guard
+from tabulae.blob import encryption_guard, softdeletion
 from tabulae.blob.api import blobs as blob_handlers
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import lease_request, lease_response
@@ -703,6 +703,8 @@ async def list_deleted_paths(c: DfsCall) -> Response:
             etag=etag_of(record.ticks),
             deleted=datetime.fromtimestamp(record.deleted_time or 0.0, UTC),
             remaining_days=c.call.service.remaining_days(record),
+            purge=datetime.fromtimestamp(softdeletion.purge_at(record), UTC),
+            properties=record.properties,
         )
         for record in records
     ]
