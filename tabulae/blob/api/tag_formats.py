@@ -48,8 +48,9 @@ def tag_set(tags: Mapping[str, str]) -> str:
 
 
 def render_tags_document(tags: Mapping[str, str]) -> bytes:
-    """The Get Blob Tags body."""
-    return f"{DECLARATION}<Tags>{tag_set(tags)}</Tags>".encode()
+    """The Get Blob Tags body, a line break after its declaration as Azure writes it (the .NET
+    SDK's recording of GetSetTagsAsync, x-ms-version 2024-08-04, and the JS SDK's of 2019-12-12)."""
+    return f"{DECLARATION}\n<Tags>{tag_set(tags)}</Tags>".encode()
 
 
 def render_found_blobs(
