@@ -4,6 +4,11 @@
 * ``BlobBaseClientTests/GetSetTagsAsync.json`` (x-ms-version 2024-08-04; the JS SDK's recordings
   at 2019-12-12 agree, 162 bytes for two tags): Get Blob Tags answers the byte order mark, the
   XML declaration and a line break, then ``<Tags>``. The SDK (sync and aio) reads it.
+* ``PageBlobClientTests/GetPageRangesAsync.json`` (2024-08-04; the JS SDK's recordings of Get
+  Page Ranges and its diff, 2019-07-07 to 2021-04-10, agree): ``<PageList>`` after a line
+  break; the last page of a paged listing ends ``<NextMarker/>``, without a space.
+* Find Blobs by Tags (the JS SDK's recordings, 2019-12-12 to 2021-04-10): a line break after
+  the declaration; nothing found is ``<Blobs/><NextMarker/>``.
 
 Raw HTTP and the SDK against ``tabulae serve``.
 """
@@ -12,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 
-from azure.storage.blob import ContainerClient
+from azure.storage.blob import BlobServiceClient, ContainerClient
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
 from tests.blobhttp import BlobHttp
@@ -48,3 +53,39 @@ def test_get_blob_tags_has_a_line_break_after_the_declaration(
             return await service.get_blob_client(container.container_name, "tagged").get_blob_tags()
 
     assert asyncio.run(read()) == TAGS
+
+
+DECLARED = b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n'
+
+
+def test_get_page_ranges_has_a_line_break_after_the_declaration(
+    container: ContainerClient, server: ServerProcess
+) -> None:
+    blob = container.get_blob_client("paged")
+    blob.create_page_blob(4096)
+    blob.upload_page(b"p" * 1024, offset=0, length=1024)
+    blob.upload_page(b"q" * 1024, offset=2048, length=1024)
+    http = BlobHttp(server.blob_port)
+    headers = {"Accept": "application/xml", "x-ms-version": "2024-08-04", "x-ms-range": "bytes=0-4095"}
+    answer = http.request("GET", f"/{container.container_name}/paged?comp=pagelist", headers)
+    assert answer.status == 200, answer
+    assert answer.body == DECLARED + (
+        b"<PageList><PageRange><Start>0</Start><End>1023</End></PageRange>"
+        b"<PageRange><Start>2048</Start><End>3071</End></PageRange></PageList>"
+    )
+    last = http.request("GET", f"/{container.container_name}/paged?comp=pagelist&maxresults=5", headers)
+    assert last.body.endswith(b"</PageRange><NextMarker/></PageList>"), last.body
+    ranges, _ = blob.get_page_ranges()
+    assert ranges == [{"start": 0, "end": 1023}, {"start": 2048, "end": 3071}]
+
+
+def test_find_blobs_by_tags_has_a_line_break_after_the_declaration(
+    blob_service: BlobServiceClient, server: ServerProcess
+) -> None:
+    http = BlobHttp(server.blob_port)
+    headers = {"Accept": "application/xml", "x-ms-version": "2024-08-04"}
+    answer = http.request("GET", "/?comp=blobs&where=%22nobody%22%3D%27nothing%27", headers)
+    assert answer.status == 200, answer
+    assert answer.body.startswith(DECLARED + b"<EnumerationResults ServiceEndpoint=")
+    assert answer.body.endswith(b"<Blobs/><NextMarker/></EnumerationResults>"), answer.body
+    assert list(blob_service.find_blobs_by_tags("\"nobody\"='nothing'")) == []

@@ -59,15 +59,18 @@ def render_found_blobs(
     blobs: Sequence[tuple[str, str, Mapping[str, str]]],
     next_marker: str | None,
 ) -> bytes:
-    """The Find Blobs by Tags body: (container, blob name, matching tags) per blob."""
+    """The Find Blobs by Tags body: (container, blob name, matching tags) per blob. Written as
+    Azure writes it in the JS SDK's recordings (x-ms-version 2019-12-12 to 2021-04-10): a line
+    break after the declaration, and empty ``<Blobs/>`` and ``<NextMarker/>`` without a space."""
     items = "".join(
         f"<Blob><Name>{escape(name)}</Name><ContainerName>{escape(container)}</ContainerName>"
         f"<Tags>{tag_set(tags)}</Tags></Blob>"
         for container, name, tags in blobs
     )
-    marker = f"<NextMarker>{escape(next_marker)}</NextMarker>" if next_marker else "<NextMarker />"
+    marker = f"<NextMarker>{escape(next_marker)}</NextMarker>" if next_marker else "<NextMarker/>"
     endpoint = escape(service_endpoint, {'"': "&quot;"})
+    found = f"<Blobs>{items}</Blobs>" if items else "<Blobs/>"
     return (
-        f'{DECLARATION}<EnumerationResults ServiceEndpoint="{endpoint}">'
-        f"<Where>{escape(where)}</Where><Blobs>{items}</Blobs>{marker}</EnumerationResults>"
+        f'{DECLARATION}\n<EnumerationResults ServiceEndpoint="{endpoint}">'
+        f"<Where>{escape(where)}</Where>{found}{marker}</EnumerationResults>"
     ).encode()
