@@ -3,7 +3,10 @@
 
 * ``BlobBaseClientTests/GetSetTagsAsync.json`` (x-ms-version 2024-08-04; the JS SDK's recordings
   at 2019-12-12 agree, 162 bytes for two tags): Get Blob Tags answers the byte order mark, the
-  XML declaration and a line break, then ``<Tags>``. The SDK (sync and aio) reads it.
+  XML declaration and a line break, then ``<Tags>``. The SDK (sync and aio) reads it. The Rust
+  SDK's recording of test_blob_tags (``rust/sdk/storage/azure_storage_blob/tests/data/
+  blob_client/test_blob_tags.json``, 2026-04-06): tags set as ``hello``, ``ferris`` are read in
+  key order, and no tags is ``<Tags><TagSet/></Tags>`` (64 bytes).
 * ``PageBlobClientTests/GetPageRangesAsync.json`` (2024-08-04; the JS SDK's recordings of Get
   Page Ranges and its diff, 2019-07-07 to 2021-04-10, agree): ``<PageList>`` after a line
   break; the last page of a paged listing ends ``<NextMarker/>``, without a space.
@@ -23,6 +26,7 @@ from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 from tests.blobhttp import BlobHttp
 from tests.serverproc import ServerProcess
 
+DECLARED = b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n'
 TAGS = {"tagKey0": "tagValue0", "tagKey1": "tagValue1"}
 RECORDED = (
     b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n'
@@ -55,7 +59,26 @@ def test_get_blob_tags_has_a_line_break_after_the_declaration(
     assert asyncio.run(read()) == TAGS
 
 
-DECLARED = b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n'
+def test_get_blob_tags_in_key_order_and_none_as_an_empty_element(
+    container: ContainerClient, server: ServerProcess
+) -> None:
+    blob = container.get_blob_client("ordered")
+    blob.upload_blob(b"hello rusty world")
+    blob.set_blob_tags({"hello": "world", "ferris": "crab"})
+    http = BlobHttp(server.blob_port)
+    path = f"/{container.container_name}/ordered?comp=tags"
+    headers = {"Accept": "application/xml", "x-ms-version": "2026-04-06"}
+    read = http.request("GET", path, headers)
+    assert read.body == DECLARED + (
+        b"<Tags><TagSet><Tag><Key>ferris</Key><Value>crab</Value></Tag>"
+        b"<Tag><Key>hello</Key><Value>world</Value></Tag></TagSet></Tags>"
+    )
+    assert read.headers["content-length"] == "166"  # as recorded
+    blob.set_blob_tags({})
+    empty = http.request("GET", path, headers)
+    assert empty.body == DECLARED + b"<Tags><TagSet/></Tags>"
+    assert empty.headers["content-length"] == "64"  # as recorded
+    assert blob.get_blob_tags() == {}
 
 
 def test_get_page_ranges_has_a_line_break_after_the_declaration(

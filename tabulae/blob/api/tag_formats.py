@@ -49,8 +49,14 @@ def tag_set(tags: Mapping[str, str]) -> str:
 
 def render_tags_document(tags: Mapping[str, str]) -> bytes:
     """The Get Blob Tags body, a line break after its declaration as Azure writes it (the .NET
-    SDK's recording of GetSetTagsAsync, x-ms-version 2024-08-04, and the JS SDK's of 2019-12-12)."""
-    return f"{DECLARATION}\n<Tags>{tag_set(tags)}</Tags>".encode()
+    SDK's recording of GetSetTagsAsync, x-ms-version 2024-08-04, and the JS SDK's of 2019-12-12).
+    The tags come in key order whatever order they were set in, and none is ``<TagSet/>``, as in
+    the Rust SDK's recording of test_blob_tags (2026-04-06: ``hello`` then ``ferris`` set,
+    ``ferris`` then ``hello`` read). Keys are compared by code point (assumed: the recording's
+    keys are all lower case)."""
+    if not tags:
+        return f"{DECLARATION}\n<Tags><TagSet/></Tags>".encode()
+    return f"{DECLARATION}\n<Tags>{tag_set(dict(sorted(tags.items())))}</Tags>".encode()
 
 
 def render_found_blobs(
