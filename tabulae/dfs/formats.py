@@ -11,7 +11,7 @@ test_list_paths_recursively`` and ``test_directory.pyTestDirectorytest_set_acces
   ``expiryTime`` as Windows file times (100 ns ticks since 1601, ``"0"`` for no expiry), the
   ETag without quotes. ``Content-Type: application/json; charset=utf-8``.
 - Set Access Control Recursive: ``{"directoriesSuccessful":6,"failedEntries":[],"failureCount":0,
-  "filesSuccessful":25}`` with numbers as numbers, then a newline.
+  "filesSuccessful":25}`` with numbers as numbers, then a newline, and no ``Content-Type``.
 - Errors: ``{"error":{"code":"PathAlreadyExists","message":"The specified path already
   exists.\\nRequestId:...\\nTime:2020-03-08T15:46:42.1944872Z"}}`` with ``x-ms-error-code``.
 
@@ -29,7 +29,7 @@ import base64
 import binascii
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime, parsedate_to_datetime
 from xml.sax.saxutils import escape as xml_escape
@@ -37,6 +37,7 @@ from xml.sax.saxutils import escape as xml_escape
 import orjson
 
 from tabulae.http.errors import error_text
+from tabulae.model.blobs import ContentProperties
 from tabulae.model.errors import ServiceError
 
 JSON_CONTENT_TYPE = b"application/json; charset=utf-8"
@@ -344,6 +345,38 @@ class DeletedItem:
     etag: str
     deleted: datetime
     remaining_days: int
+    purge: datetime  # when its retention ends: the listing's ``Expiry-Time``
+    properties: ContentProperties = field(default_factory=ContentProperties)
+
+
+#: The CRC64 Azure lists for a soft-deleted path of no content (recorded for empty files and
+#: directories); for one with content the element stays empty, as in the Blob API's listings.
+EMPTY_CRC64 = "AAAAAAAAAAA="
+
+
+def _deleted_properties(item: DeletedItem) -> str:
+    """A soft-deleted path's ``<Properties>`` in the order Azure lists them."""
+    p = item.properties
+
+    def element(tag: str, value: str | None) -> str:
+        return f"<{tag}>{xml_escape(value)}</{tag}>" if value else f"<{tag} />"
+
+    crc64 = EMPTY_CRC64 if item.content_length == 0 else None
+    return (
+        f"<Properties><Creation-Time>{http_date(item.created)}</Creation-Time>"
+        f"<Last-Modified>{http_date(item.last_modified)}</Last-Modified>"
+        f"<Expiry-Time>{http_date(item.purge)}</Expiry-Time><Etag>{item.etag}</Etag>"
+        f"<ResourceType>{DIRECTORY if item.is_directory else FILE}</ResourceType>"
+        f"<Content-Length>{item.content_length}</Content-Length>"
+        f"{element('Content-Type', p.content_type or 'application/octet-stream')}"
+        f"{element('Content-Encoding', p.content_encoding)}{element('Content-Language', p.content_language)}"
+        f"{element('Content-CRC64', crc64)}{element('Content-MD5', p.content_md5)}"
+        f"{element('Cache-Control', p.cache_control)}{element('Content-Disposition', p.content_disposition)}"
+        "<BlobType>BlockBlob</BlobType><AccessTier>Hot</AccessTier>"
+        "<AccessTierInferred>true</AccessTierInferred><ServerEncrypted>true</ServerEncrypted>"
+        f"<DeletedTime>{http_date(item.deleted)}</DeletedTime>"
+        f"<RemainingRetentionDays>{item.remaining_days}</RemainingRetentionDays></Properties>"
+    )
 
 
 def list_deleted_paths(
@@ -359,7 +392,12 @@ def list_deleted_paths(
     """List Deleted Paths' body (``restype=container&comp=list&showonly=deleted``): the Blob
     API's ``EnumerationResults`` with ``<DeletionId>`` and the path's ``<ResourceType>``, in the
     order and with the elements recorded from Azure (python ``test_file_system.pyTestFileSystem
-    test_get_deleted_paths``); the SDK reads the name, id, deletion time and remaining days."""
+    test_get_deleted_paths``; the .NET SDK's FileSystemClientTests/GetDeletedPathsAsync and the JS
+    SDK's listDeletedPaths, x-ms-version 2020-06-12 to 2023-08-03: ``Expiry-Time`` when the
+    retention ends, the empty content elements, the CRC64 of nothing for an empty path, the
+    inferred Hot tier). Before 2023-08-03 Azure left ``<ResourceType>`` out; it is always written
+    here, as in this server's other listings of HNS accounts. The SDK reads the name, id,
+    deletion time and remaining days."""
 
     def optional(tag: str, value: str) -> str:
         return f"<{tag}>{xml_escape(value)}</{tag}>" if value else ""
@@ -376,15 +414,7 @@ def list_deleted_paths(
     for item in items:
         parts.append(
             f"<Blob><Name>{xml_escape(item.name)}</Name><DeletionId>{item.deletion_id}</DeletionId>"
-            f"<Deleted>true</Deleted><Properties><Creation-Time>{http_date(item.created)}</Creation-Time>"
-            f"<Last-Modified>{http_date(item.last_modified)}</Last-Modified><Etag>{item.etag}</Etag>"
-            f"<ResourceType>{DIRECTORY if item.is_directory else FILE}</ResourceType>"
-            f"<Content-Length>{item.content_length}</Content-Length>"
-            "<Content-Type>application/octet-stream</Content-Type><BlobType>BlockBlob</BlobType>"
-            "<ServerEncrypted>true</ServerEncrypted>"
-            f"<DeletedTime>{http_date(item.deleted)}</DeletedTime>"
-            f"<RemainingRetentionDays>{item.remaining_days}</RemainingRetentionDays></Properties>"
-            "<OrMetadata /></Blob>"
+            f"<Deleted>true</Deleted>{_deleted_properties(item)}<OrMetadata /></Blob>"
         )
     parts.append("</Blobs>")
     parts.append(f"<NextMarker>{xml_escape(next_marker)}</NextMarker>" if next_marker else "<NextMarker />")

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from urllib.parse import parse_qsl, unquote
 
 from tabulae.auth.sas import parse_sas, stored_policies
-from tabulae.blob import encryption_guard
+from tabulae.blob import encryption_guard, softdeletion
 from tabulae.blob.api import blobs as blob_handlers
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import lease_request, lease_response
@@ -566,7 +566,10 @@ async def set_access_control_recursive(c: DfsCall) -> Response:
     if last is not None:
         headers.append((formats.CONTINUATION, formats.encode_continuation(last).encode()))
     body = formats.acl_recursive_result(directories, files, len(failures), failures)
-    return _json(200, body, headers)
+    # Azure sends this JSON with no Content-Type at all (the .NET, JS and Python SDKs' recordings
+    # of setAccessControlRecursive, x-ms-version 2019-12-12 to 2024-08-04); the SDKs read a body
+    # without one as JSON.
+    return Response(200, headers, body)
 
 
 _NOT_OWNER = "This request is not authorized to perform this operation using this permission."
@@ -700,6 +703,8 @@ async def list_deleted_paths(c: DfsCall) -> Response:
             etag=etag_of(record.ticks),
             deleted=datetime.fromtimestamp(record.deleted_time or 0.0, UTC),
             remaining_days=c.call.service.remaining_days(record),
+            purge=datetime.fromtimestamp(softdeletion.purge_at(record), UTC),
+            properties=record.properties,
         )
         for record in records
     ]

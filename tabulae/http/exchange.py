@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from tabulae.http.messages import SERVER_HEADER, Clock, Headers, Request, Response, error_time
-from tabulae.http.versions import response_version
+from tabulae.http.versions import KNOWN_VERSIONS, response_version
 from tabulae.model.errors import ServiceError
 
 CONNECTION_CLOSE = (b"connection", b"close")
@@ -112,10 +112,22 @@ def add_standard_headers(
     headers.append((b"date", clock.http_date()))
     headers.append(server)
     client_id = request.headers.get("x-ms-client-request-id") if echo else None
-    if client_id is not None:
+    if client_id is not None and not _before_echo(request.headers.get("x-ms-version")):
         headers.append((b"x-ms-client-request-id", client_id.encode("latin-1")))
     if not request.body_read and has_body(request.headers):
         headers.append(CONNECTION_CLOSE)
+
+
+#: The first version whose answers echo ``x-ms-client-request-id`` ("Version 2019-02-02": "the
+#: responses for all Blob, Table and Queue APIs return the x-ms-client-request-id passed in").
+FIRST_ECHOING_VERSION = "2019-02-02"
+
+
+def _before_echo(version: str | None) -> bool:
+    """Whether a request names a known version older than :data:`FIRST_ECHOING_VERSION`: Azure
+    then answers without the client's request id (the Rust Queue SDK's recordings at 2018-03-28,
+    the JS SDKs' at 2018-03-28 and 2018-11-09). Dates in ISO form compare as strings."""
+    return version is not None and version in KNOWN_VERSIONS and version < FIRST_ECHOING_VERSION
 
 
 def has_body(headers: dict[str, str]) -> bool:

@@ -209,15 +209,17 @@ def _previous(value: str) -> str:
 
 def render_page_list(ranges: list[PageRange], next_marker: str | None, *, paged: bool) -> bytes:
     """A ``PageList``: ``PageRange`` and ``ClearRange`` elements in order, then the marker when
-    the listing was paged ("Get Page Ranges", 2020-10-02 and later)."""
-    parts = [DECLARATION, "<PageList>"]
+    the listing was paged ("Get Page Ranges", 2020-10-02 and later). A line break follows the
+    declaration, as Azure writes it (the .NET SDK's recording of GetPageRangesAsync, x-ms-version
+    2024-08-04; the JS SDK's of Get Page Ranges and its diff, 2019-02-02 to 2021-04-10)."""
+    parts = [DECLARATION, "\n<PageList>"]
     for start, last, kind in ranges:
         tag = "PageRange" if kind == "page" else "ClearRange"
         parts.append(f"<{tag}><Start>{start}</Start><End>{last}</End></{tag}>")
     if next_marker is not None:
         parts.append(f"<NextMarker>{next_marker}</NextMarker>")
     elif paged:
-        parts.append("<NextMarker />")
+        parts.append("<NextMarker/>")  # written so, without a space, in Azure's recordings
     parts.append("</PageList>")
     return "".join(parts).encode()
 

@@ -48,8 +48,15 @@ def tag_set(tags: Mapping[str, str]) -> str:
 
 
 def render_tags_document(tags: Mapping[str, str]) -> bytes:
-    """The Get Blob Tags body."""
-    return f"{DECLARATION}<Tags>{tag_set(tags)}</Tags>".encode()
+    """The Get Blob Tags body, a line break after its declaration as Azure writes it (the .NET
+    SDK's recording of GetSetTagsAsync, x-ms-version 2024-08-04, and the JS SDK's of 2019-12-12).
+    The tags come in key order whatever order they were set in, and none is ``<TagSet/>``, as in
+    the Rust SDK's recording of test_blob_tags (2026-04-06: ``hello`` then ``ferris`` set,
+    ``ferris`` then ``hello`` read). Keys are compared by code point (assumed: the recording's
+    keys are all lower case)."""
+    if not tags:
+        return f"{DECLARATION}\n<Tags><TagSet/></Tags>".encode()
+    return f"{DECLARATION}\n<Tags>{tag_set(dict(sorted(tags.items())))}</Tags>".encode()
 
 
 def render_found_blobs(
@@ -58,15 +65,18 @@ def render_found_blobs(
     blobs: Sequence[tuple[str, str, Mapping[str, str]]],
     next_marker: str | None,
 ) -> bytes:
-    """The Find Blobs by Tags body: (container, blob name, matching tags) per blob."""
+    """The Find Blobs by Tags body: (container, blob name, matching tags) per blob. Written as
+    Azure writes it in the JS SDK's recordings (x-ms-version 2019-12-12 to 2021-04-10): a line
+    break after the declaration, and empty ``<Blobs/>`` and ``<NextMarker/>`` without a space."""
     items = "".join(
         f"<Blob><Name>{escape(name)}</Name><ContainerName>{escape(container)}</ContainerName>"
         f"<Tags>{tag_set(tags)}</Tags></Blob>"
         for container, name, tags in blobs
     )
-    marker = f"<NextMarker>{escape(next_marker)}</NextMarker>" if next_marker else "<NextMarker />"
+    marker = f"<NextMarker>{escape(next_marker)}</NextMarker>" if next_marker else "<NextMarker/>"
     endpoint = escape(service_endpoint, {'"': "&quot;"})
+    found = f"<Blobs>{items}</Blobs>" if items else "<Blobs/>"
     return (
-        f'{DECLARATION}<EnumerationResults ServiceEndpoint="{endpoint}">'
-        f"<Where>{escape(where)}</Where><Blobs>{items}</Blobs>{marker}</EnumerationResults>"
+        f'{DECLARATION}\n<EnumerationResults ServiceEndpoint="{endpoint}">'
+        f"<Where>{escape(where)}</Where>{found}{marker}</EnumerationResults>"
     ).encode()
