@@ -15,12 +15,12 @@ with them: Azure took those as requests without a customer-provided key.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.npm_cache import installed
 from tests.serverproc import ServerProcess
 
 #: The releases run, each installed into a cache directory of its own.
@@ -30,32 +30,9 @@ SCRIPT = Path(__file__).parents[1] / "js" / "blob_sdk.js"
 
 @pytest.fixture(scope="session", params=VERSIONS)
 def blob_node_modules(request: pytest.FixtureRequest) -> Path:
-    if not (shutil.which("node") and shutil.which("npm")):
-        if os.environ.get("CI"):
-            pytest.fail("node and npm are needed for the JavaScript SDK test")
-        pytest.skip("node and npm are not installed")
     version = request.param
     folder = "js-blob" if version == VERSIONS[0] else f"js-blob-{version}"
-    cache = Path(os.environ.get("TABULAE_TEST_CACHE", Path.home() / ".cache" / "tabulae-test")) / folder
-    modules = cache / "node_modules"
-    if not (modules / "@azure" / "storage-blob" / "package.json").exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                "npm",
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--silent",
-                "--prefix",
-                str(cache),
-                f"@azure/storage-blob@{version}",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-    return modules
+    return installed(folder, f"@azure/storage-blob@{version}", "@azure/storage-blob/package.json")
 
 
 def test_blob_operations_through_the_javascript_sdk(server: ServerProcess, blob_node_modules: Path) -> None:

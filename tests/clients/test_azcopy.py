@@ -58,6 +58,7 @@ from azure.storage.filedatalake import (
     generate_file_system_sas,
 )
 
+from tests.npm_cache import installed
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 from tests.tls import TENANT, SelfSignedCert, make_jwt, make_self_signed_cert
 
@@ -73,23 +74,8 @@ OID = "5a8f4c21-7d3e-4b6a-9c1f-2e0d8b7a6f45"  # the signed-in user of the bearer
 def azcopy_binary() -> Path:
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("the published AzCopy build is for x86-64 Linux")
-    if not (shutil.which("node") and shutil.which("npm")):
-        if os.environ.get("CI"):
-            pytest.fail("node and npm are needed to install AzCopy")
-        pytest.skip("node and npm are not installed")
-    cache = (
-        Path(os.environ.get("TABULAE_TEST_CACHE", Path.home() / ".cache" / "tabulae-test"))
-        / f"azcopy-{VERSION}"
-    )
-    binary = cache / "node_modules" / "@azure-tools" / "azcopy-linux" / "dist" / "bin" / "azcopy_linux_amd64"
-    if not binary.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(cache), PACKAGE],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
+    modules = installed(f"azcopy-{VERSION}", PACKAGE, "@azure-tools/azcopy-linux/package.json")
+    binary = modules / "@azure-tools" / "azcopy-linux" / "dist" / "bin" / "azcopy_linux_amd64"
     binary.chmod(0o755)  # npm unpacks it without its execute bit
     return binary
 

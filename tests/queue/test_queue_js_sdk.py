@@ -10,12 +10,12 @@ sends byte for byte without needing Node.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.npm_cache import installed
 from tests.serverproc import ServerProcess
 from tests.tls import TENANT, SelfSignedCert
 
@@ -23,27 +23,9 @@ PACKAGE = "@azure/storage-queue@12.30.0"
 SCRIPT = Path(__file__).parents[1] / "js" / "queue_sdk.js"
 
 
-def _cache() -> Path:
-    return Path(os.environ.get("TABULAE_TEST_CACHE", Path.home() / ".cache" / "tabulae-test")) / "js-queue"
-
-
 @pytest.fixture(scope="session")
 def node_modules() -> Path:
-    if not (shutil.which("node") and shutil.which("npm")):
-        if os.environ.get("CI"):
-            pytest.fail("node and npm are needed for the JavaScript SDK test")
-        pytest.skip("node and npm are not installed")
-    cache = _cache()
-    modules = cache / "node_modules"
-    if not (modules / "@azure" / "storage-queue" / "package.json").exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(cache), PACKAGE],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-    return modules
+    return installed("js-queue", PACKAGE, "@azure/storage-queue/package.json")
 
 
 def test_every_operation_through_the_javascript_sdk(server: ServerProcess, node_modules: Path) -> None:
