@@ -37,9 +37,8 @@ def response(request: Request, error: ServiceError, request_id: str) -> Response
         headers.extend(error.headers)
     if request.method == "HEAD":
         return Response(error.status, headers)
-    body = error_xml(error, request_id, error_time(), table_style=False)
-    if request.operation is DfsOperation.SET_EXPIRY:  # as recorded: a line break after the declaration
-        declaration, end, rest = body.partition(b"?>")
-        body = declaration + end + b"\n" + rest
+    # as recorded: Set Expiry's errors have a line break after the declaration
+    line_break = request.operation is DfsOperation.SET_EXPIRY
+    body = error_xml(error, request_id, error_time(), table_style=False, line_break=line_break)
     headers.append((b"content-type", XML_CONTENT_TYPE))
     return Response(error.status, headers, UTF8_BOM + body)

@@ -32,8 +32,12 @@ def error_json(error: ServiceError, request_id: str, time_text: str) -> bytes:
     )
 
 
-def error_xml(error: ServiceError, request_id: str, time_text: str, *, table_style: bool) -> bytes:
-    """``m:error`` for table-level XML operations (ACL), the generic ``<Error>`` otherwise."""
+def error_xml(
+    error: ServiceError, request_id: str, time_text: str, *, table_style: bool, line_break: bool = False
+) -> bytes:
+    """``m:error`` for table-level XML operations (ACL), the generic ``<Error>`` otherwise.
+    ``line_break``: a line break after the XML declaration, as Azure writes the errors of its
+    front-end and of a few Blob operations (each caller names its recording)."""
     message = escape(error_text(error, request_id, time_text))
     if table_style:
         return (
@@ -45,7 +49,7 @@ def error_xml(error: ServiceError, request_id: str, time_text: str, *, table_sty
     )
     if error.detail and error.code in ("AuthenticationFailed", "InvalidAuthenticationInfo"):
         detail += f"<AuthenticationErrorDetail>{escape(error.detail)}</AuthenticationErrorDetail>"
+    declaration = '<?xml version="1.0" encoding="utf-8"?>' + ("\n" if line_break else "")
     return (
-        f'<?xml version="1.0" encoding="utf-8"?><Error><Code>{error.code}</Code>'
-        f"<Message>{message}</Message>{detail}</Error>"
+        f"{declaration}<Error><Code>{error.code}</Code><Message>{message}</Message>{detail}</Error>"
     ).encode()

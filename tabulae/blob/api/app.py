@@ -285,10 +285,8 @@ class BlobApp(Frontend[Route]):
         if request.method == "HEAD" or error.status == 304:
             return Response(error.status, headers)
         headers.append((b"content-type", XML_CONTENT_TYPE))
-        body = error_xml(error, request_id, error_time(), table_style=False)
-        if route is not None and route.operation in _BREAK_AFTER_DECLARATION:
-            declaration, end, rest = body.partition(b"?>")
-            body = declaration + end + b"\n" + rest
+        line_break = route is not None and route.operation in _BREAK_AFTER_DECLARATION
+        body = error_xml(error, request_id, error_time(), table_style=False, line_break=line_break)
         return Response(error.status, headers, UTF8_BOM + body)
 
 
@@ -320,8 +318,7 @@ def _front_end(request: Request, error: FrontEndRefusal, request_id: str) -> Res
     silent = not error.echoes
     if request.method == "HEAD":
         return Response(error.status, [], silent=silent)
-    declaration, end, rest = error_xml(error, request_id, error_time(), table_style=False).partition(b"?>")
-    body = UTF8_BOM + declaration + end + b"\n" + rest
+    body = UTF8_BOM + error_xml(error, request_id, error_time(), table_style=False, line_break=True)
     return Response(error.status, [(b"content-type", XML_CONTENT_TYPE)], body, silent=silent)
 
 
