@@ -14,6 +14,8 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
+from tabulae.model.errors import ServiceError
+from tabulae.queue.api.acl_ids import check_identifier_ids
 from tests.queuehttp import (
     BOM,
     DECLARATION,
@@ -609,6 +611,28 @@ def test_acl_id_too_long_is_a_document_error(queue_http: QueueHttp, q: str) -> N
     assert_error(response, 400, "InvalidXmlDocument")
     assert b"<LineNumber>2</LineNumber><LinePosition>48</LinePosition>" in response.body, response
     assert queue_http.request("GET", f"/{q}?comp=acl").body.endswith(b"<SignedIdentifiers />")
+    # an Id made long by an entity: the DTD is refused before any Id is read, and no entity expands
+    entity = "x" * 70
+    dtd = (
+        f'<!DOCTYPE s [<!ENTITY e "{entity}">]><SignedIdentifiers><SignedIdentifier><Id>&e;</Id>'
+        "</SignedIdentifier></SignedIdentifiers>"
+    )
+    response = queue_http.request("PUT", f"/{q}?comp=acl", dtd)
+    assert_error(response, 400, "InvalidXmlDocument")
+    assert ID_REASON.encode() not in response.body, response
+
+
+def test_the_identifier_reader_never_expands_entities() -> None:
+    """The second reader of a refused ACL (for Azure's place and reason) stops at a DTD as the
+    first one does, even called on a body that never passed the first."""
+    body = (
+        b'<!DOCTYPE s [<!ENTITY e "' + b"x" * 70 + b'">]><SignedIdentifiers><SignedIdentifier>'
+        b"<Id>&e;</Id></SignedIdentifier></SignedIdentifiers>"
+    )
+    check_identifier_ids(body)  # no error: the entity was never expanded into a long Id
+    with pytest.raises(ServiceError) as refused:
+        check_identifier_ids(body.split(b"]>", 1)[1].replace(b"&e;", b"x" * 70))
+    assert refused.value.code == "InvalidXmlDocument"
 
 
 def test_self_closed_service_properties_are_refused(queue_http: QueueHttp) -> None:

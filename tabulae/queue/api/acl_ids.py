@@ -12,6 +12,7 @@ Whitespace between the tags is taken to be skipped by that reader (not recorded)
 from __future__ import annotations
 
 import xml.parsers.expat
+from typing import NoReturn
 
 from tabulae.model.errors import ServiceError
 
@@ -63,6 +64,13 @@ def check_identifier_ids(body: bytes) -> None:
         if in_id:
             texts.append(data)
 
+    def no_dtd(*_args: object) -> NoReturn:
+        # parse_xml refused any DTD before this runs (the ACL had parsed); kept so this second
+        # reader never expands entities, whoever calls it
+        raise xml.parsers.expat.ExpatError("a document type declaration")
+
+    parser.StartDoctypeDeclHandler = no_dtd
+    parser.EntityDeclHandler = no_dtd
     parser.StartElementHandler = start
     parser.EndElementHandler = end
     parser.CharacterDataHandler = characters
