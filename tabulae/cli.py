@@ -68,6 +68,7 @@ _FROM_FLAG: dict[str, Callable[[Any], Any]] = {
     "services": services_from,
     "console_hosts": tuple,
     "hns_accounts": tuple,
+    "premium_accounts": tuple,
     "encryption_scopes": tuple,
     "oauth_roles": tuple,
     "oauth": lambda value: value == "basic",
@@ -79,6 +80,7 @@ _FLAG_DEFAULTS: dict[str, Callable[[], Any]] = {
     "accounts": list,
     "console_hosts": list,
     "hns_accounts": list,
+    "premium_accounts": list,
     "encryption_scopes": list,
     "oauth_roles": list,
     "oauth": lambda: "off",
@@ -267,7 +269,9 @@ def _check(settings: Settings) -> None:
     except FeatureError as exc:
         raise _usage(str(exc)) from None
     unknown = [
-        name for name in (*settings.hns_accounts, *settings.account_features) if name not in settings.accounts
+        name
+        for name in (*settings.hns_accounts, *settings.premium_accounts, *settings.account_features)
+        if name not in settings.accounts
     ]
     if unknown:
         raise _usage(

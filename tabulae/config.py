@@ -452,6 +452,14 @@ class Settings:
         metavar="ACCOUNT",
         action="append",
     )
+    premium_accounts: tuple[str, ...] = setting(
+        (),
+        flag="--premium-page-blobs",
+        help="make ACCOUNT a premium page blob account (Azure's Premium_LRS SKU): page blobs only, each "
+        "with a tier P4..P80; repeatable",
+        metavar="ACCOUNT",
+        action="append",
+    )
     # ``[account-features.NAME]`` of ``--config``: per account, by feature name (model.accounts.NAMES).
     account_features: dict[str, dict[str, Any]] = setting(default_factory=dict)
     # Default CORS rules (``[[cors]]`` of ``--config``) for accounts that have set none of their
@@ -476,7 +484,8 @@ class Settings:
 
     def features_of(self, account: str) -> AccountFeatures:
         """``account``'s features as the settings give them (before run-time changes): the
-        flags' values, then its ``[account-features.NAME]`` section, and ``--hns``."""
+        flags' values, then its ``[account-features.NAME]`` section, ``--hns`` and
+        ``--premium-page-blobs``."""
         hns = account in self.hns_accounts
         features = AccountFeatures(
             blob_versioning=self.blob_versioning,
@@ -488,6 +497,7 @@ class Settings:
             default_immutability_days=self.default_immutability_days if not hns else 0,
             default_immutability_locked=self.default_immutability_locked and not hns,
             hns=hns,
+            premium_page_blobs=account in self.premium_accounts,
         )
         return check_combination(apply(features, parse(self.account_features.get(account, {}))))
 

@@ -1,14 +1,16 @@
 """An account's features that Azure keeps in its management plane, not in the data-plane REST API:
 blob versioning, the change feed, container soft delete, last access time tracking, permanent
 delete of soft-deleted snapshots and versions, version-level immutability with the account's
-default policy, and the hierarchical namespace (Data Lake Storage Gen2).
+default policy, the hierarchical namespace (Data Lake Storage Gen2), and premium page blobs
+(an account of Azure's Premium_LRS SKU whose page blobs have tiers P4 to P80).
 
 In Azure they are properties of the storage account resource, set with the resource manager
 (``az storage account blob-service-properties update``, the portal, ARM templates). Tabulae has no
 resource manager, so they are server settings: ``tabulae serve`` flags that apply to every account,
 a ``--config`` file section per account, and for a running server the signed ``/-/accounts``
 endpoint (``tabulae account show|set``). The hierarchical namespace is chosen when an account is
-made (Azure can upgrade an account to it once, never back), so here it is a start-up setting only.
+made (Azure can upgrade an account to it once, never back), and so is an account's SKU (a
+premium account is made premium and stays so), so here they are start-up settings only.
 
 Each feature has one name, the same in the config file, the endpoint's JSON and the CLI
 (``blob-versioning``); the dataclass fields are those names in Python's spelling.
@@ -42,13 +44,17 @@ class AccountFeatures:
     default_immutability_days: int = 0
     default_immutability_locked: bool = False
     hns: bool = False  # a hierarchical namespace: containers are Data Lake file systems
+    # A premium page blob account (SKU Premium_LRS): page blobs only, each with a tier P4..P80.
+    premium_page_blobs: bool = False
 
 
 OFF = AccountFeatures()
 #: Feature names as the config file, the endpoint and the CLI spell them -> dataclass fields.
 NAMES = {field.name.replace("_", "-"): field.name for field in fields(AccountFeatures)}
-#: What a running server may change (the namespace is fixed when the server starts).
-CHANGEABLE = tuple(name for name in NAMES if name != "hns")
+#: What is fixed when the server starts: the namespace and the account's SKU.
+AT_START = ("hns", "premium-page-blobs")
+#: What a running server may change.
+CHANGEABLE = tuple(name for name in NAMES if name not in AT_START)
 
 
 class FeatureError(ValueError):
@@ -73,7 +79,7 @@ def parse(document: Any, *, allowed: tuple[str, ...] = tuple(NAMES)) -> dict[str
             raise FeatureError(f"{name}: not a feature (the features are {', '.join(NAMES)})")
         if name not in allowed:
             raise FeatureError(
-                f"{name}: set when the server starts (tabulae serve --hns ACCOUNT), not at run time"
+                f"{name}: set when the server starts (tabulae serve --{name} ACCOUNT), not at run time"
             )
         if name == "container-soft-delete":
             changes[NAMES[name]] = check_days(value)
@@ -110,6 +116,11 @@ def check_combination(features: AccountFeatures) -> AccountFeatures:
             raise FeatureError(
                 "version-level-immutability: Azure has none on an account with a hierarchical namespace"
             )
+    if features.premium_page_blobs and features.hns:
+        raise FeatureError(
+            "premium-page-blobs: a premium page blob account holds page blobs only, and a "
+            "hierarchical namespace keeps its files as block blobs"
+        )
     if features.default_immutability_days and not features.version_level_immutability:
         raise FeatureError("default-immutability-days: needs version-level-immutability on")
     if features.default_immutability_locked and not features.default_immutability_days:

@@ -35,6 +35,7 @@ FLAT = {
     "default-immutability-days": 0,
     "default-immutability-locked": False,
     "hns": False,
+    "premium-page-blobs": False,
 }
 
 
@@ -108,6 +109,7 @@ def test_flags_apply_to_every_account_and_hns_to_the_one_named(featured: ServerP
         "default-immutability-days\t0",
         "default-immutability-locked\tfalse",
         "hns\tfalse",
+        "premium-page-blobs\tfalse",
     ]
     # Every port serves it (the Blob port too, for a server without a Table service).
     assert _admin(featured, "GET", port=featured.blob_port) == (200, FLAT)
@@ -145,6 +147,7 @@ def test_changes_reach_every_worker_and_leave_other_accounts_alone(featured: Ser
     [
         ({"blob-versionning": True}, "blob-versionning: not a feature"),
         ({"hns": True}, "hns: set when the server starts"),
+        ({"premium-page-blobs": True}, "premium-page-blobs: set when the server starts"),
         ({"container-soft-delete": 366}, "container-soft-delete: expected 0 (off) or a number of days"),
         ({"container-soft-delete": True}, "container-soft-delete"),
         ({"blob-versioning": "yes"}, "blob-versioning: expected true or false"),

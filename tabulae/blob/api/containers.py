@@ -21,7 +21,11 @@ _LEASE_ACTIONS = ("acquire", "renew", "change", "release", "break")
 _FIXED_CONTAINER_HEADERS: Headers = [
     (b"x-ms-immutable-storage-with-versioning-enabled", b"false"),
 ]
-_ACCOUNT_INFO: Headers = [(b"x-ms-sku-name", b"Standard_LRS"), (b"x-ms-account-kind", b"StorageV2")]
+# A premium page blob account is a general-purpose v2 account of the Premium_LRS SKU ("Storage
+# account overview"; the resource provider's SKU types list Premium_LRS for StorageV2).
+_KIND = (b"x-ms-account-kind", b"StorageV2")
+_STANDARD = (b"x-ms-sku-name", b"Standard_LRS")
+_PREMIUM = (b"x-ms-sku-name", b"Premium_LRS")
 
 
 def xml(body: bytes, status: int = 200, extra: Headers | None = None) -> Response:
@@ -176,7 +180,8 @@ async def get_service_stats(call: Call) -> Response:
 
 async def get_account_info(call: Call) -> Response:
     features = await call.service.features.get(call.route.account)
-    return Response(200, [*_ACCOUNT_INFO, (b"x-ms-is-hns-enabled", b"true" if features.hns else b"false")])
+    sku = _PREMIUM if features.premium_page_blobs else _STANDARD
+    return Response(200, [sku, _KIND, (b"x-ms-is-hns-enabled", b"true" if features.hns else b"false")])
 
 
 # ------------------------------------------------------------------------------ containers
