@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from tabulae.blob import versioning
-from tabulae.blob.rules import leases
+from tabulae.blob.rules import leases, premium
 from tabulae.blob.rules.checksums import Checksums
 from tabulae.blob.rules.conditions import Conditions, check
 from tabulae.blob.rules.names import check_blob_name
@@ -124,12 +124,16 @@ class PageBlobs:
         lease_id: str | None,
         tags: dict[str, str] | None = None,
         protect: Callable[[BlobRecord], BlobRecord] | None = None,
+        tier: str | None = None,
     ) -> BlobRecord:
         """Put Blob of a page blob: an empty blob of ``size`` bytes (every page unwritten),
         replacing whatever blob had the name, as Put Blob does (with versioning on, a new
-        version, the one it replaces kept as a previous version with its pages)."""
+        version, the one it replaces kept as a previous version with its pages). ``tier``: a
+        premium page blob tier the request named, which must hold ``size``."""
         check_blob_name(key.name)
         check_blob_size(size)
+        if tier is not None:
+            premium.check_fits(tier, size)
         now = self._clock()
         versioned = await self.service._versioning(key.account)
         keep = await self.service._keep(key.account)
@@ -149,6 +153,7 @@ class PageBlobs:
                 lease=leases.after_write(base.lease, now) if base is not None else Lease(),
                 sequence_number=sequence_number,
                 tags=tags or {},
+                tier=tier,
             )
             if protect is not None:
                 record = protect(record)
@@ -252,6 +257,8 @@ class PageBlobs:
             base = _page_blob(state)
             leases.check_blob_access(base.lease, now, lease_id, write=True)
             check(conditions, base.ticks, read=False, tags=base.tags)
+            if size is not None:
+                premium.check_resize(base.tier, size)
             record = replace(
                 base,
                 ticks=state.ticks,

@@ -22,7 +22,7 @@ from typing import cast
 from tabulae.blob import softdeletion, versioning
 from tabulae.blob.features import AccountFeatureBook
 from tabulae.blob.protection import GuardedStore, deletion_check
-from tabulae.blob.rules import blocks, copies, leases, softdelete, tiers
+from tabulae.blob.rules import blocks, copies, leases, premium, softdelete, tiers
 from tabulae.blob.rules import properties as service_properties
 from tabulae.blob.rules import tags as tag_rules
 from tabulae.blob.rules.checksums import Checksums
@@ -244,9 +244,12 @@ class BlobService:
 
     # ------------------------------------------------------------------ tiers
 
-    def tier_view(self, record: BlobRecord) -> TierView | None:
-        """A committed block blob's tier now (a rehydration whose time came is done); None for
-        the blob types that have no standard tier."""
+    def tier_view(self, record: BlobRecord, premium_account: bool = False) -> TierView | None:
+        """A committed block blob's tier now (a rehydration whose time came is done), or in a
+        premium page blob account a page blob's (:mod:`tabulae.blob.rules.premium`); None for
+        the blobs that have no tier."""
+        if premium_account and record.blob_type == PAGE_BLOB:
+            return premium.view(record.tier, record.size)
         if record.blob_type != BLOCK_BLOB or not record.committed:
             return None
         if record.tier is None and record.tier_changed is None:
@@ -295,6 +298,12 @@ class BlobService:
             else:
                 target = state.target
             check(conditions, target.ticks, read=False, tags=target.tags)
+            if premium.is_premium(tier) and target.blob_type == PAGE_BLOB:
+                explicit = target.tier if premium.is_premium(target.tier) else None
+                kept = replace(target, tier=premium.set_tier(explicit, tier, target.size), tier_changed=None)
+                if snapshot == BASE or by_id:
+                    return BlobWrite(result=200, base=kept)
+                return BlobWrite(result=200, snapshot_record=kept)
             tiers.check_blob_type(target.blob_type)
             current = tiers.state_of(target, self.tiering.default_tier)
             changed, status = tiers.set_tier(current, tier, now, priority, self.tiering.delay)
@@ -1167,7 +1176,7 @@ class BlobService:
                 if base.blob_type != origin.blob_type:
                     raise ServiceError("InvalidBlobType")
             _check_replace(base, conditions, lease_id, now)  # If-None-Match: * is 409, as Put Blob's
-            if tier is not None:
+            if tier is not None and not (premium.is_premium(tier) and origin.blob_type == PAGE_BLOB):
                 tiers.check_blob_type(origin.blob_type)
             archived = origin.blob_type == BLOCK_BLOB and (
                 tiers.settle(tiers.state_of(origin, self.tiering.default_tier), now).tier == tiers.ARCHIVE
@@ -1197,6 +1206,10 @@ class BlobService:
                 record = tiers.with_state(record, pending)
             elif origin.blob_type == BLOCK_BLOB:
                 record = self._new_tier(record, tier, now)
+            elif premium.is_premium(tier):  # a premium page blob's copy with a tier of its own
+                assert tier is not None
+                premium.check_fits(tier, origin.size)
+                record.tier = tier
             if protect is not None:
                 record = protect(record)
             write = BlobWrite(

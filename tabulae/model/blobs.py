@@ -116,7 +116,9 @@ class BlobRecord:
     # The fields below are stored only when they differ from their defaults, each of which is
     # falsy (see EXTENSIONS): most blobs use none of them and their stored form stays short.
     sequence_number: int = 0  # a page blob's
-    tier: str | None = None  # a block blob's explicitly set tier; None follows the account default
+    # A block blob's explicitly set tier, or a premium page blob's (P4..P80); None follows the
+    # account default (a premium page blob: its size).
+    tier: str | None = None
     tier_changed: float | None = None  # epoch seconds of the last tier change
     rehydrate_to: str | None = None  # an archived blob's pending rehydration target
     rehydrate_priority: str | None = None

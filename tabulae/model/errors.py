@@ -369,6 +369,14 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "BlobNotArchived": (409, "Blob is not in the archive tier."),
     "InvalidBlobTier": (400, "The specified blob tier is invalid."),
     "AccessTierNotSupportedForBlobType": (400, "The access tier is not supported for this blob type."),
+    # premium page blob tiers (Azure's texts as recorded against premium accounts; the last as
+    # "Blob Storage error codes" words it)
+    "BlobTierInadequateForContentLength": (
+        409,
+        "Specified blob tier size limit cannot be less than content length.",
+    ),
+    "CannotChangeToLowerTier": (409, "A higher blob tier has already been explicitly set."),
+    "ContentLengthLargerThanTierLimit": (409, "The blob's content length cannot exceed its tier limit."),
     "AccessTierChangeTimeConditionNotMet": (
         412,
         "The condition specified using access tier change time conditional header(s) is not met.",

@@ -28,7 +28,7 @@ from tabulae.blob.api.headers import (
 from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.api.tags import header_tags
 from tabulae.blob.namespace_guard import is_directory
-from tabulae.blob.rules import structured
+from tabulae.blob.rules import premium, structured
 from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
 from tabulae.blob.rules.conditions import Conditions
@@ -71,14 +71,29 @@ def version_header(record: BlobRecord) -> Headers:
     return [(b"x-ms-version-id", record.version_id.encode())] if record.version_id else []
 
 
-def requested_tier(call: Call) -> str | None:
-    """``x-ms-access-tier`` of an upload or copy, when given."""
+async def requested_tier(call: Call) -> str | None:
+    """``x-ms-access-tier`` of an upload or copy, when given: a standard tier, or in a premium
+    page blob account a premium one (:func:`tier_in_account`)."""
     value = call.request.headers.get("x-ms-access-tier")
-    return None if value is None else parse_tier(value, call.version)
+    return None if value is None else await tier_in_account(call, value)
 
 
-def _read_tier(call: Call, record: BlobRecord) -> TierView | None:
-    return call.service.tier_view(record) if call.version >= TIER_ON_GET_VERSION else None
+async def tier_in_account(call: Call, value: str) -> str:
+    """A tier header's value: P4..P80 in a premium page blob account (which holds no blob of a
+    standard tier: Hot there is 400 InvalidBlobTier), else a standard tier of the version."""
+    if await _premium_account(call):
+        return premium.parse_tier(value)
+    return parse_tier(value, call.version)
+
+
+async def _premium_account(call: Call) -> bool:
+    return (await call.service.features.get(call.route.account)).premium_page_blobs
+
+
+async def _read_tier(call: Call, record: BlobRecord) -> TierView | None:
+    if call.version < TIER_ON_GET_VERSION:
+        return None
+    return call.service.tier_view(record, await _premium_account(call))
 
 
 def _overrides(call: Call) -> ContentOverrides:
@@ -123,7 +138,7 @@ async def get_blob(call: Call) -> Response:
             name = "x-ms-range-get-content-md5" if want_md5 else "x-ms-range-get-content-crc64"
             raise bad_header(name, headers[name])
         response_headers = blob_headers(
-            record, lease, _overrides(call), whole=True, properties=False, tier=_read_tier(call, record)
+            record, lease, _overrides(call), whole=True, properties=False, tier=await _read_tier(call, record)
         )
         response_headers += await _protection_headers(call, record, read=True)
         if framing is not None:
@@ -139,7 +154,7 @@ async def get_blob(call: Call) -> Response:
         raise ServiceError("InvalidRange", headers=[(b"content-range", f"bytes */{size}".encode())])
     end = size if last is None or last >= size else last + 1
     response_headers = blob_headers(
-        record, lease, _overrides(call), whole=False, properties=False, tier=_read_tier(call, record)
+        record, lease, _overrides(call), whole=False, properties=False, tier=await _read_tier(call, record)
     )
     response_headers += await _protection_headers(call, record, read=True)
     response_headers.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
@@ -191,9 +206,8 @@ async def get_blob_properties(call: Call) -> Response:
         call.key, snapshot, conditions(call.request.headers), call.lease_id, content=False
     )
     lease = call.service.lease_state(record.lease) if snapshot == BASE else None
-    headers = blob_headers(
-        record, lease, _overrides(call), whole=True, properties=True, tier=call.service.tier_view(record)
-    )
+    tier = call.service.tier_view(record, await _premium_account(call))
+    headers = blob_headers(record, lease, _overrides(call), whole=True, properties=True, tier=tier)
     headers += await _protection_headers(call, record, read=False)
     return StreamedResponse(200, headers, stream=None, length=record.size)
 
@@ -263,7 +277,7 @@ async def list_blobs(call: Call) -> Response:
             items.append((item, lease))
     tier_view = call.service.tier_view
     features = await call.service.features.get(call.route.account)
-    tracked = features.last_access_tracking
+    tracked, premium_account = features.last_access_tracking, features.premium_page_blobs
     body = formats.render_blobs(
         call.route.base,
         call.route.container,
@@ -271,7 +285,7 @@ async def list_blobs(call: Call) -> Response:
         items,
         include,
         page.next_marker,
-        tier_of=lambda record: formats.tier_elements(tier_view(record)),
+        tier_of=lambda record: formats.tier_elements(tier_view(record, premium_account)),
         remaining_days=call.service.remaining_days,
         extra_of=lambda record: (
             (immutability.last_access_element(record) if tracked else "")
@@ -315,7 +329,7 @@ async def put_blob(call: Call) -> Response:
         cond,
         call.lease_id,
         tags=header_tags(headers),
-        tier=requested_tier(call),
+        tier=await requested_tier(call),
         protect=await immutability.requested(call),
     )
     response_headers = etag_headers(record.ticks) + _ENCRYPTED + version_header(record)
@@ -354,7 +368,7 @@ async def put_block_list(call: Call) -> Response:
         cond,
         call.lease_id,
         tags=header_tags(headers),
-        tier=requested_tier(call),
+        tier=await requested_tier(call),
         protect=await immutability.requested(call),
     )
     return Response(
@@ -492,7 +506,7 @@ async def set_blob_tier(call: Call) -> Response:
     status = await call.service.set_blob_tier(
         call.key,
         _snapshot(call),
-        parse_tier(value, call.version),
+        await tier_in_account(call, value),
         parse_priority(headers.get("x-ms-rehydrate-priority")),
         call.lease_id,
         Conditions(if_tags=conditions(headers).if_tags),  # its one condition ("Set Blob Tier")

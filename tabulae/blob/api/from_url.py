@@ -145,7 +145,7 @@ async def put_blob_from_url(call: Call) -> Response:
         try:
             record, sums = await call.service.put_blob(
                 call.key, BLOCK_BLOB, upload, properties, request_metadata(call.request),
-                target, call.lease_id, tier=requested_tier(call), tags=tags,
+                target, call.lease_id, tier=await requested_tier(call), tags=tags,
             )  # fmt: skip
         except ServiceError as exc:
             # The destination's ETag conditions unmet: Azure's TargetConditionNotMet (recorded
@@ -292,12 +292,13 @@ async def copy_blob(call: Call) -> Response:
     source = locate(call, url)
     if source.key is not None:
         await authorize_local(call, source, shared_key_ok=True)
+        tier = await requested_tier(call)
         try:
             record = await call.service.copy_blob(
                 source.key, source.snapshot, call.key, recorded(url), given if given else None,
                 call.create_conditions(), conditions(headers, "x-ms-source-"), call.lease_id,
                 tags=header_tags(headers),
-                tier=requested_tier(call), priority=parse_priority(headers.get("x-ms-rehydrate-priority")),
+                tier=tier, priority=parse_priority(headers.get("x-ms-rehydrate-priority")),
                 seal=bool_header(headers, "x-ms-seal-blob"), protect=await immutability.requested(call),
             )  # fmt: skip
         except ServiceError as exc:
@@ -309,12 +310,13 @@ async def copy_blob(call: Call) -> Response:
             raise
         assert record.copy is not None
         return Response(202, etag_headers(record.ticks) + _copy_headers(record.copy) + version_header(record))
+    tier = await requested_tier(call)
     fetched, read = await open_remote(call, source, None, MAX_BLOCK_BLOB)
     try:
         blob_type = APPEND_BLOB if read.blob_type == APPEND_BLOB else BLOCK_BLOB
         record = await call.service.start_pending_copy(
             call.key, blob_type, read.properties, given if given else read.metadata, call.create_conditions(),
-            call.lease_id, recorded(url), read.length, tags=header_tags(headers), tier=requested_tier(call),
+            call.lease_id, recorded(url), read.length, tags=header_tags(headers), tier=tier,
         )  # fmt: skip
     except BaseException:
         await fetched.close()
@@ -345,7 +347,7 @@ async def _copy_from_url(call: Call) -> Response:
         tags = copy_source_tags(headers.get("x-ms-copy-source-tag-option"), header_tags(headers), read.tags)
         record, sums = await call.service.copy_from_upload(
             call.key, upload, properties, given if given else read.metadata, call.create_conditions(),
-            call.lease_id, copy, tags=tags, tier=requested_tier(call),
+            call.lease_id, copy, tags=tags, tier=await requested_tier(call),
         )  # fmt: skip
     finally:
         if fetched is not None:

@@ -19,6 +19,7 @@ from tabulae.blob.api.headers import bad_header, byte_range, conditions, content
 from tabulae.blob.api.operations import unsupported_header
 from tabulae.blob.api.tags import header_tags
 from tabulae.blob.pageblobs import PageBlobs, PageRange, PageWrite
+from tabulae.blob.rules import premium
 from tabulae.blob.rules.checksums import Checksums, b64
 from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.pages import (
@@ -95,8 +96,6 @@ async def put_page_blob(call: Call) -> Response:
         raise _missing("x-ms-blob-content-length")
     if not size_text.isascii() or not size_text.isdigit():
         raise bad_header("x-ms-blob-content-length", size_text)
-    if "x-ms-access-tier" in headers:  # a premium tier (P4..P80) too: no premium page blobs here,
-        raise ServiceError("AccessTierNotSupportedForBlobType")  # as a standard account answers (recorded)
     record = await PageBlobs(call.service).create(
         call.key,
         int(size_text),
@@ -107,8 +106,22 @@ async def put_page_blob(call: Call) -> Response:
         call.lease_id,
         tags=header_tags(headers),
         protect=await immutability.requested(call),
+        tier=await _premium_tier(call),
     )
     return Response(201, [*etag_headers(record.ticks), _ENCRYPTED, *blobs.version_header(record)])
+
+
+async def _premium_tier(call: Call) -> str | None:
+    """``x-ms-access-tier`` of a page blob's Put Blob: in a premium page blob account a tier
+    P4..P80 (a standard one is 400 InvalidBlobTier, recorded); elsewhere any tier, a premium
+    one too, is 400 AccessTierNotSupportedForBlobType, as a standard account answers (recorded
+    for the JS SDK's 'create with premium page blob tier')."""
+    value = call.request.headers.get("x-ms-access-tier")
+    if value is None:
+        return None
+    if not (await call.service.features.get(call.route.account)).premium_page_blobs:
+        raise ServiceError("AccessTierNotSupportedForBlobType")
+    return premium.parse_tier(value)
 
 
 def _page_range(headers: dict[str, str]) -> tuple[int, int]:
