@@ -377,6 +377,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     ),
     "CannotChangeToLowerTier": (409, "A higher blob tier has already been explicitly set."),
     "ContentLengthLargerThanTierLimit": (409, "The blob's content length cannot exceed its tier limit."),
+    "BlobTypeNotSupported": (400, "Block blobs are not supported."),
     "AccessTierChangeTimeConditionNotMet": (
         412,
         "The condition specified using access tier change time conditional header(s) is not met.",

@@ -5,7 +5,7 @@ each store, through the SDK (sync and aio) and raw HTTP for the answers the SDK 
 Get Account Information says Premium_LRS; page blobs have a tier P4..P80, named on Put Blob, Set
 Blob Tier and Copy Blob or else inferred from the size (P10 for a small blob, as recorded); the
 tier cannot be smaller than the blob, cannot go below one set explicitly, and a blob whose tier
-was set cannot grow past it. A standard account beside it is unchanged.
+was set cannot grow past it; block blobs are refused. A standard account beside it is unchanged.
 """
 
 from __future__ import annotations
@@ -163,6 +163,11 @@ def test_what_azure_refuses(container: ContainerClient) -> None:
     inferred.resize_blob(300 * GIB)  # an inferred tier follows the size
     assert inferred.get_blob_properties().blob_tier == "P20"
 
+    with pytest.raises(HttpResponseError) as raised:
+        container.upload_blob("block", b"data")
+    assert _code(raised) == (400, "BlobTypeNotSupported")
+    assert "Block blobs are not supported." in str(raised.value)
+
 
 def test_premium_tiers_aio(premium: ServerProcess, container: ContainerClient) -> None:
     async def run() -> None:
@@ -182,6 +187,9 @@ def test_premium_tiers_aio(premium: ServerProcess, container: ContainerClient) -
             copy = box.get_blob_client("aiocopy")
             await copy.start_copy_from_url(blob.url, premium_page_blob_tier=PremiumPageBlobTier.P60)
             assert (await copy.get_blob_properties()).blob_tier == "P60"
+            with pytest.raises(HttpResponseError) as raised:
+                await box.upload_blob("block", b"data")
+            assert _code(raised) == (400, "BlobTypeNotSupported")
 
     asyncio.run(run())
 
@@ -221,6 +229,10 @@ def test_raw_answers(premium: ServerProcess, container: ContainerClient) -> None
     assert (reply.status, reply.code) == (400, "InvalidBlobTier")
     reply = http.request("PUT", path + "?comp=properties", {"x-ms-blob-content-length": str(65 * GIB)})
     assert (reply.status, reply.code) == (409, "ContentLengthLargerThanTierLimit")
+    reply = http.request(
+        "PUT", f"/{container.container_name}/block", {"x-ms-blob-type": "BlockBlob"}, b"data"
+    )
+    assert (reply.status, reply.code) == (400, "BlobTypeNotSupported")
 
 
 def test_the_config_file_makes_an_account_premium(tmp_path: Path) -> None:

@@ -310,6 +310,8 @@ async def put_blob(call: Call) -> Response:
         raise ServiceError("MissingRequiredHeader", fields=(("HeaderName", "x-ms-blob-type"),))
     if blob_type not in BLOB_TYPES:
         raise bad_header("x-ms-blob-type", blob_type)
+    if blob_type == "BlockBlob" and await _premium_account(call):
+        raise ServiceError("BlobTypeNotSupported")  # page blobs only (recorded, 2017 and 2022)
     if blob_type == "AppendBlob":
         upload = call.upload(0)
     else:
