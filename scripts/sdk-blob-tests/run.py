@@ -24,9 +24,9 @@ resolves the host-style names the tests build (``devstoreaccount1.blob.core.wind
 import. Prints pass/fail counts per file; pytest's logs go to ``--out``.
 
 Azure's test pipeline gives some tests accounts of their own: another account to copy from
-(``secondary``), one with blob versioning, one with blob soft delete. Without ``--accounts``
-they are all the development account, so those tests fail or prove nothing (a copy from
-"another" account is one from the same). With ``--accounts`` they are the accounts
+(``secondary``), one with blob versioning, one with blob soft delete, a premium page blob
+account. Without ``--accounts`` they are all the development account, so those tests fail or
+prove nothing (a copy from "another" account is one from the same). With ``--accounts`` they are the accounts
 ``server.toml`` serves, which also names the tests' encryption scopes and accepts bearer
 tokens (the harness's token identity is a data owner, as the pipeline's test principal is);
 this script turns on the soft-delete accounts' delete retention before the tests::
@@ -44,8 +44,9 @@ File service here), those that need the internet (``test_abort_copy_blob`` copie
 www.gutenberg.org, and, in the async file, ``test_create_blob_with_requests`` reads
 en.wikipedia.org and ``test_oauth_error_handling`` asks login.microsoftonline.com for a token),
 ``test_quick_query_*_parquet_format`` (their ``resources/parquet.parquet`` is not in the source
-distribution) and the page blob ``test_blob_tier_*`` tests (premium page blob tiers, P4..P80,
-which Tabulae does not model). ``test_largest_block_blob*.py`` allocate 4000 MiB in the test
+distribution), and without ``--accounts`` the page blob ``test_blob_tier_*`` tests (they need a
+premium page blob account, tiers P4..P80: with ``--accounts`` they get ``server.toml``'s
+``sdkpremium``). ``test_largest_block_blob*.py`` allocate 4000 MiB in the test
 process (the tests drop the payload before it is sent).
 
 The azure-storage-file-datalake tests run the same way (``pip download
@@ -68,8 +69,8 @@ classes on ``StorageTestCase``/``AzureTestCase`` whose preparer runs the async t
 ``devtools_testutils/legacy.py``; and older still (azure-storage-blob 12.8.1, whose tests get
 their accounts from management-plane preparers) through ``devtools_testutils/mgmt_era.py`` and
 ``azure_devtools/``: the session's account is the development one, a ``StorageAccountPreparer``
-gives ``server.toml``'s (the secondary one for ``parameter_name='rmt'``), and a premium one is
-refused (premium page blob tiers are not modelled).
+gives ``server.toml``'s (the secondary one for ``parameter_name='rmt'``, the premium page blob
+account for ``sku='premium_LRS'``).
 What fails there besides the above: the ``*_with_immutability_policy`` and legal hold tests
 (version-level immutability is turned on for their container through the management plane,
 which the harness's stub does on the data plane: they pass, all 17 of 12.11.0 and of 12.19.1,
@@ -130,6 +131,7 @@ ROLES = {
     "SOFT_DELETE_STORAGE": "sdksoftdelete",
     "DATALAKE_STORAGE": "sdkdatalake",  # azure-storage-file-datalake's tests: HNS accounts
     "STORAGE_DATA_LAKE_SOFT_DELETE": "sdkdlsoftdelete",
+    "PREMIUM_STORAGE": "sdkpremium",  # a premium page blob account (Premium_LRS, tiers P4..P80)
 }
 #: The accounts whose blob soft delete Azure's pipeline turns on.
 SOFT_DELETE_ROLES = ("SOFT_DELETE_STORAGE", "STORAGE_DATA_LAKE_SOFT_DELETE")
@@ -186,7 +188,7 @@ def main() -> int:
         "--accounts",
         action="store_true",
         help="the server serves server.toml's accounts: give the tests that want a secondary, a "
-        "versioned or a soft-delete account those (see above)",
+        "versioned, a soft-delete or a premium page blob account those (see above)",
     )
     parser.add_argument(
         "--timeout",
