@@ -1,5 +1,5 @@
 """Each account's features (versioning, change feed, container soft delete, last access tracking,
-hierarchical namespace) as the Blob service's operations consult them.
+hierarchical namespace, premium page blobs) as the Blob service's operations consult them.
 
 What an account has is the server's settings for it (flags for every account, a config file
 section per account) with what was changed at run time through ``/-/accounts`` laid over them;

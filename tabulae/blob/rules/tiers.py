@@ -22,7 +22,8 @@ A pending rehydration's priority may be raised from Standard to High, never lowe
 from "Rehydrate an archived blob": the priority is changed by calling Set Blob Tier again).
 Setting a tier never changes the blob's ETag or Last-Modified; it sets ``AccessTierChangeTime``.
 Page and append blobs take no standard tier: 400 ``AccessTierNotSupportedForBlobType``
-(Azurite's code; premium page blob tiers P4..P80 are out of scope).
+(Azurite's code). Page blobs of a premium page blob account have tiers of their own, P4..P80
+(:mod:`tabulae.blob.rules.premium`), kept in the same record field.
 """
 
 from __future__ import annotations
