@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 from tests.backends import backend_names
 from tests.blobhttp import BlobHttp
 from tests.conftest import fresh_store
-from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
+from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess, free_port
 
 STANDARD, STANDARD_KEY = "standardacct", base64.b64encode(b"standard-key-standard-key-32b!!!").decode()
 GIB = 1024**3
@@ -244,3 +246,22 @@ def test_the_config_file_makes_an_account_premium(tmp_path: Path) -> None:
             assert client.get_account_information()["sku_name"] == "Premium_LRS"
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--premium-page-blobs", "nosuch"], "account features for nosuch, which the server does not serve"),
+        (
+            ["--premium-page-blobs", DEV_ACCOUNT, "--hns", DEV_ACCOUNT],
+            "premium-page-blobs: a premium page blob account holds page blobs only",
+        ),
+    ],
+)
+def test_serve_refuses_a_premium_account_it_cannot_make(tmp_path: Path, flags: list[str], said: str) -> None:
+    ports = [str(free_port()) for _ in range(3)]
+    command = [sys.executable, "-m", "tabulae", "serve", "--data-dir", str(tmp_path), "--port", ports[0]]
+    command += ["--queue-port", ports[1], "--blob-port", ports[2], *flags]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("tabulae: InvalidArguments: ") and said in result.stderr
