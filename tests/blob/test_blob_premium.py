@@ -126,6 +126,20 @@ def test_tiers_on_create_inferred_set_listed_and_copied(container: ContainerClie
         == "success"
     )
     assert copy.get_blob_properties().blob_tier == "P30"
+    # A blob batch of Set Blob Tier sub-requests, each answered as the request alone.
+    answers = container.set_premium_page_blob_tier_blobs(
+        PremiumPageBlobTier.P40, "named", "uploaded", raise_on_any_failure=False
+    )
+    assert [answer.status_code for answer in answers] == [200, 200]
+    answers = list(
+        container.set_premium_page_blob_tier_blobs(
+            PremiumPageBlobTier.P30, "named", raise_on_any_failure=False
+        )
+    )
+    assert [(answer.status_code, answer.headers["x-ms-error-code"]) for answer in answers] == [
+        (409, "CannotChangeToLowerTier")
+    ]
+    assert named.get_blob_properties().blob_tier == "P40"
     plain = container.get_blob_client("plain")
     plain.start_copy_from_url(large.url)  # no tier named: the copy's is inferred from its size
     props = plain.get_blob_properties()
