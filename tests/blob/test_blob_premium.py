@@ -243,6 +243,12 @@ def test_raw_answers(premium: ServerProcess, container: ContainerClient) -> None
     assert reply.error_fields()["Message"].startswith("A higher blob tier has already been explicitly set.\n")
     reply = http.request("PUT", path + "?comp=tier", {"x-ms-access-tier": "Cool"})
     assert (reply.status, reply.code) == (400, "InvalidBlobTier")
+    source = http.base + path
+    reply = http.request("PUT", path + "copy", {"x-ms-copy-source": source, "x-ms-access-tier": "Cool"})
+    assert (reply.status, reply.code) == (400, "InvalidBlobTier")
+    reply = http.request("PUT", path + "copy", {"x-ms-copy-source": source, "x-ms-access-tier": "P4"})
+    assert reply.status == 202
+    assert http.request("HEAD", path + "copy").headers["x-ms-access-tier"] == "P4"
     reply = http.request("PUT", path + "?comp=properties", {"x-ms-blob-content-length": str(65 * GIB)})
     assert (reply.status, reply.code) == (409, "ContentLengthLargerThanTierLimit")
     reply = http.request(

@@ -24,15 +24,17 @@ What Azure answers (recorded against premium accounts unless marked):
   P6 then P4); from an inferred tier any tier that holds the blob may be set (recorded, P10
   inferred then P4).
 - A standard tier (Hot, Cool...) where a premium one is expected: 400 InvalidBlobTier
-  (recorded for Put Blob with ``x-ms-access-tier: HOT``; Set Blob Tier and Copy Blob assumed
-  to answer the same).
+  (recorded for Put Blob with ``x-ms-access-tier: HOT``, 2017; for Set Blob Tier and Copy Blob
+  with Cool, the .NET SDK's SetTierAsync_AccessTierFail and StartCopyIncrementalAsync_AccessTierFail,
+  2024-08-04).
 - Resizing a blob whose tier was set beyond that tier's size: 409
   ContentLengthLargerThanTierLimit ("Blob Storage error codes": the blob's content length
   cannot exceed its tier limit; which operation answers it is not recorded). A blob whose
   tier is inferred follows its new size.
 
 A premium blob's tier has no change time: Get Blob Properties after Put Blob with a tier shows
-none (recorded, 2025-05-05), and the docs give ``x-ms-access-tier-change-time`` for block blobs.
+none (recorded, 2025-05-05), nor after Set Blob Tier (the .NET SDK's SetTierAsync_AccessTier,
+2024-08-04).
 """
 
 from __future__ import annotations
