@@ -235,6 +235,7 @@ class BlobsPage:
         )
         folders: list[dict[str, str]] = []
         blobs: list[dict[str, Any]] = []
+        features = await self.service.features.get(account)
         for item in page.items:
             if isinstance(item, str):
                 folders.append({"prefix": item, "label": item[len(prefix) :]})
@@ -246,13 +247,13 @@ class BlobsPage:
                         "size": _size(item.size),
                         "bytes": item.size,
                         "type": item.blob_type + (" (sealed)" if item.sealed else ""),
-                        "tier": self._tier(item),
+                        "tier": self._tier(item, features.premium_page_blobs),
                         "tags": sorted(item.tags.items()),
                         "content_type": item.properties.content_type or "",
                         "modified": _moment(item.ticks),
                     }
                 )
-        hns = (await self.service.features.get(account)).hns
+        hns = features.hns
         tree = await self._tree(account, container, record.posix) if hns else None
         done = params.get("done")
         return render(
@@ -301,9 +302,10 @@ class BlobsPage:
             nodes.get(parent, top)["children"].append(node)
         return {"root": top, "more": page.next_marker is not None, "count": len(nodes) - 1}
 
-    def _tier(self, record: BlobRecord) -> str:
-        """A block blob's access tier as a person reads it: inferred, or rehydrating, said so."""
-        view = self.service.tier_view(record)
+    def _tier(self, record: BlobRecord, premium_account: bool = False) -> str:
+        """A blob's access tier as a person reads it (a block blob's, or a premium page blob's
+        P4..P80): inferred, or rehydrating, said so."""
+        view = self.service.tier_view(record, premium_account)
         if view is None:
             return ""
         if view.archive_status is not None:

@@ -25,6 +25,7 @@ from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 from tests.backends import backend_names
 from tests.blobhttp import BlobHttp
 from tests.conftest import fresh_store
+from tests.consoleclient import ConsoleClient
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess, free_port
 
 STANDARD, STANDARD_KEY = "standardacct", base64.b64encode(b"standard-key-standard-key-32b!!!").decode()
@@ -285,3 +286,13 @@ def test_serve_refuses_a_premium_account_it_cannot_make(tmp_path: Path, flags: l
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("tabulae: InvalidArguments: ") and said in result.stderr
+
+
+def test_the_console_shows_premium_tiers(premium: ServerProcess, container: ContainerClient) -> None:
+    container.get_blob_client("inferred").create_page_blob(1024)
+    container.get_blob_client("named").create_page_blob(1024, premium_page_blob_tier=PremiumPageBlobTier.P30)
+    console = ConsoleClient(premium.port)
+    assert console.sign_in(DEV_ACCOUNT, DEV_KEY).status == 303
+    page = console.get(f"/blobs/{container.container_name}")
+    assert page.status == 200
+    assert "P10 (inferred)" in page.text and ">P30<" in page.text
