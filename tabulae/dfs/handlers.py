@@ -597,16 +597,23 @@ async def get_access_control(c: DfsCall) -> Response:
     return Response(200, headers)
 
 
-def path_headers(record: BlobRecord) -> Headers:
-    """What Get Properties (and the Blob API's HEAD and GET on an HNS account) add for a path."""
+# Get Blob Properties and Get Blob on an HNS account answer ``x-ms-acl`` from this version on
+# (Learn, "Version 2023-11-03"; recorded: absent at 2023-01-03 and 2023-08-03 in the Java SDK's
+# FileApiTest.getPropertiesDefault and renameSasToken, present at 2024-08-04 in the .NET SDK's
+# FileClientTests/GetPropertiesAsync).
+BLOB_ACL_VERSION = "2023-11-03"
+
+
+def path_headers(record: BlobRecord, *, acl: bool = True) -> Headers:
+    """What Get Properties (and the Blob API's HEAD and GET on an HNS account) add for a path;
+    ``acl=False`` leaves out ``x-ms-acl`` (the Blob API before :data:`BLOB_ACL_VERSION`)."""
     posix = posix_of(record)
     headers = [formats.resource_type_header(is_directory(record))]
     expires = _expiry_of(record)
     if expires is not None:
         headers.append((b"x-ms-expiry-time", formats.http_date(expires).encode()))
-    headers.extend(
-        formats.access_control_headers(posix.owner, posix.group, posix.permissions, posix.acl_text)
-    )
+    acl_text = posix.acl_text if acl else None
+    headers.extend(formats.access_control_headers(posix.owner, posix.group, posix.permissions, acl_text))
     if posix.context is not None:
         headers.append((b"x-ms-encryption-context", posix.context.encode()))
     return headers
