@@ -202,13 +202,15 @@ def error_body(error: ServiceError, request_id: str, time_text: str) -> bytes:
     """The DFS error body; the message ends with the RequestId and Time lines as for the other
     services. The header an InvalidHeaderValue names follows as ``detail``, as in Azure's answer
     to the .NET SDK's AppendDataAsync_EmptyStream (``{"HeaderName": "Content-Length",
-    "HeaderValue": "0"}``); other errors' extra fields are not written (none recorded)."""
+    "HeaderValue": "0"}``), and so does the one a MissingRequiredHeader names (the Java SDK's
+    FileApiTest.createOptionsWithLeaseIdError: ``{"HeaderName": "x-ms-lease-duration"}``); other
+    errors' extra fields are not written (none recorded)."""
     text = error_text(error, request_id, time_text)
     worded = _DFS_WORDING.get(error.message)
     if worded is not None:
         text = worded + text[len(error.message) :] if error.index is None else text
     body: dict[str, object] = {"code": error.code, "message": text}
-    if error.code == "InvalidHeaderValue" and error.fields:
+    if error.code in ("InvalidHeaderValue", "MissingRequiredHeader") and error.fields:
         body["detail"] = dict(error.fields)
     return orjson.dumps({"error": body})
 

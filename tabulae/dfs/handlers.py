@@ -109,16 +109,19 @@ def _lease(headers: dict[str, str], name: str = "x-ms-lease-id") -> str | None:
     return parse_lease_id(headers.get(name) or None, name)
 
 
+def _acquire_request(headers: dict[str, str]) -> LeaseRequest:
+    """The lease a write acquires: ``x-ms-proposed-lease-id`` for ``x-ms-lease-duration``."""
+    duration = leases.parse_duration(headers.get("x-ms-lease-duration"))
+    return LeaseRequest("acquire", proposed_id=_lease(headers, "x-ms-proposed-lease-id"), duration=duration)
+
+
 async def _lease_after(c: DfsCall, action: str | None) -> None:
     """The lease half of Create Path with ``x-ms-proposed-lease-id`` and of Append and Flush
     with ``x-ms-lease-action`` (REST 2023-08-03 on): acquire, renew or release once the write is
     done. ``acquire-release`` leaves no lease behind, so it takes nothing here."""
     headers = c.headers
     if action == "acquire":
-        duration = leases.parse_duration(headers.get("x-ms-lease-duration"))
-        request = LeaseRequest(
-            "acquire", proposed_id=_lease(headers, "x-ms-proposed-lease-id"), duration=duration
-        )
+        request = _acquire_request(headers)
     elif action in ("auto-renew", "release"):
         request = LeaseRequest("renew" if action == "auto-renew" else "release", lease_id=_lease(headers))
     else:
@@ -301,6 +304,11 @@ async def create_path(c: DfsCall) -> Response:
     directory = c.operation is DfsOperation.CREATE_DIRECTORY
     if directory and "x-ms-expiry-option" in headers:  # recorded: Azure refuses before creating
         raise ServiceError("ExpiryNotSupportedForDirectory")
+    if "x-ms-proposed-lease-id" in headers:
+        # A proposed lease without its duration is 400 MissingRequiredHeader naming
+        # x-ms-lease-duration (recorded: the Java SDK's FileApiTest.createOptionsWithLeaseIdError,
+        # 2023-01-03), refused with the request's other header checks, before the path is made.
+        _acquire_request(headers)
     umask = headers.get("x-ms-umask")
     acl_text = headers.get("x-ms-acl")
     request = CreateRequest(

@@ -9,11 +9,18 @@ real Azure show (``Azure/azure-sdk-assets``,
   came with version 2023-11-03 (Learn, "Version 2023-11-03": Get Blob Properties and Get Blob
   answer it for HNS accounts); the .NET SDK's ``FileClientTests/GetPropertiesAsync.json`` shows
   it at 2024-08-04.
+* ``FileApiTest.createOptionsWithLeaseIdError.json`` (2023-01-03): Create Path (``resource=file``)
+  with ``x-ms-proposed-lease-id`` and no ``x-ms-lease-duration`` is 400 ``MissingRequiredHeader``
+  with ``"detail": {"HeaderName": "x-ms-lease-duration"}`` after the message (Content-Length 250,
+  as ours for ids of the same length). The recording does not show whether the file was made; a
+  missing header is refused with the request's checks here, before the path is created.
 
 Raw HTTP (the SDKs send versions past 2023-11-03).
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from azure.storage.filedatalake import FileSystemClient
@@ -61,3 +68,28 @@ def test_sdk_reads_the_acl(fs: FileSystemClient) -> None:
     properties = file.get_file_properties()
     assert properties.permissions == "rwxr-----"
     assert properties.acl == "user::rwx,group::r--,other::---"
+
+
+LEASE = "500ec8b7-d96f-4f82-a5cf-2ba78d2259a4"
+
+
+def test_create_with_a_proposed_lease_and_no_duration(fs: FileSystemClient, lake: ServerProcess) -> None:
+    http = BlobHttp(lake.blob_port)
+    path = f"/{fs.file_system_name}/leased.bin"
+    headers = {"Accept": "application/json", "x-ms-version": "2023-01-03", "x-ms-proposed-lease-id": LEASE}
+    answer = http.request("PUT", path + "?resource=file", headers)
+    assert (answer.status, answer.code) == (400, "MissingRequiredHeader"), answer
+    assert answer.headers["content-type"] == "application/json; charset=utf-8"
+    assert answer.headers["content-length"] == "250"
+    error = json.loads(answer.body)["error"]
+    assert error["message"].startswith(
+        "An HTTP header that's mandatory for this request is not specified.\nRequestId:"
+    )
+    assert error["detail"] == {"HeaderName": "x-ms-lease-duration"}
+    assert list(error) == ["code", "message", "detail"]
+    assert not fs.get_file_client("leased.bin").exists()
+    # With the duration the file is made under the proposed lease.
+    created = http.request("PUT", path + "?resource=file", {**headers, "x-ms-lease-duration": "15"})
+    assert created.status == 201, created
+    properties = fs.get_file_client("leased.bin").get_file_properties()
+    assert (properties.lease.state, properties.lease.duration) == ("leased", "fixed")
