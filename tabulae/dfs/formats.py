@@ -186,8 +186,14 @@ _DFS_WORDING = {
 #: path without a lease is 412 LeaseNotPresent, "There is currently no lease on the resource.", as
 #: the .NET SDK's recordings of Append Data (FileClientTests/AppendDataAsync_InvalidLease) and Delete
 #: Path (DirectoryClientTests/DeleteAsync_ConditionsFail) show; the Blob API says
-#: LeaseNotPresentWithBlobOperation.
-_DFS_CODES = {"LeaseNotPresentWithBlobOperation": "LeaseNotPresent"}
+#: LeaseNotPresentWithBlobOperation. A lease id other than the path's is 412 LeaseIdMismatch, "The
+#: lease ID specified did not match the lease ID for the resource." (the Java SDK's recording of
+#: Append Data, FileApiTest.appendDataLeaseFail, x-ms-version 2023-01-03), the Blob API's
+#: LeaseIdMismatchWithBlobOperation.
+_DFS_CODES = {
+    "LeaseNotPresentWithBlobOperation": "LeaseNotPresent",
+    "LeaseIdMismatchWithBlobOperation": "LeaseIdMismatch",
+}
 
 
 def dfs_error(error: ServiceError) -> ServiceError:

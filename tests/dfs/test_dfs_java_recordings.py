@@ -14,6 +14,11 @@ real Azure show (``Azure/azure-sdk-assets``,
   with ``"detail": {"HeaderName": "x-ms-lease-duration"}`` after the message (Content-Length 250,
   as ours for ids of the same length). The recording does not show whether the file was made; a
   missing header is refused with the request's checks here, before the path is created.
+* ``FileApiTest.appendDataLeaseFail.json`` (2023-01-03): Append Data with an ``x-ms-lease-id``
+  other than the one an infinite lease (taken through the Blob API's ``comp=lease``) holds is 412
+  ``LeaseIdMismatch``, "The lease ID specified did not match the lease ID for the resource."
+  (Content-Length 199, as ours); the Blob API keeps ``LeaseIdMismatchWithBlobOperation``. Flush
+  is not recorded; it shares the endpoint's naming, as LeaseNotPresent does.
 
 Raw HTTP (the SDKs send versions past 2023-11-03).
 """
@@ -93,3 +98,29 @@ def test_create_with_a_proposed_lease_and_no_duration(fs: FileSystemClient, lake
     assert created.status == 201, created
     properties = fs.get_file_client("leased.bin").get_file_properties()
     assert (properties.lease.state, properties.lease.duration) == ("leased", "fixed")
+
+
+OTHER_LEASE = "89459db5-b3d9-4ddd-b8ee-c3c7ea366141"
+
+
+@pytest.mark.parametrize("action", ["append", "flush"])
+def test_write_with_another_lease_id(fs: FileSystemClient, lake: ServerProcess, action: str) -> None:
+    http = BlobHttp(lake.blob_port)
+    path = f"/{fs.file_system_name}/leased.bin"
+    version = {"Accept": "application/json", "x-ms-version": "2023-01-03"}
+    assert http.request("PUT", path + "?resource=file", {**version, "If-None-Match": "*"}).status == 201
+    lease = {"x-ms-lease-action": "acquire", "x-ms-lease-duration": "-1", "x-ms-proposed-lease-id": LEASE}
+    assert http.request("PUT", path + "?comp=lease", {"x-ms-version": "2023-01-03", **lease}).status == 201
+    headers = {**version, "x-ms-lease-id": OTHER_LEASE}
+    if action == "append":
+        headers["Content-Type"] = "application/octet-stream"
+        answer = http.request("PATCH", path + "?action=append&position=0", headers, b"default")
+    else:
+        answer = http.request("PATCH", path + "?action=flush&position=0", headers)
+    assert (answer.status, answer.code) == (412, "LeaseIdMismatch"), answer
+    assert answer.headers["content-length"] == "199"
+    assert json.loads(answer.body)["error"]["message"].startswith(
+        "The lease ID specified did not match the lease ID for the resource.\nRequestId:"
+    )
+    blob = http.request("PUT", path, {"x-ms-blob-type": "BlockBlob", "x-ms-lease-id": OTHER_LEASE}, b"x")
+    assert (blob.status, blob.code) == (412, "LeaseIdMismatchWithBlobOperation"), blob
