@@ -44,7 +44,7 @@ from tabulae.dfs.service import (
     posix_of,
     root_posix,
 )
-from tabulae.dfs.trash import deletion_id
+from tabulae.dfs.trash import deletion_id, is_deletion_id
 from tabulae.http.messages import Headers, Response
 from tabulae.model import edm
 from tabulae.model.blobs import BlobKey, BlobRecord, ContentProperties
@@ -663,11 +663,14 @@ def deletion_of(source: str) -> tuple[str | None, str]:
     the account and file system ("Undelete Blob"), as the Python SDK writes it; or the query
     alone, ``?deletionid={id}``, as the .NET SDK writes it, for the request's own path (None
     here; Azure restores it, recorded for the .NET SDK's UndeletePathAsync). 400
-    ``InvalidHeaderValue`` for no ``deletionid`` or a path without a name."""
+    ``InvalidHeaderValue`` for no ``deletionid``, one that is not a number, or a path without a
+    name, naming the whole header as its value (recorded: the Java SDK's
+    SoftDeleteTests.restorePathError, ``?deletionid=bar``, 2023-01-03, even in a file system
+    that does not exist)."""
     location, mark, query = source.partition("?")
     fields = dict(parse_qsl(query, keep_blank_values=True))
     deletion = fields.get("deletionid")
-    if not mark or not deletion or (location and not location.strip("/")):
+    if not mark or not deletion or not is_deletion_id(deletion) or (location and not location.strip("/")):
         raise ServiceError(
             "InvalidHeaderValue", fields=(("HeaderName", "x-ms-undelete-source"), ("HeaderValue", source))
         )

@@ -19,6 +19,10 @@ real Azure show (``Azure/azure-sdk-assets``,
   ``LeaseIdMismatch``, "The lease ID specified did not match the lease ID for the resource."
   (Content-Length 199, as ours); the Blob API keeps ``LeaseIdMismatchWithBlobOperation``. Flush
   is not recorded; it shares the endpoint's naming, as LeaseNotPresent does.
+* ``SoftDeleteTests.restorePathError.json`` (2023-01-03): Undelete Path (``comp=undelete``) with
+  ``x-ms-undelete-source: ?deletionid=bar``, in a file system that does not exist, is 400
+  ``InvalidHeaderValue`` in the Blob API's XML naming the whole header as ``HeaderValue``
+  (Content-Length 341, as ours); ours named ``bar`` alone.
 
 Raw HTTP (the SDKs send versions past 2023-11-03).
 """
@@ -124,3 +128,24 @@ def test_write_with_another_lease_id(fs: FileSystemClient, lake: ServerProcess, 
     )
     blob = http.request("PUT", path, {"x-ms-blob-type": "BlockBlob", "x-ms-lease-id": OTHER_LEASE}, b"x")
     assert (blob.status, blob.code) == (412, "LeaseIdMismatchWithBlobOperation"), blob
+
+
+@pytest.mark.parametrize("exists", [False, True])
+def test_undelete_with_a_deletion_id_that_is_not_a_number(
+    fs: FileSystemClient, lake: ServerProcess, exists: bool
+) -> None:
+    container = fs.file_system_name if exists else fs.file_system_name + "missing"
+    answer = BlobHttp(lake.blob_port).request(
+        "PUT",
+        f"/{container}/foo?comp=undelete",
+        {
+            "Accept": "application/json",
+            "x-ms-version": "2023-01-03",
+            "x-ms-undelete-source": "?deletionid=bar",
+        },
+    )
+    assert (answer.status, answer.code) == (400, "InvalidHeaderValue"), answer
+    assert answer.headers["content-type"] == "application/xml"
+    assert answer.headers["content-length"] == "341"
+    assert answer.error_fields()["HeaderName"] == "x-ms-undelete-source"
+    assert answer.error_fields()["HeaderValue"] == "?deletionid=bar"
