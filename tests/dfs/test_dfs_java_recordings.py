@@ -23,6 +23,10 @@ real Azure show (``Azure/azure-sdk-assets``,
   ``x-ms-undelete-source: ?deletionid=bar``, in a file system that does not exist, is 400
   ``InvalidHeaderValue`` in the Blob API's XML naming the whole header as ``HeaderValue``
   (Content-Length 341, as ours); ours named ``bar`` alone.
+* ``SoftDeleteTests.listDeletedPathsError.json`` (2023-01-03): List Deleted Paths
+  (``restype=container&comp=list&showonly=deleted``) of a file system that does not exist is 404
+  ``ContainerNotFound`` in the Blob API's XML (no line break after the declaration,
+  Content-Length 225, as ours), as Undelete Path's and Set Expiry's errors are; ours was JSON.
 
 Raw HTTP (the SDKs send versions past 2023-11-03).
 """
@@ -32,7 +36,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from azure.storage.filedatalake import FileSystemClient
+from azure.core.exceptions import ResourceNotFoundError
+from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient
 
 from tests.blobhttp import BlobHttp
 from tests.serverproc import ServerProcess
@@ -149,3 +154,25 @@ def test_undelete_with_a_deletion_id_that_is_not_a_number(
     assert answer.headers["content-length"] == "341"
     assert answer.error_fields()["HeaderName"] == "x-ms-undelete-source"
     assert answer.error_fields()["HeaderValue"] == "?deletionid=bar"
+
+
+def test_list_deleted_paths_of_a_missing_file_system(fs: FileSystemClient, lake: ServerProcess) -> None:
+    answer = BlobHttp(lake.blob_port).request(
+        "GET",
+        f"/{fs.file_system_name}missing?restype=container&comp=list&showonly=deleted",
+        {"Accept": "application/xml", "x-ms-version": "2023-01-03"},
+    )
+    assert (answer.status, answer.code) == (404, "ContainerNotFound"), answer
+    assert answer.headers["content-type"] == "application/xml"
+    assert answer.headers["content-length"] == "225"
+    assert answer.body.startswith(
+        b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?><Error><Code>ContainerNotFound'
+    )
+    assert answer.error_fields()["Message"].startswith("The specified container does not exist.\nRequestId:")
+
+
+def test_sdk_reads_the_missing_file_system(fs: FileSystemClient, service: DataLakeServiceClient) -> None:
+    missing = service.get_file_system_client(fs.file_system_name + "missing")
+    with pytest.raises(ResourceNotFoundError) as caught:
+        next(iter(missing.list_deleted_paths()))
+    assert caught.value.error_code == "ContainerNotFound"
