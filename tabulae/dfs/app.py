@@ -27,7 +27,7 @@ from tabulae.dfs import blob_delete, blob_form_errors, blob_undelete, blob_write
 from tabulae.dfs import roles as dfs_roles
 from tabulae.dfs.access import ACL_DECIDED, AccessGuard, principal_of
 from tabulae.dfs.acl import Principal
-from tabulae.dfs.handlers import BLOB_ACL_VERSION, HANDLERS, DfsCall, path_headers
+from tabulae.dfs.handlers import BLOB_ACL_VERSION, HANDLERS, DfsCall, path_headers, query_headers
 from tabulae.dfs.paths import normalize
 from tabulae.dfs.routing import (
     READ_ONLY,
@@ -230,7 +230,8 @@ class DataLakeApp(BlobApp):
                 if answer is not None:
                     return answer
             reading = request.method in ("HEAD", "GET") and route.kind is Kind.BLOB
-            path = await self._path_read(route) if reading else None
+            querying = route.operation is Operation.QUERY_BLOB
+            path = await self._path_read(route) if reading or querying else None
             response = await super().dispatch(request, route, request_id)
             if (
                 request.method == "PUT"
@@ -247,7 +248,9 @@ class DataLakeApp(BlobApp):
                 and await self.dfs.is_hns(route.account)
             ):
                 await self.dfs.claim_root(route.account, route.container, principal.creator)
-            if path is not None and response.status < 300:
+            if path is not None and response.status < 300 and querying:
+                response.headers[:] = query_headers(response.headers, path)
+            elif path is not None and response.status < 300:
                 version = request.headers.get("x-ms-version", DEFAULT_VERSION)
                 response.headers.extend(path_headers(path, acl=version >= BLOB_ACL_VERSION))
             if request.method == "DELETE" and route.kind is Kind.BLOB and response.status == 202:

@@ -627,6 +627,19 @@ def path_headers(record: BlobRecord, *, acl: bool = True) -> Headers:
     return headers
 
 
+_LEASE_HEADERS = frozenset({b"x-ms-lease-status", b"x-ms-lease-state", b"x-ms-lease-duration"})
+
+
+def query_headers(headers: Headers, record: BlobRecord) -> Headers:
+    """Query Blob Contents of a path of an HNS account: its answer carries the path's
+    ``x-ms-resource-type`` and none of the blob's lease headers (recorded: the Java SDK's
+    FileApiTest.queryFatalError at 2023-01-03 and the .NET SDK's FileClientTests/QueryAsync_Min
+    at 2024-08-04, both of a file without a lease; a flat account's answer has
+    ``x-ms-lease-state`` and ``x-ms-lease-status``, the Java SDK's BlobBaseApiTests.queryFatalError)."""
+    kept = [pair for pair in headers if pair[0] not in _LEASE_HEADERS]
+    return [*kept, formats.resource_type_header(is_directory(record))]
+
+
 async def get_properties(c: DfsCall) -> Response:
     response = await blob_handlers.get_blob_properties(c.call)
     record = await c.dfs.get(c.key)

@@ -27,6 +27,14 @@ real Azure show (``Azure/azure-sdk-assets``,
   (``restype=container&comp=list&showonly=deleted``) of a file system that does not exist is 404
   ``ContainerNotFound`` in the Blob API's XML (no line break after the declaration,
   Content-Length 225, as ours), as Undelete Path's and Set Expiry's errors are; ours was JSON.
+* ``FileApiTest.queryFatalError.json`` (2023-01-03): Query Blob Contents of a file of an HNS
+  account answers ``x-ms-resource-type: file`` and no lease headers (so does the .NET SDK's
+  ``FileClientTests/QueryAsync_Min.json`` at 2024-08-04); the Java blob SDK's
+  ``BlobBaseApiTests.queryFatalError.json`` (flat account, 2023-08-03) has ``x-ms-lease-state``
+  and ``x-ms-lease-status``. The records were already Azure's: an empty data record, the fatal
+  ``ParseError`` "Unexpected token 'rn1.rn2.rn3.rn4' at [byte: 0]. Expecting tokens '{', or
+  '['. " at position 0, progress 1040 of 1040, end 1040. Whether a leased file's answer has
+  lease headers on an HNS account is not recorded.
 
 Raw HTTP (the SDKs send versions past 2023-11-03).
 """
@@ -34,12 +42,14 @@ Raw HTTP (the SDKs send versions past 2023-11-03).
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
+from azure.storage.blob import BlobServiceClient
 from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient
 
-from tests.blobhttp import BlobHttp
+from tests.blobhttp import BlobHttp, Reply
 from tests.serverproc import ServerProcess
 
 
@@ -176,3 +186,53 @@ def test_sdk_reads_the_missing_file_system(fs: FileSystemClient, service: DataLa
     with pytest.raises(ResourceNotFoundError) as caught:
         next(iter(missing.list_deleted_paths()))
     assert caught.value.error_code == "ContainerNotFound"
+
+
+QUERY_CONTENT = b"rn1.rn2.rn3.rn4\n" + b"100.200.300.400\n300.400.500.600\n" * 32
+QUERY_JSON = (
+    b"<?xml version='1.0' encoding='UTF-8'?><QueryRequest><QueryType>SQL</QueryType>"
+    b"<Expression>SELECT * from BlobStorage</Expression><InputSerialization><Format><Type>json</Type>"
+    b"<JsonTextConfiguration><RecordSeparator></RecordSeparator></JsonTextConfiguration></Format>"
+    b"</InputSerialization></QueryRequest>"
+)
+FATAL = (  # the error record: fatal, its name, its description, position 0
+    b"\x02\x01\x14ParseError\x9e\x01"
+    b"Unexpected token 'rn1.rn2.rn3.rn4' at [byte: 0]. Expecting tokens '{', or '['. \x00"
+)
+
+
+def _query(http: BlobHttp, path: str) -> Reply:
+    headers = {"Accept": "application/xml", "Content-Type": "application/xml", "x-ms-version": "2023-01-03"}
+    return http.request("POST", path + "?comp=query", headers, QUERY_JSON)
+
+
+def test_query_of_an_hns_file(fs: FileSystemClient, lake: ServerProcess) -> None:
+    file = fs.create_file("query.json")
+    file.upload_data(QUERY_CONTENT, overwrite=True)
+    answer = _query(BlobHttp(lake.blob_port), f"/{fs.file_system_name}/query.json")
+    assert answer.status == 200, answer
+    assert answer.headers["content-type"] == "avro/binary"
+    assert answer.headers["x-ms-resource-type"] == "file"
+    assert answer.headers["x-ms-blob-type"] == "BlockBlob"
+    assert not {"x-ms-lease-state", "x-ms-lease-status", "x-ms-lease-duration"} & set(answer.headers)
+    assert FATAL in answer.body
+    assert b"\x02\x04\x00\x00" in answer.body  # one empty data record before it
+    assert b"\x02\x0a\x04\xa0\x10\xa0\x10" in answer.body  # progress: 1040 of 1040
+    assert b"\x02\x06\x06\xa0\x10" in answer.body  # end: 1040
+
+
+def test_query_of_a_flat_blob_keeps_the_lease_headers(server: ServerProcess) -> None:
+    service = BlobServiceClient.from_connection_string(server.connection_string)
+    container = service.create_container("javaquery" + uuid.uuid4().hex[:8])
+    try:
+        container.upload_blob("query.json", QUERY_CONTENT)
+        answer = _query(BlobHttp(server.blob_port), f"/{container.container_name}/query.json")
+        assert answer.status == 200, answer
+        assert (answer.headers["x-ms-lease-state"], answer.headers["x-ms-lease-status"]) == (
+            "available",
+            "unlocked",
+        )
+        assert "x-ms-resource-type" not in answer.headers
+        assert FATAL in answer.body
+    finally:
+        container.delete_container()
