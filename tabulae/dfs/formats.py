@@ -209,8 +209,10 @@ def error_body(error: ServiceError, request_id: str, time_text: str) -> bytes:
     services. The header an InvalidHeaderValue names follows as ``detail``, as in Azure's answer
     to the .NET SDK's AppendDataAsync_EmptyStream (``{"HeaderName": "Content-Length",
     "HeaderValue": "0"}``), and so does the one a MissingRequiredHeader names (the Java SDK's
-    FileApiTest.createOptionsWithLeaseIdError: ``{"HeaderName": "x-ms-lease-duration"}``); other
-    errors' extra fields are not written (none recorded)."""
+    FileApiTest.createOptionsWithLeaseIdError: ``{"HeaderName": "x-ms-lease-duration"}``), and an
+    AuthenticationFailed's detail as ``{"AuthenticationErrorDetail": ...}`` (the Java SDK's
+    SasTests.fileSystemUserDelegationCorrelationIdError: "Signature fields not well formed.");
+    other errors' extra fields are not written (none recorded)."""
     text = error_text(error, request_id, time_text)
     worded = _DFS_WORDING.get(error.message)
     if worded is not None:
@@ -218,6 +220,8 @@ def error_body(error: ServiceError, request_id: str, time_text: str) -> bytes:
     body: dict[str, object] = {"code": error.code, "message": text}
     if error.code in ("InvalidHeaderValue", "MissingRequiredHeader") and error.fields:
         body["detail"] = dict(error.fields)
+    elif error.code == "AuthenticationFailed" and error.detail:
+        body["detail"] = {"AuthenticationErrorDetail": error.detail}
     return orjson.dumps({"error": body})
 
 

@@ -35,6 +35,10 @@ real Azure show (``Azure/azure-sdk-assets``,
   ``ParseError`` "Unexpected token 'rn1.rn2.rn3.rn4' at [byte: 0]. Expecting tokens '{', or
   '['. " at position 0, progress 1040 of 1040, end 1040. Whether a leased file's answer has
   lease headers on an HNS account is not recorded.
+* ``SasTests.fileSystemUserDelegationCorrelationIdError.json`` (2023-01-03): List Paths with a
+  user delegation SAS whose ``scid`` is not a GUID (``invalidcid``) is 403
+  ``AuthenticationFailed`` with ``"detail": {"AuthenticationErrorDetail": "Signature fields not
+  well formed."}`` after the message (Content-Length 343, as ours); ours took the SAS.
 
 Raw HTTP (the SDKs send versions past 2023-11-03).
 """
@@ -43,14 +47,18 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
+import requests
 from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob import BlobServiceClient
-from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient
+from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient, generate_file_system_sas
 
 from tests.blobhttp import BlobHttp, Reply
-from tests.serverproc import ServerProcess
+from tests.dfs.conftest import DATA_READER
+from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
+from tests.tls import SelfSignedCert, StaticTokenCredential, make_jwt
 
 
 @pytest.mark.parametrize(
@@ -236,3 +244,42 @@ def test_query_of_a_flat_blob_keeps_the_lease_headers(server: ServerProcess) -> 
         assert FATAL in answer.body
     finally:
         container.delete_container()
+
+
+def test_delegation_sas_with_a_correlation_id_that_is_not_a_guid(
+    oauth_hns_server: ServerProcess, oauth_cert: SelfSignedCert
+) -> None:
+    url = f"https://127.0.0.1:{oauth_hns_server.blob_port}/{DEV_ACCOUNT}"
+    admin = DataLakeServiceClient(
+        url, {"account_name": DEV_ACCOUNT, "account_key": DEV_KEY}, connection_verify=str(oauth_cert.cert)
+    )
+    fs = admin.create_file_system("scid" + uuid.uuid4().hex[:10])
+    try:
+        reader = DataLakeServiceClient(
+            url,
+            StaticTokenCredential(make_jwt(extra={"oid": DATA_READER})),
+            connection_verify=str(oauth_cert.cert),
+        )
+        expiry = datetime.now(UTC) + timedelta(hours=1)
+        key = reader.get_user_delegation_key(datetime.now(UTC) - timedelta(minutes=5), expiry)
+        answers = {}
+        for cid in ("invalidcid", str(uuid.uuid4())):
+            sas = generate_file_system_sas(
+                DEV_ACCOUNT, fs.file_system_name, key, permission="l", expiry=expiry, correlation_id=cid
+            )
+            answers[cid] = requests.get(
+                f"{url}/{fs.file_system_name}?resource=filesystem&recursive=false&upn=false&{sas}",
+                headers={"Accept": "application/json", "x-ms-version": "2023-01-03"},
+                verify=str(oauth_cert.cert),
+                timeout=30,
+            )
+        refused = answers.pop("invalidcid")
+        assert (refused.status_code, refused.headers["x-ms-error-code"]) == (403, "AuthenticationFailed")
+        assert refused.headers["content-length"] == "343"
+        error = refused.json()["error"]
+        assert error["detail"] == {"AuthenticationErrorDetail": "Signature fields not well formed."}
+        assert error["message"].startswith("Server failed to authenticate the request.")
+        (accepted,) = answers.values()
+        assert accepted.status_code == 200, accepted.text
+    finally:
+        fs.delete_file_system()
