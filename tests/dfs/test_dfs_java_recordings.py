@@ -39,6 +39,10 @@ real Azure show (``Azure/azure-sdk-assets``,
   user delegation SAS whose ``scid`` is not a GUID (``invalidcid``) is 403
   ``AuthenticationFailed`` with ``"detail": {"AuthenticationErrorDetail": "Signature fields not
   well formed."}`` after the message (Content-Length 343, as ours); ours took the SAS.
+* ``SasTests.accountSasFileDeleteError.json`` (2023-01-03): the Java SDK's Delete File (a bare
+  ``DELETE`` asking for JSON) with a read-only account SAS is Delete Path's 403
+  ``AuthorizationPermissionMismatch`` in JSON (Content-Length 227, as ours); the SAS in the query
+  made ours the Blob API's Delete Blob, answered in XML.
 
 Raw HTTP (the SDKs send versions past 2023-11-03).
 """
@@ -52,7 +56,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import requests
 from azure.core.exceptions import ResourceNotFoundError
-from azure.storage.blob import BlobServiceClient
+from azure.storage.blob import AccountSasPermissions, BlobServiceClient, ResourceTypes, generate_account_sas
 from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient, generate_file_system_sas
 
 from tests.blobhttp import BlobHttp, Reply
@@ -283,3 +287,34 @@ def test_delegation_sas_with_a_correlation_id_that_is_not_a_guid(
         assert accepted.status_code == 200, accepted.text
     finally:
         fs.delete_file_system()
+
+
+@pytest.mark.parametrize("delete", [False, True])
+def test_bare_delete_of_a_file_with_an_account_sas(
+    fs: FileSystemClient, lake: ServerProcess, delete: bool
+) -> None:
+    fs.create_file("doomed.txt")
+    sas = generate_account_sas(
+        DEV_ACCOUNT,
+        DEV_KEY,
+        ResourceTypes(service=True, container=True, object=True),
+        AccountSasPermissions(read=True, delete=delete),
+        datetime.now(UTC) + timedelta(hours=1),
+    )
+    answer = BlobHttp(lake.blob_port).request(
+        "DELETE",
+        f"/{fs.file_system_name}/doomed.txt?{sas}",
+        {"Accept": "application/json", "x-ms-version": "2023-01-03"},
+        signed=False,
+    )
+    if delete:
+        assert answer.status == 200, answer  # Delete Path's answer, as to the Shared Key form
+        assert not fs.get_file_client("doomed.txt").exists()
+        return
+    assert (answer.status, answer.code) == (403, "AuthorizationPermissionMismatch"), answer
+    assert answer.headers["content-type"] == "application/json; charset=utf-8"
+    assert answer.headers["content-length"] == "227"
+    assert json.loads(answer.body)["error"]["message"].startswith(
+        "This request is not authorized to perform this operation using this permission.\nRequestId:"
+    )
+    assert fs.get_file_client("doomed.txt").exists()
