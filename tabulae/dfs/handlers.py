@@ -17,6 +17,7 @@ from tabulae.blob.api.formats import http_date as blob_http_date
 from tabulae.blob.api.headers import conditions, etag_headers
 from tabulae.blob.api.sas import verify_blob_sas
 from tabulae.blob.rules import leases
+from tabulae.blob.rules.checksums import b64
 from tabulae.blob.rules.conditions import NONE, check, etag_of
 from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.blob.service import LeaseRequest
@@ -396,13 +397,14 @@ async def append(c: DfsCall) -> Response:
     upload = c.call.upload(4000 * 1024 * 1024)
     action = await _renew_first(c)
     lease_id = _write_lease(c, action)
-    await c.dfs.append(c.key, position, upload, lease_id)
-    headers: Headers = []
+    sums = await c.dfs.append(c.key, position, upload, lease_id)
+    # A Content-MD5 sent is echoed (recorded: the Java SDK's FileApiTest.appendDataMd5, 2023-01-03).
+    headers: Headers = [(b"content-md5", b64(sums.md5).encode())] if sums.md5 else []
     if flag(c.query, "flush", False):
         # Flushed too, the file's new ETag and Last-Modified come back, as from Flush
         # (recorded for azure-storage-file-datalake's test_flush_data_with_bool).
         flushed = FlushRequest(position=position + upload.length, lease_id=lease_id)
-        headers = _record_headers(await c.dfs.flush(c.key, flushed))
+        headers += _record_headers(await c.dfs.flush(c.key, flushed))
     await _lease_after(c, action)
     return Response(202, [*headers, _ENCRYPTED, *c.call.echo])
 

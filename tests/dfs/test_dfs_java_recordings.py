@@ -43,12 +43,18 @@ real Azure show (``Azure/azure-sdk-assets``,
   ``DELETE`` asking for JSON) with a read-only account SAS is Delete Path's 403
   ``AuthorizationPermissionMismatch`` in JSON (Content-Length 227, as ours); the SAS in the query
   made ours the Blob API's Delete Blob, answered in XML.
+* ``FileApiTest.appendDataMd5.json`` (2023-01-03): Append Data with a ``Content-MD5`` answers it
+  back (``Content-MD5: wh+Wm18D0z1D4E+PE252gg==`` for ``default``); ours ignored the header. A
+  hash that does not match the data is refused with 400, as the reference documents ("Path -
+  Update", ContentHash); the code Azure's DFS endpoint writes for it is not recorded: ours is the
+  Blob API's ``Md5Mismatch``, and the data is not staged.
 
 Raw HTTP (the SDKs send versions past 2023-11-03).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -107,6 +113,7 @@ def test_sdk_reads_the_acl(fs: FileSystemClient) -> None:
 
 
 LEASE = "500ec8b7-d96f-4f82-a5cf-2ba78d2259a4"
+MD5_DEFAULT = "wh+Wm18D0z1D4E+PE252gg=="  # of b"default", as recorded
 
 
 def test_create_with_a_proposed_lease_and_no_duration(fs: FileSystemClient, lake: ServerProcess) -> None:
@@ -318,3 +325,33 @@ def test_bare_delete_of_a_file_with_an_account_sas(
         "This request is not authorized to perform this operation using this permission.\nRequestId:"
     )
     assert fs.get_file_client("doomed.txt").exists()
+
+
+def test_append_with_content_md5(fs: FileSystemClient, lake: ServerProcess) -> None:
+    http = BlobHttp(lake.blob_port)
+    path = f"/{fs.file_system_name}/md5.txt"
+    version = {"Accept": "application/json", "x-ms-version": "2023-01-03"}
+    assert http.request("PUT", path + "?resource=file", version).status == 201
+    headers = {**version, "Content-Type": "application/octet-stream"}
+    good = http.request(
+        "PATCH", path + "?action=append&position=0", {**headers, "Content-MD5": MD5_DEFAULT}, b"default"
+    )
+    assert good.status == 202, good
+    assert good.headers["content-md5"] == MD5_DEFAULT
+    plain = http.request("PATCH", path + "?action=append&position=7", headers, b"default")
+    assert plain.status == 202 and "content-md5" not in plain.headers
+    bad = http.request(
+        "PATCH", path + "?action=append&position=14", {**headers, "Content-MD5": MD5_DEFAULT}, b"other!!"
+    )
+    assert bad.status == 400, bad
+    assert bad.headers["content-type"] == "application/json; charset=utf-8"
+    flushed = http.request("PATCH", path + "?action=flush&position=21", version)
+    assert flushed.code == "InvalidFlushPosition", flushed  # the refused data was not staged
+    assert http.request("PATCH", path + "?action=flush&position=14", version).status == 200
+    assert fs.get_file_client("md5.txt").download_file().readall() == b"defaultdefault"
+
+
+def test_sdk_append_with_validate_content(fs: FileSystemClient) -> None:
+    file = fs.create_file("validated.txt")
+    answer = file.append_data(b"default", 0, 7, validate_content=True)
+    assert answer["content_md5"] == base64.b64decode(MD5_DEFAULT)
