@@ -27,7 +27,14 @@ from tabulae.dfs import blob_delete, blob_form_errors, blob_undelete, blob_write
 from tabulae.dfs import roles as dfs_roles
 from tabulae.dfs.access import ACL_DECIDED, AccessGuard, principal_of
 from tabulae.dfs.acl import Principal
-from tabulae.dfs.handlers import BLOB_ACL_VERSION, HANDLERS, DfsCall, path_headers, query_headers
+from tabulae.dfs.handlers import (
+    BLOB_ACL_VERSION,
+    BLOB_POSIX_VERSION,
+    HANDLERS,
+    DfsCall,
+    path_headers,
+    query_headers,
+)
 from tabulae.dfs.paths import normalize
 from tabulae.dfs.routing import (
     READ_ONLY,
@@ -258,7 +265,9 @@ class DataLakeApp(BlobApp):
                 response.headers[:] = query_headers(response.headers, path)
             elif path is not None and response.status < 300:
                 version = request.headers.get("x-ms-version", DEFAULT_VERSION)
-                response.headers.extend(path_headers(path, acl=version >= BLOB_ACL_VERSION))
+                response.headers.extend(
+                    path_headers(path, acl=version >= BLOB_ACL_VERSION, posix=version >= BLOB_POSIX_VERSION)
+                )
             if request.method == "DELETE" and route.kind is Kind.BLOB and response.status == 202:
                 await self._add_deletion_id(route, request, response)
             return response

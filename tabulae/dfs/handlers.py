@@ -612,20 +612,30 @@ async def get_access_control(c: DfsCall) -> Response:
 # FileApiTest.getPropertiesDefault and renameSasToken, present at 2024-08-04 in the .NET SDK's
 # FileClientTests/GetPropertiesAsync).
 BLOB_ACL_VERSION = "2023-11-03"
+# ... and ``x-ms-owner``, ``x-ms-group`` and ``x-ms-permissions`` from this one (Learn, "Version
+# 2020-06-12"; recorded: none of them, nor ``x-ms-resource-type``, at 2019-02-02 in the Java
+# SDK's FileApiTest.perCallPolicy). ``x-ms-resource-type`` is taken to come with them: the
+# versions between are not recorded.
+BLOB_POSIX_VERSION = "2020-06-12"
 
 
-def path_headers(record: BlobRecord, *, acl: bool = True) -> Headers:
+def path_headers(record: BlobRecord, *, acl: bool = True, posix: bool = True) -> Headers:
     """What Get Properties (and the Blob API's HEAD and GET on an HNS account) add for a path;
-    ``acl=False`` leaves out ``x-ms-acl`` (the Blob API before :data:`BLOB_ACL_VERSION`)."""
-    posix = posix_of(record)
-    headers = [formats.resource_type_header(is_directory(record))]
+    ``acl=False`` leaves out ``x-ms-acl`` (the Blob API before :data:`BLOB_ACL_VERSION`),
+    ``posix=False`` the resource type, owner, group and permissions too (before
+    :data:`BLOB_POSIX_VERSION`)."""
+    access = posix_of(record)
+    headers = [formats.resource_type_header(is_directory(record))] if posix else []
     expires = _expiry_of(record)
     if expires is not None:
         headers.append((b"x-ms-expiry-time", formats.http_date(expires).encode()))
-    acl_text = posix.acl_text if acl else None
-    headers.extend(formats.access_control_headers(posix.owner, posix.group, posix.permissions, acl_text))
-    if posix.context is not None:
-        headers.append((b"x-ms-encryption-context", posix.context.encode()))
+    if posix:
+        acl_text = access.acl_text if acl else None
+        headers.extend(
+            formats.access_control_headers(access.owner, access.group, access.permissions, acl_text)
+        )
+    if access.context is not None:
+        headers.append((b"x-ms-encryption-context", access.context.encode()))
     return headers
 
 

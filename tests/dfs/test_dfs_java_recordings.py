@@ -8,7 +8,9 @@ real Azure show (``Azure/azure-sdk-assets``,
   ``x-ms-group``, ``x-ms-permissions`` and ``x-ms-resource-type`` but no ``x-ms-acl``. The header
   came with version 2023-11-03 (Learn, "Version 2023-11-03": Get Blob Properties and Get Blob
   answer it for HNS accounts); the .NET SDK's ``FileClientTests/GetPropertiesAsync.json`` shows
-  it at 2024-08-04.
+  it at 2024-08-04. ``FileApiTest.perCallPolicy.json`` (2019-02-02): no ``x-ms-owner``,
+  ``x-ms-group``, ``x-ms-permissions`` or ``x-ms-resource-type`` either; the first three came
+  with 2020-06-12 (Learn, "Version 2020-06-12"), the resource type is taken to come with them.
 * ``FileApiTest.createOptionsWithLeaseIdError.json`` (2023-01-03): Create Path (``resource=file``)
   with ``x-ms-proposed-lease-id`` and no ``x-ms-lease-duration`` is 400 ``MissingRequiredHeader``
   with ``"detail": {"HeaderName": "x-ms-lease-duration"}`` after the message (Content-Length 250,
@@ -72,18 +74,31 @@ from tests.tls import SelfSignedCert, StaticTokenCredential, make_jwt
 
 
 @pytest.mark.parametrize(
-    ("version", "has_acl"),
-    [("2023-01-03", False), ("2023-08-03", False), ("2023-11-03", True), ("2024-08-04", True)],
+    ("version", "posix", "has_acl"),
+    [
+        ("2019-02-02", False, False),
+        ("2020-06-12", True, False),
+        ("2023-01-03", True, False),
+        ("2023-08-03", True, False),
+        ("2023-11-03", True, True),
+        ("2024-08-04", True, True),
+    ],
 )
 @pytest.mark.parametrize("method", ["HEAD", "GET"])
-def test_blob_reads_answer_the_acl_from_2023_11_03(
-    fs: FileSystemClient, lake: ServerProcess, method: str, version: str, has_acl: bool
+def test_blob_reads_answer_the_path_by_version(
+    fs: FileSystemClient, lake: ServerProcess, method: str, version: str, posix: bool, has_acl: bool
 ) -> None:
     fs.create_file("file.bin")
     answer = BlobHttp(lake.blob_port).request(
         method, f"/{fs.file_system_name}/file.bin", {"x-ms-version": version, "Accept": "application/xml"}
     )
     assert answer.status == 200, answer
+    assert answer.headers["x-ms-blob-type"] == "BlockBlob"
+    if not posix:
+        assert not {"x-ms-resource-type", "x-ms-owner", "x-ms-group", "x-ms-permissions", "x-ms-acl"} & set(
+            answer.headers
+        )
+        return
     assert answer.headers["x-ms-resource-type"] == "file"
     assert (answer.headers["x-ms-owner"], answer.headers["x-ms-group"]) == ("$superuser", "$superuser")
     assert answer.headers["x-ms-permissions"] == "rw-r-----"
