@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -83,7 +84,22 @@ def key_of_token(query: Mapping[str, str], now: datetime, service: str = "b") ->
         raise ServiceError("AuthenticationFailed", detail=f"The signed key service (sks) must be {service}.")
     if not parse_iso8601(key.start, "skt") <= now <= parse_iso8601(key.expiry, "ske"):
         raise ServiceError("AuthenticationFailed", detail="The user delegation key is not valid now.")
+    if not _is_guid(query.get("scid")):
+        # recorded: a correlation id that is not a GUID (the Java Data Lake SDK's
+        # SasTests.fileSystemUserDelegationCorrelationIdError, scid=invalidcid, 2023-01-03)
+        raise ServiceError("AuthenticationFailed", detail="Signature fields not well formed.")
     return key
+
+
+def _is_guid(value: str | None) -> bool:
+    """Whether an optional SAS field, when given, is a GUID."""
+    if value is None:
+        return True
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
 
 
 def key_values(key: DelegationKey, account_keys: Sequence[bytes]) -> list[bytes]:

@@ -8,7 +8,9 @@ Recorded for the .NET SDK: FileClientTests/ScheduleDeletionAsync_Error (x-ms-ver
 2024-08-04: Set Expiry of a missing file, ``BlobNotFound`` after the byte order mark with a line
 break after the XML declaration) and FileSystemClientTests/UndeletePathAsync_Error (2021-06-08:
 Undelete Path in a missing file system, ``ContainerNotFound``). List Deleted Paths, the third
-such operation, keeps the DFS answer: no recording shows its errors.
+such operation, answers so too: recorded for the Java SDK, SoftDeleteTests.listDeletedPathsError
+(2023-01-03: in a missing file system, ``ContainerNotFound`` after the byte order mark, no line
+break after the declaration, Content-Length 225).
 """
 
 from __future__ import annotations
@@ -23,8 +25,13 @@ _BLOB_CODES = {"PathNotFound": "BlobNotFound", "FilesystemNotFound": "ContainerN
 
 
 def applies(request: Request) -> bool:
-    """Whether ``request`` is Set Expiry or Undelete Path, whose errors take the Blob API's form."""
-    return request.operation in (DfsOperation.SET_EXPIRY, DfsOperation.UNDELETE)
+    """Whether ``request`` is Set Expiry, Undelete Path or List Deleted Paths, whose errors take
+    the Blob API's form."""
+    return request.operation in (
+        DfsOperation.SET_EXPIRY,
+        DfsOperation.UNDELETE,
+        DfsOperation.LIST_DELETED_PATHS,
+    )
 
 
 def response(request: Request, error: ServiceError, request_id: str) -> Response:

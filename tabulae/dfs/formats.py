@@ -186,8 +186,14 @@ _DFS_WORDING = {
 #: path without a lease is 412 LeaseNotPresent, "There is currently no lease on the resource.", as
 #: the .NET SDK's recordings of Append Data (FileClientTests/AppendDataAsync_InvalidLease) and Delete
 #: Path (DirectoryClientTests/DeleteAsync_ConditionsFail) show; the Blob API says
-#: LeaseNotPresentWithBlobOperation.
-_DFS_CODES = {"LeaseNotPresentWithBlobOperation": "LeaseNotPresent"}
+#: LeaseNotPresentWithBlobOperation. A lease id other than the path's is 412 LeaseIdMismatch, "The
+#: lease ID specified did not match the lease ID for the resource." (the Java SDK's recording of
+#: Append Data, FileApiTest.appendDataLeaseFail, x-ms-version 2023-01-03), the Blob API's
+#: LeaseIdMismatchWithBlobOperation.
+_DFS_CODES = {
+    "LeaseNotPresentWithBlobOperation": "LeaseNotPresent",
+    "LeaseIdMismatchWithBlobOperation": "LeaseIdMismatch",
+}
 
 
 def dfs_error(error: ServiceError) -> ServiceError:
@@ -202,14 +208,20 @@ def error_body(error: ServiceError, request_id: str, time_text: str) -> bytes:
     """The DFS error body; the message ends with the RequestId and Time lines as for the other
     services. The header an InvalidHeaderValue names follows as ``detail``, as in Azure's answer
     to the .NET SDK's AppendDataAsync_EmptyStream (``{"HeaderName": "Content-Length",
-    "HeaderValue": "0"}``); other errors' extra fields are not written (none recorded)."""
+    "HeaderValue": "0"}``), and so does the one a MissingRequiredHeader names (the Java SDK's
+    FileApiTest.createOptionsWithLeaseIdError: ``{"HeaderName": "x-ms-lease-duration"}``), and an
+    AuthenticationFailed's detail as ``{"AuthenticationErrorDetail": ...}`` (the Java SDK's
+    SasTests.fileSystemUserDelegationCorrelationIdError: "Signature fields not well formed.");
+    other errors' extra fields are not written (none recorded)."""
     text = error_text(error, request_id, time_text)
     worded = _DFS_WORDING.get(error.message)
     if worded is not None:
         text = worded + text[len(error.message) :] if error.index is None else text
     body: dict[str, object] = {"code": error.code, "message": text}
-    if error.code == "InvalidHeaderValue" and error.fields:
+    if error.code in ("InvalidHeaderValue", "MissingRequiredHeader") and error.fields:
         body["detail"] = dict(error.fields)
+    elif error.code == "AuthenticationFailed" and error.detail:
+        body["detail"] = {"AuthenticationErrorDetail": error.detail}
     return orjson.dumps({"error": body})
 
 

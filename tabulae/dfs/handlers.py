@@ -17,6 +17,7 @@ from tabulae.blob.api.formats import http_date as blob_http_date
 from tabulae.blob.api.headers import conditions, etag_headers
 from tabulae.blob.api.sas import verify_blob_sas
 from tabulae.blob.rules import leases
+from tabulae.blob.rules.checksums import b64
 from tabulae.blob.rules.conditions import NONE, check, etag_of
 from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.blob.service import LeaseRequest
@@ -44,7 +45,7 @@ from tabulae.dfs.service import (
     posix_of,
     root_posix,
 )
-from tabulae.dfs.trash import deletion_id
+from tabulae.dfs.trash import deletion_id, is_deletion_id
 from tabulae.http.messages import Headers, Response
 from tabulae.model import edm
 from tabulae.model.blobs import BlobKey, BlobRecord, ContentProperties
@@ -109,16 +110,19 @@ def _lease(headers: dict[str, str], name: str = "x-ms-lease-id") -> str | None:
     return parse_lease_id(headers.get(name) or None, name)
 
 
+def _acquire_request(headers: dict[str, str]) -> LeaseRequest:
+    """The lease a write acquires: ``x-ms-proposed-lease-id`` for ``x-ms-lease-duration``."""
+    duration = leases.parse_duration(headers.get("x-ms-lease-duration"))
+    return LeaseRequest("acquire", proposed_id=_lease(headers, "x-ms-proposed-lease-id"), duration=duration)
+
+
 async def _lease_after(c: DfsCall, action: str | None) -> None:
     """The lease half of Create Path with ``x-ms-proposed-lease-id`` and of Append and Flush
     with ``x-ms-lease-action`` (REST 2023-08-03 on): acquire, renew or release once the write is
     done. ``acquire-release`` leaves no lease behind, so it takes nothing here."""
     headers = c.headers
     if action == "acquire":
-        duration = leases.parse_duration(headers.get("x-ms-lease-duration"))
-        request = LeaseRequest(
-            "acquire", proposed_id=_lease(headers, "x-ms-proposed-lease-id"), duration=duration
-        )
+        request = _acquire_request(headers)
     elif action in ("auto-renew", "release"):
         request = LeaseRequest("renew" if action == "auto-renew" else "release", lease_id=_lease(headers))
     else:
@@ -301,6 +305,11 @@ async def create_path(c: DfsCall) -> Response:
     directory = c.operation is DfsOperation.CREATE_DIRECTORY
     if directory and "x-ms-expiry-option" in headers:  # recorded: Azure refuses before creating
         raise ServiceError("ExpiryNotSupportedForDirectory")
+    if "x-ms-proposed-lease-id" in headers:
+        # A proposed lease without its duration is 400 MissingRequiredHeader naming
+        # x-ms-lease-duration (recorded: the Java SDK's FileApiTest.createOptionsWithLeaseIdError,
+        # 2023-01-03), refused with the request's other header checks, before the path is made.
+        _acquire_request(headers)
     umask = headers.get("x-ms-umask")
     acl_text = headers.get("x-ms-acl")
     request = CreateRequest(
@@ -388,13 +397,14 @@ async def append(c: DfsCall) -> Response:
     upload = c.call.upload(4000 * 1024 * 1024)
     action = await _renew_first(c)
     lease_id = _write_lease(c, action)
-    await c.dfs.append(c.key, position, upload, lease_id)
-    headers: Headers = []
+    sums = await c.dfs.append(c.key, position, upload, lease_id)
+    # A Content-MD5 sent is echoed (recorded: the Java SDK's FileApiTest.appendDataMd5, 2023-01-03).
+    headers: Headers = [(b"content-md5", b64(sums.md5).encode())] if sums.md5 else []
     if flag(c.query, "flush", False):
         # Flushed too, the file's new ETag and Last-Modified come back, as from Flush
         # (recorded for azure-storage-file-datalake's test_flush_data_with_bool).
         flushed = FlushRequest(position=position + upload.length, lease_id=lease_id)
-        headers = _record_headers(await c.dfs.flush(c.key, flushed))
+        headers += _record_headers(await c.dfs.flush(c.key, flushed))
     await _lease_after(c, action)
     return Response(202, [*headers, _ENCRYPTED, *c.call.echo])
 
@@ -597,19 +607,49 @@ async def get_access_control(c: DfsCall) -> Response:
     return Response(200, headers)
 
 
-def path_headers(record: BlobRecord) -> Headers:
-    """What Get Properties (and the Blob API's HEAD and GET on an HNS account) add for a path."""
-    posix = posix_of(record)
-    headers = [formats.resource_type_header(is_directory(record))]
+# Get Blob Properties and Get Blob on an HNS account answer ``x-ms-acl`` from this version on
+# (Learn, "Version 2023-11-03"; recorded: absent at 2023-01-03 and 2023-08-03 in the Java SDK's
+# FileApiTest.getPropertiesDefault and renameSasToken, present at 2024-08-04 in the .NET SDK's
+# FileClientTests/GetPropertiesAsync).
+BLOB_ACL_VERSION = "2023-11-03"
+# ... and ``x-ms-owner``, ``x-ms-group`` and ``x-ms-permissions`` from this one (Learn, "Version
+# 2020-06-12"; recorded: none of them, nor ``x-ms-resource-type``, at 2019-02-02 in the Java
+# SDK's FileApiTest.perCallPolicy). ``x-ms-resource-type`` is taken to come with them: the
+# versions between are not recorded.
+BLOB_POSIX_VERSION = "2020-06-12"
+
+
+def path_headers(record: BlobRecord, *, acl: bool = True, posix: bool = True) -> Headers:
+    """What Get Properties (and the Blob API's HEAD and GET on an HNS account) add for a path;
+    ``acl=False`` leaves out ``x-ms-acl`` (the Blob API before :data:`BLOB_ACL_VERSION`),
+    ``posix=False`` the resource type, owner, group and permissions too (before
+    :data:`BLOB_POSIX_VERSION`)."""
+    access = posix_of(record)
+    headers = [formats.resource_type_header(is_directory(record))] if posix else []
     expires = _expiry_of(record)
     if expires is not None:
         headers.append((b"x-ms-expiry-time", formats.http_date(expires).encode()))
-    headers.extend(
-        formats.access_control_headers(posix.owner, posix.group, posix.permissions, posix.acl_text)
-    )
-    if posix.context is not None:
-        headers.append((b"x-ms-encryption-context", posix.context.encode()))
+    if posix:
+        acl_text = access.acl_text if acl else None
+        headers.extend(
+            formats.access_control_headers(access.owner, access.group, access.permissions, acl_text)
+        )
+    if access.context is not None:
+        headers.append((b"x-ms-encryption-context", access.context.encode()))
     return headers
+
+
+_LEASE_HEADERS = frozenset({b"x-ms-lease-status", b"x-ms-lease-state", b"x-ms-lease-duration"})
+
+
+def query_headers(headers: Headers, record: BlobRecord) -> Headers:
+    """Query Blob Contents of a path of an HNS account: its answer carries the path's
+    ``x-ms-resource-type`` and none of the blob's lease headers (recorded: the Java SDK's
+    FileApiTest.queryFatalError at 2023-01-03 and the .NET SDK's FileClientTests/QueryAsync_Min
+    at 2024-08-04, both of a file without a lease; a flat account's answer has
+    ``x-ms-lease-state`` and ``x-ms-lease-status``, the Java SDK's BlobBaseApiTests.queryFatalError)."""
+    kept = [pair for pair in headers if pair[0] not in _LEASE_HEADERS]
+    return [*kept, formats.resource_type_header(is_directory(record))]
 
 
 async def get_properties(c: DfsCall) -> Response:
@@ -648,11 +688,14 @@ def deletion_of(source: str) -> tuple[str | None, str]:
     the account and file system ("Undelete Blob"), as the Python SDK writes it; or the query
     alone, ``?deletionid={id}``, as the .NET SDK writes it, for the request's own path (None
     here; Azure restores it, recorded for the .NET SDK's UndeletePathAsync). 400
-    ``InvalidHeaderValue`` for no ``deletionid`` or a path without a name."""
+    ``InvalidHeaderValue`` for no ``deletionid``, one that is not a number, or a path without a
+    name, naming the whole header as its value (recorded: the Java SDK's
+    SoftDeleteTests.restorePathError, ``?deletionid=bar``, 2023-01-03, even in a file system
+    that does not exist)."""
     location, mark, query = source.partition("?")
     fields = dict(parse_qsl(query, keep_blank_values=True))
     deletion = fields.get("deletionid")
-    if not mark or not deletion or (location and not location.strip("/")):
+    if not mark or not deletion or not is_deletion_id(deletion) or (location and not location.strip("/")):
         raise ServiceError(
             "InvalidHeaderValue", fields=(("HeaderName", "x-ms-undelete-source"), ("HeaderValue", source))
         )

@@ -23,6 +23,7 @@ from typing import Any
 from tabulae.blob import encryption_guard, softdeletion
 from tabulae.blob.namespace_guard import FOLDER, is_directory
 from tabulae.blob.rules import leases
+from tabulae.blob.rules.checksums import Checksums
 from tabulae.blob.rules.conditions import NONE, Conditions, check, not_met
 from tabulae.blob.rules.names import check_blob_name
 from tabulae.blob.service import (
@@ -380,7 +381,10 @@ class DataLakeService:
 
     # ------------------------------------------------------------------ append and flush
 
-    async def append(self, key: BlobKey, position: int, upload: Upload, lease_id: str | None) -> None:
+    async def append(self, key: BlobKey, position: int, upload: Upload, lease_id: str | None) -> Checksums:
+        """Stage the data at ``position``. A Content-MD5 or x-ms-content-crc64 the request sends
+        is checked against what came (the documented 400 for a mismatch: "Path - Update",
+        ContentHash), and the MD5 is what the answer echoes."""
         now = self._clock()
         offset = block_id(position)
 
@@ -397,8 +401,15 @@ class DataLakeService:
             # file's end to its position, and nothing else, so such data is never read.
             return BlobWrite(stage_block=replace(staged.extent, block_id=offset))
 
-        staged = await self.store.stage(key, upload.chunks, None)
+        checksums = Checksums(md5=upload.md5 is not None, crc64=upload.crc64 is not None)
+        staged = await self.store.stage(key, upload.chunks, checksums)
+        try:
+            checksums.verify(upload.md5, upload.crc64)
+        except ServiceError:
+            await self.store.discard(staged)
+            raise
         await self.store.write_blob(key, decide, needs=Needs(staged=True), staged=staged)
+        return checksums
 
     async def flush(self, key: BlobKey, request: FlushRequest) -> BlobRecord:
         now = self._clock()

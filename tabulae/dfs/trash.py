@@ -33,10 +33,15 @@ def deletion_id(slot: str) -> str:
     return str(int(slot[len(DELETED_BASE_PREFIX) :]) - FILETIME_EPOCH_TICKS)
 
 
+def is_deletion_id(deletion: str) -> bool:
+    """Whether a ``deletionid`` can name a deleted slot: a number of at most 18 digits."""
+    return deletion.isascii() and deletion.isdigit() and len(deletion) <= _MAX_ID_DIGITS
+
+
 def slot_of(deletion: str) -> str:
     """The deleted slot a deletion id names; 400 ``InvalidHeaderValue`` for one that is not a
     number (``x-ms-undelete-source``'s ``deletionid``)."""
-    if not deletion.isascii() or not deletion.isdigit() or len(deletion) > _MAX_ID_DIGITS:
+    if not is_deletion_id(deletion):
         raise ServiceError(
             "InvalidHeaderValue", fields=(("HeaderName", "x-ms-undelete-source"), ("HeaderValue", deletion))
         )

@@ -314,6 +314,8 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "LeaseNotPresentWithBlobOperation": (412, "There is currently no lease on the blob."),
     # the Data Lake endpoint's name for it ("Data Lake Storage Gen2" error list; recorded)
     "LeaseNotPresent": (412, "There is currently no lease on the resource."),
+    # and for a lease id other than the path's (recorded: the Java SDK's appendDataLeaseFail)
+    "LeaseIdMismatch": (412, "The lease ID specified did not match the lease ID for the resource."),
     # Data Lake append files (concurrentAppend; recorded for the .NET SDK's AppendFileClientTests)
     "InvalidAppendPosition": (
         412,
