@@ -217,7 +217,7 @@ def verify_account_sas(
     verify_signature(token.sig, account_sas_string_to_sign(token, account), keys)
     check_window(token.st, token.se, now, blob=service == "b")
     check_protocol(token.spr, is_https)
-    check_ip(token.sip, client_ip)
+    check_ip(token.sip, client_ip, service=service)
     if service not in token.ss:
         raise ServiceError("AuthorizationServiceMismatch")
     return AccountSas(permissions=frozenset(token.sp), resource_types=frozenset(token.srt))
@@ -378,13 +378,24 @@ def check_protocol(spr: str | None, is_https: bool) -> None:
         raise ServiceError("AuthorizationProtocolMismatch")
 
 
-def check_ip(sip: str | None, client_ip: str | None) -> None:
-    """``sip`` is one address or an inclusive ``low-high`` range, IPv4 or IPv6."""
+def check_ip(sip: str | None, client_ip: str | None, *, service: str = "t") -> None:
+    """``sip`` is one address or an inclusive ``low-high`` range, IPv4 or IPv6; ``service`` is
+    the account SAS letter of the service asked (``b``, ``q`` or ``t``).
+
+    The Blob and Queue services refuse a client outside the range with 403
+    ``AuthorizationFailure`` and its plain message, for an account SAS and a service SAS alike:
+    the C++ SDK's recordings BlobSasTest.AccountSasWithIP and BlobSasTest.ServiceSasWithIP
+    (x-ms-version 2022-11-02, HEAD) and QueueSasTest.QueueSasWithIP (2018-03-28, Get Queue
+    Metadata, a 246-byte body), each with ``sip=0.0.0.0-0.0.0.1``. The Table service keeps the
+    documented ``AuthorizationSourceIPMismatch`` ("SAS error codes"): no recording shows its
+    answer."""
     if sip is None:
         return
     low, high = _parse_ip_range(sip)
     client = _parse_client_ip(client_ip)
     if client is None or client.version != low.version or not low <= client <= high:  # type: ignore[operator]
+        if service in ("b", "q"):
+            raise ServiceError("AuthorizationFailure")
         raise ServiceError(
             "AuthorizationSourceIPMismatch",
             "This request is not authorized to perform this operation using this source IP "

@@ -274,7 +274,7 @@ def verify_blob_sas(
         sp, st, se = apply_policy(token, policy_lookup)
     check_window(st, se, now, blob=True)
     check_protocol(token.spr, is_https)
-    check_ip(token.sip, client_ip)
+    check_ip(token.sip, client_ip, service="b")
     acl_user = (query.get("suoid") or None) if delegation.is_delegation_sas(query) else None
     return BlobGrant(frozenset(sp), scope=sr, overrides=pairs, acl_user=acl_user)
 

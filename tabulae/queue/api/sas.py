@@ -159,5 +159,5 @@ def verify_sas(
     sp, st, se = apply_policy(token, policy_lookup)
     check_window(st, se, now)
     check_protocol(token.spr, is_https)
-    check_ip(token.sip, client_ip)
+    check_ip(token.sip, client_ip, service="q")
     return QueueGrant(False, frozenset(sp))
