@@ -27,7 +27,7 @@ from tabulae.dfs import blob_delete, blob_form_errors, blob_undelete, blob_write
 from tabulae.dfs import roles as dfs_roles
 from tabulae.dfs.access import ACL_DECIDED, AccessGuard, principal_of
 from tabulae.dfs.acl import Principal
-from tabulae.dfs.handlers import HANDLERS, DfsCall, path_headers
+from tabulae.dfs.handlers import BLOB_ACL_VERSION, HANDLERS, DfsCall, path_headers
 from tabulae.dfs.paths import normalize
 from tabulae.dfs.routing import (
     READ_ONLY,
@@ -247,7 +247,8 @@ class DataLakeApp(BlobApp):
             ):
                 await self.dfs.claim_root(route.account, route.container, principal.creator)
             if path is not None and response.status < 300:
-                response.headers.extend(path_headers(path))
+                version = request.headers.get("x-ms-version") or BLOB_ACL_VERSION
+                response.headers.extend(path_headers(path, acl=version >= BLOB_ACL_VERSION))
             if request.method == "DELETE" and route.kind is Kind.BLOB and response.status == 202:
                 await self._add_deletion_id(route, request, response)
             return response

@@ -572,6 +572,13 @@ async def set_access_control_recursive(c: DfsCall) -> Response:
     return Response(200, headers, body)
 
 
+# The first version whose Blob API Get Blob and Get Blob Properties answer ``x-ms-acl`` on an HNS
+# account ("Version 2023-11-03": "Get Blob Properties and Get Blob now supports the x-ms-acl
+# response header"). The C++ SDK's recordings show both sides: DataLakeFileClientTest.
+# FlushFileWithLease (HEAD at x-ms-version 2021-12-02: x-ms-owner, x-ms-group, x-ms-permissions,
+# no x-ms-acl) and DataLakePathClientTest.GetPropertiesAccessControlList (2023-11-03: x-ms-acl).
+BLOB_ACL_VERSION = "2023-11-03"
+
 _NOT_OWNER = "This request is not authorized to perform this operation using this permission."
 
 
@@ -597,15 +604,18 @@ async def get_access_control(c: DfsCall) -> Response:
     return Response(200, headers)
 
 
-def path_headers(record: BlobRecord) -> Headers:
-    """What Get Properties (and the Blob API's HEAD and GET on an HNS account) add for a path."""
+def path_headers(record: BlobRecord, *, acl: bool = True) -> Headers:
+    """What Get Properties (and the Blob API's HEAD and GET on an HNS account) add for a path;
+    without ``acl``, no ``x-ms-acl`` (the Blob API before 2023-11-03: :data:`BLOB_ACL_VERSION`)."""
     posix = posix_of(record)
     headers = [formats.resource_type_header(is_directory(record))]
     expires = _expiry_of(record)
     if expires is not None:
         headers.append((b"x-ms-expiry-time", formats.http_date(expires).encode()))
     headers.extend(
-        formats.access_control_headers(posix.owner, posix.group, posix.permissions, posix.acl_text)
+        formats.access_control_headers(
+            posix.owner, posix.group, posix.permissions, posix.acl_text if acl else None
+        )
     )
     if posix.context is not None:
         headers.append((b"x-ms-encryption-context", posix.context.encode()))
