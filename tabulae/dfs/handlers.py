@@ -135,16 +135,26 @@ def _lease_action(c: DfsCall) -> str | None:
     return action
 
 
-async def _renew_first(c: DfsCall) -> str | None:
+async def _renew_first(c: DfsCall) -> tuple[str | None, Headers]:
     """The request's lease action, an ``auto-renew`` done before the write: a lease that ran out
     meanwhile is renewed (as Renew Lease may while no one else took the file) and the write then
     holds it, as Azure answers the JS SDK's recorded "append with auto-renew lease" (an Append
-    with the lease id 15 s after the lease was taken for 15 s)."""
+    with the lease id 15 s after the lease was taken for 15 s).
+
+    With the action comes what the answer says of it: after an ``auto-renew``,
+    ``x-ms-lease-renewed``, ``true`` when the lease had run out and was taken again, ``false``
+    when it still held. Azure answered ``true`` to the JS SDK's Append and Flush 15 s into a
+    15 s lease ("append with auto-renew lease", "flush with auto-renew lease", x-ms-version
+    2021-12-02) and ``false`` to the C++ SDK's Flush a second into a 20 s lease
+    (DataLakeFileClientTest.FlushFileWithLease, 2021-06-08); the other actions get no such
+    header there."""
     action = _lease_action(c)
     if action != "auto-renew":
-        return action
+        return action, []
+    lease = (await c.dfs.get(c.key)).lease
+    ran_out = leases.current(lease, c.call.service.clock()).state == "expired"
     await _lease_after(c, action)
-    return None
+    return None, [(b"x-ms-lease-renewed", b"true" if ran_out else b"false")]
 
 
 def _write_lease(c: DfsCall, action: str | None) -> str | None:
@@ -386,7 +396,7 @@ async def append(c: DfsCall) -> Response:
             "InvalidHeaderValue", fields=(("HeaderName", "Content-Length"), ("HeaderValue", "0"))
         )
     upload = c.call.upload(4000 * 1024 * 1024)
-    action = await _renew_first(c)
+    action, renewed = await _renew_first(c)
     lease_id = _write_lease(c, action)
     await c.dfs.append(c.key, position, upload, lease_id)
     headers: Headers = []
@@ -396,7 +406,7 @@ async def append(c: DfsCall) -> Response:
         flushed = FlushRequest(position=position + upload.length, lease_id=lease_id)
         headers = _record_headers(await c.dfs.flush(c.key, flushed))
     await _lease_after(c, action)
-    return Response(202, [*headers, _ENCRYPTED, *c.call.echo])
+    return Response(202, [*headers, *renewed, _ENCRYPTED, *c.call.echo])
 
 
 async def flush(c: DfsCall) -> Response:
@@ -405,7 +415,7 @@ async def flush(c: DfsCall) -> Response:
         from tabulae.dfs.routing import missing_parameter
 
         raise missing_parameter("position")
-    action = await _renew_first(c)
+    action, renewed = await _renew_first(c)
     request = FlushRequest(
         position=position,
         retain=bool(flag(c.query, "retainUncommittedData", False)),
@@ -416,7 +426,7 @@ async def flush(c: DfsCall) -> Response:
     )
     record = await c.dfs.flush(c.key, request)
     await _lease_after(c, action)
-    return Response(200, [*_record_headers(record), _flush_encrypted()])
+    return Response(200, [*_record_headers(record), *renewed, _flush_encrypted()])
 
 
 def _flush_encrypted() -> tuple[bytes, bytes]:

@@ -2,9 +2,11 @@
 real Azure show (``Azure/azure-sdk-assets``,
 ``cpp/sdk/storage/azure-storage-files-datalake/test/ut/recordings/``), over raw HTTP as sent.
 
-* ``DataLakeFileClientTest.FlushFileWithLease.json`` (Blob x-ms-version 2021-12-02): the Blob
-  API's HEAD of a file has ``x-ms-owner``, ``x-ms-group`` and ``x-ms-permissions`` but no
-  ``x-ms-acl``.
+* ``DataLakeFileClientTest.FlushFileWithLease.json`` (DFS x-ms-version 2021-06-08, Blob
+  2021-12-02): Append and Flush with ``x-ms-lease-action`` ``acquire``, ``release`` and
+  ``acquire-release`` answer no ``x-ms-lease-renewed``; a Flush with ``auto-renew`` a second into
+  its 20 s lease answers ``x-ms-lease-renewed: false``. The Blob API's HEAD of the file at
+  2021-12-02 has ``x-ms-owner``, ``x-ms-group`` and ``x-ms-permissions`` but no ``x-ms-acl``.
 * ``DataLakePathClientTest.GetPropertiesAccessControlList.json`` (2023-11-03): the same HEAD has
   ``x-ms-acl: user::rw-,group::r--,other::---`` ("Version 2023-11-03" added it).
 """
@@ -17,6 +19,49 @@ from tests.blobhttp import BlobHttp
 from tests.serverproc import ServerProcess
 
 DFS = {"x-ms-version": "2021-06-08"}
+
+
+def _acquire(lease: str, action: str = "acquire") -> dict[str, str]:
+    return {**DFS, "x-ms-lease-action": action, "x-ms-lease-duration": "20", "x-ms-proposed-lease-id": lease}
+
+
+def test_flush_lease_actions_answer_as_recorded(fs: FileSystemClient, lake: ServerProcess) -> None:
+    http = BlobHttp(lake.blob_port)
+    base = f"/{fs.file_system_name}"
+    lease = "001dad37-e190-6e35-0bca-08182fcef0bb"
+    for name in ("acquire", "auto_renew", "release", "acquire_release"):
+        assert http.request("PUT", f"{base}/{name}?resource=file", DFS).status == 201
+    # acquire on Flush
+    assert http.request("PATCH", f"{base}/acquire?action=append&position=0", DFS, b"3").status == 202
+    flushed = http.request("PATCH", f"{base}/acquire?action=flush&position=1", _acquire(lease))
+    assert flushed.status == 200 and "x-ms-lease-renewed" not in flushed.headers
+    assert flushed.headers["x-ms-request-server-encrypted"] == "false"
+    # acquire on Append, then auto-renew on Flush while the lease holds
+    appended = http.request("PATCH", f"{base}/auto_renew?action=append&position=0", _acquire(lease), b"3")
+    assert appended.status == 202 and "x-ms-lease-renewed" not in appended.headers
+    renew = {**DFS, "x-ms-lease-action": "auto-renew", "x-ms-lease-id": lease}
+    renewed = http.request("PATCH", f"{base}/auto_renew?action=flush&position=1", renew)
+    assert (renewed.status, renewed.headers.get("x-ms-lease-renewed")) == (200, "false")
+    # release on Flush
+    other = "fe3194d7-7755-bd8f-9184-c8944d8f66ee"
+    assert (
+        http.request("PATCH", f"{base}/release?action=append&position=0", _acquire(other), b"3").status == 202
+    )
+    release = {**DFS, "x-ms-lease-action": "release", "x-ms-lease-id": other}
+    released = http.request("PATCH", f"{base}/release?action=flush&position=1", release)
+    assert released.status == 200 and "x-ms-lease-renewed" not in released.headers
+    # acquire-release on Flush
+    assert http.request("PATCH", f"{base}/acquire_release?action=append&position=0", DFS, b"3").status == 202
+    both = _acquire("774ac2b9-2578-3864-ffbf-3015f30f510e", "acquire-release")
+    done = http.request("PATCH", f"{base}/acquire_release?action=flush&position=1", both)
+    assert done.status == 200 and "x-ms-lease-renewed" not in done.headers
+    # The Blob API's HEAD of each file, as recorded at 2021-12-02
+    for name, state in (("acquire", "leased"), ("auto_renew", "leased"), ("release", "available")):
+        head = http.request("HEAD", f"{base}/{name}", {"x-ms-version": "2021-12-02"})
+        assert head.headers["x-ms-lease-state"] == state
+        assert (head.headers["x-ms-owner"], head.headers["x-ms-group"]) == ("$superuser", "$superuser")
+        assert head.headers["x-ms-permissions"] == "rw-r-----"
+        assert "x-ms-acl" not in head.headers
 
 
 def test_blob_properties_answer_the_acl_from_2023_11_03(fs: FileSystemClient, lake: ServerProcess) -> None:
