@@ -118,6 +118,15 @@ def _is_dfs(request: Request) -> bool:
     return isinstance(request.operation, DfsOperation) or request.operation == DFS_REQUEST
 
 
+def _query_of_a_file(response: Response) -> None:
+    """Query Blob Contents of an HNS account's file answers ``x-ms-resource-type: file`` and no
+    lease headers, leased or not, as Azure answers the C++ SDK's DataLakeFileClientTest.
+    QueryWithError and QueryBlobAccessConditionLeaseId (x-ms-version 2021-04-10; the flat
+    account's BlockBlobClientTest.QueryDefaultInputOutput has x-ms-lease-state and -status)."""
+    response.headers[:] = [pair for pair in response.headers if not pair[0].startswith(b"x-ms-lease-")]
+    response.headers.append(formats.resource_type_header(False))
+
+
 class DataLakeApp(BlobApp):
     """:class:`BlobApp` that also serves the DFS API on the same port and data."""
 
@@ -246,6 +255,12 @@ class DataLakeApp(BlobApp):
                 and await self.dfs.is_hns(route.account)
             ):
                 await self.dfs.claim_root(route.account, route.container, principal.creator)
+            if (
+                route.operation is Operation.QUERY_BLOB
+                and response.status == 200
+                and await self.dfs.is_hns(route.account)
+            ):
+                _query_of_a_file(response)
             if path is not None and response.status < 300:
                 version = request.headers.get("x-ms-version") or BLOB_ACL_VERSION
                 response.headers.extend(path_headers(path, acl=version >= BLOB_ACL_VERSION))

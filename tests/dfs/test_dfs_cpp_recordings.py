@@ -74,3 +74,48 @@ def test_blob_properties_answer_the_acl_from_2023_11_03(fs: FileSystemClient, la
             assert answer.status == 200
             assert answer.headers.get("x-ms-acl") == acl, (method, version)
             assert answer.headers["x-ms-permissions"] == "rw-r-----"
+
+
+QUERY = (
+    b'<?xml version="1.0" encoding="utf-8"?><QueryRequest><QueryType>SQL</QueryType>'
+    b"<Expression>SELECT * FROM BlobStorage;</Expression></QueryRequest>"
+)
+
+
+def test_query_of_a_file_names_its_resource_type_and_no_lease(
+    fs: FileSystemClient, lake: ServerProcess
+) -> None:
+    """Query Blob Contents of a file (DataLakeFileClientTest.QueryBlobAccessConditionLeaseId,
+    x-ms-version 2021-04-10): with another lease id 412 LeaseIdMismatchWithBlobOperation, a line
+    break after the declaration; with the file's infinite lease 200 with ``x-ms-resource-type:
+    file`` and no ``x-ms-lease-*`` header (QueryWithError: the same without a lease)."""
+    http = BlobHttp(lake.blob_port)
+    path = f"/{fs.file_system_name}/jCzkiWxVJQ"
+    blob = {"x-ms-version": "2021-04-10"}
+    assert http.request("PUT", f"{path}?resource=file", DFS).status == 201
+    assert http.request("PUT", path, {**blob, "x-ms-blob-type": "BlockBlob"}).status == 201
+    plain = http.request("POST", f"{path}?comp=query", {**blob, "Content-Type": "application/xml"}, QUERY)
+    assert plain.status == 200 and plain.headers["x-ms-resource-type"] == "file"
+    assert not [name for name in plain.headers if name.startswith("x-ms-lease-")]
+    lease = "21df52d0-2920-90bc-995c-aa2a2523f9c6"
+    acquire = {
+        **blob,
+        "x-ms-lease-action": "acquire",
+        "x-ms-lease-duration": "-1",
+        "x-ms-proposed-lease-id": lease,
+    }
+    assert http.request("PUT", f"{path}?comp=lease", acquire).status == 201
+    query = {**blob, "Content-Type": "application/xml; charset=UTF-8"}
+    other = http.request(
+        "POST",
+        f"{path}?comp=query",
+        {**query, "x-ms-lease-id": "92a00f21-7556-28aa-d384-81c0bc7d9310"},
+        QUERY,
+    )
+    assert (other.status, other.code) == (412, "LeaseIdMismatchWithBlobOperation")
+    assert other.body.startswith(b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n<Error>')
+    held = http.request("POST", f"{path}?comp=query", {**query, "x-ms-lease-id": lease}, QUERY)
+    assert held.status == 200 and held.headers["content-type"] == "avro/binary"
+    assert held.headers["x-ms-resource-type"] == "file" and held.headers["x-ms-blob-type"] == "BlockBlob"
+    assert not [name for name in held.headers if name.startswith("x-ms-lease-")]
+    assert "x-ms-owner" not in held.headers and "x-ms-permissions" not in held.headers
