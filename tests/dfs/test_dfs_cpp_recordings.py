@@ -119,3 +119,24 @@ def test_query_of_a_file_names_its_resource_type_and_no_lease(
     assert held.headers["x-ms-resource-type"] == "file" and held.headers["x-ms-blob-type"] == "BlockBlob"
     assert not [name for name in held.headers if name.startswith("x-ms-lease-")]
     assert "x-ms-owner" not in held.headers and "x-ms-permissions" not in held.headers
+
+
+def test_set_expiry_errors_as_recorded(fs: FileSystemClient, lake: ServerProcess) -> None:
+    """Set Expiry (``PUT <file>?comp=expiry``, DataLakeFileClientTest.ScheduleForDeletion,
+    x-ms-version 2021-04-10): RelativeToNow or Absolute without ``x-ms-expiry-time`` is 400
+    MissingRequiredHeader naming it, a line break after the declaration and the apostrophe of
+    "that's" written ``&apos;`` (303 bytes with Azure's 36-character request id)."""
+    http = BlobHttp(lake.blob_port)
+    path = f"/{fs.file_system_name}/o3ShWEBKt6"
+    blob = {"x-ms-version": "2021-04-10"}
+    assert http.request("PUT", f"{path}?resource=file", DFS).status == 201
+    for option in ("RelativeToNow", "Absolute"):
+        missing = http.request("PUT", f"{path}?comp=expiry", {**blob, "x-ms-expiry-option": option})
+        assert (missing.status, missing.code, len(missing.body)) == (400, "MissingRequiredHeader", 303)
+        assert missing.body.startswith(
+            b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n<Error><Code>MissingRequiredHeader</Code>'
+            b"<Message>An HTTP header that&apos;s mandatory for this request is not specified.\nRequestId:"
+        )
+        assert missing.body.endswith(b"</Message><HeaderName>x-ms-expiry-time</HeaderName></Error>")
+    absolute = {**blob, "x-ms-expiry-option": "Absolute", "x-ms-expiry-time": "Wed, 29 Sep 2100 09:53:03 GMT"}
+    assert http.request("PUT", f"{path}?comp=expiry", absolute).status == 200
