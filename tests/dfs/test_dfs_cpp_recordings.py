@@ -125,7 +125,9 @@ def test_set_expiry_errors_as_recorded(fs: FileSystemClient, lake: ServerProcess
     """Set Expiry (``PUT <file>?comp=expiry``, DataLakeFileClientTest.ScheduleForDeletion,
     x-ms-version 2021-04-10): RelativeToNow or Absolute without ``x-ms-expiry-time`` is 400
     MissingRequiredHeader naming it, a line break after the declaration and the apostrophe of
-    "that's" written ``&apos;`` (303 bytes with Azure's 36-character request id)."""
+    "that's" written ``&apos;`` (303 bytes with Azure's 36-character request id); an Absolute
+    ``x-ms-expiry-time`` of "1000" is the bare 400 InvalidHeaderValue, no header named (255
+    bytes); RelativeToNow 1000 and an HTTP date are taken."""
     http = BlobHttp(lake.blob_port)
     path = f"/{fs.file_system_name}/o3ShWEBKt6"
     blob = {"x-ms-version": "2021-04-10"}
@@ -138,5 +140,11 @@ def test_set_expiry_errors_as_recorded(fs: FileSystemClient, lake: ServerProcess
             b"<Message>An HTTP header that&apos;s mandatory for this request is not specified.\nRequestId:"
         )
         assert missing.body.endswith(b"</Message><HeaderName>x-ms-expiry-time</HeaderName></Error>")
+    unreadable = {**blob, "x-ms-expiry-option": "Absolute", "x-ms-expiry-time": "1000"}
+    bad = http.request("PUT", f"{path}?comp=expiry", unreadable)
+    assert (bad.status, bad.code, len(bad.body)) == (400, "InvalidHeaderValue", 255)
+    assert bad.body.endswith(b"</Message></Error>")  # no HeaderName, no HeaderValue
+    relative = {**blob, "x-ms-expiry-option": "RelativeToNow", "x-ms-expiry-time": "1000"}
+    assert http.request("PUT", f"{path}?comp=expiry", relative).status == 200
     absolute = {**blob, "x-ms-expiry-option": "Absolute", "x-ms-expiry-time": "Wed, 29 Sep 2100 09:53:03 GMT"}
     assert http.request("PUT", f"{path}?comp=expiry", absolute).status == 200
