@@ -43,6 +43,8 @@ from tabulae.model.policies import SignedIdentifier
 START_SKEW = timedelta(minutes=5)
 # First version whose account-SAS string-to-sign carries the encryption scope (``ses``) line.
 ACCOUNT_SAS_SES_VERSION = "2020-12-06"
+# First version whose SAS authorization refusals carry an ExtendedErrorDetail (resource_type_mismatch).
+AUTHORIZATION_DETAIL_VERSION = "2024-08-04"
 
 
 _VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -215,10 +217,29 @@ def verify_account_sas(
     verify_signature(token.sig, account_sas_string_to_sign(token, account), keys)
     check_window(token.st, token.se, now, blob=service == "b")
     check_protocol(token.spr, is_https)
-    check_ip(token.sip, client_ip)
+    check_ip(token.sip, client_ip, service=service)
     if service not in token.ss:
         raise ServiceError("AuthorizationServiceMismatch")
     return AccountSas(permissions=frozenset(token.sp), resource_types=frozenset(token.srt))
+
+
+def resource_type_mismatch(needed: str | None, version: str | None) -> ServiceError:
+    """403 AuthorizationResourceTypeMismatch for an account SAS whose ``srt`` lacks the resource
+    type ``needed`` (one letter, or None where no single letter is known).
+
+    From x-ms-version 2024-08-04 Azure names the missing letter in an ``ExtendedErrorDetail``
+    element: ``SignedResourceTypes 'o' is required to perform this operation.`` for Get Blob and
+    ``'s'`` for List Queues, both with ``srt=s``/``srt`` lacking the letter (the C++ SDK's
+    recordings BlobSasTest.AccountSasAuthorizationErrorDetail and
+    QueueSasTest.AccountSasAuthorizationErrorDetail, x-ms-version 2024-08-04, Content-Length 389).
+    The JS SDK's recordings at 2018-03-28 and 2019-02-02 have no such element, so earlier versions
+    keep the bare body; whether Azure now adds it for them too is not recorded. Where an
+    operation is allowed by more than one resource type, which one Azure would name is not
+    recorded either, so no detail is given."""
+    if needed is None or len(needed) != 1 or (version or "") < AUTHORIZATION_DETAIL_VERSION:
+        return ServiceError("AuthorizationResourceTypeMismatch")
+    detail = f"SignedResourceTypes '{needed}' is required to perform this operation."
+    return ServiceError("AuthorizationResourceTypeMismatch", fields=(("ExtendedErrorDetail", detail),))
 
 
 def require_version(token: SasToken) -> None:
@@ -357,13 +378,24 @@ def check_protocol(spr: str | None, is_https: bool) -> None:
         raise ServiceError("AuthorizationProtocolMismatch")
 
 
-def check_ip(sip: str | None, client_ip: str | None) -> None:
-    """``sip`` is one address or an inclusive ``low-high`` range, IPv4 or IPv6."""
+def check_ip(sip: str | None, client_ip: str | None, *, service: str = "t") -> None:
+    """``sip`` is one address or an inclusive ``low-high`` range, IPv4 or IPv6; ``service`` is
+    the account SAS letter of the service asked (``b``, ``q`` or ``t``).
+
+    The Blob and Queue services refuse a client outside the range with 403
+    ``AuthorizationFailure`` and its plain message, for an account SAS and a service SAS alike:
+    the C++ SDK's recordings BlobSasTest.AccountSasWithIP and BlobSasTest.ServiceSasWithIP
+    (x-ms-version 2022-11-02, HEAD) and QueueSasTest.QueueSasWithIP (2018-03-28, Get Queue
+    Metadata, a 246-byte body), each with ``sip=0.0.0.0-0.0.0.1``. The Table service keeps the
+    documented ``AuthorizationSourceIPMismatch`` ("SAS error codes"): no recording shows its
+    answer."""
     if sip is None:
         return
     low, high = _parse_ip_range(sip)
     client = _parse_client_ip(client_ip)
     if client is None or client.version != low.version or not low <= client <= high:  # type: ignore[operator]
+        if service in ("b", "q"):
+            raise ServiceError("AuthorizationFailure")
         raise ServiceError(
             "AuthorizationSourceIPMismatch",
             "This request is not authorized to perform this operation using this source IP "

@@ -139,16 +139,26 @@ def _lease_action(c: DfsCall) -> str | None:
     return action
 
 
-async def _renew_first(c: DfsCall) -> str | None:
+async def _renew_first(c: DfsCall) -> tuple[str | None, Headers]:
     """The request's lease action, an ``auto-renew`` done before the write: a lease that ran out
     meanwhile is renewed (as Renew Lease may while no one else took the file) and the write then
     holds it, as Azure answers the JS SDK's recorded "append with auto-renew lease" (an Append
-    with the lease id 15 s after the lease was taken for 15 s)."""
+    with the lease id 15 s after the lease was taken for 15 s).
+
+    With the action comes what the answer says of it: after an ``auto-renew``,
+    ``x-ms-lease-renewed``, ``true`` when the lease had run out and was taken again, ``false``
+    when it still held. Azure answered ``true`` to the JS SDK's Append and Flush 15 s into a
+    15 s lease ("append with auto-renew lease", "flush with auto-renew lease", x-ms-version
+    2021-12-02) and ``false`` to the C++ SDK's Flush a second into a 20 s lease
+    (DataLakeFileClientTest.FlushFileWithLease, 2021-06-08); the other actions get no such
+    header there."""
     action = _lease_action(c)
     if action != "auto-renew":
-        return action
+        return action, []
+    lease = (await c.dfs.get(c.key)).lease
+    ran_out = leases.current(lease, c.call.service.clock()).state == "expired"
     await _lease_after(c, action)
-    return None
+    return None, [(b"x-ms-lease-renewed", b"true" if ran_out else b"false")]
 
 
 def _write_lease(c: DfsCall, action: str | None) -> str | None:
@@ -395,7 +405,7 @@ async def append(c: DfsCall) -> Response:
             "InvalidHeaderValue", fields=(("HeaderName", "Content-Length"), ("HeaderValue", "0"))
         )
     upload = c.call.upload(4000 * 1024 * 1024)
-    action = await _renew_first(c)
+    action, renewed = await _renew_first(c)
     lease_id = _write_lease(c, action)
     sums = await c.dfs.append(c.key, position, upload, lease_id)
     # A Content-MD5 sent is echoed (recorded: the Java SDK's FileApiTest.appendDataMd5, 2023-01-03).
@@ -406,7 +416,7 @@ async def append(c: DfsCall) -> Response:
         flushed = FlushRequest(position=position + upload.length, lease_id=lease_id)
         headers += _record_headers(await c.dfs.flush(c.key, flushed))
     await _lease_after(c, action)
-    return Response(202, [*headers, _ENCRYPTED, *c.call.echo])
+    return Response(202, [*headers, *renewed, _ENCRYPTED, *c.call.echo])
 
 
 async def flush(c: DfsCall) -> Response:
@@ -415,7 +425,7 @@ async def flush(c: DfsCall) -> Response:
         from tabulae.dfs.routing import missing_parameter
 
         raise missing_parameter("position")
-    action = await _renew_first(c)
+    action, renewed = await _renew_first(c)
     request = FlushRequest(
         position=position,
         retain=bool(flag(c.query, "retainUncommittedData", False)),
@@ -426,7 +436,7 @@ async def flush(c: DfsCall) -> Response:
     )
     record = await c.dfs.flush(c.key, request)
     await _lease_after(c, action)
-    return Response(200, [*_record_headers(record), _flush_encrypted()])
+    return Response(200, [*_record_headers(record), *renewed, _flush_encrypted()])
 
 
 def _flush_encrypted() -> tuple[bytes, bytes]:
@@ -609,8 +619,9 @@ async def get_access_control(c: DfsCall) -> Response:
 
 # Get Blob Properties and Get Blob on an HNS account answer ``x-ms-acl`` from this version on
 # (Learn, "Version 2023-11-03"; recorded: absent at 2023-01-03 and 2023-08-03 in the Java SDK's
-# FileApiTest.getPropertiesDefault and renameSasToken, present at 2024-08-04 in the .NET SDK's
-# FileClientTests/GetPropertiesAsync).
+# FileApiTest.getPropertiesDefault and renameSasToken, and at 2021-12-02 in the C++ SDK's
+# DataLakeFileClientTest.FlushFileWithLease; present at 2023-11-03 in its DataLakePathClientTest.
+# GetPropertiesAccessControlList and at 2024-08-04 in the .NET SDK's FileClientTests/GetPropertiesAsync).
 BLOB_ACL_VERSION = "2023-11-03"
 # ... and ``x-ms-owner``, ``x-ms-group`` and ``x-ms-permissions`` from this one (Learn, "Version
 # 2020-06-12"; recorded: none of them, nor ``x-ms-resource-type``, at 2019-02-02 in the Java
@@ -646,7 +657,8 @@ def query_headers(headers: Headers, record: BlobRecord) -> Headers:
     """Query Blob Contents of a path of an HNS account: its answer carries the path's
     ``x-ms-resource-type`` and none of the blob's lease headers (recorded: the Java SDK's
     FileApiTest.queryFatalError at 2023-01-03 and the .NET SDK's FileClientTests/QueryAsync_Min
-    at 2024-08-04, both of a file without a lease; a flat account's answer has
+    at 2024-08-04, and the C++ SDK's DataLakeFileClientTest.QueryWithError and
+    QueryBlobAccessConditionLeaseId at 2021-04-10; a flat account's answer has
     ``x-ms-lease-state`` and ``x-ms-lease-status``, the Java SDK's BlobBaseApiTests.queryFatalError)."""
     kept = [pair for pair in headers if pair[0] not in _LEASE_HEADERS]
     return [*kept, formats.resource_type_header(is_directory(record))]

@@ -354,14 +354,18 @@ def split_multipart(body: bytes, boundary: str, max_parts: int = MAX_PARTS) -> l
     return [body[start:end] for start, end in part_spans(body, boundary, max_parts)]
 
 
-def part_spans(body: bytes, boundary: str, max_parts: int = MAX_PARTS) -> list[tuple[int, int]]:
+def part_spans(
+    body: bytes, boundary: str, max_parts: int = MAX_PARTS, *, inline: bool = False
+) -> list[tuple[int, int]]:
     """Return where the parts of an RFC 2046 multipart body start and end.
 
     A delimiter is ``--boundary`` at the start of the body or after a line break, which belongs
-    to the delimiter. The trailing line break of a delimiter line is only looked ahead at, so
-    two delimiters on consecutive lines still both count. A body that stops without the close
-    delimiter keeps its last part unless that part is empty. Candidates are found with
-    ``bytes.find`` (a fast C scan) and then checked, so parsing stays linear and cheap.
+    to the delimiter; with ``inline``, also right after a part's last byte on the same line
+    (a caller whose service reads such bodies says so). The trailing line break of a delimiter
+    line is only looked ahead at, so two delimiters on consecutive lines still both count. A
+    body that stops without the close delimiter keeps its last part unless that part is empty.
+    Candidates are found with ``bytes.find`` (a fast C scan) and then checked, so parsing stays
+    linear and cheap.
     """
     marker = b"--" + boundary.encode("ascii")
     spans: list[tuple[int, int]] = []
@@ -373,7 +377,7 @@ def part_spans(body: bytes, boundary: str, max_parts: int = MAX_PARTS) -> list[t
         if body.startswith(b"\r\n", end) and position >= 2 and body.startswith(b"\r\n", position - 2):
             begin, closing = position - 2, False  # the usual delimiter line, checked inline
         else:
-            match = _delimiter_at(body, position, length)
+            match = _delimiter_at(body, position, length, inline)
             if match is None:
                 position = body.find(marker, position + 1)
                 continue
@@ -393,13 +397,18 @@ def part_spans(body: bytes, boundary: str, max_parts: int = MAX_PARTS) -> list[t
     return spans
 
 
-def _delimiter_at(body: bytes, position: int, length: int) -> tuple[int, int, bool] | None:
-    """If a delimiter line starts with the marker at ``position``, return (start of the line break
-    before it, end of the delimiter, whether it closes); otherwise None."""
+def _delimiter_at(
+    body: bytes, position: int, length: int, inline: bool = False
+) -> tuple[int, int, bool] | None:
+    """If a delimiter line starts with the marker at ``position`` (or, ``inline``, the marker
+    ends a line there), return (start of the line break before it, or of the marker, end of the
+    delimiter, whether it closes); otherwise None."""
     if position == 0:
         begin = 0
     elif body[position - 1 : position] == b"\n":
         begin = position - 2 if position >= 2 and body[position - 2 : position - 1] == b"\r" else position - 1
+    elif inline:
+        begin = position
     else:
         return None
     end = position + length

@@ -501,6 +501,57 @@ def test_data_comes_before_a_fatal_error(http: BlobHttp, container: ContainerCli
     assert (messages[1]["name"], messages[1]["fatal"]) == ("ParseError", True)
 
 
+# The blob of the C++ SDK's DataLakeFileClientTest.QueryWithError (x-ms-version 2021-04-10): five
+# one-line JSON documents (two with a price that is no number) and then "xx".
+_CPP_QUERY_BLOB = (
+    b'\n{"id": 100, "name": "oranges", "price": 100}\n{"id": 101, "name": "limes", "price": "aa"}\n'
+    b'{"id": 102, "name": "berries", "price": 199}\n{"id": 103, "name": "apples", "price": "bb"}\n'
+    b'{"id": 104, "name": "clementines", "price": 399}\nxx\n'
+)
+_JSON_EMPTY_SEPARATOR = (
+    "<Format><Type>json</Type><JsonTextConfiguration><RecordSeparator/></JsonTextConfiguration></Format>"
+)
+
+
+def test_text_that_opens_no_document_is_placed_at_the_last_document_read(
+    http: BlobHttp, container: ContainerClient
+) -> None:
+    """Azure's answer to the C++ SDK's QueryWithError (JSON in and out, ``<RecordSeparator/>``):
+    the three documents whose price is above 0, two non-fatal InvalidTypeConversion errors at
+    their documents (46, 135), then the fatal ParseError for ``xx`` at byte 229 placed at 180,
+    where the last document read began (not 229, where its line begins); progress and end of 232
+    bytes."""
+    container.get_blob_client("cpp.json").upload_blob(_CPP_QUERY_BLOB)
+    extra = (
+        f"<InputSerialization>{_JSON_EMPTY_SEPARATOR}</InputSerialization>"
+        f"<OutputSerialization>{_JSON_EMPTY_SEPARATOR}</OutputSerialization>"
+    )
+    reply = http.request(
+        "POST",
+        f"/{container.container_name}/cpp.json?comp=query",
+        {"Content-Type": "application/xml; charset=UTF-8", "x-ms-version": "2021-04-10"},
+        _document("SELECT * FROM BlobStorage WHERE price &gt; 0;", extra),
+    )
+    assert reply.status == 200
+    conversion = {"fatal": False, "name": "InvalidTypeConversion", "description": "Invalid type conversion."}
+    assert list(fastavro.reader(io.BytesIO(reply.body))) == [
+        {
+            "data": b'{"id": 100, "name": "oranges", "price": 100}\n{"id": 102, "name": "berries", '
+            b'"price": 199}\n{"id": 104, "name": "clementines", "price": 399}\n'
+        },
+        {**conversion, "position": 46},
+        {**conversion, "position": 135},
+        {
+            "fatal": True,
+            "name": "ParseError",
+            "description": "Unexpected token 'xx' at [byte: 229]. Expecting tokens '{', or '['. ",
+            "position": 180,
+        },
+        {"bytesScanned": 232, "totalBytes": 232},
+        {"totalBytes": 232},
+    ]
+
+
 @pytest.mark.parametrize(
     ("body", "status", "code"),
     [

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 from azure.core.exceptions import HttpResponseError
@@ -81,15 +82,24 @@ def test_a_leased_file_refuses_a_write_without_the_lease_in_dfs_words(
 def test_auto_renew_renews_a_lease_that_ran_out_before_writing(fs: FileSystemClient) -> None:
     """Append and Flush with ``x-ms-lease-action: auto-renew`` and the lease id of a lease that
     ran out (nobody took the file since) renew it, then write holding it, as Azure answers the JS
-    SDK's recorded "append with auto-renew lease"."""
+    SDK's recorded "append with auto-renew lease". Each answer says ``x-ms-lease-renewed``:
+    ``true`` for the lease that had run out (the JS SDK's recordings), ``false`` for the Flush
+    that follows while it holds (the C++ SDK's DataLakeFileClientTest.FlushFileWithLease,
+    x-ms-version 2021-06-08)."""
     lease = "ca761232-ed42-11ce-bacd-00aa0057b223"
     file = fs.create_file("renewed.txt", lease_id=lease, lease_duration=15)
     time.sleep(15.5)  # the shortest lease Azure takes has run out
     assert file.get_file_properties().lease.state == "expired"
-    file.append_data(b"HelloWorld", 0, 10, lease_action="auto-renew", lease=lease)
+    said: list[str | None] = []
+
+    def hook(response: Any) -> None:
+        said.append(response.http_response.headers.get("x-ms-lease-renewed"))
+
+    file.append_data(b"HelloWorld", 0, 10, lease_action="auto-renew", lease=lease, raw_response_hook=hook)
     assert file.get_file_properties().lease.state == "leased"
     with pytest.raises(HttpResponseError) as refused:
         file.append_data(b"HelloWorld", 10, 10, flush=True)
     assert refused.value.status_code == 412
-    file.flush_data(10, lease_action="auto-renew", lease=lease)
+    file.flush_data(10, lease_action="auto-renew", lease=lease, raw_response_hook=hook)
+    assert said == ["true", "false"]
     assert file.download_file().readall() == b"HelloWorld"

@@ -200,7 +200,7 @@ class BlobApp(Frontend[Route]):
             headers=request.headers,
         )
         assert route.operation is not None  # resolved before authentication
-        grant.check(route.operation)
+        grant.check(route.operation, request.headers.get("x-ms-version"))
         return grant
 
     async def _policies(self, route: Route, token: SasToken) -> Callable[[str], StoredPolicy | None] | None:

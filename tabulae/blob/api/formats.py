@@ -264,7 +264,7 @@ def render_blobs(
     parts = [
         DECLARATION,
         f'<EnumerationResults ServiceEndpoint="{escape(base)}/" ContainerName="{escape(container)}">',
-        _optional("Prefix", query.get("prefix", "")),
+        _prefix(query.get("prefix", "")),
         _optional("Marker", query.get("marker", "")),
         _optional("MaxResults", query.get("maxresults", "")),
         _optional("Delimiter", query.get("delimiter", "")),
@@ -325,6 +325,16 @@ def _name(name: str) -> str:
     if XML_UNSAFE.search(name):
         return f'<Name Encoded="true">{quote(name, safe="")}</Name>'
     return f"<Name>{_text(name)}</Name>"
+
+
+def _prefix(prefix: str) -> str:
+    """List Blobs' ``<Prefix>``, percent-encoded as a name is when XML cannot carry it: Azure
+    answered ``prefix=prefix%EF%BF%BF`` with ``<Prefix Encoded="true">prefix%EF%BF%BF</Prefix>``
+    (the C++ SDK's DataLakeFileSystemClientTest.ListDeletedPathsEncoded, x-ms-version
+    2022-11-02)."""
+    if XML_UNSAFE.search(prefix):
+        return f'<Prefix Encoded="true">{quote(prefix, safe="")}</Prefix>'
+    return _optional("Prefix", prefix)
 
 
 def _blocks(tag: str, extents: Sequence[Extent]) -> str:

@@ -24,6 +24,7 @@ from tabulae.auth.sas import (
     check_protocol,
     check_window,
     require_version,
+    resource_type_mismatch,
     verify_account_sas,
     verify_signature,
 )
@@ -156,7 +157,9 @@ class BlobGrant:
     # A user delegation SAS's ``suoid``: the user whose access the path's ACLs decide (HNS only)
     acl_user: str | None = None
 
-    def check(self, operation: Op) -> None:
+    def check(self, operation: Op, version: str | None = None) -> None:
+        """Raise the service's 403 unless this SAS may perform ``operation``; ``version`` (the
+        request's x-ms-version) decides whether a refused resource type is explained."""
         if operation is Op.GET_ACCOUNT_INFO:
             return
         if operation is Op.GET_USER_DELEGATION_KEY:  # Microsoft Entra ID only
@@ -168,7 +171,7 @@ class BlobGrant:
         if self.resource_types is not None:
             resource_type, needed = _ACCOUNT_RULES.get(operation, ("", ()))
             if not resource_type or resource_type not in self.resource_types:
-                raise ServiceError("AuthorizationResourceTypeMismatch")
+                raise resource_type_mismatch(resource_type or None, version)
         else:
             if self.scope == "c" and operation in _CONTAINER_ITSELF:
                 raise ServiceError("AuthorizationFailure")
@@ -271,7 +274,7 @@ def verify_blob_sas(
         sp, st, se = apply_policy(token, policy_lookup)
     check_window(st, se, now, blob=True)
     check_protocol(token.spr, is_https)
-    check_ip(token.sip, client_ip)
+    check_ip(token.sip, client_ip, service="b")
     acl_user = (query.get("suoid") or None) if delegation.is_delegation_sas(query) else None
     return BlobGrant(frozenset(sp), scope=sr, overrides=pairs, acl_user=acl_user)
 

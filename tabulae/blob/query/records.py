@@ -209,6 +209,7 @@ class JsonReader:
         self.buffer = ""
         self.offset = 0
         self.line_start = 0  # where the record (line) being read starts, for a fatal error's position
+        self.last_start: int | None = None  # where the last document read began
         self.table = list(table)
         self.keep_raw = keep_raw and not table
 
@@ -241,6 +242,7 @@ class JsonReader:
                 position = self.offset + len(buffer[:begin].encode("utf-8", "surrogatepass"))
                 raise QueryError("ParseError", "The JSON record nests too deeply.", position) from None
             offset = self.offset + len(buffer[:begin].encode("utf-8", "surrogatepass"))
+            self.last_start = offset
             if self.keep_raw:
                 yield RawJson(offset, value, buffer[begin:end])
             else:
@@ -257,10 +259,16 @@ class JsonReader:
 
     def _record_offset(self, buffer: str, begin: int, at: int) -> int:
         """A fatal error's ``position``, "the record offset in the blob at which the error
-        occurred" (Azure's schema): where the record separator last ended before the error,
-        as Azure's recorded answers place it (the JS SDK's "query should work with fatal error
-        event": ``100,200,...`` read as JSON fails at byte 3, position 0; Java's queryFatalError:
-        byte 0, position 0). Without a separator, where the document began."""
+        occurred" (Azure's schema). Text that cannot even open a document is placed where the
+        last document read began: the C++ SDK's DataLakeFileClientTest.QueryWithError
+        (x-ms-version 2021-04-10) has five one-line documents, the last at byte 180, then ``xx``
+        at byte 229, and Azure answers position 180. Otherwise (or before any document was
+        read), where the record separator last ended before the error (the JS SDK's "query
+        should work with fatal error event": ``100,200,...`` read as JSON fails at byte 3,
+        position 0; Java's queryFatalError: byte 0, position 0); without a separator, where the
+        failing document began."""
+        if at == begin and self.last_start is not None:
+            return self.last_start
         if not self.separator:
             return self.offset + len(buffer[:begin].encode("utf-8", "surrogatepass"))
         last = buffer.rfind(self.separator, 0, at)

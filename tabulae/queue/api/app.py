@@ -107,7 +107,7 @@ class QueueApp(Frontend[Route]):
         if operation is Operation.GET_USER_DELEGATION_KEY:
             return self._user_delegation_key(request, route)
         if grant is not None:
-            grant.check(operation)
+            grant.check(operation, request.headers.get("x-ms-version"))
         elif request.actions is not None:  # a bearer token, held to its roles
             require(request.actions, NEEDS.get(operation))
         response = await HANDLERS[operation](Call(self.service, request, route))

@@ -24,6 +24,7 @@ from tabulae.auth.sas import (
     check_protocol,
     check_window,
     require_version,
+    resource_type_mismatch,
     verify_account_sas,
     verify_signature,
 )
@@ -99,8 +100,9 @@ class QueueGrant:
     permissions: frozenset[str]
     resource_types: frozenset[str] = frozenset()
 
-    def check(self, operation: Operation) -> None:
-        """Raise the service's 403 unless this SAS may perform ``operation``."""
+    def check(self, operation: Operation, version: str | None = None) -> None:
+        """Raise the service's 403 unless this SAS may perform ``operation``; ``version`` (the
+        request's x-ms-version) decides whether a refused resource type is explained."""
         if not self.is_account:
             if operation is Operation.CREATE_QUEUE:
                 # No queue SAS permission creates its queue: Azure refuses it outright, as it
@@ -115,7 +117,7 @@ class QueueGrant:
             raise ServiceError("AuthorizationResourceTypeMismatch")  # ACLs: never by SAS
         resource_types, letters = rule
         if not self.resource_types.intersection(resource_types):
-            raise ServiceError("AuthorizationResourceTypeMismatch")
+            raise resource_type_mismatch(resource_types, version)
         if not self.permissions.intersection(letters):
             raise ServiceError("AuthorizationPermissionMismatch")
 
@@ -157,5 +159,5 @@ def verify_sas(
     sp, st, se = apply_policy(token, policy_lookup)
     check_window(st, se, now)
     check_protocol(token.spr, is_https)
-    check_ip(token.sip, client_ip)
+    check_ip(token.sip, client_ip, service="q")
     return QueueGrant(False, frozenset(sp))

@@ -137,8 +137,14 @@ def parse_batch(content_type: str, body: bytes) -> BatchRequest:
 
 
 def _parse_changeset(payload: bytes, boundary: str) -> tuple[SubRequest, ...]:
-    """Parse a changeset's parts; each must be an ``application/http`` non-GET request."""
-    spans = _part_spans(payload, boundary, MAX_PARTS)
+    """Parse a changeset's parts; each must be an ``application/http`` non-GET request.
+
+    A changeset delimiter may follow a request's body on the same line: the C++ SDK
+    (azure-data-tables-cpp 1.0.0-beta.5) writes ``{...}--changeset_...`` after every operation
+    but the last, and Azure reads both operations, as its recordings TransactionCreateOK-key
+    (202, two 204s) and TransactionCreateFail-key (InvalidDuplicateRow at index 1) show
+    (x-ms-version 2019-02-02)."""
+    spans = _part_spans(payload, boundary, MAX_PARTS, inline=True)
     if not spans:
         raise _invalid("the changeset is empty")
     operations = tuple([_parse_operation_at(payload, start, end) for start, end in spans])

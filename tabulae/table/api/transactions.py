@@ -160,7 +160,14 @@ def _mutation(sub: SubRequest, route: Route, plan: _Plan) -> Mutation:
     return Mutation(kind, *keys, entity.properties, plan.condition)
 
 
-_NO_CONTENT_HEADERS = _PART_COMMON
+# An update, merge, upsert or delete part: DataServiceVersion 1.0, as Azure writes it (the C++
+# SDK's TransactionMerge-key and TransactionDelete-key, x-ms-version 2019-02-02; the JS SDK's
+# batch recordings of 2021 for updates, upserts and deletes; the legacy Node SDK's of 2014).
+_NO_CONTENT_HEADERS = (
+    ("X-Content-Type-Options", "nosniff"),
+    ("Cache-Control", "no-cache"),
+    ("DataServiceVersion", "1.0;"),
+)
 
 
 @lru_cache(maxsize=64)

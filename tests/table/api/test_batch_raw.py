@@ -251,6 +251,39 @@ def net_batch(endpoint: str, ops: Sequence[Op]) -> Batch:
     return Batch(f"multipart/mixed; boundary={batch}", "".join(out).encode(), headers, auth="SharedKeyLite")
 
 
+def cpp_batch(endpoint: str, ops: Sequence[Op]) -> Batch:
+    """azure-data-tables-cpp 1.0.0-beta.5 (recorded TransactionCreateOK-key and
+    TransactionCreateFail-key, x-ms-version 2019-02-02): LF line endings, ``Prefer:
+    return-no-content``, ``DataServiceVersion: 3.0;``, and every operation's body but the last
+    followed on the same line by the next changeset delimiter (``{...}--changeset_...``)."""
+    batch, changeset = _new_boundaries()
+    out = [f"--{batch}\n", f"Content-Type: multipart/mixed; boundary={changeset}\n", "\n"]
+    for index, op in enumerate(ops):
+        assert op.kind == "insert", "the recordings show inserts"
+        out += [
+            f"--{changeset}\n",
+            "Content-Type: application/http\n",
+            "Content-Transfer-Encoding: binary\n",
+            "\n",
+            f"POST {endpoint}/{op.table} HTTP/1.1\n",
+            "Content-Type: application/json\n",
+            "Accept: application/json;odata=minimalmetadata\n",
+            "Prefer: return-no-content\n",
+            "DataServiceVersion: 3.0;\n",
+            "\n",
+            json.dumps(op.entity, separators=(",", ":")) + ("\n\n" if index == len(ops) - 1 else ""),
+        ]
+    out += [f"--{changeset}--\n", f"--{batch}\n"]
+    headers: dict[str, str | None] = {
+        "Accept": "application/json;odata=fullmetadata",
+        "Accept-Charset": "UTF-8",
+        "Content-Type": f"multipart/mixed; boundary={batch}",
+        "dataserviceversion": "3.0",
+        "x-ms-version": "2019-02-02",
+    }
+    return Batch(f"multipart/mixed; boundary={batch}", "".join(out).encode(), headers)
+
+
 def legacy_python_batch(ops: Sequence[Op]) -> Batch:
     """azure-cosmosdb-table / Azure-Storage 1.4.2: bare LF, origin-form ``/devstoreaccount1/t(…)``
     targets with ``%27`` quotes, ``MERGE``, ``Content-ID`` (from 1) inside the embedded request."""
@@ -439,8 +472,12 @@ def assert_success(response: RawResponse, count: int, *, bodies: bool = False) -
     parts, in_changeset = email_parts(response)
     assert in_changeset
     assert len(parts) == count, parts
-    # DataServiceVersion "3.0;", or "1.0;" as Azure writes on deletes (not fully settled against Azure).
-    assert all(p.headers["DataServiceVersion"] in ("3.0;", "1.0;") for p in parts), parts
+    # DataServiceVersion "3.0;" for an insert, "1.0;" for an update, merge, upsert or delete, as
+    # Azure writes them (the C++ SDK's TransactionCreateOK-key, TransactionMerge-key and
+    # TransactionDelete-key; the JS SDK's batch recordings).
+    for part in parts:
+        inserted = part.headers["Location"] is not None
+        assert part.headers["DataServiceVersion"] == ("3.0;" if inserted else "1.0;"), part
     assert all(200 <= part.status < 300 for part in parts), [part.status for part in parts]
     etags = {part.headers["ETag"] for part in parts if part.headers["ETag"] is not None}
     assert len(etags) <= 1, etags
@@ -880,6 +917,25 @@ def test_duplicate_row_is_400_part(raw: RawClient, table: str) -> None:
         "2:The batch request contains multiple changes with same row key."
     )
     assert snapshot(raw, table, ["a", "x"]) == before
+
+
+def test_cpp_shape_delimiter_after_the_body(raw: RawClient, table: str) -> None:
+    """The C++ SDK's changeset, whose delimiters follow each body but the last on its line:
+    Azure runs both inserts (TransactionCreateOK-key: 202, two 204s) and, when both name one row,
+    answers InvalidDuplicateRow at index 1 (TransactionCreateFail-key)."""
+    ops = [insert(table, "R1", "P1", Name="Azure", Product="Tables"), insert(table, "R2", "P1", Name="Azure")]
+    batch = cpp_batch(raw.endpoint, ops)
+    assert b'"}--changeset_' in batch.body
+    assert_success(send(raw, batch), 2)
+    assert user_props(read(raw, table, "R1", "P1")) == {"Name": "Azure", "Product": "Tables"}
+    assert user_props(read(raw, table, "R2", "P1")) == {"Name": "Azure"}
+    twice = [insert(table, "R3", "P1", Name="Azure"), insert(table, "R3", "P1", Name="Azure")]
+    error = assert_failure(send(raw, cpp_batch(raw.endpoint, twice)), 1, 400, "InvalidDuplicateRow")
+    assert error["message"]["value"].startswith(
+        "1:The batch request contains multiple changes with same row key. An entity can appear only "
+        "once in a batch request.\n"
+    )
+    assert read(raw, table, "R3", "P1") is None
 
 
 @pytest.mark.parametrize("other", ["otheraccount", "devstoreaccount2"])
