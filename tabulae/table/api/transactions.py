@@ -31,6 +31,18 @@ _PART_COMMON = (
     ("Cache-Control", "no-cache"),
     ("DataServiceVersion", "3.0;"),
 )
+
+
+def _part_headers(prefer: str | None) -> list[tuple[str, str]]:
+    """The headers every part starts with; a ``Preference-Applied`` goes before
+    ``DataServiceVersion``, as Azure writes it in successes and failures alike (Go SDK
+    recordings ``go/sdk/data/aztables/testdata/recordings/TestBatchMixed/TestBatchMixed_storage``
+    and ``TestBatchError/TestBatchError_storage.json``, x-ms-version 2019-02-02)."""
+    if not prefer:
+        return list(_PART_COMMON)
+    return [*_PART_COMMON[:2], ("Preference-Applied", prefer), _PART_COMMON[2]]
+
+
 # Called once per sub-operation with (route, operation, PartitionKey, RowKey); it raises to refuse it.
 Authorizer = Callable[[Route, Operation, str, str], None]
 
@@ -166,10 +178,9 @@ _NO_CONTENT_HEADERS = _PART_COMMON
 @lru_cache(maxsize=64)
 def _created_headers(prefer: str | None, level: str) -> tuple[tuple[str, str], ...]:
     """The headers every inserted entity's part of one kind shares, before its Location."""
-    applied = (("Preference-Applied", prefer),) if prefer else ()
     if prefer == "return-no-content":
-        return (*_PART_COMMON, *applied)
-    return (*_PART_COMMON, *applied, ("Content-Type", odata.CONTENT_TYPE_TEXT[level]))
+        return tuple(_part_headers(prefer))
+    return (*_part_headers(prefer), ("Content-Type", odata.CONTENT_TYPE_TEXT[level]))
 
 
 def _success_part(
@@ -194,9 +205,7 @@ def _success_part(
 def _failure_part(
     error: ServiceError, request_id: str, content_id: str | None, prefer: str | None
 ) -> SubResponse:
-    headers = list(_PART_COMMON)
-    if prefer:
-        headers.append(("Preference-Applied", prefer))
+    headers = _part_headers(prefer)
     headers.append(("Content-Type", odata.CONTENT_TYPE_TEXT[odata.MINIMAL]))
     return SubResponse(error.status, tuple(headers), error_json(error, request_id, error_time()), content_id)
 
