@@ -439,7 +439,7 @@ def assert_success(response: RawResponse, count: int, *, bodies: bool = False) -
     parts, in_changeset = email_parts(response)
     assert in_changeset
     assert len(parts) == count, parts
-    # DataServiceVersion "3.0;", or "1.0;" as Azure writes on deletes (not fully settled against Azure).
+    # DataServiceVersion "3.0;" on inserts, "1.0;" on updates and deletes (test_go_recordings.py).
     assert all(p.headers["DataServiceVersion"] in ("3.0;", "1.0;") for p in parts), parts
     assert all(200 <= part.status < 300 for part in parts), [part.status for part in parts]
     etags = {part.headers["ETag"] for part in parts if part.headers["ETag"] is not None}

@@ -8,6 +8,9 @@ return-no-content`` on inserts.
 
 * ``TestBatchMixed/TestBatchMixed_storage.json``: each inserted entity's part is 204 with
   ``Preference-Applied: return-no-content`` before ``DataServiceVersion: 3.0;``.
+  The second batch (merge, delete with ``If-Match: *``, replace and merge of entities, no
+  ``If-Match`` on the others: upserts) is four 204 parts with ``DataServiceVersion: 1.0;``, an
+  ``ETag`` on all but the delete.
 * ``TestBatchError/TestBatchError_storage.json``: the third insert meets an entity that exists:
   the one part is 409 ``EntityAlreadyExists`` ("2:The specified entity already exists."), its
   ``Preference-Applied`` before ``DataServiceVersion`` too.
@@ -106,3 +109,50 @@ def test_a_conflicting_insert_applies_the_preference_before_the_version(
     ) in text, text
     listed = raw.request("GET", f"{table_name}()", headers=GO_HEADERS)
     assert [e["RowKey"] for e in listed.json()["value"]] == ["3"]
+
+
+def _go_part(method: str, url: str, body: str = "", extra: str = "") -> str:
+    """A non-insert sub-request as the Go client writes it (no ``$format``, ``Accept:
+    application/json``), its version headers empty."""
+    return (
+        "Content-Transfer-Encoding: binary\r\nContent-Type: application/http\r\n\r\n"
+        f"{method} https://jhendrixprim.table.core.windows.net/{url} HTTP/1.1\r\n"
+        f"Accept: application/json\r\nContent-Length: {len(body)}\r\nContent-Type: application/json\r\n"
+        f"DataServiceVersion: \r\n{extra}x-ms-version: \r\n\r\n{body}"
+    )
+
+
+def test_updates_and_deletes_answer_in_version_one(raw: RawClient, table_name: str) -> None:
+    _create(raw, table_name)
+    content_type, body = _go_insert_batch(table_name, ["1", "2", "3", "4", "5"])
+    assert (
+        raw.request("POST", "$batch", body, headers={**GO_HEADERS, "Content-Type": content_type}).status
+        == 202
+    )
+
+    def key(rk: str) -> str:
+        return f"{table_name}(PartitionKey='partition',RowKey='{rk}')"
+
+    parts = [
+        _go_part("PATCH", key("1"), '{"MergeProperty":"foo","PartitionKey":"partition","RowKey":"1"}'),
+        _go_part("DELETE", f"{key('2')}?{FORMAT}", extra="If-Match: *\r\n"),
+        _go_part("PUT", key("3"), '{"PartitionKey":"partition","ReplaceProperty":"foo","RowKey":"3"}'),
+        _go_part("PATCH", key("4"), json.dumps(_go_entity("4"), separators=(",", ":"))),
+    ]
+    batch, changeset = f"batch_{uuid.uuid4()}", f"changeset_{uuid.uuid4()}"
+    body = (
+        f"--{batch}\r\nContent-Type: multipart/mixed; boundary={changeset}\r\n\r\n"
+        + "".join(f"--{changeset}\r\n{part}\r\n" for part in parts)
+        + f"--{changeset}--\r\n\r\n--{batch}--\r\n"
+    ).encode()
+    response = raw.request(
+        "POST", "$batch", body, headers={**GO_HEADERS, "Content-Type": f"multipart/mixed; boundary={batch}"}
+    )
+    assert response.status == 202, response
+    text = response.body.decode()
+    common = "HTTP/1.1 204 No Content\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\n"
+    assert text.count(common + "DataServiceVersion: 1.0;\r\nETag: W/\"datetime'") == 3, text
+    assert text.count(common + "DataServiceVersion: 1.0;\r\n\r\n") == 1, text
+    assert "3.0;" not in text
+    merged = raw.request("GET", f"{table_name}()?$filter=RowKey%20eq%20'1'", headers=GO_HEADERS)
+    assert merged.json()["value"][0]["MergeProperty"] == "foo"
