@@ -22,7 +22,7 @@ from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.blob.service import LeaseRequest
 from tabulae.dfs import acl, append_files, formats
 from tabulae.dfs.access import AccessGuard
-from tabulae.dfs.paths import RenameSource, normalize, parse_rename_source
+from tabulae.dfs.paths import RenameSource, check_directory_depth, normalize, parse_rename_source
 from tabulae.dfs.routing import (
     APPEND_LEASE_ACTIONS,
     DfsOperation,
@@ -301,6 +301,8 @@ async def create_path(c: DfsCall) -> Response:
     directory = c.operation is DfsOperation.CREATE_DIRECTORY
     if directory and "x-ms-expiry-option" in headers:  # recorded: Azure refuses before creating
         raise ServiceError("ExpiryNotSupportedForDirectory")
+    if directory:
+        check_directory_depth(c.path)
     umask = headers.get("x-ms-umask")
     acl_text = headers.get("x-ms-acl")
     request = CreateRequest(

@@ -1,0 +1,37 @@
+"""Requests the Go SDK (``azdatalake``) sends to the DFS endpoint, answered as its recordings of
+real Azure show (``Azure/azure-sdk-assets``, ``go/sdk/storage/azdatalake/testdata/recordings/
+Test/``). Raw HTTP, so the bytes are the ones compared.
+
+* ``TestCreateDirWithPathTooDeep.json`` (x-ms-version 2026-02-06): directories ``seg1`` to
+  ``seg60`` are created one below the other; ``seg61`` is 409 ``PathIsTooDeep``, "This operation
+  is not permitted as the path is too deep." (186 bytes with Azure's request id and time, as ours).
+"""
+
+from __future__ import annotations
+
+from azure.storage.filedatalake import FileSystemClient
+
+from tests.blobhttp import BlobHttp
+from tests.serverproc import ServerProcess
+
+GO_HEADERS = {"Accept": "application/json", "x-ms-version": "2026-02-06"}
+
+
+def test_a_directory_sixty_one_deep_is_refused(fs: FileSystemClient, lake: ServerProcess) -> None:
+    http = BlobHttp(lake.blob_port)
+    path = f"/{fs.file_system_name}"
+    for depth in range(1, 61):
+        path += f"/seg{depth}"
+        created = http.request("PUT", path + "?resource=directory", GO_HEADERS)
+        assert created.status == 201, (depth, created)
+    refused = http.request("PUT", path + "/seg61?resource=directory", GO_HEADERS)
+    assert (refused.status, refused.code) == (409, "PathIsTooDeep"), refused
+    assert refused.headers["content-type"] == "application/json; charset=utf-8"
+    assert refused.body.decode().startswith(
+        '{"error":{"code":"PathIsTooDeep","message":"This operation is not permitted as the path is '
+        "too deep.\\nRequestId:"
+    ), refused
+    assert refused.headers["content-length"] == "186"
+    deepest = fs.get_directory_client("/".join(f"seg{depth}" for depth in range(1, 62)))
+    assert not deepest.exists()
+    assert fs.get_directory_client("/".join(f"seg{depth}" for depth in range(1, 60))).exists()
