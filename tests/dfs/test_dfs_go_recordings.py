@@ -5,9 +5,14 @@ Test/``). Raw HTTP, so the bytes are the ones compared.
 * ``TestCreateDirWithPathTooDeep.json`` (x-ms-version 2026-02-06): directories ``seg1`` to
   ``seg60`` are created one below the other; ``seg61`` is 409 ``PathIsTooDeep``, "This operation
   is not permitted as the path is too deep." (186 bytes with Azure's request id and time, as ours).
+* ``TestCreateFileWithExpiryRelativeToCreation.json`` (x-ms-version 2020-10-02): Create Path of a
+  file with ``x-ms-expiry-option: RelativeToCreation`` is 400 ``InvalidHeaderValue``, code and
+  message only (no header named). The other options are taken (``TestCreateFileWithExpiry*``).
 """
 
 from __future__ import annotations
+
+import json
 
 from azure.storage.filedatalake import FileSystemClient
 
@@ -35,3 +40,26 @@ def test_a_directory_sixty_one_deep_is_refused(fs: FileSystemClient, lake: Serve
     deepest = fs.get_directory_client("/".join(f"seg{depth}" for depth in range(1, 62)))
     assert not deepest.exists()
     assert fs.get_directory_client("/".join(f"seg{depth}" for depth in range(1, 60))).exists()
+
+
+def test_a_new_file_cannot_expire_relative_to_its_creation(fs: FileSystemClient, lake: ServerProcess) -> None:
+    http = BlobHttp(lake.blob_port)
+    path = f"/{fs.file_system_name}/file"
+    headers = {
+        "Accept": "application/json",
+        "x-ms-version": "2020-10-02",
+        "x-ms-expiry-option": "RelativeToCreation",
+        "x-ms-expiry-time": "8000",
+    }
+    refused = http.request("PUT", path + "?resource=file", headers)
+    assert (refused.status, refused.code) == (400, "InvalidHeaderValue"), refused
+    assert json.loads(refused.body)["error"].keys() == {"code", "message"}
+    assert json.loads(refused.body)["error"]["message"].startswith(
+        "The value for one of the HTTP headers is not in the correct format.\nRequestId:"
+    )
+    assert not fs.get_file_client("file").exists()
+    # relative to now is taken, and Set Expiry may then count from the creation time
+    headers["x-ms-expiry-option"] = "RelativeToNow"
+    assert http.request("PUT", path + "?resource=file", headers).status == 201
+    headers["x-ms-expiry-option"] = "RelativeToCreation"
+    assert http.request("PUT", path + "?comp=expiry", {**headers, "x-ms-version": "2023-08-03"}).status == 200
