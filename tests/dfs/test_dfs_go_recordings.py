@@ -8,6 +8,10 @@ Test/``). Raw HTTP, so the bytes are the ones compared.
 * ``TestCreateFileWithExpiryRelativeToCreation.json`` (x-ms-version 2020-10-02): Create Path of a
   file with ``x-ms-expiry-option: RelativeToCreation`` is 400 ``InvalidHeaderValue``, code and
   message only (no header named). The other options are taken (``TestCreateFileWithExpiry*``).
+* ``TestDirSetAccessControlRecursiveWithBadContinuation.json`` (x-ms-version 2023-08-03): Set
+  Access Control Recursive with ``continuation=garbage`` is 200,
+  ``{"directoriesSuccessful":0,"failedEntries":[],"failureCount":0,"filesSuccessful":0}``, no
+  ``x-ms-continuation``: nothing is changed.
 """
 
 from __future__ import annotations
@@ -63,3 +67,34 @@ def test_a_new_file_cannot_expire_relative_to_its_creation(fs: FileSystemClient,
     assert http.request("PUT", path + "?resource=file", headers).status == 201
     headers["x-ms-expiry-option"] = "RelativeToCreation"
     assert http.request("PUT", path + "?comp=expiry", {**headers, "x-ms-version": "2023-08-03"}).status == 200
+
+
+def test_a_garbage_continuation_changes_nothing(fs: FileSystemClient, lake: ServerProcess) -> None:
+    http = BlobHttp(lake.blob_port)
+    fs.create_directory("dir").create_file("file")
+    before = fs.get_directory_client("dir").get_access_control()["acl"]
+    headers = {
+        "Accept": "application/json",
+        "x-ms-version": "2023-08-03",
+        "x-ms-acl": "user::rwx,group::r-x,other::rwx",
+        "Content-Length": "0",
+    }
+    query = "?action=setAccessControlRecursive&continuation=garbage&forceFlag=false&mode=set"
+    answer = http.request("PATCH", f"/{fs.file_system_name}/dir{query}", headers)
+    assert answer.status == 200, answer
+    assert json.loads(answer.body) == {
+        "directoriesSuccessful": 0,
+        "failedEntries": [],
+        "failureCount": 0,
+        "filesSuccessful": 0,
+    }
+    assert answer.headers["x-ms-namespace-enabled"] == "true"
+    assert "x-ms-continuation" not in answer.headers
+    assert fs.get_directory_client("dir").get_access_control()["acl"] == before
+    # without it the walk changes the directory and its file
+    whole = http.request(
+        "PATCH", f"/{fs.file_system_name}/dir{query.replace('&continuation=garbage', '')}", headers
+    )
+    assert json.loads(whole.body)["directoriesSuccessful"] == 1
+    assert json.loads(whole.body)["filesSuccessful"] == 1
+    assert fs.get_directory_client("dir").get_access_control()["acl"] == "user::rwx,group::r-x,other::rwx"
