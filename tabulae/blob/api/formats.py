@@ -26,6 +26,7 @@ from tabulae.http.documents import (
     text_of,
     xml_bool,
 )
+from tabulae.http.xmlplace import document_error
 from tabulae.model import edm
 from tabulae.model.blobs import VERSION_PREFIX, BlobRecord, ContainerRecord, Extent
 from tabulae.model.errors import ServiceError
@@ -374,8 +375,8 @@ def parse_service_properties_blob(body: bytes, current: BlobServiceProperties) -
     if element is not None:
         enabled = xml_bool(text_of(element, "Enabled"))
         days = text_of(element, "Days")
-        if enabled and (days is None or not days.isdigit() or not 1 <= int(days[:4]) <= 365):
-            raise ServiceError("InvalidXmlNodeValue")
+        if enabled:
+            _check_retention_days(body, days)
         allow = text_of(element, "AllowPermanentDelete")
         result.delete_retention = DeleteRetention(
             enabled, int(days) if enabled and days else None, xml_bool(allow) if allow is not None else False
@@ -392,6 +393,26 @@ def parse_service_properties_blob(body: bytes, current: BlobServiceProperties) -
     if version:
         result.default_service_version = version
     return result
+
+
+_DELETE_RETENTION = ("StorageServiceProperties", "DeleteRetentionPolicy")
+
+
+def _check_retention_days(body: bytes, days: str | None) -> None:
+    """An enabled ``DeleteRetentionPolicy`` needs ``Days`` from 1 to 365. Azure refuses one
+    without it, or out of range, as a document error naming where its reader stood: at the
+    policy's end tag, or at the tag after ``</Days>`` (Go SDK recordings go/sdk/storage/
+    azdatalake/testdata/recordings/Test/TestAccountDeleteRetentionPolicyDaysOmitted.json and
+    ...DaysTooLarge.json, x-ms-version 2023-11-03: "Element is missing: Days." and 366). Days of 0
+    are taken to be refused the same way (the reason says so; not recorded); a value that is no
+    number at all stays InvalidXmlNodeValue (not recorded)."""
+    if days is None:
+        raise document_error(body, _DELETE_RETENTION, "Element is missing: Days.", after=False)
+    if not days.isdigit():
+        raise ServiceError("InvalidXmlNodeValue")
+    if not 1 <= int(days[:4]) <= 365:
+        reason = "Retention days must be greater than 0 and less than or equal to 365 days."
+        raise document_error(body, (*_DELETE_RETENTION, "Days"), reason, after=True)
 
 
 def render_service_properties_blob(properties: BlobServiceProperties) -> bytes:
