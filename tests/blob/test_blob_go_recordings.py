@@ -8,6 +8,8 @@ Lake client sets the account's soft delete through the Blob API, x-ms-version 20
   be greater than 0 and less than or equal to 365 days." (375 bytes, as ours).
 * ``TestAccountDeleteRetentionPolicyDaysOmitted.json``: without ``Days``, line 2, position 75
   (the same end tag's name), reason "Element is missing: Days." (327 bytes, as ours).
+* ``TestAccountDeleteRetentionPolicyEmpty.json``: an empty ``<DeleteRetentionPolicy>`` element,
+  line 2, position 52 (its end tag's name), reason "Element is missing: Enabled." (330 bytes).
 """
 
 from __future__ import annotations
@@ -24,26 +26,27 @@ PROPERTIES = "/?comp=properties&restype=service"
 RANGE = "Retention days must be greater than 0 and less than or equal to 365 days."
 
 
-def _go_body(days: str) -> bytes:
+def _go_body(policy: str) -> bytes:
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n<StorageServiceProperties><DeleteRetentionPolicy>'
-        f"<Enabled>true</Enabled>{days}</DeleteRetentionPolicy></StorageServiceProperties>"
+        f"{policy}</DeleteRetentionPolicy></StorageServiceProperties>"
     ).encode()
 
 
 @pytest.mark.parametrize(
-    ("days", "position", "reason", "length"),
+    ("policy", "position", "reason", "length"),
     [
-        ("<Days>366</Days>", "91", RANGE, "375"),
-        ("", "75", "Element is missing: Days.", "327"),
+        ("<Enabled>true</Enabled><Days>366</Days>", "91", RANGE, "375"),
+        ("<Enabled>true</Enabled>", "75", "Element is missing: Days.", "327"),
+        ("", "52", "Element is missing: Enabled.", "330"),
     ],
 )
 def test_retention_days_refused_where_the_reader_stood(
-    server: ServerProcess, days: str, position: str, reason: str, length: str
+    server: ServerProcess, policy: str, position: str, reason: str, length: str
 ) -> None:
     http = BlobHttp(server.blob_port)
     before = http.request("GET", PROPERTIES, {"x-ms-version": "2023-11-03"}).body
-    answer = http.request("PUT", PROPERTIES, GO_HEADERS, _go_body(days))
+    answer = http.request("PUT", PROPERTIES, GO_HEADERS, _go_body(policy))
     assert (answer.status, answer.code) == (400, "InvalidXmlDocument"), answer
     fields = answer.error_fields()
     assert fields["Message"].startswith("XML specified is not syntactically valid.\nRequestId:")

@@ -373,6 +373,8 @@ def parse_service_properties_blob(body: bytes, current: BlobServiceProperties) -
     )
     element = root.find("DeleteRetentionPolicy")
     if element is not None:
+        if element.find("Enabled") is None:  # ...RetentionPolicyEmpty.json: line 2, position 52
+            raise document_error(body, _DELETE_RETENTION, "Element is missing: Enabled.", after=False)
         enabled = xml_bool(text_of(element, "Enabled"))
         days = text_of(element, "Days")
         if enabled:
