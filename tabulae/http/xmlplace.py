@@ -5,7 +5,7 @@ Some of Azure's refusals of a well-formed document are ``InvalidXmlDocument`` wi
 has read past it, and names the node it then stands on. The place is 1-based, at that node's
 name: the character after ``<`` for a start tag, after ``</`` for an end tag (Blob Set Service
 Properties in the Go SDK's recordings ``TestAccountDeleteRetentionPolicyDaysTooLarge.json`` and
-``...DaysOmitted.json``, x-ms-version 2023-11-03; Queue Set ACL's bad Id, ``queue/api/acl_ids``,
+``...DaysOmitted.json``, x-ms-version 2023-11-03; a Set ACL's bad Id, ``http/acl_ids``,
 reads places the same way). Whitespace between tags is taken to be skipped (not recorded).
 
 The body has already been read by ``xmlparse.parse_xml``; this second pass never expands an
