@@ -175,6 +175,27 @@ def _comma_list(value: str | None) -> list[str]:
     return [item.strip() for item in (value or "").split(",") if item.strip()]
 
 
+def _header_list(value: str | None) -> list[str]:
+    """A CORS rule's allowed or exposed headers as Azure keeps them: the exact names first, then
+    the prefixes (``x-ms-meta-data*``), each in the order given (Go SDK recording go/sdk/storage/
+    azqueue/testdata/recordings/Test/TestSetPropertiesSetCors.json, x-ms-version 2018-03-28, and
+    the Blob service's in go/sdk/storage/azdatalake/.../TestAccountDeleteRetentionPolicyEmpty.json:
+    ``x-ms-meta-data*,x-ms-meta-target*,x-ms-meta-xyz,x-ms-meta-foo`` reads back as
+    ``x-ms-meta-xyz,x-ms-meta-foo,x-ms-meta-data*,x-ms-meta-target*``; the Table service alike in
+    python/sdk/tables/azure-data-tables/tests/recordings/test_table_service_properties.py
+    TestTableServicePropertiestest_set_cors.json, x-ms-version 2025-07-05)."""
+    names = _comma_list(value)
+    return [n for n in names if not n.endswith("*")] + [n for n in names if n.endswith("*")]
+
+
+def _list_element(tag: str, items: list[str]) -> str:
+    """``<Tag>a,b</Tag>``, or ``<Tag />`` when empty, as Azure writes a rule's empty header lists
+    (the same recordings)."""
+    if not items:
+        return f"<{tag} />"
+    return f"<{tag}>{escape(','.join(items))}</{tag}>"
+
+
 def _cors_rule(element: ET.Element) -> CorsRule:
     methods = [m.upper() for m in _comma_list(text_of(element, "AllowedMethods"))]
     origins = _comma_list(text_of(element, "AllowedOrigins"))
@@ -189,8 +210,8 @@ def _cors_rule(element: ET.Element) -> CorsRule:
     return CorsRule(
         allowed_origins=origins,
         allowed_methods=methods,
-        allowed_headers=_comma_list(text_of(element, "AllowedHeaders")),
-        exposed_headers=_comma_list(text_of(element, "ExposedHeaders")),
+        allowed_headers=_header_list(text_of(element, "AllowedHeaders")),
+        exposed_headers=_header_list(text_of(element, "ExposedHeaders")),
         max_age_seconds=int(max_age),
     )
 
@@ -271,8 +292,8 @@ def render_service_properties(properties: ServiceProperties, extra: str = "") ->
             parts.append(
                 f"<CorsRule><AllowedMethods>{','.join(rule.allowed_methods)}</AllowedMethods>"
                 f"<AllowedOrigins>{escape(','.join(rule.allowed_origins))}</AllowedOrigins>"
-                f"<AllowedHeaders>{escape(','.join(rule.allowed_headers))}</AllowedHeaders>"
-                f"<ExposedHeaders>{escape(','.join(rule.exposed_headers))}</ExposedHeaders>"
+                f"{_list_element('AllowedHeaders', rule.allowed_headers)}"
+                f"{_list_element('ExposedHeaders', rule.exposed_headers)}"
                 f"<MaxAgeInSeconds>{rule.max_age_seconds}</MaxAgeInSeconds></CorsRule>"
             )
         parts.append("</Cors>")

@@ -5,6 +5,10 @@
 * ``TestQueueSetACLMoreThanFive.json``: Set Queue ACL with six well-formed identifiers is 400
   ``InvalidXmlDocument`` naming line 0, position 0 and an empty ``<Reason />`` (294 bytes with
   Azure's request id and time, as ours).
+* ``TestSetPropertiesSetCors.json``: a CORS rule's headers read back with the exact names before
+  the prefixes (``x-ms-meta-data*,x-ms-meta-target*,x-ms-meta-xyz,x-ms-meta-foo`` as
+  ``x-ms-meta-xyz,x-ms-meta-foo,x-ms-meta-data*,x-ms-meta-target*``), ``GET, PUT`` as
+  ``GET,PUT``, and empty lists as ``<AllowedHeaders />`` and ``<ExposedHeaders />``.
 """
 
 from __future__ import annotations
@@ -13,10 +17,30 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.blobhttp import BlobHttp
 from tests.queuehttp import QueueHttp, assert_error
+from tests.serverproc import ServerProcess
 
 GO_HEADERS = {"x-ms-version": "2018-03-28", "Accept": "application/xml"}
 GO_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
+PROPERTIES = "/?restype=service&comp=properties"
+GO_CORS = (
+    "<Cors><CorsRule><AllowedHeaders></AllowedHeaders><AllowedMethods>GET</AllowedMethods>"
+    "<AllowedOrigins>www.xyz.com</AllowedOrigins><ExposedHeaders></ExposedHeaders>"
+    "<MaxAgeInSeconds>0</MaxAgeInSeconds></CorsRule><CorsRule><AllowedHeaders>x-ms-meta-data*,"
+    "x-ms-meta-target*,x-ms-meta-xyz,x-ms-meta-foo</AllowedHeaders><AllowedMethods>GET, PUT"
+    "</AllowedMethods><AllowedOrigins>www.xyz.com,www.ab.com,www.bc.com</AllowedOrigins>"
+    "<ExposedHeaders>x-ms-meta-data*,x-ms-meta-source*,x-ms-meta-abc,x-ms-meta-bcd</ExposedHeaders>"
+    "<MaxAgeInSeconds>500</MaxAgeInSeconds></CorsRule></Cors>"
+)
+AZURE_CORS = (
+    "<Cors><CorsRule><AllowedMethods>GET</AllowedMethods><AllowedOrigins>www.xyz.com</AllowedOrigins>"
+    "<AllowedHeaders /><ExposedHeaders /><MaxAgeInSeconds>0</MaxAgeInSeconds></CorsRule><CorsRule>"
+    "<AllowedMethods>GET,PUT</AllowedMethods><AllowedOrigins>www.xyz.com,www.ab.com,www.bc.com"
+    "</AllowedOrigins><AllowedHeaders>x-ms-meta-xyz,x-ms-meta-foo,x-ms-meta-data*,x-ms-meta-target*"
+    "</AllowedHeaders><ExposedHeaders>x-ms-meta-abc,x-ms-meta-bcd,x-ms-meta-data*,x-ms-meta-source*"
+    "</ExposedHeaders><MaxAgeInSeconds>500</MaxAgeInSeconds></CorsRule></Cors>"
+)
 
 
 def _go_identifier(id_: str, start: str, expiry: str) -> str:
@@ -52,3 +76,24 @@ def test_six_identifiers_name_no_place(queue_http: QueueHttp, q: str) -> None:
     )
     body = f"{GO_DECLARATION}<SignedIdentifiers>{five}</SignedIdentifiers>"
     assert queue_http.request("PUT", f"/{q}?comp=acl", body, headers=GO_HEADERS).status == 204
+
+
+def test_cors_headers_read_back_exact_names_first(queue_http: QueueHttp, server: ServerProcess) -> None:
+    before = queue_http.request("GET", PROPERTIES, headers=GO_HEADERS).body
+    try:
+        body = f"{GO_DECLARATION}<StorageServiceProperties>{GO_CORS}</StorageServiceProperties>"
+        assert queue_http.request("PUT", PROPERTIES, body, headers=GO_HEADERS).status == 202
+        got = queue_http.request("GET", PROPERTIES, headers=GO_HEADERS).body.decode()
+        assert AZURE_CORS + "</StorageServiceProperties>" in got, got
+    finally:
+        assert queue_http.request("PUT", PROPERTIES, before, headers=GO_HEADERS).status == 202
+    # the Blob service keeps them alike (the Data Lake recording's Get Blob Service Properties)
+    blob = BlobHttp(server.blob_port)
+    headers = {"x-ms-version": "2023-11-03", "Content-Type": "application/xml"}
+    before = blob.request("GET", PROPERTIES, headers).body
+    try:
+        body = f"{GO_DECLARATION}<StorageServiceProperties>{GO_CORS}</StorageServiceProperties>"
+        assert blob.request("PUT", PROPERTIES, headers, body.encode()).status == 202
+        assert AZURE_CORS.encode() in blob.request("GET", PROPERTIES, headers).body
+    finally:
+        assert blob.request("PUT", PROPERTIES, headers, before).status == 202
