@@ -9,6 +9,10 @@
   the prefixes (``x-ms-meta-data*,x-ms-meta-target*,x-ms-meta-xyz,x-ms-meta-foo`` as
   ``x-ms-meta-xyz,x-ms-meta-foo,x-ms-meta-data*,x-ms-meta-target*``), ``GET, PUT`` as
   ``GET,PUT``, and empty lists as ``<AllowedHeaders />`` and ``<ExposedHeaders />``.
+
+A metrics retention of 366 days is a document error here as the Table service's recording shows
+(tests/table/api/test_go_recordings.py), with the place and reason the Blob service names for
+its delete retention (tests/blob/test_blob_go_recordings.py): assumed for the Queue service.
 """
 
 from __future__ import annotations
@@ -97,3 +101,17 @@ def test_cors_headers_read_back_exact_names_first(queue_http: QueueHttp, server:
         assert AZURE_CORS.encode() in blob.request("GET", PROPERTIES, headers).body
     finally:
         assert blob.request("PUT", PROPERTIES, headers, before).status == 202
+
+
+def test_metrics_retention_too_long_is_a_document_error(queue_http: QueueHttp) -> None:
+    body = (
+        f"{GO_DECLARATION}<StorageServiceProperties><MinuteMetrics><Enabled>true</Enabled><IncludeAPIs>"
+        "true</IncludeAPIs><RetentionPolicy><Enabled>true</Enabled><Days>366</Days></RetentionPolicy>"
+        "<Version>1.0</Version></MinuteMetrics></StorageServiceProperties>"
+    )
+    answer = queue_http.request("PUT", PROPERTIES, body, headers=GO_HEADERS)
+    reason = "Retention days must be greater than 0 and less than or equal to 365 days."
+    assert_error(answer, 400, "InvalidXmlDocument", LineNumber="2", LinePosition="154", Reason=reason)
+    missing = body.replace("<Days>366</Days>", "")
+    answer = queue_http.request("PUT", PROPERTIES, missing, headers=GO_HEADERS)
+    assert_error(answer, 400, "InvalidXmlDocument", LinePosition="138", Reason="Element is missing: Days.")

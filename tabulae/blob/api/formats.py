@@ -18,6 +18,7 @@ from tabulae.blob.rules.names import XML_UNSAFE
 from tabulae.blob.rules.properties import BlobServiceProperties, DeleteRetention, StaticWebsite
 from tabulae.blob.rules.tiers import TierView, listing_pairs
 from tabulae.http.documents import (
+    RETENTION_RANGE,
     bool_text,
     parse_document,
     properties_root,
@@ -367,7 +368,7 @@ def parse_service_properties_blob(body: bytes, current: BlobServiceProperties) -
     """The shared elements as every service parses them, then the Blob ones; elements left out
     keep their current values."""
     root = properties_root(body)
-    common = service_properties_of(root, current.common)
+    common = service_properties_of(root, current.common, body)
     result = BlobServiceProperties(
         common, current.delete_retention, current.static_website, current.default_service_version
     )
@@ -413,8 +414,7 @@ def _check_retention_days(body: bytes, days: str | None) -> None:
     if not days.isdigit():
         raise ServiceError("InvalidXmlNodeValue")
     if not 1 <= int(days[:4]) <= 365:
-        reason = "Retention days must be greater than 0 and less than or equal to 365 days."
-        raise document_error(body, (*_DELETE_RETENTION, "Days"), reason, after=True)
+        raise document_error(body, (*_DELETE_RETENTION, "Days"), RETENTION_RANGE, after=True)
 
 
 def render_service_properties_blob(properties: BlobServiceProperties) -> bytes:

@@ -17,6 +17,9 @@ return-no-content`` on inserts.
 * ``TestSetMultipleAccessPolicies.json`` and ``TestGetStatistics.json``: Get Table ACL and Get
   Table Service Stats (on the secondary) answer their documents after a byte order mark, as Get
   Table Service Properties does; an identifier set without a policy reads back without one.
+* ``TestRetentionTooLong.json``: Set Table Service Properties with a MinuteMetrics retention of
+  366 days is 400 ``InvalidXmlDocument`` in the ``m:error`` form (327 bytes, as ours), no byte
+  order mark.
 """
 
 from __future__ import annotations
@@ -186,3 +189,25 @@ def test_acl_and_stats_documents_start_with_a_byte_order_mark(raw: RawClient, ta
     )
     assert stats.status == 200, stats
     assert stats.body.startswith(b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?><StorageServiceStats>')
+
+
+def test_retention_too_long_is_a_document_error(raw: RawClient) -> None:
+    xml = {"Accept": "application/xml", "x-ms-version": "2019-02-02", "DataServiceVersion": None}
+    before = raw.request("GET", "?comp=properties&restype=service", None, xml).body
+    body = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<StorageServiceProperties><MinuteMetrics><Enabled>true'
+        "</Enabled><IncludeAPIs>true</IncludeAPIs><RetentionPolicy><Enabled>true</Enabled><Days>366</Days>"
+        "</RetentionPolicy><Version>1.0</Version></MinuteMetrics></StorageServiceProperties>"
+    )
+    answer = raw.request(
+        "PUT", "?comp=properties&restype=service", body, {**xml, "Content-Type": "application/xml"}
+    )
+    assert answer.status == 400, answer
+    assert answer.header("x-ms-error-code") == "InvalidXmlDocument"
+    assert answer.body.startswith(
+        b'<?xml version="1.0" encoding="utf-8"?><m:error xmlns:m="http://schemas.microsoft.com/ado/2007/08/'
+        b'dataservices/metadata"><m:code>InvalidXmlDocument</m:code><m:message xml:lang="en-US">XML '
+        b"specified is not syntactically valid.\nRequestId:"
+    ), answer
+    assert answer.header("content-length") == "327"
+    assert raw.request("GET", "?comp=properties&restype=service", None, xml).body == before
