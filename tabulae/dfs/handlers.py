@@ -633,6 +633,25 @@ async def get_properties(c: DfsCall) -> Response:
     return response
 
 
+# What Get Properties with ``action=getStatus`` answers: the path's system properties only (Go
+# SDK recording go/sdk/storage/azdatalake/testdata/recordings/Test/TestDirGetPathProperties.json,
+# x-ms-version 2025-07-05, a directory: ETag, Last-Modified, creation time, owner, group,
+# permissions, resource type, server-encrypted). No ACL, metadata, properties, content headers,
+# lease or tier; what else a file's answer carries (its expiry, say) is not recorded.
+_STATUS_HEADERS = frozenset(
+    {
+        b"etag", b"last-modified", b"content-length", b"x-ms-creation-time", b"x-ms-server-encrypted",
+        b"x-ms-resource-type", b"x-ms-owner", b"x-ms-group", b"x-ms-permissions",
+    }
+)  # fmt: skip
+
+
+async def get_status(c: DfsCall) -> Response:
+    response = await get_properties(c)
+    response.headers = [(name, value) for name, value in response.headers if name.lower() in _STATUS_HEADERS]
+    return response
+
+
 async def delete_path(c: DfsCall) -> Response:
     """Delete Path: a kept (soft) deletion answers its id and ``x-ms-delete-type-permanent:
     false``, one gone for good ``true`` (both recorded: test_delete_directory on a soft-delete
@@ -766,7 +785,7 @@ HANDLERS: dict[DfsOperation, Callable[[DfsCall], Awaitable[Response]]] = {
     DfsOperation.SET_ACCESS_CONTROL_RECURSIVE: set_access_control_recursive,
     DfsOperation.READ: read,
     DfsOperation.GET_PROPERTIES: get_properties,
-    DfsOperation.GET_STATUS: get_properties,
+    DfsOperation.GET_STATUS: get_status,
     DfsOperation.GET_ACCESS_CONTROL: get_access_control,
     DfsOperation.DELETE_PATH: delete_path,
     DfsOperation.LEASE: lease,

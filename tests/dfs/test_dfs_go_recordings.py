@@ -12,6 +12,11 @@ Test/``). Raw HTTP, so the bytes are the ones compared.
   Access Control Recursive with ``continuation=garbage`` is 200,
   ``{"directoriesSuccessful":0,"failedEntries":[],"failureCount":0,"filesSuccessful":0}``, no
   ``x-ms-continuation``: nothing is changed.
+* ``TestDirGetPathProperties.json`` (x-ms-version 2025-07-05): ``HEAD <dir>?action=getStatus``,
+  with or without ``If-Match``, answers the system properties only: ETag, Last-Modified,
+  ``x-ms-creation-time``, ``x-ms-owner``, ``x-ms-group``, ``x-ms-permissions``,
+  ``x-ms-resource-type``, ``x-ms-server-encrypted`` (no ACL, metadata, content headers, lease or
+  tier, as Get Properties has).
 """
 
 from __future__ import annotations
@@ -98,3 +103,33 @@ def test_a_garbage_continuation_changes_nothing(fs: FileSystemClient, lake: Serv
     assert json.loads(whole.body)["directoriesSuccessful"] == 1
     assert json.loads(whole.body)["filesSuccessful"] == 1
     assert fs.get_directory_client("dir").get_access_control()["acl"] == "user::rwx,group::r-x,other::rwx"
+
+
+STATUS_HEADERS = {
+    "etag", "last-modified", "content-length", "x-ms-creation-time", "x-ms-server-encrypted",
+    "x-ms-resource-type", "x-ms-owner", "x-ms-group", "x-ms-permissions",
+}  # fmt: skip
+
+
+def test_get_status_answers_the_system_properties_only(fs: FileSystemClient, lake: ServerProcess) -> None:
+    http = BlobHttp(lake.blob_port)
+    headers = {"Accept": "application/json", "x-ms-version": "2025-07-05"}
+    directory = f"/{fs.file_system_name}/dir"
+    created = http.request("PUT", directory + "?resource=directory", headers)
+    assert created.status == 201, created
+    for extra in ({}, {"If-Match": created.headers["etag"]}):
+        status = http.request("HEAD", directory + "?action=getStatus", {**headers, **extra})
+        assert status.status == 200, status
+        names = {name for name in status.headers if name not in ("date", "server", "x-ms-request-id")}
+        assert names - {"x-ms-version"} == STATUS_HEADERS, status.headers
+        assert status.headers["etag"] == created.headers["etag"]
+        assert (status.headers["x-ms-resource-type"], status.headers["x-ms-permissions"]) == (
+            "directory",
+            "rwxr-x---",
+        )
+        assert status.headers["content-length"] == "0"
+    # Get Properties keeps its full answer
+    full = http.request("HEAD", directory, headers)
+    assert "x-ms-acl" in full.headers and "x-ms-lease-state" in full.headers
+    refused = http.request("HEAD", directory + "?action=getStatus", {**headers, "If-Match": '"0x1"'})
+    assert (refused.status, refused.code) == (412, "ConditionNotMet")
