@@ -23,7 +23,7 @@ from tabulae.blob.rules.leases import parse_lease_id
 from tabulae.blob.service import LeaseRequest
 from tabulae.dfs import acl, append_files, formats
 from tabulae.dfs.access import AccessGuard
-from tabulae.dfs.paths import RenameSource, normalize, parse_rename_source
+from tabulae.dfs.paths import RenameSource, check_directory_depth, normalize, parse_rename_source
 from tabulae.dfs.routing import (
     APPEND_LEASE_ACTIONS,
     DfsOperation,
@@ -320,6 +320,12 @@ async def create_path(c: DfsCall) -> Response:
         # x-ms-lease-duration (recorded: the Java SDK's FileApiTest.createOptionsWithLeaseIdError,
         # 2023-01-03), refused with the request's other header checks, before the path is made.
         _acquire_request(headers)
+    if directory:
+        check_directory_depth(c.path)
+    elif headers.get("x-ms-expiry-option") == "RelativeToCreation":
+        # a new file has no creation time to count from yet: 400 with no detail (Go SDK recording
+        # go/sdk/storage/azdatalake/.../TestCreateFileWithExpiryRelativeToCreation.json, 2020-10-02)
+        raise ServiceError("InvalidHeaderValue")
     umask = headers.get("x-ms-umask")
     acl_text = headers.get("x-ms-acl")
     request = CreateRequest(
@@ -545,7 +551,13 @@ async def set_access_control_recursive(c: DfsCall) -> Response:
     change = _recursive_change(mode, text)
     limit = count(c.query, "maxRecords", minimum=1) or MAX_RECORDS
     token = c.query.get("continuation")
-    after = formats.decode_continuation(token) if token else None
+    try:
+        after = formats.decode_continuation(token) if token else None
+    except ServiceError:
+        # a token Azure never gave changes nothing and ends the walk: 200 with every count 0 and
+        # no continuation (Go SDK recording go/sdk/storage/azdatalake/testdata/recordings/Test/
+        # TestDirSetAccessControlRecursiveWithBadContinuation.json, x-ms-version 2023-08-03)
+        return Response(200, [_NAMESPACE], formats.acl_recursive_result(0, 0, 0, []))
     todo: list[BlobRecord] = []
     directories = files = 0
     if after is None and not c.path:  # the root directory first, in the file system's record
@@ -670,6 +682,25 @@ async def get_properties(c: DfsCall) -> Response:
     response.headers.extend(path_headers(record))
     metadata = {k: v for k, v in record.metadata.items() if k.lower() != "hdi_isfolder"}
     response.headers.append((b"x-ms-properties", formats.render_properties(metadata).encode()))
+    return response
+
+
+# What Get Properties with ``action=getStatus`` answers: the path's system properties only (Go
+# SDK recording go/sdk/storage/azdatalake/testdata/recordings/Test/TestDirGetPathProperties.json,
+# x-ms-version 2025-07-05, a directory: ETag, Last-Modified, creation time, owner, group,
+# permissions, resource type, server-encrypted). No ACL, metadata, properties, content headers,
+# lease or tier; what else a file's answer carries (its expiry, say) is not recorded.
+_STATUS_HEADERS = frozenset(
+    {
+        b"etag", b"last-modified", b"content-length", b"x-ms-creation-time", b"x-ms-server-encrypted",
+        b"x-ms-resource-type", b"x-ms-owner", b"x-ms-group", b"x-ms-permissions",
+    }
+)  # fmt: skip
+
+
+async def get_status(c: DfsCall) -> Response:
+    response = await get_properties(c)
+    response.headers = [(name, value) for name, value in response.headers if name.lower() in _STATUS_HEADERS]
     return response
 
 
@@ -809,7 +840,7 @@ HANDLERS: dict[DfsOperation, Callable[[DfsCall], Awaitable[Response]]] = {
     DfsOperation.SET_ACCESS_CONTROL_RECURSIVE: set_access_control_recursive,
     DfsOperation.READ: read,
     DfsOperation.GET_PROPERTIES: get_properties,
-    DfsOperation.GET_STATUS: get_properties,
+    DfsOperation.GET_STATUS: get_status,
     DfsOperation.GET_ACCESS_CONTROL: get_access_control,
     DfsOperation.DELETE_PATH: delete_path,
     DfsOperation.LEASE: lease,

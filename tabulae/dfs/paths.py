@@ -26,6 +26,12 @@ replaces an empty directory, also in another file system of the account (the pyt
 code, 409 ``DirectoryNotEmpty`` as POSIX's ENOTEMPTY, is assumed); a file in the way of a
 destination's parent chain is 409 ``InvalidDestinationPath``. Renaming a file onto itself
 changes nothing (assumed, as HDFS).
+
+A directory is at most 60 segments deep: creating one at segment 61 is 409 ``PathIsTooDeep``
+(the Go SDK's recording ``go/sdk/storage/azdatalake/testdata/recordings/Test/
+TestCreateDirWithPathTooDeep.json``, x-ms-version 2026-02-06, creates ``seg1`` to ``seg60`` one
+by one and is refused at ``seg61``). Whether a file, a rename or a Blob API write that deep is
+refused too is not recorded; only Create Path of a directory checks it.
 """
 
 from __future__ import annotations
@@ -59,6 +65,15 @@ def normalize(path: str) -> str:
     if canonical:
         check_blob_name(canonical)
     return canonical
+
+
+MAX_DIRECTORY_DEPTH = 60
+
+
+def check_directory_depth(path: str) -> None:
+    """409 ``PathIsTooDeep`` for a directory (canonical path) deeper than Azure makes one."""
+    if path.count("/") >= MAX_DIRECTORY_DEPTH:
+        raise ServiceError("PathIsTooDeep")
 
 
 def parent(path: str) -> str:

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from xml.sax.saxutils import escape
 
 from tabulae.http.xmlparse import parse_xml
+from tabulae.http.xmlplace import document_error
 from tabulae.model import edm
 from tabulae.model.errors import ServiceError
 from tabulae.model.policies import (
@@ -130,7 +131,17 @@ def render_acl(identifiers: list[SignedIdentifier]) -> bytes:
 # ------------------------------------------------------------------------ service properties
 
 
-def _retention(parent: ET.Element) -> RetentionPolicy:
+RETENTION_RANGE = "Retention days must be greater than 0 and less than or equal to 365 days."
+
+
+def _retention(parent: ET.Element, body: bytes) -> RetentionPolicy:
+    """A Logging or Metrics retention policy. Days out of 1..365, or missing while enabled, are
+    a document error: 400 InvalidXmlDocument (the Table service's answer to a MinuteMetrics policy
+    of 366 days, Go SDK recording go/sdk/data/aztables/testdata/recordings/TestRetentionTooLong.json,
+    x-ms-version 2019-02-02, in its m:error form with no place), with the place and reason the Blob
+    service names for its DeleteRetentionPolicy (``blob/api/formats.py``); that Queue and Blob name
+    the same for these policies is assumed (not recorded). Days that are no number stay
+    InvalidXmlNodeValue (not recorded)."""
     element = parent.find("RetentionPolicy")
     if element is None:
         return RetentionPolicy()
@@ -138,27 +149,27 @@ def _retention(parent: ET.Element) -> RetentionPolicy:
     days_text = text_of(element, "Days")
     if not enabled:
         return RetentionPolicy(False, None)
-    if (
-        days_text is None
-        or not days_text.isascii()
-        or not days_text.isdigit()
-        or not 1 <= int(days_text[:4]) <= 365
-    ):
+    path = ("StorageServiceProperties", parent.tag, "RetentionPolicy")
+    if days_text is None:
+        raise document_error(body, path, "Element is missing: Days.", after=False)
+    if not days_text.isascii() or not days_text.isdigit():
         raise ServiceError("InvalidXmlNodeValue")
+    if not 1 <= int(days_text[:4]) <= 365:
+        raise document_error(body, (*path, "Days"), RETENTION_RANGE, after=True)
     return RetentionPolicy(True, int(days_text))
 
 
-def _logging(element: ET.Element) -> Logging:
+def _logging(element: ET.Element, body: bytes) -> Logging:
     return Logging(
         version=text_of(element, "Version") or "1.0",
         delete=xml_bool(text_of(element, "Delete")),
         read=xml_bool(text_of(element, "Read")),
         write=xml_bool(text_of(element, "Write")),
-        retention=_retention(element),
+        retention=_retention(element, body),
     )
 
 
-def _metrics(element: ET.Element) -> Metrics:
+def _metrics(element: ET.Element, body: bytes) -> Metrics:
     enabled = xml_bool(text_of(element, "Enabled"))
     include = text_of(element, "IncludeAPIs")
     if enabled and include is None:
@@ -167,12 +178,33 @@ def _metrics(element: ET.Element) -> Metrics:
         version=text_of(element, "Version") or "1.0",
         enabled=enabled,
         include_apis=xml_bool(include) if enabled and include is not None else None,
-        retention=_retention(element),
+        retention=_retention(element, body),
     )
 
 
 def _comma_list(value: str | None) -> list[str]:
     return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+def _header_list(value: str | None) -> list[str]:
+    """A CORS rule's allowed or exposed headers as Azure keeps them: the exact names first, then
+    the prefixes (``x-ms-meta-data*``), each in the order given (Go SDK recording go/sdk/storage/
+    azqueue/testdata/recordings/Test/TestSetPropertiesSetCors.json, x-ms-version 2018-03-28, and
+    the Blob service's in go/sdk/storage/azdatalake/.../TestAccountDeleteRetentionPolicyEmpty.json:
+    ``x-ms-meta-data*,x-ms-meta-target*,x-ms-meta-xyz,x-ms-meta-foo`` reads back as
+    ``x-ms-meta-xyz,x-ms-meta-foo,x-ms-meta-data*,x-ms-meta-target*``; the Table service alike in
+    python/sdk/tables/azure-data-tables/tests/recordings/test_table_service_properties.py
+    TestTableServicePropertiestest_set_cors.json, x-ms-version 2025-07-05)."""
+    names = _comma_list(value)
+    return [n for n in names if not n.endswith("*")] + [n for n in names if n.endswith("*")]
+
+
+def _list_element(tag: str, items: list[str]) -> str:
+    """``<Tag>a,b</Tag>``, or ``<Tag />`` when empty, as Azure writes a rule's empty header lists
+    (the same recordings)."""
+    if not items:
+        return f"<{tag} />"
+    return f"<{tag}>{escape(','.join(items))}</{tag}>"
 
 
 def _cors_rule(element: ET.Element) -> CorsRule:
@@ -189,15 +221,15 @@ def _cors_rule(element: ET.Element) -> CorsRule:
     return CorsRule(
         allowed_origins=origins,
         allowed_methods=methods,
-        allowed_headers=_comma_list(text_of(element, "AllowedHeaders")),
-        exposed_headers=_comma_list(text_of(element, "ExposedHeaders")),
+        allowed_headers=_header_list(text_of(element, "AllowedHeaders")),
+        exposed_headers=_header_list(text_of(element, "ExposedHeaders")),
         max_age_seconds=int(max_age),
     )
 
 
 def parse_service_properties(body: bytes, current: ServiceProperties) -> ServiceProperties:
     """Elements left out keep their current values; an empty ``<Cors/>`` removes every rule."""
-    return service_properties_of(properties_root(body), current)
+    return service_properties_of(properties_root(body), current, body)
 
 
 def properties_root(body: bytes) -> ET.Element:
@@ -208,20 +240,21 @@ def properties_root(body: bytes) -> ET.Element:
     return root
 
 
-def service_properties_of(root: ET.Element, current: ServiceProperties) -> ServiceProperties:
-    """The properties every service shares, read from a parsed document (see above)."""
+def service_properties_of(root: ET.Element, current: ServiceProperties, body: bytes) -> ServiceProperties:
+    """The properties every service shares, read from a parsed document (see above); ``body``,
+    the document's bytes, is where a refusal finds its place."""
     result = ServiceProperties(
         current.logging, current.hour_metrics, current.minute_metrics, list(current.cors)
     )
     element = root.find("Logging")
     if element is not None:
-        result.logging = _logging(element)
+        result.logging = _logging(element, body)
     element = root.find("HourMetrics")
     if element is not None:
-        result.hour_metrics = _metrics(element)
+        result.hour_metrics = _metrics(element, body)
     element = root.find("MinuteMetrics")
     if element is not None:
-        result.minute_metrics = _metrics(element)
+        result.minute_metrics = _metrics(element, body)
     element = root.find("Cors")
     if element is not None:
         rules = list(element)
@@ -271,8 +304,8 @@ def render_service_properties(properties: ServiceProperties, extra: str = "") ->
             parts.append(
                 f"<CorsRule><AllowedMethods>{','.join(rule.allowed_methods)}</AllowedMethods>"
                 f"<AllowedOrigins>{escape(','.join(rule.allowed_origins))}</AllowedOrigins>"
-                f"<AllowedHeaders>{escape(','.join(rule.allowed_headers))}</AllowedHeaders>"
-                f"<ExposedHeaders>{escape(','.join(rule.exposed_headers))}</ExposedHeaders>"
+                f"{_list_element('AllowedHeaders', rule.allowed_headers)}"
+                f"{_list_element('ExposedHeaders', rule.exposed_headers)}"
                 f"<MaxAgeInSeconds>{rule.max_age_seconds}</MaxAgeInSeconds></CorsRule>"
             )
         parts.append("</Cors>")

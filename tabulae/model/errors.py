@@ -399,6 +399,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "FilesystemBeingDeleted": (409, "The specified filesystem is being deleted."),
     "PathNotFound": (404, "The specified path does not exist."),
     "PathAlreadyExists": (409, "The specified path already exists."),
+    "PathIsTooDeep": (409, "This operation is not permitted as the path is too deep."),
     "PathConflict": (
         409,
         "The specified path, or an element of the path, exists and its resource type is invalid for "

@@ -144,7 +144,8 @@ def _assert_everything(client: TableServiceClient) -> None:
     for got, want in zip(cors, RULES, strict=True):
         assert got.allowed_origins == want.allowed_origins
         assert got.allowed_methods == want.allowed_methods
-        assert got.allowed_headers == want.allowed_headers
+        # Azure reads exact names back before prefixes (tests/queue/test_queue_go_recordings.py)
+        assert got.allowed_headers == sorted(want.allowed_headers, key=lambda name: name.endswith("*"))
         assert got.exposed_headers == want.exposed_headers
         assert got.max_age_in_seconds == want.max_age_in_seconds
 

@@ -18,6 +18,7 @@ from tabulae.blob.rules.names import XML_UNSAFE
 from tabulae.blob.rules.properties import BlobServiceProperties, DeleteRetention, StaticWebsite
 from tabulae.blob.rules.tiers import TierView, listing_pairs
 from tabulae.http.documents import (
+    RETENTION_RANGE,
     bool_text,
     parse_document,
     properties_root,
@@ -26,6 +27,7 @@ from tabulae.http.documents import (
     text_of,
     xml_bool,
 )
+from tabulae.http.xmlplace import document_error
 from tabulae.model import edm
 from tabulae.model.blobs import VERSION_PREFIX, BlobRecord, ContainerRecord, Extent
 from tabulae.model.errors import ServiceError
@@ -376,16 +378,18 @@ def parse_service_properties_blob(body: bytes, current: BlobServiceProperties) -
     """The shared elements as every service parses them, then the Blob ones; elements left out
     keep their current values."""
     root = properties_root(body)
-    common = service_properties_of(root, current.common)
+    common = service_properties_of(root, current.common, body)
     result = BlobServiceProperties(
         common, current.delete_retention, current.static_website, current.default_service_version
     )
     element = root.find("DeleteRetentionPolicy")
     if element is not None:
+        if element.find("Enabled") is None:  # ...RetentionPolicyEmpty.json: line 2, position 52
+            raise document_error(body, _DELETE_RETENTION, "Element is missing: Enabled.", after=False)
         enabled = xml_bool(text_of(element, "Enabled"))
         days = text_of(element, "Days")
-        if enabled and (days is None or not days.isdigit() or not 1 <= int(days[:4]) <= 365):
-            raise ServiceError("InvalidXmlNodeValue")
+        if enabled:
+            _check_retention_days(body, days)
         allow = text_of(element, "AllowPermanentDelete")
         result.delete_retention = DeleteRetention(
             enabled, int(days) if enabled and days else None, xml_bool(allow) if allow is not None else False
@@ -402,6 +406,25 @@ def parse_service_properties_blob(body: bytes, current: BlobServiceProperties) -
     if version:
         result.default_service_version = version
     return result
+
+
+_DELETE_RETENTION = ("StorageServiceProperties", "DeleteRetentionPolicy")
+
+
+def _check_retention_days(body: bytes, days: str | None) -> None:
+    """An enabled ``DeleteRetentionPolicy`` needs ``Days`` from 1 to 365. Azure refuses one
+    without it, or out of range, as a document error naming where its reader stood: at the
+    policy's end tag, or at the tag after ``</Days>`` (Go SDK recordings go/sdk/storage/
+    azdatalake/testdata/recordings/Test/TestAccountDeleteRetentionPolicyDaysOmitted.json and
+    ...DaysTooLarge.json, x-ms-version 2023-11-03: "Element is missing: Days." and 366). Days of 0
+    are taken to be refused the same way (the reason says so; not recorded); a value that is no
+    number at all stays InvalidXmlNodeValue (not recorded)."""
+    if days is None:
+        raise document_error(body, _DELETE_RETENTION, "Element is missing: Days.", after=False)
+    if not days.isdigit():
+        raise ServiceError("InvalidXmlNodeValue")
+    if not 1 <= int(days[:4]) <= 365:
+        raise document_error(body, (*_DELETE_RETENTION, "Days"), RETENTION_RANGE, after=True)
 
 
 def render_service_properties_blob(properties: BlobServiceProperties) -> bytes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from email.utils import formatdate
 
+from tabulae.http.acl_ids import check_identifier_count, check_identifier_ids
 from tabulae.http.documents import (
     QUEUE_PERMISSIONS,
     parse_acl,
@@ -18,7 +19,6 @@ from tabulae.http.frontend import Call
 from tabulae.http.messages import NO_CACHE, Headers, Request, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.model.errors import ServiceError
-from tabulae.queue.api.acl_ids import check_identifier_ids
 from tabulae.queue.api.formats import (
     BOM,
     http_time,
@@ -170,6 +170,8 @@ async def set_acl(call: QueueCall) -> Response:
     except ServiceError as exc:
         if exc.code == "InvalidXmlNodeValue":
             check_identifier_ids(request.body)  # Azure's own answer to a bad Id
+        elif exc.code == "InvalidXmlDocument":
+            check_identifier_count(request.body)  # and to more than five identifiers
         raise
     await service.set_acl(route.account, route.queue, identifiers)
     return Response(204)

@@ -608,6 +608,16 @@ def test_python_shape_every_operation(raw: RawClient, table: str) -> None:
     assert created.headers["Content-Type"] == JSON_PART_TYPE
     assert created.headers["Location"] == f"{raw.endpoint}/{table}(PartitionKey='p',RowKey='new')"
     assert created.headers["Preference-Applied"] is None
+    # in Azure's order: version and type first (azure-sdk-assets python/sdk/tables/azure-data-tables/
+    # tests/recordings/test_encoder.pyTestTableEncodertest_encoder_batch.json, x-ms-version 2019-02-02)
+    assert [line.split(":")[0] for line in created.header_lines[1:]] == [
+        "DataServiceVersion",
+        "Content-Type",
+        "X-Content-Type-Options",
+        "Cache-Control",
+        "Location",
+        "ETag",
+    ], created.header_lines
     entity = json.loads(created.body)
     assert (entity["PartitionKey"], entity["RowKey"], entity["v"], entity["n"]) == ("p", "new", "inserted", 1)
     assert entity["odata.etag"] == created.headers["ETag"]
