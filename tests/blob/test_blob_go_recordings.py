@@ -64,3 +64,14 @@ def test_permanent_delete_while_the_account_does_not_allow_it(
         with pytest.raises(HttpResponseError) as caught:
             blob.delete_blob(blob_delete_type="Permanent")
         assert caught.value.error_code == "PermanentDeleteIsOff"
+
+
+def test_clear_pages_names_range_in_its_error(http: BlobHttp, box: str) -> None:
+    """TestBlobClearPagesInvalidRange: a clear of ``x-ms-range: bytes=0-512`` (not a whole page)
+    is 400 InvalidHeaderValue naming ``Range`` with the value sent (322 bytes)."""
+    created = http.request("PUT", f"/{box}/pb", {"x-ms-blob-type": "PageBlob", "x-ms-blob-content-length": "5120"})
+    assert created.status == 201
+    cleared = http.request("PUT", f"/{box}/pb?comp=page", {"x-ms-page-write": "clear", "x-ms-range": "bytes=0-512"})
+    assert (cleared.status, cleared.code, len(cleared.body)) == (400, "InvalidHeaderValue", 322)
+    fields = cleared.error_fields()
+    assert (fields["HeaderName"], fields["HeaderValue"]) == ("Range", "bytes=0-512")
