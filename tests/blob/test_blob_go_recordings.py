@@ -56,9 +56,13 @@ def test_permanent_delete_while_the_account_does_not_allow_it(
     ``PermanentDeleteIsOff``, "Permanent delete is off on the storage account." (236 bytes)."""
     assert http.request("PUT", f"/{box}/ab", {"x-ms-blob-type": "AppendBlob"}).status == 201
     snapshot = http.request("PUT", f"/{box}/ab?comp=snapshot").headers["x-ms-snapshot"]
-    refused = http.request("DELETE", f"/{box}/ab?deletetype=Permanent&snapshot={snapshot.replace(':', '%3A')}")
+    refused = http.request(
+        "DELETE", f"/{box}/ab?deletetype=Permanent&snapshot={snapshot.replace(':', '%3A')}"
+    )
     assert (refused.status, refused.code, len(refused.body)) == (409, "PermanentDeleteIsOff", 236)
-    assert refused.error_fields()["Message"].split("\n")[0] == "Permanent delete is off on the storage account."
+    assert (
+        refused.error_fields()["Message"].split("\n")[0] == "Permanent delete is off on the storage account."
+    )
     with BlobServiceClient.from_connection_string(go_server.connection_string) as service:
         blob = service.get_blob_client(box, "ab", snapshot=snapshot)
         with pytest.raises(HttpResponseError) as caught:
@@ -69,9 +73,55 @@ def test_permanent_delete_while_the_account_does_not_allow_it(
 def test_clear_pages_names_range_in_its_error(http: BlobHttp, box: str) -> None:
     """TestBlobClearPagesInvalidRange: a clear of ``x-ms-range: bytes=0-512`` (not a whole page)
     is 400 InvalidHeaderValue naming ``Range`` with the value sent (322 bytes)."""
-    created = http.request("PUT", f"/{box}/pb", {"x-ms-blob-type": "PageBlob", "x-ms-blob-content-length": "5120"})
+    created = http.request(
+        "PUT", f"/{box}/pb", {"x-ms-blob-type": "PageBlob", "x-ms-blob-content-length": "5120"}
+    )
     assert created.status == 201
-    cleared = http.request("PUT", f"/{box}/pb?comp=page", {"x-ms-page-write": "clear", "x-ms-range": "bytes=0-512"})
+    cleared = http.request(
+        "PUT", f"/{box}/pb?comp=page", {"x-ms-page-write": "clear", "x-ms-range": "bytes=0-512"}
+    )
     assert (cleared.status, cleared.code, len(cleared.body)) == (400, "InvalidHeaderValue", 322)
     fields = cleared.error_fields()
     assert (fields["HeaderName"], fields["HeaderValue"]) == ("Range", "bytes=0-512")
+
+
+def test_append_block_and_put_page_echo_the_md5_alone(
+    go_server: ServerProcess, http: BlobHttp, box: str
+) -> None:
+    """TestAppendBlockWithMD5 and TestPutPagesWithMD5: an Append Block or a Put Page (update)
+    sent with a Content-MD5 answers that Content-MD5 and no x-ms-content-crc64; TestAppendBlockWithCRC64
+    and TestBlobClearPagesInvalidRange: without one, x-ms-content-crc64 alone. A wrong MD5 is 400
+    Md5Mismatch with both digests (405 bytes)."""
+    data = bytes(range(256)) * 4
+    md5 = "suqff86oMaSmOyE/QaiFWw=="  # of data
+    assert http.request("PUT", f"/{box}/ab", {"x-ms-blob-type": "AppendBlob"}).status == 201
+    appended = http.request("PUT", f"/{box}/ab?comp=appendblock", {"Content-MD5": md5}, data)
+    assert appended.status == 201 and appended.headers["content-md5"] == md5
+    assert "x-ms-content-crc64" not in appended.headers
+    plain = http.request("PUT", f"/{box}/ab?comp=appendblock", {}, data)
+    assert plain.status == 201 and "content-md5" not in plain.headers
+    assert plain.headers["x-ms-content-crc64"] == "RxTQGC+NjYg="
+    wrong = http.request(
+        "PUT", f"/{box}/ab?comp=appendblock", {"Content-MD5": "rx/1AUvhK6AO8uvjeM4rGQ=="}, data
+    )
+    assert (wrong.status, wrong.code, len(wrong.body)) == (400, "Md5Mismatch", 405)
+    created = http.request(
+        "PUT", f"/{box}/pb", {"x-ms-blob-type": "PageBlob", "x-ms-blob-content-length": "5120"}
+    )
+    assert created.status == 201
+    page = {"x-ms-page-write": "update", "x-ms-range": "bytes=0-1023"}
+    written = http.request("PUT", f"/{box}/pb?comp=page", {**page, "Content-MD5": md5}, data)
+    assert written.status == 201 and written.headers["content-md5"] == md5
+    assert "x-ms-content-crc64" not in written.headers
+    plain = http.request("PUT", f"/{box}/pb?comp=page", page, data)
+    assert (
+        plain.status == 201 and "content-md5" not in plain.headers and "x-ms-content-crc64" in plain.headers
+    )
+
+    async def append_with_md5() -> dict[str, object]:
+        async with AsyncBlobServiceClient.from_connection_string(go_server.connection_string) as service:
+            blob = service.get_blob_client(box, "ab")
+            return await blob.append_block(data, validate_content=True)
+
+    answer = asyncio.run(append_with_md5())
+    assert answer["content_md5"] is not None and answer.get("content_crc64") is None

@@ -19,7 +19,6 @@ from tabulae.blob.api.headers import bad_header, byte_range, conditions, content
 from tabulae.blob.api.operations import unsupported_header
 from tabulae.blob.api.tags import header_tags
 from tabulae.blob.pageblobs import PageBlobs, PageRange, PageWrite
-from tabulae.blob.rules.checksums import Checksums, b64
 from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.pages import (
     MAX_PAGE_WRITE,
@@ -155,7 +154,7 @@ async def put_page(call: Call) -> Response:
         record, sums = await pages.upload_pages(
             call.key, start, end, upload.chunks, upload.md5, upload.crc64, request
         )
-        extra = _checksums(sums, md5=upload.md5 is not None)
+        extra = blobs.appended_checksums(sums, md5=upload.md5 is not None)
     elif action.lower() == "clear":
         declared = headers.get("content-length", "0")
         if declared != "0":
@@ -167,15 +166,6 @@ async def put_page(call: Call) -> Response:
     if action.lower() == "update":
         response_headers.append(_ENCRYPTED)
     return Response(201, [*response_headers, *call.echo])
-
-
-def _checksums(sums: Checksums, *, md5: bool) -> Headers:
-    headers: Headers = []
-    if md5 and sums.md5 is not None:
-        headers.append((b"content-md5", b64(sums.md5).encode()))
-    if sums.crc64 is not None:
-        headers.append((b"x-ms-content-crc64", b64(sums.crc64).encode()))
-    return headers
 
 
 async def get_page_ranges(call: Call) -> Response:
