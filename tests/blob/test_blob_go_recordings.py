@@ -125,3 +125,36 @@ def test_append_block_and_put_page_echo_the_md5_alone(
 
     answer = asyncio.run(append_with_md5())
     assert answer["content_md5"] is not None and answer.get("content_crc64") is None
+
+
+def test_listings_mark_the_current_version_whatever_they_include(
+    go_server: ServerProcess, http: BlobHttp, box: str
+) -> None:
+    """TestContainerListBlobsSpecificValidPrefix (List Blobs with a prefix and no include) and
+    TestAppendBlockPermanentDeleteWithoutPermission (``include=snapshots``): on an account that
+    keeps versions each current blob is listed with ``<VersionId>`` then
+    ``<IsCurrentVersion>true</IsCurrentVersion>``; a snapshot has neither."""
+    written = http.request("PUT", f"/{box}/b", {"x-ms-blob-type": "BlockBlob"}, b"GoBlockBlobData")
+    assert written.status == 201
+    snapshot = http.request("PUT", f"/{box}/b?comp=snapshot")
+    version = snapshot.headers["x-ms-version-id"]  # a snapshot makes a version, as recorded
+    current = f"<Name>b</Name><VersionId>{version}</VersionId><IsCurrentVersion>true</IsCurrentVersion>"
+    for query in ("&prefix=b", "&include=snapshots"):
+        listed = http.request(
+            "GET", f"/{box}?restype=container&comp=list{query}", {"x-ms-version": GO_VERSION}
+        )
+        assert listed.status == 200 and current.encode() in listed.body
+    snapshotted = http.request("GET", f"/{box}?restype=container&comp=list&include=snapshots")
+    assert snapshotted.body.count(b"<IsCurrentVersion>") == 1 and b"<Snapshot>" in snapshotted.body
+    with BlobServiceClient.from_connection_string(go_server.connection_string) as service:
+        listed = [
+            (b.version_id, b.is_current_version) for b in service.get_container_client(box).list_blobs()
+        ]
+    assert listed == [(version, True)]
+
+    async def listed_async() -> list[tuple[str | None, bool | None]]:
+        async with AsyncBlobServiceClient.from_connection_string(go_server.connection_string) as service:
+            container = service.get_container_client(box)
+            return [(b.version_id, b.is_current_version) async for b in container.list_blobs()]
+
+    assert asyncio.run(listed_async()) == [(version, True)]

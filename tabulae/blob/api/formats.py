@@ -276,7 +276,7 @@ def render_blobs(
             continue
         record, lease = item
         parts.append(f"<Blob>{_name(record.name)}")
-        parts.append(_version_elements(record, "versions" in include))
+        parts.append(_version_elements(record))
         if index in versions_only:
             parts.append("<HasVersionsOnly>true</HasVersionsOnly>")
         tier = tier_of(record) if tier_of is not None else _TIER if record.blob_type == "BlockBlob" else ""
@@ -304,9 +304,12 @@ def render_blobs(
     return "".join(parts).encode()
 
 
-def _version_elements(record: BlobRecord, versions: bool) -> str:
+def _version_elements(record: BlobRecord) -> str:
     """``<Snapshot>`` of a snapshot, ``<VersionId>`` of a version (a previous one is stored under
-    ``v`` and its id), and ``<IsCurrentVersion>`` of the base blob in a listing of versions."""
+    ``v`` and its id), and ``<IsCurrentVersion>`` of the base blob whenever it has a version id,
+    whatever the listing includes (recorded: the Go SDK's TestContainerListBlobsSpecificValidPrefix
+    lists with no include, TestAppendBlockPermanentDeleteWithoutPermission with
+    include=snapshots, both x-ms-version 2023-11-03 on a versioned account)."""
     snapshot = record.snapshot
     if snapshot.startswith(VERSION_PREFIX):
         return f"<VersionId>{snapshot[len(VERSION_PREFIX) :]}</VersionId>"
@@ -315,8 +318,7 @@ def _version_elements(record: BlobRecord, versions: bool) -> str:
     if snapshot:
         return f"<Snapshot>{snapshot}</Snapshot>"
     if record.version_id:
-        current = "<IsCurrentVersion>true</IsCurrentVersion>" if versions else ""
-        return f"<VersionId>{record.version_id}</VersionId>{current}"
+        return f"<VersionId>{record.version_id}</VersionId><IsCurrentVersion>true</IsCurrentVersion>"
     return ""
 
 
