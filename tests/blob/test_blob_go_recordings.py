@@ -158,3 +158,50 @@ def test_listings_mark_the_current_version_whatever_they_include(
             return [(b.version_id, b.is_current_version) async for b in container.list_blobs()]
 
     assert asyncio.run(listed_async()) == [(version, True)]
+
+
+def _retention_body(days: str) -> bytes:
+    return (
+        b'<?xml version="1.0" encoding="UTF-8"?>\n<StorageServiceProperties><DeleteRetentionPolicy>'
+        b"<Enabled>true</Enabled>" + days.encode() + b"</DeleteRetentionPolicy></StorageServiceProperties>"
+    )
+
+
+@pytest.mark.parametrize(
+    ("days", "position", "reason", "length"),
+    [
+        (
+            "<Days>0</Days>",
+            89,
+            "Retention days must be greater than 0 and less than or equal to 365 days.",
+            375,
+        ),
+        ("", 75, "Element is missing: Days.", 327),
+        (
+            "<Days>366</Days>",
+            91,
+            "Retention days must be greater than 0 and less than or equal to 365 days.",
+            375,
+        ),
+    ],
+)
+def test_delete_retention_days_refused_as_a_document_error(
+    go_server: ServerProcess, http: BlobHttp, days: str, position: int, reason: str, length: int
+) -> None:
+    """TestAccountDeleteRetentionPolicyDaysTooSmall (``<Days>0</Days>``) and
+    TestAccountDeleteRetentionPolicyDaysOmitted: Set Blob Service Properties with the Go SDK's
+    body is 400 InvalidXmlDocument at the line and position of the name in
+    ``</DeleteRetentionPolicy>``, with the reason (375 and 327 bytes). 366 days takes the same
+    reason, which names the upper bound. The account's properties stay as they were."""
+    path = "/?restype=service&comp=properties"
+    reply = http.request("PUT", path, {"Content-Type": "application/xml"}, _retention_body(days))
+    assert (reply.status, reply.code, len(reply.body)) == (400, "InvalidXmlDocument", length)
+    fields = reply.error_fields()
+    assert (fields["LineNumber"], fields["LinePosition"], fields["Reason"]) == ("2", str(position), reason)
+    assert fields["Message"].split("\n")[0] == "XML specified is not syntactically valid."
+    with BlobServiceClient.from_connection_string(go_server.connection_string) as service:
+        assert not service.get_service_properties()["delete_retention_policy"].enabled
+    ok = http.request("PUT", path, {"Content-Type": "application/xml"}, _retention_body("<Days>7</Days>"))
+    assert ok.status == 202
+    disabled = _retention_body("").replace(b"true", b"false")
+    assert http.request("PUT", path, {"Content-Type": "application/xml"}, disabled).status == 202

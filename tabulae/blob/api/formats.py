@@ -26,6 +26,7 @@ from tabulae.http.documents import (
     text_of,
     xml_bool,
 )
+from tabulae.http.xmlplace import refused_at_end_tag
 from tabulae.model import edm
 from tabulae.model.blobs import VERSION_PREFIX, BlobRecord, ContainerRecord, Extent
 from tabulae.model.errors import ServiceError
@@ -376,8 +377,8 @@ def parse_service_properties_blob(body: bytes, current: BlobServiceProperties) -
     if element is not None:
         enabled = xml_bool(text_of(element, "Enabled"))
         days = text_of(element, "Days")
-        if enabled and (days is None or not days.isdigit() or not 1 <= int(days[:4]) <= 365):
-            raise ServiceError("InvalidXmlNodeValue")
+        if enabled:
+            _check_retention_days(body, days)
         allow = text_of(element, "AllowPermanentDelete")
         result.delete_retention = DeleteRetention(
             enabled, int(days) if enabled and days else None, xml_bool(allow) if allow is not None else False
@@ -394,6 +395,25 @@ def parse_service_properties_blob(body: bytes, current: BlobServiceProperties) -
     if version:
         result.default_service_version = version
     return result
+
+
+_RETENTION_RANGE = "Retention days must be greater than 0 and less than or equal to 365 days."
+
+
+def _check_retention_days(body: bytes, days: str | None) -> None:
+    """An enabled ``DeleteRetentionPolicy`` needs ``Days`` from 1 to 365. Azure refuses a missing
+    one or a number out of range as a document error at the policy's end tag (recorded: the Go
+    SDK's TestAccountDeleteRetentionPolicyDaysOmitted, "Element is missing: Days.", and
+    TestAccountDeleteRetentionPolicyDaysTooSmall, ``<Days>0</Days>``, x-ms-version 2023-11-03);
+    a value that is no number stays ``InvalidXmlNodeValue`` (not recorded)."""
+    path = ("StorageServiceProperties", "DeleteRetentionPolicy")
+    if days is None:
+        raise refused_at_end_tag(body, path, "Element is missing: Days.")
+    digits = days[1:] if days[:1] in ("-", "+") else days
+    if not digits.isascii() or not digits.isdigit():
+        raise ServiceError("InvalidXmlNodeValue")
+    if not 1 <= int(days[:12]) <= 365:
+        raise refused_at_end_tag(body, path, _RETENTION_RANGE)
 
 
 def render_service_properties_blob(properties: BlobServiceProperties) -> bytes:
