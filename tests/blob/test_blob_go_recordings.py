@@ -205,3 +205,30 @@ def test_delete_retention_days_refused_as_a_document_error(
     assert ok.status == 202
     disabled = _retention_body("").replace(b"true", b"false")
     assert http.request("PUT", path, {"Content-Type": "application/xml"}, disabled).status == 202
+
+
+@pytest.mark.parametrize("condition", ["eq", "le", "lt"])
+@pytest.mark.parametrize("write", ["clear", "update"])
+def test_negative_sequence_number_conditions_are_invalid_input(
+    http: BlobHttp, box: str, condition: str, write: str
+) -> None:
+    """TestBlobClearPagesIfSequenceNumberEqualNegOne, LTENegOne, LessThanNegOne and
+    TestBlobPutPagesIfSequenceNumberLTENegOne, LessThanNegOne: a Put Page whose
+    ``x-ms-if-sequence-number-*`` is ``-1`` is 400 InvalidInput with no detail (220 bytes);
+    the page stays as it was."""
+    created = http.request(
+        "PUT", f"/{box}/pb", {"x-ms-blob-type": "PageBlob", "x-ms-blob-content-length": "5120"}
+    )
+    assert created.status == 201
+    page = {"x-ms-page-write": write, "x-ms-range": "bytes=0-511"}
+    body = b"x" * 512 if write == "update" else b""
+    refused = http.request(
+        "PUT", f"/{box}/pb?comp=page", {**page, f"x-ms-if-sequence-number-{condition}": "-1"}, body
+    )
+    assert (refused.status, refused.code, len(refused.body)) == (400, "InvalidInput", 220)
+    assert set(refused.error_fields()) == {"Code", "Message"}
+    assert http.request("GET", f"/{box}/pb", {"x-ms-range": "bytes=0-511"}).body == bytes(512)
+    ok = http.request(
+        "PUT", f"/{box}/pb?comp=page", {**page, f"x-ms-if-sequence-number-{condition}": "0"}, body
+    )
+    assert ok.status == (412 if condition == "lt" else 201)

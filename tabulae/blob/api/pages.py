@@ -24,6 +24,7 @@ from tabulae.blob.rules.pages import (
     MAX_PAGE_WRITE,
     SequenceConditions,
     check_aligned,
+    parse_sequence_condition,
     parse_sequence_number,
 )
 from tabulae.blob.service import parse_snapshot
@@ -52,6 +53,11 @@ def _missing(name: str) -> ServiceError:
 def _number(headers: dict[str, str], name: str) -> int | None:
     value = headers.get(name)
     return None if value is None else parse_sequence_number(value, name)
+
+
+def _condition(headers: dict[str, str], name: str) -> int | None:
+    value = headers.get(name)
+    return None if value is None else parse_sequence_condition(value, name)
 
 
 def _sequence_header(number: int) -> tuple[bytes, bytes]:
@@ -135,9 +141,9 @@ async def put_page(call: Call) -> Response:
     request = PageWrite(
         conditions(headers),
         SequenceConditions(
-            _number(headers, "x-ms-if-sequence-number-le"),
-            _number(headers, "x-ms-if-sequence-number-lt"),
-            _number(headers, "x-ms-if-sequence-number-eq"),
+            _condition(headers, "x-ms-if-sequence-number-le"),
+            _condition(headers, "x-ms-if-sequence-number-lt"),
+            _condition(headers, "x-ms-if-sequence-number-eq"),
         ),
         call.lease_id,
     )
