@@ -232,3 +232,27 @@ def test_negative_sequence_number_conditions_are_invalid_input(
         "PUT", f"/{box}/pb?comp=page", {**page, f"x-ms-if-sequence-number-{condition}": "0"}, body
     )
     assert ok.status == (412 if condition == "lt" else 201)
+
+
+def test_snapshot_of_a_malformed_snapshot_names_the_parameter(http: BlobHttp, box: str) -> None:
+    """TestBlobSnapshotOfSnapshot: Snapshot Blob whose ``snapshot`` parameter is no snapshot time
+    is 400 InvalidQueryParameterValue naming ``snapshot`` and its value, as a read's is: no
+    x-ms-error-code or x-ms-version header, a line break after the declaration (395 bytes). The
+    recorded ``+`` signs are sent as ``%2B`` here (what Azure decodes them to, by the value it
+    names). A well-formed snapshot time stays InvalidOperation."""
+    assert http.request("PUT", f"/{box}/b", {"x-ms-blob-type": "BlockBlob"}, b"GoBlockBlobData").status == 201
+    value = "2021-01-01+01:01:01++0000+UTC"
+    sent = value.replace("+", "%2B").replace(":", "%3A")
+    refused = http.request("PUT", f"/{box}/b?comp=snapshot&snapshot={sent}")
+    assert (refused.status, refused.code, len(refused.body)) == (400, None, 395)
+    assert "x-ms-version" not in refused.headers
+    assert refused.body.startswith(b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n<Error>')
+    fields = refused.error_fields()
+    assert (fields["Code"], fields["QueryParameterName"], fields["QueryParameterValue"]) == (
+        "InvalidQueryParameterValue",
+        "snapshot",
+        value,
+    )
+    snapshot = http.request("PUT", f"/{box}/b?comp=snapshot").headers["x-ms-snapshot"]
+    again = http.request("PUT", f"/{box}/b?comp=snapshot&snapshot={snapshot.replace(':', '%3A')}")
+    assert (again.status, again.code) == (400, "InvalidOperation")

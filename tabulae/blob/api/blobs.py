@@ -34,7 +34,7 @@ from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
 from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.limits import MIB, max_append, max_block, max_put_blob
 from tabulae.blob.rules.tiers import TierView, parse_priority, parse_tier
-from tabulae.blob.service import BLOB_TYPES
+from tabulae.blob.service import BLOB_TYPES, parse_snapshot
 from tabulae.http.messages import Headers, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.http.streaming import StreamedResponse
@@ -61,7 +61,12 @@ def _snapshot(call: Call) -> str:
 
 
 def _no_snapshot(call: Call) -> None:
-    """Snapshots and versions are read-only: a write naming one is 400 InvalidOperation."""
+    """Snapshots and versions are read-only: a write naming one is 400 InvalidOperation. A
+    ``snapshot`` that is no snapshot time is refused first, as a read's is (recorded: the Go
+    SDK's TestBlobSnapshotOfSnapshot, Snapshot Blob with ``snapshot=2021-01-01+01%3A01%3A01
+    ++0000+UTC``, x-ms-version 2023-11-03: 400 InvalidQueryParameterValue naming it)."""
+    if "snapshot" in call.request.query:
+        parse_snapshot(call.request.query["snapshot"])
     if "snapshot" in call.request.query or "versionid" in call.request.query:
         raise ServiceError("InvalidOperation")
 
