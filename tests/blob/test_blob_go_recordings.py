@@ -256,3 +256,25 @@ def test_snapshot_of_a_malformed_snapshot_names_the_parameter(http: BlobHttp, bo
     snapshot = http.request("PUT", f"/{box}/b?comp=snapshot").headers["x-ms-snapshot"]
     again = http.request("PUT", f"/{box}/b?comp=snapshot&snapshot={snapshot.replace(':', '%3A')}")
     assert (again.status, again.code) == (400, "InvalidOperation")
+
+
+def test_six_signed_identifiers_name_no_place(go_server: ServerProcess, http: BlobHttp, box: str) -> None:
+    """TestContainerSetPermissionsACLMoreThanFive: Set Container ACL with six identifiers (the Go
+    SDK's body) is 400 InvalidXmlDocument with LineNumber 0, LinePosition 0 and an empty Reason
+    (294 bytes); the container's ACL stays empty."""
+    policy = (
+        "<SignedIdentifier><AccessPolicy><Permission>r</Permission><Expiry>2049-06-11T20:00:00Z</Expiry>"
+        "<Start>2021-06-11T20:00:00Z</Start></AccessPolicy><Id>000{}</Id></SignedIdentifier>"
+    )
+    body = '<?xml version="1.0" encoding="UTF-8"?>\n<SignedIdentifiers>{}</SignedIdentifiers>'
+    six = body.format("".join(policy.format(i) for i in range(6))).encode()
+    headers = {"Content-Type": "application/xml", "x-ms-blob-public-access": "blob"}
+    refused = http.request("PUT", f"/{box}?restype=container&comp=acl", headers, six)
+    assert (refused.status, refused.code, len(refused.body)) == (400, "InvalidXmlDocument", 294)
+    assert refused.body.endswith(
+        b"<LineNumber>0</LineNumber><LinePosition>0</LinePosition><Reason /></Error>"
+    )
+    with BlobServiceClient.from_connection_string(go_server.connection_string) as service:
+        assert service.get_container_client(box).get_container_access_policy()["signed_identifiers"] == []
+    five = body.format("".join(policy.format(i) for i in range(5))).encode()
+    assert http.request("PUT", f"/{box}?restype=container&comp=acl", headers, five).status == 200
