@@ -8,16 +8,17 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from azure.core.exceptions import HttpResponseError
-from azure.storage.blob import BlobServiceClient
+from azure.storage.blob import BlobServiceClient, generate_blob_sas
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
 from tests.backends import backend_names
 from tests.blobhttp import BlobHttp
 from tests.conftest import fresh_store
-from tests.serverproc import ServerProcess
+from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 
 GO_VERSION = "2023-11-03"
 _names = itertools.count()
@@ -278,3 +279,50 @@ def test_six_signed_identifiers_name_no_place(go_server: ServerProcess, http: Bl
         assert service.get_container_client(box).get_container_access_policy()["signed_identifiers"] == []
     five = body.format("".join(policy.format(i) for i in range(5))).encode()
     assert http.request("PUT", f"/{box}?restype=container&comp=acl", headers, five).status == 200
+
+
+DECLARATION_BREAK = b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n<Error><Code>'
+
+
+def test_append_block_and_put_page_from_url_errors_break_after_the_declaration(
+    go_server: ServerProcess, http: BlobHttp, box: str
+) -> None:
+    """TestAppendBlockFromURLWithMD5 (a wrong x-ms-source-content-md5: 400 Md5Mismatch, 278
+    bytes, no digests) and TestAppendBlockFromURLCopySourceAuthNegative: Append Block From URL's
+    errors have a line break after the XML declaration, as Put Page From URL's do (.NET's
+    UploadPagesFromUriAsync_SourceBearerTokenFail); Put Blob From URL's have none. The MD5 given
+    is echoed alone on success."""
+    data = bytes(range(256)) * 16
+    md5 = "K808TeIMkY4Z+rXDYknHDQ=="  # of data
+    assert http.request("PUT", f"/{box}/src", {"x-ms-blob-type": "BlockBlob"}, data).status == 201
+    sas = generate_blob_sas(
+        DEV_ACCOUNT,
+        box,
+        "src",
+        account_key=DEV_KEY,
+        permission="r",
+        expiry=datetime.now(UTC) + timedelta(hours=1),
+    )
+    source = f"http://127.0.0.1:{go_server.blob_port}/{DEV_ACCOUNT}/{box}/src?{sas}"
+    assert http.request("PUT", f"/{box}/dest", {"x-ms-blob-type": "AppendBlob"}).status == 201
+    copy = {"x-ms-copy-source": source, "x-ms-source-range": "bytes=0-4095"}
+    wrong = http.request(
+        "PUT", f"/{box}/dest?comp=appendblock", {**copy, "x-ms-source-content-md5": "A" * 22 + "=="}
+    )
+    assert (wrong.status, wrong.code, len(wrong.body)) == (400, "Md5Mismatch", 278)
+    assert wrong.body.startswith(DECLARATION_BREAK)
+    right = http.request("PUT", f"/{box}/dest?comp=appendblock", {**copy, "x-ms-source-content-md5": md5})
+    assert right.status == 201 and right.headers["content-md5"] == md5
+    assert http.request(
+        "PUT", f"/{box}/pb", {"x-ms-blob-type": "PageBlob", "x-ms-blob-content-length": "4096"}
+    )
+    missing = f"http://127.0.0.1:{go_server.blob_port}/{DEV_ACCOUNT}/{box}/missing?{sas}"
+    page = {"x-ms-copy-source": missing, "x-ms-source-range": "bytes=0-511", "x-ms-range": "bytes=0-511"}
+    refused = http.request("PUT", f"/{box}/pb?comp=page", {**page, "x-ms-page-write": "update"})
+    assert (refused.status, refused.code) == (403, "CannotVerifyCopySource")  # the SAS is src's
+    assert refused.body.startswith(DECLARATION_BREAK)
+    whole = http.request(
+        "PUT", f"/{box}/copied", {"x-ms-blob-type": "BlockBlob", "x-ms-copy-source": missing}
+    )
+    assert (whole.status, whole.code) == (403, "CannotVerifyCopySource")
+    assert whole.body.startswith(b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?><Error>')
