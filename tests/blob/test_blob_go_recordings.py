@@ -326,3 +326,29 @@ def test_append_block_and_put_page_from_url_errors_break_after_the_declaration(
     )
     assert (whole.status, whole.code) == (403, "CannotVerifyCopySource")
     assert whole.body.startswith(b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?><Error>')
+
+
+def test_a_source_token_that_is_no_token_is_401(go_server: ServerProcess, http: BlobHttp, box: str) -> None:
+    """TestAppendBlockFromURLCopySourceAuthNegative: Append Block From URL whose
+    ``x-ms-copy-source-authorization`` is ``Bearer faketoken`` is 401 CannotVerifyCopySource with
+    the generic message and nothing of the source's (251 bytes, a line break after the
+    declaration). ``Bearer auth token`` stays the source's 400 InvalidAuthenticationInfo, as .NET's
+    recordings show."""
+    assert http.request("PUT", f"/{box}/src", {"x-ms-blob-type": "BlockBlob"}, b"x" * 4096).status == 201
+    assert http.request("PUT", f"/{box}/dest", {"x-ms-blob-type": "AppendBlob"}).status == 201
+    source = f"http://127.0.0.1:{go_server.blob_port}/{DEV_ACCOUNT}/{box}/src"
+    fake = {"x-ms-copy-source": source, "x-ms-copy-source-authorization": "Bearer faketoken"}
+    refused = http.request("PUT", f"/{box}/dest?comp=appendblock", fake)
+    assert (refused.status, refused.code, len(refused.body)) == (401, "CannotVerifyCopySource", 251)
+    assert refused.body.startswith(DECLARATION_BREAK)
+    assert "x-ms-copy-source-status-code" not in refused.headers
+    assert set(refused.error_fields()) == {"Code", "Message"}
+    spaced = {**fake, "x-ms-copy-source-authorization": "Bearer auth token"}
+    malformed = http.request("PUT", f"/{box}/dest?comp=appendblock", spaced)
+    assert (malformed.status, malformed.code) == (400, "CannotVerifyCopySource")
+    assert malformed.headers["x-ms-copy-source-error-code"] == "InvalidAuthenticationInfo"
+    with BlobServiceClient.from_connection_string(go_server.connection_string) as service:
+        target = service.get_blob_client(box, "target")
+        with pytest.raises(HttpResponseError) as caught:
+            target.upload_blob_from_url(source, source_authorization="Bearer faketoken")
+        assert (caught.value.status_code, caught.value.error_code) == (401, "CannotVerifyCopySource")
