@@ -6,6 +6,7 @@ read back through the Python SDK (sync and aio) where it can express the request
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from tests.conftest import fresh_store
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 
 GO_VERSION = "2023-11-03"
+SECOND, SECOND_KEY = "gosecond", base64.b64encode(b"second account key" * 4).decode()
 _names = itertools.count()
 
 
@@ -29,7 +31,8 @@ def go_server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:
     """A server whose account keeps versions, as the recording account did, one per backend."""
-    extra = [*fresh_store(request.param), "--blob-versioning"]
+    accounts = ["--account", f"{DEV_ACCOUNT}:{DEV_KEY}", "--account", f"{SECOND}:{SECOND_KEY}"]
+    extra = [*fresh_store(request.param), "--blob-versioning", *accounts]
     process = ServerProcess(tmp_path_factory.mktemp("gorec"), extra_args=extra, backend=request.param)
     process.start()
     yield process
@@ -352,3 +355,36 @@ def test_a_source_token_that_is_no_token_is_401(go_server: ServerProcess, http: 
         with pytest.raises(HttpResponseError) as caught:
             target.upload_blob_from_url(source, source_authorization="Bearer faketoken")
         assert (caught.value.status_code, caught.value.error_code) == (401, "CannotVerifyCopySource")
+
+
+def test_copy_blob_source_errors(go_server: ServerProcess, http: BlobHttp, box: str) -> None:
+    """TestBlobStartCopySourceNonExistent: Copy Blob from a missing blob of the same account is
+    404 BlobNotFound (215 bytes, nothing of a copy source's). TestBlobStartCopySourcePrivate:
+    from a private blob of another account, signed with that other account's key, it is 401
+    CannotVerifyCopySource in the source's words, "Server failed to authenticate the request.
+    Please refer to the information in the www-authenticate header.", with nothing else (297
+    bytes)."""
+    missing = f"http://127.0.0.1:{go_server.blob_port}/{DEV_ACCOUNT}/{box}/missing"
+    refused = http.request("PUT", f"/{box}/copy", {"x-ms-copy-source": missing})
+    assert (refused.status, refused.code, len(refused.body)) == (404, "BlobNotFound", 215)
+    assert "x-ms-copy-source-status-code" not in refused.headers
+    assert (
+        http.request("PUT", f"/{box}/private", {"x-ms-blob-type": "BlockBlob"}, b"GoBlockBlobData").status
+        == 201
+    )
+    with BlobServiceClient(
+        go_server.blob_endpoint.replace(DEV_ACCOUNT, SECOND),
+        credential={"account_name": SECOND, "account_key": SECOND_KEY},
+    ) as other:
+        target = other.create_container(f"cpyc{box}").get_blob_client("copyb")
+        source = f"http://127.0.0.1:{go_server.blob_port}/{DEV_ACCOUNT}/{box}/private"
+        with pytest.raises(HttpResponseError) as caught:
+            target.start_copy_from_url(source)
+    error = caught.value
+    assert (error.status_code, error.error_code) == (401, "CannotVerifyCopySource")
+    assert error.response is not None and len(error.response.body()) == 297
+    assert "x-ms-copy-source-status-code" not in error.response.headers
+    assert (
+        "<Message>Server failed to authenticate the request. Please refer to the information in the "
+        "www-authenticate header.\n" in error.response.text()
+    )

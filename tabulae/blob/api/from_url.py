@@ -277,6 +277,20 @@ async def put_page_from_url(call: Call) -> Response:
 # ------------------------------------------------------------------------------ Copy Blob
 
 
+def _unauthenticated_source(error: ServiceError) -> ServiceError:
+    """Copy Blob's answer when a source of this server would not let the request read it without
+    credentials (401): CannotVerifyCopySource in the source's words, with nothing else of the
+    source's (recorded: the Go SDK's TestBlobStartCopySourcePrivate, a private blob of another
+    account, x-ms-version 2023-11-03, 297 bytes). Other refusals keep the source's detail (their
+    Copy Blob answers are not recorded)."""
+    if error.code != "CannotVerifyCopySource" or error.status != 401:
+        return error
+    said = dict(error.fields).get("CopySourceErrorMessage") or error.message
+    plain = ServiceError("CannotVerifyCopySource", said)
+    plain.status = 401
+    return plain
+
+
 async def copy_blob(call: Call) -> Response:
     """Copy Blob: instant from this server's store, pending from outside it; with
     ``x-ms-requires-sync: true`` it is Copy Blob From URL, completed before the answer."""
@@ -291,7 +305,10 @@ async def copy_blob(call: Call) -> Response:
     given = request_metadata(call.request)
     source = locate(call, url)
     if source.key is not None:
-        await authorize_local(call, source, shared_key_ok=True)
+        try:
+            await authorize_local(call, source, shared_key_ok=True)
+        except ServiceError as exc:
+            raise _unauthenticated_source(exc) from None
         try:
             record = await call.service.copy_blob(
                 source.key, source.snapshot, call.key, recorded(url), given if given else None,
@@ -301,6 +318,11 @@ async def copy_blob(call: Call) -> Response:
                 seal=bool_header(headers, "x-ms-seal-blob"), protect=await immutability.requested(call),
             )  # fmt: skip
         except ServiceError as exc:
+            if exc.code == "CannotVerifyCopySource" and source.key.account == call.route.account:
+                # a missing source of the same account is the destination's own 404 BlobNotFound
+                # (recorded: the Go SDK's TestBlobStartCopySourceNonExistent, 2023-11-03, and
+                # .NET's StartCopyFromUriAsync_Error, 2021-06-08, 215 bytes)
+                raise ServiceError("BlobNotFound") from None
             if exc.code == "CannotVerifyCopySource":
                 raise source_refused(404, "BlobNotFound", "The specified blob does not exist.") from None
             if exc.code == "BlobUsesCustomerSpecifiedEncryption":  # the source's key, which it cannot name
