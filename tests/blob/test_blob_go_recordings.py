@@ -388,3 +388,18 @@ def test_copy_blob_source_errors(go_server: ServerProcess, http: BlobHttp, box: 
         "<Message>Server failed to authenticate the request. Please refer to the information in the "
         "www-authenticate header.\n" in error.response.text()
     )
+
+
+def test_find_blobs_by_tags_writes_the_quotes_of_where_as_entities(
+    go_server: ServerProcess, http: BlobHttp
+) -> None:
+    """TestAccountFilterBlobs: Find Blobs by Tags with ``where="key"='value'`` and nothing found
+    answers ``<Where>&quot;key&quot;=&apos;value&apos;</Where><Blobs/><NextMarker/>`` after a line
+    break; the SDK reads the expression back."""
+    found = http.request("GET", "/?comp=blobs&where=%22key%22%3D%27value%27", {"x-ms-version": GO_VERSION})
+    assert found.status == 200
+    assert found.body.endswith(
+        b"><Where>&quot;key&quot;=&apos;value&apos;</Where><Blobs/><NextMarker/></EnumerationResults>"
+    )
+    with BlobServiceClient.from_connection_string(go_server.connection_string) as service:
+        assert list(service.find_blobs_by_tags("\"key\"='value'")) == []
