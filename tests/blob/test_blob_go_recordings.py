@@ -403,3 +403,20 @@ def test_find_blobs_by_tags_writes_the_quotes_of_where_as_entities(
     )
     with BlobServiceClient.from_connection_string(go_server.connection_string) as service:
         assert list(service.find_blobs_by_tags("\"key\"='value'")) == []
+
+
+def test_delete_type_on_an_account_that_keeps_versions(http: BlobHttp, box: str) -> None:
+    """Versioning on, soft delete off (as the Go SDK's account was: its version deletes answer
+    true). TestDeleteBlobWithoutLeaseId: deleting the blob answers x-ms-delete-type-permanent
+    false (a previous version keeps it); TestAppendBlockPermanentDeleteWithoutPermission: so does
+    deleting its snapshots alone; TestDeleteSpecificBlobVersion: deleting a version, true."""
+    written = http.request("PUT", f"/{box}/b", {"x-ms-blob-type": "BlockBlob"}, b"data0")
+    first = written.headers["x-ms-version-id"]
+    assert http.request("PUT", f"/{box}/b", {"x-ms-blob-type": "BlockBlob"}, b"data1").status == 201
+    assert http.request("PUT", f"/{box}/b?comp=snapshot").status == 201
+    only = http.request("DELETE", f"/{box}/b", {"x-ms-delete-snapshots": "only"})
+    assert (only.status, only.headers["x-ms-delete-type-permanent"]) == (202, "false")
+    version = http.request("DELETE", f"/{box}/b?versionid={first.replace(':', '%3A')}")
+    assert (version.status, version.headers["x-ms-delete-type-permanent"]) == (202, "true")
+    base = http.request("DELETE", f"/{box}/b")
+    assert (base.status, base.headers["x-ms-delete-type-permanent"]) == (202, "false")
