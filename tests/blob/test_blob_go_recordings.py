@@ -164,10 +164,13 @@ def test_listings_mark_the_current_version_whatever_they_include(
     assert asyncio.run(listed_async()) == [(version, True)]
 
 
-def _retention_body(days: str) -> bytes:
+def _retention_body(days: str | None) -> bytes:
+    """The Go SDK's body; ``None`` is its empty policy (no Enabled, TestAccountDeleteRetentionPolicyEmpty)."""
+    inner = b"" if days is None else b"<Enabled>true</Enabled>" + days.encode()
     return (
         b'<?xml version="1.0" encoding="UTF-8"?>\n<StorageServiceProperties><DeleteRetentionPolicy>'
-        b"<Enabled>true</Enabled>" + days.encode() + b"</DeleteRetentionPolicy></StorageServiceProperties>"
+        + inner
+        + b"</DeleteRetentionPolicy></StorageServiceProperties>"
     )
 
 
@@ -187,16 +190,19 @@ def _retention_body(days: str) -> bytes:
             "Retention days must be greater than 0 and less than or equal to 365 days.",
             375,
         ),
+        (None, 52, "Element is missing: Enabled.", 330),
     ],
 )
 def test_delete_retention_days_refused_as_a_document_error(
-    go_server: ServerProcess, http: BlobHttp, days: str, position: int, reason: str, length: int
+    go_server: ServerProcess, http: BlobHttp, days: str | None, position: int, reason: str, length: int
 ) -> None:
     """TestAccountDeleteRetentionPolicyDaysTooSmall (``<Days>0</Days>``) and
     TestAccountDeleteRetentionPolicyDaysOmitted: Set Blob Service Properties with the Go SDK's
     body is 400 InvalidXmlDocument at the line and position of the name in
     ``</DeleteRetentionPolicy>``, with the reason (375 and 327 bytes). 366 days takes the same
-    reason, which names the upper bound. The account's properties stay as they were."""
+    reason, which names the upper bound. TestAccountDeleteRetentionPolicyEmpty: a policy without
+    Enabled is "Element is missing: Enabled." at the same place (330 bytes). The account's
+    properties stay as they were."""
     path = "/?restype=service&comp=properties"
     reply = http.request("PUT", path, {"Content-Type": "application/xml"}, _retention_body(days))
     assert (reply.status, reply.code, len(reply.body)) == (400, "InvalidXmlDocument", length)
@@ -207,7 +213,7 @@ def test_delete_retention_days_refused_as_a_document_error(
         assert not service.get_service_properties()["delete_retention_policy"].enabled
     ok = http.request("PUT", path, {"Content-Type": "application/xml"}, _retention_body("<Days>7</Days>"))
     assert ok.status == 202
-    disabled = _retention_body("").replace(b"true", b"false")
+    disabled = _retention_body("").replace(b"true", b"false")  # Enabled false, no Days: accepted
     assert http.request("PUT", path, {"Content-Type": "application/xml"}, disabled).status == 202
 
 

@@ -375,6 +375,8 @@ def parse_service_properties_blob(body: bytes, current: BlobServiceProperties) -
     )
     element = root.find("DeleteRetentionPolicy")
     if element is not None:
+        if element.find("Enabled") is None:  # recorded: TestAccountDeleteRetentionPolicyEmpty
+            raise refused_at_end_tag(body, _RETENTION_PATH, "Element is missing: Enabled.")
         enabled = xml_bool(text_of(element, "Enabled"))
         days = text_of(element, "Days")
         if enabled:
@@ -397,6 +399,7 @@ def parse_service_properties_blob(body: bytes, current: BlobServiceProperties) -
     return result
 
 
+_RETENTION_PATH = ("StorageServiceProperties", "DeleteRetentionPolicy")
 _RETENTION_RANGE = "Retention days must be greater than 0 and less than or equal to 365 days."
 
 
@@ -406,7 +409,7 @@ def _check_retention_days(body: bytes, days: str | None) -> None:
     SDK's TestAccountDeleteRetentionPolicyDaysOmitted, "Element is missing: Days.", and
     TestAccountDeleteRetentionPolicyDaysTooSmall, ``<Days>0</Days>``, x-ms-version 2023-11-03);
     a value that is no number stays ``InvalidXmlNodeValue`` (not recorded)."""
-    path = ("StorageServiceProperties", "DeleteRetentionPolicy")
+    path = _RETENTION_PATH
     if days is None:
         raise refused_at_end_tag(body, path, "Element is missing: Days.")
     digits = days[1:] if days[:1] in ("-", "+") else days
