@@ -426,3 +426,27 @@ def test_delete_type_on_an_account_that_keeps_versions(http: BlobHttp, box: str)
     assert (version.status, version.headers["x-ms-delete-type-permanent"]) == (202, "true")
     base = http.request("DELETE", f"/{box}/b")
     assert (base.status, base.headers["x-ms-delete-type-permanent"]) == (202, "false")
+
+
+def test_signed_identifier_too_long_names_its_place(
+    go_server: ServerProcess, http: BlobHttp, box: str
+) -> None:
+    """TestContainerSetPermissionsSignedIdentifierTooLong: Set Container ACL with two identifiers
+    whose Ids are 65 characters (the Go SDK's 554-byte body) is 400 InvalidXmlDocument at line 2,
+    position 259 (the name of the second ``<SignedIdentifier>``), "Signed identifier ID cannot be
+    empty or over 64 characters in length" (371 bytes), as the Queue service answers."""
+    policy = (
+        "<SignedIdentifier><AccessPolicy><Permission>r</Permission><Expiry>2021-06-11T20:00:00Z</Expiry>"
+        "<Start>2021-06-11T20:05:00Z</Start></AccessPolicy><Id>" + "a" * 65 + "</Id></SignedIdentifier>"
+    )
+    declaration = '<?xml version="1.0" encoding="UTF-8"?>\n'
+    body = f"{declaration}<SignedIdentifiers>{policy * 2}</SignedIdentifiers>".encode()
+    assert len(body) == 554
+    headers = {"Content-Type": "application/xml", "x-ms-blob-public-access": "blob"}
+    refused = http.request("PUT", f"/{box}?restype=container&comp=acl", headers, body)
+    assert (refused.status, refused.code, len(refused.body)) == (400, "InvalidXmlDocument", 371)
+    fields = refused.error_fields()
+    assert (fields["LineNumber"], fields["LinePosition"]) == ("2", "259")
+    assert fields["Reason"] == "Signed identifier ID cannot be empty or over 64 characters in length"
+    with BlobServiceClient.from_connection_string(go_server.connection_string) as service:
+        assert service.get_container_client(box).get_container_access_policy()["public_access"] is None

@@ -14,8 +14,8 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
+from tabulae.http.acl_ids import check_identifier_ids
 from tabulae.model.errors import ServiceError
-from tabulae.queue.api.acl_ids import check_identifier_ids
 from tests.queuehttp import (
     BOM,
     DECLARATION,

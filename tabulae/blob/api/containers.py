@@ -10,6 +10,7 @@ from tabulae.blob.api.headers import bad_header, conditions, etag_headers
 from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.rules import container_worm, leases
 from tabulae.blob.service import MAX_RESULTS, LeaseOutcome, LeaseRequest
+from tabulae.http.acl_ids import check_identifier_ids
 from tabulae.http.documents import BLOB_PERMISSIONS, NO_PLACE, parse_acl, render_acl, render_stats
 from tabulae.http.errors import UTF8_BOM, XML_CONTENT_TYPE
 from tabulae.http.messages import Headers, Request, Response
@@ -250,7 +251,13 @@ async def get_container_acl(call: Call) -> Response:
 
 async def set_container_acl(call: Call) -> Response:
     access = public_access(call.request)
-    identifiers = parse_acl(await call.document(), BLOB_PERMISSIONS, too_many=NO_PLACE)
+    body = await call.document()
+    try:
+        identifiers = parse_acl(body, BLOB_PERMISSIONS, too_many=NO_PLACE)
+    except ServiceError as exc:
+        if exc.code == "InvalidXmlNodeValue":
+            check_identifier_ids(body)  # Azure's own answer to a bad Id
+        raise
     record = await call.service.set_container_acl(
         call.route.account,
         call.route.container,

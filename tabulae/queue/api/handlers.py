@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from email.utils import formatdate
 
+from tabulae.http.acl_ids import check_identifier_ids
 from tabulae.http.documents import (
     QUEUE_PERMISSIONS,
     parse_acl,
@@ -18,7 +19,6 @@ from tabulae.http.frontend import Call
 from tabulae.http.messages import NO_CACHE, Headers, Request, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.model.errors import ServiceError
-from tabulae.queue.api.acl_ids import check_identifier_ids
 from tabulae.queue.api.formats import (
     BOM,
     http_time,

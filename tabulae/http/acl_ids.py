@@ -1,11 +1,14 @@
-"""Queue Set ACL: a signed identifier whose Id is empty or longer than 64 characters.
+"""Queue Set ACL and Blob Set Container ACL: a signed identifier whose Id is empty or longer
+than 64 characters.
 
-Azure's Queue service refuses it as a document error, not a node value: 400
+Azure's Queue and Blob services refuse it as a document error, not a node value: 400
 ``InvalidXmlDocument`` with the line and position its XML reader stood on once it had read the
 offending ``<SignedIdentifier>`` (the name of the node after that element's end tag) and the
 reason "Signed identifier ID cannot be empty or over 64 characters in length" (Java SDK
 recording QueueAsyncApiTests.setInvalidAccessPolicy, x-ms-version 2023-11-03: a 72-character Id,
-one-line body, LinePosition 304 = the name in the ``</SignedIdentifiers>`` that follows).
+one-line body, LinePosition 304 = the name in the ``</SignedIdentifiers>`` that follows; the
+Go SDK's Blob recording TestContainerSetPermissionsSignedIdentifierTooLong, x-ms-version
+2023-11-03: two 65-character Ids, LinePosition 259 = the name in the second ``<SignedIdentifier>``).
 Whitespace between the tags is taken to be skipped by that reader (not recorded).
 """
 
