@@ -450,3 +450,25 @@ def test_signed_identifier_too_long_names_its_place(
     assert fields["Reason"] == "Signed identifier ID cannot be empty or over 64 characters in length"
     with BlobServiceClient.from_connection_string(go_server.connection_string) as service:
         assert service.get_container_client(box).get_container_access_policy()["public_access"] is None
+
+
+def test_listed_copy_properties_in_azures_order(go_server: ServerProcess, http: BlobHttp, box: str) -> None:
+    """TestContainerListBlobsIncludeMultipleImpl: a copied blob is listed (``include=copy``) with
+    CopyId, CopySource, CopyStatus, CopyProgress, CopyCompletionTime in that order, between
+    LeaseState and ServerEncrypted; the SDK reads them."""
+    assert http.request("PUT", f"/{box}/z", {"x-ms-blob-type": "BlockBlob"}, b"GoBlockBlobData").status == 201
+    source = f"http://127.0.0.1:{go_server.blob_port}/{DEV_ACCOUNT}/{box}/z"
+    copied = http.request("PUT", f"/{box}/copyz", {"x-ms-copy-source": source})
+    assert copied.status == 202
+    listed = http.request(
+        "GET", f"/{box}?restype=container&comp=list&include=copy", {"x-ms-version": GO_VERSION}
+    )
+    copy_id = copied.headers["x-ms-copy-id"]
+    expected = (
+        f"<LeaseState>available</LeaseState><CopyId>{copy_id}</CopyId><CopySource>{source}</CopySource>"
+        "<CopyStatus>success</CopyStatus><CopyProgress>15/15</CopyProgress><CopyCompletionTime>"
+    )
+    assert expected.encode() in listed.body
+    with BlobServiceClient.from_connection_string(go_server.connection_string) as service:
+        blobs = {b.name: b for b in service.get_container_client(box).list_blobs(include=["copy"])}
+    assert (blobs["copyz"].copy.status, blobs["copyz"].copy.source) == ("success", source)
