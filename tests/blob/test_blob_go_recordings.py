@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from azure.core import MatchConditions
 from azure.core.exceptions import HttpResponseError
 from azure.storage.blob import BlobServiceClient, generate_blob_sas
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
@@ -472,3 +473,57 @@ def test_listed_copy_properties_in_azures_order(go_server: ServerProcess, http: 
     with BlobServiceClient.from_connection_string(go_server.connection_string) as service:
         blobs = {b.name: b for b in service.get_container_client(box).list_blobs(include=["copy"])}
     assert (blobs["copyz"].copy.status, blobs["copyz"].copy.source) == ("success", source)
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        {"If-Match": '"0x8DC76585BBE140F"'},
+        {"If-None-Match": "{etag}"},
+        {"If-Modified-Since": "Fri, 11 Jun 2049 20:00:00 GMT"},
+        {"If-Unmodified-Since": "Fri, 11 Jun 2021 20:00:00 GMT"},
+    ],
+)
+def test_copy_blob_destination_conditions_unmet(
+    go_server: ServerProcess, http: BlobHttp, box: str, condition: dict[str, str]
+) -> None:
+    """TestBlobStartCopyDest{IfMatch,IfNoneMatch,IfModifiedSince,IfUnmodifiedSince}False: Copy Blob
+    onto a blob whose conditions are unmet is 412 TargetConditionNotMet, "The target condition
+    specified using HTTP conditional header(s) is not met." (265 bytes); the destination stays."""
+    assert (
+        http.request("PUT", f"/{box}/src", {"x-ms-blob-type": "BlockBlob"}, b"GoBlockBlobData").status == 201
+    )
+    made = http.request("PUT", f"/{box}/dest", {"x-ms-blob-type": "BlockBlob"}, b"x")
+    headers = {name: value.format(etag=made.headers["etag"]) for name, value in condition.items()}
+    source = f"http://127.0.0.1:{go_server.blob_port}/{DEV_ACCOUNT}/{box}/src"
+    refused = http.request("PUT", f"/{box}/dest", {"x-ms-copy-source": source, **headers})
+    assert (refused.status, refused.code, len(refused.body)) == (412, "TargetConditionNotMet", 265)
+    assert http.request("GET", f"/{box}/dest").body == b"x"
+
+
+def test_copy_blob_destination_etag_unmet_through_the_sdk(go_server: ServerProcess, box: str) -> None:
+    """TestBlobStartCopyDestIfMatchFalse through the Python SDK (sync and aio)."""
+    with BlobServiceClient.from_connection_string(go_server.connection_string) as service:
+        container = service.get_container_client(box)
+        source = container.get_blob_client("src")
+        source.upload_blob(b"GoBlockBlobData")
+        target = container.get_blob_client("dest")
+        target.upload_blob(b"x")
+        with pytest.raises(HttpResponseError) as caught:
+            target.start_copy_from_url(
+                source.url, etag='"0x1"', match_condition=MatchConditions.IfNotModified
+            )
+        assert (caught.value.status_code, caught.value.error_code) == (412, "TargetConditionNotMet")
+
+    async def copy_async() -> str | None:
+        async with AsyncBlobServiceClient.from_connection_string(go_server.connection_string) as service:
+            target = service.get_blob_client(box, "dest")
+            try:
+                await target.start_copy_from_url(
+                    source.url, if_unmodified_since=datetime(2021, 6, 11, tzinfo=UTC)
+                )
+            except HttpResponseError as error:
+                return error.error_code
+            return None
+
+    assert asyncio.run(copy_async()) == "TargetConditionNotMet"

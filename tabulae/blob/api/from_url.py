@@ -277,6 +277,22 @@ async def put_page_from_url(call: Call) -> Response:
 # ------------------------------------------------------------------------------ Copy Blob
 
 
+def _target_not_met(error: ServiceError, call: Call) -> ServiceError:
+    """Copy Blob's answer when the destination's If-Match, If-None-Match, If-Modified-Since or
+    If-Unmodified-Since is unmet: 412 TargetConditionNotMet (recorded: the Go SDK's
+    TestBlobStartCopyDest{IfMatch,IfNoneMatch,IfModifiedSince,IfUnmodifiedSince}False,
+    x-ms-version 2023-11-03, 265 bytes). An x-ms-if-tags or x-ms-source-if-tags one keeps
+    ConditionNotMet, as before; other errors pass through."""
+    headers = call.request.headers
+    target = call.create_conditions()
+    dated = target.if_modified_since is not None or target.if_unmodified_since is not None
+    etags = target.if_match is not None or target.if_none_match is not None
+    tagged = target.if_tags is not None or "x-ms-source-if-tags" in headers
+    if error.code == "ConditionNotMet" and (dated or etags) and not tagged:
+        return not_met(412, "TargetConditionNotMet")
+    return error
+
+
 def _unauthenticated_source(error: ServiceError) -> ServiceError:
     """Copy Blob's answer when a source of this server would not let the request read it without
     credentials (401): CannotVerifyCopySource in the source's words, with nothing else of the
@@ -328,7 +344,7 @@ async def copy_blob(call: Call) -> Response:
             if exc.code == "BlobUsesCustomerSpecifiedEncryption":  # the source's key, which it cannot name
                 # assumed: the From URL copies' answer; no recording of this Copy Blob was found
                 raise source_refused(exc.status, exc.code, exc.message) from None
-            raise
+            raise _target_not_met(exc, call) from None
         assert record.copy is not None
         return Response(202, etag_headers(record.ticks) + _copy_headers(record.copy) + version_header(record))
     fetched, read = await open_remote(call, source, None, MAX_BLOCK_BLOB)
@@ -338,6 +354,9 @@ async def copy_blob(call: Call) -> Response:
             call.key, blob_type, read.properties, given if given else read.metadata, call.create_conditions(),
             call.lease_id, recorded(url), read.length, tags=header_tags(headers), tier=requested_tier(call),
         )  # fmt: skip
+    except ServiceError as exc:
+        await fetched.close()
+        raise _target_not_met(exc, call) from None
     except BaseException:
         await fetched.close()
         raise
