@@ -69,6 +69,15 @@ def _claims(token: str) -> dict[str, object]:
     return claims
 
 
+def is_jwt(token: str) -> bool:
+    """Whether ``token`` decodes as a JSON Web Token at all (its claims readable), whatever it says."""
+    try:
+        _claims(token)
+    except (ValueError, binascii.Error, orjson.JSONDecodeError):
+        return False
+    return True
+
+
 def token_claims(header: str) -> dict[str, object]:
     """The claims of an ``Authorization: Bearer`` header already verified by :func:`verify_bearer`
     (a user delegation key is issued to the token's ``oid`` in its ``tid``)."""

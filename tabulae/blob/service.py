@@ -963,7 +963,11 @@ class BlobService:
     ) -> bool:
         """``tier_since`` is (access tier modified since, unmodified since), epoch seconds.
         Whether what was deleted is gone for good (``x-ms-delete-type-permanent``): False when
-        blob soft delete kept it."""
+        blob soft delete kept it, and for the blob itself (not a snapshot or version named) on an
+        account that keeps versions, its snapshots alone (``only``) included (recorded: the Go
+        SDK's TestDeleteBlobWithoutLeaseId and TestAppendBlockPermanentDeleteWithoutPermission
+        answer false, its TestDeleteSpecificBlobVersion true for a version, x-ms-version
+        2023-11-03, on an account with versioning and without soft delete)."""
         now = self._clock()
         versioned = await self._versioning(key.account)
         keep = await self._keep(key.account)
@@ -1020,7 +1024,7 @@ class BlobService:
 
         needs = Needs(others=True) if keep is not None else Needs(snapshots=True)
         await self.store.write_blob(key, decide, needs=needs)
-        return keep is None
+        return keep is None and not versioned
 
     async def permanent_delete(self, key: BlobKey, snapshot: str, conditions: Conditions) -> None:
         """Delete Blob with ``deletetype=permanent``: the soft-deleted snapshot or version named

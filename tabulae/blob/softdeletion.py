@@ -85,10 +85,11 @@ def remaining_days(record: BlobRecord, now: float) -> int:
 def permanent(allowed: bool, snapshot: str) -> None:
     """The checks of Delete Blob with ``deletetype=permanent`` before any record is read: the
     account must allow it, and the request must name a snapshot or a version ("Delete Blob",
-    Permanent delete: each is 409 Conflict). The error codes are assumed; the reference names
-    only the status."""
+    Permanent delete: each is 409 Conflict). An account that does not allow it answers
+    ``PermanentDeleteIsOff`` (recorded: the Go SDK's TestAppendBlockPermanentDeleteWithoutPermission,
+    x-ms-version 2023-11-03); the code for a request naming neither is assumed."""
     if not allowed:
-        raise ServiceError("PermanentDeleteNotEnabled")
+        raise ServiceError("PermanentDeleteIsOff")
     if snapshot == BASE:
         raise ServiceError("PermanentDeleteNeedsSnapshotOrVersion")
 

@@ -10,15 +10,19 @@ one-line body, LinePosition 304 = the name in the ``</SignedIdentifiers>`` that 
 The Blob service answers the same for a container's identifier without an ``Id`` (Go SDK
 recording ``go/sdk/storage/azdatalake/testdata/recordings/Test/
 TestFilesystemSetAccessPolicyWithNullId.json``, x-ms-version 2023-11-03: LinePosition 115 = the
-name in the ``</SignedIdentifiers>`` after it); a container's Id over 64 characters is taken to
-be answered alike (the reason names both; not recorded for Blob). Whitespace between the tags is
-taken to be skipped by that reader (not recorded).
+name in the ``</SignedIdentifiers>`` after it); and for an Id over 64 characters
+(the Go SDK's Blob recording TestContainerSetPermissionsSignedIdentifierTooLong, x-ms-version
+2023-11-03: two 65-character Ids, LinePosition 259 = the name in the second
+``<SignedIdentifier>``). Whitespace between the tags is taken to be skipped by that reader (not
+recorded).
 
-For a queue, more than five signed identifiers are a document error too, but one found once the
+More than five signed identifiers are a document error too, but one found once the
 reader is done: line 0, position 0 and an empty reason (Go SDK recording
 ``go/sdk/storage/azqueue/testdata/recordings/Test/TestQueueSetACLMoreThanFive.json``, x-ms-version
-2018-03-28: six valid identifiers). Which error wins when a body has both too many identifiers
-and a bad Id is not recorded; the count is checked first, as ``parse_acl`` does.
+2018-03-28: six valid identifiers; the Blob service's
+TestContainerSetPermissionsACLMoreThanFive, 2023-11-03, alike): ``parse_acl``'s ``too_many``
+(``NO_PLACE``). Which error wins when a body has both too many identifiers
+and a bad Id is not recorded; the count is checked first.
 """
 
 from __future__ import annotations
@@ -26,25 +30,10 @@ from __future__ import annotations
 import xml.parsers.expat
 from typing import NoReturn
 
-from tabulae.http.xmlparse import parse_xml
 from tabulae.model.errors import ServiceError
-from tabulae.model.policies import MAX_IDENTIFIERS
 
 MAX_ID = 64
 REASON = "Signed identifier ID cannot be empty or over 64 characters in length"
-
-
-def check_identifier_count(body: bytes) -> None:
-    """Raise Azure's document error for more than five signed identifiers, which names no place
-    and no reason; return quietly for any other document (the caller's error stands)."""
-    try:
-        root = parse_xml(body)
-    except ServiceError:
-        return
-    if root.tag == "SignedIdentifiers" and len(root.findall("SignedIdentifier")) > MAX_IDENTIFIERS:
-        raise ServiceError(
-            "InvalidXmlDocument", fields=(("LineNumber", "0"), ("LinePosition", "0"), ("Reason", ""))
-        )
 
 
 def check_identifier_ids(body: bytes) -> None:

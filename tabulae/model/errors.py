@@ -223,10 +223,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         400,
         "The query parameters snapshot and versionid are mutually exclusive.",
     ),
-    "PermanentDeleteNotEnabled": (
-        409,
-        "Permanent delete is not enabled for this account (deleteRetentionPolicy.allowPermanentDelete).",
-    ),
+    "PermanentDeleteIsOff": (409, "Permanent delete is off on the storage account."),
     "PermanentDeleteNeedsSnapshotOrVersion": (
         409,
         "Permanent delete applies only to a soft-deleted snapshot or version (snapshot or versionid).",

@@ -352,7 +352,7 @@ def test_copy_blob_same_account_stays_instant(container: ContainerClient) -> Non
     missing = container.get_blob_client("missing")
     with pytest.raises(ResourceNotFoundError) as error:
         container.get_blob_client("copy2").start_copy_from_url(missing.url)
-    assert refused(error) == (404, "CannotVerifyCopySource", "404", "BlobNotFound")
+    assert refused(error) == (404, "BlobNotFound", None, None)  # as recorded (Go, .NET)
 
 
 def test_copy_only_if_missing(container: ContainerClient, remote: RemoteSource) -> None:
@@ -637,7 +637,8 @@ def test_another_account_of_the_same_server(tmp_path: Path) -> None:
             target = box.get_blob_client("copied")
             with pytest.raises(HttpResponseError) as error:  # our key is not theirs
                 target.start_copy_from_url(source.url)
-            assert refused(error) == (401, "CannotVerifyCopySource", "401", "NoAuthenticationInformation")
+            # nothing of the source's in Copy Blob's 401 (the Go SDK's TestBlobStartCopySourcePrivate)
+            assert refused(error) == (401, "CannotVerifyCopySource", None, None)
             copy = target.start_copy_from_url(sas_url(source, key=OTHER_KEY))
             assert copy["copy_status"] == "success"  # in-process: instant
             assert target.download_blob().readall() == b"their bytes"

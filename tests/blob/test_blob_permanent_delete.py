@@ -111,7 +111,7 @@ def test_refused_while_the_account_does_not_allow_it(
     assert "<AllowPermanentDelete>false</AllowPermanentDelete>" in _properties_xml(service)
     with pytest.raises(HttpResponseError) as refused:
         box.get_blob_client("guarded", snapshot=snapshot).delete_blob(**PERMANENT)
-    assert _code(refused.value) == (409, "PermanentDeleteNotEnabled")
+    assert _code(refused.value) == (409, "PermanentDeleteIsOff")
     assert _snapshots(box) == [(snapshot, True), (None, None)]  # untouched
     _policy(service, allow=True)
     assert "<AllowPermanentDelete>true</AllowPermanentDelete>" in _properties_xml(service)

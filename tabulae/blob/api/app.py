@@ -296,6 +296,11 @@ class BlobApp(Frontend[Route]):
 # (ServiceApiTests.restoreContainerError 404) and Append Blob Seal (AppendBlobApiTests.sealError
 # 404 at 2024-08-04, sealACFail[5] and [6] 412), Query Blob Contents (BlobBaseApiTests.queryError
 # 404) and Get Page Ranges (PageBlobApiTests.getPageRangesError 404, getPageRangesDiffError 400).
+# Append Block From URL and Put Page From URL too (the Go SDK's TestAppendBlockFromURLWithMD5,
+# Md5Mismatch at 2020-10-02, and TestAppendBlockFromURLCopySourceAuthNegative, 401 at 2023-11-03;
+# Java's AppendBlobApiTests.appendBlockFromURLSourceErrorAndStatusCode, 409 at 2024-08-04; .NET's
+# UploadPagesFromUriAsync_SourceBearerTokenFail, 400 at 2024-08-04), while Put Blob From URL's
+# have none (.NET's SyncUploadFromUriAsync_SourceBearerTokenFail, 2025-05-05).
 # Other operations' errors have none.
 _BREAK_AFTER_DECLARATION = frozenset(
     {
@@ -305,6 +310,8 @@ _BREAK_AFTER_DECLARATION = frozenset(
         Operation.SEAL_BLOB,
         Operation.QUERY_BLOB,
         Operation.GET_PAGE_RANGES,
+        Operation.APPEND_BLOCK_FROM_URL,
+        Operation.PUT_PAGE_FROM_URL,
     }
 )
 

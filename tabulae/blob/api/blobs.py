@@ -34,7 +34,7 @@ from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
 from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.limits import MIB, max_append, max_block, max_put_blob
 from tabulae.blob.rules.tiers import TierView, parse_priority, parse_tier
-from tabulae.blob.service import BLOB_TYPES
+from tabulae.blob.service import BLOB_TYPES, parse_snapshot
 from tabulae.http.messages import Headers, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.http.streaming import StreamedResponse
@@ -61,7 +61,12 @@ def _snapshot(call: Call) -> str:
 
 
 def _no_snapshot(call: Call) -> None:
-    """Snapshots and versions are read-only: a write naming one is 400 InvalidOperation."""
+    """Snapshots and versions are read-only: a write naming one is 400 InvalidOperation. A
+    ``snapshot`` that is no snapshot time is refused first, as a read's is (recorded: the Go
+    SDK's TestBlobSnapshotOfSnapshot, Snapshot Blob with ``snapshot=2021-01-01+01%3A01%3A01
+    ++0000+UTC``, x-ms-version 2023-11-03: 400 InvalidQueryParameterValue naming it)."""
+    if "snapshot" in call.request.query:
+        parse_snapshot(call.request.query["snapshot"])
     if "snapshot" in call.request.query or "versionid" in call.request.query:
         raise ServiceError("InvalidOperation")
 
@@ -107,6 +112,17 @@ def _checksum_headers(sums: Checksums, *, md5: bool) -> Headers:
     if sums.crc64 is not None:
         headers.append((b"x-ms-content-crc64", b64(sums.crc64).encode()))
     return headers
+
+
+def appended_checksums(sums: Checksums, *, md5: bool) -> Headers:
+    """The checksum an Append Block or a Put Page (update) answers: the Content-MD5 the request
+    sent, checked, and no CRC64; without one, the CRC64 the service computed (recorded: the Go
+    SDK's TestAppendBlockWithMD5 and TestPutPagesWithMD5 answer Content-MD5 alone, its
+    TestAppendBlockWithCRC64 and TestBlobClearPagesInvalidRange x-ms-content-crc64 alone,
+    x-ms-version 2023-11-03). Put Block keeps both: its answer with an MD5 is not recorded."""
+    if md5 and sums.md5 is not None:
+        return [(b"content-md5", b64(sums.md5).encode())]
+    return _checksum_headers(sums, md5=False)
 
 
 # ------------------------------------------------------------------------------ reads
@@ -413,7 +429,7 @@ async def append_block(call: Call) -> Response:
     response_headers = etag_headers(record.ticks)
     response_headers.append((b"x-ms-blob-append-offset", str(offset).encode()))
     response_headers.append((b"x-ms-blob-committed-block-count", str(record.block_count).encode()))
-    response_headers.extend(_checksum_headers(sums, md5=upload.md5 is not None))
+    response_headers.extend(appended_checksums(sums, md5=upload.md5 is not None))
     return Response(201, [*response_headers, *_ENCRYPTED, *call.echo])
 
 

@@ -11,7 +11,7 @@ from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.rules import container_worm, leases
 from tabulae.blob.service import MAX_RESULTS, LeaseOutcome, LeaseRequest
 from tabulae.http.acl_ids import check_identifier_ids
-from tabulae.http.documents import BLOB_PERMISSIONS, parse_acl, render_acl, render_stats
+from tabulae.http.documents import BLOB_PERMISSIONS, NO_PLACE, parse_acl, render_acl, render_stats
 from tabulae.http.errors import UTF8_BOM, XML_CONTENT_TYPE
 from tabulae.http.messages import Headers, Request, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
@@ -258,10 +258,10 @@ async def set_container_acl(call: Call) -> Response:
     access = public_access(call.request)
     body = await call.document()
     try:
-        identifiers = parse_acl(body, BLOB_PERMISSIONS)
+        identifiers = parse_acl(body, BLOB_PERMISSIONS, too_many=NO_PLACE)
     except ServiceError as exc:
         if exc.code == "InvalidXmlNodeValue":
-            check_identifier_ids(body)  # Azure's own answer to an empty or long Id
+            check_identifier_ids(body)  # Azure's own answer to a bad Id
         raise
     record = await call.service.set_container_acl(
         call.route.account,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
+from tabulae.auth.bearer import is_jwt
 from tabulae.auth.flow import authenticate
 from tabulae.auth.rbac import require, token_actions
 from tabulae.auth.sas import SasToken, stored_policies
@@ -44,6 +45,23 @@ _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 _MESSAGE = re.compile(r"<Message>(.*?)</Message>", re.S)
 FETCH_LIMITS = FetchLimits(connect_timeout=10.0, read_timeout=30.0, max_redirects=3)
 SOURCE_VERSION = "2021-08-06"  # the x-ms-version a fetch from another storage service names
+
+
+_ONE_WORD_BEARER = re.compile(r"\A[Bb]earer +(\S+) *\Z")
+
+
+def check_source_token(header: str | None) -> None:
+    """``x-ms-copy-source-authorization`` naming one word that is no token at all: Azure answers
+    401 CannotVerifyCopySource with nothing of the source's (recorded: the Go SDK's
+    TestAppendBlockFromURLCopySourceAuthNegative, ``Bearer faketoken``, x-ms-version
+    2023-11-03). A header of another shape is the source's own refusal, 400
+    InvalidAuthenticationInfo (recorded for ``Bearer auth token``: .NET's
+    SyncUploadFromUriAsync_SourceBearerTokenFail and UploadPagesFromUriAsync_SourceBearerTokenFail)."""
+    found = _ONE_WORD_BEARER.match(header or "")
+    if found is not None and not is_jwt(found.group(1)):
+        error = ServiceError("CannotVerifyCopySource")
+        error.status = 401
+        raise error
 
 
 def source_refused(status: int, code: str | None, message: str | None) -> ServiceError:
@@ -213,6 +231,7 @@ async def authorize_local(call: Call, source: Source, *, shared_key_ok: bool) ->
         if grant.resource_types is not None and "o" in grant.resource_types and "r" in grant.permissions:
             return
     token_header = call.request.headers.get("x-ms-copy-source-authorization")
+    check_source_token(token_header)
     if token_header is None and "sig" not in source.query and key.account == call.route.account:
         own = call.request.headers.get("authorization", "")
         if own[:7].lower() == "bearer ":  # a token's caller reads its own account's source as itself

@@ -277,6 +277,36 @@ async def put_page_from_url(call: Call) -> Response:
 # ------------------------------------------------------------------------------ Copy Blob
 
 
+def _target_not_met(error: ServiceError, call: Call) -> ServiceError:
+    """Copy Blob's answer when the destination's If-Match, If-None-Match, If-Modified-Since or
+    If-Unmodified-Since is unmet: 412 TargetConditionNotMet (recorded: the Go SDK's
+    TestBlobStartCopyDest{IfMatch,IfNoneMatch,IfModifiedSince,IfUnmodifiedSince}False,
+    x-ms-version 2023-11-03, 265 bytes). An x-ms-if-tags or x-ms-source-if-tags one keeps
+    ConditionNotMet, as before; other errors pass through."""
+    headers = call.request.headers
+    target = call.create_conditions()
+    dated = target.if_modified_since is not None or target.if_unmodified_since is not None
+    etags = target.if_match is not None or target.if_none_match is not None
+    tagged = target.if_tags is not None or "x-ms-source-if-tags" in headers
+    if error.code == "ConditionNotMet" and (dated or etags) and not tagged:
+        return not_met(412, "TargetConditionNotMet")
+    return error
+
+
+def _unauthenticated_source(error: ServiceError) -> ServiceError:
+    """Copy Blob's answer when a source of this server would not let the request read it without
+    credentials (401): CannotVerifyCopySource in the source's words, with nothing else of the
+    source's (recorded: the Go SDK's TestBlobStartCopySourcePrivate, a private blob of another
+    account, x-ms-version 2023-11-03, 297 bytes). Other refusals keep the source's detail (their
+    Copy Blob answers are not recorded)."""
+    if error.code != "CannotVerifyCopySource" or error.status != 401:
+        return error
+    said = dict(error.fields).get("CopySourceErrorMessage") or error.message
+    plain = ServiceError("CannotVerifyCopySource", said)
+    plain.status = 401
+    return plain
+
+
 async def copy_blob(call: Call) -> Response:
     """Copy Blob: instant from this server's store, pending from outside it; with
     ``x-ms-requires-sync: true`` it is Copy Blob From URL, completed before the answer."""
@@ -291,7 +321,10 @@ async def copy_blob(call: Call) -> Response:
     given = request_metadata(call.request)
     source = locate(call, url)
     if source.key is not None:
-        await authorize_local(call, source, shared_key_ok=True)
+        try:
+            await authorize_local(call, source, shared_key_ok=True)
+        except ServiceError as exc:
+            raise _unauthenticated_source(exc) from None
         tier = await requested_tier(call)
         try:
             record = await call.service.copy_blob(
@@ -302,12 +335,17 @@ async def copy_blob(call: Call) -> Response:
                 seal=bool_header(headers, "x-ms-seal-blob"), protect=await immutability.requested(call),
             )  # fmt: skip
         except ServiceError as exc:
+            if exc.code == "CannotVerifyCopySource" and source.key.account == call.route.account:
+                # a missing source of the same account is the destination's own 404 BlobNotFound
+                # (recorded: the Go SDK's TestBlobStartCopySourceNonExistent, 2023-11-03, and
+                # .NET's StartCopyFromUriAsync_Error, 2021-06-08, 215 bytes)
+                raise ServiceError("BlobNotFound") from None
             if exc.code == "CannotVerifyCopySource":
                 raise source_refused(404, "BlobNotFound", "The specified blob does not exist.") from None
             if exc.code == "BlobUsesCustomerSpecifiedEncryption":  # the source's key, which it cannot name
                 # assumed: the From URL copies' answer; no recording of this Copy Blob was found
                 raise source_refused(exc.status, exc.code, exc.message) from None
-            raise
+            raise _target_not_met(exc, call) from None
         assert record.copy is not None
         return Response(202, etag_headers(record.ticks) + _copy_headers(record.copy) + version_header(record))
     tier = await requested_tier(call)
@@ -318,6 +356,9 @@ async def copy_blob(call: Call) -> Response:
             call.key, blob_type, read.properties, given if given else read.metadata, call.create_conditions(),
             call.lease_id, recorded(url), read.length, tags=header_tags(headers), tier=tier,
         )  # fmt: skip
+    except ServiceError as exc:
+        await fetched.close()
+        raise _target_not_met(exc, call) from None
     except BaseException:
         await fetched.close()
         raise

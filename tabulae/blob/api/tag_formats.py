@@ -59,6 +59,9 @@ def render_tags_document(tags: Mapping[str, str]) -> bytes:
     return f"{DECLARATION}\n<Tags>{tag_set(dict(sorted(tags.items())))}</Tags>".encode()
 
 
+_QUOTES = {'"': "&quot;", "'": "&apos;"}
+
+
 def render_found_blobs(
     service_endpoint: str,
     where: str,
@@ -67,7 +70,9 @@ def render_found_blobs(
 ) -> bytes:
     """The Find Blobs by Tags body: (container, blob name, matching tags) per blob. Written as
     Azure writes it in the JS SDK's recordings (x-ms-version 2019-12-12 to 2021-04-10): a line
-    break after the declaration, and empty ``<Blobs/>`` and ``<NextMarker/>`` without a space."""
+    break after the declaration, and empty ``<Blobs/>`` and ``<NextMarker/>`` without a space.
+    The expression's quotes are written as entities, ``<Where>&quot;key&quot;=&apos;value&apos;
+    </Where>`` (the Go SDK's recording TestAccountFilterBlobs, x-ms-version 2023-11-03)."""
     items = "".join(
         f"<Blob><Name>{escape(name)}</Name><ContainerName>{escape(container)}</ContainerName>"
         f"<Tags>{tag_set(tags)}</Tags></Blob>"
@@ -78,5 +83,5 @@ def render_found_blobs(
     found = f"<Blobs>{items}</Blobs>" if items else "<Blobs/>"
     return (
         f'{DECLARATION}\n<EnumerationResults ServiceEndpoint="{endpoint}">'
-        f"<Where>{escape(where)}</Where>{found}{marker}</EnumerationResults>"
+        f"<Where>{escape(where, _QUOTES)}</Where>{found}{marker}</EnumerationResults>"
     ).encode()

@@ -381,6 +381,17 @@ def parse_sequence_number(value: str, header: str) -> int:
     return int(text)
 
 
+def parse_sequence_condition(value: str, header: str) -> int:
+    """``x-ms-if-sequence-number-le``, ``-lt`` or ``-eq`` of a Put Page: a negative integer is 400
+    ``InvalidInput`` with no detail (recorded: the Go SDK's TestBlobClearPagesIfSequenceNumber
+    EqualNegOne, LTENegOne, LessThanNegOne and TestBlobPutPagesIfSequenceNumberLTENegOne,
+    x-ms-version 2023-11-03, each ``-1``); anything else is read as a sequence number."""
+    text = value.strip()
+    if text.startswith("-") and text[1:].isascii() and text[1:].isdigit() and int(text) < 0:
+        raise ServiceError("InvalidInput")
+    return parse_sequence_number(value, header)
+
+
 def check_sequence(conditions: SequenceConditions, current: int) -> None:
     """Every given condition must hold against the blob's sequence number, else 412
     SequenceNumberConditionNotMet ("Put Page")."""

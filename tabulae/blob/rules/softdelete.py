@@ -3,8 +3,9 @@
 "List Containers").
 
 Blob soft delete is the ``DeleteRetentionPolicy`` of Set Blob Service Properties: ``Days`` from
-1 to 365 when enabled, anything else 400 ``InvalidXmlNodeValue`` (the answer the project's
-service-properties parser already gives; the range is the docs'). Container soft delete is an
+1 to 365 when enabled (the range is the docs'). Set Blob Service Properties refuses a missing or
+out-of-range ``Days`` as Azure does, a document error naming the place (api/formats.py, as
+recorded); ``retention_days`` below stays the plain rule. Container soft delete is an
 account setting of the management plane with the same range. A soft-deleted item is listed
 (``include=deleted``) with ``Deleted``, ``DeletedTime`` and ``RemainingRetentionDays`` and is
 removed for good once its retention has passed.

@@ -5,8 +5,8 @@ Metadata...) makes a new version and returns its id in ``x-ms-version-id``; the 
 replaces becomes a previous version. Deleting the blob leaves no current version and keeps every
 previous one. A version id is the UTC time of the write with seven fractional digits and a
 ``Z`` (``2021-01-01T00:00:00.1234567Z``), so string order is time order; reads of the current
-version say ``x-ms-is-current-version: true``, and a listing with ``include=versions`` marks it
-``<IsCurrentVersion>true</IsCurrentVersion>``.
+version say ``x-ms-is-current-version: true``, and every listing marks it
+``<IsCurrentVersion>true</IsCurrentVersion>`` (with or without ``include=versions``).
 
 Two writes within one tick (100 ns) must still get distinct, increasing ids, so a new id is the
 later of the clock and the previous id plus one tick (assumed: Azure's ids are unique per blob;

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from email.utils import formatdate
 
-from tabulae.http.acl_ids import check_identifier_count, check_identifier_ids
+from tabulae.http.acl_ids import check_identifier_ids
 from tabulae.http.documents import (
+    NO_PLACE,
     QUEUE_PERMISSIONS,
     parse_acl,
     parse_service_properties,
@@ -166,12 +167,10 @@ async def get_acl(call: QueueCall) -> Response:
 async def set_acl(call: QueueCall) -> Response:
     service, request, route = call.service, call.request, call.route
     try:
-        identifiers = parse_acl(request.body, QUEUE_PERMISSIONS)
+        identifiers = parse_acl(request.body, QUEUE_PERMISSIONS, too_many=NO_PLACE)
     except ServiceError as exc:
         if exc.code == "InvalidXmlNodeValue":
             check_identifier_ids(request.body)  # Azure's own answer to a bad Id
-        elif exc.code == "InvalidXmlDocument":
-            check_identifier_count(request.body)  # and to more than five identifiers
         raise
     await service.set_acl(route.account, route.queue, identifiers)
     return Response(204)
