@@ -66,6 +66,28 @@ def _no_snapshot(call: Call) -> None:
         raise ServiceError("InvalidOperation")
 
 
+def _root_only(call: Call) -> None:
+    """Put Blob, Set Blob Properties and Set Blob Metadata naming a snapshot: Azure answers 400
+    InvalidQueryParameterValue for the ``snapshot`` parameter, with the value and the reason
+    that the operation is only for the root blob (recorded for the Rust SDK's
+    test_blob_snapshot_error_cases, x-ms-version 2025-11-05). Other writes on a snapshot, and
+    these on a version, keep InvalidOperation: no recording shows Azure's answer to them."""
+    value = call.request.query.get("snapshot")
+    if value is not None:
+        raise ServiceError(
+            "InvalidQueryParameterValue",
+            fields=(
+                ("QueryParameterName", "snapshot"),
+                ("QueryParameterValue", value),
+                (
+                    "Reason",
+                    "This operation is only allowed on the root blob. Snapshot should not be provided.",
+                ),
+            ),
+        )
+    _no_snapshot(call)
+
+
 def version_header(record: BlobRecord) -> Headers:
     """``x-ms-version-id`` of a write that made a version."""
     return [(b"x-ms-version-id", record.version_id.encode())] if record.version_id else []
@@ -289,7 +311,7 @@ async def list_blobs(call: Call) -> Response:
 
 
 async def put_blob(call: Call) -> Response:
-    _no_snapshot(call)
+    _root_only(call)
     headers = call.request.headers
     blob_type = headers.get("x-ms-blob-type")
     if blob_type is None:
@@ -402,7 +424,7 @@ async def append_block(call: Call) -> Response:
 
 
 async def set_blob_properties(call: Call) -> Response:
-    _no_snapshot(call)
+    _root_only(call)
     headers = call.request.headers
     record = await call.service.set_blob_properties(
         call.key,
@@ -414,7 +436,7 @@ async def set_blob_properties(call: Call) -> Response:
 
 
 async def set_blob_metadata(call: Call) -> Response:
-    _no_snapshot(call)
+    _root_only(call)
     headers = call.request.headers
     record = await call.service.set_blob_metadata(
         call.key, request_metadata(call.request), conditions(headers), call.lease_id

@@ -1,0 +1,76 @@
+"""Blob errors as Azure gave them to the Rust SDK's tests (``Azure/azure-sdk-assets``,
+``rust/sdk/storage/azure_storage_blob/tests/data/``), replayed over raw HTTP against
+``tabulae serve``, with the SDK (sync and aio) reading the same answers where it can."""
+
+from __future__ import annotations
+
+import asyncio
+from urllib.parse import quote
+
+import pytest
+from azure.core.exceptions import HttpResponseError
+from azure.storage.blob import ContainerClient
+from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
+
+from tests.blobhttp import BlobHttp
+from tests.serverproc import ServerProcess
+
+ROOT_ONLY = "This operation is only allowed on the root blob. Snapshot should not be provided."
+
+
+def test_writes_naming_a_snapshot_are_refused_for_the_snapshot_parameter(
+    container: ContainerClient, server: ServerProcess
+) -> None:
+    """``blob_client/test_blob_snapshot_error_cases.json`` (x-ms-version 2025-11-05): Set Blob
+    Properties, Set Blob Metadata and Put Blob with ``snapshot=`` an existing snapshot are 400
+    InvalidQueryParameterValue with QueryParameterName ``snapshot``, its value, and the Reason
+    that the operation is only for the root blob (491 bytes with Azure's request id)."""
+    http = BlobHttp(server.blob_port)
+    path = f"/{container.container_name}/snapped"
+    version = {"x-ms-version": "2025-11-05"}
+    http.request("PUT", path, {"x-ms-blob-type": "BlockBlob", **version}, b"hello rusty world")
+    snapshot = http.request("PUT", path + "?comp=snapshot", version).headers["x-ms-snapshot"]
+    query = "snapshot=" + quote(snapshot)
+    page = http.request("PUT", f"/{container.container_name}/paged", {"x-ms-blob-type": "PageBlob",
+                        "x-ms-blob-content-length": "512", **version})  # fmt: skip
+    assert page.status == 201
+    page_snapshot = http.request("PUT", f"/{container.container_name}/paged?comp=snapshot", version)
+    page_query = "snapshot=" + quote(page_snapshot.headers["x-ms-snapshot"])
+    for method, target, headers, body in (
+        ("PUT", f"{path}?comp=properties&{query}", {"x-ms-blob-content-language": "spanish"}, b""),
+        ("PUT", f"{path}?{query}&comp=metadata", {"x-ms-meta-test_value": "test_key"}, b""),
+        ("PUT", f"{path}?{query}", {"x-ms-blob-type": "BlockBlob"}, b"squash data"),
+        # the same operations of a page blob
+        ("PUT", f"/{container.container_name}/paged?comp=properties&{page_query}",
+         {"x-ms-blob-content-length": "1024"}, b""),
+        ("PUT", f"/{container.container_name}/paged?{page_query}",
+         {"x-ms-blob-type": "PageBlob", "x-ms-blob-content-length": "512"}, b""),
+    ):  # fmt: skip
+        reply = http.request(method, target, {**headers, **version}, body)
+        assert (reply.status, reply.code) == (400, "InvalidQueryParameterValue"), target
+        fields = reply.error_fields()
+        assert fields["Message"].split("\n")[0] == (
+            "Value for one of the query parameters specified in the request URI is invalid."
+        )
+        assert fields["QueryParameterName"] == "snapshot"
+        assert fields["QueryParameterValue"] in (snapshot, page_snapshot.headers["x-ms-snapshot"])
+        assert fields["Reason"] == ROOT_ONLY
+        assert reply.headers["x-ms-version"] == "2025-11-05"
+    assert int(reply.headers["content-length"]) == len(reply.body)
+
+    snap = container.get_blob_client("snapped", snapshot=snapshot)
+    with pytest.raises(HttpResponseError) as caught:
+        snap.set_blob_metadata({"a": "b"})
+    assert caught.value.error_code == "InvalidQueryParameterValue"
+
+    async def aio_metadata() -> str | None:
+        async with AsyncBlobServiceClient.from_connection_string(server.connection_string) as service:
+            blob = service.get_blob_client(container.container_name, "snapped", snapshot=snapshot)
+            try:
+                await blob.set_blob_metadata({"a": "b"})
+            except HttpResponseError as error:
+                return error.error_code
+        return None
+
+    assert asyncio.run(aio_metadata()) == "InvalidQueryParameterValue"
+    assert container.get_blob_client("snapped").download_blob().readall() == b"hello rusty world"
