@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import pytest
 from azure.core.exceptions import HttpResponseError
-from azure.storage.blob import ContainerClient
+from azure.storage.blob import BlobServiceClient, ContainerClient
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
 from tests.blobhttp import BlobHttp
@@ -74,3 +74,39 @@ def test_writes_naming_a_snapshot_are_refused_for_the_snapshot_parameter(
 
     assert asyncio.run(aio_metadata()) == "InvalidQueryParameterValue"
     assert container.get_blob_client("snapped").download_blob().readall() == b"hello rusty world"
+
+
+def test_a_malformed_version_id_is_refused_by_the_front_end(versioned: ServerProcess) -> None:
+    """``blob_client/test_blob_version_error_cases.json`` (x-ms-version 2025-11-05): Get Blob
+    Properties with ``versionid=invalid-version-id`` is a bare 400, with neither
+    ``x-ms-error-code`` nor ``x-ms-version`` nor the client request id echoed, as a malformed
+    ``snapshot`` is (the same recording's test_blob_snapshot_error_cases); a well-formed id of no
+    version is 404 BlobNotFound with the code and the version."""
+    service = BlobServiceClient.from_connection_string(versioned.connection_string)
+    box = service.create_container("rustversionerrors")
+    try:
+        box.upload_blob("blob", b"hello rusty world")
+        http = BlobHttp(versioned.blob_port)
+        path = f"/{box.container_name}/blob"
+        version = {"x-ms-version": "2025-11-05", "x-ms-client-request-id": "rust"}
+        reply = http.request("HEAD", path + "?versionid=invalid-version-id", version)
+        assert reply.status == 400
+        for echoed in ("x-ms-error-code", "x-ms-version", "x-ms-client-request-id"):
+            assert echoed not in reply.headers
+        reply = http.request("GET", path + "?versionid=invalid-version-id", version)
+        assert (reply.status, reply.code, reply.error_fields()["Code"]) == (
+            400,
+            None,
+            "InvalidQueryParameterValue",
+        )
+        reply = http.request("HEAD", path + "?versionid=2000-05-11T00%3A00%3A00.0000000Z", version)
+        assert (reply.status, reply.code, reply.headers["x-ms-version"]) == (
+            404,
+            "BlobNotFound",
+            "2025-11-05",
+        )
+        with pytest.raises(HttpResponseError) as caught:
+            box.get_blob_client("blob", version_id="invalid-version-id").get_blob_properties()
+        assert caught.value.status_code == 400
+    finally:
+        service.delete_container(box.container_name)
