@@ -5,15 +5,17 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
 import pytest
+from azure.core import MatchConditions
 from azure.core.exceptions import HttpResponseError
-from azure.storage.blob import BlobServiceClient, ContainerClient
+from azure.storage.blob import BlobSasPermissions, BlobServiceClient, ContainerClient, generate_blob_sas
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
 from tests.blobhttp import BlobHttp
-from tests.serverproc import ServerProcess
+from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 
 ROOT_ONLY = "This operation is only allowed on the root blob. Snapshot should not be provided."
 
@@ -110,3 +112,36 @@ def test_a_malformed_version_id_is_refused_by_the_front_end(versioned: ServerPro
         assert caught.value.status_code == 400
     finally:
         service.delete_container(box.container_name)
+
+
+def test_a_source_not_modified_is_a_304_with_the_sources_code(
+    container: ContainerClient, server: ServerProcess
+) -> None:
+    """``append_blob_client/test_append_block_from_url_source_if_match.json`` (x-ms-version
+    2026-04-06): Append Block From URL with ``x-ms-source-if-none-match`` the source's ETag is
+    304 CannotVerifyCopySource with ``x-ms-copy-source-status-code: 304`` and
+    ``x-ms-copy-source-error-code: ConditionNotMet`` (the code the source's Get Blob answers),
+    and no body. Put Block From URL reads its source the same way."""
+    source = container.upload_blob("source304", b"source")
+    etag = source.get_blob_properties().etag
+    container.get_blob_client("target304").create_append_blob()
+    sas = generate_blob_sas(
+        DEV_ACCOUNT, container.container_name, "source304", account_key=DEV_KEY,
+        permission=BlobSasPermissions(read=True), expiry=datetime.now(UTC) + timedelta(hours=1),
+    )  # fmt: skip
+    url = f"{source.url}?{sas}"
+    http = BlobHttp(server.blob_port)
+    for query in ("comp=appendblock", "comp=block&blockid=AAAA"):
+        reply = http.request(
+            "PUT",
+            f"/{container.container_name}/target304?{query}",
+            {"x-ms-copy-source": url, "x-ms-source-if-none-match": etag, "x-ms-version": "2026-04-06"},
+        )
+        assert (reply.status, reply.code, reply.body) == (304, "CannotVerifyCopySource", b""), query
+        assert reply.headers["x-ms-copy-source-status-code"] == "304"
+        assert reply.headers["x-ms-copy-source-error-code"] == "ConditionNotMet"
+    with pytest.raises(HttpResponseError) as caught:
+        container.get_blob_client("target304").append_block_from_url(
+            url, source_etag=etag, source_match_condition=MatchConditions.IfModified
+        )
+    assert caught.value.status_code == 304
