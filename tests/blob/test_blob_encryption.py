@@ -551,3 +551,46 @@ def test_a_snapshot_echoes_no_key(container: ContainerClient) -> None:
         blob.create_snapshot(raw_response_hook=keep, **options)
         assert seen["x-ms-request-server-encrypted"] == "false"
         assert "x-ms-encryption-key-sha256" not in seen and "x-ms-encryption-scope" not in seen
+
+
+def test_append_block_from_url_key_mismatches_as_recorded_for_rust(
+    vault: ServerProcess, cert: SelfSignedCert, container: ContainerClient
+) -> None:
+    """Append Block From URL's errors have a line break after the XML declaration, as Azure
+    answered the Rust SDK (``Azure/azure-sdk-assets``, ``rust/sdk/storage/azure_storage_blob/
+    tests/data/append_blob_client_encryption/``, x-ms-version 2026-04-06):
+    ``test_append_block_from_url_destination_cpk_mismatch_fails`` (a key other than the
+    destination's: 409 BlobCustomerSpecifiedEncryptionMismatch, 304 bytes) and
+    ``..._source_cpk_mismatch_fails`` (a source key other than the source's: 409
+    CannotVerifyCopySource with the generic message and the source's 409 and code, 525 bytes)."""
+    container.get_blob_client("source").upload_blob(b"source encrypted with cpk", cpk=KEY)
+    container.get_blob_client("plain").upload_blob(b"plain source content")
+    container.get_blob_client("keyed").create_append_blob(cpk=KEY)
+    container.get_blob_client("unkeyed").create_append_blob()
+    base = f"https://127.0.0.1:{vault.blob_port}/{DEV_ACCOUNT}/{container.container_name}"
+
+    def readable(name: str) -> str:
+        sas = generate_blob_sas(
+            DEV_ACCOUNT, container.container_name, name, account_key=DEV_KEY,
+            permission=BlobSasPermissions(read=True), expiry=datetime.now(UTC) + timedelta(hours=1),
+        )  # fmt: skip
+        return f"{base}/{name}?{sas}"
+
+    def append(target: str, headers: dict[str, str]) -> tuple[int, str | None, bytes]:
+        path = f"/{DEV_ACCOUNT}/{container.container_name}/{target}?comp=appendblock"
+        signed = sign("PUT", f"https://127.0.0.1:{vault.blob_port}{path}", {"Content-Length": "0",
+                      "x-ms-version": "2026-04-06", **headers})  # fmt: skip
+        reply = https_request(vault.blob_port, cert, "PUT", path, signed)
+        assert int(reply.headers["Content-Length"]) == len(reply.body)
+        return reply.status, reply.headers.get("x-ms-error-code"), reply.body
+
+    other = {"x-ms-encryption-algorithm": "AES256", "x-ms-encryption-key": OTHER_KEY.key_value,
+             "x-ms-encryption-key-sha256": OTHER_KEY.key_hash}  # fmt: skip
+    status, code, body = append("keyed", {"x-ms-copy-source": readable("plain"), **other})
+    assert (status, code, len(body)) == (409, "BlobCustomerSpecifiedEncryptionMismatch", 304)
+    assert body.startswith(b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n<Error>')
+    source_key = {name.replace("x-ms-", "x-ms-source-"): value for name, value in other.items()}
+    status, code, body = append("unkeyed", {"x-ms-copy-source": readable("source"), **source_key})
+    assert (status, code, len(body)) == (409, "CannotVerifyCopySource", 525)
+    assert b"<Message>Could not verify the copy source within the specified time.\n" in body
+    assert b"<CopySourceErrorCode>BlobCustomerSpecifiedEncryptionMismatch</CopySourceErrorCode>" in body

@@ -295,7 +295,11 @@ class BlobApp(Frontend[Route]):
 # setTagsLeaseFail 412 at 2024-02-04), Get Blob Tags (getTagsACFail 412), Restore Container
 # (ServiceApiTests.restoreContainerError 404) and Append Blob Seal (AppendBlobApiTests.sealError
 # 404 at 2024-08-04, sealACFail[5] and [6] 412), Query Blob Contents (BlobBaseApiTests.queryError
-# 404) and Get Page Ranges (PageBlobApiTests.getPageRangesError 404, getPageRangesDiffError 400).
+# 404) and Get Page Ranges (PageBlobApiTests.getPageRangesError 404, getPageRangesDiffError 400);
+# Append Block From URL, as the Rust SDK's recordings show (append_blob_client_encryption/
+# test_append_block_from_url_destination_cpk_mismatch_fails 409 BlobCustomerSpecifiedEncryption-
+# Mismatch, Content-Length 304, and ..._source_cpk_mismatch_fails 409 CannotVerifyCopySource, 525,
+# at 2026-04-06), where Append Block's own (test_append_block_position_condition 412) have none.
 # Other operations' errors have none.
 _BREAK_AFTER_DECLARATION = frozenset(
     {
@@ -305,6 +309,7 @@ _BREAK_AFTER_DECLARATION = frozenset(
         Operation.SEAL_BLOB,
         Operation.QUERY_BLOB,
         Operation.GET_PAGE_RANGES,
+        Operation.APPEND_BLOCK_FROM_URL,
     }
 )
 
