@@ -19,6 +19,7 @@ from tabulae.http.messages import NO_CACHE, Headers, Request, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
 from tabulae.model.errors import ServiceError
 from tabulae.queue.api.acl_ids import check_identifier_ids
+from tabulae.queue.api.document_errors import refine_retention_days, refine_too_many
 from tabulae.queue.api.formats import (
     BOM,
     http_time,
@@ -112,7 +113,14 @@ async def get_service_properties(call: QueueCall) -> Response:
 async def set_service_properties(call: QueueCall) -> Response:
     service, request, route = call.service, call.request, call.route
     current = await service.get_service_properties(route.account)
-    properties = parse_service_properties(request.body, current)
+    try:
+        properties = parse_service_properties(request.body, current)
+    except ServiceError as exc:
+        if exc.code == "InvalidXmlDocument" and not exc.fields:
+            refine_too_many(request.body)  # Azure's wording of too many CORS rules
+        elif exc.code == "InvalidXmlNodeValue":
+            refine_retention_days(request.body)  # ... and of too many retention days
+        raise
     refuse_self_closed_root(request.body)
     await service.set_service_properties(route.account, properties)
     return Response(202)
@@ -170,6 +178,8 @@ async def set_acl(call: QueueCall) -> Response:
     except ServiceError as exc:
         if exc.code == "InvalidXmlNodeValue":
             check_identifier_ids(request.body)  # Azure's own answer to a bad Id
+        elif exc.code == "InvalidXmlDocument" and not exc.fields:
+            refine_too_many(request.body)  # ... and to too many identifiers
         raise
     await service.set_acl(route.account, route.queue, identifiers)
     return Response(204)
