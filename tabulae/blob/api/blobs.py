@@ -50,7 +50,10 @@ _LIST_INCLUDES = frozenset(
 )  # fmt: skip
 _ENCRYPTED: Headers = [(b"x-ms-request-server-encrypted", b"true")]
 _NOT_ENCRYPTED: Headers = [(b"x-ms-request-server-encrypted", b"false")]  # a write of no content
-TIER_ON_GET_VERSION = "2026-10-06"  # Get Blob answers with the tier headers too from this version
+# Get Blob answers with the tier headers too from this version: Azure did at 2026-04-06 (the Rust
+# SDK's recordings test_download_blob and test_gzip_blob_with_metadata_roundtrip), not at
+# 2025-11-05 (test_blob_version_read_operations); versions between are not recorded
+TIER_ON_GET_VERSION = "2026-04-06"
 
 
 DELETE_TYPE_VERSION = "2017-07-29"  # x-ms-delete-type-permanent on Delete Blob's answer
