@@ -784,6 +784,8 @@ class BlobService:
             )
             if blob_type == BLOCK_BLOB:
                 record = self._new_tier(record, tier, now)
+                if tier is None and base is not None and base.blob_type == BLOCK_BLOB:
+                    record = tiers.kept_on_overwrite(record, base)
             if protect is not None:  # x-ms-immutability-policy-* and x-ms-legal-hold
                 record = protect(record)
             content = [staged.extent] if staged.extent.length else []
