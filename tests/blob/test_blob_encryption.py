@@ -13,6 +13,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from xml.etree import ElementTree
 
 import pytest
 from azure.core.exceptions import HttpResponseError
@@ -594,3 +595,33 @@ def test_append_block_from_url_key_mismatches_as_recorded_for_rust(
     assert (status, code, len(body)) == (409, "CannotVerifyCopySource", 525)
     assert b"<Message>Could not verify the copy source within the specified time.\n" in body
     assert b"<CopySourceErrorCode>BlobCustomerSpecifiedEncryptionMismatch</CopySourceErrorCode>" in body
+
+
+def test_partial_key_headers_name_what_is_missing_in_azures_order(
+    vault: ServerProcess, cert: SelfSignedCert, container: ContainerClient
+) -> None:
+    """A write with a key alone names ``x-ms-encryption-algorithm`` as missing, one with a key and
+    the algorithm names ``x-ms-encryption-key-sha256``, as Azure answered the Rust SDK
+    (``Azure/azure-sdk-assets``, ``rust/sdk/storage/azure_storage_blob/tests/data/
+    append_blob_client_encryption/test_append_blob_partial_cpk_options_fail.json``, x-ms-version
+    2026-04-06: Put Blob of an append blob, 306 bytes; Append Block, 307 bytes)."""
+    container.get_blob_client("partial").create_append_blob()
+
+    def put(query: str, headers: dict[str, str], body: bytes) -> tuple[int, str | None, str, int]:
+        path = f"/{DEV_ACCOUNT}/{container.container_name}/partial{query}"
+        base = {"Content-Length": str(len(body)), "x-ms-version": "2026-04-06", **headers}
+        signed = sign("PUT", f"https://127.0.0.1:{vault.blob_port}{path}", base, body)
+        if body:
+            del signed["Content-Length"]  # https_request sends the body's own
+        reply = https_request(vault.blob_port, cert, "PUT", path, signed, body or None)
+        named = ElementTree.fromstring(reply.body).findtext("HeaderName") or ""
+        return reply.status, reply.headers.get("x-ms-error-code"), named, len(reply.body)
+
+    key_only = {"x-ms-encryption-key": KEY.key_value}
+    assert put("", {"x-ms-blob-type": "AppendBlob", **key_only}, b"") == (
+        400, "MissingRequiredHeader", "x-ms-encryption-algorithm", 306,
+    )  # fmt: skip
+    with_algorithm = {**key_only, "x-ms-encryption-algorithm": "AES256"}
+    assert put("?comp=appendblock", with_algorithm, b"key-plus-algorithm") == (
+        400, "MissingRequiredHeader", "x-ms-encryption-key-sha256", 307,
+    )  # fmt: skip
