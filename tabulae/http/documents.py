@@ -151,8 +151,10 @@ def _retention(parent: ET.Element, body: bytes) -> RetentionPolicy:
     a document error: 400 InvalidXmlDocument (the Table service's answer to a MinuteMetrics policy
     of 366 days, Go SDK recording go/sdk/data/aztables/testdata/recordings/TestRetentionTooLong.json,
     x-ms-version 2019-02-02, in its m:error form with no place), with the place and reason the Blob
-    service names for its DeleteRetentionPolicy (``blob/api/formats.py``); that Queue and Blob name
-    the same for these policies is assumed (not recorded). Days that are no number stay
+    service names for its DeleteRetentionPolicy (``blob/api/formats.py``); the Queue service names
+    the same for its Logging policy (the Rust SDK's queue_service_client/test_set_retention_too_long,
+    x-ms-version 2026-04-06: line 1, position 542, the node after ``</Days>``); that Blob does too,
+    and for the metrics' policies, is assumed (not recorded). Days that are no number stay
     InvalidXmlNodeValue (not recorded)."""
     element = parent.find("RetentionPolicy")
     if element is None:
@@ -239,9 +241,14 @@ def _cors_rule(element: ET.Element) -> CorsRule:
     )
 
 
-def parse_service_properties(body: bytes, current: ServiceProperties) -> ServiceProperties:
-    """Elements left out keep their current values; an empty ``<Cors/>`` removes every rule."""
-    return service_properties_of(properties_root(body), current, body)
+def parse_service_properties(
+    body: bytes, current: ServiceProperties, too_many: tuple[tuple[str, str], ...] = ()
+) -> ServiceProperties:
+    """Elements left out keep their current values; an empty ``<Cors/>`` removes every rule.
+    ``too_many`` is the detail of the InvalidXmlDocument that more than five CORS rules are (the
+    Queue service's is ``NO_PLACE``: the Rust SDK's queue_service_client/test_set_cors_too_many_rules,
+    x-ms-version 2026-04-06; the others' are not recorded)."""
+    return service_properties_of(properties_root(body), current, body, too_many)
 
 
 def properties_root(body: bytes) -> ET.Element:
@@ -252,9 +259,12 @@ def properties_root(body: bytes) -> ET.Element:
     return root
 
 
-def service_properties_of(root: ET.Element, current: ServiceProperties, body: bytes) -> ServiceProperties:
+def service_properties_of(
+    root: ET.Element, current: ServiceProperties, body: bytes, too_many: tuple[tuple[str, str], ...] = ()
+) -> ServiceProperties:
     """The properties every service shares, read from a parsed document (see above); ``body``,
-    the document's bytes, is where a refusal finds its place."""
+    the document's bytes, is where a refusal finds its place; ``too_many`` as in
+    :func:`parse_service_properties`."""
     result = ServiceProperties(
         current.logging, current.hour_metrics, current.minute_metrics, list(current.cors)
     )
@@ -270,8 +280,10 @@ def service_properties_of(root: ET.Element, current: ServiceProperties, body: by
     element = root.find("Cors")
     if element is not None:
         rules = list(element)
-        if len(rules) > MAX_CORS_RULES or any(rule.tag != "CorsRule" for rule in rules):
+        if any(rule.tag != "CorsRule" for rule in rules):
             raise ServiceError("InvalidXmlDocument")
+        if len(rules) > MAX_CORS_RULES:
+            raise ServiceError("InvalidXmlDocument", fields=too_many)
         result.cors = [_cors_rule(rule) for rule in rules]
     return result
 

@@ -166,6 +166,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
         409,
         "The blob is not encrypted with customer specified encryption, but one was provided in the request.",
     ),
+    "EncryptionScopeNotAvailable": (409, "The given encryption scope is not available."),
     "BlobCustomerSpecifiedEncryptionMismatch": (
         409,
         "The given customer specified encryption does not match the encryption used to encrypt the blob.",

@@ -112,3 +112,23 @@ def test_find_blobs_by_tags_has_a_line_break_after_the_declaration(
     assert answer.body.startswith(DECLARED + b"<EnumerationResults ServiceEndpoint=")
     assert answer.body.endswith(b"<Blobs/><NextMarker/></EnumerationResults>"), answer.body
     assert list(blob_service.find_blobs_by_tags("\"nobody\"='nothing'")) == []
+
+
+def test_get_blob_has_the_tier_headers_from_2026_04_06(
+    container: ContainerClient, server: ServerProcess
+) -> None:
+    """Azure's Get Blob answers ``x-ms-access-tier`` and ``x-ms-access-tier-inferred`` at
+    x-ms-version 2026-04-06 (the Rust SDK's recordings ``rust/sdk/storage/azure_storage_blob/
+    tests/data/blob_client/test_download_blob.json`` and ``test_gzip_blob_with_metadata_roundtrip
+    .json``: ``Hot``, ``true``), and none at 2025-11-05 (``test_blob_version_read_operations.json``,
+    a version's Get Blob)."""
+    blob = container.get_blob_client("tiered")
+    blob.upload_blob(b"hello rusty world")
+    http = BlobHttp(server.blob_port)
+    path = f"/{container.container_name}/tiered"
+    got = http.request("GET", path, {"x-ms-range": "bytes=0-4194303", "x-ms-version": "2026-04-06"})
+    assert got.status == 206 and got.body == b"hello rusty world"
+    assert (got.headers["x-ms-access-tier"], got.headers["x-ms-access-tier-inferred"]) == ("Hot", "true")
+    older = http.request("GET", path, {"x-ms-version": "2025-11-05"})
+    assert older.status == 200 and "x-ms-access-tier" not in older.headers
+    assert blob.download_blob().properties.blob_tier == "Hot"

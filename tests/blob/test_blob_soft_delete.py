@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
@@ -19,6 +20,7 @@ from azure.storage.blob import BlobServiceClient, ContainerClient, RetentionPoli
 from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
 
 from tests.backends import backend_names
+from tests.blobhttp import BlobHttp
 from tests.conftest import fresh_store
 from tests.serverproc import ServerProcess
 
@@ -125,6 +127,45 @@ def test_a_new_blob_beside_a_deleted_one_and_errors(box: ContainerClient) -> Non
     assert missing.value.error_code == "BlobNotFound"
 
 
+def test_blob_rust_soft_deleted_reads(kept: tuple[ServerProcess, Clock], box: ContainerClient) -> None:
+    """A read of a soft-deleted blob, snapshot or version is 404 BlobNotFound with
+    ``x-ms-is-soft-deleted: true``, as Azure answered the Rust SDK (``Azure/azure-sdk-assets``
+    ``rust/sdk/storage/azure_storage_blob/tests/data/blob_client/test_undelete_blob.json``,
+    x-ms-version 2026-04-06: Get Blob after Delete Blob; ``test_blob_version_error_cases.json``,
+    2025-11-05: Get Blob Properties of a deleted version, in test_versions_with_soft_delete).
+    A blob that never was, or whose retention has ended, has no such header."""
+    process, clock = kept
+    http = BlobHttp(process.blob_port)
+    path = f"/{box.container_name}/undeleted"
+    blob = box.upload_blob("undeleted", b"hello rusty world")
+    snapshot = blob.create_snapshot()["snapshot"]
+    box.get_blob_client("undeleted", snapshot=snapshot).delete_blob()
+    head = http.request("HEAD", f"{path}?snapshot={quote(snapshot)}")
+    assert (head.status, head.code, head.headers.get("x-ms-is-soft-deleted")) == (404, "BlobNotFound", "true")
+    blob.delete_blob(delete_snapshots="include")
+    got = http.request("GET", path, {"x-ms-range": "bytes=0-4194303", "x-ms-version": "2026-04-06"})
+    assert (got.status, got.code, got.headers.get("x-ms-is-soft-deleted")) == (404, "BlobNotFound", "true")
+    assert got.headers["content-length"] == "215"  # as recorded
+    never = http.request("HEAD", f"/{box.container_name}/never")
+    assert (never.status, never.code, never.headers.get("x-ms-is-soft-deleted")) == (
+        404,
+        "BlobNotFound",
+        None,
+    )
+    with pytest.raises(ResourceNotFoundError) as missing:
+        blob.download_blob()
+    assert missing.value.error_code == "BlobNotFound"
+    blob.undelete_blob()
+    assert blob.download_blob().readall() == b"hello rusty world"
+    blob.delete_blob(delete_snapshots="include")  # the snapshot came back too
+    clock.advance(2 * DAY + 60)  # its retention is over: gone, purged or not
+    try:
+        head = http.request("HEAD", path)
+        assert (head.status, head.headers.get("x-ms-is-soft-deleted")) == (404, None)
+    finally:
+        clock.advance(-2 * DAY - 60)
+
+
 def test_retention_ends_in_a_purge(kept: tuple[ServerProcess, Clock], box: ContainerClient) -> None:
     _, clock = kept
     blob = box.upload_blob("gone", b"x" * 1000)
@@ -150,6 +191,13 @@ def test_versions_with_soft_delete(tmp_path: Path) -> None:
             v1 = blob.upload_blob(b"one")["version_id"]
             v2 = blob.upload_blob(b"two", overwrite=True)["version_id"]
             blob.delete_blob(version_id=v1)
+            # the soft-deleted version's 404 says so (test_blob_rust_soft_deleted_reads)
+            head = BlobHttp(process.blob_port).request("HEAD", f"/versions/v?versionid={quote(v1)}")
+            assert (head.status, head.code, head.headers.get("x-ms-is-soft-deleted")) == (
+                404,
+                "BlobNotFound",
+                "true",
+            )
             listed = [(b.version_id, b.deleted) for b in box.list_blobs(include=["versions", "deleted"])]
             assert listed == [(v1, True), (v2, None)]
             assert [b.version_id for b in box.list_blobs(include=["versions"])] == [v2]

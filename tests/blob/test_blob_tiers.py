@@ -265,3 +265,34 @@ def test_upload_tier_refusals(http: BlobHttp, container: ContainerClient) -> Non
     assert (reply.status, reply.code) == (400, "InvalidHeaderValue")
     assert reply.error_fields()["HeaderName"] == "x-ms-access-tier"
     assert http.request("HEAD", f"{path}/a").status == 404 and http.request("HEAD", f"{path}/b").status == 404
+
+
+def test_put_blob_over_a_tiered_blob_keeps_its_tier(
+    container: ContainerClient, server: ServerProcess
+) -> None:
+    """Put Blob naming no tier over a block blob set to Cold keeps Cold and the time it was set,
+    as Azure answered the Rust SDK (``Azure/azure-sdk-assets``, ``rust/sdk/storage/
+    azure_storage_blob/tests/data/blob_client/test_leased_blob_operations.json``, x-ms-version
+    2026-04-06: Get Blob after the overwrite answers ``x-ms-access-tier: Cold`` and the earlier
+    ``x-ms-access-tier-change-time``). A blob never tiered stays inferred; a tier named wins."""
+    blob = container.get_blob_client("kept")
+    blob.upload_blob(b"hello rusty world")
+    blob.set_standard_blob_tier(StandardBlobTier.COLD)
+    before = blob.get_blob_properties()
+    blob.upload_blob(b"overruled!", overwrite=True)
+    after = blob.get_blob_properties()
+    assert (after.blob_tier, after.blob_tier_inferred) == ("Cold", None)  # not inferred: no header
+    assert after.blob_tier_change_time == before.blob_tier_change_time
+    got = BlobHttp(server.blob_port).request(
+        "GET",
+        f"/{container.container_name}/kept",
+        {"x-ms-range": "bytes=0-4194303", "x-ms-version": "2026-04-06"},
+    )
+    assert (got.body, got.headers["x-ms-access-tier"]) == (b"overruled!", "Cold")
+    assert "x-ms-access-tier-inferred" not in got.headers and "x-ms-access-tier-change-time" in got.headers
+    blob.upload_blob(b"named", overwrite=True, standard_blob_tier=StandardBlobTier.COOL)
+    assert blob.get_blob_properties().blob_tier == "Cool"
+    plain = container.upload_blob("plain-overwrite", b"a")
+    plain.upload_blob(b"b", overwrite=True)
+    props = plain.get_blob_properties()
+    assert (props.blob_tier, props.blob_tier_inferred) == ("Hot", True)

@@ -300,7 +300,10 @@ class BlobApp(Frontend[Route]):
 # Md5Mismatch at 2020-10-02, and TestAppendBlockFromURLCopySourceAuthNegative, 401 at 2023-11-03;
 # Java's AppendBlobApiTests.appendBlockFromURLSourceErrorAndStatusCode, 409 at 2024-08-04; .NET's
 # UploadPagesFromUriAsync_SourceBearerTokenFail, 400 at 2024-08-04), while Put Blob From URL's
-# have none (.NET's SyncUploadFromUriAsync_SourceBearerTokenFail, 2025-05-05).
+# have none (.NET's SyncUploadFromUriAsync_SourceBearerTokenFail, 2025-05-05); the Rust SDK's
+# append_blob_client_encryption/test_append_block_from_url_*_cpk_mismatch_fails (409, 304 and 525
+# bytes at 2026-04-06) agree, where Append Block's own errors (test_append_block_position_condition)
+# have none.
 # Other operations' errors have none.
 _BREAK_AFTER_DECLARATION = frozenset(
     {

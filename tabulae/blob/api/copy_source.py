@@ -317,8 +317,10 @@ async def read_local(
     except ServiceError as exc:
         if unmet and exc.code == unmet:
             raise
-        if exc.status == 304:
-            raise source_refused(304, None, None) from None
+        if exc.status == 304:  # the source's code (ConditionNotMet), as a fetched one says it;
+            # no message: a 304 has no body (the Rust SDK's recorded
+            # test_append_block_from_url_source_if_match, x-ms-version 2026-04-06)
+            raise source_refused(304, exc.code, None) from None
         raise source_refused(exc.status, exc.code, exc.message) from None
     assert extents is not None
     return SourceRead(

@@ -16,7 +16,7 @@ from tabulae.blob.service import parse_snapshot
 from tabulae.http.messages import Headers
 from tabulae.http.metadata import metadata_headers
 from tabulae.model.blobs import VERSION_PREFIX, BlobRecord, ContentProperties
-from tabulae.model.errors import ServiceError
+from tabulae.model.errors import FrontEndRefusal, ServiceError
 
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)")
 
@@ -223,4 +223,9 @@ def version_or_snapshot(query: dict[str, str]) -> str:
         return parse_snapshot(query.get("snapshot"))
     if "snapshot" in query:  # Azure's recorded answer (a HEAD, so its message is not on record)
         raise ServiceError("MutuallyExclusiveQueryParameters")
-    return versioning.key_of(version)
+    try:
+        return versioning.key_of(version)
+    except ServiceError as error:  # refused by the front-end, as a malformed snapshot is: a HEAD
+        # gets a bare 400, neither x-ms-error-code nor x-ms-version (the Rust SDK's recorded
+        # test_blob_version_error_cases, x-ms-version 2025-11-05)
+        raise FrontEndRefusal(error.code, fields=error.fields) from None

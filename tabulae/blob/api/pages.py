@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tabulae.blob.api import blobs, copy_source, immutability
-from tabulae.blob.api.blobs import _no_snapshot
+from tabulae.blob.api.blobs import _no_snapshot, _root_only
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.containers import max_results, xml
 from tabulae.blob.api.formats import DECLARATION
@@ -68,7 +68,7 @@ def _sequence_header(number: int) -> tuple[bytes, bytes]:
 async def put_blob(call: Call) -> Response:
     """Put Blob: a page blob's here, the others' in :func:`blobs.put_blob`."""
     if call.request.headers.get("x-ms-blob-type") == "PageBlob":
-        _no_snapshot(call)
+        _root_only(call)
         return await put_page_blob(call)
     return await blobs.put_blob(call)
 
@@ -77,7 +77,7 @@ async def set_blob_properties(call: Call) -> Response:
     """Set Blob Properties: with a page blob's own headers here, else in :func:`blobs.set_blob_properties`."""
     headers = call.request.headers
     if any(name in headers for name in PAGE_PROPERTY_HEADERS):
-        _no_snapshot(call)
+        _root_only(call)
         return await set_page_blob_properties(call)
     return await blobs.set_blob_properties(call)
 

@@ -144,6 +144,18 @@ def with_state(record: BlobRecord, state: TierState) -> BlobRecord:
     )
 
 
+def kept_on_overwrite(record: BlobRecord, base: BlobRecord) -> BlobRecord:
+    """A Put Blob that names no tier over a block blob whose Hot, Cool or Cold tier was set
+    keeps that tier and the time it was set: Azure answered Get Blob after such an overwrite
+    with ``x-ms-access-tier: Cold`` and the earlier ``x-ms-access-tier-change-time`` (the Rust
+    SDK's recording test_leased_blob_operations, x-ms-version 2026-04-06). An archived or
+    rehydrating blob, a Smart tier and the other writes (Put Block List, copies) are not
+    recorded: those start from the default, as before."""
+    if base.tier not in (HOT, COOL, COLD) or base.rehydrate_to is not None:
+        return record
+    return replace(record, tier=base.tier, tier_changed=base.tier_changed)
+
+
 def initial(tier: str | None, account_default: str, now: float) -> TierState:
     """A new block blob: the tier its upload named, or the account default, inferred."""
     if tier is None:

@@ -113,7 +113,7 @@ async def get_service_properties(call: QueueCall) -> Response:
 async def set_service_properties(call: QueueCall) -> Response:
     service, request, route = call.service, call.request, call.route
     current = await service.get_service_properties(route.account)
-    properties = parse_service_properties(request.body, current)
+    properties = parse_service_properties(request.body, current, too_many=NO_PLACE)
     refuse_self_closed_root(request.body)
     await service.set_service_properties(route.account, properties)
     return Response(202)
