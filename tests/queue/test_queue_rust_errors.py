@@ -105,6 +105,8 @@ def test_a_retention_over_365_days_is_a_document_error(server: ServerProcess) ->
     service = QueueServiceClient.from_connection_string(server.connection_string)
     with pytest.raises(HttpResponseError) as caught:
         service.set_service_properties(
-            hour_metrics=QueueMetrics(enabled=True, retention_policy=RetentionPolicy(True, 366))
+            hour_metrics=QueueMetrics(
+                enabled=True, include_apis=True, retention_policy=RetentionPolicy(True, 366)
+            )
         )
     assert caught.value.error_code == "InvalidXmlDocument"
