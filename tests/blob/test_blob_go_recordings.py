@@ -96,11 +96,14 @@ def test_append_block_and_put_page_echo_the_md5_alone(
     """TestAppendBlockWithMD5 and TestPutPagesWithMD5: an Append Block or a Put Page (update)
     sent with a Content-MD5 answers that Content-MD5 and no x-ms-content-crc64; TestAppendBlockWithCRC64
     and TestBlobClearPagesInvalidRange: without one, x-ms-content-crc64 alone. A wrong MD5 is 400
-    Md5Mismatch with both digests (405 bytes)."""
+    Md5Mismatch with both digests (405 bytes). From x-ms-version 2026-10-06 the CRC64 comes beside
+    the MD5 (azure-storage-blob's recording test_append_block_with_md5; the Rust SDK's
+    test_append_block_transactional_checksums at 2026-04-06 still has the MD5 alone)."""
+    go = {"x-ms-version": GO_VERSION}
     data = bytes(range(256)) * 4
     md5 = "suqff86oMaSmOyE/QaiFWw=="  # of data
     assert http.request("PUT", f"/{box}/ab", {"x-ms-blob-type": "AppendBlob"}).status == 201
-    appended = http.request("PUT", f"/{box}/ab?comp=appendblock", {"Content-MD5": md5}, data)
+    appended = http.request("PUT", f"/{box}/ab?comp=appendblock", {**go, "Content-MD5": md5}, data)
     assert appended.status == 201 and appended.headers["content-md5"] == md5
     assert "x-ms-content-crc64" not in appended.headers
     plain = http.request("PUT", f"/{box}/ab?comp=appendblock", {}, data)
@@ -115,9 +118,16 @@ def test_append_block_and_put_page_echo_the_md5_alone(
     )
     assert created.status == 201
     page = {"x-ms-page-write": "update", "x-ms-range": "bytes=0-1023"}
-    written = http.request("PUT", f"/{box}/pb?comp=page", {**page, "Content-MD5": md5}, data)
+    written = http.request("PUT", f"/{box}/pb?comp=page", {**page, **go, "Content-MD5": md5}, data)
     assert written.status == 201 and written.headers["content-md5"] == md5
     assert "x-ms-content-crc64" not in written.headers
+    for version, both in (("2026-04-06", False), ("2026-10-06", True)):
+        headers = {"x-ms-version": version, "Content-MD5": md5}
+        again = http.request("PUT", f"/{box}/ab?comp=appendblock", headers, data)
+        assert again.headers["content-md5"] == md5
+        assert ("x-ms-content-crc64" in again.headers) is both, version
+        again = http.request("PUT", f"/{box}/pb?comp=page", {**page, **headers}, data)
+        assert ("x-ms-content-crc64" in again.headers) is both, version
     plain = http.request("PUT", f"/{box}/pb?comp=page", page, data)
     assert (
         plain.status == 201 and "content-md5" not in plain.headers and "x-ms-content-crc64" in plain.headers
@@ -129,7 +139,7 @@ def test_append_block_and_put_page_echo_the_md5_alone(
             return await blob.append_block(data, validate_content=True)
 
     answer = asyncio.run(append_with_md5())
-    assert answer["content_md5"] is not None and answer.get("content_crc64") is None
+    assert answer["content_md5"] is not None and answer.get("content_crc64") is not None  # 2026-10-06
 
 
 def test_listings_mark_the_current_version_whatever_they_include(

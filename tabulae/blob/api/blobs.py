@@ -139,15 +139,23 @@ def _checksum_headers(sums: Checksums, *, md5: bool) -> Headers:
     return headers
 
 
-def appended_checksums(sums: Checksums, *, md5: bool) -> Headers:
+# From this version an Append Block or Put Page sent with a Content-MD5 answers the CRC64 beside
+# it: Azure did at 2026-10-06 (azure-storage-blob's recording test_append_block_with_md5, June
+# 2026) and did not at 2026-04-06 (the Rust SDK's append_blob_client/
+# test_append_block_transactional_checksums, April 2026) nor at 2023-11-03 (the Go SDK's).
+BOTH_SUMS_VERSION = "2026-10-06"
+
+
+def appended_checksums(sums: Checksums, *, md5: bool, version: str) -> Headers:
     """The checksum an Append Block or a Put Page (update) answers: the Content-MD5 the request
-    sent, checked, and no CRC64; without one, the CRC64 the service computed (recorded: the Go
-    SDK's TestAppendBlockWithMD5 and TestPutPagesWithMD5 answer Content-MD5 alone, its
-    TestAppendBlockWithCRC64 and TestBlobClearPagesInvalidRange x-ms-content-crc64 alone,
-    x-ms-version 2023-11-03). Put Block keeps both: its answer with an MD5 is not recorded."""
-    if md5 and sums.md5 is not None:
+    sent, checked, and before :data:`BOTH_SUMS_VERSION` no CRC64; without one, the CRC64 the
+    service computed (recorded: the Go SDK's TestAppendBlockWithMD5 and TestPutPagesWithMD5
+    answer Content-MD5 alone, its TestAppendBlockWithCRC64 and TestBlobClearPagesInvalidRange
+    x-ms-content-crc64 alone, x-ms-version 2023-11-03). Put Block keeps both: its answer with an
+    MD5 is not recorded."""
+    if md5 and sums.md5 is not None and version < BOTH_SUMS_VERSION:
         return [(b"content-md5", b64(sums.md5).encode())]
-    return _checksum_headers(sums, md5=False)
+    return _checksum_headers(sums, md5=md5)
 
 
 # ------------------------------------------------------------------------------ reads
@@ -454,7 +462,7 @@ async def append_block(call: Call) -> Response:
     response_headers = etag_headers(record.ticks)
     response_headers.append((b"x-ms-blob-append-offset", str(offset).encode()))
     response_headers.append((b"x-ms-blob-committed-block-count", str(record.block_count).encode()))
-    response_headers.extend(appended_checksums(sums, md5=upload.md5 is not None))
+    response_headers.extend(appended_checksums(sums, md5=upload.md5 is not None, version=call.version))
     return Response(201, [*response_headers, *_ENCRYPTED, *call.echo])
 
 

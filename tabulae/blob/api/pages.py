@@ -173,7 +173,7 @@ async def put_page(call: Call) -> Response:
         record, sums = await pages.upload_pages(
             call.key, start, end, upload.chunks, upload.md5, upload.crc64, request
         )
-        extra = blobs.appended_checksums(sums, md5=upload.md5 is not None)
+        extra = blobs.appended_checksums(sums, md5=upload.md5 is not None, version=call.version)
     elif action.lower() == "clear":
         declared = headers.get("content-length", "0")
         if declared != "0":
