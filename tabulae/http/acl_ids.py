@@ -28,9 +28,8 @@ and a bad Id is not recorded; the count is checked first.
 from __future__ import annotations
 
 import xml.parsers.expat
-from typing import NoReturn
 
-from tabulae.model.errors import ServiceError
+from tabulae.http.xmlplace import entity_free_reader, placed_error, reader_place
 
 MAX_ID = 64
 REASON = "Signed identifier ID cannot be empty or over 64 characters in length"
@@ -39,7 +38,7 @@ REASON = "Signed identifier ID cannot be empty or over 64 characters in length"
 def check_identifier_ids(body: bytes) -> None:
     """Raise Azure's document error for the first identifier whose Id is empty or too long;
     return quietly when every Id is fine (or the body is not a well-formed ACL)."""
-    parser = xml.parsers.expat.ParserCreate()
+    parser = entity_free_reader()
     depth = 0
     texts: list[str] = []
     in_id = False
@@ -47,12 +46,7 @@ def check_identifier_ids(body: bytes) -> None:
     bad_after: bool = False  # the identifier just closed had a bad Id: the next tag is the place
 
     def place(end_tag: bool) -> None:
-        line = parser.CurrentLineNumber
-        position = parser.CurrentColumnNumber + (3 if end_tag else 2)  # at the name, 1-based
-        raise ServiceError(
-            "InvalidXmlDocument",
-            fields=(("LineNumber", str(line)), ("LinePosition", str(position)), ("Reason", REASON)),
-        )
+        raise placed_error(reader_place(parser, end_tag=end_tag), REASON)
 
     def start(name: str, _attributes: dict[str, str]) -> None:
         nonlocal depth, in_id, has_id
@@ -80,13 +74,6 @@ def check_identifier_ids(body: bytes) -> None:
         if in_id:
             texts.append(data)
 
-    def no_dtd(*_args: object) -> NoReturn:
-        # parse_xml refused any DTD before this runs (the ACL had parsed); kept so this second
-        # reader never expands entities, whoever calls it
-        raise xml.parsers.expat.ExpatError("a document type declaration")
-
-    parser.StartDoctypeDeclHandler = no_dtd
-    parser.EntityDeclHandler = no_dtd
     parser.StartElementHandler = start
     parser.EndElementHandler = end
     parser.CharacterDataHandler = characters

@@ -23,6 +23,34 @@ from tabulae.model.errors import ServiceError
 Place = tuple[int, int]
 
 
+def entity_free_reader() -> xml.parsers.expat.XMLParserType:
+    """An expat reader that stops at a document type declaration, so it never expands an entity
+    (its callers read bodies ``parse_xml`` has already accepted; this holds whoever calls it)."""
+    parser = xml.parsers.expat.ParserCreate()
+
+    def no_dtd(*_args: object) -> NoReturn:
+        raise xml.parsers.expat.ExpatError("a document type declaration")
+
+    parser.StartDoctypeDeclHandler = no_dtd
+    parser.EntityDeclHandler = no_dtd
+    return parser
+
+
+def reader_place(parser: xml.parsers.expat.XMLParserType, *, end_tag: bool) -> Place:
+    """Where Azure's reader stands on the tag ``parser`` is at: 1-based, at the tag's name (after
+    ``<``, or after ``</`` for an end tag)."""
+    return parser.CurrentLineNumber, parser.CurrentColumnNumber + (3 if end_tag else 2)
+
+
+def placed_error(place: Place, reason: str) -> ServiceError:
+    """400 ``InvalidXmlDocument`` naming ``place`` and ``reason``."""
+    line, position = place
+    return ServiceError(
+        "InvalidXmlDocument",
+        fields=(("LineNumber", str(line)), ("LinePosition", str(position)), ("Reason", reason)),
+    )
+
+
 class _Found(Exception):
     def __init__(self, place: Place) -> None:
         super().__init__()
@@ -32,12 +60,12 @@ class _Found(Exception):
 def _walk(body: bytes, path: Sequence[str], *, after: bool) -> Place | None:
     """The place of the end tag of the first element at ``path`` (``after`` False), or of the
     first tag that follows that end tag (``after`` True)."""
-    parser = xml.parsers.expat.ParserCreate()
+    parser = entity_free_reader()
     stack: list[str] = []
     ended = False
 
     def here(end_tag: bool) -> Place:
-        return parser.CurrentLineNumber, parser.CurrentColumnNumber + (3 if end_tag else 2)
+        return reader_place(parser, end_tag=end_tag)
 
     def start(name: str, _attributes: dict[str, str]) -> None:
         if ended:
@@ -54,11 +82,6 @@ def _walk(body: bytes, path: Sequence[str], *, after: bool) -> Place | None:
             ended = True
         stack.pop()
 
-    def no_dtd(*_args: object) -> NoReturn:
-        raise xml.parsers.expat.ExpatError("a document type declaration")
-
-    parser.StartDoctypeDeclHandler = no_dtd
-    parser.EntityDeclHandler = no_dtd
     parser.StartElementHandler = start
     parser.EndElementHandler = end
     try:
@@ -76,8 +99,4 @@ def document_error(body: bytes, path: Sequence[str], reason: str, *, after: bool
     place = _walk(body, path, after=after)
     if place is None:
         return ServiceError("InvalidXmlDocument")
-    line, position = place
-    return ServiceError(
-        "InvalidXmlDocument",
-        fields=(("LineNumber", str(line)), ("LinePosition", str(position)), ("Reason", reason)),
-    )
+    return placed_error(place, reason)
