@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from tabulae.blob import versioning
+from tabulae.blob.checked_staging import stage_checked
 from tabulae.blob.rules import leases, premium
 from tabulae.blob.rules.checksums import Checksums
 from tabulae.blob.rules.conditions import Conditions, check
@@ -181,12 +182,7 @@ class PageBlobs:
         caller against the body's length). Its bytes are staged first, then committed by
         :meth:`write_staged`."""
         checksums = Checksums(md5=md5 is not None, crc64=True)
-        staged = await self.store.stage(key, chunks, checksums)
-        try:
-            checksums.verify(md5, crc64)
-        except ServiceError:
-            await self.store.discard(staged)
-            raise
+        staged = await stage_checked(self.store, key, chunks, checksums, md5, crc64)
         return await self.write_staged(key, start, end, staged, request), checksums
 
     async def write_staged(

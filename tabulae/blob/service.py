@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import cast
 
 from tabulae.blob import softdeletion, versioning
+from tabulae.blob.checked_staging import stage_checked
 from tabulae.blob.features import AccountFeatureBook
 from tabulae.blob.protection import GuardedStore, deletion_check
 from tabulae.blob.rules import blocks, copies, leases, premium, softdelete, tiers
@@ -739,12 +740,7 @@ class BlobService:
                 raise ServiceError("ContainerNotFound")
             base = found[0] if found is not None else None
             check_state(BlobState(base=base, ticks=next_ticks(base.ticks if base else None)))
-        staged = await self.store.stage(key, upload.chunks, checksums)
-        try:
-            checksums.verify(upload.md5, upload.crc64)
-        except ServiceError:
-            await self.store.discard(staged)
-            raise
+        staged = await stage_checked(self.store, key, upload.chunks, checksums, upload.md5, upload.crc64)
         return await self.store.write_blob(key, lambda state: decide(state, checksums, staged), staged=staged)
 
     async def put_blob(

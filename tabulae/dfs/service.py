@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tabulae.blob import encryption_guard, softdeletion
+from tabulae.blob.checked_staging import stage_checked
 from tabulae.blob.namespace_guard import FOLDER, is_directory
 from tabulae.blob.rules import leases
 from tabulae.blob.rules.checksums import Checksums
@@ -402,12 +403,7 @@ class DataLakeService:
             return BlobWrite(stage_block=replace(staged.extent, block_id=offset))
 
         checksums = Checksums(md5=upload.md5 is not None, crc64=upload.crc64 is not None)
-        staged = await self.store.stage(key, upload.chunks, checksums)
-        try:
-            checksums.verify(upload.md5, upload.crc64)
-        except ServiceError:
-            await self.store.discard(staged)
-            raise
+        staged = await stage_checked(self.store, key, upload.chunks, checksums, upload.md5, upload.crc64)
         await self.store.write_blob(key, decide, needs=Needs(staged=True), staged=staged)
         return checksums
 
