@@ -129,15 +129,24 @@ def client_receipt(nonce: str, message_id: str) -> str:
 
 def read_receipt(receipt: str) -> tuple[str, bytes]:
     """A client's receipt as (stored receipt, tag of the message it was given for); 400
-    ``InvalidQueryParameterValue`` for a value that is no receipt of ours."""
+    ``InvalidQueryParameterValue`` for a value that is not even Base64 (Azure refuses it before it
+    looks at the message id: the Java SDK's deleteMessageInvalidArgs[3], 2023-11-03). Base64 that
+    is no receipt of ours comes back with an empty tag, which names no message, so the message
+    is looked up first: Azure answered such a receipt ('mwhojmtartdffgntginp') for an id that is
+    no message with 404 MessageNotFound (the .NET SDK's QueueClientTests/DeleteMessagAsync_Error
+    and UpdateMessageAsync_Error, 2024-08-04)."""
     try:
         raw = base64.b64decode(receipt.replace(" ", "+"), validate=True)
     except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) != _RECEIPT_BYTES or raw[0] != _RECEIPT_VERSION:
         # Azure's Reason, as its recordings of a malformed receipt show (JS and Python SDK tests).
-        raise invalid_parameter("popreceipt", receipt, "Invalid pop receipt format")
+        raise _malformed_receipt(receipt) from None
+    if len(raw) != _RECEIPT_BYTES or raw[0] != _RECEIPT_VERSION:
+        return "", b""
     return base64.b64encode(raw[1 : 1 + _NONCE_BYTES]).decode("ascii"), raw[1 + _NONCE_BYTES :]
+
+
+def _malformed_receipt(receipt: str) -> ServiceError:
+    return invalid_parameter("popreceipt", receipt, "Invalid pop receipt format")
 
 
 def canonical_message_id(text: str) -> str:
@@ -290,7 +299,7 @@ class QueueService:
             check_text(text, version)
         given = read_receipt(receipt)  # a malformed receipt is refused before the id is looked at
         message_id = canonical_message_id(message_id)
-        nonce = await self._receipt_for(account, name, message_id, given)
+        nonce = await self._receipt_for(account, name, message_id, given, receipt)
         now = self.clock()
         try:
             updated = await self.store.update_message(
@@ -311,13 +320,15 @@ class QueueService:
         check_lower_dns_name(name)
         given = read_receipt(receipt)  # Azure: 400 for it even when the id names no message
         message_id = canonical_message_id(message_id)
-        nonce = await self._receipt_for(account, name, message_id, given)
+        nonce = await self._receipt_for(account, name, message_id, given, receipt)
         try:
             await self.store.delete_message(account, name, message_id, nonce, self.clock())
         except ServiceError as error:
             raise _stale(error) from None
 
-    async def _receipt_for(self, account: str, name: str, message_id: str, receipt: tuple[str, bytes]) -> str:
+    async def _receipt_for(
+        self, account: str, name: str, message_id: str, receipt: tuple[str, bytes], receipt_text: str
+    ) -> str:
         """The stored receipt a client's receipt for ``message_id`` stands for. A receipt given for
         another message is refused before anything is written (the messages of one Get share a
         stored receipt), with the error of the first thing wrong: no queue, no such message, or
@@ -325,7 +336,13 @@ class QueueService:
         nothing and says which it is."""
         nonce, tag = receipt  # as read_receipt gives it
         if tag != _message_tag(message_id):
-            await self.store.delete_message(account, name, message_id, "", self.clock())
+            try:
+                await self.store.delete_message(account, name, message_id, "", self.clock())
+            except ServiceError as error:
+                if tag or error.code != "PopReceiptMismatch":
+                    raise
+            if not tag:  # Base64 that is no receipt, for a message that exists: unrecorded;
+                raise _malformed_receipt(receipt_text)  # refused as malformed, as before
             raise ServiceError("PopReceiptMismatch")  # not reached: the store raised already
         return nonce
 
