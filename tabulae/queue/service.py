@@ -190,7 +190,9 @@ class QueueService:
         if marker:
             head = f"/{account}/"
             if not marker.startswith(head) or len(marker) == len(head):
-                raise ServiceError("InvalidMarker")
+                # Azure's answer to the .NET SDK's marker=garbage (QueueServiceClient
+                # GetQueuesAsync_ErrorAsync, 2024-08-04), as List Containers answers it.
+                raise ServiceError("OutOfRangeInput")
             start = marker[len(head) :]
         entries = await self.store.list_queues(account, prefix, start, limit + 1)
         next_marker = f"/{account}/{entries[limit].name}" if len(entries) > limit else None

@@ -9,6 +9,9 @@ the ones compared; the session server runs on every store.
   404 ``MessageNotFound``, "The specified message does not exist." A receipt that is not even
   Base64 stays 400 ``InvalidQueryParameterValue`` ('Invalid pop receipt format') whatever the id
   (the Java SDK's deleteMessageInvalidArgs[3], 2023-11-03; the JS SDK's 'delete message negative').
+* ``ServiceClientTests/GetQueuesAsync_ErrorAsync.json``: List Queues with ``marker=garbage`` is 400
+  ``OutOfRangeInput``, "One of the request inputs is out of range." (as List Containers answers
+  the same marker), not ``InvalidMarker``.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from azure.core.exceptions import ResourceNotFoundError
+from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
+from azure.storage.queue import QueueServiceClient
 
 from tests.queuehttp import QueueHttp, assert_error
+from tests.serverproc import ServerProcess
 
 NET = {"x-ms-version": "2024-08-04"}
 
@@ -69,3 +74,18 @@ def test_sdk_delete_message_of_no_message(queue: Any) -> None:
     with pytest.raises(ResourceNotFoundError) as raised:
         queue.delete_message("test-message-9a9499fb-b750-6325-0e95-af09fe6b1c5c", "mwhojmtartdffgntginp")
     assert raised.value.error_code == "MessageNotFound"
+
+
+def test_list_queues_with_a_marker_that_is_no_marker(queue_http: QueueHttp) -> None:
+    response = queue_http.request("GET", "/?comp=list&marker=garbage", headers=NET)
+    assert_error(response, 400, "OutOfRangeInput")
+    assert b"<Message>One of the request inputs is out of range.\n" in response.body
+    assert b"<QueryParameterName>" not in response.body
+
+
+def test_sdk_list_queues_with_a_marker_that_is_no_marker(server: ServerProcess) -> None:
+    service = QueueServiceClient.from_connection_string(server.connection_string)
+    pages = service.list_queues().by_page(continuation_token="garbage")
+    with pytest.raises(HttpResponseError) as raised:
+        next(pages)
+    assert raised.value.error_code == "OutOfRangeInput"

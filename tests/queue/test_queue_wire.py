@@ -520,7 +520,7 @@ def test_list_parameters(queue_http: QueueHttp) -> None:
     )
     assert_error(queue_http.request("GET", "/?comp=list&maxresults=ten"), 400, "InvalidQueryParameterValue")
     assert_error(queue_http.request("GET", "/?comp=list&include=acl"), 400, "InvalidQueryParameterValue")
-    assert_error(queue_http.request("GET", "/?comp=list&marker=bogus"), 400, "InvalidMarker")
+    assert_error(queue_http.request("GET", "/?comp=list&marker=bogus"), 400, "OutOfRangeInput")
 
 
 @pytest.mark.parametrize(
