@@ -60,3 +60,24 @@ def test_put_block_with_an_id_that_is_no_base64(net_server: ServerProcess, http:
     assert answer.error_fields()["Reason"] == "Not a valid base64 string."
     assert answer.error_fields()["QueryParameterValue"] == block_id
     assert answer.headers["content-length"] == "454"  # as recorded
+
+
+def test_anonymous_find_blobs_by_tags_has_a_line_break(http: BlobHttp) -> None:
+    """ServiceClientTests/FindBlobsByTagAsync_Error.json (x-ms-version 2024-08-04): an anonymous
+    Find Blobs by Tags is 401 NoAuthenticationInformation with the bearer challenge, its body
+    with a line break after the XML declaration (303 bytes); Get Service Properties
+    (GetPropertiesAsync_Error, 2024-08-04) and Get Account Information (GetAccountInfoAsync_Error,
+    2025-05-05) refused alike have none (302 bytes)."""
+    where = "/?comp=blobs&where=%22key%22%20%3D%20%27value%27"
+    found = http.request("GET", where, _net({"Accept": "application/xml"}), signed=False)
+    assert (found.status, found.code) == (401, "NoAuthenticationInformation")
+    assert found.headers["www-authenticate"].startswith("Bearer authorization_uri=")
+    assert found.body.startswith(b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n<Error>')
+    assert found.headers["content-length"] == "303"  # as recorded
+    for path, version in (
+        ("/?restype=service&comp=properties", NET_VERSION),
+        ("/?restype=account&comp=properties", "2025-05-05"),
+    ):
+        other = http.request("GET", path, {"x-ms-version": version}, signed=False)
+        assert (other.status, other.code) == (401, "NoAuthenticationInformation")
+        assert other.headers["content-length"] == "302"  # as recorded

@@ -303,7 +303,10 @@ class BlobApp(Frontend[Route]):
 # have none (.NET's SyncUploadFromUriAsync_SourceBearerTokenFail, 2025-05-05); the Rust SDK's
 # append_blob_client_encryption/test_append_block_from_url_*_cpk_mismatch_fails (409, 304 and 525
 # bytes at 2026-04-06) agree, where Append Block's own errors (test_append_block_position_condition)
-# have none.
+# have none. Find Blobs by Tags at the account's URL too (.NET's ServiceClientTests/
+# FindBlobsByTagAsync_Error, anonymous 401 NoAuthenticationInformation at 2024-08-04, 303 bytes,
+# where the same refusal of Get Service Properties and Get Account Information has none); its
+# container form's are not recorded.
 # Other operations' errors have none.
 _BREAK_AFTER_DECLARATION = frozenset(
     {
@@ -315,6 +318,7 @@ _BREAK_AFTER_DECLARATION = frozenset(
         Operation.GET_PAGE_RANGES,
         Operation.APPEND_BLOCK_FROM_URL,
         Operation.PUT_PAGE_FROM_URL,
+        Operation.FIND_BLOBS_BY_TAGS,
     }
 )
 
