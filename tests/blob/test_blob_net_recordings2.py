@@ -23,8 +23,9 @@ _names = itertools.count()
 def net_server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:
-    """A server on each backend, as the recording account (versions kept)."""
-    extra = [*fresh_store(request.param), "--blob-versioning"]
+    """A server on each backend, as the recording accounts (versions kept, version-level
+    immutability supported)."""
+    extra = [*fresh_store(request.param), "--blob-versioning", "--version-level-immutability"]
     process = ServerProcess(tmp_path_factory.mktemp("netrec2"), extra_args=extra, backend=request.param)
     process.start()
     yield process
@@ -81,3 +82,33 @@ def test_anonymous_find_blobs_by_tags_has_a_line_break(http: BlobHttp) -> None:
         other = http.request("GET", path, {"x-ms-version": version}, signed=False)
         assert (other.status, other.code) == (401, "NoAuthenticationInformation")
         assert other.headers["content-length"] == "302"  # as recorded
+
+
+def test_immutability_and_legal_hold_errors_have_a_line_break(http: BlobHttp, box: str) -> None:
+    """ImmutableStorageWithVersioningTests: Set Blob Immutability Policy of a blob that does not
+    exist (SetImmutibilityPolicyAsync_Error.json, x-ms-version 2026-06-06), Delete Blob
+    Immutability Policy (DeleteImmutibilityPolicyAsync_Error.json, 2024-08-04) and Set Blob Legal
+    Hold (SetLegalHoldAsync_Error.json, 2024-08-04) are 404 BlobNotFound of 216 bytes, a line break
+    after the XML declaration; an unmet If-Unmodified-Since
+    (SetImmutibilityPolicyAsync_IfModifiedSince_Failed.json, 2026-06-06) is 412 ConditionNotMet
+    of 253 bytes, broken alike."""
+    until = "Tue, 30 Jun 2099 19:52:02 GMT"
+    policy = {"x-ms-immutability-policy-mode": "locked", "x-ms-immutability-policy-until-date": until}
+    attempts = [
+        ("PUT", "comp=immutabilityPolicies", {"x-ms-version": "2026-06-06", **policy}),
+        ("DELETE", "comp=immutabilityPolicies", _net()),
+        ("PUT", "comp=legalhold", _net({"x-ms-legal-hold": "true"})),
+    ]
+    for method, query, headers in attempts:
+        missing = http.request(method, f"/{box}/missing?{query}", headers)
+        assert (missing.status, missing.code) == (404, "BlobNotFound"), query
+        assert missing.body.startswith(b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n<Error>')
+        assert missing.headers["content-length"] == "216"  # as recorded
+    assert http.request("PUT", f"/{box}/kept", {"x-ms-blob-type": "BlockBlob"}, b"x").status == 201
+    unmet = http.request(
+        "PUT",
+        f"/{box}/kept?comp=immutabilityPolicies",
+        {"x-ms-version": "2026-06-06", "If-Unmodified-Since": "Mon, 29 Jun 2026 19:51:58 GMT", **policy},
+    )
+    assert (unmet.status, unmet.code) == (412, "ConditionNotMet")
+    assert unmet.headers["content-length"] == "253"  # as recorded

@@ -306,7 +306,10 @@ class BlobApp(Frontend[Route]):
 # have none. Find Blobs by Tags at the account's URL too (.NET's ServiceClientTests/
 # FindBlobsByTagAsync_Error, anonymous 401 NoAuthenticationInformation at 2024-08-04, 303 bytes,
 # where the same refusal of Get Service Properties and Get Account Information has none); its
-# container form's are not recorded.
+# container form's are not recorded. Set and Delete Blob Immutability Policy and Set Blob Legal
+# Hold too (.NET's ImmutableStorageWithVersioningTests: SetImmutibilityPolicyAsync_Error 404 at
+# 2026-06-06, SetImmutibilityPolicyAsync_IfModifiedSince_Failed 412 at 2026-06-06,
+# DeleteImmutibilityPolicyAsync_Error and SetLegalHoldAsync_Error 404 at 2024-08-04, 216 bytes).
 # Other operations' errors have none.
 _BREAK_AFTER_DECLARATION = frozenset(
     {
@@ -319,6 +322,9 @@ _BREAK_AFTER_DECLARATION = frozenset(
         Operation.APPEND_BLOCK_FROM_URL,
         Operation.PUT_PAGE_FROM_URL,
         Operation.FIND_BLOBS_BY_TAGS,
+        Operation.SET_IMMUTABILITY_POLICY,
+        Operation.DELETE_IMMUTABILITY_POLICY,
+        Operation.SET_LEGAL_HOLD,
     }
 )
 
