@@ -112,3 +112,37 @@ def test_immutability_and_legal_hold_errors_have_a_line_break(http: BlobHttp, bo
     )
     assert (unmet.status, unmet.code) == (412, "ConditionNotMet")
     assert unmet.headers["content-length"] == "253"  # as recorded
+
+
+def test_listing_places_immutability_after_server_encrypted(http: BlobHttp, box: str) -> None:
+    """ImmutableStorageWithVersioningTests/SetImmutibilityPolicyAsync.json (x-ms-version
+    2026-06-06): Set Blob Immutability Policy answers the mode and date, and List Blobs with
+    ``include=Immutabilitypolicy`` writes ``<ImmutabilityPolicyUntilDate>`` and
+    ``<ImmutabilityPolicyMode>`` after ``<ServerEncrypted>``, last in ``<Properties>``."""
+    version = {"x-ms-version": "2026-06-06"}
+    assert (
+        http.request("PUT", f"/{box}/held", {"x-ms-blob-type": "BlockBlob", **version}, b"x" * 1024).status
+        == 201
+    )
+    until = "Tue, 30 Jun 2099 19:56:57 GMT"
+    policy = {"x-ms-immutability-policy-mode": "unlocked", "x-ms-immutability-policy-until-date": until}
+    placed = http.request("PUT", f"/{box}/held?comp=immutabilityPolicies", {**version, **policy})
+    assert placed.status == 200
+    assert placed.headers["x-ms-immutability-policy-mode"] == "unlocked"
+    assert placed.headers["x-ms-immutability-policy-until-date"] == until
+    listed = http.request(
+        "GET", f"/{box}?restype=container&comp=list&prefix=held&include=Immutabilitypolicy", version
+    )
+    assert listed.status == 200
+    assert (
+        b"<LeaseState>available</LeaseState><ServerEncrypted>true</ServerEncrypted>"
+        b"<ImmutabilityPolicyUntilDate>" + until.encode() + b"</ImmutabilityPolicyUntilDate>"
+        b"<ImmutabilityPolicyMode>unlocked</ImmutabilityPolicyMode></Properties><OrMetadata /></Blob>"
+    ) in listed.body
+    held = http.request("PUT", f"/{box}/held?comp=legalhold", {**version, "x-ms-legal-hold": "true"})
+    assert held.status == 200
+    both = http.request(
+        "GET", f"/{box}?restype=container&comp=list&include=immutabilitypolicy,legalhold", version
+    )
+    assert b"<ServerEncrypted>true</ServerEncrypted><ImmutabilityPolicyUntilDate>" in both.body
+    assert b"</ImmutabilityPolicyMode><LegalHold>true</LegalHold></Properties>" in both.body
