@@ -118,7 +118,8 @@ def test_listing_places_immutability_after_server_encrypted(http: BlobHttp, box:
     """ImmutableStorageWithVersioningTests/SetImmutibilityPolicyAsync.json (x-ms-version
     2026-06-06): Set Blob Immutability Policy answers the mode and date, and List Blobs with
     ``include=Immutabilitypolicy`` writes ``<ImmutabilityPolicyUntilDate>`` and
-    ``<ImmutabilityPolicyMode>`` after ``<ServerEncrypted>``, last in ``<Properties>``."""
+    ``<ImmutabilityPolicyMode>`` after ``<ServerEncrypted>``, last in ``<Properties>``;
+    SetLegalHoldAsync.json (2024-08-04) places ``<LegalHold>`` there too."""
     version = {"x-ms-version": "2026-06-06"}
     assert (
         http.request("PUT", f"/{box}/held", {"x-ms-blob-type": "BlockBlob", **version}, b"x" * 1024).status
