@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from azure.storage.blob import ContainerSasPermissions, generate_container_sas
 
 from tests.backends import backend_names
 from tests.blobhttp import BlobHttp
 from tests.conftest import fresh_store
-from tests.serverproc import ServerProcess
+from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 
 NET_VERSION = "2024-08-04"
 _names = itertools.count()
@@ -147,3 +149,44 @@ def test_listing_places_immutability_after_server_encrypted(http: BlobHttp, box:
     )
     assert b"<ServerEncrypted>true</ServerEncrypted><ImmutabilityPolicyUntilDate>" in both.body
     assert b"</ImmutabilityPolicyMode><LegalHold>true</LegalHold></Properties>" in both.body
+
+
+def _batch(boundary: str, subrequests: list[str]) -> bytes:
+    parts = [
+        f"--{boundary}\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n"
+        f"Content-ID: {index}\r\n\r\n{sub}"
+        for index, sub in enumerate(subrequests)
+    ]
+    return ("".join(parts) + f"--{boundary}--\r\n").encode()
+
+
+def test_blob_batch_refusals_have_a_line_break(http: BlobHttp, box: str) -> None:
+    """Azure.Storage.Blobs.Batch's BlobBatchClientTests (x-ms-version 2024-08-04): an anonymous
+    batch (Delete_Error.json) is 401 NoAuthenticationInformation of 303 bytes, and a batch at the
+    account's URL under a container SAS (Batch_SasUri_NotOwner.json) 403 AuthenticationFailed of
+    444 bytes: both with a line break after the XML declaration."""
+    boundary = "batch_6d394194-b221-db95-2513-696e1090dcc4"
+    body = _batch(
+        boundary, ["DELETE /container/blob HTTP/1.1\r\nAccept: application/xml\r\nContent-Length: 0\r\n\r\n"]
+    )
+    headers = _net({"Content-Type": f"multipart/mixed; boundary={boundary}", "Accept": "application/xml"})
+    anonymous = http.request("POST", "/?comp=batch", headers, body, signed=False)
+    assert (anonymous.status, anonymous.code) == (401, "NoAuthenticationInformation")
+    assert anonymous.body.startswith(b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n<Error>')
+    assert anonymous.headers["content-length"] == "303"  # as recorded
+    token = generate_container_sas(
+        DEV_ACCOUNT,
+        box,
+        account_key=DEV_KEY,
+        permission=ContainerSasPermissions(
+            read=True, add=True, create=True, write=True, delete=True, list=True
+        ),
+        expiry=datetime.now(UTC) + timedelta(hours=1),
+    )
+    subs = [
+        f"DELETE /{DEV_ACCOUNT}/{box}/blob{n}?{token} HTTP/1.1\r\nContent-Length: 0\r\n\r\n" for n in (1, 2)
+    ]
+    refused = http.request("POST", f"/?{token}&comp=batch", headers, _batch(boundary, subs), signed=False)
+    assert (refused.status, refused.code) == (403, "AuthenticationFailed")
+    assert refused.body.startswith(b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n<Error>')
+    assert refused.headers["content-length"] == "444"  # as recorded

@@ -310,6 +310,10 @@ class BlobApp(Frontend[Route]):
 # Hold too (.NET's ImmutableStorageWithVersioningTests: SetImmutibilityPolicyAsync_Error 404 at
 # 2026-06-06, SetImmutibilityPolicyAsync_IfModifiedSince_Failed 412 at 2026-06-06,
 # DeleteImmutibilityPolicyAsync_Error and SetLegalHoldAsync_Error 404 at 2024-08-04, 216 bytes).
+# Blob Batch's own refusals too (.NET's BlobBatchClientTests: Delete_Error, an anonymous batch,
+# 401 NoAuthenticationInformation of 303 bytes, and Batch_SasUri_NotOwner, 403
+# AuthenticationFailed under a container SAS, 444 bytes, both at 2024-08-04); its sub-responses
+# are each their own operation's.
 # Other operations' errors have none.
 _BREAK_AFTER_DECLARATION = frozenset(
     {
@@ -325,6 +329,7 @@ _BREAK_AFTER_DECLARATION = frozenset(
         Operation.SET_IMMUTABILITY_POLICY,
         Operation.DELETE_IMMUTABILITY_POLICY,
         Operation.SET_LEGAL_HOLD,
+        Operation.SUBMIT_BATCH,
     }
 )
 
