@@ -10,9 +10,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from azure.storage.blob import ContainerSasPermissions, generate_container_sas
+from azure.storage.blob import BlobServiceClient, ContainerSasPermissions, generate_container_sas
 
 from tests.backends import backend_names
+from tests.blob.test_blob_batch import batch_body, signed_subrequest
 from tests.blobhttp import BlobHttp
 from tests.conftest import fresh_store
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
@@ -190,3 +191,44 @@ def test_blob_batch_refusals_have_a_line_break(http: BlobHttp, box: str) -> None
     assert (refused.status, refused.code) == (403, "AuthenticationFailed")
     assert refused.body.startswith(b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n<Error>')
     assert refused.headers["content-length"] == "444"  # as recorded
+
+
+def test_blob_batch_error_part_has_a_byte_order_mark_and_a_line_break(
+    net_server: ServerProcess, http: BlobHttp, box: str
+) -> None:
+    """BlobBatchClientTests/Delete_OneFails.json (x-ms-version 2024-08-04): a batch of three
+    deletes whose third names a container that does not exist answers 202, the third part
+    ``HTTP/1.1 404 The specified container does not exist.`` with ContainerNotFound and a body of
+    226 bytes: a byte order mark, the XML declaration and a line break. The SDK reads it."""
+    for name in ("blob1", "blob2"):
+        assert http.request("PUT", f"/{box}/{name}", {"x-ms-blob-type": "BlockBlob"}, b"x").status == 201
+    paths = [
+        f"/{DEV_ACCOUNT}/{box}/blob1",
+        f"/{DEV_ACCOUNT}/{box}/blob2",
+        f"/{DEV_ACCOUNT}/invalidcontainer/blob3",
+    ]
+    subs = [signed_subrequest(net_server, "DELETE", path) for path in paths]
+    answer = http.request(
+        "POST",
+        "/?comp=batch",
+        _net({"Content-Type": "multipart/mixed; boundary=batch_x"}),
+        batch_body("batch_x", subs),
+    )
+    assert answer.status == 202
+    boundary = answer.headers["content-type"].split("boundary=", 1)[1].encode()
+    third = answer.body.split(b"--" + boundary)[3]
+    _, _, body = third.strip(b"\r\n").partition(b"\r\n\r\n")
+    sub_head, _, sub_body = body.partition(b"\r\n\r\n")
+    assert sub_head.startswith(b"HTTP/1.1 404 The specified container does not exist.\r\n")
+    assert b"x-ms-error-code: ContainerNotFound\r\n" in sub_head
+    assert b"Content-Length: 226\r\n" in sub_head  # as recorded
+    assert sub_body.startswith(
+        b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n<Error><Code>ContainerNotFound'
+    )
+    assert len(sub_body) == 226
+    service = BlobServiceClient.from_connection_string(net_server.connection_string)
+    assert http.request("PUT", f"/{box}/blob3", {"x-ms-blob-type": "BlockBlob"}, b"x").status == 201
+    results = list(
+        service.get_container_client(box).delete_blobs("blob3", "missing", raise_on_any_failure=False)
+    )
+    assert [r.status_code for r in results] == [202, 404]
