@@ -232,3 +232,53 @@ def test_blob_batch_error_part_has_a_byte_order_mark_and_a_line_break(
         service.get_container_client(box).delete_blobs("blob3", "missing", raise_on_any_failure=False)
     )
     assert [r.status_code for r in results] == [202, 404]
+
+
+@pytest.fixture(scope="module", params=backend_names())
+def soft_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """A server whose account keeps deleted containers a day, on each backend."""
+    extra = [*fresh_store(request.param), "--container-soft-delete", "1"]
+    process = ServerProcess(tmp_path_factory.mktemp("netrec2soft"), extra_args=extra, backend=request.param)
+    process.start()
+    yield process
+    process.stop()
+
+
+def test_deleted_container_listed_leased_with_its_properties(soft_server: ServerProcess) -> None:
+    """ServiceClientTests/ListContainersSegmentAsync_Deleted.json (x-ms-version 2024-08-04): List
+    Containers with ``include=deleted`` shows a soft-deleted container with its ``<Etag>``, as
+    leased for good (``locked``, ``leased``, ``fixed``), its encryption scope and immutability
+    elements, then ``<DeletedTime>`` and ``<RemainingRetentionDays>``. The SDK reads the lease."""
+    http = BlobHttp(soft_server.blob_port)
+    name = f"netdel{next(_names)}x"
+    assert http.request("PUT", f"/{name}?restype=container", _net()).status == 201
+    assert http.request("DELETE", f"/{name}?restype=container", _net()).status == 202
+    listed = http.request("GET", f"/?comp=list&include=deleted&prefix={name}", _net())
+    assert listed.status == 200
+    body = listed.body.decode()
+    properties = body.split("<Properties>", 1)[1].split("</Properties>", 1)[0]
+    tags = [part.split(">", 1)[0] for part in properties.split("<")[1:] if not part.startswith("/")]
+    assert tags == [
+        "Last-Modified",
+        "Etag",
+        "LeaseStatus",
+        "LeaseState",
+        "LeaseDuration",
+        "DefaultEncryptionScope",
+        "DenyEncryptionScopeOverride",
+        "HasImmutabilityPolicy",
+        "HasLegalHold",
+        "ImmutableStorageWithVersioningEnabled",
+        "DeletedTime",
+        "RemainingRetentionDays",
+    ]
+    assert (
+        "<LeaseStatus>locked</LeaseStatus><LeaseState>leased</LeaseState><LeaseDuration>fixed</LeaseDuration>"
+        in properties
+    )
+    service = BlobServiceClient.from_connection_string(soft_server.connection_string)
+    [found] = [c for c in service.list_containers(name_starts_with=name, include_deleted=True)]
+    assert found.deleted and found.lease.status == "locked" and found.lease.state == "leased"
+    assert found.etag.startswith('"0x')

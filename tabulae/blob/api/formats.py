@@ -99,6 +99,14 @@ def _optional(tag: str, value: str) -> str:
     return f"<{tag}>{escape(value)}</{tag}>" if value else ""
 
 
+# A soft-deleted container is listed as leased, for good, with the ETag, encryption scope and
+# immutability elements of a live one before its DeletedTime, as Azure answered the .NET SDK
+# (ServiceClientTests/ListContainersSegmentAsync_Deleted.json, x-ms-version 2024-08-04).
+_DELETED_LEASE = (
+    "<LeaseStatus>locked</LeaseStatus><LeaseState>leased</LeaseState><LeaseDuration>fixed</LeaseDuration>"
+)
+
+
 def render_containers(
     base: str,
     prefix: str,
@@ -107,10 +115,10 @@ def render_containers(
     containers: Sequence[tuple[ContainerRecord, LeaseView]],
     include_metadata: bool,
     next_marker: str | None,
-    deleted: Sequence[tuple[str, str, float, int, dict[str, str]]] = (),
+    deleted: Sequence[tuple[str, str, float, int, ContainerRecord]] = (),
 ) -> bytes:
-    """``deleted``: soft-deleted containers (name, version, deletion time, remaining days,
-    metadata; the metadata shown with ``include=metadata``, as for the live ones)."""
+    """``deleted``: soft-deleted containers (name, version, deletion time, remaining days, the
+    record kept aside; its metadata shown with ``include=metadata``, as for the live ones)."""
     parts = [
         DECLARATION,
         f'<EnumerationResults ServiceEndpoint="{escape(base)}/">',
@@ -128,12 +136,13 @@ def render_containers(
             + (_metadata(record.metadata) if include_metadata else "")
             + "</Container>"
         )
-    for name, version, when, left, metadata in deleted:
+    for name, version, when, left, kept in deleted:
         parts.append(
             f"<Container><Name>{escape(name)}</Name><Deleted>true</Deleted><Version>{version}</Version>"
-            f"<Properties><Last-Modified>{epoch_date(when)}</Last-Modified><DeletedTime>{epoch_date(when)}"
+            f'<Properties><Last-Modified>{epoch_date(when)}</Last-Modified><Etag>"{etag_of(kept.ticks)}"</Etag>'
+            f"{_DELETED_LEASE}{_scope_properties(kept)}{_worm_properties(kept)}<DeletedTime>{epoch_date(when)}"
             f"</DeletedTime><RemainingRetentionDays>{left}</RemainingRetentionDays></Properties>"
-            + (_metadata(metadata) if include_metadata else "")
+            + (_metadata(kept.metadata) if include_metadata else "")
             + "</Container>"
         )
     parts.append("</Containers>")
