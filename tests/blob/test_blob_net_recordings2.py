@@ -282,3 +282,52 @@ def test_deleted_container_listed_leased_with_its_properties(soft_server: Server
     [found] = [c for c in service.list_containers(name_starts_with=name, include_deleted=True)]
     assert found.deleted and found.lease.status == "locked" and found.lease.state == "leased"
     assert found.etag.startswith('"0x')
+
+
+_ALL_METHODS = "GET,HEAD,POST,PUT,DELETE,TRACE,OPTIONS,CONNECT,MERGE,PATCH"
+_SENT_PROPERTIES = (
+    "\ufeff<StorageServiceProperties><Logging><Version>1.0</Version><Delete>false</Delete><Read>false</Read>"
+    "<Write>false</Write><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging><HourMetrics>"
+    "<Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy>"
+    "</HourMetrics><MinuteMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy><Enabled>false"
+    "</Enabled></RetentionPolicy></MinuteMetrics><DefaultServiceVersion>2018-03-28</DefaultServiceVersion>"
+    "<DeleteRetentionPolicy><Enabled>false</Enabled><AllowPermanentDelete>false</AllowPermanentDelete>"
+    "</DeleteRetentionPolicy>{website}<Cors><CorsRule><AllowedOrigins>*</AllowedOrigins><AllowedMethods>"
+    f"{_ALL_METHODS}</AllowedMethods><AllowedHeaders>*</AllowedHeaders><ExposedHeaders>*</ExposedHeaders>"
+    "<MaxAgeInSeconds>86400</MaxAgeInSeconds></CorsRule></Cors></StorageServiceProperties>"
+)
+_WEBSITE = (
+    "<StaticWebsite><Enabled>true</Enabled><ErrorDocument404Path>error/404.html</ErrorDocument404Path>"
+    "<DefaultIndexDocumentPath>index.html</DefaultIndexDocumentPath></StaticWebsite>"
+)
+_READ_BACK = (
+    '\ufeff<?xml version="1.0" encoding="utf-8"?><StorageServiceProperties><Logging><Version>1.0</Version>'
+    "<Read>false</Read><Write>false</Write><Delete>false</Delete><RetentionPolicy><Enabled>false</Enabled>"
+    "</RetentionPolicy></Logging><HourMetrics><Version>1.0</Version><Enabled>false</Enabled><RetentionPolicy>"
+    "<Enabled>false</Enabled></RetentionPolicy></HourMetrics><MinuteMetrics><Version>1.0</Version><Enabled>false"
+    "</Enabled><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></MinuteMetrics><Cors><CorsRule>"
+    f"<AllowedMethods>{_ALL_METHODS}</AllowedMethods><AllowedOrigins>*</AllowedOrigins><AllowedHeaders>*"
+    "</AllowedHeaders><ExposedHeaders>*</ExposedHeaders><MaxAgeInSeconds>86400</MaxAgeInSeconds></CorsRule>"
+    "</Cors><DeleteRetentionPolicy><Enabled>false</Enabled><AllowPermanentDelete>false</AllowPermanentDelete>"
+    f"</DeleteRetentionPolicy>{_WEBSITE}<DefaultServiceVersion>2018-03-28</DefaultServiceVersion>"
+    "</StorageServiceProperties>"
+)
+
+
+def test_cors_rule_may_allow_connect_and_trace(http: BlobHttp) -> None:
+    """ServiceClientTests/SetPropertiesAsync_StaticWebsite.json (x-ms-version 2024-08-04): Set
+    Blob Service Properties with a CORS rule allowing GET,HEAD,POST,PUT,DELETE,TRACE,OPTIONS,
+    CONNECT,MERGE,PATCH and a static website is 202, and Get Blob Service Properties reads back the
+    recorded document, the methods in the order sent. The recording then turns the website off."""
+    headers = _net({"Content-Type": "application/xml"})
+    put = http.request(
+        "PUT",
+        "/?restype=service&comp=properties",
+        headers,
+        _SENT_PROPERTIES.format(website=_WEBSITE).encode(),
+    )
+    assert put.status == 202, put.body
+    read = http.request("GET", "/?restype=service&comp=properties", _net())
+    assert read.body.decode() == _READ_BACK
+    off = _SENT_PROPERTIES.format(website="<StaticWebsite><Enabled>false</Enabled></StaticWebsite>")
+    assert http.request("PUT", "/?restype=service&comp=properties", headers, off.encode()).status == 202
