@@ -35,9 +35,9 @@ from typing import Any
 
 from tabulae.config import ConfigError, Settings
 from tabulae.model.accounts import FeatureError, parse
+from tabulae.model.policies import CORS_METHOD_ORDER as CORS_METHODS
 from tabulae.model.roles import ROLE_CHOICES, role_name
 
-CORS_METHODS = ("DELETE", "GET", "HEAD", "MERGE", "POST", "OPTIONS", "PUT", "PATCH")
 _PORTS = {"table": "port", "queue": "queue_port", "blob": "blob_port"}
 _TARGETS = {"partition": "partition_target", "queue": "queue_target", "account": "account_target"}
 _CORS_KEYS = {

@@ -371,17 +371,18 @@ class BlobService:
 
     async def deleted_containers(
         self, account: str, prefix: str
-    ) -> list[tuple[DeletedContainer, int, dict[str, str]]]:
+    ) -> list[tuple[DeletedContainer, int, ContainerRecord]]:
         """The account's soft-deleted containers whose names start with ``prefix``, still in
-        retention, with their remaining days and metadata (List Containers ``include=deleted``,
-        which shows a deleted container's metadata with ``include=metadata`` as Azure does)."""
+        retention, with their remaining days and the record kept aside (List Containers
+        ``include=deleted`` shows its properties, and its metadata with ``include=metadata``, as
+        Azure does)."""
         now = datetime.fromtimestamp(self._retention_clock(), UTC)
         hidden = await self.store.list_containers(account, softdeletion.HIDDEN + prefix, None, MAX_RESULTS)
         found = []
         for record in hidden:
             deleted = softdeletion.parse_hidden(record.name)
             if deleted is not None and not deleted.deletion.purged(now):
-                found.append((deleted, deleted.deletion.remaining_days(now), record.metadata))
+                found.append((deleted, deleted.deletion.remaining_days(now), record))
         return found
 
     async def restore_container(

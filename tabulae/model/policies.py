@@ -13,7 +13,12 @@ import orjson
 
 MAX_IDENTIFIERS = 5
 MAX_CORS_RULES = 5
-CORS_METHODS = frozenset({"DELETE", "GET", "HEAD", "MERGE", "POST", "OPTIONS", "PUT", "PATCH"})
+# The methods a CORS rule may allow, in Azure's order. CONNECT and TRACE too: Azure took them
+# from the .NET SDK (ServiceClientTests/SetPropertiesAsync_StaticWebsite.json, x-ms-version
+# 2024-08-04: Set Blob Service Properties with GET,...,TRACE,OPTIONS,CONNECT,MERGE,PATCH is 202 and
+# reads back so), and the management API lists them among every service's AllowedMethods.
+CORS_METHOD_ORDER = ("DELETE", "GET", "HEAD", "MERGE", "POST", "OPTIONS", "PUT", "PATCH", "CONNECT", "TRACE")
+CORS_METHODS = frozenset(CORS_METHOD_ORDER)
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,9 @@ def test_reads_properties_and_listings_carry_the_time(tracking: ServerProcess) -
         assert [b.last_accessed_on for b in listed] == [accessed]
         http = BlobHttp(tracking.blob_port)
         body = http.request("GET", "/lat?restype=container&comp=list").body.decode()
-        assert "<LastAccessTime>" in body and "</LastAccessTime><ServerEncrypted>" in body
+        # before <BlobType>, as Azure writes it (the .NET SDK's recording
+        # ImmutableStorageWithVersioningTests/SetImmutibilityPolicyAsync.json, 2026-06-06)
+        assert "<Content-Disposition /><LastAccessTime>" in body and "</LastAccessTime><BlobType>" in body
         head = http.request("HEAD", "/lat/b")
         assert head.headers["x-ms-last-access-time"].endswith(" GMT")
 

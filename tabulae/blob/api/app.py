@@ -303,7 +303,17 @@ class BlobApp(Frontend[Route]):
 # have none (.NET's SyncUploadFromUriAsync_SourceBearerTokenFail, 2025-05-05); the Rust SDK's
 # append_blob_client_encryption/test_append_block_from_url_*_cpk_mismatch_fails (409, 304 and 525
 # bytes at 2026-04-06) agree, where Append Block's own errors (test_append_block_position_condition)
-# have none.
+# have none. Find Blobs by Tags at the account's URL too (.NET's ServiceClientTests/
+# FindBlobsByTagAsync_Error, anonymous 401 NoAuthenticationInformation at 2024-08-04, 303 bytes,
+# where the same refusal of Get Service Properties and Get Account Information has none); its
+# container form's are not recorded. Set and Delete Blob Immutability Policy and Set Blob Legal
+# Hold too (.NET's ImmutableStorageWithVersioningTests: SetImmutibilityPolicyAsync_Error 404 at
+# 2026-06-06, SetImmutibilityPolicyAsync_IfModifiedSince_Failed 412 at 2026-06-06,
+# DeleteImmutibilityPolicyAsync_Error and SetLegalHoldAsync_Error 404 at 2024-08-04, 216 bytes).
+# Blob Batch's own refusals too (.NET's BlobBatchClientTests: Delete_Error, an anonymous batch,
+# 401 NoAuthenticationInformation of 303 bytes, and Batch_SasUri_NotOwner, 403
+# AuthenticationFailed under a container SAS, 444 bytes, both at 2024-08-04); its sub-responses
+# are each their own operation's.
 # Other operations' errors have none.
 _BREAK_AFTER_DECLARATION = frozenset(
     {
@@ -315,6 +325,11 @@ _BREAK_AFTER_DECLARATION = frozenset(
         Operation.GET_PAGE_RANGES,
         Operation.APPEND_BLOCK_FROM_URL,
         Operation.PUT_PAGE_FROM_URL,
+        Operation.FIND_BLOBS_BY_TAGS,
+        Operation.SET_IMMUTABILITY_POLICY,
+        Operation.DELETE_IMMUTABILITY_POLICY,
+        Operation.SET_LEGAL_HOLD,
+        Operation.SUBMIT_BATCH,
     }
 )
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlsplit
 
-from tabulae.http.errors import error_xml
+from tabulae.http.errors import UTF8_BOM, error_xml
 from tabulae.http.multipart import (
     CRLF,
     Headers,
@@ -183,8 +183,10 @@ def error_part(
     content_id: str | None = None,
 ) -> BatchPart:
     """A sub-response for a failed sub-request: Azure's XML error body and headers, the
-    message as the reason phrase."""
-    body = error_xml(error, request_id, time_text, table_style=False)
+    message as the reason phrase. The body starts with a byte order mark and has a line break
+    after the XML declaration, as Azure wrote a sub-request's 404 ContainerNotFound for the .NET
+    SDK (BlobBatchClientTests/Delete_OneFails.json, x-ms-version 2024-08-04, Content-Length 226)."""
+    body = UTF8_BOM + error_xml(error, request_id, time_text, table_style=False, line_break=True)
     headers: Headers = (
         ("x-ms-error-code", error.code),
         ("x-ms-request-id", request_id),

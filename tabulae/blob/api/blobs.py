@@ -336,10 +336,8 @@ async def list_blobs(call: Call) -> Response:
         page.next_marker,
         tier_of=lambda record: formats.tier_elements(tier_view(record, premium_account)),
         remaining_days=call.service.remaining_days,
-        extra_of=lambda record: (
-            (immutability.last_access_element(record) if tracked else "")
-            + immutability.listing_elements(record, include)
-        ),
+        extra_of=lambda record: immutability.listing_elements(record, include),
+        accessed_of=immutability.last_access_element if tracked else None,
         versions_only=page.versions_only,
         directory_of=is_directory if features.hns else None,
     )

@@ -145,7 +145,7 @@ async def list_containers(call: Call) -> Response:
         listed,
         "metadata" in include,
         next_marker,
-        deleted=[(d.name, d.version, d.deletion.time.timestamp(), days, meta) for d, days, meta in deleted],
+        deleted=[(d.name, d.version, d.deletion.time.timestamp(), days, kept) for d, days, kept in deleted],
     )
     return xml(body)
 

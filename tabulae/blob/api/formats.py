@@ -99,6 +99,14 @@ def _optional(tag: str, value: str) -> str:
     return f"<{tag}>{escape(value)}</{tag}>" if value else ""
 
 
+# A soft-deleted container is listed as leased, for good, with the ETag, encryption scope and
+# immutability elements of a live one before its DeletedTime, as Azure answered the .NET SDK
+# (ServiceClientTests/ListContainersSegmentAsync_Deleted.json, x-ms-version 2024-08-04).
+_DELETED_LEASE = (
+    "<LeaseStatus>locked</LeaseStatus><LeaseState>leased</LeaseState><LeaseDuration>fixed</LeaseDuration>"
+)
+
+
 def render_containers(
     base: str,
     prefix: str,
@@ -107,10 +115,10 @@ def render_containers(
     containers: Sequence[tuple[ContainerRecord, LeaseView]],
     include_metadata: bool,
     next_marker: str | None,
-    deleted: Sequence[tuple[str, str, float, int, dict[str, str]]] = (),
+    deleted: Sequence[tuple[str, str, float, int, ContainerRecord]] = (),
 ) -> bytes:
-    """``deleted``: soft-deleted containers (name, version, deletion time, remaining days,
-    metadata; the metadata shown with ``include=metadata``, as for the live ones)."""
+    """``deleted``: soft-deleted containers (name, version, deletion time, remaining days, the
+    record kept aside; its metadata shown with ``include=metadata``, as for the live ones)."""
     parts = [
         DECLARATION,
         f'<EnumerationResults ServiceEndpoint="{escape(base)}/">',
@@ -128,12 +136,13 @@ def render_containers(
             + (_metadata(record.metadata) if include_metadata else "")
             + "</Container>"
         )
-    for name, version, when, left, metadata in deleted:
+    for name, version, when, left, kept in deleted:
         parts.append(
             f"<Container><Name>{escape(name)}</Name><Deleted>true</Deleted><Version>{version}</Version>"
-            f"<Properties><Last-Modified>{epoch_date(when)}</Last-Modified><DeletedTime>{epoch_date(when)}"
+            f'<Properties><Last-Modified>{epoch_date(when)}</Last-Modified><Etag>"{etag_of(kept.ticks)}"</Etag>'
+            f"{_DELETED_LEASE}{_scope_properties(kept)}{_worm_properties(kept)}<DeletedTime>{epoch_date(when)}"
             f"</DeletedTime><RemainingRetentionDays>{left}</RemainingRetentionDays></Properties>"
-            + (_metadata(metadata) if include_metadata else "")
+            + (_metadata(kept.metadata) if include_metadata else "")
             + "</Container>"
         )
     parts.append("</Containers>")
@@ -181,9 +190,17 @@ def _blob_properties(
     tier: str,
     extra: str = "",
     kind: str = "",
+    accessed: str = "",
 ) -> str:
     """One blob's ``<Properties>``: built as one string, as a listing builds 5,000 of them.
-    ``kind``: the ``<ResourceType>`` element of a path of an HNS account (else empty)."""
+    ``kind``: the ``<ResourceType>`` element of a path of an HNS account (else empty).
+    ``accessed`` (``<LastAccessTime>``) goes before ``<BlobType>`` and ``extra`` (the
+    immutability policy and legal hold) after ``<ServerEncrypted>``, as Azure wrote them for the
+    .NET SDK (ImmutableStorageWithVersioningTests/SetImmutibilityPolicyAsync.json, x-ms-version
+    2026-06-06: ``<Content-Disposition /><LastAccessTime>..</LastAccessTime><BlobType>`` and
+    ``<ServerEncrypted>true</ServerEncrypted><ImmutabilityPolicyUntilDate>``). A page blob's
+    sequence number beside ``<LastAccessTime>``, and the encryption and tag elements beside
+    the immutability ones, are not recorded together (their order here is assumed)."""
     if not record.committed and record.deleted_time is None:  # a blob of staged blocks only
         return (
             f"<Properties><Content-Length>{record.size}</Content-Length>"
@@ -216,9 +233,9 @@ def _blob_properties(
         f"<Content-CRC64 />{_field('Content-MD5', p.content_md5)}"
         f"{_field('Cache-Control', p.cache_control) if p.cache_control else '<Cache-Control />'}"
         f"{_field('Content-Disposition', p.content_disposition)}"
-        f"{_sequence(record)}<BlobType>{record.blob_type}</BlobType>{tier}"
+        f"{_sequence(record)}{accessed}<BlobType>{record.blob_type}</BlobType>{tier}"
         f"{_lease(lease) if lease is not None else ''}{copied}{_SEALED if record.sealed else ''}"
-        f"{extra}<ServerEncrypted>true</ServerEncrypted>{_encryption(record)}{_tag_count(record)}</Properties>"
+        f"<ServerEncrypted>true</ServerEncrypted>{_encryption(record)}{_tag_count(record)}{extra}</Properties>"
     )
 
 
@@ -256,6 +273,7 @@ def render_blobs(
     tier_of: Callable[[BlobRecord], str] | None = None,
     remaining_days: Callable[[BlobRecord], int] | None = None,
     extra_of: Callable[[BlobRecord], str] | None = None,
+    accessed_of: Callable[[BlobRecord], str] | None = None,
     versions_only: Collection[int] = (),
     directory_of: Callable[[BlobRecord], bool] | None = None,
 ) -> bytes:
@@ -285,10 +303,11 @@ def render_blobs(
             parts.append("<HasVersionsOnly>true</HasVersionsOnly>")
         tier = tier_of(record) if tier_of is not None else _TIER if record.blob_type == "BlockBlob" else ""
         extra = extra_of(record) if extra_of is not None and record.committed else ""
+        accessed = accessed_of(record) if accessed_of is not None and record.committed else ""
         kind = ""
         if directory_of is not None:
             kind = _DIRECTORY_KIND if directory_of(record) else _FILE_KIND
-        properties = _blob_properties(record, lease, "copy" in include, tier, extra, kind)
+        properties = _blob_properties(record, lease, "copy" in include, tier, extra, kind, accessed)
         if record.deleted_time is not None:  # soft-deleted
             left = remaining_days(record) if remaining_days is not None else record.retention_days
             parts.append("<Deleted>true</Deleted>")

@@ -27,17 +27,19 @@ def check_block_id(block_id: str | None) -> str:
     try:
         decoded = base64.b64decode(block_id, validate=True)
     except (binascii.Error, ValueError):
-        decoded = b""
+        # Azure's words for text that is no Base64 (.NET StageBlockAsync_Error, 2024-08-04).
+        raise _invalid_block_id(block_id, "Not a valid base64 string.") from None
     if not decoded or len(decoded) > MAX_BLOCK_ID_BYTES:
-        raise ServiceError(
-            "InvalidQueryParameterValue",
-            fields=(
-                ("QueryParameterName", "blockid"),
-                ("QueryParameterValue", block_id),
-                ("Reason", "Not a valid base64 string of at most 64 bytes."),
-            ),
-        )
+        # An empty or over-long id: Azure's reason for these is not recorded.
+        raise _invalid_block_id(block_id, "Not a valid base64 string of at most 64 bytes.")
     return block_id
+
+
+def _invalid_block_id(block_id: str, reason: str) -> ServiceError:
+    return ServiceError(
+        "InvalidQueryParameterValue",
+        fields=(("QueryParameterName", "blockid"), ("QueryParameterValue", block_id), ("Reason", reason)),
+    )
 
 
 def check_same_length(block_id: str, staged_length: int | None) -> None:
