@@ -16,19 +16,40 @@ and a table SAS in the query string; the tests send the same request lines over 
   errors too: Insert Entity with ``Prefer: return-no-content`` (204), Delete Table (204), the
   403 and 404 errors (``ValidateSasCredentials``, ``...WithRowKeyAndPartitionKeyRanges``) and
   Insert Or Merge (``UpsertAndQueryWithSingleQuoteNames(True).json``, 204 to a ``PATCH``).
+
+The Python SDK's recordings of the storage service (``python/sdk/tables/azure-data-tables/tests/
+recordings/``, host ``*.table.core.windows.net``) decide one more answer:
+
+* ``test_table_batch.pyTestTableBatchtest_batch_update.json`` and
+  ``...test_batch_same_row_operations_fail.json`` (azure-data-tables 12.8.0b1, x-ms-version
+  2025-07-05), ``test_encoder.pyTestTableEncodertest_encoder_batch.json`` (12.6.0b1,
+  2019-02-02): the client writes ``Content-ID: 0``, ``1`` among each part's MIME headers, and
+  Azure's answer parts carry no ``Content-ID``, the 204s of updates nor the 400
+  ``InvalidDuplicateRow``. The legacy Node SDK wrote its ``content-id`` inside the embedded
+  request, and Azure echoed that one after the status line (its 2014 recordings).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from azure.core.credentials import AzureNamedKeyCredential
 from azure.data.tables import TableClient, TableSasPermissions, generate_table_sas
+from azure.data.tables.aio import TableClient as AsyncTableClient
 
 from tests.rawhttp import JSON_MINIMAL, RawClient, RawResponse, assert_error, py_keys
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
+from tests.table.api.test_batch_raw import (
+    assert_success,
+    insert,
+    legacy_node_batch,
+    merge,
+    python_batch,
+    send,
+)
 
 FORMAT = "$format=application%2Fjson%3Bodata%3Dminimalmetadata"
 PROPERTIES = "?restype=service&comp=properties"
@@ -128,3 +149,50 @@ def test_every_odata_answer_says_nosniff(raw: RawClient, table_name: str) -> Non
     for answer in [created, *answers]:
         assert answer.header("X-Content-Type-Options") == "nosniff", answer
         assert answer.header("Cache-Control") == "no-cache", answer
+
+
+def _content_ids(response: RawResponse, *, bodies: bool) -> list[str | None]:
+    """The ``Content-ID`` of each answer part (None where it has none); one echoed is the first
+    line after the status line, as Azure writes it."""
+    ids: list[str | None] = []
+    for part in assert_success(response, 2, bodies=bodies):
+        lines = [line for line in part.header_lines if line.lower().startswith("content-id:")]
+        assert lines in ([], part.header_lines[:1]), part.header_lines
+        ids.append(lines[0].split(":", 1)[1].strip() if lines else None)
+    return ids
+
+
+def test_batch_echoes_the_embedded_content_id_only(raw: RawClient, table: TableClient) -> None:
+    name = table.table_name
+    # azure-data-tables 12.8's form: Content-ID: 0, 1 among the parts' MIME headers.
+    mime = send(raw, python_batch(raw.endpoint, [insert(name, "a", v=1), insert(name, "b", v=2)]))
+    assert _content_ids(mime, bodies=True) == [None, None]
+    # The legacy Node SDK's form: content-id: 0, 1 inside each embedded request.
+    embedded = send(
+        raw, legacy_node_batch(raw.endpoint, [insert(name, "c", v=1), merge(name, "a", "*", v=3)])
+    )
+    assert _content_ids(embedded, bodies=False) == ["0", "1"]
+    assert [entity["v"] for entity in table.list_entities()] == [3, 2, 1]
+
+
+def test_the_sdk_reads_a_transaction_without_content_ids(server: ServerProcess, table: TableClient) -> None:
+    """azure-data-tables sends Content-IDs and reads its answers in order, as Azure's come."""
+    results = table.submit_transaction(
+        [("create", {"PartitionKey": "p", "RowKey": "s"}), ("upsert", {"PartitionKey": "p", "RowKey": "t"})]
+    )
+    assert [sorted(result) for result in results] == [["etag"], ["etag"]]
+
+    async def run() -> None:
+        async with AsyncTableClient.from_connection_string(
+            server.connection_string, table.table_name
+        ) as client:
+            answers = await client.submit_transaction(
+                [
+                    ("delete", {"PartitionKey": "p", "RowKey": "s"}),
+                    ("update", {"PartitionKey": "p", "RowKey": "t", "v": 1}),
+                ]
+            )
+            assert len(answers) == 2 and "etag" in answers[1]
+
+    asyncio.run(run())
+    assert [entity["RowKey"] for entity in table.list_entities()] == ["t"]
