@@ -18,7 +18,7 @@ and a table SAS in the query string; the tests send the same request lines over 
   Insert Or Merge (``UpsertAndQueryWithSingleQuoteNames(True).json``, 204 to a ``PATCH``).
 
 The Python SDK's recordings of the storage service (``python/sdk/tables/azure-data-tables/tests/
-recordings/``, host ``*.table.core.windows.net``) decide one more answer:
+recordings/``, host ``*.table.core.windows.net``) decide two more answers:
 
 * ``test_table_batch.pyTestTableBatchtest_batch_update.json`` and
   ``...test_batch_same_row_operations_fail.json`` (azure-data-tables 12.8.0b1, x-ms-version
@@ -27,6 +27,9 @@ recordings/``, host ``*.table.core.windows.net``) decide one more answer:
   Azure's answer parts carry no ``Content-ID``, the 204s of updates nor the 400
   ``InvalidDuplicateRow``. The legacy Node SDK wrote its ``content-id`` inside the embedded
   request, and Azure echoed that one after the status line (its 2014 recordings).
+* ``test_table_entity.pyTestTableEntitytest_query_invalid_filter.json`` (x-ms-version
+  2019-02-02): ``$filter=aaa bbb ccc`` is 400 ``InvalidInput`` "Syntax error at position 7 in
+  'aaa bbb ccc'.": the offset just past ``bbb``, the token that follows a whole expression.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from azure.core.credentials import AzureNamedKeyCredential
+from azure.core.exceptions import HttpResponseError
 from azure.data.tables import TableClient, TableSasPermissions, generate_table_sas
 from azure.data.tables.aio import TableClient as AsyncTableClient
 
@@ -196,3 +200,33 @@ def test_the_sdk_reads_a_transaction_without_content_ids(server: ServerProcess, 
 
     asyncio.run(run())
     assert [entity["RowKey"] for entity in table.list_entities()] == ["t"]
+
+
+RECORDED_FILTER = "aaa bbb ccc"
+RECORDED_SYNTAX_ERROR = "Syntax error at position 7 in 'aaa bbb ccc'."
+
+
+def test_filter_followed_by_more_is_refused_past_the_extra_token(raw: RawClient, table: TableClient) -> None:
+    table.create_entity({"PartitionKey": "pk", "RowKey": "rk0", "value": 1})
+    answer = raw.request(
+        "GET", f"{table.table_name}()?$filter=aaa%20bbb%20ccc", headers={"Accept": JSON_MINIMAL}
+    )
+    assert_error(answer, 400, "InvalidInput", RECORDED_SYNTAX_ERROR)
+
+
+def test_the_sdk_sees_the_recorded_syntax_error(server: ServerProcess, table: TableClient) -> None:
+    with pytest.raises(HttpResponseError) as info:
+        list(table.query_entities(RECORDED_FILTER))
+    assert info.value.status_code == 400
+    assert RECORDED_SYNTAX_ERROR in str(info.value)
+
+    async def run() -> None:
+        async with AsyncTableClient.from_connection_string(
+            server.connection_string, table.table_name
+        ) as client:
+            with pytest.raises(HttpResponseError) as async_info:
+                [entity async for entity in client.query_entities(RECORDED_FILTER)]
+            assert async_info.value.status_code == 400
+            assert RECORDED_SYNTAX_ERROR in str(async_info.value)
+
+    asyncio.run(run())
