@@ -30,6 +30,12 @@ recordings/``, host ``*.table.core.windows.net``) decide two more answers:
 * ``test_table_entity.pyTestTableEntitytest_query_invalid_filter.json`` (x-ms-version
   2019-02-02): ``$filter=aaa bbb ccc`` is 400 ``InvalidInput`` "Syntax error at position 7 in
   'aaa bbb ccc'.": the offset just past ``bbb``, the token that follows a whole expression.
+* ``test_table_entity.pyTestTableEntitytest_insert_entity_property_name_too_long.json`` and
+  ``...test_insert_entity_too_many_properties.json`` (x-ms-version 2019-02-02): a property name of
+  256 characters is 400 ``PropertyNameTooLong`` "The property name exceeds the maximum allowed
+  length (255).", and 255 properties besides the keys 400 ``TooManyProperties`` "The entity
+  contains more properties than allowed. Each entity can include up to 252 properties to store
+  data. Each entity also has 3 system properties."
 """
 
 from __future__ import annotations
@@ -228,5 +234,42 @@ def test_the_sdk_sees_the_recorded_syntax_error(server: ServerProcess, table: Ta
                 [entity async for entity in client.query_entities(RECORDED_FILTER)]
             assert async_info.value.status_code == 400
             assert RECORDED_SYNTAX_ERROR in str(async_info.value)
+
+    asyncio.run(run())
+
+
+NAME_TOO_LONG = "The property name exceeds the maximum allowed length (255)."
+TOO_MANY = (
+    "The entity contains more properties than allowed. Each entity can include up to 252 properties"
+    " to store data. Each entity also has 3 system properties."
+)
+
+
+def test_property_limits_in_azures_words(raw: RawClient, table: TableClient) -> None:
+    headers = {"Content-Type": "application/json;odata=nometadata"}
+    long_name = raw.request(
+        "POST", table.table_name, {"PartitionKey": "pk", "RowKey": "rk", "a" * 256: "badval"}, headers
+    )
+    assert_error(long_name, 400, "PropertyNameTooLong")
+    assert long_name.error_message == NAME_TOO_LONG
+    wide = {"PartitionKey": "pk", "RowKey": "rk", **{f"key{i}": f"value{i}" for i in range(255)}}
+    too_many = raw.request("POST", table.table_name, wide, headers)
+    assert_error(too_many, 400, "TooManyProperties")
+    assert too_many.error_message == TOO_MANY
+
+
+def test_the_sdk_sees_the_property_limits_in_azures_words(server: ServerProcess, table: TableClient) -> None:
+    wide = {"PartitionKey": "pk", "RowKey": "rk", **{f"key{i}": f"value{i}" for i in range(255)}}
+    with pytest.raises(HttpResponseError) as info:
+        table.create_entity(wide)
+    assert TOO_MANY in str(info.value)
+
+    async def run() -> None:
+        async with AsyncTableClient.from_connection_string(
+            server.connection_string, table.table_name
+        ) as client:
+            with pytest.raises(HttpResponseError) as async_info:
+                await client.create_entity({"PartitionKey": "pk", "RowKey": "rk", "a" * 256: "badval"})
+            assert NAME_TOO_LONG in str(async_info.value)
 
     asyncio.run(run())
