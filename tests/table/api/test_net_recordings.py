@@ -36,6 +36,9 @@ recordings/``, host ``*.table.core.windows.net``) decide two more answers:
   length (255).", and 255 properties besides the keys 400 ``TooManyProperties`` "The entity
   contains more properties than allowed. Each entity can include up to 252 properties to store
   data. Each entity also has 3 system properties."
+* ``test_encoder.pyTestTableEncodertest_encoder_create_entity_atypical_values.json``
+  (x-ms-version 2019-02-02): an insert whose ``RowKey`` is the JSON number ``1`` is 400
+  ``InvalidInput`` "One of the request inputs is not valid." (not ``PropertiesNeedValue``).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from azure.core.exceptions import HttpResponseError
 from azure.data.tables import TableClient, TableSasPermissions, generate_table_sas
 from azure.data.tables.aio import TableClient as AsyncTableClient
 
-from tests.rawhttp import JSON_MINIMAL, RawClient, RawResponse, assert_error, py_keys
+from tests.rawhttp import JSON_MINIMAL, RawClient, RawResponse, assert_error, py_keys, sdk_error_code
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 from tests.table.api.test_batch_raw import (
     assert_success,
@@ -273,3 +276,31 @@ def test_the_sdk_sees_the_property_limits_in_azures_words(server: ServerProcess,
             assert NAME_TOO_LONG in str(async_info.value)
 
     asyncio.run(run())
+
+
+def test_a_numeric_key_is_invalid_input(raw: RawClient, table: TableClient) -> None:
+    headers = {"Content-Type": "application/json;odata=nometadata"}
+    for body in (b'{"PartitionKey":"PK","RowKey":1,"Data":2}', b'{"PartitionKey":1.5,"RowKey":"RK"}'):
+        answer = raw.request("POST", table.table_name, body, headers)
+        assert_error(answer, 400, "InvalidInput", "One of the request inputs is not valid.")
+    # A key left out is still PropertiesNeedValue.
+    assert_error(
+        raw.request("POST", table.table_name, b'{"PartitionKey":"PK"}', headers), 400, "PropertiesNeedValue"
+    )
+
+
+def test_the_sdk_sends_a_numeric_key_and_is_refused(server: ServerProcess, table: TableClient) -> None:
+    with pytest.raises(HttpResponseError) as info:
+        table.create_entity({"PartitionKey": "PK", "RowKey": 1})
+    assert sdk_error_code(info.value) == "InvalidInput"
+
+    async def run() -> None:
+        async with AsyncTableClient.from_connection_string(
+            server.connection_string, table.table_name
+        ) as client:
+            with pytest.raises(HttpResponseError) as async_info:
+                await client.create_entity({"PartitionKey": "PK", "RowKey": 1})
+            assert sdk_error_code(async_info.value) == "InvalidInput"
+
+    asyncio.run(run())
+    assert list(table.list_entities()) == []
