@@ -362,9 +362,18 @@ def _key_value(which: str, values: dict[str, Any]) -> str:
     """A key from the body: a plain JSON string (``_FloatText`` is number text, so not one)."""
     value = values.get(which)
     if type(value) is not str:
-        raise ServiceError("PropertiesNeedValue")
+        raise _not_a_key(value)
     check_body_key(which, value)
     return value
+
+
+def _not_a_key(value: Any) -> ServiceError:
+    """The refusal of a body key that is no JSON string. A number is a value Azure cannot read
+    as the key's string: 400 ``InvalidInput`` (azure-data-tables' test_encoder_create_entity_
+    atypical_values, x-ms-version 2019-02-02: ``"RowKey": 1``). A key missing, null or of
+    another JSON type keeps ``PropertiesNeedValue`` (those are not recorded)."""
+    number = type(value) in (int, float, _FloatText)
+    return ServiceError("InvalidInput" if number else "PropertiesNeedValue")
 
 
 def entity_from_pairs(pairs: Iterable[tuple[str, Any]], url_keys: tuple[str, str] | None = None) -> Entity:
@@ -503,10 +512,10 @@ def _entity_by_shape(fields: dict[str, Any], shape: _Shape, url_keys: tuple[str,
         pk = fields.get("PartitionKey")
         rk = fields.get("RowKey")
         if type(pk) is not str:
-            raise ServiceError("PropertiesNeedValue")
+            raise _not_a_key(pk)
         check_body_key("PartitionKey", pk)
         if type(rk) is not str:
-            raise ServiceError("PropertiesNeedValue")
+            raise _not_a_key(rk)
         check_body_key("RowKey", rk)
     else:
         pk, rk = url_keys

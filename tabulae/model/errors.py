@@ -84,14 +84,20 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "InvalidResourceName": (400, "The specifed resource name contains invalid characters."),
     "PropertiesNeedValue": (400, "The values are not specified for all properties in the entity."),
     "PropertyNameInvalid": (400, "The property name is invalid."),
-    "PropertyNameTooLong": (400, "The property name exceeds the maximum allowed length."),
+    # The two below in Azure's words (azure-data-tables' test_insert_entity_property_name_too_long
+    # and test_insert_entity_too_many_properties, x-ms-version 2019-02-02).
+    "PropertyNameTooLong": (400, "The property name exceeds the maximum allowed length (255)."),
     "PropertyValueTooLarge": (
         400,
         "The property value exceeds the maximum allowed size (64KB). If the property value is a "
         "string, it is UTF-16 encoded and the maximum number of characters should be 32K or less.",
     ),
     "KeyValueTooLarge": (400, "The key value exceeds the maximum allowed size."),
-    "TooManyProperties": (400, "The entity contains more properties than allowed."),
+    "TooManyProperties": (
+        400,
+        "The entity contains more properties than allowed. Each entity can include up to 252 "
+        "properties to store data. Each entity also has 3 system properties.",
+    ),
     "EntityTooLarge": (400, "The entity is larger than the maximum size permitted."),
     "DuplicatePropertiesSpecified": (400, "A property is specified more than one time."),
     "InvalidValueType": (400, "The value specified is invalid."),

@@ -34,7 +34,8 @@ elsewhere:
   older than the 1601 storage limit is still meaningful.
 
 Errors are always ``ServiceError``: syntax → 400 ``InvalidInput`` "Syntax error at position <n>
-in '<filter>'." (n is the 0-based offset of the offending token); a number that does not fit
+in '<filter>'." (n is the 0-based offset of the offending token, or just past it when a whole
+expression is followed by more, as Azure reports it); a number that does not fit
 its type → 400 ``InvalidInput`` "Unrecognized 'Edm.Int32' literal …"; functions, arithmetic,
 member access and property-vs-property or literal-vs-literal comparisons → 501
 ``NotImplemented``; more than 15 comparisons or nesting deeper than 100 → 400 ``InvalidInput``.
@@ -94,6 +95,7 @@ _IDENT_T, _LITERAL_T, _MINUS_T, _UNKNOWN_T, _END_T = "ident", "literal", "-", "u
 class _Token(NamedTuple):
     kind: str  # one of the kinds above or a punctuation character
     pos: int
+    end: int  # the offset just past the token, where Azure's lexer stands once it has read it
     text: str = ""
     literal: Literal | None = None
 
@@ -124,34 +126,34 @@ class _Lexer:
             if char == " ":
                 pos += 1
             elif char in _PUNCTUATION:
-                yield _Token(char, pos)
+                yield _Token(char, pos, pos + 1)
                 pos += 1
             elif char == "'":
                 value, pos_after = self._string(pos)
-                yield _Token(_LITERAL_T, pos, literal=Literal(edm.STRING, value))
+                yield _Token(_LITERAL_T, pos, pos_after, literal=Literal(edm.STRING, value))
                 pos = pos_after
             elif char in _DIGITS or (char == "-" and pos + 1 < end and text[pos + 1] in _DIGITS):
                 token, pos = self._number(pos)
                 yield token
             elif char == "-":
-                yield _Token(_MINUS_T, pos)
+                yield _Token(_MINUS_T, pos, pos + 1)
                 pos += 1
             else:
                 match = _IDENT.match(text, pos)
                 if match is None:  # left for the parser to reject, so errors come in text order
-                    yield _Token(_UNKNOWN_T, pos, text=char)
+                    yield _Token(_UNKNOWN_T, pos, pos + 1, text=char)
                     pos += 1
                     continue
                 word = match.group()
                 if match.end() < end and text[match.end()] == "'":
                     value, pos_after = self._string(match.end())
-                    yield _Token(_LITERAL_T, pos, literal=self._typed(word, value, pos))
+                    yield _Token(_LITERAL_T, pos, pos_after, literal=self._typed(word, value, pos))
                     pos = pos_after
                 else:
-                    yield _Token(_IDENT_T, pos, text=word)
+                    yield _Token(_IDENT_T, pos, match.end(), text=word)
                     pos = match.end()
         while True:  # the parser may look at the end more than once
-            yield _Token(_END_T, end)
+            yield _Token(_END_T, end, end)
 
     def _string(self, start: int) -> tuple[str, int]:
         """The value of the quoted string at ``start`` (``''`` unescaped) and the offset after it."""
@@ -207,7 +209,7 @@ class _Lexer:
             literal = Literal(edm.DOUBLE, value)
         else:
             literal = self._integer(edm.INT32, digits, word, start, edm.INT32_MIN, edm.INT32_MAX)
-        return _Token(_LITERAL_T, start, text=word, literal=literal), end
+        return _Token(_LITERAL_T, start, end, text=word, literal=literal), end
 
     def _integer(self, edm_type: str, digits: str, word: str, pos: int, low: int, high: int) -> Literal:
         significant = digits.lstrip("-").lstrip("0")
@@ -267,8 +269,13 @@ class _Parser:
     # -- grammar ---------------------------------------------------------------------------
     def parse(self) -> Node:
         node, _ = self._or(0)
-        if self._peek().kind != _END_T:
-            raise self._error()
+        leftover = self._peek()
+        if leftover.kind != _END_T:
+            # A whole expression followed by more: Azure names the offset just past the token it
+            # could not take, where its lexer stands ('aaa bbb ccc' is refused at position 7, as
+            # Azure answered azure-data-tables' test_query_invalid_filter, x-ms-version 2019-02-02).
+            # A character no token starts with is named where it stands, as before (unrecorded).
+            raise _syntax_error(self.text, leftover.pos if leftover.kind == _UNKNOWN_T else leftover.end)
         return node
 
     def _or(self, nesting: int) -> tuple[Node, int]:

@@ -492,21 +492,18 @@ def assert_success(response: RawResponse, count: int, *, bodies: bool = False) -
     return parts
 
 
-def assert_failure(
-    response: RawResponse, index: int, status: int, code: str, content_id: str | None = None
-) -> dict[str, Any]:
+def assert_failure(response: RawResponse, index: int, status: int, code: str) -> dict[str, Any]:
     """A failed changeset: 202 with exactly one part, the real status, compact one-line JSON whose
-    message starts with ``<index>:``; readable by the Python, .NET and JavaScript rules."""
+    message starts with ``<index>:``; readable by the Python, .NET and JavaScript rules. The part
+    carries no ``Content-ID``: these clients send theirs among the part's MIME headers, which
+    Azure does not echo (see ``test_python_shape_every_operation``)."""
     assert response.status == 202, response
     parts, in_changeset = email_parts(response)
     assert in_changeset
     assert len(parts) == 1, [(p.status, p.body) for p in parts]
     (part,) = parts
     assert part.status == status, (part.status, part.body)
-    if content_id is None:
-        assert all(not line.lower().startswith("content-id:") for line in part.header_lines), part
-    else:
-        assert part.header_lines[0] == f"Content-ID: {content_id}", part.header_lines
+    assert all(not line.lower().startswith("content-id:") for line in part.header_lines), part
     assert part.headers["Content-Type"] == JSON_PART_TYPE
     body = part.body.removesuffix(b"\r\n")
     assert b"\n" not in body and b"\r" not in body, body
@@ -600,8 +597,12 @@ def test_python_shape_every_operation(raw: RawClient, table: str) -> None:
     response = send(raw, python_batch(raw.endpoint, ops))
     parts = assert_success(response, len(ops), bodies=True)
 
-    # Content-ID echoed first after the status line, in order.
-    assert [p.header_lines[0] for p in parts] == [f"Content-ID: {i}" for i in range(len(ops))]
+    # The parts' MIME Content-IDs are not echoed: Azure's answers to azure-data-tables' batches,
+    # which send Content-ID: 0, 1 ... as here, carry none (azure-sdk-assets python/sdk/tables/
+    # azure-data-tables/tests/recordings/test_encoder.pyTestTableEncodertest_encoder_batch.json,
+    # x-ms-version 2019-02-02; test_table_batch.pyTestTableBatchtest_batch_update.json and
+    # ...test_batch_same_row_operations_fail.json, 2025-07-05).
+    assert all(not line.lower().startswith("content-id") for p in parts for line in p.header_lines)
     # Insert without Prefer: 201 with the entity, Location and ETag.
     created = parts[0]
     assert created.status == 201
@@ -610,7 +611,7 @@ def test_python_shape_every_operation(raw: RawClient, table: str) -> None:
     assert created.headers["Preference-Applied"] is None
     # in Azure's order: version and type first (azure-sdk-assets python/sdk/tables/azure-data-tables/
     # tests/recordings/test_encoder.pyTestTableEncodertest_encoder_batch.json, x-ms-version 2019-02-02)
-    assert [line.split(":")[0] for line in created.header_lines[1:]] == [
+    assert [line.split(":")[0] for line in created.header_lines] == [
         "DataServiceVersion",
         "Content-Type",
         "X-Content-Type-Options",
@@ -697,7 +698,7 @@ def test_js_shape_truncated_close_delimiter(raw: RawClient, table: str) -> None:
     assert all(read(raw, table, rk) is not None for rk in ("r1", "r2", "r3"))
 
 
-def test_net_shape_content_id_first(raw: RawClient, table: str) -> None:
+def test_net_shape_content_id_not_echoed(raw: RawClient, table: str) -> None:
     before = seed(raw, table, "x", "y")
     ops = [
         insert(table, "i", v=1),
@@ -707,8 +708,8 @@ def test_net_shape_content_id_first(raw: RawClient, table: str) -> None:
     ]
     response = send(raw, net_batch(raw.endpoint, ops))
     parts = assert_success(response, len(ops))
-    for index, part in enumerate(parts):
-        assert part.header_lines[0] == f"Content-ID: {index}", part.header_lines
+    for part in parts:
+        assert not part.header_lines[0].lower().startswith("content-id"), part.header_lines
         assert part.status == 204
     assert parts[0].headers["Preference-Applied"] == "return-no-content"
     assert parts[0].headers["Location"] == f"{raw.endpoint}/{table}(PartitionKey='p',RowKey='i')"
@@ -850,15 +851,8 @@ def test_bare_get_batch(raw: RawClient, table: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("builder", "content_ids"),
-    [
-        (
-            lambda endpoint, ops: python_batch(endpoint, ops, content_ids=["10", "11", "12"]),
-            ["10", "11", "12"],
-        ),
-        (js_batch, None),
-        (net_batch, ["0", "1", "2"]),
-    ],
+    "builder",
+    [lambda endpoint, ops: python_batch(endpoint, ops, content_ids=["10", "11", "12"]), js_batch, net_batch],
     ids=["python", "js", "net"],
 )
 @pytest.mark.parametrize(
@@ -874,7 +868,6 @@ def test_failure_is_one_part_with_index(
     raw: RawClient,
     table: str,
     builder: Callable[[str, Sequence[Op]], Batch],
-    content_ids: list[str] | None,
     failing: str,
     status: int,
     code: str,
@@ -893,7 +886,7 @@ def test_failure_is_one_part_with_index(
 
     response = send(raw, builder(raw.endpoint, ops))
 
-    error = assert_failure(response, index, status, code, content_ids[index] if content_ids else None)
+    error = assert_failure(response, index, status, code)
     assert error["message"]["value"].split("\n", 1)[0].startswith(f"{index}:")
     assert snapshot(raw, table, ["e0", "e1", "e2", "dup", "n1", "missing"]) == before
 
@@ -909,7 +902,7 @@ def test_missing_table_is_404_part(raw: RawClient, table_name: str) -> None:
 def test_different_partitions_is_400_part(raw: RawClient, table: str) -> None:
     ops = [insert(table, "a"), insert(table, "b"), insert(table, "c", pk="other"), insert(table, "d")]
     response = send(raw, python_batch(raw.endpoint, ops))
-    error = assert_failure(response, 2, 400, "CommandsInBatchActOnDifferentPartitions", "2")
+    error = assert_failure(response, 2, 400, "CommandsInBatchActOnDifferentPartitions")
     assert error["message"]["value"].startswith(
         "2:All commands in a batch must operate on same entity group."
     )
@@ -922,7 +915,7 @@ def test_duplicate_row_is_400_part(raw: RawClient, table: str) -> None:
     ops = [insert(table, "a"), merge(table, "x", "*", w=1), delete(table, "a", "*")]
     before = snapshot(raw, table, ["a", "x"])
     response = send(raw, net_batch(raw.endpoint, ops))
-    error = assert_failure(response, 2, 400, "InvalidDuplicateRow", "2")
+    error = assert_failure(response, 2, 400, "InvalidDuplicateRow")
     assert error["message"]["value"].startswith(
         "2:The batch request contains multiple changes with same row key."
     )
@@ -958,7 +951,7 @@ def test_sub_request_of_another_account_is_400_part(raw: RawClient, table: str, 
         f"{raw.endpoint}/{table}",
     ]
     response = send(raw, python_batch(raw.endpoint, ops, targets=targets))
-    assert_failure(response, 1, 400, "InvalidInput", "1")
+    assert_failure(response, 1, 400, "InvalidInput")
     assert snapshot(raw, table, ["a", "b", "c"]) == {"a": None, "b": None, "c": None}
 
 
@@ -978,7 +971,7 @@ def test_sub_request_of_another_known_account_is_400_part(tmp_path: Path) -> Non
         ops = [insert("shared", "a"), insert("shared", "b")]
         targets = [f"{first.endpoint}/shared", f"{second.endpoint}/shared"]
         response = send(first, python_batch(first.endpoint, ops, targets=targets))
-        assert_failure(response, 1, 400, "InvalidInput", "1")
+        assert_failure(response, 1, 400, "InvalidInput")
         assert read(first, "shared", "a") is None
         assert read(second, "shared", "b") is None
     finally:
@@ -991,7 +984,7 @@ def test_table_mismatch_is_400_part(raw: RawClient, table: str, table_name: str)
     assert raw.create_table(other).status == 201
     ops = [insert(table, "a"), insert(other, "b")]
     response = send(raw, python_batch(raw.endpoint, ops))
-    assert_failure(response, 1, 400, "InvalidInput", "1")
+    assert_failure(response, 1, 400, "InvalidInput")
     assert read(raw, table, "a") is None and read(raw, other, "b") is None
 
 
@@ -1001,7 +994,7 @@ def test_malformed_if_match_is_400_part(raw: RawClient, table: str) -> None:
     ops = [insert(table, "a"), merge(table, "x", "not-an-etag", w=1)]
     before = snapshot(raw, table, ["a", "x"])
     response = send(raw, python_batch(raw.endpoint, ops))
-    assert_failure(response, 1, 400, "InvalidInput", "1")
+    assert_failure(response, 1, 400, "InvalidInput")
     assert snapshot(raw, table, ["a", "x"]) == before
 
 
@@ -1012,11 +1005,11 @@ def test_if_match_reads_as_in_a_single_request(raw: RawClient, table: str) -> No
     stale = "w/\"datetime'2000-01-01T00%3A00%3A00.0000000Z'\""
     for op in (merge(table, "x", stale, w=1), replace(table, "x", stale, w=1), delete(table, "x", stale)):
         response = send(raw, python_batch(raw.endpoint, [insert(table, "a"), op]))
-        assert_failure(response, 1, 412, "UpdateConditionNotSatisfied", "1")
+        assert_failure(response, 1, 412, "UpdateConditionNotSatisfied")
     several = merge(table, "x", f"{etags['x']},{etags['x']}", w=1)
-    assert_failure(send(raw, python_batch(raw.endpoint, [several])), 0, 400, "InvalidInput", "0")
+    assert_failure(send(raw, python_batch(raw.endpoint, [several])), 0, 400, "InvalidInput")
     with_none_match = merge(table, "x", "*\r\nIf-None-Match: *", w=1)  # a second header line
-    assert_failure(send(raw, python_batch(raw.endpoint, [with_none_match])), 0, 400, "InvalidInput", "0")
+    assert_failure(send(raw, python_batch(raw.endpoint, [with_none_match])), 0, 400, "InvalidInput")
     assert read(raw, table, "a") is None
     current = [merge(table, "x", "w/" + etags["x"][2:], w=2), delete(table, "y", "w/" + etags["y"][2:])]
     assert_success(send(raw, python_batch(raw.endpoint, current)), 2)

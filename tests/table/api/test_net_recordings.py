@@ -16,19 +16,53 @@ and a table SAS in the query string; the tests send the same request lines over 
   errors too: Insert Entity with ``Prefer: return-no-content`` (204), Delete Table (204), the
   403 and 404 errors (``ValidateSasCredentials``, ``...WithRowKeyAndPartitionKeyRanges``) and
   Insert Or Merge (``UpsertAndQueryWithSingleQuoteNames(True).json``, 204 to a ``PATCH``).
+
+The Python SDK's recordings of the storage service (``python/sdk/tables/azure-data-tables/tests/
+recordings/``, host ``*.table.core.windows.net``) decide two more answers:
+
+* ``test_table_batch.pyTestTableBatchtest_batch_update.json`` and
+  ``...test_batch_same_row_operations_fail.json`` (azure-data-tables 12.8.0b1, x-ms-version
+  2025-07-05), ``test_encoder.pyTestTableEncodertest_encoder_batch.json`` (12.6.0b1,
+  2019-02-02): the client writes ``Content-ID: 0``, ``1`` among each part's MIME headers, and
+  Azure's answer parts carry no ``Content-ID``, the 204s of updates nor the 400
+  ``InvalidDuplicateRow``. The legacy Node SDK wrote its ``content-id`` inside the embedded
+  request, and Azure echoed that one after the status line (its 2014 recordings).
+* ``test_table_entity.pyTestTableEntitytest_query_invalid_filter.json`` (x-ms-version
+  2019-02-02): ``$filter=aaa bbb ccc`` is 400 ``InvalidInput`` "Syntax error at position 7 in
+  'aaa bbb ccc'.": the offset just past ``bbb``, the token that follows a whole expression.
+* ``test_table_entity.pyTestTableEntitytest_insert_entity_property_name_too_long.json`` and
+  ``...test_insert_entity_too_many_properties.json`` (x-ms-version 2019-02-02): a property name of
+  256 characters is 400 ``PropertyNameTooLong`` "The property name exceeds the maximum allowed
+  length (255).", and 255 properties besides the keys 400 ``TooManyProperties`` "The entity
+  contains more properties than allowed. Each entity can include up to 252 properties to store
+  data. Each entity also has 3 system properties."
+* ``test_encoder.pyTestTableEncodertest_encoder_create_entity_atypical_values.json``
+  (x-ms-version 2019-02-02): an insert whose ``RowKey`` is the JSON number ``1`` is 400
+  ``InvalidInput`` "One of the request inputs is not valid." (not ``PropertiesNeedValue``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from azure.core.credentials import AzureNamedKeyCredential
+from azure.core.exceptions import HttpResponseError
 from azure.data.tables import TableClient, TableSasPermissions, generate_table_sas
+from azure.data.tables.aio import TableClient as AsyncTableClient
 
-from tests.rawhttp import JSON_MINIMAL, RawClient, RawResponse, assert_error, py_keys
+from tests.rawhttp import JSON_MINIMAL, RawClient, RawResponse, assert_error, py_keys, sdk_error_code
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
+from tests.table.api.test_batch_raw import (
+    assert_success,
+    insert,
+    legacy_node_batch,
+    merge,
+    python_batch,
+    send,
+)
 
 FORMAT = "$format=application%2Fjson%3Bodata%3Dminimalmetadata"
 PROPERTIES = "?restype=service&comp=properties"
@@ -128,3 +162,145 @@ def test_every_odata_answer_says_nosniff(raw: RawClient, table_name: str) -> Non
     for answer in [created, *answers]:
         assert answer.header("X-Content-Type-Options") == "nosniff", answer
         assert answer.header("Cache-Control") == "no-cache", answer
+
+
+def _content_ids(response: RawResponse, *, bodies: bool) -> list[str | None]:
+    """The ``Content-ID`` of each answer part (None where it has none); one echoed is the first
+    line after the status line, as Azure writes it."""
+    ids: list[str | None] = []
+    for part in assert_success(response, 2, bodies=bodies):
+        lines = [line for line in part.header_lines if line.lower().startswith("content-id:")]
+        assert lines in ([], part.header_lines[:1]), part.header_lines
+        ids.append(lines[0].split(":", 1)[1].strip() if lines else None)
+    return ids
+
+
+def test_batch_echoes_the_embedded_content_id_only(raw: RawClient, table: TableClient) -> None:
+    name = table.table_name
+    # azure-data-tables 12.8's form: Content-ID: 0, 1 among the parts' MIME headers.
+    mime = send(raw, python_batch(raw.endpoint, [insert(name, "a", v=1), insert(name, "b", v=2)]))
+    assert _content_ids(mime, bodies=True) == [None, None]
+    # The legacy Node SDK's form: content-id: 0, 1 inside each embedded request.
+    embedded = send(
+        raw, legacy_node_batch(raw.endpoint, [insert(name, "c", v=1), merge(name, "a", "*", v=3)])
+    )
+    assert _content_ids(embedded, bodies=False) == ["0", "1"]
+    assert [entity["v"] for entity in table.list_entities()] == [3, 2, 1]
+
+
+def test_the_sdk_reads_a_transaction_without_content_ids(server: ServerProcess, table: TableClient) -> None:
+    """azure-data-tables sends Content-IDs and reads its answers in order, as Azure's come."""
+    results = table.submit_transaction(
+        [("create", {"PartitionKey": "p", "RowKey": "s"}), ("upsert", {"PartitionKey": "p", "RowKey": "t"})]
+    )
+    assert [sorted(result) for result in results] == [["etag"], ["etag"]]
+
+    async def run() -> None:
+        async with AsyncTableClient.from_connection_string(
+            server.connection_string, table.table_name
+        ) as client:
+            answers = await client.submit_transaction(
+                [
+                    ("delete", {"PartitionKey": "p", "RowKey": "s"}),
+                    ("update", {"PartitionKey": "p", "RowKey": "t", "v": 1}),
+                ]
+            )
+            assert len(answers) == 2 and "etag" in answers[1]
+
+    asyncio.run(run())
+    assert [entity["RowKey"] for entity in table.list_entities()] == ["t"]
+
+
+RECORDED_FILTER = "aaa bbb ccc"
+RECORDED_SYNTAX_ERROR = "Syntax error at position 7 in 'aaa bbb ccc'."
+
+
+def test_filter_followed_by_more_is_refused_past_the_extra_token(raw: RawClient, table: TableClient) -> None:
+    table.create_entity({"PartitionKey": "pk", "RowKey": "rk0", "value": 1})
+    answer = raw.request(
+        "GET", f"{table.table_name}()?$filter=aaa%20bbb%20ccc", headers={"Accept": JSON_MINIMAL}
+    )
+    assert_error(answer, 400, "InvalidInput", RECORDED_SYNTAX_ERROR)
+
+
+def test_the_sdk_sees_the_recorded_syntax_error(server: ServerProcess, table: TableClient) -> None:
+    with pytest.raises(HttpResponseError) as info:
+        list(table.query_entities(RECORDED_FILTER))
+    assert info.value.status_code == 400
+    assert RECORDED_SYNTAX_ERROR in str(info.value)
+
+    async def run() -> None:
+        async with AsyncTableClient.from_connection_string(
+            server.connection_string, table.table_name
+        ) as client:
+            with pytest.raises(HttpResponseError) as async_info:
+                [entity async for entity in client.query_entities(RECORDED_FILTER)]
+            assert async_info.value.status_code == 400
+            assert RECORDED_SYNTAX_ERROR in str(async_info.value)
+
+    asyncio.run(run())
+
+
+NAME_TOO_LONG = "The property name exceeds the maximum allowed length (255)."
+TOO_MANY = (
+    "The entity contains more properties than allowed. Each entity can include up to 252 properties"
+    " to store data. Each entity also has 3 system properties."
+)
+
+
+def test_property_limits_in_azures_words(raw: RawClient, table: TableClient) -> None:
+    headers = {"Content-Type": "application/json;odata=nometadata"}
+    long_name = raw.request(
+        "POST", table.table_name, {"PartitionKey": "pk", "RowKey": "rk", "a" * 256: "badval"}, headers
+    )
+    assert_error(long_name, 400, "PropertyNameTooLong")
+    assert long_name.error_message == NAME_TOO_LONG
+    wide = {"PartitionKey": "pk", "RowKey": "rk", **{f"key{i}": f"value{i}" for i in range(255)}}
+    too_many = raw.request("POST", table.table_name, wide, headers)
+    assert_error(too_many, 400, "TooManyProperties")
+    assert too_many.error_message == TOO_MANY
+
+
+def test_the_sdk_sees_the_property_limits_in_azures_words(server: ServerProcess, table: TableClient) -> None:
+    wide = {"PartitionKey": "pk", "RowKey": "rk", **{f"key{i}": f"value{i}" for i in range(255)}}
+    with pytest.raises(HttpResponseError) as info:
+        table.create_entity(wide)
+    assert TOO_MANY in str(info.value)
+
+    async def run() -> None:
+        async with AsyncTableClient.from_connection_string(
+            server.connection_string, table.table_name
+        ) as client:
+            with pytest.raises(HttpResponseError) as async_info:
+                await client.create_entity({"PartitionKey": "pk", "RowKey": "rk", "a" * 256: "badval"})
+            assert NAME_TOO_LONG in str(async_info.value)
+
+    asyncio.run(run())
+
+
+def test_a_numeric_key_is_invalid_input(raw: RawClient, table: TableClient) -> None:
+    headers = {"Content-Type": "application/json;odata=nometadata"}
+    for body in (b'{"PartitionKey":"PK","RowKey":1,"Data":2}', b'{"PartitionKey":1.5,"RowKey":"RK"}'):
+        answer = raw.request("POST", table.table_name, body, headers)
+        assert_error(answer, 400, "InvalidInput", "One of the request inputs is not valid.")
+    # A key left out is still PropertiesNeedValue.
+    assert_error(
+        raw.request("POST", table.table_name, b'{"PartitionKey":"PK"}', headers), 400, "PropertiesNeedValue"
+    )
+
+
+def test_the_sdk_sends_a_numeric_key_and_is_refused(server: ServerProcess, table: TableClient) -> None:
+    with pytest.raises(HttpResponseError) as info:
+        table.create_entity({"PartitionKey": "PK", "RowKey": 1})
+    assert sdk_error_code(info.value) == "InvalidInput"
+
+    async def run() -> None:
+        async with AsyncTableClient.from_connection_string(
+            server.connection_string, table.table_name
+        ) as client:
+            with pytest.raises(HttpResponseError) as async_info:
+                await client.create_entity({"PartitionKey": "PK", "RowKey": 1})
+            assert sdk_error_code(async_info.value) == "InvalidInput"
+
+    asyncio.run(run())
+    assert list(table.list_entities()) == []
