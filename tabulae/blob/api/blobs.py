@@ -502,6 +502,8 @@ async def delete_blob(call: Call) -> Response:
     if call.grant is not None:
         call.grant.check_delete("versionid" in call.request.query, permanent)
     snapshot = _snapshot(call)
+    if option is not None and "versionid" in call.request.query:
+        raise _versions_have_no_snapshots(call.request.query["versionid"])
     if permanent:
         if option is not None and snapshot != BASE:
             raise invalid_parameter("snapshot", call.request.query.get("snapshot", ""))
@@ -518,6 +520,22 @@ async def delete_blob(call: Call) -> Response:
     if call.version < DELETE_TYPE_VERSION:
         return Response(202)
     return Response(202, [(b"x-ms-delete-type-permanent", b"true" if gone else b"false")])
+
+
+def _versions_have_no_snapshots(version: str) -> ServiceError:
+    """Delete Blob naming a version with ``x-ms-delete-snapshots``: Azure refuses the
+    ``versionid`` parameter, 400 InvalidQueryParameterValue with the id as sent and the reason
+    that the option is for the root blob (recorded: the JS SDK's blob_versioning test 'deleting a
+    blob with both deleteSnapshots and versionId option should fail', include and only,
+    x-ms-version 2026-02-06, 494 bytes), before looking the version up."""
+    return ServiceError(
+        "InvalidQueryParameterValue",
+        fields=(
+            ("QueryParameterName", "versionid"),
+            ("QueryParameterValue", version),
+            ("Reason", "This operation is only allowed on the root blob. Version id should not be provided."),
+        ),
+    )
 
 
 async def snapshot_blob(call: Call) -> Response:

@@ -1,0 +1,77 @@
+"""Blob answers compared with Azure's recordings of the JavaScript SDK's storage-blob tests
+(``js/sdk/storage/storage-blob/recordings/node/`` in Azure/azure-sdk-assets), sent over raw HTTP
+as the JS client sent them, on an account that keeps versions with blob soft delete on, as the
+recording account did, and read back through the Python SDK where it can express the request."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from urllib.parse import quote
+
+import pytest
+from azure.core.exceptions import HttpResponseError
+from azure.storage.blob import BlobServiceClient, RetentionPolicy
+
+from tests.backends import backend_names
+from tests.blobhttp import BlobHttp
+from tests.conftest import fresh_store
+from tests.serverproc import ServerProcess
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module", params=backend_names())
+def js_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """A server whose account keeps versions and soft-deletes blobs, one per backend."""
+    extra = [*fresh_store(request.param), "--blob-versioning"]
+    process = ServerProcess(tmp_path_factory.mktemp("jsrec"), extra_args=extra, backend=request.param)
+    process.start()
+    with BlobServiceClient.from_connection_string(process.connection_string) as service:
+        service.set_service_properties(delete_retention_policy=RetentionPolicy(enabled=True, days=7))
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def http(js_server: ServerProcess) -> BlobHttp:
+    return BlobHttp(js_server.blob_port)
+
+
+@pytest.fixture
+def box(http: BlobHttp) -> str:
+    """A new container's name."""
+    name = f"jsc{next(_names)}x"
+    assert http.request("PUT", f"/{name}?restype=container").status == 201
+    return name
+
+
+def test_deleting_a_version_with_its_snapshots_names_versionid(
+    js_server: ServerProcess, http: BlobHttp, box: str
+) -> None:
+    """recording_deleting_a_blob_with_both_deletesnapshots_and_versionid_option_should_fail.json
+    (node/blob_versioning, x-ms-version 2026-02-06): Delete Blob with ``versionid`` and
+    ``x-ms-delete-snapshots`` (include or only) is 400 InvalidQueryParameterValue naming
+    ``versionid`` with the id sent and the reason 'This operation is only allowed on the root
+    blob. Version id should not be provided.' (494 bytes); the version stays."""
+    first = http.request("PUT", f"/{box}/b", {"x-ms-blob-type": "BlockBlob"}, b"Hello World")
+    version = first.headers["x-ms-version-id"]
+    assert http.request("PUT", f"/{box}/b", {"x-ms-blob-type": "BlockBlob"}).status == 201
+    for option in ("include", "only"):
+        refused = http.request(
+            "DELETE", f"/{box}/b?versionid={quote(version)}", {"x-ms-delete-snapshots": option}
+        )
+        assert (refused.status, refused.code, len(refused.body)) == (400, "InvalidQueryParameterValue", 494)
+        fields = refused.error_fields()
+        assert (fields["QueryParameterName"], fields["QueryParameterValue"]) == ("versionid", version)
+        assert fields["Reason"] == (
+            "This operation is only allowed on the root blob. Version id should not be provided."
+        )
+    assert http.request("HEAD", f"/{box}/b?versionid={quote(version)}").status == 200
+    with BlobServiceClient.from_connection_string(js_server.connection_string) as service:
+        blob = service.get_blob_client(box, "b")
+        with pytest.raises(HttpResponseError) as caught:
+            blob.delete_blob(delete_snapshots="include", version_id=version)
+        assert caught.value.error_code == "InvalidQueryParameterValue"
