@@ -75,3 +75,29 @@ def test_deleting_a_version_with_its_snapshots_names_versionid(
         with pytest.raises(HttpResponseError) as caught:
             blob.delete_blob(delete_snapshots="include", version_id=version)
         assert caught.value.error_code == "InvalidQueryParameterValue"
+
+
+def test_a_previous_versions_read_names_no_current_flag(
+    js_server: ServerProcess, http: BlobHttp, box: str
+) -> None:
+    """recording_get_properties_of_a_blob_version.json and
+    recording_undelete_a_softdeleted_version.json (node/blob_versioning, x-ms-version 2026-02-06):
+    Get Blob Properties of a previous version answers its x-ms-version-id and no
+    x-ms-is-current-version (nor lease headers); the current version, named or not, answers
+    ``x-ms-is-current-version: true``. Get Blob of a previous version is the same."""
+    old = http.request("PUT", f"/{box}/b", {"x-ms-blob-type": "BlockBlob"}, b"Hello World")
+    version = old.headers["x-ms-version-id"]
+    current = http.request("PUT", f"/{box}/b", {"x-ms-blob-type": "BlockBlob"}).headers["x-ms-version-id"]
+    for method in ("HEAD", "GET"):
+        previous = http.request(method, f"/{box}/b?versionid={quote(version)}")
+        assert previous.status == 200 and previous.headers["x-ms-version-id"] == version
+        assert "x-ms-is-current-version" not in previous.headers
+        assert "x-ms-lease-state" not in previous.headers
+        for path in (f"/{box}/b", f"/{box}/b?versionid={quote(current)}"):
+            now = http.request(method, path)
+            assert now.headers["x-ms-version-id"] == current
+            assert now.headers["x-ms-is-current-version"] == "true"
+    with BlobServiceClient.from_connection_string(js_server.connection_string) as service:
+        blob = service.get_blob_client(box, "b")
+        assert blob.get_blob_properties(version_id=version).is_current_version is None
+        assert blob.get_blob_properties().is_current_version is True
