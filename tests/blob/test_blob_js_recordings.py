@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from urllib.parse import quote
 
 import pytest
@@ -101,3 +102,36 @@ def test_a_previous_versions_read_names_no_current_flag(
         blob = service.get_blob_client(box, "b")
         assert blob.get_blob_properties(version_id=version).is_current_version is None
         assert blob.get_blob_properties().is_current_version is True
+
+
+def _ticks(stamp: str) -> int:
+    """A snapshot or version time (seven fractional digits) in 100 ns ticks."""
+    whole, fraction = stamp.rstrip("Z").split(".")
+    seconds = int(datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp())
+    return seconds * 10_000_000 + int(fraction)
+
+
+def test_a_snapshots_version_follows_it_by_a_millisecond(
+    js_server: ServerProcess, http: BlobHttp, box: str
+) -> None:
+    """recording_get_properties_of_a_blob_version.json and
+    recording_deleting_a_blob_with_both_deletesnapshots_and_versionid_option_should_fail.json
+    (node/blob_versioning, x-ms-version 2026-02-06), and the JS SDK's nock recordings at 2019-12-12,
+    2020-02-10 and 2020-12-06: Snapshot Blob on an account that keeps versions answers an
+    x-ms-version-id one millisecond after its x-ms-snapshot (``...35.0606219Z`` and
+    ``...35.0616219Z``); that version is the blob's current one and reads as it."""
+    assert http.request("PUT", f"/{box}/b", {"x-ms-blob-type": "BlockBlob"}, b"Hello World").status == 201
+    taken = http.request("PUT", f"/{box}/b?comp=snapshot")
+    snapshot, version = taken.headers["x-ms-snapshot"], taken.headers["x-ms-version-id"]
+    assert _ticks(version) - _ticks(snapshot) == 10_000
+    current = http.request("HEAD", f"/{box}/b")
+    assert (current.headers["x-ms-version-id"], current.headers["x-ms-is-current-version"]) == (
+        version,
+        "true",
+    )
+    assert http.request("HEAD", f"/{box}/b?versionid={quote(version)}").status == 200
+    with BlobServiceClient.from_connection_string(js_server.connection_string) as service:
+        blob = service.get_blob_client(box, "b")
+        again = blob.create_snapshot()
+        assert _ticks(again["version_id"]) - _ticks(again["snapshot"]) == 10_000
+        assert blob.get_blob_properties().version_id == again["version_id"]
