@@ -135,3 +135,26 @@ def test_a_snapshots_version_follows_it_by_a_millisecond(
         again = blob.create_snapshot()
         assert _ticks(again["version_id"]) - _ticks(again["snapshot"]) == 10_000
         assert blob.get_blob_properties().version_id == again["version_id"]
+
+
+@pytest.mark.parametrize("version", ["2018-03-28", "2018-11-09"])
+def test_versions_before_2019_02_02_answer_no_crc64(http: BlobHttp, box: str, version: str) -> None:
+    """The JS SDK's nock recordings at x-ms-version 2018-03-28 (June 2019: Put Blob of 'Hello
+    World' answers Content-MD5 and no x-ms-content-crc64; List Blobs with include=snapshots has
+    no ``<Content-CRC64 />``) and 2018-11-09 (July/August 2019: the same), where 2019-02-02 answers
+    both (September 2019 on): the CRC64 is a 2019-02-02 feature, on writes and in listings."""
+    old = {"x-ms-version": version}
+    put = http.request("PUT", f"/{box}/b", {**old, "x-ms-blob-type": "BlockBlob"}, b"Hello World")
+    assert put.status == 201 and put.headers["content-md5"] == "sQqNsWTgdUEFt6mb5y4/5Q=="
+    assert "x-ms-content-crc64" not in put.headers
+    assert http.request("PUT", f"/{box}/a", {**old, "x-ms-blob-type": "AppendBlob"}).status == 201
+    appended = http.request("PUT", f"/{box}/a?comp=appendblock", old, b"Hello World")
+    assert appended.status == 201 and "x-ms-content-crc64" not in appended.headers
+    listed = http.request("GET", f"/{box}?restype=container&comp=list&include=snapshots", old)
+    assert listed.status == 200 and b"<Content-CRC64" not in listed.body
+    assert b"<Content-Encoding /><Content-Language /><Content-MD5>" in listed.body
+    new = {"x-ms-version": "2019-02-02"}
+    put = http.request("PUT", f"/{box}/b", {**new, "x-ms-blob-type": "BlockBlob"}, b"Hello World")
+    assert put.headers["x-ms-content-crc64"] == "YeJLfssylmU="
+    listed = http.request("GET", f"/{box}?restype=container&comp=list", new)
+    assert b"<Content-Language /><Content-CRC64 /><Content-MD5>" in listed.body

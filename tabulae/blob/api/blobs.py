@@ -30,7 +30,7 @@ from tabulae.blob.api.tags import header_tags
 from tabulae.blob.namespace_guard import is_directory
 from tabulae.blob.rules import premium, structured
 from tabulae.blob.rules.blocks import check_block_id
-from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
+from tabulae.blob.rules.checksums import CRC64_VERSION, Checksums, b64, decode_digest
 from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.limits import MIB, max_append, max_block, max_put_blob
 from tabulae.blob.rules.tiers import TierView, parse_priority, parse_tier
@@ -130,11 +130,13 @@ def _overrides(call: Call) -> ContentOverrides:
     return overrides_from(call.grant.overrides) if call.grant is not None else ContentOverrides()
 
 
-def _checksum_headers(sums: Checksums, *, md5: bool) -> Headers:
+def checksum_headers(sums: Checksums, *, md5: bool, version: str) -> Headers:
+    """A write's answered checksums: the Content-MD5 (when ``md5``) and the CRC64, which Azure
+    answers only from :data:`CRC64_VERSION`."""
     headers: Headers = []
     if md5 and sums.md5 is not None:
         headers.append((b"content-md5", b64(sums.md5).encode()))
-    if sums.crc64 is not None:
+    if sums.crc64 is not None and version >= CRC64_VERSION:
         headers.append((b"x-ms-content-crc64", b64(sums.crc64).encode()))
     return headers
 
@@ -155,7 +157,7 @@ def appended_checksums(sums: Checksums, *, md5: bool, version: str) -> Headers:
     MD5 is not recorded."""
     if md5 and sums.md5 is not None and version < BOTH_SUMS_VERSION:
         return [(b"content-md5", b64(sums.md5).encode())]
-    return _checksum_headers(sums, md5=md5)
+    return checksum_headers(sums, md5=md5, version=version)
 
 
 # ------------------------------------------------------------------------------ reads
@@ -220,7 +222,7 @@ async def get_blob(call: Call) -> Response:
         data = b"".join([chunk async for chunk in stream])  # at most 4 MiB
         sums = Checksums(md5=want_md5, crc64=want_crc)
         sums.update(data)
-        response_headers.extend(_checksum_headers(sums, md5=True))
+        response_headers.extend(checksum_headers(sums, md5=True, version=call.version))
         return StreamedResponse(206, response_headers, stream=_once(data), length=len(data))
     return StreamedResponse(
         206, response_headers, stream=call.service.stream(call.key, extents, start, end), length=end - start
@@ -341,6 +343,7 @@ async def list_blobs(call: Call) -> Response:
             + immutability.listing_elements(record, include)
         ),
         versions_only=page.versions_only,
+        crc64=call.version >= CRC64_VERSION,
         directory_of=is_directory if features.hns else None,
     )
     if arrow_listing.wanted(call.request.headers.get("accept")):
@@ -385,7 +388,7 @@ async def put_blob(call: Call) -> Response:
     )
     response_headers = etag_headers(record.ticks) + _ENCRYPTED + version_header(record)
     if blob_type == "BlockBlob":
-        response_headers.extend(_checksum_headers(sums, md5=True))
+        response_headers.extend(checksum_headers(sums, md5=True, version=call.version))
     return Response(201, [*response_headers, *call.echo])
 
 
@@ -394,7 +397,10 @@ async def put_block(call: Call) -> Response:
     block_id = check_block_id(call.request.query.get("blockid"))
     upload = call.upload(max_block(call.version))
     sums = await call.service.put_block(call.key, block_id, upload, call.lease_id)
-    return Response(201, [*_checksum_headers(sums, md5=upload.md5 is not None), *_ENCRYPTED, *call.echo])
+    return Response(
+        201,
+        [*checksum_headers(sums, md5=upload.md5 is not None, version=call.version), *_ENCRYPTED, *call.echo],
+    )
 
 
 async def put_block_list(call: Call) -> Response:
@@ -424,7 +430,10 @@ async def put_block_list(call: Call) -> Response:
     )
     return Response(
         201,
-        etag_headers(record.ticks) + _checksum_headers(sums, md5=False) + _ENCRYPTED + version_header(record),
+        etag_headers(record.ticks)
+        + checksum_headers(sums, md5=False, version=call.version)
+        + _ENCRYPTED
+        + version_header(record),
     )
 
 
