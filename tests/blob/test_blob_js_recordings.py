@@ -158,3 +158,28 @@ def test_versions_before_2019_02_02_answer_no_crc64(http: BlobHttp, box: str, ve
     assert put.headers["x-ms-content-crc64"] == "YeJLfssylmU="
     listed = http.request("GET", f"/{box}?restype=container&comp=list", new)
     assert b"<Content-Language /><Content-CRC64 /><Content-MD5>" in listed.body
+
+
+def test_a_snapshots_tier_and_encryption_answer_from_2018_11_09(http: BlobHttp, box: str) -> None:
+    """The JS SDK's nock recordings at x-ms-version 2018-03-28 (April and June 2019, two
+    accounts): Snapshot Blob answers no x-ms-request-server-encrypted, Get Blob Properties of the
+    snapshot and its List Blobs entry show no tier, while the base blob beside it shows Hot,
+    inferred; at 2018-11-09 (August 2019) the snapshot answers
+    ``x-ms-request-server-encrypted: false`` and shows its tier, inferred."""
+    assert http.request("PUT", f"/{box}/b", {"x-ms-blob-type": "BlockBlob"}, b"Hello World").status == 201
+    for version, shown in (("2018-03-28", False), ("2018-11-09", True)):
+        at = {"x-ms-version": version}
+        taken = http.request("PUT", f"/{box}/b?comp=snapshot", at)
+        assert taken.status == 201
+        assert ("x-ms-request-server-encrypted" in taken.headers) is shown
+        snapshot = taken.headers["x-ms-snapshot"]
+        props = http.request("HEAD", f"/{box}/b?snapshot={quote(snapshot)}", at)
+        assert ("x-ms-access-tier" in props.headers) is shown
+        base = http.request("HEAD", f"/{box}/b", at)
+        assert (base.headers["x-ms-access-tier"], base.headers["x-ms-access-tier-inferred"]) == (
+            "Hot",
+            "true",
+        )
+        listed = http.request("GET", f"/{box}?restype=container&comp=list&include=snapshots", at).body
+        entry = listed.split(f"<Snapshot>{snapshot}</Snapshot>".encode())[1].split(b"</Blob>")[0]
+        assert (b"<AccessTier>" in entry) is shown

@@ -28,7 +28,7 @@ from tabulae.blob.api.headers import (
 from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.api.tags import header_tags
 from tabulae.blob.namespace_guard import is_directory
-from tabulae.blob.rules import premium, structured
+from tabulae.blob.rules import premium, structured, tiers
 from tabulae.blob.rules.blocks import check_block_id
 from tabulae.blob.rules.checksums import CRC64_VERSION, Checksums, b64, decode_digest
 from tabulae.blob.rules.conditions import Conditions
@@ -50,6 +50,9 @@ _LIST_INCLUDES = frozenset(
 )  # fmt: skip
 _ENCRYPTED: Headers = [(b"x-ms-request-server-encrypted", b"true")]
 _NOT_ENCRYPTED: Headers = [(b"x-ms-request-server-encrypted", b"false")]  # a write of no content
+# Snapshot Blob answers x-ms-request-server-encrypted from this version: none at 2018-03-28, false
+# at 2018-11-09 (the JS SDK's nock recordings of 2019, on two accounts at 2018-03-28).
+SNAPSHOT_ENCRYPTED_VERSION = "2018-11-09"
 # Get Blob answers with the tier headers too from this version: Azure did at 2026-04-06 (the Rust
 # SDK's recordings test_download_blob and test_gzip_blob_with_metadata_roundtrip), not at
 # 2025-11-05 (test_blob_version_read_operations); versions between are not recorded
@@ -258,6 +261,8 @@ async def get_blob_properties(call: Call) -> Response:
     )
     lease = call.service.lease_state(record.lease) if snapshot == BASE else None
     tier = call.service.tier_view(record, await _premium_account(call))
+    if not tiers.shows_tier(record, call.version):
+        tier = None
     headers = blob_headers(record, lease, _overrides(call), whole=True, properties=True, tier=tier)
     headers += await _protection_headers(call, record, read=False)
     return StreamedResponse(200, headers, stream=None, length=record.size)
@@ -336,7 +341,11 @@ async def list_blobs(call: Call) -> Response:
         items,
         include,
         page.next_marker,
-        tier_of=lambda record: formats.tier_elements(tier_view(record, premium_account)),
+        tier_of=lambda record: (
+            formats.tier_elements(tier_view(record, premium_account))
+            if tiers.shows_tier(record, call.version)
+            else ""
+        ),
         remaining_days=call.service.remaining_days,
         extra_of=lambda record: (
             (immutability.last_access_element(record) if tracked else "")
@@ -556,7 +565,8 @@ async def snapshot_blob(call: Call) -> Response:
     )
     response_headers = etag_headers(base.ticks)
     response_headers.append((b"x-ms-snapshot", name.encode()))
-    return Response(201, response_headers + _NOT_ENCRYPTED + version_header(base))
+    encrypted = _NOT_ENCRYPTED if call.version >= SNAPSHOT_ENCRYPTED_VERSION else []
+    return Response(201, response_headers + encrypted + version_header(base))
 
 
 async def lease_blob(call: Call) -> Response:
