@@ -183,3 +183,53 @@ def test_a_snapshots_tier_and_encryption_answer_from_2018_11_09(http: BlobHttp, 
         listed = http.request("GET", f"/{box}?restype=container&comp=list&include=snapshots", at).body
         entry = listed.split(f"<Snapshot>{snapshot}</Snapshot>".encode())[1].split(b"</Blob>")[0]
         assert (b"<AccessTier>" in entry) is shown
+
+
+@pytest.fixture(scope="module", params=backend_names())
+def flat_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """A server whose account soft-deletes blobs and keeps no versions, one per backend."""
+    process = ServerProcess(
+        tmp_path_factory.mktemp("jsflat"), extra_args=fresh_store(request.param), backend=request.param
+    )
+    process.start()
+    with BlobServiceClient.from_connection_string(process.connection_string) as service:
+        service.set_service_properties(delete_retention_policy=RetentionPolicy(enabled=True, days=7))
+    yield process
+    process.stop()
+
+
+def test_a_soft_deleted_blob_is_listed_with_its_tier_and_an_empty_lease(flat_server: ServerProcess) -> None:
+    """The JS SDK's nock recordings of List Blobs include=deleted on a flat account (x-ms-version
+    2018-03-28, 2018-11-09, 2019-02-02 and 2019-12-12, June 2019 to June 2020): a soft-deleted
+    block blob's properties carry ``<AccessTier>Hot</AccessTier><AccessTierInferred>true
+    </AccessTierInferred><LeaseStatus />`` before ``<ServerEncrypted>``; a tier that was set
+    shows as set."""
+    http = BlobHttp(flat_server.blob_port)
+    box = f"jsf{next(_names)}x"
+    assert http.request("PUT", f"/{box}?restype=container").status == 201
+    for name in ("b", "c"):
+        assert (
+            http.request("PUT", f"/{box}/{name}", {"x-ms-blob-type": "BlockBlob"}, b"Hello World").status
+            == 201
+        )
+    assert http.request("PUT", f"/{box}/c?comp=tier", {"x-ms-access-tier": "Cool"}).status == 200
+    for name in ("b", "c"):
+        assert http.request("DELETE", f"/{box}/{name}").status == 202
+    listed = http.request(
+        "GET", f"/{box}?restype=container&comp=list&include=deleted", {"x-ms-version": "2019-12-12"}
+    )
+    entries = listed.body.split(b"<Blob><Name>")[1:]
+    assert (
+        b"<BlobType>BlockBlob</BlobType><AccessTier>Hot</AccessTier><AccessTierInferred>true</AccessTierInferred>"
+        b"<LeaseStatus /><ServerEncrypted>true</ServerEncrypted><DeletedTime>" in entries[0]
+    )
+    assert b"<AccessTier>Cool</AccessTier><AccessTierChangeTime>" in entries[1]
+    assert b"<LeaseStatus /><ServerEncrypted>" in entries[1]
+    with BlobServiceClient.from_connection_string(flat_server.connection_string) as service:
+        deleted = list(service.get_container_client(box).list_blobs(include=["deleted"]))
+        assert [(b.name, b.deleted, b.blob_tier) for b in deleted] == [
+            ("b", True, "Hot"),
+            ("c", True, "Cool"),
+        ]

@@ -306,6 +306,15 @@ async def get_block_list(call: Call) -> Response:
     return xml(body, extra=extra)
 
 
+def _soft_deleted_base(record: BlobRecord) -> bool:
+    """A soft-deleted base blob, kept aside (its snapshot key starts with ``~``): listed with the
+    tier it had, and in a flat account an empty ``<LeaseStatus />``, as Azure lists them (the JS
+    SDK's nock recordings of List Blobs include=deleted, x-ms-version 2018-03-28 to 2019-12-12:
+    ``<AccessTier>Hot</AccessTier><AccessTierInferred>true</AccessTierInferred><LeaseStatus />``;
+    an HNS account's deleted paths show the tier and no lease, recorded at 2023-08-03)."""
+    return record.deleted_time is not None and record.snapshot.startswith("~")
+
+
 async def list_blobs(call: Call) -> Response:
     query = call.request.query
     include = includes(query, _LIST_INCLUDES)
@@ -324,16 +333,23 @@ async def list_blobs(call: Call) -> Response:
         start_from=query.get("startFrom") or None,
         end_before=query.get("endBefore") or None,
     )
+    features = await call.service.features.get(call.route.account)
     items: list = []
     for item in page.items:
         if isinstance(item, str):
             items.append(item)
         else:
             lease = call.service.lease_state(item.lease) if not item.snapshot else None
+            if _soft_deleted_base(item) and not features.hns:
+                lease = formats.SOFT_DELETED_LEASE
             items.append((item, lease))
-    tier_view = call.service.tier_view
-    features = await call.service.features.get(call.route.account)
     tracked, premium_account = features.last_access_tracking, features.premium_page_blobs
+
+    def tier_view(record: BlobRecord, premium: bool) -> TierView | None:
+        if _soft_deleted_base(record):  # kept aside uncommitted, listed with the tier it had
+            record = replace(record, committed=True)
+        return call.service.tier_view(record, premium)
+
     body = formats.render_blobs(
         call.route.base,
         call.route.container,

@@ -87,7 +87,15 @@ def _metadata(metadata: dict[str, str]) -> str:
 _AVAILABLE = "<LeaseStatus>unlocked</LeaseStatus><LeaseState>available</LeaseState>"
 
 
+SOFT_DELETED_LEASE: LeaseView = ("", "", None)
+"""The lease of a soft-deleted base blob in a listing: Azure writes an empty ``<LeaseStatus />``
+and no state (the JS SDK's nock recordings of List Blobs include=deleted on a flat account, from
+x-ms-version 2018-03-28 to 2019-12-12, June 2019 to June 2020)."""
+
+
 def _lease(view: LeaseView) -> str:
+    if view is SOFT_DELETED_LEASE:
+        return "<LeaseStatus />"
     status, state, duration = view
     if state == "available":
         return _AVAILABLE
