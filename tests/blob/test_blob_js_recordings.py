@@ -233,3 +233,22 @@ def test_a_soft_deleted_blob_is_listed_with_its_tier_and_an_empty_lease(flat_ser
             ("b", True, "Hot"),
             ("c", True, "Cool"),
         ]
+
+
+def test_an_empty_page_list_closes_itself(http: BlobHttp, box: str) -> None:
+    """The JS SDK's nock recording of Get Page Ranges of a 512-byte page blob with no pages
+    written (x-ms-version 2019-12-12, July 2020): ``<?xml version="1.0" encoding="utf-8"?>
+    <PageList />`` with no line break; a list with ranges keeps its break."""
+    created = http.request(
+        "PUT", f"/{box}/p", {"x-ms-blob-type": "PageBlob", "x-ms-blob-content-length": "512"}
+    )
+    assert created.status == 201
+    empty = http.request("GET", f"/{box}/p?comp=pagelist", {"x-ms-version": "2019-12-12"})
+    assert empty.status == 200
+    assert empty.body == b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?><PageList />'
+    page = {"x-ms-page-write": "update", "x-ms-range": "bytes=0-511"}
+    assert http.request("PUT", f"/{box}/p?comp=page", page, b"a" * 512).status == 201
+    full = http.request("GET", f"/{box}/p?comp=pagelist", {"x-ms-version": "2019-12-12"})
+    assert full.body.endswith(
+        b"?>\n<PageList><PageRange><Start>0</Start><End>511</End></PageRange></PageList>"
+    )
