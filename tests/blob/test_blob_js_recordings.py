@@ -252,3 +252,20 @@ def test_an_empty_page_list_closes_itself(http: BlobHttp, box: str) -> None:
     assert full.body.endswith(
         b"?>\n<PageList><PageRange><Start>0</Start><End>511</End></PageRange></PageList>"
     )
+
+
+def test_account_information_names_hns_from_2019_07_07(http: BlobHttp, box: str) -> None:
+    """The JS SDK's nock recordings of Get Account Information: x-ms-sku-name and
+    x-ms-account-kind alone at x-ms-version 2018-03-28, 2018-11-09 and 2019-02-02 (2019),
+    ``x-ms-is-hns-enabled: false`` beside them at 2020-02-10 (December 2020); Learn dates the
+    header 2019-07-07."""
+    for version, named in (
+        ("2018-03-28", False),
+        ("2019-02-02", False),
+        ("2019-07-07", True),
+        ("2020-02-10", True),
+    ):
+        for path in ("/?restype=account&comp=properties", f"/{box}?restype=account&comp=properties"):
+            info = http.request("GET", path, {"x-ms-version": version})
+            assert info.status == 200 and info.headers["x-ms-account-kind"] == "StorageV2"
+            assert ("x-ms-is-hns-enabled" in info.headers) is named
