@@ -1135,7 +1135,10 @@ class BlobService:
                 return BlobWrite(result=(base, name), snapshot=frozen)
             current = replace(base)  # the same blob under a new version id
             write = versioning.stamp(
-                BlobWrite(result=(current, name), snapshot=frozen, base=current), state, True
+                BlobWrite(result=(current, name), snapshot=frozen, base=current),
+                state,
+                True,
+                delay=versioning.SNAPSHOT_VERSION_DELAY,
             )
             frozen.version_id = None  # a snapshot is no version
             return write

@@ -59,9 +59,24 @@ def _as_version(base: BlobRecord, kept_id: str) -> BlobRecord:
     return replace(base, snapshot=VERSION_PREFIX + kept_id, lease=Lease(), version_id=None)
 
 
-def stamp(write: BlobWrite, state: BlobState, on: bool, keep: tuple[float, int] | None = None) -> BlobWrite:
+SNAPSHOT_VERSION_DELAY = 10_000
+"""Ticks (1 ms) by which the version Snapshot Blob makes follows the snapshot: Azure answers
+``x-ms-version-id`` one millisecond after ``x-ms-snapshot`` (recorded for the JS SDK at
+x-ms-version 2019-12-12, 2020-02-10, 2020-12-06 and 2026-02-06, e.g. node/blob_versioning/
+recording_get_properties_of_a_blob_version.json: snapshot 21:24:35.0606219Z, version
+21:24:35.0616219Z)."""
+
+
+def stamp(
+    write: BlobWrite,
+    state: BlobState,
+    on: bool,
+    keep: tuple[float, int] | None = None,
+    delay: int = 0,
+) -> BlobWrite:
     """Make ``write`` (which replaces the base's content or metadata, or deletes it) version the
-    blob: the current version is kept as a previous one and the new base gets a new id. With
+    blob: the current version is kept as a previous one and the new base gets a new id, ``delay``
+    ticks after the write's time (:data:`SNAPSHOT_VERSION_DELAY` for a snapshot). With
     ``on`` false the new base has no id and nothing is kept, but for ``keep`` (the time and the
     days of blob soft delete): then the state the write replaces is kept as a soft-deleted
     snapshot. The base record is changed in place, so a result that is the same record carries
@@ -70,7 +85,7 @@ def stamp(write: BlobWrite, state: BlobState, on: bool, keep: tuple[float, int] 
     if write.base is not None:
         if on:
             newest = base.version_id if base is not None else None
-            write.base.version_id = versions.new_version_id_ticks(_unix_ticks(state.ticks), newest)
+            write.base.version_id = versions.new_version_id_ticks(_unix_ticks(state.ticks) + delay, newest)
         else:
             write.base.version_id = None
     if on and base is not None:

@@ -53,6 +53,11 @@ from tabulae.model.errors import ServiceError
 
 _ENCRYPTED = (b"x-ms-request-server-encrypted", b"true")
 _NOT_ENCRYPTED = (b"x-ms-request-server-encrypted", b"false")
+# Create Path answers x-ms-request-server-encrypted from this version, as Azure answered the JS
+# SDK: not at 2019-02-02 (December 2019), 2019-12-12 (June 2020) nor 2020-02-10 (September to
+# December 2020), true at 2020-06-12 (May 2021) and after (its nock recordings; 2020-04-08 is
+# not recorded and is taken to be without it, as the versions before).
+CREATE_ENCRYPTED_VERSION = "2020-06-12"
 _NAMESPACE = formats.NAMESPACE_ENABLED
 MAX_LIST = 5000
 
@@ -348,7 +353,8 @@ async def create_path(c: DfsCall) -> Response:
         record = await _set_expiry(c, headers["x-ms-expiry-option"])
     if "x-ms-proposed-lease-id" in headers:
         await _lease_after(c, "acquire")
-    return Response(201, [*_record_headers(record), _ENCRYPTED])
+    encrypted = [_ENCRYPTED] if c.call.version >= CREATE_ENCRYPTED_VERSION else []
+    return Response(201, [*_record_headers(record), *encrypted])
 
 
 async def _authorize_source(c: DfsCall, source: RenameSource) -> None:

@@ -28,9 +28,9 @@ from tabulae.blob.api.headers import (
 from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.api.tags import header_tags
 from tabulae.blob.namespace_guard import is_directory
-from tabulae.blob.rules import premium, structured
+from tabulae.blob.rules import premium, structured, tiers
 from tabulae.blob.rules.blocks import check_block_id
-from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
+from tabulae.blob.rules.checksums import CRC64_VERSION, Checksums, b64, decode_digest
 from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.limits import MIB, max_append, max_block, max_put_blob
 from tabulae.blob.rules.tiers import TierView, parse_priority, parse_tier
@@ -50,6 +50,9 @@ _LIST_INCLUDES = frozenset(
 )  # fmt: skip
 _ENCRYPTED: Headers = [(b"x-ms-request-server-encrypted", b"true")]
 _NOT_ENCRYPTED: Headers = [(b"x-ms-request-server-encrypted", b"false")]  # a write of no content
+# Snapshot Blob answers x-ms-request-server-encrypted from this version: none at 2018-03-28, false
+# at 2018-11-09 (the JS SDK's nock recordings of 2019, on two accounts at 2018-03-28).
+SNAPSHOT_ENCRYPTED_VERSION = "2018-11-09"
 # Get Blob answers with the tier headers too from this version: Azure did at 2026-04-06 (the Rust
 # SDK's recordings test_download_blob and test_gzip_blob_with_metadata_roundtrip), not at
 # 2025-11-05 (test_blob_version_read_operations); versions between are not recorded
@@ -130,11 +133,13 @@ def _overrides(call: Call) -> ContentOverrides:
     return overrides_from(call.grant.overrides) if call.grant is not None else ContentOverrides()
 
 
-def _checksum_headers(sums: Checksums, *, md5: bool) -> Headers:
+def checksum_headers(sums: Checksums, *, md5: bool, version: str) -> Headers:
+    """A write's answered checksums: the Content-MD5 (when ``md5``) and the CRC64, which Azure
+    answers only from :data:`CRC64_VERSION`."""
     headers: Headers = []
     if md5 and sums.md5 is not None:
         headers.append((b"content-md5", b64(sums.md5).encode()))
-    if sums.crc64 is not None:
+    if sums.crc64 is not None and version >= CRC64_VERSION:
         headers.append((b"x-ms-content-crc64", b64(sums.crc64).encode()))
     return headers
 
@@ -155,7 +160,7 @@ def appended_checksums(sums: Checksums, *, md5: bool, version: str) -> Headers:
     MD5 is not recorded."""
     if md5 and sums.md5 is not None and version < BOTH_SUMS_VERSION:
         return [(b"content-md5", b64(sums.md5).encode())]
-    return _checksum_headers(sums, md5=md5)
+    return checksum_headers(sums, md5=md5, version=version)
 
 
 # ------------------------------------------------------------------------------ reads
@@ -220,7 +225,7 @@ async def get_blob(call: Call) -> Response:
         data = b"".join([chunk async for chunk in stream])  # at most 4 MiB
         sums = Checksums(md5=want_md5, crc64=want_crc)
         sums.update(data)
-        response_headers.extend(_checksum_headers(sums, md5=True))
+        response_headers.extend(checksum_headers(sums, md5=True, version=call.version))
         return StreamedResponse(206, response_headers, stream=_once(data), length=len(data))
     return StreamedResponse(
         206, response_headers, stream=call.service.stream(call.key, extents, start, end), length=end - start
@@ -256,6 +261,8 @@ async def get_blob_properties(call: Call) -> Response:
     )
     lease = call.service.lease_state(record.lease) if snapshot == BASE else None
     tier = call.service.tier_view(record, await _premium_account(call))
+    if not tiers.shows_tier(record, call.version):
+        tier = None
     headers = blob_headers(record, lease, _overrides(call), whole=True, properties=True, tier=tier)
     headers += await _protection_headers(call, record, read=False)
     return StreamedResponse(200, headers, stream=None, length=record.size)
@@ -299,6 +306,15 @@ async def get_block_list(call: Call) -> Response:
     return xml(body, extra=extra)
 
 
+def _soft_deleted_base(record: BlobRecord) -> bool:
+    """A soft-deleted base blob, kept aside (its snapshot key starts with ``~``): listed with the
+    tier it had, and in a flat account an empty ``<LeaseStatus />``, as Azure lists them (the JS
+    SDK's nock recordings of List Blobs include=deleted, x-ms-version 2018-03-28 to 2019-12-12:
+    ``<AccessTier>Hot</AccessTier><AccessTierInferred>true</AccessTierInferred><LeaseStatus />``;
+    an HNS account's deleted paths show the tier and no lease, recorded at 2023-08-03)."""
+    return record.deleted_time is not None and record.snapshot.startswith("~")
+
+
 async def list_blobs(call: Call) -> Response:
     query = call.request.query
     include = includes(query, _LIST_INCLUDES)
@@ -317,16 +333,23 @@ async def list_blobs(call: Call) -> Response:
         start_from=query.get("startFrom") or None,
         end_before=query.get("endBefore") or None,
     )
+    features = await call.service.features.get(call.route.account)
     items: list = []
     for item in page.items:
         if isinstance(item, str):
             items.append(item)
         else:
             lease = call.service.lease_state(item.lease) if not item.snapshot else None
+            if _soft_deleted_base(item) and not features.hns:
+                lease = formats.SOFT_DELETED_LEASE
             items.append((item, lease))
-    tier_view = call.service.tier_view
-    features = await call.service.features.get(call.route.account)
     tracked, premium_account = features.last_access_tracking, features.premium_page_blobs
+
+    def tier_view(record: BlobRecord, premium: bool) -> TierView | None:
+        if _soft_deleted_base(record):  # kept aside uncommitted, listed with the tier it had
+            record = replace(record, committed=True)
+        return call.service.tier_view(record, premium)
+
     body = formats.render_blobs(
         call.route.base,
         call.route.container,
@@ -334,11 +357,16 @@ async def list_blobs(call: Call) -> Response:
         items,
         include,
         page.next_marker,
-        tier_of=lambda record: formats.tier_elements(tier_view(record, premium_account)),
+        tier_of=lambda record: (
+            formats.tier_elements(tier_view(record, premium_account))
+            if tiers.shows_tier(record, call.version)
+            else ""
+        ),
         remaining_days=call.service.remaining_days,
         extra_of=lambda record: immutability.listing_elements(record, include),
         accessed_of=immutability.last_access_element if tracked else None,
         versions_only=page.versions_only,
+        crc64=call.version >= CRC64_VERSION,
         directory_of=is_directory if features.hns else None,
     )
     if arrow_listing.wanted(call.request.headers.get("accept")):
@@ -383,7 +411,7 @@ async def put_blob(call: Call) -> Response:
     )
     response_headers = etag_headers(record.ticks) + _ENCRYPTED + version_header(record)
     if blob_type == "BlockBlob":
-        response_headers.extend(_checksum_headers(sums, md5=True))
+        response_headers.extend(checksum_headers(sums, md5=True, version=call.version))
     return Response(201, [*response_headers, *call.echo])
 
 
@@ -392,7 +420,10 @@ async def put_block(call: Call) -> Response:
     block_id = check_block_id(call.request.query.get("blockid"))
     upload = call.upload(max_block(call.version))
     sums = await call.service.put_block(call.key, block_id, upload, call.lease_id)
-    return Response(201, [*_checksum_headers(sums, md5=upload.md5 is not None), *_ENCRYPTED, *call.echo])
+    return Response(
+        201,
+        [*checksum_headers(sums, md5=upload.md5 is not None, version=call.version), *_ENCRYPTED, *call.echo],
+    )
 
 
 async def put_block_list(call: Call) -> Response:
@@ -422,7 +453,10 @@ async def put_block_list(call: Call) -> Response:
     )
     return Response(
         201,
-        etag_headers(record.ticks) + _checksum_headers(sums, md5=False) + _ENCRYPTED + version_header(record),
+        etag_headers(record.ticks)
+        + checksum_headers(sums, md5=False, version=call.version)
+        + _ENCRYPTED
+        + version_header(record),
     )
 
 
@@ -500,6 +534,8 @@ async def delete_blob(call: Call) -> Response:
     if call.grant is not None:
         call.grant.check_delete("versionid" in call.request.query, permanent)
     snapshot = _snapshot(call)
+    if option is not None and "versionid" in call.request.query:
+        raise _versions_have_no_snapshots(call.request.query["versionid"])
     if permanent:
         if option is not None and snapshot != BASE:
             raise invalid_parameter("snapshot", call.request.query.get("snapshot", ""))
@@ -518,6 +554,22 @@ async def delete_blob(call: Call) -> Response:
     return Response(202, [(b"x-ms-delete-type-permanent", b"true" if gone else b"false")])
 
 
+def _versions_have_no_snapshots(version: str) -> ServiceError:
+    """Delete Blob naming a version with ``x-ms-delete-snapshots``: Azure refuses the
+    ``versionid`` parameter, 400 InvalidQueryParameterValue with the id as sent and the reason
+    that the option is for the root blob (recorded: the JS SDK's blob_versioning test 'deleting a
+    blob with both deleteSnapshots and versionId option should fail', include and only,
+    x-ms-version 2026-02-06, 494 bytes), before looking the version up."""
+    return ServiceError(
+        "InvalidQueryParameterValue",
+        fields=(
+            ("QueryParameterName", "versionid"),
+            ("QueryParameterValue", version),
+            ("Reason", "This operation is only allowed on the root blob. Version id should not be provided."),
+        ),
+    )
+
+
 async def snapshot_blob(call: Call) -> Response:
     _no_snapshot(call)
     headers = call.request.headers
@@ -527,7 +579,8 @@ async def snapshot_blob(call: Call) -> Response:
     )
     response_headers = etag_headers(base.ticks)
     response_headers.append((b"x-ms-snapshot", name.encode()))
-    return Response(201, response_headers + _NOT_ENCRYPTED + version_header(base))
+    encrypted = _NOT_ENCRYPTED if call.version >= SNAPSHOT_ENCRYPTED_VERSION else []
+    return Response(201, response_headers + encrypted + version_header(base))
 
 
 async def lease_blob(call: Call) -> Response:

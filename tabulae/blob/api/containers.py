@@ -179,9 +179,17 @@ async def get_service_stats(call: Call) -> Response:
     return xml(render_stats(formatdate(usegmt=True)))
 
 
+# Get Account Information answers x-ms-is-hns-enabled from this version ("Get Account
+# Information": 2019-07-07 and later), as Azure answered the JS SDK: not at 2018-03-28, 2018-11-09
+# nor 2019-02-02 (its nock recordings of 2019), false at 2020-02-10 (December 2020).
+HNS_HEADER_VERSION = "2019-07-07"
+
+
 async def get_account_info(call: Call) -> Response:
     features = await call.service.features.get(call.route.account)
     sku = _PREMIUM if features.premium_page_blobs else _STANDARD
+    if call.version < HNS_HEADER_VERSION:
+        return Response(200, [sku, _KIND])
     return Response(200, [sku, _KIND, (b"x-ms-is-hns-enabled", b"true" if features.hns else b"false")])
 
 

@@ -87,7 +87,15 @@ def _metadata(metadata: dict[str, str]) -> str:
 _AVAILABLE = "<LeaseStatus>unlocked</LeaseStatus><LeaseState>available</LeaseState>"
 
 
+SOFT_DELETED_LEASE: LeaseView = ("", "", None)
+"""The lease of a soft-deleted base blob in a listing: Azure writes an empty ``<LeaseStatus />``
+and no state (the JS SDK's nock recordings of List Blobs include=deleted on a flat account, from
+x-ms-version 2018-03-28 to 2019-12-12, June 2019 to June 2020)."""
+
+
 def _lease(view: LeaseView) -> str:
+    if view is SOFT_DELETED_LEASE:
+        return "<LeaseStatus />"
     status, state, duration = view
     if state == "available":
         return _AVAILABLE
@@ -191,6 +199,7 @@ def _blob_properties(
     extra: str = "",
     kind: str = "",
     accessed: str = "",
+    crc64: str = "<Content-CRC64 />",
 ) -> str:
     """One blob's ``<Properties>``: built as one string, as a listing builds 5,000 of them.
     ``kind``: the ``<ResourceType>`` element of a path of an HNS account (else empty).
@@ -230,7 +239,7 @@ def _blob_properties(
         f"<Content-Length>{record.size}</Content-Length>{_field('Content-Type', p.content_type)}"
         f"{_field('Content-Encoding', p.content_encoding) if p.content_encoding else '<Content-Encoding />'}"
         f"{_field('Content-Language', p.content_language) if p.content_language else '<Content-Language />'}"
-        f"<Content-CRC64 />{_field('Content-MD5', p.content_md5)}"
+        f"{crc64}{_field('Content-MD5', p.content_md5)}"
         f"{_field('Cache-Control', p.cache_control) if p.cache_control else '<Cache-Control />'}"
         f"{_field('Content-Disposition', p.content_disposition)}"
         f"{_sequence(record)}{accessed}<BlobType>{record.blob_type}</BlobType>{tier}"
@@ -276,13 +285,16 @@ def render_blobs(
     accessed_of: Callable[[BlobRecord], str] | None = None,
     versions_only: Collection[int] = (),
     directory_of: Callable[[BlobRecord], bool] | None = None,
+    crc64: bool = True,
 ) -> bytes:
-    """``tier_of`` gives a blob's tier elements (:func:`tier_elements`); without it every block
-    blob shows the default tier, inferred. ``versions_only``: the indexes of items that are the
-    roots of blobs with versions only (``include=deletedwithversions``). ``directory_of``, given
-    for an account with a hierarchical namespace, tells a directory from a file: there every
-    blob's properties say which it is (``<ResourceType>`` after ``<Etag>``, as Azure's listings
-    of such accounts recorded for the JavaScript SDK's tests show)."""
+    """``crc64``: the listing's version writes ``<Content-CRC64 />`` (from 2019-02-02,
+    ``rules.checksums.CRC64_VERSION``). ``tier_of`` gives a blob's tier elements
+    (:func:`tier_elements`); without it every block blob shows the default tier, inferred.
+    ``versions_only``: the indexes of items that are the roots of blobs with versions only
+    (``include=deletedwithversions``). ``directory_of``, given for an account with a hierarchical
+    namespace, tells a directory from a file: there every blob's properties say which it is
+    (``<ResourceType>`` after ``<Etag>``, as Azure's listings of such accounts recorded for the
+    JavaScript SDK's tests show)."""
     parts = [
         DECLARATION,
         f'<EnumerationResults ServiceEndpoint="{escape(base)}/" ContainerName="{escape(container)}">',
@@ -292,6 +304,7 @@ def render_blobs(
         _optional("Delimiter", query.get("delimiter", "")),
         "<Blobs>",
     ]
+    crc_element = "<Content-CRC64 />" if crc64 else ""
     for index, item in enumerate(items):
         if isinstance(item, str):
             parts.append(f"<BlobPrefix>{_name(item)}</BlobPrefix>")
@@ -307,7 +320,9 @@ def render_blobs(
         kind = ""
         if directory_of is not None:
             kind = _DIRECTORY_KIND if directory_of(record) else _FILE_KIND
-        properties = _blob_properties(record, lease, "copy" in include, tier, extra, kind, accessed)
+        properties = _blob_properties(
+            record, lease, "copy" in include, tier, extra, kind, accessed, crc_element
+        )
         if record.deleted_time is not None:  # soft-deleted
             left = remaining_days(record) if remaining_days is not None else record.retention_days
             parts.append("<Deleted>true</Deleted>")

@@ -18,7 +18,7 @@ import uuid
 from dataclasses import replace
 
 from tabulae.blob.api import background_copy, immutability
-from tabulae.blob.api.blobs import bool_header, requested_tier, version_header
+from tabulae.blob.api.blobs import bool_header, checksum_headers, requested_tier, version_header
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.copy_source import (
     Source,
@@ -36,7 +36,7 @@ from tabulae.blob.api.tags import header_tags
 from tabulae.blob.pageblobs import PageBlobs, PageWrite
 from tabulae.blob.rules import copies
 from tabulae.blob.rules.blocks import check_block_id
-from tabulae.blob.rules.checksums import Checksums, b64, decode_digest
+from tabulae.blob.rules.checksums import decode_digest
 from tabulae.blob.rules.conditions import not_met
 from tabulae.blob.rules.limits import MAX_BLOCK_BLOB, max_append, max_block, max_put_blob
 from tabulae.blob.rules.pages import MAX_PAGE_WRITE, SequenceConditions, check_aligned, parse_sequence_number
@@ -64,15 +64,6 @@ def _no_snapshot(call: Call) -> None:
     """A copy's destination is never a snapshot (read-only): 400 InvalidOperation."""
     if "snapshot" in call.request.query:
         raise ServiceError("InvalidOperation")
-
-
-def _checksum_headers(sums: Checksums, *, md5: bool) -> Headers:
-    headers: Headers = []
-    if md5 and sums.md5 is not None:
-        headers.append((b"content-md5", b64(sums.md5).encode()))
-    if sums.crc64 is not None:
-        headers.append((b"x-ms-content-crc64", b64(sums.crc64).encode()))
-    return headers
 
 
 def _source_md5(headers: dict[str, str]) -> bytes | None:
@@ -161,7 +152,11 @@ async def put_blob_from_url(call: Call) -> Response:
     finally:
         if fetched is not None:
             await fetched.close()
-    headers_out = etag_headers(record.ticks) + _checksum_headers(sums, md5=True) + version_header(record)
+    headers_out = (
+        etag_headers(record.ticks)
+        + checksum_headers(sums, md5=True, version=call.version)
+        + version_header(record)
+    )
     return Response(201, headers_out + _ENCRYPTED)
 
 
@@ -177,7 +172,9 @@ async def put_block_from_url(call: Call) -> Response:
     finally:
         if fetched is not None:
             await fetched.close()
-    return Response(201, _checksum_headers(sums, md5=upload.md5 is not None) + _ENCRYPTED)
+    return Response(
+        201, checksum_headers(sums, md5=upload.md5 is not None, version=call.version) + _ENCRYPTED
+    )
 
 
 def _without_md5_values(error: ServiceError) -> ServiceError:
@@ -213,7 +210,7 @@ async def append_block_from_url(call: Call) -> Response:
     response_headers = etag_headers(record.ticks)
     response_headers.append((b"x-ms-blob-append-offset", str(offset).encode()))
     response_headers.append((b"x-ms-blob-committed-block-count", str(record.block_count).encode()))
-    response_headers.extend(_checksum_headers(sums, md5=upload.md5 is not None))
+    response_headers.extend(checksum_headers(sums, md5=upload.md5 is not None, version=call.version))
     return Response(201, response_headers + _ENCRYPTED)
 
 
@@ -270,7 +267,7 @@ async def put_page_from_url(call: Call) -> Response:
             await fetched.close()
     response_headers = etag_headers(record.ticks)
     response_headers.append((b"x-ms-blob-sequence-number", str(record.sequence_number).encode()))
-    response_headers.extend(_checksum_headers(sums, md5=md5 is not None))
+    response_headers.extend(checksum_headers(sums, md5=md5 is not None, version=call.version))
     return Response(201, response_headers + _ENCRYPTED)
 
 
@@ -395,7 +392,7 @@ async def _copy_from_url(call: Call) -> Response:
             await fetched.close()
     assert record.copy is not None and sums.md5 is not None and sums.crc64 is not None
     response_headers = etag_headers(record.ticks) + _copy_headers(record.copy) + version_header(record)
-    response_headers.extend(_checksum_headers(sums, md5=upload.md5 is not None))
+    response_headers.extend(checksum_headers(sums, md5=upload.md5 is not None, version=call.version))
     return Response(202, response_headers + _ENCRYPTED)
 
 

@@ -200,11 +200,14 @@ def blob_headers(
 
 
 def version_headers(record: BlobRecord) -> Headers:
-    """``x-ms-snapshot`` of a snapshot; ``x-ms-version-id`` and ``x-ms-is-current-version`` of a
-    version (the base blob is the current one when it has an id)."""
+    """``x-ms-snapshot`` of a snapshot; ``x-ms-version-id`` of a version, and
+    ``x-ms-is-current-version: true`` beside it for the current one (the base blob, when it has an
+    id). A previous version's read names no ``x-ms-is-current-version`` at all, as Azure answers
+    (recorded: the JS SDK's node/blob_versioning get_properties_of_a_blob_version and
+    undelete_a_softdeleted_version, x-ms-version 2026-02-06: Get Blob Properties of a previous
+    version, the header neither sent nor exposed; no recording shows it false)."""
     if record.snapshot.startswith(VERSION_PREFIX):
-        return [(b"x-ms-version-id", record.snapshot[len(VERSION_PREFIX) :].encode()),
-                (b"x-ms-is-current-version", b"false")]  # fmt: skip
+        return [(b"x-ms-version-id", record.snapshot[len(VERSION_PREFIX) :].encode())]
     if record.snapshot:
         return [(b"x-ms-snapshot", record.snapshot.encode())]
     if record.version_id:

@@ -223,7 +223,11 @@ def render_page_list(ranges: list[PageRange], next_marker: str | None, *, paged:
     """A ``PageList``: ``PageRange`` and ``ClearRange`` elements in order, then the marker when
     the listing was paged ("Get Page Ranges", 2020-10-02 and later). A line break follows the
     declaration, as Azure writes it (the .NET SDK's recording of GetPageRangesAsync, x-ms-version
-    2024-08-04; the JS SDK's of Get Page Ranges and its diff, 2019-02-02 to 2021-04-10)."""
+    2024-08-04; the JS SDK's of Get Page Ranges and its diff, 2019-02-02 to 2021-04-10). An
+    empty list not paged is ``<PageList />`` straight after the declaration (the JS SDK's nock
+    recording of Get Page Ranges of a blob with no pages, x-ms-version 2019-12-12, July 2020)."""
+    if not ranges and not paged and next_marker is None:
+        return f"{DECLARATION}<PageList />".encode()
     parts = [DECLARATION, "\n<PageList>"]
     for start, last, kind in ranges:
         tag = "PageRange" if kind == "page" else "ClearRange"

@@ -20,6 +20,12 @@ from awscrt.checksums import crc64nvme
 
 from tabulae.model.errors import ServiceError
 
+CRC64_VERSION = "2019-02-02"
+"""The first version whose answers carry a CRC64: ``x-ms-content-crc64`` on writes and
+``<Content-CRC64 />`` in List Blobs, as Azure answered the JS SDK (its nock recordings: Put Blob
+and List Blobs without either at x-ms-version 2018-03-28 and 2018-11-09, with both from
+2019-02-02)."""
+
 
 def decode_digest(value: str | None, size: int, header: str) -> bytes | None:
     """A Base64 digest header; the wrong form is InvalidMd5 for MD5, InvalidHeaderValue otherwise."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from tabulae.model.blobs import BlobRecord
+from tabulae.model.blobs import VERSION_PREFIX, BlobRecord
 from tabulae.model.errors import ServiceError
 
 HOT, COOL, COLD, ARCHIVE, SMART = "Hot", "Cool", "Cold", "Archive", "Smart"
@@ -39,6 +39,19 @@ STANDARD, HIGH = "Standard", "High"
 ONLINE = (HOT, COOL, COLD, SMART)
 COLD_VERSION = "2021-12-02"
 SMART_VERSION = "2026-06-06"
+SNAPSHOT_TIER_VERSION = "2018-11-09"
+"""The first version that shows a snapshot's tier (in Get Blob Properties and List Blobs), as
+Azure answered the JS SDK: none for a snapshot at x-ms-version 2018-03-28 (its nock recordings of
+April and June 2019 on two accounts, where the base blob beside it showed Hot, inferred), Cool,
+inferred at 2018-11-09 (August 2019)."""
+
+
+def shows_tier(record: BlobRecord, version: str) -> bool:
+    """Whether an answer at ``version`` shows ``record``'s tier: a snapshot's only from
+    :data:`SNAPSHOT_TIER_VERSION` (versions and base blobs always)."""
+    is_snapshot = bool(record.snapshot) and not record.snapshot.startswith(VERSION_PREFIX)
+    return not is_snapshot or version >= SNAPSHOT_TIER_VERSION
+
 
 #: Seconds a rehydration takes by priority, unless the caller passes its own delays.
 DEFAULT_DELAYS = {STANDARD: 1.0, HIGH: 0.5}
