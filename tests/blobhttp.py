@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import itertools
 import socket
 from dataclasses import dataclass
 from email.utils import formatdate
@@ -53,6 +54,9 @@ def sign(method: str, url: str, headers: dict[str, str], body: bytes = b"") -> d
     return dict(request.headers)
 
 
+_container_numbers = itertools.count()
+
+
 class BlobHttp:
     """Signed raw requests to one server's Blob port (path-style URLs)."""
 
@@ -86,6 +90,14 @@ class BlobHttp:
             return Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
         finally:
             connection.close()
+
+    def new_container(self, prefix: str) -> str:
+        """Create a container named ``prefix`` and a fresh number (a test's own box) and return
+        its name."""
+        name = f"{prefix}{next(_container_numbers)}x"
+        created = self.request("PUT", f"/{name}?restype=container")
+        assert created.status == 201, created
+        return name
 
     def head_bytes(self, method: str, path: str, headers: dict[str, str]) -> bytes:
         """A signed request line and header block, as bytes (the caller sends the body)."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -24,7 +23,6 @@ from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
 
 GO_VERSION = "2023-11-03"
 SECOND, SECOND_KEY = "gosecond", base64.b64encode(b"second account key" * 4).decode()
-_names = itertools.count()
 
 
 @pytest.fixture(scope="module", params=backend_names())
@@ -48,9 +46,7 @@ def http(go_server: ServerProcess) -> BlobHttp:
 @pytest.fixture
 def box(http: BlobHttp) -> str:
     """A new container's name."""
-    name = f"goc{next(_names)}x"
-    assert http.request("PUT", f"/{name}?restype=container").status == 201
-    return name
+    return http.new_container("goc")
 
 
 def test_permanent_delete_while_the_account_does_not_allow_it(

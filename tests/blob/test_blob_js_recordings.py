@@ -44,9 +44,7 @@ def http(js_server: ServerProcess) -> BlobHttp:
 @pytest.fixture
 def box(http: BlobHttp) -> str:
     """A new container's name."""
-    name = f"jsc{next(_names)}x"
-    assert http.request("PUT", f"/{name}?restype=container").status == 201
-    return name
+    return http.new_container("jsc")
 
 
 def test_deleting_a_version_with_its_snapshots_names_versionid(

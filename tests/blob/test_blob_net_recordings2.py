@@ -43,9 +43,7 @@ def http(net_server: ServerProcess) -> BlobHttp:
 @pytest.fixture
 def box(http: BlobHttp) -> str:
     """A new container's name."""
-    name = f"netc{next(_names)}x"
-    assert http.request("PUT", f"/{name}?restype=container").status == 201
-    return name
+    return http.new_container("netc")
 
 
 def _net(headers: dict[str, str] | None = None) -> dict[str, str]:

@@ -85,16 +85,10 @@ def _root_only(call: Call) -> None:
     these on a version, keep InvalidOperation: no recording shows Azure's answer to them."""
     value = call.request.query.get("snapshot")
     if value is not None:
-        raise ServiceError(
-            "InvalidQueryParameterValue",
-            fields=(
-                ("QueryParameterName", "snapshot"),
-                ("QueryParameterValue", value),
-                (
-                    "Reason",
-                    "This operation is only allowed on the root blob. Snapshot should not be provided.",
-                ),
-            ),
+        raise invalid_parameter(
+            "snapshot",
+            value,
+            "This operation is only allowed on the root blob. Snapshot should not be provided.",
         )
     _no_snapshot(call)
 
@@ -560,13 +554,10 @@ def _versions_have_no_snapshots(version: str) -> ServiceError:
     that the option is for the root blob (recorded: the JS SDK's blob_versioning test 'deleting a
     blob with both deleteSnapshots and versionId option should fail', include and only,
     x-ms-version 2026-02-06, 494 bytes), before looking the version up."""
-    return ServiceError(
-        "InvalidQueryParameterValue",
-        fields=(
-            ("QueryParameterName", "versionid"),
-            ("QueryParameterValue", version),
-            ("Reason", "This operation is only allowed on the root blob. Version id should not be provided."),
-        ),
+    return invalid_parameter(
+        "versionid",
+        version,
+        "This operation is only allowed on the root blob. Version id should not be provided.",
     )
 
 

@@ -32,6 +32,7 @@ from tabulae.blob.api.copy_source import (
     source_refused,
 )
 from tabulae.blob.api.headers import bad_header, byte_range, conditions, content_properties, etag_headers
+from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.api.tags import header_tags
 from tabulae.blob.pageblobs import PageBlobs, PageWrite
 from tabulae.blob.rules import copies
@@ -417,11 +418,4 @@ def _check_copy_id(copy_id: str) -> None:
     try:
         uuid.UUID(copy_id)
     except ValueError:
-        raise ServiceError(
-            "InvalidQueryParameterValue",
-            fields=(
-                ("QueryParameterName", "copyid"),
-                ("QueryParameterValue", copy_id),
-                ("Reason", "copyid needs to be valid Guid."),
-            ),
-        ) from None
+        raise invalid_parameter("copyid", copy_id, "copyid needs to be valid Guid.") from None

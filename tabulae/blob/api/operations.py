@@ -30,9 +30,12 @@ def unsupported_header(name: str, value: str) -> ServiceError:
     return ServiceError("UnsupportedHeader", fields=(("HeaderName", name), ("HeaderValue", value)))
 
 
-def invalid_parameter(name: str, value: str) -> ServiceError:
+def invalid_parameter(name: str, value: str, reason: str | None = None) -> ServiceError:
+    """400 InvalidQueryParameterValue naming the parameter and its value, and Azure's reason
+    where it gives one."""
+    fields = (("QueryParameterName", name), ("QueryParameterValue", value))
     return ServiceError(
-        "InvalidQueryParameterValue", fields=(("QueryParameterName", name), ("QueryParameterValue", value))
+        "InvalidQueryParameterValue", fields=fields if reason is None else (*fields, ("Reason", reason))
     )
 
 
