@@ -113,6 +113,7 @@ def test_queue_sas_matches_the_sdk() -> None:
     grant.check(Operation.DELETE_MESSAGE)
     assert code(grant.check, Operation.PUT_MESSAGE) == "AuthorizationPermissionMismatch"
     assert code(grant.check, Operation.CREATE_QUEUE) == "AuthorizationFailure"
+    assert code(grant.check, Operation.DELETE_QUEUE) == "AuthorizationFailure"
 
 
 def test_account_grants() -> None:

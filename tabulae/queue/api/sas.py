@@ -43,6 +43,14 @@ _QUEUE_PERMISSIONS: dict[Operation, str] = {
     Operation.DELETE_MESSAGE: "p",
 }
 
+# What no queue SAS permission reaches, which Azure refuses outright (AuthorizationFailure, not
+# a permission mismatch): creating its queue, as it answered the .NET SDK's
+# CreateAsync_WithQueueServiceSas (sp=raup), and deleting it, as it answered the Java SDK's
+# QueueSasAsyncClientTests.queueSasUpdateWithPerm (sp=raup, x-ms-version 2023-01-03). The other
+# operations no letter grants (metadata and ACL changes, Clear Messages) are not recorded and keep
+# AuthorizationPermissionMismatch.
+_NEVER_BY_QUEUE_SAS = frozenset({Operation.CREATE_QUEUE, Operation.DELETE_QUEUE})
+
 # Account SAS: (resource types, any one of which will do; permission letters, any one of which
 # will do). Queue ACLs are managed with the account key only.
 _ACCOUNT_RULES: dict[Operation, tuple[str, str]] = {
@@ -104,9 +112,7 @@ class QueueGrant:
         """Raise the service's 403 unless this SAS may perform ``operation``; ``version`` (the
         request's x-ms-version) decides whether a refused resource type is explained."""
         if not self.is_account:
-            if operation is Operation.CREATE_QUEUE:
-                # No queue SAS permission creates its queue: Azure refuses it outright, as it
-                # answered the .NET SDK's CreateAsync_WithQueueServiceSas (sp=raup, recorded).
+            if operation in _NEVER_BY_QUEUE_SAS:
                 raise ServiceError("AuthorizationFailure")
             needed = _QUEUE_PERMISSIONS.get(operation)
             if needed is None or needed not in self.permissions:
