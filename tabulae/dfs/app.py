@@ -220,6 +220,9 @@ class DataLakeApp(BlobApp):
         return grant
 
     async def dispatch(self, request: Request, route: Route, request_id: str) -> Response:
+        if route.account_in_source:  # signed as sent; from here on the source as Azure's clients send it
+            source = request.headers["x-ms-rename-source"]
+            request.headers["x-ms-rename-source"] = source.lstrip("/").removeprefix(route.account)
         operation = request.operation
         principal = principal_of(request.headers, self.roles)
         if isinstance(request.grant, BlobGrant) and request.grant.acl_user:

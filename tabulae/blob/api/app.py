@@ -30,7 +30,7 @@ from tabulae.blob.api.call import Call
 from tabulae.blob.api.encryption import ECHOES, request_encryption, write_headers
 from tabulae.blob.api.operations import READ_ONLY, resolve_operation
 from tabulae.blob.api.roles import NEEDS
-from tabulae.blob.api.routing import Kind, Operation, Route, resolve
+from tabulae.blob.api.routing import Kind, Operation, Route, resolve, resolve_path_style_move
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, ever_anonymous, verify_blob_sas
 from tabulae.blob.service import BlobService
 from tabulae.http.errors import UTF8_BOM, XML_CONTENT_TYPE, error_xml
@@ -127,9 +127,18 @@ class BlobApp(Frontend[Route]):
 
     def route(self, request: Request) -> Route:
         host = request.headers.get("host", "127.0.0.1")
-        route = resolve(
-            request.scheme, host, request.raw_path, self.options.accounts, request.query.get("restype")
-        )
+        try:
+            route = resolve(
+                request.scheme, host, request.raw_path, self.options.accounts, request.query.get("restype")
+            )
+        except ServiceError:
+            moved = resolve_path_style_move(
+                request.scheme, host, request.raw_path, self.options.accounts,
+                request.headers.get("x-ms-rename-source"),
+            )  # fmt: skip
+            if moved is None:
+                raise
+            route = moved
         if self.counters is not None:
             route.ticket = BlobTicket(self.counters, route.account, route.container)
         return route

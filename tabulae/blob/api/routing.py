@@ -14,7 +14,7 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tabulae.http.addressing import decode_segments, locate_account
+from tabulae.http.addressing import decode_segments, is_path_style, locate_account
 
 if TYPE_CHECKING:
     from tabulae.admission.blobs import BlobTicket
@@ -95,6 +95,7 @@ class Route:
     operation: Operation | None = None  # resolved once, before authentication needs it
     ticket: BlobTicket | None = None  # what the request is counted by (None: not counted, or refused)
     receive: Any = None  # the ASGI receive channel: handlers stream the body from it
+    account_in_source: bool = False  # found by x-ms-rename-source: :func:`resolve_path_style_move`
 
 
 def _slashes(raw_path: str) -> str:
@@ -119,3 +120,26 @@ def resolve(
             return Route(account, secondary, base, Kind.CONTAINER, segments[0])
         return Route(account, secondary, base, Kind.BLOB, ROOT_CONTAINER, segments[0])
     return Route(account, secondary, base, Kind.BLOB, segments[0], "/".join(segments[1:]))
+
+
+def resolve_path_style_move(
+    scheme: str, host: str, raw_path: str, accounts: dict[str, list[bytes]], rename_source: str | None
+) -> Route | None:
+    """The route of the JavaScript Data Lake SDK's move on a path-style endpoint, or None.
+
+    From ``http://127.0.0.1:10000/devstoreaccount1`` (``UseDevelopmentStorage=true``) that SDK
+    replaces the destination URL's whole path, so the request goes to ``/{filesystem}/{path}``
+    without the account, while ``x-ms-rename-source`` is the source URL's whole path,
+    ``/{account}/{filesystem}/{path}``. Azure never sees either: its endpoints are host-style.
+    The Shared Key signature covers ``/{account}/{filesystem}/{path}``, just what a host-style
+    request's would, so a request whose path names no account is the account its rename source
+    names, when that is one of ours; the dispatcher drops that segment from the source
+    (:attr:`Route.account_in_source`). Account names need no percent-decoding."""
+    if not rename_source or not is_path_style(host, accounts):
+        return None
+    first = rename_source.lstrip("/").split("/", 1)[0]
+    if first not in accounts:
+        return None
+    route = resolve(scheme, host, f"/{first}{raw_path}", accounts, None)
+    route.account_in_source = True
+    return route
