@@ -389,3 +389,32 @@ def test_sas_aio(server: ServerProcess, container: ContainerClient) -> None:
             assert denied.value.error_code == "AuthorizationPermissionMismatch"
 
     asyncio.run(run())
+
+
+def test_copy_source_sas_without_read_is_refused_in_its_words(
+    blob_service: BlobServiceClient, container: ContainerClient
+) -> None:
+    """Copy Blob under a container SAS from a source whose SAS may not read it (sp=d, sp=c):
+    403 CannotVerifyCopySource in the source's words, "This request is not authorized to perform
+    this operation using this permission.", as Azure answered the .NET SDK's StartCopyFromUriAsync
+    (Azure/Azurite#2317); it said "Could not verify the copy source within the specified time."."""
+    container.upload_blob("source.txt", b"x")
+    dest = ContainerClient(
+        blob_service.url,
+        container.container_name,
+        credential=container_sas(container.container_name, read=True, create=True),
+    ).get_blob_client("destination.txt")
+    words = "This request is not authorized to perform this operation using this permission."
+    for permissions in ({"delete": True}, {"create": True}):
+        source = f"{container.url}/source.txt?{container_sas(container.container_name, **permissions)}"
+        with pytest.raises(HttpResponseError) as refused:
+            dest.start_copy_from_url(source)
+        assert (refused.value.status_code, refused.value.error_code) == (403, "CannotVerifyCopySource")
+        assert refused.value.message.startswith(words)
+    deleter = container_sas(container.container_name, delete=True)
+    raw = requests.put(
+        dest.url, headers={"x-ms-copy-source": f"{container.url}/source.txt?{deleter}"}, timeout=10
+    )
+    assert (raw.status_code, raw.headers["x-ms-error-code"]) == (403, "CannotVerifyCopySource")
+    assert f"<Message>{words}\n" in raw.text
+    assert not container.get_blob_client("destination.txt").exists()
