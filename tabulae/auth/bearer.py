@@ -95,6 +95,14 @@ def token_claims(header: str) -> dict[str, object]:
 ISSUER_MISMATCH = "Issuer validation failed. Issuer did not match."
 AUDIENCE_MISMATCH = "Audience validation failed. Audience did not match."
 _CHALLENGED_AUDIENCE = frozenset({"blob", "queue"})  # a foreign audience is 401 there (recorded)
+# A token past its expiry is the same 401 on the Blob service, saying so: AzCopy keeps Azure's
+# answer beside the policy that signs in again on it (Azure/azure-storage-azcopy
+# ste/destReauthPolicy.go), as does azure-sdk-for-net#42859 (March 2024, Azure.Storage.Blobs
+# 12.13.0); before 2021 it was 403 AuthenticationFailed with the same detail
+# (azure-sdk-for-java#8667), as the issuer's was. Elsewhere, and for a token not yet valid
+# (whose words are not on record), the generic 403 stays.
+TOKEN_EXPIRED = "Lifetime validation failed. The token is expired."
+_CHALLENGED_LIFETIME = frozenset({"blob"})
 CHALLENGE_MESSAGE = (
     "Server failed to authenticate the request. "
     "Please refer to the information in the www-authenticate header."
@@ -136,6 +144,14 @@ def verify_bearer(header: str, account: str, now: float | None = None, *, servic
             detail=AUDIENCE_MISMATCH,
             headers=[(b"www-authenticate", challenge_for(claims))],
         )
+    if (
+        isinstance(not_before, int | float)
+        and isinstance(expires, int | float)
+        and moment + _SKEW_SECONDS >= not_before
+        and moment - _SKEW_SECONDS >= expires
+        and service in _CHALLENGED_LIFETIME
+    ):
+        raise _challenge(TOKEN_EXPIRED, claims)
     if (
         not isinstance(not_before, int | float)
         or not isinstance(expires, int | float)

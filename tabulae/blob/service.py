@@ -1557,9 +1557,14 @@ def _check_replace(base: BlobRecord | None, conditions: Conditions, lease_id: st
     """The rules of a write that replaces a whole blob (Put Blob, Put Block List, copies): its lease,
     then its conditions. "Only if it does not exist" (If-None-Match: *, what the SDKs send
     unless told to overwrite) is 409 BlobAlreadyExists, but does not stop the holder of the
-    blob's lease from replacing it: Azure then answers 201, or LeaseLost once the lease ended."""
+    blob's lease from replacing it: Azure then answers 201, or LeaseLost once the lease ended.
+    A request whose SAS may create but not write (``conditions.create_only``) may not replace
+    it at all: 403 UnauthorizedBlobOverwrite, as Azure refuses such a token's overwrite
+    (AzCopy#833, a Put Blob with an ``sp=rlac`` account SAS; Hadoop ABFS's error table)."""
     create_only = conditions.if_none_match == ("*",) and conditions.if_match is None
     if base is not None:
+        if conditions.create_only:
+            raise ServiceError("UnauthorizedBlobOverwrite")
         if create_only and lease_id is None:
             raise ServiceError("BlobAlreadyExists")
         leases.check_blob_access(base.lease, now, lease_id, write=True)

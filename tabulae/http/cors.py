@@ -20,7 +20,26 @@ def _header_allowed(header: str, allowed: list[str]) -> bool:
 
 
 def _origin_allowed(origin: str, rule: CorsRule) -> bool:
-    return any(o == "*" or o.lower() == origin.lower() for o in rule.allowed_origins)
+    return any(_origin_matches(origin, allowed) for allowed in rule.allowed_origins)
+
+
+def _origin_matches(origin: str, allowed: str) -> bool:
+    """Whether ``origin`` is one a rule's ``allowed`` entry names: every origin (``*``), that
+    origin, or every subdomain of a domain (``http://*.contoso.com``, the form "CORS support for
+    Azure Storage" shows in its sample rule; a wildcard stands only for the leftmost labels, as
+    Microsoft's storage team describes it in MicrosoftDocs/azure-docs#117277). Compared without
+    regard to case, as host names are."""
+    if allowed == "*":
+        return True
+    origin, allowed = origin.lower(), allowed.lower()
+    if "*" not in allowed:
+        return origin == allowed
+    before, _, after = allowed.partition("*")
+    if "*" in after or not after.startswith(".") or (before and not before.endswith("//")):
+        return False  # a wildcard that is not a whole leftmost label names nothing
+    middle = origin[len(before) : len(origin) - len(after)]
+    fits = origin.startswith(before) and origin.endswith(after) and len(origin) > len(before) + len(after)
+    return fits and "/" not in middle and ":" not in middle
 
 
 def match_rule(rules: list[CorsRule], origin: str, method: str, headers: list[str]) -> CorsRule | None:

@@ -214,6 +214,7 @@ CATALOGUE: dict[str, tuple[int, str]] = {
     "ContainerBeingDeleted": (409, "The specified container is being deleted."),
     "BlobNotFound": (404, "The specified blob does not exist."),
     "BlobAlreadyExists": (409, "The specified blob already exists."),
+    "UnauthorizedBlobOverwrite": (403, "This request is not authorized to perform blob overwrites."),
     "InvalidBlobType": (409, "The blob type is invalid for this operation."),
     "InvalidBlobOrBlock": (400, "The specified blob or block content is invalid."),
     "InvalidBlockId": (400, "The specified block ID is invalid. The block ID must be Base64-encoded."),

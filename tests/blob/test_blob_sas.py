@@ -121,20 +121,74 @@ def test_read_sas_cannot_write(blob_service: BlobServiceClient, container: Conta
     assert container.download_blob("doc").readall() == b"v1"
 
 
+OVERWRITE_REFUSED = (403, "UnauthorizedBlobOverwrite")
+
+
 def test_create_only_sas(blob_service: BlobServiceClient, container: ContainerClient) -> None:
+    """A SAS that may create but not write ("c" without "w") creates blobs of every type, but an
+    overwrite by Put Blob (block, page or append) or Put Block List is 403
+    UnauthorizedBlobOverwrite, "This request is not authorized to perform blob overwrites.", as
+    Azure refuses it (AzCopy#833: a Put Blob with an sp=rlac account SAS; Hadoop ABFS's table of
+    Azure's error codes), not the 409 BlobAlreadyExists of an If-None-Match: *."""
     token = container_sas(container.container_name, create=True)
     creator = ContainerClient(blob_service.url, container.container_name, credential=token)
     creator.upload_blob("new", b"first")
-    with pytest.raises(HttpResponseError):
-        creator.upload_blob("new", b"second", overwrite=True)
+    creator.get_blob_client("pages").create_page_blob(512)
+    creator.get_blob_client("log").create_append_blob()
+    overwrites = (
+        lambda: creator.upload_blob("new", b"second", overwrite=True),
+        lambda: creator.get_blob_client("new").commit_block_list([]),
+        lambda: creator.get_blob_client("pages").create_page_blob(1024),
+        lambda: creator.get_blob_client("log").create_append_blob(),
+    )
+    for attempt in overwrites:
+        with pytest.raises(HttpResponseError) as refused:
+            attempt()
+        assert (refused.value.status_code, refused.value.error_code) == OVERWRITE_REFUSED
     assert container.download_blob("new").readall() == b"first"
+    assert container.get_blob_client("pages").get_blob_properties().size == 512
+    raw = requests.put(
+        f"{container.url}/new?{token}",
+        data=b"raw",
+        headers={"x-ms-blob-type": "BlockBlob", "x-ms-version": "2025-01-05"},
+        timeout=10,
+    )
+    assert (raw.status_code, raw.headers["x-ms-error-code"]) == OVERWRITE_REFUSED
+    assert "<Message>This request is not authorized to perform blob overwrites.\n" in raw.text
+    explicit = requests.put(  # the request's own If-None-Match: * over a new name still creates
+        f"{container.url}/fresh?{token}",
+        data=b"x",
+        headers={"x-ms-blob-type": "BlockBlob", "If-None-Match": "*"},
+        timeout=10,
+    )
+    assert explicit.status_code == 201
+
+
+def test_create_only_sas_overwrite_aio(blob_service: BlobServiceClient, container: ContainerClient) -> None:
+    """The same refusal through the asynchronous client."""
+    container.upload_blob("held", b"kept")
+    token = container_sas(container.container_name, create=True)
+
+    async def overwrite() -> tuple[int | None, str | None]:
+        async with AsyncBlobClient(
+            blob_service.url, container.container_name, "held", credential=token
+        ) as blob:
+            try:
+                await blob.upload_blob(b"new", overwrite=True)
+            except HttpResponseError as error:
+                return error.status_code, error.error_code
+        return None, None
+
+    assert asyncio.run(overwrite()) == OVERWRITE_REFUSED
+    assert container.download_blob("held").readall() == b"kept"
 
 
 def test_create_only_sas_copies_onto_new_blobs_only(
     blob_service: BlobServiceClient, container: ContainerClient
 ) -> None:
     """A SAS with "c" but not "w" may copy to a new blob ("copy a blob to a new blob") but not
-    over an existing one, by Copy Blob, Copy Blob From URL or Put Blob From URL."""
+    over an existing one, by Copy Blob, Copy Blob From URL or Put Blob From URL (403
+    UnauthorizedBlobOverwrite, as Put Blob's overwrite)."""
     container.upload_blob("src", b"source")
     container.upload_blob("dest", b"kept")
     source = f"{container.url}/src?{container_sas(container.container_name, read=True)}"
@@ -153,7 +207,7 @@ def test_create_only_sas_copies_onto_new_blobs_only(
     ):
         with pytest.raises(HttpResponseError) as refused:
             attempt()
-        assert (refused.value.status_code, refused.value.error_code) == (409, "BlobAlreadyExists")
+        assert (refused.value.status_code, refused.value.error_code) == OVERWRITE_REFUSED
     assert container.download_blob("dest").readall() == b"kept"
     writer = ContainerClient(
         blob_service.url,
@@ -335,3 +389,32 @@ def test_sas_aio(server: ServerProcess, container: ContainerClient) -> None:
             assert denied.value.error_code == "AuthorizationPermissionMismatch"
 
     asyncio.run(run())
+
+
+def test_copy_source_sas_without_read_is_refused_in_its_words(
+    blob_service: BlobServiceClient, container: ContainerClient
+) -> None:
+    """Copy Blob under a container SAS from a source whose SAS may not read it (sp=d, sp=c):
+    403 CannotVerifyCopySource in the source's words, "This request is not authorized to perform
+    this operation using this permission.", as Azure answered the .NET SDK's StartCopyFromUriAsync
+    (Azure/Azurite#2317); it said "Could not verify the copy source within the specified time."."""
+    container.upload_blob("source.txt", b"x")
+    dest = ContainerClient(
+        blob_service.url,
+        container.container_name,
+        credential=container_sas(container.container_name, read=True, create=True),
+    ).get_blob_client("destination.txt")
+    words = "This request is not authorized to perform this operation using this permission."
+    for permissions in ({"delete": True}, {"create": True}):
+        source = f"{container.url}/source.txt?{container_sas(container.container_name, **permissions)}"
+        with pytest.raises(HttpResponseError) as refused:
+            dest.start_copy_from_url(source)
+        assert (refused.value.status_code, refused.value.error_code) == (403, "CannotVerifyCopySource")
+        assert refused.value.message.startswith(words)
+    deleter = container_sas(container.container_name, delete=True)
+    raw = requests.put(
+        dest.url, headers={"x-ms-copy-source": f"{container.url}/source.txt?{deleter}"}, timeout=10
+    )
+    assert (raw.status_code, raw.headers["x-ms-error-code"]) == (403, "CannotVerifyCopySource")
+    assert f"<Message>{words}\n" in raw.text
+    assert not container.get_blob_client("destination.txt").exists()

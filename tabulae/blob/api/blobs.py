@@ -388,16 +388,13 @@ async def put_blob(call: Call) -> Response:
         stored_md5 = _digest_or_none(headers.get("x-ms-blob-content-md5"))
         if stored_md5 is not None and upload.md5 is None:
             upload.md5 = stored_md5  # an MD5 the blob is to keep is checked against the body too
-    cond = conditions(headers)
-    if call.grant is not None and call.grant.create_only:
-        cond = replace(cond, if_none_match=("*",))
     record, sums = await call.service.put_blob(
         call.key,
         blob_type,
         upload,
         content_properties(headers, default_type="application/octet-stream", with_plain=True),
         request_metadata(call.request),
-        cond,
+        call.create_conditions(),
         call.lease_id,
         tags=header_tags(headers),
         tier=await requested_tier(call),
@@ -431,15 +428,12 @@ async def put_block_list(call: Call) -> Response:
         decode_digest(headers.get("x-ms-content-crc64"), 8, "x-ms-content-crc64"),
     )
     entries = formats.parse_block_list(body)
-    cond = conditions(headers)
-    if call.grant is not None and call.grant.create_only:
-        cond = replace(cond, if_none_match=("*",))
     record = await call.service.put_block_list(
         call.key,
         entries,
         content_properties(headers, default_type="application/octet-stream", with_plain=False),
         request_metadata(call.request),
-        cond,
+        call.create_conditions(),
         call.lease_id,
         tags=header_tags(headers),
         tier=await requested_tier(call),

@@ -39,12 +39,12 @@ class Call(FrontendCall[BlobService, Route]):
         return BlobKey(self.route.account, self.route.container, self.route.blob)
 
     def create_conditions(self) -> Conditions:
-        """The request's conditions for a write that makes the blob anew (a copy onto it, Put
-        Blob From URL): a SAS that may create blobs but not write them ("c" without "w") may
-        not replace one, as if the request had said If-None-Match: *."""
+        """The request's conditions for a write that makes the blob anew (Put Blob, Put Block
+        List, a copy onto it, Put Blob From URL): a SAS that may create blobs but not write them
+        ("c" without "w") may not replace one (``create_only``: 403 UnauthorizedBlobOverwrite)."""
         found = conditions(self.request.headers)
         if self.grant is not None and self.grant.create_only:
-            return replace(found, if_none_match=("*",))
+            return replace(found, create_only=True)
         return found
 
     @property

@@ -292,14 +292,19 @@ def _target_not_met(error: ServiceError, call: Call) -> ServiceError:
 
 
 def _unauthenticated_source(error: ServiceError) -> ServiceError:
-    """Copy Blob's answer when a source of this server would not let the request read it without
-    credentials (401): CannotVerifyCopySource in the source's words, with nothing else of the
-    source's (recorded: the Go SDK's TestBlobStartCopySourcePrivate, a private blob of another
-    account, x-ms-version 2023-11-03, 297 bytes). Other refusals keep the source's detail (their
-    Copy Blob answers are not recorded)."""
-    if error.code != "CannotVerifyCopySource" or error.status != 401:
+    """Copy Blob's answer when a source of this server would not let the request read it:
+    CannotVerifyCopySource in the source's words. Without credentials (401) with nothing else of
+    the source's (recorded: the Go SDK's TestBlobStartCopySourcePrivate, a private blob of another
+    account, x-ms-version 2023-11-03, 297 bytes); refused for its SAS's permissions (403, "This
+    request is not authorized to perform this operation using this permission.", as Azure
+    answered the .NET SDK's StartCopyFromUriAsync with a source SAS of sp=c or sp=d, Azure/Azurite#2317)
+    keeping the source's status, code and message fields, whose presence there is not on record."""
+    if error.code != "CannotVerifyCopySource":
         return error
     said = dict(error.fields).get("CopySourceErrorMessage") or error.message
+    if error.status != 401:
+        error.message = said
+        return error
     plain = ServiceError("CannotVerifyCopySource", said)
     plain.status = 401
     return plain

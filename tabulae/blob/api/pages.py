@@ -8,8 +8,6 @@ service's (:mod:`tabulae.blob.pageblobs`).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from tabulae.blob.api import blobs, copy_source, immutability
 from tabulae.blob.api.blobs import _no_snapshot, _root_only
 from tabulae.blob.api.call import Call
@@ -20,7 +18,6 @@ from tabulae.blob.api.operations import unsupported_header
 from tabulae.blob.api.tags import header_tags
 from tabulae.blob.pageblobs import PageBlobs, PageRange, PageWrite
 from tabulae.blob.rules import premium
-from tabulae.blob.rules.conditions import Conditions
 from tabulae.blob.rules.pages import (
     MAX_PAGE_WRITE,
     SequenceConditions,
@@ -82,14 +79,6 @@ async def set_blob_properties(call: Call) -> Response:
     return await blobs.set_blob_properties(call)
 
 
-def _create_conditions(call: Call) -> Conditions:
-    """The conditions of a creation; a SAS that may create but not write makes it create-only."""
-    cond = conditions(call.request.headers)
-    if call.grant is not None and call.grant.create_only:
-        cond = replace(cond, if_none_match=("*",))
-    return cond
-
-
 async def put_page_blob(call: Call) -> Response:
     """Put Blob with ``x-ms-blob-type: PageBlob``: no body, a size and a sequence number."""
     headers = call.request.headers
@@ -107,7 +96,7 @@ async def put_page_blob(call: Call) -> Response:
         _number(headers, "x-ms-blob-sequence-number") or 0,
         content_properties(headers, default_type="application/octet-stream", with_plain=True),
         request_metadata(call.request),
-        _create_conditions(call),
+        call.create_conditions(),
         call.lease_id,
         tags=header_tags(headers),
         protect=await immutability.requested(call),

@@ -27,6 +27,9 @@ class Conditions:
     if_modified_since: int | None = None
     if_unmodified_since: int | None = None
     if_tags: tag_rules.Node | None = None  # x-ms-if-tags, parsed
+    # Not a header: the request's SAS may create the blob but not replace it ("c" without
+    # "w"), so a write onto an existing one is refused (403 UnauthorizedBlobOverwrite).
+    create_only: bool = False
 
     @property
     def empty(self) -> bool:
