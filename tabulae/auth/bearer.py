@@ -90,9 +90,12 @@ def token_claims(header: str) -> dict[str, object]:
 # does not serve is the same 401 on the Blob (and Data Lake) and Queue services (recorded for the
 # JS SDKs' "bearer token challenge" and "customized audience" tests, 2023 to 2026: the SDKs ask
 # for a token for the challenge's resource and try again), and 403 AuthenticationFailed on the
-# Table service, whose answer is not on record (Azure Files answers 403). Its other checks keep
-# the generic 403 AuthenticationFailed, their own wording not being on record.
+# Table service, whose answer is not on record (Azure Files answers 403).
 ISSUER_MISMATCH = "Issuer validation failed. Issuer did not match."
+# An expired token is 403 AuthenticationFailed with this detail (Blob answers quoted in
+# azure-sdk-for-java#8667, 2020, and epam/ai-dial-core#779, 2025); a token not yet valid keeps
+# the bare 403, Azure's words for it not being on record.
+TOKEN_EXPIRED = "Lifetime validation failed. The token is expired."
 AUDIENCE_MISMATCH = "Audience validation failed. Audience did not match."
 _CHALLENGED_AUDIENCE = frozenset({"blob", "queue"})  # a foreign audience is 401 there (recorded)
 CHALLENGE_MESSAGE = (
@@ -136,10 +139,12 @@ def verify_bearer(header: str, account: str, now: float | None = None, *, servic
             detail=AUDIENCE_MISMATCH,
             headers=[(b"www-authenticate", challenge_for(claims))],
         )
+    challenge = [(b"www-authenticate", challenge_for(claims))]
     if (
         not isinstance(not_before, int | float)
         or not isinstance(expires, int | float)
         or moment + _SKEW_SECONDS < not_before
-        or moment - _SKEW_SECONDS >= expires
     ):
-        raise ServiceError("AuthenticationFailed", headers=[(b"www-authenticate", challenge_for(claims))])
+        raise ServiceError("AuthenticationFailed", headers=challenge)
+    if moment - _SKEW_SECONDS >= expires:
+        raise ServiceError("AuthenticationFailed", detail=TOKEN_EXPIRED, headers=challenge)
