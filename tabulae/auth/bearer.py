@@ -90,19 +90,18 @@ def token_claims(header: str) -> dict[str, object]:
 # does not serve is the same 401 on the Blob (and Data Lake) and Queue services (recorded for the
 # JS SDKs' "bearer token challenge" and "customized audience" tests, 2023 to 2026: the SDKs ask
 # for a token for the challenge's resource and try again), and 403 AuthenticationFailed on the
-# Table service, whose answer is not on record (Azure Files answers 403). Its other checks keep
-# the generic 403 AuthenticationFailed, their own wording not being on record.
+# Table service, whose answer is not on record (Azure Files answers 403).
 ISSUER_MISMATCH = "Issuer validation failed. Issuer did not match."
 AUDIENCE_MISMATCH = "Audience validation failed. Audience did not match."
-_CHALLENGED_AUDIENCE = frozenset({"blob", "queue"})  # a foreign audience is 401 there (recorded)
-# A token past its expiry is the same 401 on the Blob service, saying so: AzCopy keeps Azure's
-# answer beside the policy that signs in again on it (Azure/azure-storage-azcopy
-# ste/destReauthPolicy.go), as does azure-sdk-for-net#42859 (March 2024, Azure.Storage.Blobs
-# 12.13.0); before 2021 it was 403 AuthenticationFailed with the same detail
-# (azure-sdk-for-java#8667), as the issuer's was. Elsewhere, and for a token not yet valid
-# (whose words are not on record), the generic 403 stays.
+# A token past its expiry says so. On the Blob (and Data Lake) and Queue services it is the
+# challenge's 401, as the audience's is: AzCopy keeps Azure's answer beside the policy that signs
+# in again on it (Azure/azure-storage-azcopy ste/destReauthPolicy.go), as does
+# azure-sdk-for-net#42859 (March 2024, Azure.Storage.Blobs 12.13.0). Older answers (and clients
+# sending old versions) show 403 AuthenticationFailed with the same detail (azure-sdk-for-java#8667,
+# 2020; epam/ai-dial-core#779, 2025, jclouds), which the Table service keeps. A token not yet
+# valid keeps the bare 403: Azure's words for it are not on record.
 TOKEN_EXPIRED = "Lifetime validation failed. The token is expired."
-_CHALLENGED_LIFETIME = frozenset({"blob"})
+_CHALLENGED = frozenset({"blob", "queue"})  # a foreign audience or an expired token is 401 there
 CHALLENGE_MESSAGE = (
     "Server failed to authenticate the request. "
     "Please refer to the information in the www-authenticate header."
@@ -137,25 +136,21 @@ def verify_bearer(header: str, account: str, now: float | None = None, *, servic
     if not isinstance(issuer, str) or not issuer.startswith(_ISSUERS):
         raise _challenge(ISSUER_MISMATCH, claims)
     if audience not in _audiences(account, service):
-        if service in _CHALLENGED_AUDIENCE:
+        if service in _CHALLENGED:
             raise _challenge(AUDIENCE_MISMATCH, claims)
         raise ServiceError(
             "AuthenticationFailed",
             detail=AUDIENCE_MISMATCH,
             headers=[(b"www-authenticate", challenge_for(claims))],
         )
-    if (
-        isinstance(not_before, int | float)
-        and isinstance(expires, int | float)
-        and moment + _SKEW_SECONDS >= not_before
-        and moment - _SKEW_SECONDS >= expires
-        and service in _CHALLENGED_LIFETIME
-    ):
-        raise _challenge(TOKEN_EXPIRED, claims)
+    challenge = [(b"www-authenticate", challenge_for(claims))]
     if (
         not isinstance(not_before, int | float)
         or not isinstance(expires, int | float)
         or moment + _SKEW_SECONDS < not_before
-        or moment - _SKEW_SECONDS >= expires
     ):
-        raise ServiceError("AuthenticationFailed", headers=[(b"www-authenticate", challenge_for(claims))])
+        raise ServiceError("AuthenticationFailed", headers=challenge)
+    if moment - _SKEW_SECONDS >= expires:
+        if service in _CHALLENGED:
+            raise _challenge(TOKEN_EXPIRED, claims)
+        raise ServiceError("AuthenticationFailed", detail=TOKEN_EXPIRED, headers=challenge)
