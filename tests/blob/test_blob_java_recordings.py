@@ -132,3 +132,50 @@ def test_page_ranges_errors_break_after_the_declaration(
     assert (diff.status, diff.code, len(diff.body)) == (400, "InvalidQueryParameterValue", 378)
     assert diff.body.startswith(BOM_DECLARATION_BREAK)
     assert diff.error_fields()["QueryParameterName"] == "prevsnapshot"
+
+
+COPY_SOURCE_HEADERS = ("x-ms-copy-source-status-code", "x-ms-copy-source-error-code")
+
+
+def test_copy_source_described_only_from_2024_08_04(
+    server: ServerProcess, container: ContainerClient
+) -> None:
+    """Copy Blob From URL of a private blob of the same account: at x-ms-version 2023-08-03 Azure
+    answered 401 CannotVerifyCopySource in the source's words and nothing else of the source's,
+    297 bytes (BlobApiTests.syncCopyError), where at 2024-08-04 it names the source's status and
+    code in headers and the document, 570 bytes (the .NET SDK's
+    BlobBaseClientTests/SyncCopyFromUriAsync_Error). Append Block From URL whose
+    x-ms-source-if-modified-since the public source does not meet: a bare 304 without the
+    source's headers at 2023-08-03 (AppendBlobApiTests.appendBlockFromURLSourceACFail[1])."""
+    http = BlobHttp(server.blob_port)
+    name = container.container_name
+    assert http.request("PUT", f"/{name}/src", {"x-ms-blob-type": "BlockBlob"}, b"default").status == 201
+    source = f"{http.base}/{name}/src"
+    copy = {"x-ms-copy-source": source, "x-ms-requires-sync": "true"}
+    old = http.request("PUT", f"/{name}/dst", {**copy, "x-ms-version": "2023-08-03"})
+    assert (old.status, old.code, len(old.body)) == (401, "CannotVerifyCopySource", 297)
+    assert not any(header in old.headers for header in COPY_SOURCE_HEADERS)
+    assert list(old.error_fields()) == ["Code", "Message"]
+    said = (
+        "Server failed to authenticate the request. Please refer to the information in the www-authenticate"
+    )
+    assert old.error_fields()["Message"].startswith(said + " header.")
+    new = http.request("PUT", f"/{name}/dst", {**copy, "x-ms-version": "2024-08-04"})
+    assert (new.status, new.code, len(new.body)) == (401, "CannotVerifyCopySource", 570)
+    assert [new.headers[header] for header in COPY_SOURCE_HEADERS] == ["401", "NoAuthenticationInformation"]
+
+    public = http.request(
+        "PUT", f"/{name}?restype=container&comp=acl", {"x-ms-blob-public-access": "container"}
+    )
+    assert public.status == 200
+    assert http.request("PUT", f"/{name}/ab", {"x-ms-blob-type": "AppendBlob"}).status == 201
+    unmet = {
+        "x-ms-copy-source": source,
+        "x-ms-source-if-modified-since": "Fri, 13 Oct 2090 17:25:55 GMT",
+        "x-ms-source-range": "bytes=0-",
+    }
+    bare = http.request("PUT", f"/{name}/ab?comp=appendblock", {**unmet, "x-ms-version": "2023-08-03"})
+    assert (bare.status, bare.code, bare.body) == (304, "CannotVerifyCopySource", b"")
+    assert not any(header in bare.headers for header in COPY_SOURCE_HEADERS)
+    told = http.request("PUT", f"/{name}/ab?comp=appendblock", {**unmet, "x-ms-version": "2024-08-04"})
+    assert (told.status, told.headers.get("x-ms-copy-source-status-code")) == (304, "304")
