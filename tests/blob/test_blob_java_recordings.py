@@ -179,3 +179,25 @@ def test_copy_source_described_only_from_2024_08_04(
     assert not any(header in bare.headers for header in COPY_SOURCE_HEADERS)
     told = http.request("PUT", f"/{name}/ab?comp=appendblock", {**unmet, "x-ms-version": "2024-08-04"})
     assert (told.status, told.headers.get("x-ms-copy-source-status-code")) == (304, "304")
+
+
+def test_stats_refused_on_the_primary(server: ServerProcess) -> None:
+    """Get Blob Service Stats at the primary endpoint: 400 InvalidQueryParameterValue naming comp
+    and stats with an empty Reason, 376 bytes (ServiceApiTests.getStatsError, x-ms-version
+    2023-08-03, sent with Content-Length: 0 as the Java client sends it); the secondary answers."""
+    http = BlobHttp(server.blob_port)
+    java = {"Content-Length": "0", "x-ms-version": "2023-08-03"}
+    primary = http.request("GET", "/?restype=service&comp=stats", java)
+    assert (primary.status, primary.code, len(primary.body)) == (400, "InvalidQueryParameterValue", 376)
+    assert primary.error_fields() | {"Message": ""} == {
+        "Code": "InvalidQueryParameterValue",
+        "Message": "",
+        "QueryParameterName": "comp",
+        "QueryParameterValue": "stats",
+        "Reason": "",
+    }
+    assert primary.body.endswith(b"<Reason /></Error>")
+    secondary = BlobHttp(server.blob_port)
+    secondary.base += "-secondary"
+    stats = secondary.request("GET", "/?restype=service&comp=stats", java)
+    assert stats.status == 200 and b"<Status>live</Status>" in stats.body
