@@ -4,7 +4,11 @@ Azure/azure-sdk-assets), sent over raw HTTP as the Java client sent them."""
 
 from __future__ import annotations
 
-from azure.storage.blob import ContainerClient
+import time
+from collections.abc import Iterator
+
+import pytest
+from azure.storage.blob import BlobServiceClient, ContainerClient, CorsRule
 
 from tests.blobhttp import BlobHttp
 from tests.serverproc import ServerProcess
@@ -201,3 +205,51 @@ def test_stats_refused_on_the_primary(server: ServerProcess) -> None:
     secondary.base += "-secondary"
     stats = secondary.request("GET", "/?restype=service&comp=stats", java)
     assert stats.status == 200 and b"<Status>live</Status>" in stats.body
+
+
+JAVA_RULE = CorsRule(
+    ["*"],
+    ["GET", "PUT", "HEAD"],
+    allowed_headers=["x-ms-version"],
+    exposed_headers=["x-ms-client-request-id"],
+)
+
+
+@pytest.fixture
+def java_cors(blob_service: BlobServiceClient) -> Iterator[None]:
+    """The CORS rule of the account the Java SDK's recordings were made on (read back in
+    ServiceApiTests.setPropsStaticWebsite), restored afterwards."""
+    original = blob_service.get_service_properties()["cors"]
+    blob_service.set_service_properties(cors=[JAVA_RULE])
+    time.sleep(1.2)  # the server's other workers read the rules again within a second
+    yield
+    blob_service.set_service_properties(cors=original)
+
+
+@pytest.mark.usefixtures("java_cors")
+def test_request_without_origin_exposes_the_rules_headers(
+    server: ServerProcess, container: ContainerClient
+) -> None:
+    """A request without Origin under a '*' rule exposing x-ms-client-request-id: Azure's GETs
+    answer 'Access-Control-Allow-Origin: *' and 'Access-Control-Expose-Headers:
+    x-ms-client-request-id', that list alone (ServiceApiTests.setPropsStaticWebsite: Get Blob
+    Service Properties; BlobApiTests.downloadEmptyFile: Get Blob; ServiceApiTests.getStatsError
+    and ContainerApiTests.getPropertiesLeaseFail: 400s; x-ms-version 2023-08-03); its PUTs carry
+    no CORS headers (the same recordings' Create Container and Set Blob Service Properties)."""
+    http = BlobHttp(server.blob_port)
+    java = {"Content-Length": "0", "x-ms-version": "2023-08-03"}
+    name = container.container_name
+    put = http.request(
+        "PUT", f"/{name}/empty", {"x-ms-blob-type": "AppendBlob", "x-ms-version": "2023-08-03"}
+    )
+    assert put.status == 201 and "access-control-allow-origin" not in put.headers
+    for path in ("/?restype=service&comp=properties", f"/{name}/empty", f"/{name}?restype=container"):
+        reply = http.request("GET", path, java)
+        assert reply.status == 200, (path, reply)
+        assert reply.headers["access-control-allow-origin"] == "*"
+        assert reply.headers["access-control-expose-headers"] == "x-ms-client-request-id"
+    leased = http.request("GET", f"/{name}?restype=container", {**java, "x-ms-lease-id": "garbage"})
+    assert (leased.status, leased.code, len(leased.body)) == (400, "InvalidHeaderValue", 326)
+    assert leased.headers["access-control-expose-headers"] == "x-ms-client-request-id"
+    browser = http.request("GET", f"/{name}/empty", {**java, "Origin": "https://app.example"})
+    assert "x-ms-request-id" in browser.headers["access-control-expose-headers"].split(",")  # as before
