@@ -253,3 +253,22 @@ def test_request_without_origin_exposes_the_rules_headers(
     assert leased.headers["access-control-expose-headers"] == "x-ms-client-request-id"
     browser = http.request("GET", f"/{name}/empty", {**java, "Origin": "https://app.example"})
     assert "x-ms-request-id" in browser.headers["access-control-expose-headers"].split(",")  # as before
+
+
+def test_find_blobs_unparsable_where(server: ServerProcess) -> None:
+    """Find Blobs by Tags with where=garbageTag: 400 InvalidQueryParameterValue, "Error parsing
+    query at or near character position 1: expected an operator", naming where, its value and
+    the Reason 'This query parameter value is invalid.', a line break after the declaration, 423
+    bytes (ServiceApiTests.findBlobsError, x-ms-version 2023-08-03)."""
+    http = BlobHttp(server.blob_port)
+    reply = http.request(
+        "GET", "/?comp=blobs&where=garbageTag", {"Content-Length": "0", "x-ms-version": "2023-08-03"}
+    )
+    assert (reply.status, reply.code, len(reply.body)) == (400, "InvalidQueryParameterValue", 423)
+    assert reply.body.startswith(BOM_DECLARATION_BREAK)
+    fields = reply.error_fields()
+    assert fields["Message"].startswith(
+        "Error parsing query at or near character position 1: expected an operator\n"
+    )
+    assert (fields["QueryParameterName"], fields["QueryParameterValue"]) == ("where", "garbageTag")
+    assert fields["Reason"] == "This query parameter value is invalid."
