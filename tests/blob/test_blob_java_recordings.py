@@ -272,3 +272,26 @@ def test_find_blobs_unparsable_where(server: ServerProcess) -> None:
     )
     assert (fields["QueryParameterName"], fields["QueryParameterValue"]) == ("where", "garbageTag")
     assert fields["Reason"] == "This query parameter value is invalid."
+
+
+def test_restore_under_another_name(server: ServerProcess, container: ContainerClient) -> None:
+    """Restore Container whose x-ms-deleted-container-name is not the container of the URL (an
+    existing one): 400 InvalidHeaderValue in Azure's own words, naming no header, with a line
+    break after the declaration, 273 bytes
+    (ServiceApiTests.restoreContainerIntoExistingContainerError, x-ms-version 2023-08-03)."""
+    http = BlobHttp(server.blob_port)
+    reply = http.request(
+        "PUT",
+        f"/{container.container_name}?restype=container&comp=undelete",
+        {
+            "x-ms-deleted-container-name": "javarestoresomethingelse",
+            "x-ms-deleted-container-version": "01D9FD31420322A0",
+            "x-ms-version": "2023-08-03",
+        },
+    )
+    assert (reply.status, reply.code, len(reply.body)) == (400, "InvalidHeaderValue", 273)
+    assert reply.body.startswith(BOM_DECLARATION_BREAK + b"InvalidHeaderValue</Code>")
+    assert reply.error_fields() | {"Message": reply.error_fields()["Message"].split("\n")[0]} == {
+        "Code": "InvalidHeaderValue",
+        "Message": "The value of deleted-container-name header must match the destination container name.",
+    }

@@ -93,6 +93,11 @@ class DeletedContainer:
     deletion: Deletion
 
 
+RESTORE_NAME_MISMATCH = (
+    "The value of deleted-container-name header must match the destination container name."
+)
+
+
 def restore_container(
     destination: str,
     name: str | None,
@@ -113,7 +118,9 @@ def restore_container(
             "MissingRequiredHeader", fields=(("HeaderName", "x-ms-deleted-container-version"),)
         )
     if name != destination:
-        raise ServiceError("InvalidHeaderValue", fields=(("HeaderName", "x-ms-deleted-container-name"),))
+        # Azure's own words and no HeaderName (the Java SDK's
+        # ServiceApiTests.restoreContainerIntoExistingContainerError, x-ms-version 2023-08-03, 273 bytes)
+        raise ServiceError("InvalidHeaderValue", RESTORE_NAME_MISMATCH)
     if live:
         raise ServiceError("ContainerAlreadyExists")
     for candidate in deleted:
