@@ -295,3 +295,30 @@ def test_restore_under_another_name(server: ServerProcess, container: ContainerC
         "Code": "InvalidHeaderValue",
         "Message": "The value of deleted-container-name header must match the destination container name.",
     }
+
+
+def test_set_blob_tags_answers_no_content_length(server: ServerProcess, container: ContainerClient) -> None:
+    """Set Blob Tags: 204 with no Content-Length at all, as Azure answered the Java SDK
+    (AccessPolicyAsyncTests.uploadFromUrlCopySourceTags[1], x-ms-version 2024-02-04, its body
+    <Tags><TagSet><Tag><Key>foo</Key>...) and the Rust SDK (blob_client/test_blob_tags,
+    2026-04-06), where the Put Blob and Delete Container beside it say 'Content-Length: 0'."""
+    http = BlobHttp(server.blob_port)
+    name = container.container_name
+    put = http.request(
+        "PUT", f"/{name}/tagged", {"x-ms-blob-type": "BlockBlob", "x-ms-version": "2024-02-04"}
+    )
+    assert (put.status, put.headers["content-length"]) == (201, "0")
+    tagged = http.request(
+        "PUT",
+        f"/{name}/tagged?comp=tags",
+        {"Content-Type": "application/xml", "x-ms-version": "2024-02-04"},
+        b"<?xml version='1.0' encoding='UTF-8'?><Tags><TagSet><Tag><Key>foo</Key><Value>bar</Value></Tag>"
+        b"</TagSet></Tags>",
+    )
+    assert (tagged.status, tagged.body) == (204, b"")
+    assert "content-length" not in tagged.headers and "transfer-encoding" not in tagged.headers
+    assert tagged.headers["x-ms-version"] == "2024-02-04"
+    blob = container.get_blob_client("tagged")  # the SDK's pooled connection reads the bodiless 204s
+    for round_ in range(3):
+        blob.set_blob_tags({"round": str(round_)})
+    assert blob.get_blob_tags() == {"round": "2"}
