@@ -181,6 +181,10 @@ def test_copy_source_described_only_from_2024_08_04(
     bare = http.request("PUT", f"/{name}/ab?comp=appendblock", {**unmet, "x-ms-version": "2023-08-03"})
     assert (bare.status, bare.code, bare.body) == (304, "CannotVerifyCopySource", b"")
     assert not any(header in bare.headers for header in COPY_SOURCE_HEADERS)
+    assert "content-length" not in bare.headers  # and no Content-Length (also at 2026-04-06, Rust)
+    etag = http.request("HEAD", f"/{name}/src").headers["etag"]
+    unchanged = http.request("GET", f"/{name}/src", {"If-None-Match": etag, "x-ms-version": "2023-08-03"})
+    assert (unchanged.status, unchanged.headers["content-length"]) == (304, "0")  # downloadACFail[4]
     told = http.request("PUT", f"/{name}/ab?comp=appendblock", {**unmet, "x-ms-version": "2024-08-04"})
     assert (told.status, told.headers.get("x-ms-copy-source-status-code")) == (304, "304")
 

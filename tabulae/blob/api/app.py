@@ -295,7 +295,7 @@ class BlobApp(Frontend[Route]):
         if error.headers:
             headers.extend(error.headers)
         if request.method == "HEAD" or error.status == 304:
-            return Response(error.status, headers)
+            return Response(error.status, headers, unsized=copy_source.unsized(error))
         headers.append((b"content-type", XML_CONTENT_TYPE))
         line_break = route is not None and route.operation in _BREAK_AFTER_DECLARATION
         body = error_xml(error, request_id, error_time(), table_style=False, line_break=line_break)

@@ -96,6 +96,15 @@ def as_of(error: ServiceError, version: str) -> ServiceError:
     return plain
 
 
+def unsized(error: ServiceError) -> bool:
+    """Whether the bodiless answer to ``error`` goes without Content-Length: a copy whose source
+    answered 304 is, as Azure answered Append Block From URL with an unmet source condition (the
+    Java SDK's AppendBlobApiTests.appendBlockFromURLSourceACFail[1], x-ms-version 2023-08-03; the
+    Rust SDK's append_blob_client/test_append_block_from_url_source_if_match, 2026-04-06), where
+    Get Blob's own 304 says 'Content-Length: 0' (Java's BlobApiTests.downloadACFail[1] and [4])."""
+    return error.status == 304 and error.code == "CannotVerifyCopySource"
+
+
 def unreachable(reason: str) -> ServiceError:
     """The source gave no answer at all (timeout, refused connection or address, too large)."""
     error = ServiceError("CannotVerifyCopySource")
