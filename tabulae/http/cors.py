@@ -104,7 +104,8 @@ def actual_headers(
     :func:`exposed_names`). For GET and
     HEAD, ``Vary: Origin`` is added whenever the answer depends on the origin: a rule for exact
     origins matched, or none matched; never with a ``*`` rule's answer. A request without
-    ``Origin`` only gets a ``*`` rule's headers, or ``Vary``. Other methods never get ``Vary``.
+    ``Origin`` only gets a ``*`` rule's headers (exposing that rule's own list alone, when it has
+    one), or ``Vary``. Other methods never get ``Vary``.
     """
     if not rules:
         return []
@@ -116,7 +117,13 @@ def actual_headers(
         rule = match_rule(rules, origin, method, [])
     if rule is None:
         return [_VARY] if varies else []
-    exposed = exposed_names(rule.exposed_headers, exposed_by_service, response_headers)
+    # Without Origin a rule that names headers exposes those alone: Azure answered the Java SDK's
+    # GETs (a '*' rule exposing x-ms-client-request-id, x-ms-version 2023-08-03: Get Blob Service
+    # Properties, Get Blob, and 400s such as Get Blob Service Stats at the primary) with
+    # 'Access-Control-Expose-Headers: x-ms-client-request-id'. A browser's request always has
+    # an Origin; its answer, and a rule naming none, keep the service's own headers (unrecorded).
+    own = exposed_by_service if origin is not None or not rule.exposed_headers else ""
+    exposed = exposed_names(rule.exposed_headers, own, response_headers)
     headers = _allow_origin(rule, origin or "*")
     headers.append((b"access-control-expose-headers", exposed.encode("latin-1")))
     if varies and "*" not in rule.allowed_origins:

@@ -345,3 +345,16 @@ def render_stats(last_sync: str) -> bytes:
         f"{_DECLARATION}<StorageServiceStats><GeoReplication><Status>live</Status>"
         f"<LastSyncTime>{last_sync}</LastSyncTime></GeoReplication></StorageServiceStats>"
     ).encode()
+
+
+def stats_on_primary() -> ServiceError:
+    """Get Service Stats sent to the primary endpoint: the statistics are the secondary's, and
+    Azure refuses the primary's ``comp=stats`` as a query parameter it does not take there, 400
+    InvalidQueryParameterValue naming ``comp`` and ``stats`` with an empty ``<Reason />``
+    (recorded for the Blob service: the Java SDK's ServiceApiTests.getStatsError, x-ms-version
+    2023-08-03, 376 bytes). The Queue and Blob services answer it so; the Table service in its
+    ``m:error`` form."""
+    return ServiceError(
+        "InvalidQueryParameterValue",
+        fields=(("QueryParameterName", "comp"), ("QueryParameterValue", "stats"), ("Reason", "")),
+    )

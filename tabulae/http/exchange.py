@@ -81,11 +81,12 @@ async def send_response(
     clock: Clock,
     server: tuple[bytes, bytes] = SERVER_HEADER,
 ) -> None:
-    """Send ``response`` with Content-Length, the request id, version, date and ``server``
-    headers, and the client's own request id echoed back; close the connection after it when the
-    request's body was not read to its end."""
+    """Send ``response`` with Content-Length (unless it is ``unsized``), the request id,
+    version, date and ``server`` headers, and the client's own request id echoed back; close the
+    connection after it when the request's body was not read to its end."""
     headers = response.headers
-    headers.append((b"content-length", str(len(response.body)).encode()))
+    if not response.unsized:
+        headers.append((b"content-length", str(len(response.body)).encode()))
     add_standard_headers(headers, request, request_id, clock, server, echo=not response.silent)
     await send({"type": "http.response.start", "status": response.status, "headers": headers})
     await send({"type": "http.response.body", "body": response.body})

@@ -150,6 +150,7 @@ class Response:
     headers: Headers = field(default_factory=list)
     body: bytes = b""
     silent: bool = False  # echo neither x-ms-version nor x-ms-client-request-id (a front-end refusal)
+    unsized: bool = False  # no Content-Length at all: a 204 some operations answer so (Set Blob Tags)
 
 
 class RequestIds:

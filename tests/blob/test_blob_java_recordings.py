@@ -4,7 +4,11 @@ Azure/azure-sdk-assets), sent over raw HTTP as the Java client sent them."""
 
 from __future__ import annotations
 
-from azure.storage.blob import ContainerClient
+import time
+from collections.abc import Iterator
+
+import pytest
+from azure.storage.blob import BlobServiceClient, ContainerClient, CorsRule
 
 from tests.blobhttp import BlobHttp
 from tests.serverproc import ServerProcess
@@ -132,3 +136,193 @@ def test_page_ranges_errors_break_after_the_declaration(
     assert (diff.status, diff.code, len(diff.body)) == (400, "InvalidQueryParameterValue", 378)
     assert diff.body.startswith(BOM_DECLARATION_BREAK)
     assert diff.error_fields()["QueryParameterName"] == "prevsnapshot"
+
+
+COPY_SOURCE_HEADERS = ("x-ms-copy-source-status-code", "x-ms-copy-source-error-code")
+
+
+def test_copy_source_described_only_from_2024_08_04(
+    server: ServerProcess, container: ContainerClient
+) -> None:
+    """Copy Blob From URL of a private blob of the same account: at x-ms-version 2023-08-03 Azure
+    answered 401 CannotVerifyCopySource in the source's words and nothing else of the source's,
+    297 bytes (BlobApiTests.syncCopyError), where at 2024-08-04 it names the source's status and
+    code in headers and the document, 570 bytes (the .NET SDK's
+    BlobBaseClientTests/SyncCopyFromUriAsync_Error). Append Block From URL whose
+    x-ms-source-if-modified-since the public source does not meet: a bare 304 without the
+    source's headers at 2023-08-03 (AppendBlobApiTests.appendBlockFromURLSourceACFail[1])."""
+    http = BlobHttp(server.blob_port)
+    name = container.container_name
+    assert http.request("PUT", f"/{name}/src", {"x-ms-blob-type": "BlockBlob"}, b"default").status == 201
+    source = f"{http.base}/{name}/src"
+    copy = {"x-ms-copy-source": source, "x-ms-requires-sync": "true"}
+    old = http.request("PUT", f"/{name}/dst", {**copy, "x-ms-version": "2023-08-03"})
+    assert (old.status, old.code, len(old.body)) == (401, "CannotVerifyCopySource", 297)
+    assert not any(header in old.headers for header in COPY_SOURCE_HEADERS)
+    assert list(old.error_fields()) == ["Code", "Message"]
+    said = (
+        "Server failed to authenticate the request. Please refer to the information in the www-authenticate"
+    )
+    assert old.error_fields()["Message"].startswith(said + " header.")
+    new = http.request("PUT", f"/{name}/dst", {**copy, "x-ms-version": "2024-08-04"})
+    assert (new.status, new.code, len(new.body)) == (401, "CannotVerifyCopySource", 570)
+    assert [new.headers[header] for header in COPY_SOURCE_HEADERS] == ["401", "NoAuthenticationInformation"]
+
+    public = http.request(
+        "PUT", f"/{name}?restype=container&comp=acl", {"x-ms-blob-public-access": "container"}
+    )
+    assert public.status == 200
+    assert http.request("PUT", f"/{name}/ab", {"x-ms-blob-type": "AppendBlob"}).status == 201
+    unmet = {
+        "x-ms-copy-source": source,
+        "x-ms-source-if-modified-since": "Fri, 13 Oct 2090 17:25:55 GMT",
+        "x-ms-source-range": "bytes=0-",
+    }
+    bare = http.request("PUT", f"/{name}/ab?comp=appendblock", {**unmet, "x-ms-version": "2023-08-03"})
+    assert (bare.status, bare.code, bare.body) == (304, "CannotVerifyCopySource", b"")
+    assert not any(header in bare.headers for header in COPY_SOURCE_HEADERS)
+    assert "content-length" not in bare.headers  # and no Content-Length (also at 2026-04-06, Rust)
+    etag = http.request("HEAD", f"/{name}/src").headers["etag"]
+    unchanged = http.request("GET", f"/{name}/src", {"If-None-Match": etag, "x-ms-version": "2023-08-03"})
+    assert (unchanged.status, unchanged.headers["content-length"]) == (304, "0")  # downloadACFail[4]
+    told = http.request("PUT", f"/{name}/ab?comp=appendblock", {**unmet, "x-ms-version": "2024-08-04"})
+    assert (told.status, told.headers.get("x-ms-copy-source-status-code")) == (304, "304")
+
+
+def test_stats_refused_on_the_primary(server: ServerProcess) -> None:
+    """Get Blob Service Stats at the primary endpoint: 400 InvalidQueryParameterValue naming comp
+    and stats with an empty Reason, 376 bytes (ServiceApiTests.getStatsError, x-ms-version
+    2023-08-03, sent with Content-Length: 0 as the Java client sends it); the secondary answers."""
+    http = BlobHttp(server.blob_port)
+    java = {"Content-Length": "0", "x-ms-version": "2023-08-03"}
+    primary = http.request("GET", "/?restype=service&comp=stats", java)
+    assert (primary.status, primary.code, len(primary.body)) == (400, "InvalidQueryParameterValue", 376)
+    assert primary.error_fields() | {"Message": ""} == {
+        "Code": "InvalidQueryParameterValue",
+        "Message": "",
+        "QueryParameterName": "comp",
+        "QueryParameterValue": "stats",
+        "Reason": "",
+    }
+    assert primary.body.endswith(b"<Reason /></Error>")
+    secondary = BlobHttp(server.blob_port)
+    secondary.base += "-secondary"
+    stats = secondary.request("GET", "/?restype=service&comp=stats", java)
+    assert stats.status == 200 and b"<Status>live</Status>" in stats.body
+
+
+JAVA_RULE = CorsRule(
+    ["*"],
+    ["GET", "PUT", "HEAD"],
+    allowed_headers=["x-ms-version"],
+    exposed_headers=["x-ms-client-request-id"],
+)
+
+
+@pytest.fixture
+def java_cors(blob_service: BlobServiceClient) -> Iterator[None]:
+    """The CORS rule of the account the Java SDK's recordings were made on (read back in
+    ServiceApiTests.setPropsStaticWebsite), restored afterwards."""
+    original = blob_service.get_service_properties()["cors"]
+    blob_service.set_service_properties(cors=[JAVA_RULE])
+    time.sleep(1.2)  # the server's other workers read the rules again within a second
+    yield
+    blob_service.set_service_properties(cors=original)
+
+
+@pytest.mark.usefixtures("java_cors")
+def test_request_without_origin_exposes_the_rules_headers(
+    server: ServerProcess, container: ContainerClient
+) -> None:
+    """A request without Origin under a '*' rule exposing x-ms-client-request-id: Azure's GETs
+    answer 'Access-Control-Allow-Origin: *' and 'Access-Control-Expose-Headers:
+    x-ms-client-request-id', that list alone (ServiceApiTests.setPropsStaticWebsite: Get Blob
+    Service Properties; BlobApiTests.downloadEmptyFile: Get Blob; ServiceApiTests.getStatsError
+    and ContainerApiTests.getPropertiesLeaseFail: 400s; x-ms-version 2023-08-03); its PUTs carry
+    no CORS headers (the same recordings' Create Container and Set Blob Service Properties)."""
+    http = BlobHttp(server.blob_port)
+    java = {"Content-Length": "0", "x-ms-version": "2023-08-03"}
+    name = container.container_name
+    put = http.request(
+        "PUT", f"/{name}/empty", {"x-ms-blob-type": "AppendBlob", "x-ms-version": "2023-08-03"}
+    )
+    assert put.status == 201 and "access-control-allow-origin" not in put.headers
+    for path in ("/?restype=service&comp=properties", f"/{name}/empty", f"/{name}?restype=container"):
+        reply = http.request("GET", path, java)
+        assert reply.status == 200, (path, reply)
+        assert reply.headers["access-control-allow-origin"] == "*"
+        assert reply.headers["access-control-expose-headers"] == "x-ms-client-request-id"
+    leased = http.request("GET", f"/{name}?restype=container", {**java, "x-ms-lease-id": "garbage"})
+    assert (leased.status, leased.code, len(leased.body)) == (400, "InvalidHeaderValue", 326)
+    assert leased.headers["access-control-expose-headers"] == "x-ms-client-request-id"
+    browser = http.request("GET", f"/{name}/empty", {**java, "Origin": "https://app.example"})
+    assert "x-ms-request-id" in browser.headers["access-control-expose-headers"].split(",")  # as before
+
+
+def test_find_blobs_unparsable_where(server: ServerProcess) -> None:
+    """Find Blobs by Tags with where=garbageTag: 400 InvalidQueryParameterValue, "Error parsing
+    query at or near character position 1: expected an operator", naming where, its value and
+    the Reason 'This query parameter value is invalid.', a line break after the declaration, 423
+    bytes (ServiceApiTests.findBlobsError, x-ms-version 2023-08-03)."""
+    http = BlobHttp(server.blob_port)
+    reply = http.request(
+        "GET", "/?comp=blobs&where=garbageTag", {"Content-Length": "0", "x-ms-version": "2023-08-03"}
+    )
+    assert (reply.status, reply.code, len(reply.body)) == (400, "InvalidQueryParameterValue", 423)
+    assert reply.body.startswith(BOM_DECLARATION_BREAK)
+    fields = reply.error_fields()
+    assert fields["Message"].startswith(
+        "Error parsing query at or near character position 1: expected an operator\n"
+    )
+    assert (fields["QueryParameterName"], fields["QueryParameterValue"]) == ("where", "garbageTag")
+    assert fields["Reason"] == "This query parameter value is invalid."
+
+
+def test_restore_under_another_name(server: ServerProcess, container: ContainerClient) -> None:
+    """Restore Container whose x-ms-deleted-container-name is not the container of the URL (an
+    existing one): 400 InvalidHeaderValue in Azure's own words, naming no header, with a line
+    break after the declaration, 273 bytes
+    (ServiceApiTests.restoreContainerIntoExistingContainerError, x-ms-version 2023-08-03)."""
+    http = BlobHttp(server.blob_port)
+    reply = http.request(
+        "PUT",
+        f"/{container.container_name}?restype=container&comp=undelete",
+        {
+            "x-ms-deleted-container-name": "javarestoresomethingelse",
+            "x-ms-deleted-container-version": "01D9FD31420322A0",
+            "x-ms-version": "2023-08-03",
+        },
+    )
+    assert (reply.status, reply.code, len(reply.body)) == (400, "InvalidHeaderValue", 273)
+    assert reply.body.startswith(BOM_DECLARATION_BREAK + b"InvalidHeaderValue</Code>")
+    assert reply.error_fields() | {"Message": reply.error_fields()["Message"].split("\n")[0]} == {
+        "Code": "InvalidHeaderValue",
+        "Message": "The value of deleted-container-name header must match the destination container name.",
+    }
+
+
+def test_set_blob_tags_answers_no_content_length(server: ServerProcess, container: ContainerClient) -> None:
+    """Set Blob Tags: 204 with no Content-Length at all, as Azure answered the Java SDK
+    (AccessPolicyAsyncTests.uploadFromUrlCopySourceTags[1], x-ms-version 2024-02-04, its body
+    <Tags><TagSet><Tag><Key>foo</Key>...) and the Rust SDK (blob_client/test_blob_tags,
+    2026-04-06), where the Put Blob and Delete Container beside it say 'Content-Length: 0'."""
+    http = BlobHttp(server.blob_port)
+    name = container.container_name
+    put = http.request(
+        "PUT", f"/{name}/tagged", {"x-ms-blob-type": "BlockBlob", "x-ms-version": "2024-02-04"}
+    )
+    assert (put.status, put.headers["content-length"]) == (201, "0")
+    tagged = http.request(
+        "PUT",
+        f"/{name}/tagged?comp=tags",
+        {"Content-Type": "application/xml", "x-ms-version": "2024-02-04"},
+        b"<?xml version='1.0' encoding='UTF-8'?><Tags><TagSet><Tag><Key>foo</Key><Value>bar</Value></Tag>"
+        b"</TagSet></Tags>",
+    )
+    assert (tagged.status, tagged.body) == (204, b"")
+    assert "content-length" not in tagged.headers and "transfer-encoding" not in tagged.headers
+    assert tagged.headers["x-ms-version"] == "2024-02-04"
+    blob = container.get_blob_client("tagged")  # the SDK's pooled connection reads the bodiless 204s
+    for round_ in range(3):
+        blob.set_blob_tags({"round": str(round_)})
+    assert blob.get_blob_tags() == {"round": "2"}

@@ -24,7 +24,17 @@ from tabulae.auth.rbac import require
 from tabulae.auth.sas import SasToken, StoredPolicy, parse_sas, stored_policies
 from tabulae.auth.shared_key import verify_blob_queue_authorization
 from tabulae.blob import encryption_guard
-from tabulae.blob.api import blobs, containers, delegation_key, from_url, immutability, pages, query, tags
+from tabulae.blob.api import (
+    blobs,
+    containers,
+    copy_source,
+    delegation_key,
+    from_url,
+    immutability,
+    pages,
+    query,
+    tags,
+)
 from tabulae.blob.api.batch import BatchScope, FailedPart, adopt_version, check_operation, submit_batch
 from tabulae.blob.api.call import Call
 from tabulae.blob.api.encryption import ECHOES, request_encryption, write_headers
@@ -38,6 +48,7 @@ from tabulae.http.frontend import Frontend
 from tabulae.http.messages import Request, Response, error_time
 from tabulae.http.options import FrontendOptions
 from tabulae.http.streaming import StreamedResponse
+from tabulae.http.versions import DEFAULT_VERSION
 from tabulae.insight.containers import ContainerCounters
 from tabulae.model.errors import FrontEndRefusal, ServiceError
 from tabulae.model.policies import CorsRule
@@ -288,11 +299,12 @@ class BlobApp(Frontend[Route]):
             return FailedPart(error.status, error=error)
         if isinstance(error, FrontEndRefusal):
             return _front_end(request, error, request_id)
+        error = copy_source.as_of(error, request.headers.get("x-ms-version", DEFAULT_VERSION))
         headers = [(b"x-ms-error-code", error.code.encode())]
         if error.headers:
             headers.extend(error.headers)
         if request.method == "HEAD" or error.status == 304:
-            return Response(error.status, headers)
+            return Response(error.status, headers, unsized=copy_source.unsized(error))
         headers.append((b"content-type", XML_CONTENT_TYPE))
         line_break = route is not None and route.operation in _BREAK_AFTER_DECLARATION
         body = error_xml(error, request_id, error_time(), table_style=False, line_break=line_break)

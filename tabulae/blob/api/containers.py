@@ -11,7 +11,14 @@ from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.rules import container_worm, leases
 from tabulae.blob.service import MAX_RESULTS, LeaseOutcome, LeaseRequest
 from tabulae.http.acl_ids import check_identifier_ids
-from tabulae.http.documents import BLOB_PERMISSIONS, NO_PLACE, parse_acl, render_acl, render_stats
+from tabulae.http.documents import (
+    BLOB_PERMISSIONS,
+    NO_PLACE,
+    parse_acl,
+    render_acl,
+    render_stats,
+    stats_on_primary,
+)
 from tabulae.http.errors import UTF8_BOM, XML_CONTENT_TYPE
 from tabulae.http.messages import Headers, Request, Response
 from tabulae.http.metadata import metadata_headers, request_metadata
@@ -176,6 +183,9 @@ async def set_service_properties(call: Call) -> Response:
 
 
 async def get_service_stats(call: Call) -> Response:
+    """The secondary endpoint's replication status; the primary refuses the request."""
+    if not call.route.secondary:
+        raise stats_on_primary()
     return xml(render_stats(formatdate(usegmt=True)))
 
 

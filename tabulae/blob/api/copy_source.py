@@ -34,6 +34,7 @@ from tabulae.blob.api.roles import READ
 from tabulae.blob.api.routing import Kind, Operation, resolve
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
 from tabulae.blob.rules.conditions import Conditions, check, not_met
+from tabulae.blob.rules.copies import SOURCE_DETAIL_VERSION
 from tabulae.http.fetch import Fetched, FetchError, FetchLimits, fetch
 from tabulae.http.options import Accounts
 from tabulae.model.blobs import BlobKey, ContentProperties
@@ -79,6 +80,29 @@ def source_refused(status: int, code: str | None, message: str | None) -> Servic
     error.headers = headers
     error.fields = tuple(fields)
     return error
+
+
+def as_of(error: ServiceError, version: str) -> ServiceError:
+    """A copy's refusal as a request of ``version`` is answered: before
+    :data:`~tabulae.blob.rules.copies.SOURCE_DETAIL_VERSION` CannotVerifyCopySource says nothing
+    of the source but its status and message (no ``x-ms-copy-source-*`` headers, no
+    ``CopySource*`` elements), as Azure answered Copy Blob From URL of a private source at
+    2023-08-03 (297 bytes, where 2024-08-04's answer is 570) and Append Block From URL's unmet
+    source condition (a bare 304)."""
+    if error.code != "CannotVerifyCopySource" or version >= SOURCE_DETAIL_VERSION:
+        return error
+    plain = ServiceError(error.code, error.message)
+    plain.status = error.status
+    return plain
+
+
+def unsized(error: ServiceError) -> bool:
+    """Whether the bodiless answer to ``error`` goes without Content-Length: a copy whose source
+    answered 304 is, as Azure answered Append Block From URL with an unmet source condition (the
+    Java SDK's AppendBlobApiTests.appendBlockFromURLSourceACFail[1], x-ms-version 2023-08-03; the
+    Rust SDK's append_blob_client/test_append_block_from_url_source_if_match, 2026-04-06), where
+    Get Blob's own 304 says 'Content-Length: 0' (Java's BlobApiTests.downloadACFail[1] and [4])."""
+    return error.status == 304 and error.code == "CannotVerifyCopySource"
 
 
 def unreachable(reason: str) -> ServiceError:

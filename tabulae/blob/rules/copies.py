@@ -31,6 +31,14 @@ from tabulae.model.errors import ServiceError
 PENDING, SUCCESS, ABORTED, FAILED = "pending", "success", "aborted", "failed"
 STALE_SECONDS = 45.0  # a pending copy silent this long has lost its worker
 MAX_SYNC_COPY = 256 * 1024 * 1024  # Copy Blob From URL copies at most 256 MiB
+# The x-ms-version from which a refused copy source is described: x-ms-copy-source-status-code,
+# x-ms-copy-source-error-code and the CopySource* elements of the error document. Recorded with
+# them from 2024-08-04 (the Java SDK's AppendBlobApiTests.appendBlockFromURLSourceErrorAndStatusCode,
+# the .NET SDK's SyncCopyFromUriAsync_Error); without them at 2023-08-03 (Java's
+# BlobApiTests.syncCopyError, AppendBlobApiTests.appendBlockFromURLSourceACFail[1]) and 2023-11-03
+# (the Go SDK's TestAppendBlockFromURLCopySourceAuthNegative). 2024-02-04 and 2024-05-04 are not
+# recorded and are taken as before.
+SOURCE_DETAIL_VERSION = "2024-08-04"
 INTERRUPTED = '500 InternalError "The copy was interrupted (the server stopped); start it again."'
 
 

@@ -20,9 +20,11 @@ Restore Container, ``containerVersion`` in change feed records) is the container
 as a Windows FILETIME in 16 upper-case hex digits: the recorded ``01DC36F49F23DCB2`` decodes to
 a time eleven minutes before the recorded blob write in that container. Restore Container names
 the deleted container by ``x-ms-deleted-container-name`` and ``-version``; the restored
-container keeps its name (the SDKs deprecated restoring under another name); a live container of
-that name makes it 409 ``ContainerAlreadyExists`` and an unknown or purged one 404
-``ContainerNotFound`` (both assumed from the codes' meaning; no recording seen).
+container keeps its name (the SDKs deprecated restoring under another name, which Azure refuses
+in its own words, recorded for the Java SDK); a live container of that name makes it 409
+``ContainerAlreadyExists`` (assumed from the code's meaning; no recording seen) and an unknown or
+purged one 404 ``ContainerNotFound`` (recorded for a name never deleted: the Java SDK's
+ServiceApiTests.restoreContainerError).
 """
 
 from __future__ import annotations
@@ -93,6 +95,11 @@ class DeletedContainer:
     deletion: Deletion
 
 
+RESTORE_NAME_MISMATCH = (
+    "The value of deleted-container-name header must match the destination container name."
+)
+
+
 def restore_container(
     destination: str,
     name: str | None,
@@ -113,7 +120,9 @@ def restore_container(
             "MissingRequiredHeader", fields=(("HeaderName", "x-ms-deleted-container-version"),)
         )
     if name != destination:
-        raise ServiceError("InvalidHeaderValue", fields=(("HeaderName", "x-ms-deleted-container-name"),))
+        # Azure's own words and no HeaderName (the Java SDK's
+        # ServiceApiTests.restoreContainerIntoExistingContainerError, x-ms-version 2023-08-03, 273 bytes)
+        raise ServiceError("InvalidHeaderValue", RESTORE_NAME_MISMATCH)
     if live:
         raise ServiceError("ContainerAlreadyExists")
     for candidate in deleted:

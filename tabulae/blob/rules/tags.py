@@ -140,13 +140,18 @@ class AnyOf:
 Node = Comparison | AllOf | AnyOf
 
 
+# Azure's Reason for a ``where`` it cannot parse (the Java SDK's ServiceApiTests.findBlobsError,
+# x-ms-version 2023-08-03: ``where=garbageTag``, 423 bytes); taken to come with every syntax error.
+_WHERE_REASON = "This query parameter value is invalid."
+
+
 def _syntax_error(text: str, position: int, message: str, header: str | None) -> ServiceError:
     if header is not None:
         return ServiceError("InvalidHeaderValue", fields=(("HeaderName", header), ("HeaderValue", text)))
     return ServiceError(
         "InvalidQueryParameterValue",
         f"Error parsing query at or near character position {position + 1}: {message}",
-        fields=(("QueryParameterName", "where"), ("QueryParameterValue", text)),
+        fields=(("QueryParameterName", "where"), ("QueryParameterValue", text), ("Reason", _WHERE_REASON)),
     )
 
 
@@ -227,7 +232,9 @@ class _Parser:
             (op for op in (">=", "<=", "<>", "=", ">", "<") if self.text.startswith(op, self.position)), None
         )
         if operator is None:
-            raise self.fail("expected an operator")
+            # placed at the key the operator should follow, as Azure places it: 'garbageTag' is
+            # "at or near character position 1: expected an operator" (findBlobsError above)
+            raise self.fail("expected an operator", key_at)
         if operator == "<>" and self.header is None:
             raise self.fail("unexpected <>")
         self.position += len(operator)

@@ -14,6 +14,7 @@ from tabulae.http.documents import (
     render_acl,
     render_service_properties,
     render_stats,
+    stats_on_primary,
 )
 from tabulae.http.errors import XML_CONTENT_TYPE
 from tabulae.http.frontend import Call
@@ -122,10 +123,7 @@ async def set_service_properties(call: QueueCall) -> Response:
 async def get_service_stats(call: QueueCall) -> Response:
     route = call.route
     if not route.secondary:  # only the secondary endpoint has replication to report on
-        raise ServiceError(
-            "InvalidQueryParameterValue",
-            fields=(("QueryParameterName", "comp"), ("QueryParameterValue", "stats"), ("Reason", "")),
-        )
+        raise stats_on_primary()
     return xml_response(200, BOM + render_stats(formatdate(usegmt=True)))
 
 

@@ -164,8 +164,10 @@ def test_if_tags_allows_or_not_equal_and_groups() -> None:
 def test_where_syntax_errors_are_invalid_query_parameter_values(text: str) -> None:
     error = error_of(lambda: tags.parse_filter(text, allow_container=True))
     assert (error.status, error.code) == (400, "InvalidQueryParameterValue")
-    assert error.fields == (("QueryParameterName", "where"), ("QueryParameterValue", text))
+    assert error.fields[:2] == (("QueryParameterName", "where"), ("QueryParameterValue", text))
     assert error.message.startswith("Error parsing query")
+    if "character position" in error.message:  # a syntax error gives Azure's Reason (findBlobsError)
+        assert error.fields[2:] == (("Reason", "This query parameter value is invalid."),)
 
 
 def test_container_scope_is_refused_where_the_container_is_in_the_uri() -> None:
@@ -316,3 +318,14 @@ def test_any_tags_document_parses_or_is_refused(body: bytes) -> None:
         parse_tags_document(body)
     except ServiceError as error:
         assert error.status == 400
+
+
+def test_missing_operator_is_placed_at_the_key() -> None:
+    """``garbageTag``: "at or near character position 1: expected an operator", as Azure answered
+    the Java SDK's ServiceApiTests.findBlobsError (x-ms-version 2023-08-03)."""
+    for text, position in (("garbageTag", 1), ("a = 'b' AND  cc", 14)):
+        error = error_of(lambda text=text: tags.parse_filter(text))  # type: ignore[misc]
+        assert (
+            error.message
+            == f"Error parsing query at or near character position {position}: expected an operator"
+        )
