@@ -18,6 +18,7 @@ from hypothesis import settings
 
 from tests.backends import CREATED_STORES, backend_names, database_url
 from tests.serverproc import DEV_ACCOUNT, ServerProcess
+from tests.tls import SelfSignedCert, make_self_signed_cert
 
 # The services' SDK clients and raw-HTTP clients as fixtures, for every test directory.
 pytest_plugins = ["tests.service_clients"]
@@ -103,6 +104,13 @@ def fresh_store(backend: str) -> list[str]:
     if backend == "citus":
         return ["--store", fresh_citus_store(database_url("citus"))]
     return []
+
+
+@pytest.fixture(scope="session")
+def cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
+    """A self-signed certificate for 127.0.0.1, shared by every HTTPS server of the session
+    (``--oauth`` needs TLS, as Azure serves tokens over HTTPS only)."""
+    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="session", params=backend_names())

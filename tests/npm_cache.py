@@ -33,3 +33,19 @@ def installed(folder: str, package: str, marker: str) -> Path:
             timeout=300,
         )
     return modules
+
+
+def run_node(script: Path, modules: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run a script of ``tests/js`` with Node over the packages in ``modules`` and return what it
+    printed; the scripts print ``ok`` (and a name) when every step went as on Azure, and fail with
+    the error otherwise."""
+    result = subprocess.run(
+        ["node", str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "NODE_PATH": str(modules), **(env or {})},
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert result.stdout.startswith("ok"), result.stdout
+    return result.stdout.strip()

@@ -31,7 +31,6 @@ from tests.tls import (
     StaticTokenCredential,
     https_request,
     make_jwt,
-    make_self_signed_cert,
 )
 
 OWNER = "00000000-0000-0000-0000-00000000f001"
@@ -65,17 +64,12 @@ ROLES = [
 DENIED = (403, "AuthorizationPermissionMismatch")
 
 
-@pytest.fixture(scope="module")
-def oauth_cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
-    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
-
-
 @pytest.fixture(scope="module", params=backend_names())
 def roles_server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, oauth_cert: SelfSignedCert
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, cert: SelfSignedCert
 ) -> Iterator[ServerProcess]:
     """A flat development account over HTTPS, bearer tokens on, and the roles above."""
-    args = [*fresh_store(request.param), "--cert", str(oauth_cert.cert), "--key", str(oauth_cert.key)]
+    args = [*fresh_store(request.param), "--cert", str(cert.cert), "--key", str(cert.key)]
     args += ["--oauth", "basic", "--workers", "1"]
     for spec in ROLES:
         args += ["--oauth-role", spec]
@@ -102,23 +96,23 @@ def _refused(call: Callable[[], Any]) -> tuple[int, str | None]:
 
 
 @pytest.fixture
-def blobs(roles_server: ServerProcess, oauth_cert: SelfSignedCert) -> Callable[..., BlobServiceClient]:
+def blobs(roles_server: ServerProcess, cert: SelfSignedCert) -> Callable[..., BlobServiceClient]:
     def client(oid: str, groups: list[str] | None = None) -> BlobServiceClient:
         return BlobServiceClient(
             _url(roles_server, roles_server.blob_port), _token(oid, groups),
-            connection_verify=str(oauth_cert.cert), retry_total=0,
+            connection_verify=str(cert.cert), retry_total=0,
         )  # fmt: skip
 
     return client
 
 
 @pytest.fixture
-def container(roles_server: ServerProcess, oauth_cert: SelfSignedCert) -> Iterator[ContainerClient]:
+def container(roles_server: ServerProcess, cert: SelfSignedCert) -> Iterator[ContainerClient]:
     """A container with one blob ``a.txt``, made with the account key."""
     admin = BlobServiceClient(
         _url(roles_server, roles_server.blob_port),
         {"account_name": DEV_ACCOUNT, "account_key": DEV_KEY},
-        connection_verify=str(oauth_cert.cert),
+        connection_verify=str(cert.cert),
     )
     made = admin.create_container("roles" + uuid.uuid4().hex[:10])
     made.upload_blob("a.txt", b"alpha")
@@ -231,14 +225,14 @@ def test_an_account_contributor_manages_the_service_and_containers_but_reads_no_
 
 
 def test_blob_roles_async(
-    roles_server: ServerProcess, oauth_cert: SelfSignedCert, container: ContainerClient
+    roles_server: ServerProcess, cert: SelfSignedCert, container: ContainerClient
 ) -> None:
     async def scenario() -> None:
         for oid, may_write in ((READER, False), (CONTRIBUTOR, True)):
             credential = AsyncStaticTokenCredential(make_jwt(extra={"oid": oid}))
             async with AsyncBlobServiceClient(
                 _url(roles_server, roles_server.blob_port), credential,
-                connection_verify=str(oauth_cert.cert), retry_total=0,
+                connection_verify=str(cert.cert), retry_total=0,
             ) as service:  # fmt: skip
                 mine = service.get_container_client(container.container_name)
                 assert await (await mine.download_blob("a.txt")).readall() == b"alpha"
@@ -257,11 +251,11 @@ def test_blob_roles_async(
 
 
 @pytest.fixture
-def queues(roles_server: ServerProcess, oauth_cert: SelfSignedCert) -> Callable[[str], QueueServiceClient]:
+def queues(roles_server: ServerProcess, cert: SelfSignedCert) -> Callable[[str], QueueServiceClient]:
     def client(oid: str) -> QueueServiceClient:
         return QueueServiceClient(
             _url(roles_server, roles_server.queue_port), _token(oid),
-            connection_verify=str(oauth_cert.cert), retry_total=0,
+            connection_verify=str(cert.cert), retry_total=0,
         )  # fmt: skip
 
     return client
@@ -302,7 +296,7 @@ def test_queue_roles_split_sending_processing_and_reading(
     contributor.delete_queue()
 
 
-def test_queue_roles_async(roles_server: ServerProcess, oauth_cert: SelfSignedCert) -> None:
+def test_queue_roles_async(roles_server: ServerProcess, cert: SelfSignedCert) -> None:
     name = "aq" + uuid.uuid4().hex[:12]
 
     async def scenario() -> None:
@@ -310,7 +304,7 @@ def test_queue_roles_async(roles_server: ServerProcess, oauth_cert: SelfSignedCe
             return AsyncQueueServiceClient(
                 _url(roles_server, roles_server.queue_port),
                 AsyncStaticTokenCredential(make_jwt(extra={"oid": oid})),
-                connection_verify=str(oauth_cert.cert), retry_total=0,
+                connection_verify=str(cert.cert), retry_total=0,
             )  # fmt: skip
 
         async with await client(QUEUE_CONTRIBUTOR) as contributor, await client(QUEUE_SENDER) as sender:
@@ -328,18 +322,18 @@ def test_queue_roles_async(roles_server: ServerProcess, oauth_cert: SelfSignedCe
 
 
 @pytest.fixture
-def tables(roles_server: ServerProcess, oauth_cert: SelfSignedCert) -> Callable[[str], TableServiceClient]:
+def tables(roles_server: ServerProcess, cert: SelfSignedCert) -> Callable[[str], TableServiceClient]:
     def client(oid: str) -> TableServiceClient:
         return TableServiceClient(
             endpoint=_url(roles_server, roles_server.port), credential=_token(oid),
-            connection_verify=str(oauth_cert.cert), retry_total=0,
+            connection_verify=str(cert.cert), retry_total=0,
         )  # fmt: skip
 
     return client
 
 
 def test_table_roles_read_or_write_entities_each_operation_of_a_batch_checked(
-    tables: Callable[[str], TableServiceClient], roles_server: ServerProcess, oauth_cert: SelfSignedCert
+    tables: Callable[[str], TableServiceClient], roles_server: ServerProcess, cert: SelfSignedCert
 ) -> None:
     name = "t" + uuid.uuid4().hex[:12]
     contributor = tables(TABLE_CONTRIBUTOR).create_table(name)
@@ -362,7 +356,7 @@ def test_table_roles_read_or_write_entities_each_operation_of_a_batch_checked(
     keyed = TableServiceClient(
         endpoint=_url(roles_server, roles_server.port),
         credential=AzureNamedKeyCredential(DEV_ACCOUNT, DEV_KEY),
-        connection_verify=str(oauth_cert.cert),
+        connection_verify=str(cert.cert),
     )
     assert [e["RowKey"] for e in keyed.get_table_client(name).list_entities()] == ["1", "2", "3"]
     tables(TABLE_CONTRIBUTOR).delete_table(name)
@@ -412,7 +406,7 @@ def test_a_token_reads_a_bare_source_of_its_own_account_as_itself(
 
 
 def test_refusals_are_written_as_each_service_writes_its_errors(
-    roles_server: ServerProcess, oauth_cert: SelfSignedCert
+    roles_server: ServerProcess, cert: SelfSignedCert
 ) -> None:
     """Raw HTTP: the Table service's 403 in OData JSON, the Queue and Blob services' in XML, each
     with the code header, as Azure writes them."""
@@ -421,13 +415,13 @@ def test_refusals_are_written_as_each_service_writes_its_errors(
         "x-ms-version": "2021-12-02",
         "Accept": "application/json;odata=minimalmetadata",
     }
-    table = https_request(roles_server.port, oauth_cert, "GET", f"/{DEV_ACCOUNT}/Tables", headers)
+    table = https_request(roles_server.port, cert, "GET", f"/{DEV_ACCOUNT}/Tables", headers)
     assert (table.status, table.header("x-ms-error-code")) == DENIED
     assert table.json()["odata.error"]["code"] == "AuthorizationPermissionMismatch"
     for port, target in (
         (roles_server.queue_port, f"/{DEV_ACCOUNT}?comp=list"),
         (roles_server.blob_port, f"/{DEV_ACCOUNT}?comp=list"),
     ):
-        answer = https_request(port, oauth_cert, "GET", target, headers)
+        answer = https_request(port, cert, "GET", target, headers)
         assert (answer.status, answer.header("x-ms-error-code")) == DENIED
         assert b"<Code>AuthorizationPermissionMismatch</Code>" in answer.body

@@ -26,7 +26,6 @@ from tests.tls import (
     StaticTokenCredential,
     https_request,
     make_jwt,
-    make_self_signed_cert,
 )
 
 EXPIRED = "Lifetime validation failed. The token is expired."
@@ -34,11 +33,6 @@ CHALLENGE_MESSAGE = (
     "<Message>Server failed to authenticate the request. "
     "Please refer to the information in the www-authenticate header."
 )
-
-
-@pytest.fixture(scope="module")
-def cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
-    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="module", params=backend_names())

@@ -34,7 +34,7 @@ from tests.backends import backend_names
 from tests.blobhttp import BlobHttp, sign
 from tests.conftest import fresh_store
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
-from tests.tls import SelfSignedCert, https_request, make_self_signed_cert
+from tests.tls import SelfSignedCert, https_request
 
 LAKE = "lakeacct"
 LAKE_KEY = base64.b64encode(b"lake-account-key-for-encryption!").decode()
@@ -53,11 +53,6 @@ SCOPE_DENIED = ContainerEncryptionScope(SCOPE, prevent_encryption_scope_override
 SCOPE_REFUSAL = (
     "BlobCustomerSpecifiedEncryptionMismatch"  # a key or scope where the container denies overrides
 )
-
-
-@pytest.fixture(scope="module")
-def cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
-    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="module", params=backend_names())

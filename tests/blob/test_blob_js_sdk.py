@@ -14,13 +14,11 @@ with them: Azure took those as requests without a customer-provided key.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.npm_cache import installed
+from tests.npm_cache import installed, run_node
 from tests.serverproc import ServerProcess
 
 #: The releases run, each installed into a cache directory of its own.
@@ -36,12 +34,4 @@ def blob_node_modules(request: pytest.FixtureRequest) -> Path:
 
 
 def test_blob_operations_through_the_javascript_sdk(server: ServerProcess, blob_node_modules: Path) -> None:
-    result = subprocess.run(
-        ["node", str(SCRIPT), str(server.blob_port)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "NODE_PATH": str(blob_node_modules)},
-    )
-    assert result.returncode == 0, result.stderr + result.stdout
-    assert result.stdout.startswith("ok "), result.stdout
+    assert run_node(SCRIPT, blob_node_modules, str(server.blob_port)).startswith("ok ")

@@ -29,7 +29,7 @@ from tests.backends import backend_names
 from tests.blobhttp import sign
 from tests.conftest import fresh_store
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY, ServerProcess
-from tests.tls import SelfSignedCert, make_self_signed_cert
+from tests.tls import SelfSignedCert
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -84,11 +84,6 @@ def get(
     conn.endheaders()
     response = conn.getresponse()
     return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-
-
-@pytest.fixture(scope="module")
-def cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
-    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(

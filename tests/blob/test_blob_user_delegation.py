@@ -36,17 +36,11 @@ from tests.tls import (
     StaticTokenCredential,
     https_request,
     make_jwt,
-    make_self_signed_cert,
 )
 
 OID = "00000000-0000-0000-0000-000000000001"  # make_jwt's
 CORRELATION = "6f0e9a3c-2d1b-4c5e-8a7f-0b1c2d3e4f50"
 OTHER_CORRELATION = "6f0e9a3c-2d1b-4c5e-8a7f-0b1c2d3e4f51"
-
-
-@pytest.fixture(scope="module")
-def cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
-    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from azure.storage.filedatalake import DataLakeServiceClient, FileSystemClient
 from tests.backends import backend_names
 from tests.conftest import fresh_store
 from tests.serverproc import DEV_ACCOUNT, ServerProcess
-from tests.tls import SelfSignedCert, make_self_signed_cert
+from tests.tls import SelfSignedCert
 
 # Data roles of the shared server (--oauth-role), for identities no other test uses.
 DATA_OWNER = "00000000-0000-0000-0000-0000000d0001"
@@ -23,16 +23,11 @@ READERS_GROUP = "00000000-0000-0000-0000-0000000d00ff"
 ROLES = {DATA_OWNER: "owner", DATA_CONTRIBUTOR: "contributor", DATA_READER: "reader", READERS_GROUP: "reader"}
 
 
-@pytest.fixture(scope="session")
-def oauth_cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
-    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
-
-
 @pytest.fixture(scope="session", params=backend_names())
 def oauth_hns_server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, oauth_cert: SelfSignedCert
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, cert: SelfSignedCert
 ) -> Iterator[ServerProcess]:
-    args = [*fresh_store(request.param), "--cert", str(oauth_cert.cert), "--key", str(oauth_cert.key)]
+    args = [*fresh_store(request.param), "--cert", str(cert.cert), "--key", str(cert.key)]
     args += ["--oauth", "basic", "--hns", DEV_ACCOUNT]
     for oid, role in ROLES.items():
         args += ["--oauth-role", f"{oid}={role}"]

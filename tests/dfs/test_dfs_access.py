@@ -29,11 +29,6 @@ TEAM = "00000000-0000-0000-0000-0000000000ee"
 
 
 @pytest.fixture
-def cert(oauth_cert: SelfSignedCert) -> SelfSignedCert:
-    return oauth_cert
-
-
-@pytest.fixture
 def server(oauth_hns_server: ServerProcess) -> ServerProcess:
     return oauth_hns_server
 

@@ -38,11 +38,6 @@ AGENT = "5d56d308-df82-4266-ba63-ef1da3945873"
 
 
 @pytest.fixture
-def cert(oauth_cert: SelfSignedCert) -> SelfSignedCert:
-    return oauth_cert
-
-
-@pytest.fixture
 def server(oauth_hns_server: ServerProcess) -> ServerProcess:
     return oauth_hns_server
 

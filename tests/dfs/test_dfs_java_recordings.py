@@ -273,18 +273,18 @@ def test_query_of_a_flat_blob_keeps_the_lease_headers(server: ServerProcess) -> 
 
 
 def test_delegation_sas_with_a_correlation_id_that_is_not_a_guid(
-    oauth_hns_server: ServerProcess, oauth_cert: SelfSignedCert
+    oauth_hns_server: ServerProcess, cert: SelfSignedCert
 ) -> None:
     url = f"https://127.0.0.1:{oauth_hns_server.blob_port}/{DEV_ACCOUNT}"
     admin = DataLakeServiceClient(
-        url, {"account_name": DEV_ACCOUNT, "account_key": DEV_KEY}, connection_verify=str(oauth_cert.cert)
+        url, {"account_name": DEV_ACCOUNT, "account_key": DEV_KEY}, connection_verify=str(cert.cert)
     )
     fs = admin.create_file_system("scid" + uuid.uuid4().hex[:10])
     try:
         reader = DataLakeServiceClient(
             url,
             StaticTokenCredential(make_jwt(extra={"oid": DATA_READER})),
-            connection_verify=str(oauth_cert.cert),
+            connection_verify=str(cert.cert),
         )
         expiry = datetime.now(UTC) + timedelta(hours=1)
         key = reader.get_user_delegation_key(datetime.now(UTC) - timedelta(minutes=5), expiry)
@@ -296,7 +296,7 @@ def test_delegation_sas_with_a_correlation_id_that_is_not_a_guid(
             answers[cid] = requests.get(
                 f"{url}/{fs.file_system_name}?resource=filesystem&recursive=false&upn=false&{sas}",
                 headers={"Accept": "application/json", "x-ms-version": "2023-01-03"},
-                verify=str(oauth_cert.cert),
+                verify=str(cert.cert),
                 timeout=30,
             )
         refused = answers.pop("invalidcid")

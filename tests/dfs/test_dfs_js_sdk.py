@@ -12,14 +12,12 @@ the JavaScript Blob test does, and runs ``js/datalake_sdk.js`` with Node.
 from __future__ import annotations
 
 import http.client
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.blobhttp import BlobHttp, Reply, sign
-from tests.npm_cache import installed
+from tests.npm_cache import installed, run_node
 from tests.rawhttp import DEV_ACCOUNT
 from tests.serverproc import ServerProcess
 
@@ -34,15 +32,7 @@ def datalake_node_modules() -> Path:
 
 
 def test_files_and_moves_through_the_javascript_sdk(lake: ServerProcess, datalake_node_modules: Path) -> None:
-    result = subprocess.run(
-        ["node", str(SCRIPT), str(lake.blob_port)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "NODE_PATH": str(datalake_node_modules)},
-    )
-    assert result.returncode == 0, result.stderr + result.stdout
-    assert result.stdout.startswith("ok "), result.stdout
+    assert run_node(SCRIPT, datalake_node_modules, str(lake.blob_port)).startswith("ok ")
 
 
 def _send(lake: ServerProcess, path: str, source: str, *, signed: bool = True) -> Reply:

@@ -33,13 +33,13 @@ def _token(oid: str, groups: list[str] | None = None) -> str:
 
 
 @pytest.fixture
-def admin_fs(oauth_hns_server: ServerProcess, oauth_cert: SelfSignedCert) -> Iterator[FileSystemClient]:
+def admin_fs(oauth_hns_server: ServerProcess, cert: SelfSignedCert) -> Iterator[FileSystemClient]:
     """Made with the account key: the root ``rwxr-x---`` (nobody else may even traverse it),
     ``data`` ``rwx------`` holding ``data/secret`` ``rw-------``, all ``$superuser``'s."""
     admin = DataLakeServiceClient(
         _url(oauth_hns_server),
         {"account_name": DEV_ACCOUNT, "account_key": DEV_KEY},
-        connection_verify=str(oauth_cert.cert),
+        connection_verify=str(cert.cert),
     )
     fs = admin.create_file_system("role" + uuid.uuid4().hex[:10])
     fs.create_directory("data").set_access_control(permissions="rwx------")
@@ -52,13 +52,13 @@ def admin_fs(oauth_hns_server: ServerProcess, oauth_cert: SelfSignedCert) -> Ite
 
 @pytest.fixture
 def as_(
-    oauth_hns_server: ServerProcess, oauth_cert: SelfSignedCert, admin_fs: FileSystemClient
+    oauth_hns_server: ServerProcess, cert: SelfSignedCert, admin_fs: FileSystemClient
 ) -> Callable[..., FileSystemClient]:
     def client(oid: str, groups: list[str] | None = None) -> FileSystemClient:
         service = DataLakeServiceClient(
             _url(oauth_hns_server),
             StaticTokenCredential(_token(oid, groups)),
-            connection_verify=str(oauth_cert.cert),
+            connection_verify=str(cert.cert),
             retry_total=0,
         )
         return service.get_file_system_client(admin_fs.file_system_name)
@@ -92,7 +92,7 @@ def test_without_a_role_the_acls_alone_decide(as_: Callable[..., FileSystemClien
 def test_a_data_owner_is_a_superuser_who_owns_what_it_makes(
     as_: Callable[..., FileSystemClient],
     oauth_hns_server: ServerProcess,
-    oauth_cert: SelfSignedCert,
+    cert: SelfSignedCert,
     admin_fs: FileSystemClient,
 ) -> None:
     owner = as_(DATA_OWNER)
@@ -103,7 +103,7 @@ def test_a_data_owner_is_a_superuser_who_owns_what_it_makes(
     made = owner.create_file("data/made")
     assert made.get_access_control()["owner"] == DATA_OWNER
     assert [p.name for p in owner.get_paths(recursive=True)] == ["data", "data/made", "data/secret"]
-    blob = _blob(oauth_hns_server, oauth_cert, admin_fs, "data/blob", DATA_OWNER)
+    blob = _blob(oauth_hns_server, cert, admin_fs, "data/blob", DATA_OWNER)
     blob.upload_blob(b"through the blob api")
     owner.get_directory_client("data").delete_directory()
     assert list(admin_fs.get_paths()) == []
@@ -112,7 +112,7 @@ def test_a_data_owner_is_a_superuser_who_owns_what_it_makes(
 def test_a_contributor_reads_writes_and_deletes_but_sets_acls_only_of_its_own(
     as_: Callable[..., FileSystemClient],
     oauth_hns_server: ServerProcess,
-    oauth_cert: SelfSignedCert,
+    cert: SelfSignedCert,
     admin_fs: FileSystemClient,
 ) -> None:
     contributor = as_(DATA_CONTRIBUTOR)
@@ -129,7 +129,7 @@ def test_a_contributor_reads_writes_and_deletes_but_sets_acls_only_of_its_own(
     assert mine.get_access_control()["permissions"] == "rw-r--r--"
     assert _refused(lambda: mine.set_access_control(owner=NOBODY)) == "AuthorizationPermissionMismatch"
     mine.rename_file(f"{admin_fs.file_system_name}/data/renamed")
-    blob = _blob(oauth_hns_server, oauth_cert, admin_fs, "data/secret", DATA_CONTRIBUTOR)
+    blob = _blob(oauth_hns_server, cert, admin_fs, "data/secret", DATA_CONTRIBUTOR)
     blob.upload_blob(b"via blob", overwrite=True)
     contributor.get_file_client("data/renamed").delete_file()
     secret.delete_file()
@@ -139,14 +139,14 @@ def test_a_contributor_reads_writes_and_deletes_but_sets_acls_only_of_its_own(
 def test_a_reader_reads_and_lists_and_the_acls_decide_its_writes(
     as_: Callable[..., FileSystemClient],
     oauth_hns_server: ServerProcess,
-    oauth_cert: SelfSignedCert,
+    cert: SelfSignedCert,
     admin_fs: FileSystemClient,
 ) -> None:
     reader = as_(DATA_READER)
     assert reader.get_file_client("data/secret").download_file().readall() == b"classified"
     assert [p.name for p in reader.get_paths(recursive=True)] == ["data", "data/secret"]
     assert reader.get_file_client("data/secret").get_access_control()["permissions"] == "rw-------"
-    blob = _blob(oauth_hns_server, oauth_cert, admin_fs, "data/secret", DATA_READER)
+    blob = _blob(oauth_hns_server, cert, admin_fs, "data/secret", DATA_READER)
     assert blob.download_blob().readall() == b"classified"
     assert _refused(lambda: blob.upload_blob(b"x", overwrite=True)) == "AuthorizationPermissionMismatch"
     assert _refused(lambda: reader.create_file("data/new")) == "AuthorizationPermissionMismatch"
@@ -171,13 +171,13 @@ def test_a_role_assigned_to_a_group_is_its_members(as_: Callable[..., FileSystem
 
 
 def test_roles_async(
-    oauth_hns_server: ServerProcess, oauth_cert: SelfSignedCert, admin_fs: FileSystemClient
+    oauth_hns_server: ServerProcess, cert: SelfSignedCert, admin_fs: FileSystemClient
 ) -> None:
     async def read_as(oid: str) -> bytes:
         async with AsyncDataLakeServiceClient(
             _url(oauth_hns_server),
             AsyncStaticTokenCredential(_token(oid)),
-            connection_verify=str(oauth_cert.cert),
+            connection_verify=str(cert.cert),
             retry_total=0,
         ) as service:
             fs = service.get_file_system_client(admin_fs.file_system_name)
@@ -205,20 +205,20 @@ def _container(
 def test_container_operations_of_an_hns_account_need_a_role(
     as_: Callable[..., FileSystemClient],
     oauth_hns_server: ServerProcess,
-    oauth_cert: SelfSignedCert,
+    cert: SelfSignedCert,
     admin_fs: FileSystemClient,
 ) -> None:
     """A container's own operations need the role's actions: no ACL grants them (Get and Set
     Container Properties and Metadata, its ACL, a file system's creation and deletion)."""
 
     def container(oid: str) -> ContainerClient:
-        return _container(oauth_hns_server, oauth_cert, admin_fs, oid)
+        return _container(oauth_hns_server, cert, admin_fs, oid)
 
     assert _refused(lambda: container(NOBODY).get_container_properties()) == "AuthorizationPermissionMismatch"
     assert _refused(lambda: as_(NOBODY).get_file_system_properties()) == "AuthorizationPermissionMismatch"
     nobody = DataLakeServiceClient(
         _url(oauth_hns_server), StaticTokenCredential(_token(NOBODY)),
-        connection_verify=str(oauth_cert.cert), retry_total=0,
+        connection_verify=str(cert.cert), retry_total=0,
     )  # fmt: skip
     assert _refused(lambda: nobody.create_file_system("no" + uuid.uuid4().hex[:10])) == (
         "AuthorizationPermissionMismatch"
@@ -239,12 +239,12 @@ def test_container_operations_of_an_hns_account_need_a_role(
 
 
 def test_list_blobs_of_an_hns_account_needs_r_x_on_the_directory_it_lists(
-    oauth_hns_server: ServerProcess, oauth_cert: SelfSignedCert, admin_fs: FileSystemClient
+    oauth_hns_server: ServerProcess, cert: SelfSignedCert, admin_fs: FileSystemClient
 ) -> None:
     """Without a role, List Blobs is List Paths of the directory its prefix names: ``r-x`` on
     it, ``--x`` above, and for a listing without ``/`` as delimiter ``r-x`` on each directory
     whose children it shows; a role that reads lists without an ACL."""
-    nobody = _container(oauth_hns_server, oauth_cert, admin_fs, NOBODY)
+    nobody = _container(oauth_hns_server, cert, admin_fs, NOBODY)
     assert _refused(lambda: [b.name for b in nobody.walk_blobs()]) == "AuthorizationPermissionMismatch"
     admin_fs._get_root_directory_client().set_access_control(
         acl=f"user::rwx,group::r-x,other::---,user:{NOBODY}:r-x"
@@ -259,18 +259,18 @@ def test_list_blobs_of_an_hns_account_needs_r_x_on_the_directory_it_lists(
     )
     assert [b.name for b in nobody.walk_blobs(name_starts_with="data/")] == ["data/secret"]
     assert [b.name for b in nobody.list_blobs()] == ["data", "data/secret"]
-    reader = _container(oauth_hns_server, oauth_cert, admin_fs, DATA_READER)
+    reader = _container(oauth_hns_server, cert, admin_fs, DATA_READER)
     assert [b.name for b in reader.list_blobs()] == ["data", "data/secret"]
 
 
 def test_list_blobs_acls_async(
-    oauth_hns_server: ServerProcess, oauth_cert: SelfSignedCert, admin_fs: FileSystemClient
+    oauth_hns_server: ServerProcess, cert: SelfSignedCert, admin_fs: FileSystemClient
 ) -> None:
     async def names(oid: str) -> list[str]:
         async with AsyncContainerClient(
             _url(oauth_hns_server), admin_fs.file_system_name,
             credential=AsyncStaticTokenCredential(_token(oid)),
-            connection_verify=str(oauth_cert.cert), retry_total=0,
+            connection_verify=str(cert.cert), retry_total=0,
         ) as container:  # fmt: skip
             return [blob.name async for blob in container.list_blobs()]
 
@@ -284,12 +284,12 @@ def test_list_blobs_acls_async(
 
 
 def test_tags_of_an_hns_path_need_a_role_that_has_them(
-    oauth_hns_server: ServerProcess, oauth_cert: SelfSignedCert, admin_fs: FileSystemClient
+    oauth_hns_server: ServerProcess, cert: SelfSignedCert, admin_fs: FileSystemClient
 ) -> None:
     """Tags are no ACL's to grant, and only Storage Blob Data Owner holds their actions."""
-    secret = _blob(oauth_hns_server, oauth_cert, admin_fs, "data/secret", DATA_CONTRIBUTOR)
+    secret = _blob(oauth_hns_server, cert, admin_fs, "data/secret", DATA_CONTRIBUTOR)
     assert _refused(lambda: secret.set_blob_tags({"t": "1"})) == "AuthorizationPermissionMismatch"
     assert _refused(lambda: secret.get_blob_tags()) == "AuthorizationPermissionMismatch"
-    owned = _blob(oauth_hns_server, oauth_cert, admin_fs, "data/secret", DATA_OWNER)
+    owned = _blob(oauth_hns_server, cert, admin_fs, "data/secret", DATA_OWNER)
     owned.set_blob_tags({"t": "1"})
     assert owned.get_blob_tags() == {"t": "1"}

@@ -32,7 +32,6 @@ from tests.tls import (
     StaticTokenCredential,
     https_request,
     make_jwt,
-    make_self_signed_cert,
 )
 
 KEY_CREDENTIAL = AzureNamedKeyCredential(DEV_ACCOUNT, DEV_KEY)
@@ -40,11 +39,6 @@ KEY_CREDENTIAL = AzureNamedKeyCredential(DEV_ACCOUNT, DEV_KEY)
 # AzureStorageExplorer#9050 and a Stack Overflow question on a 403 from Blob storage)
 ISSUER_MISMATCH = "Issuer validation failed. Issuer did not match."
 AUDIENCE_MISMATCH = "Audience validation failed. Audience did not match."
-
-
-@pytest.fixture(scope="module")
-def cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
-    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
 
 
 def _tls_server(tmp_path_factory: pytest.TempPathFactory, cert: SelfSignedCert, *extra: str) -> ServerProcess:

@@ -7,12 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.serverproc import ServerProcess
-from tests.tls import SelfSignedCert, make_self_signed_cert
-
-
-@pytest.fixture(scope="module")
-def cert(tmp_path_factory: pytest.TempPathFactory) -> SelfSignedCert:
-    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
+from tests.tls import SelfSignedCert
 
 
 @pytest.fixture(scope="module")

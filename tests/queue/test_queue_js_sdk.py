@@ -9,13 +9,11 @@ sends byte for byte without needing Node.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.npm_cache import installed
+from tests.npm_cache import installed, run_node
 from tests.serverproc import ServerProcess
 from tests.tls import TENANT, SelfSignedCert
 
@@ -29,28 +27,12 @@ def node_modules() -> Path:
 
 
 def test_every_operation_through_the_javascript_sdk(server: ServerProcess, node_modules: Path) -> None:
-    result = subprocess.run(
-        ["node", str(SCRIPT), str(server.queue_port)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "NODE_PATH": str(node_modules)},
-    )
-    assert result.returncode == 0, result.stderr + result.stdout
-    assert result.stdout.startswith("ok "), result.stdout
+    assert run_node(SCRIPT, node_modules, str(server.queue_port)).startswith("ok ")
 
 
 def test_an_oversized_message_gets_413_not_a_reset(server: ServerProcess, node_modules: Path) -> None:
     """The SDK writes its whole 16 MiB body before reading; the answer it finds is Azure's."""
-    result = subprocess.run(
-        ["node", str(SCRIPT.with_name("queue_oversized.js")), str(server.queue_port)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "NODE_PATH": str(node_modules)},
-    )
-    assert result.returncode == 0, result.stderr + result.stdout
-    assert result.stdout.strip() == "ok", result.stdout
+    assert run_node(SCRIPT.with_name("queue_oversized.js"), node_modules, str(server.queue_port)) == "ok"
 
 
 def test_bearer_challenge_through_the_javascript_sdk(
@@ -58,12 +40,6 @@ def test_bearer_challenge_through_the_javascript_sdk(
 ) -> None:
     """A client with a wrong audience gets 401 with a challenge naming a tenant GUID, which the
     SDK needs to fetch a token for the challenge's resource and retry, as it does on Azure."""
-    result = subprocess.run(
-        ["node", str(SCRIPT.with_name("queue_bearer_challenge.js")), str(oauth_server.queue_port), TENANT],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "NODE_PATH": str(node_modules), "NODE_EXTRA_CA_CERTS": str(cert.cert)},
-    )
-    assert result.returncode == 0, result.stderr + result.stdout
-    assert result.stdout.strip() == "ok", result.stdout
+    script = SCRIPT.with_name("queue_bearer_challenge.js")
+    extra_ca = {"NODE_EXTRA_CA_CERTS": str(cert.cert)}
+    assert run_node(script, node_modules, str(oauth_server.queue_port), TENANT, env=extra_ca) == "ok"
