@@ -25,6 +25,7 @@ from tabulae.storage.postgres import wire
 from tabulae.storage.scans import KeyRange
 
 _ID = struct.Struct(">q")
+_COLUMNS = (wire.BYTEA, wire.INT8, wire.BYTEA)  # rk, ticks, props
 _decode = codecs.utf_16_be_decode
 
 # a bound's comparison and its RowKey as stored; None where the range is open at that end
@@ -79,10 +80,7 @@ def call(
 
 def entities(result: Any, pk: str) -> list[StoredEntity]:
     """The rows ``(rk, ticks, props)`` of partition ``pk``, read in binary format."""
-    count = result.ntuples
-    get, rows = result.get_value, range(count)
-    ticks = struct.unpack(f">{count}q", b"".join([get(row, 1) for row in rows]))
     return [
-        StoredEntity(pk, _decode(get(row, 0), "surrogatepass", True)[0], tick, get(row, 2))
-        for row, tick in zip(rows, ticks, strict=True)
+        StoredEntity(pk, _decode(rk, "surrogatepass", True)[0], ticks, props)
+        for rk, ticks, props in wire.load_rows(result, _COLUMNS)
     ]

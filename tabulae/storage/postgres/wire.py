@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import pq
+from psycopg.adapt import Transformer
 from psycopg.errors import InvalidSqlStatementName, error_from_result
 
 from tabulae.storage.plan import Plan
@@ -259,31 +260,27 @@ def _encode(value: Any) -> bytes:
     return str(value).encode()
 
 
-# None: the value as libpq gives it (``bytea`` in binary format is its bytes already)
-_DECODE: dict[int, Any] = {
-    BYTEA: None,
-    INT8: read_int8,
-    23: lambda value: int.from_bytes(value, "big", signed=True),  # int4
-    TEXT: bytes.decode,
-    16: lambda value: value == b"\x01",  # bool
-}
+# The column types read here, each as psycopg's binary loader gives it: ``bytea`` as bytes,
+# ``int8``/``int4`` as int, ``text`` as str (UTF-8), ``bool`` as bool, NULL as None.
+_LOADED = frozenset({BYTEA, INT8, 23, TEXT, 16})
+# One loader per process, pointed at a result and read at once, never across an await: psycopg's
+# C loop reads a page of rows for a fraction of a call per value from Python.
+_LOADER = Transformer()
+
+
+def load_rows(result: pq.abc.PGresult, types: Sequence[int]) -> list[tuple[Any, ...]]:
+    """The rows of a binary-format result whose columns have the ``types`` (of ``_LOADED``)."""
+    _LOADER.set_pgresult(result, set_loaders=False)
+    _LOADER.set_loader_types(types, pq.Format.BINARY)
+    return _LOADER.load_rows(0, result.ntuples, tuple)
 
 
 def _rows(result: pq.abc.PGresult) -> list[tuple[Any, ...]] | None:
     """The rows of a result read in binary format, or None for a column type not read here."""
-    try:
-        decoders = [_DECODE[result.ftype(column)] for column in range(result.nfields)]
-    except KeyError:
+    types = [result.ftype(column) for column in range(result.nfields)]
+    if not _LOADED.issuperset(types):
         return None
-    # column by column, each a list comprehension: a generator per row cost more than the rows
-    get, rows = result.get_value, range(result.ntuples)
-    columns = []
-    for column, decode in enumerate(decoders):
-        values = [get(row, column) for row in rows]
-        if decode is not None:
-            values = [None if value is None else decode(value) for value in values]
-        columns.append(values)
-    return list(zip(*columns, strict=True))
+    return load_rows(result, types)
 
 
 class Unsupported(Exception):
