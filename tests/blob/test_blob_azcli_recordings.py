@@ -69,7 +69,9 @@ def test_old_versions_are_answered_no_allow_permanent_delete(cli_server: ServerP
 
 
 def test_from_2020_02_10_allow_permanent_delete_is_answered(cli_server: ServerProcess) -> None:
-    """The JS SDK's recording of December 2020 at 2020-02-10:
+    """The JS SDK's recording of December 2020 at 2020-02-10, and the CLI's
+    test_adls_fs_soft_delete.yaml at 2020-10-02 in April 2022 (the month the CLI's 2018-11-09
+    requests were answered without it):
     ``<DeleteRetentionPolicy><Enabled>true</Enabled><Days>8</Days><AllowPermanentDelete>false
     </AllowPermanentDelete></DeleteRetentionPolicy>``; at 2018-11-09 the same policy without it.
     The SDK (sync and aio) reads the policy either way."""
@@ -80,6 +82,7 @@ def test_from_2020_02_10_allow_permanent_delete_is_answered(cli_server: ServerPr
     policy = b"<DeleteRetentionPolicy><Enabled>true</Enabled><Days>8</Days>"
     for version, tail in (
         ("2020-02-10", b"<AllowPermanentDelete>false</AllowPermanentDelete></DeleteRetentionPolicy>"),
+        ("2020-10-02", b"<AllowPermanentDelete>false</AllowPermanentDelete></DeleteRetentionPolicy>"),
         ("2026-04-06", b"<AllowPermanentDelete>false</AllowPermanentDelete></DeleteRetentionPolicy>"),
         ("2019-12-12", b"</DeleteRetentionPolicy>"),
         ("2018-11-09", b"</DeleteRetentionPolicy>"),

@@ -20,7 +20,10 @@ from tabulae.model.policies import (
 # May 2022, long after the element existed (the az CLI's own recordings test_logging_operations
 # and test_metrics_operations, Azure/azure-cli src/azure-cli/azure/cli/command_modules/storage/
 # tests/latest/recordings: <DeleteRetentionPolicy><Enabled>false</Enabled></DeleteRetentionPolicy>).
-# The versions between are unrecorded since then and are taken as before the element.
+# In the same month Azure answered it to the CLI's Data Lake commands at 2020-10-02
+# (test_adls_fs_soft_delete.yaml, April 2022: <AllowPermanentDelete>false</AllowPermanentDelete>),
+# so the request's version decides. 2019-02-02 to 2019-12-12 are unrecorded since the element
+# came and are taken as before it.
 PERMANENT_DELETE_VERSION = "2020-02-10"
 
 
