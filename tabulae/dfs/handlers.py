@@ -632,7 +632,11 @@ async def get_access_control(c: DfsCall) -> Response:
     headers.extend(
         formats.access_control_headers(posix.owner, posix.group, posix.permissions, posix.acl_text)
     )
-    return Response(200, headers)
+    # No Content-Length, as Azure answers it (the az CLI's `fs access show`, Azure/azure-cli
+    # storage recordings test_adls_file_scenarios.yaml at 2020-02-10, and azure-storage-file-
+    # datalake's test_file.pyTestFiletest_get_access_control.json at 2025-07-05: Date, ETag,
+    # Last-Modified, Server, the access headers and x-ms-version alone).
+    return Response(200, headers, unsized=True)
 
 
 # Get Blob Properties and Get Blob on an HNS account answer ``x-ms-acl`` from this version on

@@ -9,6 +9,7 @@ from tabulae.blob.api.call import Call
 from tabulae.blob.api.headers import bad_header, conditions, etag_headers
 from tabulae.blob.api.operations import invalid_parameter
 from tabulae.blob.rules import container_worm, leases
+from tabulae.blob.rules.properties import PERMANENT_DELETE_VERSION
 from tabulae.blob.service import MAX_RESULTS, LeaseOutcome, LeaseRequest
 from tabulae.http.acl_ids import check_identifier_ids
 from tabulae.http.documents import (
@@ -171,7 +172,8 @@ async def restore_container(call: Call) -> Response:
 
 async def get_service_properties(call: Call) -> Response:
     properties = await call.service.get_service_properties(call.route.account)
-    return xml(formats.render_service_properties_blob(properties))
+    permanent_delete = call.version >= PERMANENT_DELETE_VERSION
+    return xml(formats.render_service_properties_blob(properties, permanent_delete=permanent_delete))
 
 
 async def set_service_properties(call: Call) -> Response:

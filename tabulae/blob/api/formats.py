@@ -465,14 +465,19 @@ def _check_retention_days(body: bytes, days: str | None) -> None:
         raise document_error(body, (*_DELETE_RETENTION, "Days"), RETENTION_RANGE, after=True)
 
 
-def render_service_properties_blob(properties: BlobServiceProperties) -> bytes:
+def render_service_properties_blob(
+    properties: BlobServiceProperties, *, permanent_delete: bool = True
+) -> bytes:
+    """The document; ``permanent_delete`` is whether the request's x-ms-version is one that is
+    answered ``AllowPermanentDelete`` (rules/properties.PERMANENT_DELETE_VERSION)."""
     retention = properties.delete_retention
     days = f"<Days>{retention.days}</Days>" if retention.enabled and retention.days else ""
+    allow = bool_text(retention.allow_permanent_delete)
     website = properties.static_website
     extra = (
         f"<DeleteRetentionPolicy><Enabled>{bool_text(retention.enabled)}</Enabled>{days}"
-        f"<AllowPermanentDelete>{bool_text(retention.allow_permanent_delete)}</AllowPermanentDelete>"
-        f"</DeleteRetentionPolicy><StaticWebsite><Enabled>{bool_text(website.enabled)}</Enabled>"
+        + (f"<AllowPermanentDelete>{allow}</AllowPermanentDelete>" if permanent_delete else "")
+        + f"</DeleteRetentionPolicy><StaticWebsite><Enabled>{bool_text(website.enabled)}</Enabled>"
         + _optional("IndexDocument", website.index_document or "")
         + _optional("ErrorDocument404Path", website.error_document_404_path or "")
         + _optional("DefaultIndexDocumentPath", website.default_index_document_path or "")

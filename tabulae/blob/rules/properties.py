@@ -14,6 +14,18 @@ from tabulae.model.policies import (
     encode_service_properties,
 )
 
+# Get Blob Service Properties names AllowPermanentDelete in its DeleteRetentionPolicy from this
+# x-ms-version. Azure answered it at 2020-02-10 (the JS SDK's nock recording of December 2020,
+# <AllowPermanentDelete>false</AllowPermanentDelete>) and left it out at 2018-11-09 in April and
+# May 2022, long after the element existed (the az CLI's own recordings test_logging_operations
+# and test_metrics_operations, Azure/azure-cli src/azure-cli/azure/cli/command_modules/storage/
+# tests/latest/recordings: <DeleteRetentionPolicy><Enabled>false</Enabled></DeleteRetentionPolicy>).
+# In the same month Azure answered it to the CLI's Data Lake commands at 2020-10-02
+# (test_adls_fs_soft_delete.yaml, April 2022: <AllowPermanentDelete>false</AllowPermanentDelete>),
+# so the request's version decides. 2019-02-02 to 2019-12-12 are unrecorded since the element
+# came and are taken as before it.
+PERMANENT_DELETE_VERSION = "2020-02-10"
+
 
 @dataclass(slots=True)
 class DeleteRetention:

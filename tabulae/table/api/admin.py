@@ -45,10 +45,16 @@ async def get_service_properties(call: TableCall) -> Response:
 
 
 async def set_service_properties(call: TableCall) -> Response:
+    """202 with no Content-Length, its empty body chunked, as Azure's Table service answers it
+    (azure-data-tables' recording test_table_service_properties.pyTestTableServicePropertiestest_
+    table_service_properties.json, x-ms-version 2025-07-05, and the az CLI's `storage logging
+    update` in Azure/azure-cli's storage recording test_logging_operations.yaml, 2017-04-17:
+    Date, Transfer-Encoding: chunked and x-ms-version), where the Blob and Queue services say
+    Content-Length: 0 (the same CLI recording)."""
     service, request, route = call.service, call.request, call.route
     current = await service.get_service_properties(route.account)
     await service.set_service_properties(route.account, parse_service_properties(request.body, current))
-    return Response(202)
+    return Response(202, unsized=True)
 
 
 async def get_service_stats(call: TableCall) -> Response:
