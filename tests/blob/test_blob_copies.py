@@ -12,6 +12,7 @@ import hashlib
 import os
 import signal
 import time
+import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -317,6 +318,36 @@ def test_upload_pages_from_url(
     with pytest.raises(HttpResponseError) as wrong:
         block.upload_pages_from_url(url, offset=0, length=512, source_offset=0)
     assert wrong.value.error_code == "InvalidBlobType"
+
+
+@pytest.mark.parametrize("spelling", ["SIG", "Sig", "%73ig", "%53IG"])
+def test_a_signature_spelt_otherwise_is_not_recorded_either(
+    container: ContainerClient, spelling: str
+) -> None:
+    """A SAS reads ``SIG=`` or ``%73ig=`` as its ``sig``, so a copy source spelt so must not keep
+    it in ``x-ms-copy-source``: whoever may read the destination's properties (anyone, in a
+    public container) could read the source with it. Copy Blob, Copy Blob From URL and Put Blob
+    From URL each record their source; Incremental Copy has its own test in test_blob_pages."""
+    source = source_blob(container, b"secret source")
+    url = sas_url(source)
+    signature = url.split("sig=", 1)[1].split("&", 1)[0]
+    respelt = url.replace("sig=", spelling + "=")
+    read = urllib.request.Request(respelt, headers={"x-ms-version": "2021-08-06"})
+    with urllib.request.urlopen(read, timeout=30) as answer:  # as good as the original spelling
+        assert answer.read() == b"secret source"
+    for name, copy in (
+        ("pending", lambda target: target.start_copy_from_url(respelt)),
+        ("synced", lambda target: target.start_copy_from_url(respelt, requires_sync=True)),
+        ("uploaded", lambda target: target.upload_blob_from_url(respelt, overwrite=True)),
+    ):
+        target = container.get_blob_client(f"{name}-{spelling.strip('%')}")
+        copy(target)
+        shown = target.get_blob_properties().copy.source or ""
+        if name != "uploaded":  # Put Blob From URL records no copy at all
+            assert shown and "sp=r" in shown, (name, shown)
+        assert signature not in shown and signature.replace("%2B", "+") not in shown, (name, shown)
+        assert "sig=" not in shown.lower() and "%73ig" not in shown.lower(), (name, shown)
+        assert target.download_blob().readall() == b"secret source"
 
 
 def test_copy_from_url_sync(container: ContainerClient) -> None:

@@ -21,7 +21,7 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
 
 from tabulae.auth.bearer import is_jwt
 from tabulae.auth.flow import authenticate
@@ -157,12 +157,20 @@ class SourceRead:
 def recorded(url: str) -> str:
     """The source URL a copy records (``x-ms-copy-source`` of the destination's properties): its
     SAS signature left out, so whoever may read the copy's properties, perhaps anyone, cannot
-    use it to read the source."""
+    use it to read the source. The signature is left out however its name is spelt: a SAS reads
+    ``SIG=`` and ``%73ig=`` as ``sig=``, so those would be as good as the original."""
     parts = urlsplit(url)
-    if "sig=" not in parts.query:
+    pairs = parts.query.split("&")
+    kept = [pair for pair in pairs if not _is_signature(pair)]
+    if len(kept) == len(pairs):
         return url
-    pairs = [pair for pair in parts.query.split("&") if not pair.startswith("sig=")]
-    return urlunsplit(parts._replace(query="&".join(pairs)))
+    return urlunsplit(parts._replace(query="&".join(kept)))
+
+
+def _is_signature(pair: str) -> bool:
+    """Whether a ``name=value`` pair of a query string is a SAS's ``sig`` (any case, any
+    percent-encoding of the name)."""
+    return unquote_plus(pair.partition("=")[0]).strip().lower() == "sig"
 
 
 def source_range(headers: dict[str, str]) -> tuple[int, int | None] | None:
