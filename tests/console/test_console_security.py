@@ -230,6 +230,7 @@ def test_no_console_unless_asked_off_loopback(tmp_path: Path) -> None:
         assert ConsoleClient(wide.port).get("/signin").status == 404
     finally:
         wide.stop()
+    assert "warning" not in wide.log_path.read_text()
     asked = ServerProcess(
         tmp_path / "asked",
         extra_args=["--host", "0.0.0.0", "--console", "--workers", "1", "--console-host", "Console.Example"],
@@ -242,6 +243,9 @@ def test_no_console_unless_asked_off_loopback(tmp_path: Path) -> None:
             assert answer.status == status, host
     finally:
         asked.stop()
+    # Plain HTTP off loopback: keys typed at sign-in cross the network in clear text, said at start.
+    said = asked.log_path.read_text()
+    assert "tabulae: warning: the console listens on 0.0.0.0 over plain HTTP" in said
 
 
 def _post_head(port: int, path: str, length: int, content_type: str, cookie: str | None = None) -> bytes:
