@@ -9,8 +9,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import json
 import os
 import signal
+import sqlite3
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -799,3 +801,36 @@ def test_refusal_message_is_the_sources_where_azure_says_it(container: Container
         assert error.value.error_code == "CannotVerifyCopySource"
         assert error.value.response is not None
         assert f"<Message>{message}" in error.value.response.text(), message
+
+
+def test_a_signature_recorded_before_is_not_shown(tmp_path: Path) -> None:
+    """A source recorded with its signature by an earlier release (Incremental Copy kept the
+    whole URL; ``SIG=`` was kept by every copy) is shown without it: in Get Blob Properties'
+    ``x-ms-copy-source`` and List Blobs' ``<CopySource>``. The record is written as that release
+    left it, straight into the SQLite store."""
+    server = ServerProcess(tmp_path / "data", extra_args=["--workers", "1"]).start()
+    try:
+        service = BlobServiceClient.from_connection_string(server.connection_string)
+        container = service.create_container("atrest")
+        source = source_blob(container, b"kept")
+        target = container.get_blob_client("copied")
+        target.start_copy_from_url(sas_url(source), requires_sync=True)
+        database = sqlite3.connect(server.data_dir / "tabulae.db")
+        try:
+            (doc,) = database.execute("SELECT doc FROM blobs WHERE name = 'copied'").fetchone()
+            fields = json.loads(doc)
+            fields[5][1] += "&sig=c2VjcmV0&SIG=c2VjcmV0Mg%3D%3D"  # the copy state's source URL
+            with database:
+                database.execute(
+                    "UPDATE blobs SET doc = ? WHERE name = 'copied'", (json.dumps(fields).encode(),)
+                )
+        finally:
+            database.close()
+        shown = target.get_blob_properties().copy.source or ""
+        listed = (
+            next(iter(container.list_blobs(name_starts_with="copied", include=["copy"]))).copy.source or ""
+        )
+        for source_url in (shown, listed):
+            assert "sp=r" in source_url and "c2VjcmV0" not in source_url, source_url
+    finally:
+        server.stop()
