@@ -18,7 +18,10 @@ def host_name(header: str) -> str:
     lower case (``[::1]:10002`` -> ``::1``)."""
     if header.startswith("["):
         end = header.find("]")
-        name = header[1:end] if end > 0 else ""
+        rest = header[end + 1 :] if end > 0 else ""
+        if end < 0 or (rest and not (rest[0] == ":" and rest[1:].isdigit())):
+            return ""  # ``[::1].example``: no address a browser would send, and not loopback
+        name = header[1:end]
     else:
         name = header.rpartition(":")[0] if header.count(":") == 1 else header
     return name.rstrip(".").lower()

@@ -148,7 +148,16 @@ def test_the_console_answers_at_loopback_names(server: ServerProcess, host: str)
 
 
 @pytest.mark.parametrize(
-    "host", ["attacker.example", "localhost.attacker.example", "127.0.0.1.nip.io", "10.0.0.1", "", "[::2]"]
+    "host",
+    [
+        "attacker.example",
+        "localhost.attacker.example",
+        "127.0.0.1.nip.io",
+        "10.0.0.1",
+        "",
+        "[::2]",
+        "[::1].attacker.example",
+    ],
 )
 def test_other_host_names_get_403_and_no_page(server: ServerProcess, host: str) -> None:
     """DNS rebinding: a name of the attacker's that resolves to 127.0.0.1 reaches this port."""

@@ -180,7 +180,10 @@ def test_metrics_on_loopback_stay_open(launch: Launcher) -> None:
     assert get(server.port, "/metrics")[0] == 200
 
 
-@pytest.mark.parametrize("host", ["attacker.example", "localhost.attacker.example", "127.0.0.1.nip.io", ""])
+@pytest.mark.parametrize(
+    "host",
+    ["attacker.example", "localhost.attacker.example", "127.0.0.1.nip.io", "[::1].attacker.example", ""],
+)
 def test_metrics_on_loopback_are_not_open_to_other_host_names(launch: Launcher, host: str) -> None:
     """DNS rebinding: a web page whose own name its author points at 127.0.0.1 reaches a server
     that listens on loopback only, and may read what it answers (one origin), but its requests
