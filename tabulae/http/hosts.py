@@ -28,9 +28,11 @@ def host_name(header: str) -> str:
 
 
 def is_loopback_name(name: str) -> bool:
-    """``localhost`` or a loopback address (``127.x.x.x``, ``::1``): only this machine's own
-    clients send such a ``Host``."""
-    if name == "localhost":
+    """``localhost``, a name under it (``devstoreaccount1.table.localhost``, as clients address an
+    account by subdomain) or a loopback address (``127.x.x.x``, ``::1``): only this machine's own
+    clients send such a ``Host``. Names under ``localhost`` are loopback by RFC 6761, and
+    browsers resolve them so without asking DNS, so no attacker's page can carry one."""
+    if name == "localhost" or name.endswith(".localhost"):
         return True
     try:
         return ipaddress.ip_address(name).is_loopback

@@ -141,7 +141,9 @@ def test_a_signed_out_cookie_is_refused_by_every_worker(two_accounts: ServerProc
     assert ConsoleClient(two_accounts.port, cookie=saved).get("/tables").status == 303
 
 
-@pytest.mark.parametrize("host", ["localhost", "LOCALHOST.", "127.0.0.1", "127.3.2.1", "[::1]"])
+@pytest.mark.parametrize(
+    "host", ["localhost", "LOCALHOST.", "devstoreaccount1.table.localhost", "127.0.0.1", "127.3.2.1", "[::1]"]
+)
 def test_the_console_answers_at_loopback_names(server: ServerProcess, host: str) -> None:
     page = ConsoleClient(server.port).request("GET", "/signin", headers={"Host": f"{host}:{server.port}"})
     assert page.status == 200 and DEV_KEY in page.text  # pre-filled: this is the machine itself

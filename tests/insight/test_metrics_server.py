@@ -199,7 +199,14 @@ def test_metrics_on_loopback_are_not_open_to_other_host_names(launch: Launcher, 
         assert b"alice" not in body and b"PrivateNames" not in body
         status, _headers, body = get(server.port, path, {**foreign, "Authorization": f"Bearer {TOKEN}"})
         assert status == 200 and b"customer-alice@example.com" in body
-    for name in ("localhost", "LOCALHOST.", "127.0.0.1", "127.8.9.10", "[::1]"):
+    for name in (
+        "localhost",
+        "LOCALHOST.",
+        "devstoreaccount1.table.localhost",
+        "127.0.0.1",
+        "127.8.9.10",
+        "[::1]",
+    ):
         status, _headers, body = get(server.port, "/metrics", {"Host": f"{name}:{server.port}"})
         assert status == 200 and b"customer-alice@example.com" in body, name
 
