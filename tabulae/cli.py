@@ -29,6 +29,7 @@ from tabulae.config import (
     ConfigError,
     Settings,
     accounts_from,
+    is_loopback,
     url_host,
 )
 from tabulae.examples import command as examples
@@ -240,6 +241,26 @@ def _memory_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="tabulae-mem-", dir=shm if shm.is_dir() else None))
 
 
+def exposures(settings: Settings) -> list[str]:
+    """What an operator opened beyond this machine that gives its doors away, said at start-up
+    (allowed: each is asked for by a flag, and Azurite's users run so in containers)."""
+    said: list[str] = []
+    if settings.console_on() and not is_loopback(settings.host) and settings.cert_file is None:
+        said.append(
+            f"the console listens on {settings.host} over plain HTTP: the account key typed at "
+            "sign-in and the session cookie cross the network in clear text (give --cert and --key)"
+        )
+    if settings.oauth and not settings.loopback():
+        access = (
+            "the roles given with --oauth-role" if settings.oauth_roles else "full access to every account"
+        )
+        said.append(
+            "--oauth basic does not check bearer tokens' signatures and the server listens beyond "
+            f"loopback: anyone who reaches it can make a token with {access}"
+        )
+    return said
+
+
 def _check(settings: Settings) -> None:
     """Settings that cannot work together; checked before anything is created or bound."""
     if (settings.cert_file is None) != (settings.key_file is None):
@@ -369,6 +390,8 @@ def serve(args: argparse.Namespace) -> None:
     for account in settings.accounts:
         lines.append(f"Connection string ({account}): {settings.connection_string(account)}")
     print("\n".join(lines), flush=True)
+    for warning in exposures(settings):
+        print(f"tabulae: warning: {warning}", file=sys.stderr, flush=True)
     try:
         compose.serve(settings, worker_sockets)
     except compose.StartupFailed as exc:

@@ -193,6 +193,7 @@ def console(
         hosts=hosts,
         state_dir=settings.console_dir or None,
         volume=volume,
+        body_timeout=settings.body_timeout,
     )
 
 

@@ -8,12 +8,15 @@ Every request passes one door (:class:`ConsoleGuard`) before any page sees it:
    (DNS rebinding) is the same origin as its own pages, and would otherwise read the console;
 1. the session cookie is read and verified (:mod:`.session`); a visitor without one gets an
    anonymous session, so that even the sign-in form carries a CSRF token;
-2. anything but the sign-in page and the static files needs a signed-in session (GET: a redirect
-   to sign-in; anything else: 403);
+2. anything but the sign-in page itself and the static files needs a signed-in session (GET: a
+   redirect to sign-in; anything else: 403);
 3. a POST must come from the console itself (``Origin``, when sent, is this server), stay under
-   the body cap, and carry the CSRF token of its session; its form is parsed once, here. Only a
-   POST to a path ending in ``/upload`` may carry a file (one, under the upload cap; starlette
-   spools it to a temporary file, closed when the response is sent);
+   the body cap, arrive at the pace the API's bodies must (``--request-timeout``: a client that
+   trickles its form is cut off, as on the services' ports), and carry the CSRF token of its
+   session; its form is parsed once, here. Only a signed-in session's POST to a path ending in
+   ``/upload`` may carry a file (one, under the upload cap; starlette spools it to a temporary
+   file, closed when the response is sent): the form is read before its token can be checked,
+   so a visitor who has not signed in never gets the upload cap's room on disk;
 4. every response says: no caching, no framing, no sniffing, scripts and styles from this
    server only (``Content-Security-Policy``), and no referrer beyond this origin.
 
@@ -29,7 +32,7 @@ the console exactly as to an SDK request made with that account's key.
 
 from __future__ import annotations
 
-import ipaddress
+import asyncio
 import logging
 import re
 from collections.abc import Collection, MutableMapping, Sequence
@@ -47,6 +50,8 @@ from tabulae.console.pages import ConsolePage
 from tabulae.console.render import CONSOLE_PATH, ENV, form_of, html_page, redirect, render
 from tabulae.console.revocations import Revocations
 from tabulae.console.session import COOKIE, Session, Sessions
+from tabulae.http.exchange import receive_paced
+from tabulae.http.hosts import host_name, is_loopback_name, scope_host
 from tabulae.model.errors import VOLUME_FULL_MESSAGE, ServiceError
 
 log = logging.getLogger("tabulae.console")
@@ -64,11 +69,12 @@ SECURITY_HEADERS = [
 ]
 _NO_STORE = [("cache-control", "no-store"), ("x-content-type-options", "nosniff")]
 _STATIC = CONSOLE_PATH + "/static/"
-_OPEN_PATHS = (CONSOLE_PATH + "/signin", _STATIC)
+_SIGN_IN = CONSOLE_PATH + "/signin"
 _NO_STORE_WRITES = (CONSOLE_PATH + "/signin", CONSOLE_PATH + "/signout")
 MAX_FORM_FIELDS = 3000  # an entity has at most 252 properties, 3 fields each
 MAX_UPLOAD_BYTES = 256 * 1024 * 1024  # a file uploaded through the console (larger: use an SDK)
 UPLOAD_SUFFIX = "/upload"
+BODY_TIMEOUT = 30.0  # seconds a form's body may pause (the server passes --request-timeout)
 FREES_SPACE = ("delete_", "remove_", "clear_", "drop_")  # POST handlers that run while the volume is full
 
 
@@ -119,26 +125,6 @@ class SignIn:
         return redirect("/" + self.first_page)
 
 
-def host_name(header: str) -> str:
-    """The name a ``Host`` header gives, as compared: no port, no brackets, no trailing dot,
-    lower case (``[::1]:10002`` -> ``::1``)."""
-    if header.startswith("["):
-        end = header.find("]")
-        name = header[1:end] if end > 0 else ""
-    else:
-        name = header.rpartition(":")[0] if header.count(":") == 1 else header
-    return name.rstrip(".").lower()
-
-
-def is_loopback_name(name: str) -> bool:
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
 _WRONG_HOST = (
     b"This console answers only at localhost, 127.0.0.1 or [::1], and at the names its server "
     b"was given with --console-host.\n"
@@ -155,6 +141,7 @@ class ConsoleGuard:
         nav: list[tuple[str, str]],
         max_body: int,
         max_upload: int = MAX_UPLOAD_BYTES,
+        body_timeout: float = BODY_TIMEOUT,
         hosts: Collection[str] = (),
         volume: Volume | None = None,
         frees_space: Sequence[re.Pattern[str]] = (),
@@ -166,14 +153,12 @@ class ConsoleGuard:
         self.nav = nav
         self.max_body = max_body
         self.max_upload = max_upload
+        self.body_timeout = body_timeout
         self.hosts = frozenset(host_name(host) for host in hosts)
 
     def _host_allowed(self, scope: dict[str, Any]) -> bool:
-        for name, value in scope["headers"]:
-            if name == b"host":
-                host = host_name(value.decode("latin-1"))
-                return is_loopback_name(host) or host in self.hosts
-        return False
+        host = scope_host(scope["headers"])
+        return host is not None and (is_loopback_name(host) or host in self.hosts)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -205,7 +190,7 @@ class ConsoleGuard:
                 message = {**message, "headers": headers}
             await send(message)
 
-        is_open = path.startswith(_OPEN_PATHS)
+        is_open = path == _SIGN_IN or path.startswith(_STATIC)
         method = scope["method"]
         if not session.signed_in and not is_open:
             if method in ("GET", "HEAD"):
@@ -220,11 +205,14 @@ class ConsoleGuard:
             await refusal(scope, receive, send_guarded)
             return
         if method == "POST":
-            upload = path.endswith(UPLOAD_SUFFIX)
+            upload = session.signed_in and path.endswith(UPLOAD_SUFFIX)
+            request = Request(scope, paced(receive, self.body_timeout))
             problem = self._check_post(request, self.max_upload if upload else self.max_body)
             if problem is None:
                 try:
                     form = await request.form(max_files=1 if upload else 0, max_fields=MAX_FORM_FIELDS)
+                except ServiceError:  # paced: the client paused or trickled past the time allowed
+                    problem = (408, "The form arrived too slowly.")
                 except Exception:  # a malformed body: starlette raises its own parse errors
                     problem = (400, "The form could not be read.")
                 else:
@@ -279,6 +267,24 @@ class ConsoleGuard:
         await html_page(page, status)(scope, receive, send)
 
 
+def paced(receive: Any, timeout: float) -> Any:
+    """``receive`` held to :func:`~tabulae.http.exchange.receive_paced`'s pace: a form's body may
+    pause ``timeout`` seconds at most, and must then keep up Azure's minimum rate (else
+    ``ServiceError("OperationTimedOut")``)."""
+    started: float | None = None
+    received = 0
+
+    async def next_message() -> Any:
+        nonlocal started, received
+        if started is None:
+            started = asyncio.get_running_loop().time()
+        message = await receive_paced(receive, started, received, timeout)
+        received += len(message.get("body", b""))
+        return message
+
+    return next_message
+
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -306,11 +312,12 @@ def build_console(
     hosts: Collection[str] = (),
     state_dir: str | None = None,
     volume: Volume | None = None,
+    body_timeout: float = BODY_TIMEOUT,
 ) -> ConsoleGuard:
     """The console over ``pages`` (in navigation order), behind :class:`ConsoleGuard`; ``hosts``
     are the names it answers at besides loopback ones, ``state_dir`` is where the worker
     processes share the signed-out sessions (:mod:`.revocations`), ``volume`` the data volume
-    whose full state refuses writes."""
+    whose full state refuses writes, ``body_timeout`` the pause a form's body may take."""
     sessions = Sessions(secret, accounts, revocations=Revocations(state_dir))
     signin = SignIn(sessions, pages[0].slug if pages else "", prefill)
     routes: list[BaseRoute] = [*signin.routes()]
@@ -328,4 +335,13 @@ def build_console(
         exception_handlers={ServiceError: _service_error, 404: _not_found},
     )
     nav = [(page.slug, page.title) for page in pages]
-    return ConsoleGuard(app, sessions, nav, max_body, hosts=hosts, volume=volume, frees_space=frees_space)
+    return ConsoleGuard(
+        app,
+        sessions,
+        nav,
+        max_body,
+        body_timeout=body_timeout,
+        hosts=hosts,
+        volume=volume,
+        frees_space=frees_space,
+    )

@@ -9,9 +9,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import json
 import os
 import signal
+import sqlite3
 import time
+import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -317,6 +320,36 @@ def test_upload_pages_from_url(
     with pytest.raises(HttpResponseError) as wrong:
         block.upload_pages_from_url(url, offset=0, length=512, source_offset=0)
     assert wrong.value.error_code == "InvalidBlobType"
+
+
+@pytest.mark.parametrize("spelling", ["SIG", "Sig", "%73ig", "%53IG"])
+def test_a_signature_spelt_otherwise_is_not_recorded_either(
+    container: ContainerClient, spelling: str
+) -> None:
+    """A SAS reads ``SIG=`` or ``%73ig=`` as its ``sig``, so a copy source spelt so must not keep
+    it in ``x-ms-copy-source``: whoever may read the destination's properties (anyone, in a
+    public container) could read the source with it. Copy Blob, Copy Blob From URL and Put Blob
+    From URL each record their source; Incremental Copy has its own test in test_blob_pages."""
+    source = source_blob(container, b"secret source")
+    url = sas_url(source)
+    signature = url.split("sig=", 1)[1].split("&", 1)[0]
+    respelt = url.replace("sig=", spelling + "=")
+    read = urllib.request.Request(respelt, headers={"x-ms-version": "2021-08-06"})
+    with urllib.request.urlopen(read, timeout=30) as answer:  # as good as the original spelling
+        assert answer.read() == b"secret source"
+    for name, copy in (
+        ("pending", lambda target: target.start_copy_from_url(respelt)),
+        ("synced", lambda target: target.start_copy_from_url(respelt, requires_sync=True)),
+        ("uploaded", lambda target: target.upload_blob_from_url(respelt, overwrite=True)),
+    ):
+        target = container.get_blob_client(f"{name}-{spelling.strip('%')}")
+        copy(target)
+        shown = target.get_blob_properties().copy.source or ""
+        if name != "uploaded":  # Put Blob From URL records no copy at all
+            assert shown and "sp=r" in shown, (name, shown)
+        assert signature not in shown and signature.replace("%2B", "+") not in shown, (name, shown)
+        assert "sig=" not in shown.lower() and "%73ig" not in shown.lower(), (name, shown)
+        assert target.download_blob().readall() == b"secret source"
 
 
 def test_copy_from_url_sync(container: ContainerClient) -> None:
@@ -768,3 +801,36 @@ def test_refusal_message_is_the_sources_where_azure_says_it(container: Container
         assert error.value.error_code == "CannotVerifyCopySource"
         assert error.value.response is not None
         assert f"<Message>{message}" in error.value.response.text(), message
+
+
+def test_a_signature_recorded_before_is_not_shown(tmp_path: Path) -> None:
+    """A source recorded with its signature by an earlier release (Incremental Copy kept the
+    whole URL; ``SIG=`` was kept by every copy) is shown without it: in Get Blob Properties'
+    ``x-ms-copy-source`` and List Blobs' ``<CopySource>``. The record is written as that release
+    left it, straight into the SQLite store."""
+    server = ServerProcess(tmp_path / "data", extra_args=["--workers", "1"]).start()
+    try:
+        service = BlobServiceClient.from_connection_string(server.connection_string)
+        container = service.create_container("atrest")
+        source = source_blob(container, b"kept")
+        target = container.get_blob_client("copied")
+        target.start_copy_from_url(sas_url(source), requires_sync=True)
+        database = sqlite3.connect(server.data_dir / "tabulae.db")
+        try:
+            (doc,) = database.execute("SELECT doc FROM blobs WHERE name = 'copied'").fetchone()
+            fields = json.loads(doc)
+            fields[5][1] += "&sig=c2VjcmV0&SIG=c2VjcmV0Mg%3D%3D"  # the copy state's source URL
+            with database:
+                database.execute(
+                    "UPDATE blobs SET doc = ? WHERE name = 'copied'", (json.dumps(fields).encode(),)
+                )
+        finally:
+            database.close()
+        shown = target.get_blob_properties().copy.source or ""
+        listed = (
+            next(iter(container.list_blobs(name_starts_with="copied", include=["copy"]))).copy.source or ""
+        )
+        for source_url in (shown, listed):
+            assert "sp=r" in source_url and "c2VjcmV0" not in source_url, source_url
+    finally:
+        server.stop()

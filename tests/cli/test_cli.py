@@ -17,6 +17,7 @@ from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueServiceClient
 
 from tests.serverproc import ServerProcess, free_port
+from tests.tls import make_self_signed_cert
 
 
 def _serve(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -231,3 +232,19 @@ def test_the_banner_never_prints_the_key_of_an_account_of_ours() -> None:
     )
     assert "BlobEndpoint" not in banner[1] and "Console" not in "".join(banner)
     assert key not in "".join(banner)
+
+
+@pytest.mark.parametrize("roles", [[], ["--oauth-role", "11111111-2222-3333-4444-555555555555=reader"]])
+def test_unchecked_bearer_tokens_beyond_loopback_are_warned_of(tmp_path: Path, roles: list[str]) -> None:
+    """``--oauth basic`` checks no token's signature: allowed off loopback (Azurite's users run
+    so in containers), but the start says who could then forge what."""
+    cert = make_self_signed_cert(tmp_path / "tls")
+    tls = ["--cert", str(cert.cert), "--key", str(cert.key), "--oauth", "basic", "--workers", "1", *roles]
+    wide = ServerProcess(tmp_path / "wide", extra_args=["--host", "0.0.0.0", "--no-console", *tls]).start()
+    wide.stop()
+    said = wide.log_path.read_text()
+    assert "tabulae: warning: --oauth basic does not check bearer tokens' signatures" in said
+    assert ("the roles given with --oauth-role" if roles else "full access to every account") in said
+    local = ServerProcess(tmp_path / "local", extra_args=tls).start()
+    local.stop()
+    assert "warning" not in local.log_path.read_text()

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
+import re
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -137,14 +141,25 @@ def test_a_signed_out_cookie_is_refused_by_every_worker(two_accounts: ServerProc
     assert ConsoleClient(two_accounts.port, cookie=saved).get("/tables").status == 303
 
 
-@pytest.mark.parametrize("host", ["localhost", "LOCALHOST.", "127.0.0.1", "127.3.2.1", "[::1]"])
+@pytest.mark.parametrize(
+    "host", ["localhost", "LOCALHOST.", "devstoreaccount1.table.localhost", "127.0.0.1", "127.3.2.1", "[::1]"]
+)
 def test_the_console_answers_at_loopback_names(server: ServerProcess, host: str) -> None:
     page = ConsoleClient(server.port).request("GET", "/signin", headers={"Host": f"{host}:{server.port}"})
     assert page.status == 200 and DEV_KEY in page.text  # pre-filled: this is the machine itself
 
 
 @pytest.mark.parametrize(
-    "host", ["attacker.example", "localhost.attacker.example", "127.0.0.1.nip.io", "10.0.0.1", "", "[::2]"]
+    "host",
+    [
+        "attacker.example",
+        "localhost.attacker.example",
+        "127.0.0.1.nip.io",
+        "10.0.0.1",
+        "",
+        "[::2]",
+        "[::1].attacker.example",
+    ],
 )
 def test_other_host_names_get_403_and_no_page(server: ServerProcess, host: str) -> None:
     """DNS rebinding: a name of the attacker's that resolves to 127.0.0.1 reaches this port."""
@@ -226,6 +241,7 @@ def test_no_console_unless_asked_off_loopback(tmp_path: Path) -> None:
         assert ConsoleClient(wide.port).get("/signin").status == 404
     finally:
         wide.stop()
+    assert "warning" not in wide.log_path.read_text()
     asked = ServerProcess(
         tmp_path / "asked",
         extra_args=["--host", "0.0.0.0", "--console", "--workers", "1", "--console-host", "Console.Example"],
@@ -238,3 +254,105 @@ def test_no_console_unless_asked_off_loopback(tmp_path: Path) -> None:
             assert answer.status == status, host
     finally:
         asked.stop()
+    # Plain HTTP off loopback: keys typed at sign-in cross the network in clear text, said at start.
+    said = asked.log_path.read_text()
+    assert "tabulae: warning: the console listens on 0.0.0.0 over plain HTTP" in said
+
+
+def _post_head(port: int, path: str, length: int, content_type: str, cookie: str | None = None) -> bytes:
+    """The head of a console POST declaring ``length`` body bytes (the test sends what it likes)."""
+    lines = [
+        f"POST /-/console{path} HTTP/1.1",
+        f"Host: 127.0.0.1:{port}",
+        f"Content-Type: {content_type}",
+        f"Content-Length: {length}",
+    ]
+    if cookie is not None:
+        lines.append(f"Cookie: {cookie}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def _answer(sock: socket.socket, timeout: float) -> bytes:
+    """What the server says, up to its closing the connection or the end of the answer's body
+    (or ``timeout`` seconds of silence)."""
+    sock.settimeout(timeout)
+    chunks: list[bytes] = []
+    with contextlib.suppress(TimeoutError, ConnectionResetError):
+        while data := sock.recv(65536):
+            chunks.append(data)
+            head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+            length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+            if length and len(body) >= int(length.group(1)):
+                break
+    return b"".join(chunks)
+
+
+@pytest.mark.parametrize(
+    "path", ["/signin/upload", "/signinx/upload", "/static/x/upload", "/tables/t/upload"]
+)
+def test_a_visitor_who_has_not_signed_in_cannot_upload(server: ServerProcess, path: str) -> None:
+    """A form is read before its CSRF token can be checked, so the upload cap (256 MiB spooled to
+    a temporary file) is for signed-in sessions only: a visitor's POST under the sign-in page's
+    path, or a static file's, is answered from its headers, its body never read."""
+    visitor = ConsoleClient(server.port)
+    visitor.get("/signin")  # a cookie and a token, which anyone may have
+    declared = 200 * 1024 * 1024
+    boundary = "b0undary"
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        head = _post_head(
+            server.port, path, declared, f"multipart/form-data; boundary={boundary}", visitor.cookie
+        )
+        field = f'--{boundary}\r\nContent-Disposition: form-data; name="csrf"\r\n\r\n{visitor.csrf}\r\n'
+        sock.sendall(head + field.encode())
+        started = time.monotonic()
+        answer = _answer(sock, 10)
+    assert time.monotonic() - started < 5
+    status = int(answer.split(b" ", 2)[1])
+    assert status in (403, 413), answer[:200]
+    # Signed in, the same POST is not refused for its size.
+    member = ConsoleClient(server.port)
+    assert member.sign_in(DEV_ACCOUNT, DEV_KEY).status == 303
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        head = _post_head(
+            server.port,
+            "/blobs/nosuch/upload",
+            8 * 1024 * 1024,
+            "multipart/form-data; boundary=b",
+            member.cookie,
+        )
+        sock.sendall(head + b"--b\r\n")
+        assert _answer(sock, 1) == b""  # waiting for the rest of the file
+
+
+@pytest.fixture(scope="module")
+def impatient(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server whose clients may pause their bodies one second (``--request-timeout 1``)."""
+    process = ServerProcess(
+        tmp_path_factory.mktemp("impatient"), extra_args=["--request-timeout", "1", "--workers", "1"]
+    ).start()
+    yield process
+    process.stop()
+
+
+@pytest.mark.timeout(60)  # a hang guard: the server must answer by itself
+@pytest.mark.parametrize("signed_in", [False, True], ids=["sign-in form", "signed-in form"])
+def test_a_form_trickled_in_is_cut_off(impatient: ServerProcess, signed_in: bool) -> None:
+    """A console form is held to the services' pace (``--request-timeout``): a client that sends
+    part of it and then waits gets 408 and its connection closed, instead of holding it forever."""
+    client = ConsoleClient(impatient.port)
+    if signed_in:
+        assert client.sign_in(DEV_ACCOUNT, DEV_KEY).status == 303
+    else:
+        client.get("/signin")
+    path = "/tables" if signed_in else "/signin"
+    with socket.create_connection(("127.0.0.1", impatient.port)) as sock:
+        sock.sendall(
+            _post_head(impatient.port, path, 1000, "application/x-www-form-urlencoded", client.cookie)
+        )
+        sock.sendall(f"csrf={client.csrf}&name=".encode())
+        started = time.monotonic()
+        answer = _answer(sock, 20)
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert b"too slowly" in answer
+    assert time.monotonic() - started < 15
+    assert client.get("/signin" if not signed_in else "/tables").status == 200  # the server is fine

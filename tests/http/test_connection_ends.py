@@ -113,7 +113,7 @@ def test_expect_100_continue_with_an_oversized_length_gets_413_without_the_body(
 def _get_metrics(sock: socket.socket) -> int:
     """The status of a ``GET /metrics`` on a kept-alive connection (read whole, so the next
     request on it starts clean)."""
-    sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     sock.settimeout(10)
     return read_response(sock).status
 
@@ -133,7 +133,7 @@ def test_connections_beyond_the_cap_are_refused_with_server_busy(capped_server: 
         for sock in held:
             assert _get_metrics(sock) == 200
         with _connect_from("127.0.0.1", port) as extra:
-            extra.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            extra.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             answer = _read_to_end(extra)
         assert answer.startswith(b"HTTP/1.1 503 "), answer
         assert b"x-ms-error-code: ServerBusy" in answer

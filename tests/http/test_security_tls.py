@@ -443,3 +443,14 @@ def test_an_idle_tls_keep_alive_connection_does_not_hold_up_the_stop(
     finally:
         conn.close()
         server.stop()
+
+
+def test_the_consoles_cookie_over_https_is_secure(
+    tls_only_server: ServerProcess, cert: SelfSignedCert
+) -> None:
+    """Over HTTPS the console's session cookie is ``Secure``: a browser never sends it over plain
+    HTTP, where anyone on the way could read it."""
+    page = https_request(tls_only_server.port, cert, "GET", "/-/console/signin")
+    assert page.status == 200
+    cookie = page.header("set-cookie") or ""
+    assert cookie.startswith("tabulae_console=") and "; Secure" in cookie and "HttpOnly" in cookie

@@ -81,7 +81,7 @@ def timed_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ser
         pytest.skip("the timeouts are the HTTP layer's; PostgreSQL covers the database path")
     server = ServerProcess(tmp_path / "data", extra_args=args).start()
     with socket.create_connection(("127.0.0.1", server.port)) as sock:  # the worker is up
-        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         _read_all(sock)
     yield server
     server.stop()
@@ -141,7 +141,7 @@ def test_silent_connections_are_closed(timed_server: ServerProcess) -> None:
         for sock in sockets:
             sock.close()
     with socket.create_connection(("127.0.0.1", timed_server.port)) as sock:  # still serving
-        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         sock.settimeout(10)
         assert sock.recv(12) == b"HTTP/1.1 200"
 
@@ -149,7 +149,7 @@ def test_silent_connections_are_closed(timed_server: ServerProcess) -> None:
 @pytest.mark.timeout(60)
 def test_idle_connections_are_closed_after_their_answer(timed_server: ServerProcess) -> None:
     with socket.create_connection(("127.0.0.1", timed_server.port)) as sock:
-        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         answer, first, closed = _answer_and_close(sock)
     assert answer.startswith(b"HTTP/1.1 200 ")
     assert 4.0 < closed - first < 7.0, (first, closed)  # the documented 5 s keep-alive

@@ -180,6 +180,37 @@ def test_metrics_on_loopback_stay_open(launch: Launcher) -> None:
     assert get(server.port, "/metrics")[0] == 200
 
 
+@pytest.mark.parametrize(
+    "host",
+    ["attacker.example", "localhost.attacker.example", "127.0.0.1.nip.io", "[::1].attacker.example", ""],
+)
+def test_metrics_on_loopback_are_not_open_to_other_host_names(launch: Launcher, host: str) -> None:
+    """DNS rebinding: a web page whose own name its author points at 127.0.0.1 reaches a server
+    that listens on loopback only, and may read what it answers (one origin), but its requests
+    still name that page's host. Open access is for this machine's clients, which name it by a
+    loopback name; any other name needs the key or the token, as off loopback."""
+    server = launch("--workers", "1", "--metrics-token", TOKEN)
+    table = TableServiceClient.from_connection_string(server.connection_string).create_table("PrivateNames")
+    table.create_entity({"PartitionKey": "customer-alice@example.com", "RowKey": "1"})
+    foreign = {"Host": f"{host}:{server.port}" if host else ""}
+    for path in ("/metrics", "/metrics?format=json"):
+        status, headers, body = get(server.port, path, foreign)
+        assert status == 403 and headers["x-ms-error-code"] == "AuthenticationFailed", (path, status)
+        assert b"alice" not in body and b"PrivateNames" not in body
+        status, _headers, body = get(server.port, path, {**foreign, "Authorization": f"Bearer {TOKEN}"})
+        assert status == 200 and b"customer-alice@example.com" in body
+    for name in (
+        "localhost",
+        "LOCALHOST.",
+        "devstoreaccount1.table.localhost",
+        "127.0.0.1",
+        "127.8.9.10",
+        "[::1]",
+    ):
+        status, _headers, body = get(server.port, "/metrics", {"Host": f"{name}:{server.port}"})
+        assert status == 200 and b"customer-alice@example.com" in body, name
+
+
 def test_hashed_keys_hide_partition_keys_and_names(launch: Launcher) -> None:
     server = launch("--workers", "2", "--metrics-keys", "hashed")
     write_over_fresh_connections(server, "CustomerOrders", 60)

@@ -263,7 +263,7 @@ def _sigterm(server: IsolatedServer) -> float:
 def _kept_alive(port: int) -> socket.socket:
     """A connection that has had its answer and stays open (keep-alive), idle."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-    sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     assert read_response(sock).status == 200
     return sock
 

@@ -21,7 +21,7 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from tabulae.auth.bearer import is_jwt
 from tabulae.auth.flow import authenticate
@@ -33,6 +33,7 @@ from tabulae.blob.api.headers import bad_header, conditions, version_or_snapshot
 from tabulae.blob.api.roles import READ
 from tabulae.blob.api.routing import Kind, Operation, resolve
 from tabulae.blob.api.sas import BlobGrant, anonymous_allowed, verify_blob_sas
+from tabulae.blob.rules import copies
 from tabulae.blob.rules.conditions import Conditions, check, not_met
 from tabulae.blob.rules.copies import SOURCE_DETAIL_VERSION
 from tabulae.http.fetch import Fetched, FetchError, FetchLimits, fetch
@@ -156,13 +157,8 @@ class SourceRead:
 
 def recorded(url: str) -> str:
     """The source URL a copy records (``x-ms-copy-source`` of the destination's properties): its
-    SAS signature left out, so whoever may read the copy's properties, perhaps anyone, cannot
-    use it to read the source."""
-    parts = urlsplit(url)
-    if "sig=" not in parts.query:
-        return url
-    pairs = [pair for pair in parts.query.split("&") if not pair.startswith("sig=")]
-    return urlunsplit(parts._replace(query="&".join(pairs)))
+    SAS signature left out (:func:`copies.without_signature`)."""
+    return copies.without_signature(url)
 
 
 def source_range(headers: dict[str, str]) -> tuple[int, int | None] | None:

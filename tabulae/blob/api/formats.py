@@ -14,6 +14,7 @@ from tabulae.blob.api.tag_formats import tag_set
 from tabulae.blob.rules import container_worm
 from tabulae.blob.rules.blocks import KINDS
 from tabulae.blob.rules.conditions import etag_of
+from tabulae.blob.rules.copies import without_signature
 from tabulae.blob.rules.names import XML_UNSAFE
 from tabulae.blob.rules.properties import BlobServiceProperties, DeleteRetention, StaticWebsite
 from tabulae.blob.rules.tiers import TierView, listing_pairs
@@ -222,7 +223,7 @@ def _blob_properties(
         # (the Go SDK's recording TestContainerListBlobsIncludeMultipleImpl, 2023-11-03; the JS
         # SDK's incremental copy listings at 2018-11-09 agree), not in the reference's order
         copied = (
-            f"<CopyId>{copy.copy_id}</CopyId><CopySource>{escape(copy.source)}</CopySource>"
+            f"<CopyId>{copy.copy_id}</CopyId><CopySource>{escape(without_signature(copy.source))}</CopySource>"
             f"<CopyStatus>{copy.status}</CopyStatus><CopyProgress>{copy.progress}</CopyProgress>"
         )
         if copy.status != "pending":  # while pending, ``completed`` is the copy's heartbeat

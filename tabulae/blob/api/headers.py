@@ -10,6 +10,7 @@ from tabulae.auth.shared_key import parse_rfc1123
 from tabulae.blob import versioning
 from tabulae.blob.api.formats import LeaseView, epoch_date, http_date
 from tabulae.blob.rules.conditions import Conditions, etag_of
+from tabulae.blob.rules.copies import without_signature
 from tabulae.blob.rules.tags import parse_filter
 from tabulae.blob.rules.tiers import TierView, header_pairs
 from tabulae.blob.service import parse_snapshot
@@ -179,7 +180,7 @@ def blob_headers(
             [
                 (b"x-ms-copy-id", copy.copy_id.encode()),
                 (b"x-ms-copy-status", copy.status.encode()),
-                (b"x-ms-copy-source", copy.source.encode("latin-1", "replace")),
+                (b"x-ms-copy-source", without_signature(copy.source).encode("latin-1", "replace")),
                 (b"x-ms-copy-progress", copy.progress.encode()),
             ]
         )

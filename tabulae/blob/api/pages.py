@@ -264,7 +264,12 @@ async def incremental_copy(call: Call) -> Response:
     await copy_source.authorize_local(call, source, shared_key_ok=True)
     try:
         record = await PageBlobs(call.service).incremental_copy(
-            source.key, source.snapshot, call.key, source_url, conditions(headers), call.lease_id
+            source.key,
+            source.snapshot,
+            call.key,
+            copy_source.recorded(source_url),
+            conditions(headers),
+            call.lease_id,
         )
     except ServiceError as exc:
         if exc.code != "CannotVerifyCopySource":

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import replace
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from tabulae.model.blobs import CopyState
 from tabulae.model.edm import TICKS_PER_SECOND
@@ -121,3 +122,23 @@ def finished(copy: CopyState, size: int, now: int) -> CopyState:
 def ended(copy: CopyState, status: str, now: int, description: str | None = None) -> CopyState:
     """An aborted or failed copy: its progress as it stood, the time it ended."""
     return replace(copy, completed=now, status=status, status_description=description, owner=None)
+
+
+def without_signature(url: str) -> str:
+    """A copy's source URL as recorded and shown (``x-ms-copy-source``, ``<CopySource>``): its SAS
+    signature left out, so that whoever may read the destination's properties (anyone, in a
+    public container) cannot read the source with it. Left out however its name is spelt: a SAS
+    reads ``SIG=`` and ``%73ig=`` as ``sig=``. Applied again when shown, so a source recorded
+    before this rule (an Incremental Copy kept the whole URL) is shown without it too."""
+    parts = urlsplit(url)
+    pairs = parts.query.split("&")
+    kept = [pair for pair in pairs if not _is_signature(pair)]
+    if len(kept) == len(pairs):
+        return url
+    return urlunsplit(parts._replace(query="&".join(kept)))
+
+
+def _is_signature(pair: str) -> bool:
+    """Whether a ``name=value`` pair of a query string is a SAS's ``sig`` (any case, any
+    percent-encoding of the name)."""
+    return unquote_plus(pair.partition("=")[0]).strip().lower() == "sig"

@@ -2,7 +2,10 @@
 
 The counters name customers' data (PartitionKeys, table, queue and container names), so they
 are only for those who may see it: on a server that listens on loopback only, anyone on the
-host (local tools and a Prometheus beside the server work unchanged); otherwise a request signed
+host (local tools and a Prometheus beside the server work unchanged), as long as the request names
+the server by a loopback name (``Host: localhost``, ``127.0.0.1``, ``[::1]``): a web page whose own
+name an attacker pointed at 127.0.0.1 (DNS rebinding) reaches the port as well, but says its own
+name, and so needs what any other client needs; otherwise a request signed
 with an account's key (Shared Key or Shared Key Lite, signed as a Table request for the resource
 ``/{account}/metrics``, as ``tabulae top`` and the examples sign it) or carrying
 ``Authorization: Bearer <--metrics-token>`` (compared in constant time). Anything else gets 403
@@ -19,6 +22,7 @@ from typing import Any
 
 from tabulae.auth.shared_key import parse_authorization, verify_authorization
 from tabulae.http.errors import error_json
+from tabulae.http.hosts import is_loopback_name, scope_host
 from tabulae.http.messages import error_time
 from tabulae.model.errors import ServiceError
 
@@ -74,7 +78,9 @@ class MetricsEndpoint:
     def check(self, scope: dict[str, Any]) -> None:
         """Return when the request may read the counters; else raise the error to answer."""
         if self.open_access:
-            return
+            host = scope_host(scope["headers"])
+            if host is not None and is_loopback_name(host):
+                return
         headers = {name: value for name, value in scope["headers"] if name in _WANTED}
         authorization = headers.get(b"authorization", b"").decode("latin-1")
         if not authorization:
