@@ -89,6 +89,23 @@ at 2020-06-12 and expects no header row (Azure wrote none at 2019-12-12 and writ
 azure-storage-file-datalake 12.6.0's ``test_quick_query_output_in_arrow_format``, which expects
 the Arrow stream Azure wrote in 2021 (metadata version 4) byte for byte, where Azure's later
 recordings, and Tabulae, write version 5 (12.14.0 no longer compares the bytes).
+Also run so: azure-storage-blob 12.6.0 (x-ms-version 2020-02-10, through ``mgmt_era.py``),
+12.14.1 (2021-08-06), 12.23.1 (2024-11-04) and 12.25.1 (2025-05-05); azure-storage-file-datalake
+12.2.3 (with azure-storage-blob 12.7.1; its ``tests/testcase.py`` reads a ``settings_real.py``
+beside it: the ``sdkdatalake`` account and key, ``CONNECTION_STRING = ''``, ``TEST_MODE =
+'RunLiveNoRecord'``, and it imports adal and vcrpy), 12.9.1 (with azure-storage-blob 12.14.1) and
+12.18.1; and, through this script with the Queue port, azure-storage-queue 12.1.6 (2018-03-28,
+``mgmt_era.py`` too). What fails there besides the above: 12.6.0's
+``test_set_blob_tags_using_blob_sas`` (as 12.8.1's), Arrow test and async
+``test_invalid_value_kek_unwrap_async`` (it compares the whole text of the SDK's decryption error,
+to which today's azure-core adds the response body); azure-storage-file-datalake 12.2.3's Arrow
+test (the bytes, as 12.6.0's; its OAuth and user delegation tests, whose ``generate_oauth_token``
+signs in at login.microsoftonline.com, get the harness's tokens from ``harness_plugin.py``), and its
+``test_quick_query_iter_records_with_headers``, whose query goes out at 2020-04-08 (the Blob SDK's
+version) and expects no header row: Azure wrote none at 2020-02-10 (recorded) and one at 2020-10-02,
+2020-04-08 is not recorded, and Tabulae writes it; azure-storage-queue 12.1.6's
+``test_encryption_nonmatching_kid`` and ``test_missing_attribute_kek_unrwap`` (sync and async),
+the same decryption error text (client side).
 """
 
 from __future__ import annotations

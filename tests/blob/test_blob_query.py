@@ -121,18 +121,38 @@ def test_defaults_output_headers_and_progress(people: BlobClient) -> None:
     assert named.readall() == b'name,age\nAda,36\n"Cho, Mei",29\n'  # output as input: with its header
 
 
-def test_no_output_header_at_2019_12_12(people: BlobClient) -> None:
-    """At 2019-12-12 Azure wrote no header row out, whatever the output's HasHeaders said
-    (recorded for azure-storage-blob 12.3's test_quick_query_iter_records_with_headers); at
-    2020-10-02 it writes it (recorded for test_quick_query_iter_output_records_including_headers)."""
+@pytest.mark.parametrize("version", ["2019-12-12", "2020-02-10"])
+def test_no_output_header_before_2020_10_02(people: BlobClient, version: str) -> None:
+    """At 2019-12-12 and 2020-02-10 Azure wrote no header row out, whatever the output's
+    HasHeaders said (recorded for azure-storage-blob 12.3's and azure-storage-file-datalake
+    12.2.1's test_quick_query_iter_records_with_headers, the latter at 2020-02-10, which
+    azure-storage-file-datalake 12.2.3's own test expects); at 2020-10-02 it writes it (recorded
+    for test_quick_query_iter_output_records_including_headers)."""
     credential = {"account_name": DEV_ACCOUNT, "account_key": DEV_KEY}
-    old = BlobClient.from_blob_url(people.url, credential=credential, api_version="2019-12-12")
+    old = BlobClient.from_blob_url(people.url, credential=credential, api_version=version)
     both = {"blob_format": HEADERS, "output_format": HEADERS}
     data, _ = query(old, "SELECT name, age FROM BlobStorage WHERE age < 40", **both)
     assert data == b'Ada,36\n"Cho, Mei",29\n'
     later = BlobClient.from_blob_url(people.url, credential=credential, api_version="2020-10-02")
     data, _ = query(later, "SELECT name, age FROM BlobStorage WHERE age < 40", **both)
     assert data == b'name,age\nAda,36\n"Cho, Mei",29\n'
+
+
+def test_no_output_header_at_2020_02_10_aio(server: ServerProcess, people: BlobClient) -> None:
+    """The same through the aio client, as azure-storage-file-datalake 12.2.3's async quick query
+    sends it: at 2020-02-10 the records start at the CSV's second line."""
+
+    async def run() -> bytes:
+        async with AsyncBlobClient.from_connection_string(
+            server.connection_string, people.container_name, people.blob_name, api_version="2020-02-10"
+        ) as blob:
+            reader = await blob.query_blob(
+                "SELECT * FROM BlobStorage", blob_format=HEADERS, output_format=HEADERS
+            )
+            return await reader.readall()
+
+    data = asyncio.run(run())
+    assert data.startswith(b"Ada,London,36,") and b"name,city" not in data
 
 
 def test_output_formats(people: BlobClient) -> None:

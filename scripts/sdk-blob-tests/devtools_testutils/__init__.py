@@ -178,7 +178,7 @@ CachedResourceGroupPreparer = _unused_preparer
 #: What the oldest suites (azure-storage-blob 12.8) build on: see mgmt_era.py.
 _MGMT_ERA = (
     "AzureMgmtTestCase", "AzureMgmtPreparer", "ResourceGroupPreparer", "StorageAccountPreparer",
-    "BlobAccountPreparer", "FakeResource", "mgmt_settings_fake",
+    "BlobAccountPreparer", "FakeResource", "FakeStorageAccount", "mgmt_settings_fake",
 )  # fmt: skip
 
 

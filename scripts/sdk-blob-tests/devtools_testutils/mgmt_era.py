@@ -10,6 +10,7 @@ standard one, so the premium tests fail)."""
 
 import functools
 import inspect
+import logging
 import os
 import types
 
@@ -65,6 +66,9 @@ class AzureMgmtTestCase(StorageTestCase):
 
     def __init__(self, method_name="runTest", *args, **kwargs):
         super().__init__(method_name)
+        # What LogCaptured turns on and off: the base gave it to the tests of 2020 (azure-storage-
+        # blob 12.6), whose own _shared/testcase.py no longer names it.
+        self.logger = logging.getLogger("azure.storage")
         self.replay_processors = []
         self.recording_processors = []
         self.replay_patches = []
@@ -169,6 +173,8 @@ class StorageAccountPreparer(AzureMgmtPreparer):
 
 
 BlobAccountPreparer = StorageAccountPreparer
+#: azure-storage-queue 12.1's async files import it under this name.
+FakeStorageAccount = FakeResource
 
 mgmt_settings_fake = types.SimpleNamespace(
     SUBSCRIPTION_ID="00000000-0000-0000-0000-000000000000", AD_DOMAIN="microsoft.com", LOCATION="westus"

@@ -37,12 +37,13 @@ from tabulae.model.blobs import BASE
 from tabulae.model.errors import ServiceError
 
 CONTENT_TYPE = b"avro/binary"
-#: Azure wrote no header row out at 2019-12-12, whatever the output's HasHeaders said (recorded
-#: for azure-storage-blob 12.3's test_quick_query_iter_records_with_headers, HasHeaders true in
-#: and out, the answer's first record the CSV's second line), and writes it at 2020-10-02
-#: (recorded for test_quick_query_iter_output_records_including_headers). The versions between
-#: are not recorded: they keep the header, as before.
-_LAST_VERSION_WITHOUT_OUTPUT_HEADER = "2019-12-12"
+#: Azure wrote no header row out at 2019-12-12 and 2020-02-10, whatever the output's HasHeaders
+#: said (recorded for azure-storage-blob 12.3's test_quick_query_iter_records_with_headers and,
+#: at 2020-02-10, azure-storage-file-datalake 12.2.1's: HasHeaders true in and out, the answer's
+#: first record the CSV's second line), and writes it at 2020-10-02 (recorded for
+#: test_quick_query_iter_output_records_including_headers). The versions between (2020-04-08,
+#: 2020-06-12, 2020-08-04) are not recorded: they keep the header, as before.
+_LAST_VERSION_WITHOUT_OUTPUT_HEADER = "2020-02-10"
 # Headers of the blob that describe its content, which the answer is not.
 # Accept-Ranges stays: Azure's answer has it (recorded for the JS SDK's query tests).
 _NOT_OF_THE_ANSWER = frozenset({b"content-type", b"content-md5", b"content-length"})
