@@ -164,7 +164,7 @@ def _parametrized(*names):
 
     def decorate(func):
         def wrapper(test_class, *values, **kwargs):
-            return func(test_class, **dict(zip(names, values)), **kwargs)
+            return func(test_class, **dict(zip(names, values, strict=True)), **kwargs)
 
         parameters = [inspect.Parameter("test_class", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
         parameters += [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
