@@ -90,7 +90,10 @@ def setting(
 
 
 def is_loopback(host: str) -> bool:
-    if host == "localhost":
+    """Whether a bind address, or a name a client gives the server, is this machine's alone:
+    ``localhost``, a name under it (RFC 6761: resolved so without asking DNS) or a loopback
+    address."""
+    if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
         return ipaddress.ip_address(host).is_loopback

@@ -11,6 +11,8 @@ import contextlib
 import http.client
 import itertools
 import socket
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from email.utils import formatdate
 from urllib.parse import urlsplit
@@ -18,6 +20,7 @@ from xml.etree import ElementTree
 
 from azure.core.pipeline import PipelineContext, PipelineRequest
 from azure.core.rest import HttpRequest
+from azure.storage.blob import BlobServiceClient, CorsRule
 from azure.storage.blob._shared.authentication import SharedKeyCredentialPolicy
 
 from tests.serverproc import DEV_ACCOUNT, DEV_KEY
@@ -137,3 +140,16 @@ def _complete(data: bytes) -> bool:
         if name.strip().lower() == b"content-length":
             return len(body) >= int(value)
     return False
+
+
+@contextlib.contextmanager
+def cors_rules(service: BlobServiceClient, rules: list[CorsRule], settle: float = 0.0) -> Iterator[None]:
+    """The account's Blob CORS rules replaced by ``rules`` for a ``with`` block, then restored;
+    ``settle`` seconds are waited first where several workers must all have read them again."""
+    original = service.get_service_properties()["cors"]
+    service.set_service_properties(cors=rules)
+    time.sleep(settle)
+    try:
+        yield
+    finally:
+        service.set_service_properties(cors=original)

@@ -13,6 +13,7 @@ import ipaddress
 import re
 from urllib.parse import unquote
 
+from tabulae.http.hosts import host_name
 from tabulae.model.errors import ServiceError
 from tabulae.model.names import SECONDARY_SUFFIX
 
@@ -60,8 +61,7 @@ def is_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:
 def _compute_path_style(host: str, accounts: dict[str, list[bytes]]) -> bool:
     if _PATH_STYLE_ONLY[0]:
         return True
-    hostname = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
-    bare = hostname.strip("[]")
+    bare = host_name(host)
     try:
         ipaddress.ip_address(bare)
         return True

@@ -9,8 +9,9 @@ left open on loopback) look at before they answer.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable
+
+from tabulae.config import is_loopback
 
 
 def host_name(header: str) -> str:
@@ -31,13 +32,9 @@ def is_loopback_name(name: str) -> bool:
     """``localhost``, a name under it (``devstoreaccount1.table.localhost``, as clients address an
     account by subdomain) or a loopback address (``127.x.x.x``, ``::1``): only this machine's own
     clients send such a ``Host``. Names under ``localhost`` are loopback by RFC 6761, and
-    browsers resolve them so without asking DNS, so no attacker's page can carry one."""
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
+    browsers resolve them so without asking DNS, so no attacker's page can carry one. The rule
+    is the one bind addresses are judged by (:func:`tabulae.config.is_loopback`)."""
+    return is_loopback(name)
 
 
 def scope_host(headers: Iterable[tuple[bytes, bytes]]) -> str | None:

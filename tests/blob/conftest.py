@@ -1,4 +1,5 @@
-"""Servers shared by the Blob tests of several modules (each one started once per session)."""
+"""Servers shared by the Blob tests of several modules (each one started once per session), and
+raw signed requests to the session server."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.backends import backend_names
+from tests.blobhttp import BlobHttp
 from tests.conftest import fresh_store
 from tests.serverproc import ServerProcess
 
@@ -22,3 +24,9 @@ def versioned(
     process.start()
     yield process
     process.stop()
+
+
+@pytest.fixture
+def http(server: ServerProcess) -> BlobHttp:
+    """Signed raw requests to the session server's Blob port."""
+    return BlobHttp(server.blob_port)

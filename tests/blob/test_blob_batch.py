@@ -241,11 +241,6 @@ def parts_of(reply: Reply) -> list[tuple[str | None, int, dict[str, str]]]:
     return found
 
 
-@pytest.fixture
-def http(server: ServerProcess) -> BlobHttp:
-    return BlobHttp(server.blob_port)
-
-
 def test_account_level_batch_across_containers(
     server: ServerProcess, http: BlobHttp, blob_service: BlobServiceClient, container: ContainerClient
 ) -> None:

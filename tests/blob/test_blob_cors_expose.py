@@ -10,24 +10,16 @@ from collections.abc import Iterator
 import pytest
 from azure.storage.blob import BlobServiceClient, ContainerClient, CorsRule
 
-from tests.blobhttp import BlobHttp
-from tests.serverproc import ServerProcess
+from tests.blobhttp import BlobHttp, cors_rules
 
 METADATA_ONLY = CorsRule(["https://meta.example"], ["GET", "HEAD", "PUT"], exposed_headers=["x-ms-meta-*"])
 EVERYTHING = CorsRule(["*"], ["GET", "HEAD", "PUT"], exposed_headers=["*"])
 
 
 @pytest.fixture
-def http(server: ServerProcess) -> BlobHttp:
-    return BlobHttp(server.blob_port)
-
-
-@pytest.fixture
 def rules(blob_service: BlobServiceClient) -> Iterator[None]:
-    original = blob_service.get_service_properties()["cors"]
-    blob_service.set_service_properties(cors=[METADATA_ONLY, EVERYTHING])
-    yield
-    blob_service.set_service_properties(cors=original)
+    with cors_rules(blob_service, [METADATA_ONLY, EVERYTHING]):
+        yield
 
 
 def _exposed(reply_headers: dict[str, str]) -> list[str]:

@@ -13,8 +13,7 @@ from collections.abc import Iterator
 import pytest
 from azure.storage.blob import BlobServiceClient, ContainerClient, CorsRule
 
-from tests.blobhttp import BlobHttp
-from tests.serverproc import ServerProcess
+from tests.blobhttp import BlobHttp, cors_rules
 
 SUBDOMAINS = CorsRule(
     ["http://*.contoso.com"], ["GET", "PUT"], allowed_headers=["x-ms-*"], max_age_in_seconds=60
@@ -22,16 +21,9 @@ SUBDOMAINS = CorsRule(
 
 
 @pytest.fixture
-def http(server: ServerProcess) -> BlobHttp:
-    return BlobHttp(server.blob_port)
-
-
-@pytest.fixture
 def rules(blob_service: BlobServiceClient) -> Iterator[None]:
-    original = blob_service.get_service_properties()["cors"]
-    blob_service.set_service_properties(cors=[SUBDOMAINS])
-    yield
-    blob_service.set_service_properties(cors=original)
+    with cors_rules(blob_service, [SUBDOMAINS]):
+        yield
 
 
 def _preflight(http: BlobHttp, origin: str) -> int:

@@ -4,13 +4,12 @@ Azure/azure-sdk-assets), sent over raw HTTP as the Java client sent them."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
 from azure.storage.blob import BlobServiceClient, ContainerClient, CorsRule
 
-from tests.blobhttp import BlobHttp
+from tests.blobhttp import BlobHttp, cors_rules
 from tests.serverproc import ServerProcess
 
 BOM_DECLARATION_BREAK = b'\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>\n<Error><Code>'
@@ -223,11 +222,8 @@ JAVA_RULE = CorsRule(
 def java_cors(blob_service: BlobServiceClient) -> Iterator[None]:
     """The CORS rule of the account the Java SDK's recordings were made on (read back in
     ServiceApiTests.setPropsStaticWebsite), restored afterwards."""
-    original = blob_service.get_service_properties()["cors"]
-    blob_service.set_service_properties(cors=[JAVA_RULE])
-    time.sleep(1.2)  # the server's other workers read the rules again within a second
-    yield
-    blob_service.set_service_properties(cors=original)
+    with cors_rules(blob_service, [JAVA_RULE], settle=1.2):  # other workers re-read within a second
+        yield
 
 
 @pytest.mark.usefixtures("java_cors")

@@ -9,14 +9,8 @@ import pytest
 from azure.storage.blob import ContainerClient
 
 from tests.blobhttp import BlobHttp, Reply
-from tests.serverproc import ServerProcess
 
 MIB = 1024 * 1024
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> BlobHttp:
-    return BlobHttp(server.blob_port)
 
 
 @pytest.fixture

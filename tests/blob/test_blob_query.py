@@ -474,11 +474,6 @@ def _document(expression: str, extra: str = "") -> bytes:
     ).encode()
 
 
-@pytest.fixture
-def http(server: ServerProcess) -> BlobHttp:
-    return BlobHttp(server.blob_port)
-
-
 def test_answer_is_avro_sent_chunked(http: BlobHttp, people: BlobClient) -> None:
     reply = http.request(
         "POST",

@@ -39,11 +39,6 @@ MIB = 1024 * 1024
 
 
 @pytest.fixture
-def http(server: ServerProcess) -> BlobHttp:
-    return BlobHttp(server.blob_port)
-
-
-@pytest.fixture
 def path(container: ContainerClient) -> Iterator[str]:
     yield "/" + container.container_name
 

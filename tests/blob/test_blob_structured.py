@@ -98,11 +98,6 @@ def test_aio(server: ServerProcess, container: ContainerClient) -> None:
 # ------------------------------------------------------------------------------ raw HTTP
 
 
-@pytest.fixture
-def http(server: ServerProcess) -> BlobHttp:
-    return BlobHttp(server.blob_port)
-
-
 def _path(container: ContainerClient, name: str, query: str = "") -> str:
     return f"/{container.container_name}/{name}{query}"
 

@@ -206,11 +206,6 @@ def test_default_tier_and_rehydration(quick: ServerProcess) -> None:
 # ------------------------------------------------------------------ raw HTTP
 
 
-@pytest.fixture
-def http(server: ServerProcess) -> BlobHttp:
-    return BlobHttp(server.blob_port)
-
-
 @pytest.mark.parametrize(
     ("headers", "status", "code"),
     [

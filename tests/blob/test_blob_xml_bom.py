@@ -34,11 +34,6 @@ BOM = b"\xef\xbb\xbf"
 DECLARATION = b'<?xml version="1.0" encoding="utf-8"?>'
 
 
-@pytest.fixture
-def http(server: ServerProcess) -> BlobHttp:
-    return BlobHttp(server.blob_port)
-
-
 def document(http: BlobHttp, method: str, path: str, root: str, body: bytes = b"") -> ElementTree.Element:
     """The XML answer to a request: the mark, the declaration, a document with ``root``, and a
     ``Content-Length`` that counts the mark."""
